@@ -1,0 +1,24 @@
+/** Creates the ADMIN named by ADMIN_EMAIL/ADMIN_PASSWORD at start, when that address has no user. */
+import type { Config } from '../config.ts';
+import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
+import type { CredentialsService } from './credentials.service.ts';
+
+export type BootstrapAdminResult = 'created' | 'exists' | 'not-configured';
+
+export async function bootstrapAdmin(deps: { config: Config; users: UserService; credentials: CredentialsService }): Promise<BootstrapAdminResult> {
+  const admin = deps.config.admin;
+  if (admin === null) return 'not-configured';
+  if ((await deps.users.findUserWithPasswordByEmail(admin.email)) !== null) return 'exists';
+  const result = await deps.credentials.createPasswordUser({
+    email: admin.email,
+    name: admin.name,
+    password: admin.password,
+    roles: [ADMIN_ROLE],
+    emailVerified: true,
+  });
+  if (result.ok) return 'created';
+  if (result.reason === 'EMAIL_TAKEN') return 'exists';
+  // Misconfiguration: stop start-up with a message that names the variable, never the value.
+  const why = result.reason === 'WEAK_PASSWORD' ? `ADMIN_PASSWORD ${result.rejection.message}` : 'invalid admin role';
+  throw new Error(`Cannot create the admin user: ${why}`);
+}

@@ -1,0 +1,188 @@
+/**
+ * Every error a client can see has a stable UPPER_SNAKE `code`, a status and a human `message`.
+ * `AppError` is raised only at the HTTP boundary; `registerErrorHandling` is the single place that
+ * turns anything thrown into a response body, and the only one that decides what reaches a log.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+
+export const ERROR_CATALOGUE = {
+  BAD_REQUEST: { status: 400, message: 'The request is malformed.' },
+  MALFORMED_JSON: { status: 400, message: 'The request body is not valid JSON.' },
+  INVALID_CREDENTIALS: { status: 401, message: 'The e-mail or password is invalid.' },
+  UNAUTHENTICATED: { status: 401, message: 'Sign in to continue.' },
+  ACCOUNT_DISABLED: { status: 403, message: 'This account is disabled.' },
+  EMAIL_NOT_VERIFIED: { status: 403, message: 'Verify your e-mail address before signing in.' },
+  FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
+  NOT_FOUND: { status: 404, message: 'Not found.' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json.' },
+  VALIDATION_ERROR: { status: 422, message: 'The request has invalid fields.' },
+  RATE_LIMITED: { status: 429, message: 'Too many requests. Try again later.' },
+  INTERNAL_ERROR: { status: 500, message: 'Something went wrong on our side.' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable. Try again shortly.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors: readonly FieldError[] | undefined;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(
+    code: ErrorCode,
+    options: { message?: string; errors?: readonly FieldError[]; retryAfterSeconds?: number; cause?: unknown } = {},
+  ) {
+    super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_CATALOGUE[code].status;
+    this.errors = options.errors;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/**
+ * A dependency (database, hashing capacity, …) cannot serve the request right now. Services throw
+ * it; the HTTP layer answers 503 SERVICE_UNAVAILABLE with `Retry-After`, never 500, never access.
+ */
+export class UnavailableError extends Error {
+  readonly retryAfterSeconds: number;
+  constructor(message: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'UnavailableError';
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+  }
+}
+
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  errors?: FieldError[];
+}
+
+/** Fastify's own client errors, by their code, to ours. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
+};
+
+/** Network-level failures of a database driver: the dependency is down, not our bug. */
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'SQLITE_BUSY',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+]);
+
+export function isUnavailable(error: unknown): boolean {
+  if (error instanceof UnavailableError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|database is locked/i.test(message);
+}
+
+export function toErrorBody(code: ErrorCode, message?: string, errors?: readonly FieldError[]): ErrorBody {
+  const body: ErrorBody = { error: code, message: message ?? ERROR_CATALOGUE[code].message };
+  if (errors !== undefined) body.errors = [...errors];
+  return body;
+}
+
+/** Installs the single error mapper and the 404 handler. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setNotFoundHandler((_request, reply) => {
+    void reply.code(404).send(toErrorBody('NOT_FOUND'));
+  });
+
+  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    const mapped = mapError(error);
+    if (mapped.status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+    } else if (mapped.code === 'SERVICE_UNAVAILABLE') {
+      request.log.warn({ err: error }, 'dependency unavailable');
+    }
+    sendError(reply, mapped.status, mapped.body, mapped.retryAfterSeconds);
+  });
+}
+
+export function sendError(reply: FastifyReply, status: number, body: ErrorBody, retryAfterSeconds?: number): FastifyReply {
+  if (retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.max(1, Math.ceil(retryAfterSeconds))));
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+interface MappedError {
+  status: number;
+  code: ErrorCode;
+  body: ErrorBody;
+  retryAfterSeconds?: number;
+}
+
+function mapError(error: FastifyError | Error): MappedError {
+  if (error instanceof AppError) {
+    return {
+      status: error.status,
+      code: error.code,
+      body: toErrorBody(error.code, error.message, error.errors),
+      ...(error.retryAfterSeconds !== undefined && { retryAfterSeconds: error.retryAfterSeconds }),
+    };
+  }
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const errors = error.validation.map((issue) => ({
+      field: fieldName(issue.instancePath),
+      message: issue.message ?? 'is invalid',
+    }));
+    return { status: 422, code: 'VALIDATION_ERROR', body: toErrorBody('VALIDATION_ERROR', undefined, dedupeFields(errors)) };
+  }
+  if (isUnavailable(error)) {
+    const retryAfterSeconds = error instanceof UnavailableError ? error.retryAfterSeconds : 1;
+    return { status: 503, code: 'SERVICE_UNAVAILABLE', body: toErrorBody('SERVICE_UNAVAILABLE'), retryAfterSeconds };
+  }
+  const fastifyCode = (error as FastifyError).code;
+  const known = fastifyCode !== undefined ? FASTIFY_CODES[fastifyCode] : undefined;
+  if (known !== undefined) return { status: ERROR_CATALOGUE[known].status, code: known, body: toErrorBody(known) };
+
+  // JSON.parse and secure-json-parse (prototype poisoning) throw SyntaxErrors carrying a 400.
+  const statusCode = (error as FastifyError).statusCode;
+  if (error instanceof SyntaxError && statusCode === 400) {
+    return { status: 400, code: 'MALFORMED_JSON', body: toErrorBody('MALFORMED_JSON') };
+  }
+  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
+    const code: ErrorCode =
+      statusCode === 404 ? 'NOT_FOUND' : statusCode === 405 ? 'METHOD_NOT_ALLOWED' : statusCode === 413 ? 'PAYLOAD_TOO_LARGE' : statusCode === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'BAD_REQUEST';
+    return { status: ERROR_CATALOGUE[code].status, code, body: toErrorBody(code) };
+  }
+  // Anything else is our bug: the body says nothing about it; the log has it.
+  return { status: 500, code: 'INTERNAL_ERROR', body: toErrorBody('INTERNAL_ERROR') };
+}
+
+/** `/email` -> `email`, `/user/name` -> `user.name`, `` (the whole body) -> `body`. */
+function fieldName(instancePath: string): string {
+  const path = instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
+  return path === '' ? 'body' : path;
+}
+
+/** One message per field: the first problem is the one worth fixing first. */
+function dedupeFields(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => (seen.has(e.field) ? false : (seen.add(e.field), true)));
+}

@@ -1,0 +1,26 @@
+/** Response schemas shared by every feature's routes (and so by the OpenAPI document). */
+import { z } from 'zod';
+import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts';
+
+const errorCodes = Object.keys(ERROR_CATALOGUE) as [ErrorCode, ...ErrorCode[]];
+
+export const errorResponse = z
+  .object({
+    error: z.enum(errorCodes).describe('Stable, UPPER_SNAKE error code'),
+    message: z.string().describe('Human-readable explanation'),
+    errors: z
+      .array(z.object({ field: z.string(), message: z.string() }))
+      .optional()
+      .describe('Present on VALIDATION_ERROR: one entry per offending field'),
+  })
+  .meta({ id: 'ErrorResponse' });
+
+/** Error responses every JSON endpoint with a body can give. */
+export const bodyErrorResponses = {
+  400: errorResponse.describe('Malformed JSON (MALFORMED_JSON)'),
+  413: errorResponse.describe('Body larger than the limit (PAYLOAD_TOO_LARGE)'),
+  415: errorResponse.describe('Body is not application/json (UNSUPPORTED_MEDIA_TYPE)'),
+  422: errorResponse.describe('Invalid fields (VALIDATION_ERROR), listed in `errors`'),
+  500: errorResponse.describe('Unexpected failure (INTERNAL_ERROR); reveals nothing internal'),
+  503: errorResponse.describe('A dependency is unavailable (SERVICE_UNAVAILABLE); retry after `Retry-After`'),
+} as const;

@@ -1,0 +1,15 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/** A random, non-sequential identifier: 128 bits, base64url (22 characters). */
+export function randomId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** A bearer secret: 256 bits by default, base64url. Store only `sha256Base64url` of it. */
+export function randomSecret(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+export function sha256Base64url(value: string): string {
+  return createHash('sha256').update(value).digest('base64url');
+}

@@ -1,0 +1,122 @@
+/**
+ * `npm start`: load config -> open storage -> migrate -> wire services -> build app -> listen.
+ * SIGTERM/SIGINT close the server gracefully: in-flight requests finish, new ones get 503.
+ */
+import type { FastifyInstance } from 'fastify';
+import { ConfigError, loadConfig, loadDotEnv, type Config } from './config.ts';
+import { migrateToLatest, openStorage } from './storage/database.ts';
+import { createServices } from './services.ts';
+import { buildApp } from './app.ts';
+import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
+
+const SHUTDOWN_TIMEOUT_MS = 10_000;
+
+export interface RunningServer {
+  app: FastifyInstance;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  const storage = openStorage(config.database);
+  try {
+    await migrateToLatest(storage.db);
+    const services = await createServices({ config, storage });
+    const app = await buildApp(services);
+    const adminResult = await bootstrapAdmin(services);
+    if (adminResult === 'created') app.log.info({ email: config.admin?.email }, 'created the ADMIN user from ADMIN_EMAIL');
+
+    const address = await app.listen({ port: config.port, host: config.host });
+    const port = new URL(address).port;
+    const url = config.authUrl.replace(/:\d+$/, '') === config.authUrl ? config.authUrl : config.authUrl.replace(/:\d+$/, `:${port}`);
+    app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy }, 'Gatehouse listening');
+    printBanner(config, url, await services.users.countUsers());
+
+    return {
+      app,
+      url,
+      async close() {
+        await app.close();
+        await storage.close();
+      },
+    };
+  } catch (error) {
+    await storage.close().catch(() => {});
+    throw error;
+  }
+}
+
+function printBanner(config: Config, url: string, userCount: number): void {
+  if (config.env === 'test') return;
+  const lines = [
+    '',
+    `  Gatehouse is running at ${url}  (${config.database.kind}, ${config.sessionStrategy} sessions)`,
+    `  JWKS:     ${url}/.well-known/jwks.json`,
+    `  API docs: ${url}/api/docs/openapi.json`,
+  ];
+  if (userCount === 0) {
+    lines.push(
+      '',
+      '  No users yet. Create one (the password is read from standard input):',
+      "    printf '%s' 'a-long-password' | npx gatehouse users create --email you@example.com --name You --role ADMIN --password-stdin",
+      '  or set ADMIN_EMAIL and ADMIN_PASSWORD and restart.',
+    );
+  }
+  lines.push(
+    '',
+    '  Sign in:',
+    `    curl -s ${url}/api/auth -H 'content-type: application/json' \\`,
+    `      -d '{"email":"you@example.com","password":"a-long-password"}'`,
+    '',
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** Runs the server until a signal; used by `npm start` and `gatehouse serve`. */
+export async function runServer(): Promise<void> {
+  loadDotEnv();
+  let config: Config;
+  try {
+    config = loadConfig(process.env, { onWarning: (message) => process.stderr.write(`warning: ${message}\n`) });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+
+  const server = await startServer(config).catch((error: unknown) => {
+    process.stderr.write(`Gatehouse failed to start: ${describe(error)}\n`);
+    process.exit(1);
+  });
+
+  let closing = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (closing) return;
+    closing = true;
+    server.app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      server.app.log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS);
+    timer.unref();
+    server
+      .close()
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        server.app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
+  return `${error.message}${cause}`;
+}
+
+if (import.meta.main) await runServer();

@@ -1,0 +1,48 @@
+/**
+ * Wires features together in one place: stores get storage, services get their stores, clock and
+ * each other. `buildApp` receives the result; the CLI uses the same wiring without HTTP.
+ */
+import type { Config } from './config.ts';
+import type { Storage } from './storage/database.ts';
+import { systemClock, type Clock } from './lib/clock.ts';
+import { createUserService } from './users/user.service.ts';
+import { createPasswordHasher } from './credentials/password-hasher.ts';
+import { createCredentialsService } from './credentials/credentials.service.ts';
+import { loadSigningKeys } from './sessions/signing-keys.ts';
+import { createSessionService } from './sessions/session.service.ts';
+
+export type Services = Awaited<ReturnType<typeof createServices>>;
+
+export async function createServices(deps: { config: Config; storage: Storage; clock?: Clock }) {
+  const { config, storage } = deps;
+  const clock = deps.clock ?? systemClock;
+  const { db } = storage;
+
+  const users = createUserService({ db, clock });
+  const hasher = await createPasswordHasher(config.passwords);
+  const keys = await loadSigningKeys({
+    db,
+    authSecret: config.authSecret,
+    clock,
+    retentionMs: config.tokens.accessTokenTtlSeconds * 1000,
+  });
+  const sessions = createSessionService({
+    db,
+    keys,
+    clock,
+    options: {
+      issuer: config.tokens.issuer,
+      audience: config.tokens.audience,
+      accessTokenTtlSeconds: config.tokens.accessTokenTtlSeconds,
+      sessionMaxAgeSeconds: config.sessions.maxAgeSeconds,
+    },
+  });
+  const credentials = createCredentialsService({
+    users,
+    sessions,
+    hasher,
+    policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength },
+  });
+
+  return { config, storage, clock, users, hasher, keys, sessions, credentials };
+}

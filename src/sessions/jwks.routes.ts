@@ -1,0 +1,19 @@
+/** `GET /.well-known/jwks.json`: the public keys that verify our tokens (RFC 7517). */
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { SigningKeys } from './signing-keys.ts';
+
+const jwk = z.object({ kty: z.string(), crv: z.string(), x: z.string(), kid: z.string(), alg: z.string(), use: z.literal('sig') });
+const jwksResponse = z.object({ keys: z.array(jwk) }).meta({ id: 'JWKS' });
+
+export const jwksRoutes: FastifyPluginAsyncZod<{ keys: SigningKeys }> = async (app, { keys }) => {
+  app.get(
+    '/.well-known/jwks.json',
+    { schema: { tags: ['keys'], summary: 'Public signing keys (JWKS)', response: { 200: jwksResponse } } },
+    async (_request, reply) => {
+      // Verifiers may cache briefly; a rotated key is published before it signs anything.
+      void reply.header('cache-control', 'public, max-age=300');
+      return { keys: keys.publicJwks().map(({ kty, crv, x, kid, alg, use }) => ({ kty: kty!, crv: crv!, x: x!, kid, alg, use })) };
+    },
+  );
+};

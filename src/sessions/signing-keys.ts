@@ -1,0 +1,100 @@
+/**
+ * Token signing keys: Ed25519 pairs generated on first start and kept in storage with the
+ * private half encrypted (JWE `dir` + A256GCM, bound to its `kid`) under a key derived from
+ * AUTH_SECRET with HKDF. The public halves are served as the JWKS.
+ */
+import { hkdfSync } from 'node:crypto';
+import {
+  CompactEncrypt,
+  calculateJwkThumbprint,
+  compactDecrypt,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type CryptoKey,
+  type JWK,
+} from 'jose';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import { findPublishableKeys, insertSigningKey } from './signing-key.store.ts';
+
+export const SIGNING_ALGORITHM = 'EdDSA';
+const KEY_ENCRYPTION_INFO = 'gatehouse signing-key encryption v1';
+
+export interface SigningKey {
+  kid: string;
+  privateKey: CryptoKey;
+}
+
+export interface PublicJwk extends JWK {
+  kid: string;
+  alg: string;
+  use: 'sig';
+}
+
+export interface SigningKeys {
+  /** The key new tokens are signed with. */
+  current(): SigningKey;
+  /** Public keys for verification: the current one and those retired recently. */
+  publicJwks(): readonly PublicJwk[];
+  /** Re-reads keys from storage (other instances may have rotated). */
+  reload(): Promise<void>;
+}
+
+export function deriveKeyEncryptionKey(authSecret: string): Uint8Array {
+  return new Uint8Array(hkdfSync('sha256', authSecret, 'gatehouse', KEY_ENCRYPTION_INFO, 32));
+}
+
+/**
+ * Loads the signing keys, generating the first pair when storage has none.
+ * `retentionMs` is how long a retired key stays published: at least the longest token lifetime.
+ */
+export async function loadSigningKeys(deps: { db: Db; authSecret: string; clock: Clock; retentionMs: number }): Promise<SigningKeys> {
+  const { db, clock, retentionMs } = deps;
+  const encryptionKey = deriveKeyEncryptionKey(deps.authSecret);
+  let state = await readKeys();
+  if (state === null) {
+    await insertSigningKey(db, await createEncryptedKeyPair(encryptionKey, clock()));
+    state = await readKeys();
+  }
+
+  async function readKeys(): Promise<{ current: SigningKey; jwks: PublicJwk[] } | null> {
+    const rows = await findPublishableKeys(db, clock() - retentionMs);
+    const active = rows.find((row) => row.retired_at === null);
+    if (active === undefined) return null;
+    const jwks = rows.map((row) => JSON.parse(row.public_jwk) as PublicJwk);
+    const { plaintext, protectedHeader } = await compactDecrypt(active.private_jwk_encrypted, encryptionKey).catch((error: unknown) => {
+      throw new Error(`Cannot decrypt signing key ${active.kid}: was AUTH_SECRET changed?`, { cause: error });
+    });
+    if (protectedHeader.kid !== active.kid) throw new Error(`Signing key ${active.kid} is bound to another kid`);
+    const privateJwk = JSON.parse(new TextDecoder().decode(plaintext)) as JWK;
+    const privateKey = (await importJWK(privateJwk, active.algorithm)) as CryptoKey;
+    return { current: { kid: active.kid, privateKey }, jwks };
+  }
+
+  return {
+    current: () => state!.current,
+    publicJwks: () => state!.jwks,
+    async reload() {
+      state = (await readKeys()) ?? state;
+    },
+  };
+}
+
+async function createEncryptedKeyPair(encryptionKey: Uint8Array, now: number) {
+  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALGORITHM, { crv: 'Ed25519', extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  const privateJwk = await exportJWK(privateKey);
+  const encrypted = await new CompactEncrypt(new TextEncoder().encode(JSON.stringify(privateJwk)))
+    .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid })
+    .encrypt(encryptionKey);
+  return {
+    kid,
+    algorithm: SIGNING_ALGORITHM,
+    public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALGORITHM, use: 'sig' }),
+    private_jwk_encrypted: encrypted,
+    created_at: now,
+    retired_at: null,
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Table types as Kysely sees them. Times are epoch milliseconds (integers in SQLite, BIGINT in
+ * PostgreSQL, parsed back to numbers) so both dialects read and compare them the same way.
+ */
+import type { Generated, Insertable, Selectable } from 'kysely';
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string | null;
+  email_verified_at: number | null;
+  disabled_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface UserRolesTable {
+  user_id: string;
+  role: string;
+  created_at: number;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  refresh_token_hash: string;
+  created_at: number;
+  expires_at: number;
+  last_seen_at: number;
+  revoked_at: number | null;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  algorithm: string;
+  public_jwk: string;
+  /** The private JWK as a compact JWE (`dir` + A256GCM) under a key derived from AUTH_SECRET. */
+  private_jwk_encrypted: string;
+  created_at: number;
+  /** Keys are never deleted while a token they signed may still be valid; they are retired. */
+  retired_at: number | null;
+}
+
+export interface Database {
+  users: UsersTable;
+  user_roles: UserRolesTable;
+  sessions: SessionsTable;
+  signing_keys: SigningKeysTable;
+}
+
+export type UserRow = Selectable<UsersTable>;
+export type NewUserRow = Insertable<UsersTable>;
+export type SessionRow = Selectable<SessionsTable>;
+export type SigningKeyRow = Selectable<SigningKeysTable>;
+export type { Generated };
