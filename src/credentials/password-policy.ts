@@ -23,7 +23,7 @@ export function checkPassword(
   identity: { email?: string; name?: string } = {},
 ): PasswordRejection | null {
   const normalised = password.normalize('NFKC');
-  const length = [...normalised].length;
+  const length = countCharacters(normalised);
   if (length < policy.minLength) {
     return { reason: 'TOO_SHORT', message: `must be at least ${policy.minLength} characters` };
   }
@@ -40,4 +40,13 @@ export function checkPassword(
     return { reason: 'CONTAINS_IDENTITY', message: 'must not be your e-mail address or name' };
   }
   return null;
+}
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/** Characters as a person counts them: `é` or `🗝️` is one, whatever its code points. */
+function countCharacters(text: string): number {
+  let count = 0;
+  for (const _ of graphemes.segment(text)) count++;
+  return count;
 }

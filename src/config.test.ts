@@ -1,0 +1,115 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from './config.ts';
+
+const SECRET = 'x'.repeat(48);
+
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError);
+    return error.problems;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('has development defaults: SQLite under DATA_DIR, port 3000, database sessions', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gh-config-'));
+    const config = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: dataDir });
+    assert.equal(config.env, 'development');
+    assert.equal(config.port, 3000);
+    assert.equal(config.authUrl, 'http://localhost:3000');
+    assert.deepEqual(config.database, { kind: 'sqlite', path: join(dataDir, 'gatehouse.db') });
+    assert.equal(config.sessionStrategy, 'database');
+    assert.equal(config.isSecureOrigin, false);
+    assert.deepEqual(config.passwords.argon2, { memoryKib: 19_456, iterations: 2, parallelism: 1 });
+    assert.equal(config.tokens.issuer, 'http://localhost:3000');
+  });
+
+  it('is deeply frozen', () => {
+    const config = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: mkdtempSync(join(tmpdir(), 'gh-config-')) });
+    assert.ok(Object.isFrozen(config));
+    assert.ok(Object.isFrozen(config.passwords.argon2));
+    assert.throws(() => {
+      (config as { port: number }).port = 1;
+    }, TypeError);
+  });
+
+  it('names every problem at once in production', () => {
+    const problems = problemsOf({ NODE_ENV: 'production', AUTH_URL: 'http://auth.example.com', DATABASE_URL: 'mysql://x', PORT: 'eighty' });
+    assert.equal(problems.length, 4, problems.join('\n'));
+    for (const name of ['AUTH_SECRET', 'AUTH_URL', 'DATABASE_URL', 'PORT']) {
+      assert.ok(problems.some((p) => p.startsWith(name)), `${name} is named`);
+    }
+    const message = new ConfigError(problems).message;
+    for (const name of ['AUTH_SECRET', 'AUTH_URL', 'DATABASE_URL', 'PORT']) assert.ok(message.includes(name));
+  });
+
+  it('refuses a short AUTH_SECRET and never echoes it', () => {
+    const problems = problemsOf({ NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com', AUTH_SECRET: 'short-secret-value' });
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /^AUTH_SECRET must be at least 32 characters/);
+    assert.ok(!problems[0]!.includes('short-secret-value'));
+  });
+
+  it('accepts a valid production configuration', () => {
+    const config = loadConfig({ NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com/', AUTH_SECRET: SECRET, DATABASE_URL: 'postgres://u:p@db:5432/gatehouse' });
+    assert.equal(config.authUrl, 'https://auth.example.com');
+    assert.equal(config.isSecureOrigin, true);
+    assert.equal(config.host, '0.0.0.0');
+    assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://u:p@db:5432/gatehouse' });
+  });
+
+  it('rejects unparseable values with the variable named', () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ DATABASE_URL: 'postgres://[bad' }, 'DATABASE_URL'],
+      [{ DATABASE_URL: 'sqlite:' }, 'DATABASE_URL'],
+      [{ AUTH_URL: 'not a url' }, 'AUTH_URL'],
+      [{ AUTH_URL: 'ftp://x' }, 'AUTH_URL'],
+      [{ AUTH_URL: 'https://u:p@x' }, 'AUTH_URL'],
+      [{ SESSION_STRATEGY: 'cookie' }, 'SESSION_STRATEGY'],
+      [{ ACCESS_TOKEN_TTL: '15 minutes' }, 'ACCESS_TOKEN_TTL'],
+      [{ ARGON2_MEMORY_KIB: '12' }, 'ARGON2_MEMORY_KIB'],
+      [{ PORT: '70000' }, 'PORT'],
+      [{ ADMIN_EMAIL: 'a@example.com' }, 'ADMIN_EMAIL'],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    ];
+    for (const [env, name] of cases) {
+      const problems = problemsOf({ AUTH_SECRET: SECRET, ...env });
+      assert.equal(problems.length, 1, `${JSON.stringify(env)}: ${problems.join('; ')}`);
+      assert.ok(problems[0]!.startsWith(name), problems[0]);
+    }
+  });
+
+  it('parses durations with units', () => {
+    const config = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), ACCESS_TOKEN_TTL: '15m', SESSION_MAX_AGE: '7d' });
+    assert.equal(config.tokens.accessTokenTtlSeconds, 900);
+    assert.equal(config.sessions.maxAgeSeconds, 7 * 86_400);
+  });
+
+  it('keeps access tokens short-lived by default in the jwt strategy', () => {
+    const jwt = loadConfig({ AUTH_SECRET: SECRET, SESSION_STRATEGY: 'jwt' });
+    assert.equal(jwt.tokens.accessTokenTtlSeconds, 900);
+    const database = loadConfig({ AUTH_SECRET: SECRET });
+    assert.equal(database.tokens.accessTokenTtlSeconds, database.sessions.maxAgeSeconds);
+  });
+
+  it('generates a development secret once into DATA_DIR, readable by the owner only', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gh-config-'));
+    const warnings: string[] = [];
+    const first = loadConfig({ DATA_DIR: dataDir }, { onWarning: (m) => warnings.push(m) });
+    const second = loadConfig({ DATA_DIR: dataDir }, { onWarning: (m) => warnings.push(m) });
+    assert.equal(first.authSecret, second.authSecret);
+    assert.ok(first.authSecret.length >= 32);
+    assert.equal(warnings.length, 1, 'warned once, when generated');
+    assert.ok(!warnings[0]!.includes(first.authSecret));
+    const path = join(dataDir, 'auth-secret');
+    assert.equal(readFileSync(path, 'utf8').trim(), first.authSecret);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+  });
+});

@@ -1,0 +1,66 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { compactDecrypt, createLocalJWKSet, jwtVerify } from 'jose';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { migrateToLatest, openStorage, type Storage } from '../storage/database.ts';
+import { deriveKeyEncryptionKey, loadSigningKeys } from './signing-keys.ts';
+import { signAccessToken } from './access-token.ts';
+
+const SECRET = 'signing-key-test-secret-0123456789abcdefghijklmnop';
+const clock = () => Date.now();
+
+for (const backend of await backends()) {
+  describe(`signing keys on ${backend.name}`, { skip: backend.skip }, () => {
+    let database: TestDatabase;
+    let storage: Storage;
+    before(async () => {
+      database = await backend.create();
+      storage = openStorage(database.config);
+      await migrateToLatest(storage.db);
+    });
+    after(async () => {
+      await storage?.close();
+      await database?.drop();
+    });
+
+    it('generates one Ed25519 key on first start and reuses it afterwards', async () => {
+      const first = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000 });
+      const second = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000 });
+      assert.equal(first.current().kid, second.current().kid);
+      const rows = await storage.db.selectFrom('signing_keys').selectAll().execute();
+      assert.equal(rows.length, 1);
+      const [jwk] = first.publicJwks();
+      assert.deepEqual({ kty: jwk!.kty, crv: jwk!.crv, alg: jwk!.alg, use: jwk!.use }, { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
+      assert.equal(jwk!.d, undefined, 'the public JWK has no private part');
+    });
+
+    it('stores the private key only encrypted, bound to its kid, under a key derived from AUTH_SECRET', async () => {
+      const [row] = await storage.db.selectFrom('signing_keys').selectAll().execute();
+      assert.ok(!row!.private_jwk_encrypted.includes('"d"'));
+      assert.equal(row!.private_jwk_encrypted.split('.').length, 5, 'compact JWE');
+      const { plaintext, protectedHeader } = await compactDecrypt(row!.private_jwk_encrypted, deriveKeyEncryptionKey(SECRET));
+      assert.equal(protectedHeader.kid, row!.kid);
+      assert.equal(JSON.parse(new TextDecoder().decode(plaintext)).x, JSON.parse(row!.public_jwk).x);
+      await assert.rejects(compactDecrypt(row!.private_jwk_encrypted, deriveKeyEncryptionKey(`${SECRET}-other`)));
+    });
+
+    it('refuses to start with another AUTH_SECRET rather than sign with an unknown key', async () => {
+      await assert.rejects(
+        loadSigningKeys({ db: storage.db, authSecret: `${SECRET}-rotated`, clock, retentionMs: 60_000 }),
+        /AUTH_SECRET/,
+      );
+    });
+
+    it('signs tokens that verify against the published keys only', async () => {
+      const keys = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000 });
+      const { token, expiresAt } = await signAccessToken(
+        { userId: 'u1', sessionId: 's1', roles: ['ADMIN'] },
+        { key: keys.current(), issuer: 'https://issuer.test', audience: 'aud', issuedAtMs: Date.now(), ttlSeconds: 60 },
+      );
+      const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: [...keys.publicJwks()] }), { issuer: 'https://issuer.test', audience: 'aud' });
+      assert.equal(payload.exp! * 1000, expiresAt);
+      const tampered = `${token.slice(0, -4)}AAAA`;
+      await assert.rejects(jwtVerify(tampered, createLocalJWKSet({ keys: [...keys.publicJwks()] })));
+    });
+  });
+}

@@ -1,0 +1,59 @@
+/** Builds the real application on a test database, with the real config loader. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config, type Env } from '../../src/config.ts';
+import { migrateToLatest, openStorage } from '../../src/storage/database.ts';
+import { createServices, type Services } from '../../src/services.ts';
+import { buildApp } from '../../src/app.ts';
+import type { Clock } from '../../src/lib/clock.ts';
+import type { TestDatabase } from './databases.ts';
+
+export const TEST_SECRET = 'test-secret-that-is-long-enough-0123456789abcdef';
+
+export interface TestApp {
+  app: FastifyInstance;
+  services: Services;
+  config: Config;
+  close(): Promise<void>;
+}
+
+/** Environment for a test: NODE_ENV=test, a fixed secret, a private DATA_DIR. */
+export function testEnv(database: TestDatabase, overrides: Env = {}): Env {
+  return {
+    NODE_ENV: 'test',
+    AUTH_SECRET: TEST_SECRET,
+    DATABASE_URL: database.url,
+    ...overrides,
+  };
+}
+
+export async function createTestApp(database: TestDatabase, options: { env?: Env; clock?: Clock } = {}): Promise<TestApp> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-data-'));
+  const config = loadConfig({ DATA_DIR: dataDir, ...testEnv(database, options.env) });
+  const storage = openStorage(config.database);
+  await migrateToLatest(storage.db);
+  const services = await createServices({ config, storage, ...(options.clock && { clock: options.clock }) });
+  const app = await buildApp(services);
+  return {
+    app,
+    services,
+    config,
+    async close() {
+      await app.close();
+      await storage.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates a password user through the real service; fails the test on any refusal. */
+export async function createUser(
+  services: Services,
+  input: { email: string; password: string; name?: string; roles?: string[] },
+) {
+  const result = await services.credentials.createPasswordUser({ name: 'Test User', emailVerified: true, ...input });
+  if (!result.ok) throw new Error(`could not create test user: ${result.reason}`);
+  return result.user;
+}
