@@ -8,7 +8,7 @@ export type BootstrapAdminResult = 'created' | 'exists' | 'not-configured';
 export async function bootstrapAdmin(deps: { config: Config; users: UserService; credentials: CredentialsService }): Promise<BootstrapAdminResult> {
   const admin = deps.config.admin;
   if (admin === null) return 'not-configured';
-  if ((await deps.users.findUserWithPasswordByEmail(admin.email)) !== null) return 'exists';
+  if ((await deps.users.findUserByEmail(admin.email)) !== null) return 'exists';
   const result = await deps.credentials.createPasswordUser({
     email: admin.email,
     name: admin.name,

@@ -35,24 +35,25 @@ export function createCredentialsService(deps: {
 
   return {
     async signIn(input: SignInInput): Promise<SignInResult> {
-      const user = await users.findUserWithPasswordByEmail(input.email);
-      if (user === null || user.passwordHash === null) {
+      const credentials = await users.findCredentialsByEmail(input.email);
+      if (credentials === null || credentials.passwordHash === null) {
         // Same work as a wrong password, so the answer's timing does not reveal the account.
         await hasher.verifyDummy(input.password);
         return { ok: false, reason: 'INVALID_CREDENTIALS' };
       }
-      if (!(await hasher.verify(user.passwordHash, input.password))) {
+      if (!(await hasher.verify(credentials.passwordHash, input.password))) {
         return { ok: false, reason: 'INVALID_CREDENTIALS' };
       }
       // Only someone who knows the password learns the account is disabled.
-      if (user.disabledAt !== null) return { ok: false, reason: 'ACCOUNT_DISABLED' };
+      if (credentials.disabledAt !== null) return { ok: false, reason: 'ACCOUNT_DISABLED' };
 
-      if (hasher.needsRehash(user.passwordHash)) {
-        await users.setPasswordHash(user.id, await hasher.hash(input.password));
+      if (hasher.needsRehash(credentials.passwordHash)) {
+        await users.setPasswordHash(credentials.id, await hasher.hash(input.password));
       }
+      const user = await users.findUserById(credentials.id);
+      if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
       const session = await sessions.startSession({ userId: user.id, roles: user.roles, ip: input.ip, userAgent: input.userAgent });
-      const { passwordHash: _, ...publicUser } = user;
-      return { ok: true, user: publicUser, session };
+      return { ok: true, user, session };
     },
 
     async createPasswordUser(input: {

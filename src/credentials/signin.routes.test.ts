@@ -182,8 +182,8 @@ for (const backend of await backends()) {
     });
 
     it('answers 500 INTERNAL_ERROR revealing nothing when something unexpected fails', async () => {
-      const original = t.services.users.findUserWithPasswordByEmail;
-      t.services.users.findUserWithPasswordByEmail = async () => {
+      const original = t.services.users.findCredentialsByEmail;
+      t.services.users.findCredentialsByEmail = async () => {
         throw new Error('secret internal detail at /srv/db.ts:42');
       };
       try {
@@ -194,7 +194,7 @@ for (const backend of await backends()) {
         assert.ok(!response.body.includes('secret internal detail'));
         assert.ok(!response.body.includes('db.ts'));
       } finally {
-        t.services.users.findUserWithPasswordByEmail = original;
+        t.services.users.findCredentialsByEmail = original;
       }
     });
   });

@@ -23,9 +23,15 @@ export interface User {
   updatedAt: number;
 }
 
-/** A user with the password hash, for the credentials feature only. */
-export interface UserWithPassword extends User {
+/**
+ * What sign-in needs before the password is checked, for the credentials feature only. It holds
+ * no roles: the work done for a known address must match the work for an unknown one until the
+ * password verifies.
+ */
+export interface UserCredentials {
+  id: string;
   passwordHash: string | null;
+  disabledAt: number | null;
 }
 
 export interface NewUser {
@@ -47,7 +53,7 @@ export function isValidRole(role: string): boolean {
 export function createUserService(deps: { db: Db; clock: Clock }) {
   const { db, clock } = deps;
 
-  async function toUser(row: UserRow): Promise<UserWithPassword> {
+  async function toUser(row: UserRow): Promise<User> {
     return {
       id: row.id,
       email: row.email,
@@ -57,7 +63,6 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       disabledAt: row.disabled_at,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
-      passwordHash: row.password_hash,
     };
   }
 
@@ -85,21 +90,23 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
         if (await store.findUserByEmail(db, email)) return { ok: false, reason: 'EMAIL_TAKEN' };
         throw error;
       }
-      const { passwordHash: _, ...user } = await toUser(row);
-      return { ok: true, user };
+      return { ok: true, user: await toUser(row) };
     },
 
-    /** Looks an address up by its normal form; includes the password hash for sign-in. */
-    async findUserWithPasswordByEmail(email: string): Promise<UserWithPassword | null> {
+    /** Looks an address up by its normal form, for sign-in: one query, no roles. */
+    async findCredentialsByEmail(email: string): Promise<UserCredentials | null> {
+      const row = await store.findUserByEmail(db, normaliseEmail(email));
+      return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
+    },
+
+    async findUserByEmail(email: string): Promise<User | null> {
       const row = await store.findUserByEmail(db, normaliseEmail(email));
       return row ? toUser(row) : null;
     },
 
     async findUserById(id: string): Promise<User | null> {
       const row = await store.findUserById(db, id);
-      if (!row) return null;
-      const { passwordHash: _, ...user } = await toUser(row);
-      return user;
+      return row ? toUser(row) : null;
     },
 
     async setPasswordHash(userId: string, passwordHash: string): Promise<void> {
