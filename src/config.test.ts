@@ -78,6 +78,7 @@ describe('loadConfig', () => {
       [{ PORT: '70000' }, 'PORT'],
       [{ ADMIN_EMAIL: 'a@example.com' }, 'ADMIN_EMAIL'],
       [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+      [{ PORT: '0' }, 'AUTH_URL'],
     ];
     for (const [env, name] of cases) {
       const problems = problemsOf({ AUTH_SECRET: SECRET, ...env });

@@ -93,7 +93,11 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
 
   const port = read.integer('PORT', 3000, { min: 0, max: 65535 });
   const host = read.string('HOST') ?? (isProduction ? '0.0.0.0' : '127.0.0.1');
-  const authUrl = parseAuthUrl(read.string('AUTH_URL') ?? `http://localhost:${port}`, isProduction, problems);
+  const configuredAuthUrl = read.string('AUTH_URL');
+  if (configuredAuthUrl === undefined && port === 0) {
+    problems.push('AUTH_URL is required when PORT=0: tokens must name the address clients reach');
+  }
+  const authUrl = parseAuthUrl(configuredAuthUrl ?? `http://localhost:${port}`, isProduction, problems);
 
   const dataDir = resolve(read.string('DATA_DIR') ?? './data');
   const database = parseDatabaseUrl(read.string('DATABASE_URL') ?? `sqlite:${join(dataDir, 'gatehouse.db')}`, problems);

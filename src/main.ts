@@ -13,7 +13,6 @@ const SHUTDOWN_TIMEOUT_MS = 10_000;
 
 export interface RunningServer {
   app: FastifyInstance;
-  url: string;
   close(): Promise<void>;
 }
 
@@ -27,14 +26,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
     if (adminResult === 'created') app.log.info({ email: config.admin?.email }, 'created the ADMIN user from ADMIN_EMAIL');
 
     const address = await app.listen({ port: config.port, host: config.host });
-    const port = new URL(address).port;
-    const url = config.authUrl.replace(/:\d+$/, '') === config.authUrl ? config.authUrl : config.authUrl.replace(/:\d+$/, `:${port}`);
     app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy }, 'Gatehouse listening');
-    printBanner(config, url, await services.users.countUsers());
+    printBanner(config, address, await services.users.countUsers());
 
     return {
       app,
-      url,
       async close() {
         await app.close();
         await storage.close();
@@ -46,11 +42,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   }
 }
 
-function printBanner(config: Config, url: string, userCount: number): void {
+function printBanner(config: Config, listeningOn: string, userCount: number): void {
   if (config.env === 'test') return;
+  const url = config.authUrl;
   const lines = [
     '',
-    `  Gatehouse is running at ${url}  (${config.database.kind}, ${config.sessionStrategy} sessions)`,
+    `  Gatehouse is running at ${url}  (listening on ${listeningOn}; ${config.database.kind}, ${config.sessionStrategy} sessions)`,
     `  JWKS:     ${url}/.well-known/jwks.json`,
     `  API docs: ${url}/api/docs/openapi.json`,
   ];

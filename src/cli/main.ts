@@ -97,7 +97,10 @@ async function createUser(args: string[], io: { stdin: NodeJS.ReadableStream; st
       allowPositionals: false,
     }));
   } catch (error) {
-    throw new CliError(`${(error as Error).message}\n\n${USAGE}`, 2);
+    // parseArgs quotes the offending word, which may be a password typed by mistake: never echo it.
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? 'unexpected argument' : code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 'unknown option' : 'invalid arguments';
+    throw new CliError(`${reason} (passwords are read from standard input only)\n\n${USAGE}`, 2);
   }
   if (values.email === undefined) throw new CliError('--email is required', 2);
   if (values.name === undefined || values.name.trim() === '') throw new CliError('--name is required', 2);

@@ -1,0 +1,180 @@
+/**
+ * The `gatehouse` command as an operator runs it: `node src/cli/main.ts ...` in a child process,
+ * passwords piped on standard input, on every backend. Exit codes: 0 done, 1 failed, 2 bad usage.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeJwt } from 'jose';
+import { backends, type TestDatabase } from './helpers/databases.ts';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+import { randomSecret, runCli, type ChildEnv, type RegisterCleanup, type RunResult } from './helpers/process.ts';
+
+const CLI_TIMEOUT_MS = 30_000;
+const PASSWORD = 'quiet-meadow-copper-kettle-7';
+const EMAIL = 'alice@example.test';
+
+function assertNotEchoed(result: RunResult, ...secrets: string[]): void {
+  for (const secret of secrets) {
+    assert.ok(!result.stdout.includes(secret), 'the password is not printed on stdout');
+    assert.ok(!result.stderr.includes(secret), 'the password is not printed on stderr');
+  }
+}
+
+function describeRun(result: RunResult): string {
+  return `exit ${result.code} (signal ${result.signal})\n--- stdout ---\n${result.stdout}\n--- stderr ---\n${result.stderr}`;
+}
+
+describe('gatehouse (no database)', () => {
+  let dataDir: string;
+  before(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
+  });
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  const env = (): ChildEnv => ({ NODE_ENV: 'development', LOG_LEVEL: 'info', AUTH_SECRET: randomSecret(), DATA_DIR: dataDir });
+
+  it('help exits 0 and prints the usage', async (t) => {
+    const result = await runCli(['help'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(result.code, 0, describeRun(result));
+    assert.match(result.stdout, /gatehouse/);
+    assert.match(result.stdout, /users create/);
+  });
+
+  it('an unknown command exits 2', async (t) => {
+    const result = await runCli(['frobnicate'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(result.code, 2, describeRun(result));
+    assert.match(result.stderr, /frobnicate/);
+  });
+});
+
+const allBackends = await backends();
+
+for (const backend of allBackends) {
+  describe(`gatehouse CLI (${backend.name})`, { skip: backend.skip }, () => {
+    const authSecret = randomSecret();
+    let database: TestDatabase;
+    let dataDir: string;
+    let env: ChildEnv;
+    let inspector: TestApp | undefined;
+
+    before(async () => {
+      database = await backend.create();
+      dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
+      env = { NODE_ENV: 'development', LOG_LEVEL: 'info', AUTH_SECRET: authSecret, DATA_DIR: dataDir, DATABASE_URL: database.url };
+    });
+
+    after(async () => {
+      await inspector?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+      await database.drop();
+    });
+
+    /** The real app on the same database and secret, to check what the CLI wrote. */
+    async function app(): Promise<TestApp> {
+      inspector ??= await createTestApp(database, { env: { AUTH_SECRET: authSecret } });
+      return inspector;
+    }
+
+    function cli(args: readonly string[], cleanup: RegisterCleanup, stdin?: string): Promise<RunResult> {
+      return runCli(args, { env, timeoutMs: CLI_TIMEOUT_MS, cleanup, ...(stdin !== undefined && { stdin }) });
+    }
+
+    it('migrate applies the migrations, then reports the database up to date', async (t) => {
+      const first = await cli(['migrate'], (fn) => t.after(fn));
+      assert.equal(first.code, 0, describeRun(first));
+      assert.doesNotMatch(first.stdout, /up to date/i, 'the first run applied something');
+      const second = await cli(['migrate'], (fn) => t.after(fn));
+      assert.equal(second.code, 0, describeRun(second));
+      assert.match(second.stdout, /up to date/i);
+    });
+
+    it('users create reads the password from stdin, and the user can sign in with it', async (t) => {
+      const result = await cli(
+        ['users', 'create', '--email', EMAIL, '--name', 'Alice Example', '--role', 'ADMIN', '--password-stdin'],
+        (fn) => t.after(fn),
+        `${PASSWORD}\n`,
+      );
+      assert.equal(result.code, 0, describeRun(result));
+      assert.ok(result.stdout.includes(EMAIL), `prints the created user:\n${result.stdout}`);
+      assertNotEchoed(result, PASSWORD);
+
+      const { app: fastify, services } = await app();
+      const user = await services.users.findUserByEmail(EMAIL);
+      assert.ok(user, 'the user is stored');
+      assert.ok(result.stdout.includes(user.id), 'prints the new user id');
+      assert.equal(user.name, 'Alice Example');
+      assert.deepEqual(user.roles, ['ADMIN']);
+
+      const signIn = await fastify.inject({ method: 'POST', url: '/api/auth', payload: { email: EMAIL, password: PASSWORD } });
+      assert.equal(signIn.statusCode, 200, signIn.body);
+      const body = signIn.json<{ token: string; user: { id: string; email: string } }>();
+      assert.equal(body.user.id, user.id);
+      assert.equal(body.user.email, EMAIL);
+      assert.deepEqual(decodeJwt(body.token).roles, ['ADMIN']);
+
+      // The trailing newline was not part of the password.
+      const withNewline = await fastify.inject({ method: 'POST', url: '/api/auth', payload: { email: EMAIL, password: `${PASSWORD}\n` } });
+      assert.equal(withNewline.statusCode, 401);
+    });
+
+    it('refuses a duplicate e-mail, however it is cased or padded, with exit 1', async (t) => {
+      const result = await cli(
+        ['users', 'create', '--email', `  ${EMAIL.toUpperCase()} `, '--name', 'Alice Again', '--password-stdin'],
+        (fn) => t.after(fn),
+        'another-long-passphrase-9',
+      );
+      assert.equal(result.code, 1, describeRun(result));
+      assert.match(result.stderr, /already exists/);
+      assertNotEchoed(result, 'another-long-passphrase-9');
+      assert.equal(await (await app()).services.users.countUsers(), 1);
+    });
+
+    for (const [why, weak] of [
+      ['too short', 'short-pw'],
+      ['too short and common', 'password123'],
+      ['common', 'password1234'],
+    ] as const) {
+      it(`refuses a weak password (${why}) with exit 1 and a message about the password`, async (t) => {
+        const email = `weak-${weak}@example.test`;
+        const result = await cli(['users', 'create', '--email', email, '--name', 'Weak', '--password-stdin'], (fn) => t.after(fn), weak);
+        assert.equal(result.code, 1, describeRun(result));
+        assert.match(result.stderr, /password/i);
+        assertNotEchoed(result, weak);
+        assert.equal(await (await app()).services.users.findUserByEmail(email), null, 'no user was created');
+      });
+    }
+
+    it('refuses to create a user without --password-stdin (exit 2)', async (t) => {
+      const email = 'no-stdin@example.test';
+      const result = await cli(['users', 'create', '--email', email, '--name', 'No Stdin'], (fn) => t.after(fn), PASSWORD);
+      assert.equal(result.code, 2, describeRun(result));
+      assert.match(result.stderr, /--password-stdin/);
+      assertNotEchoed(result, PASSWORD);
+      assert.equal(await (await app()).services.users.findUserByEmail(email), null);
+    });
+
+    it('refuses a password given as an argument (unknown option, exit 2) without echoing it', async (t) => {
+      const email = 'argv@example.test';
+      for (const args of [
+        ['--password', PASSWORD],
+        [`--password=${PASSWORD}`],
+      ]) {
+        const result = await cli(['users', 'create', '--email', email, '--name', 'Argv', ...args, '--password-stdin'], (fn) => t.after(fn), PASSWORD);
+        assert.equal(result.code, 2, describeRun(result));
+        assert.match(result.stderr, /--password\b/);
+        assertNotEchoed(result, PASSWORD);
+      }
+      assert.equal(await (await app()).services.users.findUserByEmail(email), null);
+    });
+
+    it('refuses an empty password on stdin (exit 1)', async (t) => {
+      const email = 'empty@example.test';
+      const result = await cli(['users', 'create', '--email', email, '--name', 'Empty', '--password-stdin'], (fn) => t.after(fn), '');
+      assert.equal(result.code, 1, describeRun(result));
+      assert.equal(await (await app()).services.users.findUserByEmail(email), null);
+    });
+  });
+}
