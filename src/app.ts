@@ -4,12 +4,17 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
 import { registerErrorHandling } from './errors.ts';
+import { deriveKey } from './lib/derive-key.ts';
 import { generateRequestId, loggerOptions } from './http/logging.ts';
-import { signInRoutes } from './credentials/signin.routes.ts';
+import { registerCsrfProtection } from './http/csrf.ts';
+import { createRequestAuthenticator } from './http/authentication.ts';
+import { apiSignInRoutes, browserSignInRoutes } from './credentials/signin.routes.ts';
+import { sessionRoutes, signOutRoutes } from './sessions/session.routes.ts';
 import { jwksRoutes } from './sessions/jwks.routes.ts';
 import { healthRoutes } from './ops/health.routes.ts';
 
@@ -18,7 +23,7 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
 export const OPENAPI_PATH = '/api/docs/openapi.json';
 
 export async function buildApp(services: Services): Promise<FastifyInstance> {
-  const { config } = services;
+  const { config, clock } = services;
   const app = Fastify({
     logger: loggerOptions(config),
     genReqId: generateRequestId,
@@ -33,14 +38,20 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
-  // Only JSON bodies for now: a text/plain post is how cross-site forms smuggle requests.
+  // JSON everywhere; HTML forms only on the routes registered in the `browser` scope below.
+  // text/plain is never parsed: it is how cross-site pages smuggle requests without a preflight.
   app.removeContentTypeParser('text/plain');
 
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
   });
+  app.addHook('onClose', async () => services.stop());
 
-  await app.register(cookie);
+  // Signed cookies (the CSRF secret) use a key of their own, derived from AUTH_SECRET.
+  await app.register(cookie, { secret: deriveKey(config.authSecret, 'gatehouse cookie signing v1') });
+  const csrf = registerCsrfProtection(app, config);
+  const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock });
+
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -58,9 +69,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     transformObject: jsonSchemaTransformObject,
   });
 
+  const routeOptions = { credentials: services.credentials, sessions: services.sessions, authenticate, csrf, config, clock };
   await app.register(healthRoutes, { storage: services.storage });
   await app.register(jwksRoutes, { keys: services.keys });
-  await app.register(signInRoutes, { credentials: services.credentials, config, clock: services.clock });
+  await app.register(apiSignInRoutes, routeOptions);
+  await app.register(sessionRoutes, routeOptions);
+  await app.register(async (browser) => {
+    await browser.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
+    await browser.register(browserSignInRoutes, routeOptions);
+    await browser.register(signOutRoutes, routeOptions);
+  });
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 

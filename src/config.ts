@@ -40,6 +40,14 @@ export interface Config {
   };
   readonly sessions: {
     readonly maxAgeSeconds: number;
+    /** A session unused for this long ends, whatever its absolute expiry. */
+    readonly idleTimeoutSeconds: number;
+    /** Sliding expiry writes `last_seen_at` at most this often per session. */
+    readonly touchIntervalSeconds: number;
+    /** How long a just-rotated refresh token is still honoured (concurrent tabs). */
+    readonly refreshReuseGraceSeconds: number;
+    /** jwt strategy: how often each instance pulls revocations made by the others. */
+    readonly revocationSyncIntervalMs: number;
   };
   readonly passwords: {
     readonly minLength: number;
@@ -104,6 +112,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
 
   const sessionStrategy = read.oneOf('SESSION_STRATEGY', ['database', 'jwt'] as const, 'database');
   const sessionMaxAgeSeconds = read.duration('SESSION_MAX_AGE', 30 * 86_400);
+  const idleTimeoutSeconds = read.duration('SESSION_IDLE_TIMEOUT', 7 * 86_400);
+  const touchIntervalSeconds = read.duration('SESSION_TOUCH_INTERVAL', 5 * 60);
+  const refreshReuseGraceSeconds = read.duration('REFRESH_REUSE_GRACE', 10);
+  const revocationSyncIntervalMs = read.integer('REVOCATION_SYNC_INTERVAL_MS', 1_000, { min: 100, max: 60_000 });
   // In the database strategy every request checks the session row, so the token may live as long
   // as the session; in the jwt strategy the token is the only check and must be short-lived.
   const accessTokenTtlSeconds = read.duration(
@@ -157,7 +169,13 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     database: database!,
     sessionStrategy,
     tokens: { issuer: authUrl!, audience, accessTokenTtlSeconds },
-    sessions: { maxAgeSeconds: sessionMaxAgeSeconds },
+    sessions: {
+      maxAgeSeconds: sessionMaxAgeSeconds,
+      idleTimeoutSeconds,
+      touchIntervalSeconds,
+      refreshReuseGraceSeconds,
+      revocationSyncIntervalMs,
+    },
     passwords: {
       minLength: passwordMinLength,
       maxLength: passwordMaxLength,

@@ -5,12 +5,26 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { isFormPost } from './http/forms.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * For routes that HTML forms post to: on an error (other than CSRF_FAILED), a form post is
+     * redirected here with `?error=CODE` instead of receiving a JSON body.
+     */
+    formErrorPage?: string;
+  }
+}
 
 export const ERROR_CATALOGUE = {
   BAD_REQUEST: { status: 400, message: 'The request is malformed.' },
   MALFORMED_JSON: { status: 400, message: 'The request body is not valid JSON.' },
   INVALID_CREDENTIALS: { status: 401, message: 'The e-mail or password is invalid.' },
   UNAUTHENTICATED: { status: 401, message: 'Sign in to continue.' },
+  INVALID_TOKEN: { status: 401, message: 'The token is invalid or has expired.' },
+  TOKEN_REUSED: { status: 401, message: 'This refresh token was already used; the session has been ended for safety.' },
+  CSRF_FAILED: { status: 403, message: 'The request did not come from this site or its CSRF token is missing or invalid.' },
   ACCOUNT_DISABLED: { status: 403, message: 'This account is disabled.' },
   EMAIL_NOT_VERIFIED: { status: 403, message: 'Verify your e-mail address before signing in.' },
   FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
@@ -121,7 +135,16 @@ export function registerErrorHandling(app: FastifyInstance): void {
     } else if (mapped.code === 'SERVICE_UNAVAILABLE') {
       request.log.warn({ err: error }, 'dependency unavailable');
     }
-    sendError(reply, mapped.status, mapped.body, mapped.retryAfterSeconds);
+    const formErrorPage = request.routeOptions.config.formErrorPage;
+    if (formErrorPage !== undefined && mapped.code !== 'CSRF_FAILED' && isFormPost(request)) {
+      // A person submitted a form: show them the form again with the reason, not a JSON body.
+      const target = new URLSearchParams({ error: mapped.code });
+      const callbackUrl = (request.body as { callbackUrl?: unknown } | undefined)?.callbackUrl;
+      if (typeof callbackUrl === 'string' && callbackUrl.startsWith('/') && callbackUrl.length <= 2048) target.set('callbackUrl', callbackUrl);
+      if (mapped.retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.ceil(mapped.retryAfterSeconds)));
+      return reply.redirect(`${formErrorPage}?${target}`, 303);
+    }
+    return sendError(reply, mapped.status, mapped.body, mapped.retryAfterSeconds);
   });
 }
 

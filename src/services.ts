@@ -10,6 +10,7 @@ import { createPasswordHasher } from './credentials/password-hasher.ts';
 import { createCredentialsService } from './credentials/credentials.service.ts';
 import { loadSigningKeys } from './sessions/signing-keys.ts';
 import { createSessionService } from './sessions/session.service.ts';
+import { createRevocationList } from './sessions/revocation-list.ts';
 
 export type Services = Awaited<ReturnType<typeof createServices>>;
 
@@ -26,16 +27,25 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     clock,
     retentionMs: config.tokens.accessTokenTtlSeconds * 1000,
   });
+  const revocations = createRevocationList({
+    db,
+    clock,
+    syncIntervalMs: config.sessions.revocationSyncIntervalMs,
+    // Fail closed when this instance has not heard from storage for a while.
+    staleAfterMs: Math.max(30_000, 10 * config.sessions.revocationSyncIntervalMs),
+  });
+  // Only the jwt strategy reads the mirror; the database strategy reads session rows instead.
+  if (config.sessionStrategy === 'jwt') await revocations.start();
   const sessions = createSessionService({
     db,
     keys,
+    users,
+    revocations,
     clock,
-    options: {
-      issuer: config.tokens.issuer,
-      audience: config.tokens.audience,
-      accessTokenTtlSeconds: config.tokens.accessTokenTtlSeconds,
-      sessionMaxAgeSeconds: config.sessions.maxAgeSeconds,
-    },
+    strategy: config.sessionStrategy,
+    authSecret: config.authSecret,
+    tokens: config.tokens,
+    sessions: config.sessions,
   });
   const credentials = createCredentialsService({
     users,
@@ -44,5 +54,19 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength },
   });
 
-  return { config, storage, clock, users, hasher, keys, sessions, credentials };
+  return {
+    config,
+    storage,
+    clock,
+    users,
+    hasher,
+    keys,
+    revocations,
+    sessions,
+    credentials,
+    /** Stops background work; storage is closed by its owner. */
+    stop() {
+      revocations.stop();
+    },
+  };
 }

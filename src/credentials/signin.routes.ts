@@ -1,31 +1,44 @@
 /**
- * `POST /api/auth` (the seed's contract: a token for API clients) and `POST /api/auth/signin`
- * (the same, and it sets the browser session cookie).
+ * `POST /api/auth` (the seed's contract: JSON in, a token out, for API clients) and
+ * `POST /api/auth/signin` (the same, and it sets the browser session cookies; an HTML form post
+ * is answered with a 303 to a same-origin `callbackUrl`, or back to the sign-in page with the error).
  */
 import { z } from 'zod';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import { setSessionCookie } from '../http/session-cookie.ts';
+import { setSessionCookies } from '../http/session-cookie.ts';
+import { isFormPost } from '../http/forms.ts';
+import { toSafeLocalPath } from '../http/safe-redirect.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { CredentialsService } from './credentials.service.ts';
+import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
+export const SIGN_IN_PAGE = '/auth/signin';
 
-const signInBody = z
+const credentialsFields = {
+  email: emailField.describe('E-mail address; compared after trimming, NFKC and lower-casing'),
+  password: z
+    .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .min(1, 'is required')
+    .max(MAX_PASSWORD_INPUT_LENGTH, `must be at most ${MAX_PASSWORD_INPUT_LENGTH} characters`),
+};
+
+const apiSignInBody = z.object(credentialsFields, { error: 'must be a JSON object' }).meta({ id: 'AuthRequest' });
+
+const browserSignInBody = z
   .object(
     {
-      email: emailField.describe('E-mail address; compared after trimming, NFKC and lower-casing'),
-      password: z
-        .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
-        .min(1, 'is required')
-        .max(MAX_PASSWORD_INPUT_LENGTH, `must be at most ${MAX_PASSWORD_INPUT_LENGTH} characters`),
+      ...credentialsFields,
+      callbackUrl: z.string().max(2048).optional().describe('Form posts: where to go after signing in (a same-origin path)'),
+      csrfToken: z.string().max(200).optional().describe('Form posts and cookie-carrying requests: the CSRF token'),
     },
     { error: 'must be a JSON object' },
   )
-  .meta({ id: 'AuthRequest' });
+  .meta({ id: 'SignInRequest' });
 
 const userSummary = z.object({ id: z.string(), email: z.string(), name: z.string() }).meta({ id: 'UserSummary' });
 
@@ -33,7 +46,7 @@ const signInResponse = z
   .object({
     token: z.string().describe('Access token: an EdDSA-signed JWT. Send it as `Authorization: Bearer <token>`'),
     user: userSummary,
-    refreshToken: z.string().describe('Opaque refresh token for this session'),
+    refreshToken: z.string().describe('Refresh token for POST /api/auth/refresh; single use'),
     expiresAt: z.iso.datetime().describe('When the access token expires'),
   })
   .meta({ id: 'AuthResponse' });
@@ -41,45 +54,70 @@ const signInResponse = z
 const signInErrors = {
   ...bodyErrorResponses,
   401: errorResponse.describe('Wrong e-mail or password (INVALID_CREDENTIALS); identical for unknown addresses'),
-  403: errorResponse.describe('Correct password, but the account is disabled (ACCOUNT_DISABLED)'),
+  403: errorResponse.describe('Correct password, but the account is disabled (ACCOUNT_DISABLED); or CSRF_FAILED'),
 };
 
-export const signInRoutes: FastifyPluginAsyncZod<{ credentials: CredentialsService; config: Config; clock: Clock }> = async (app, options) => {
-  const { credentials, config, clock } = options;
+interface SignInRouteOptions {
+  credentials: CredentialsService;
+  config: Config;
+  clock: Clock;
+}
 
-  for (const { url, setsCookie, summary } of [
-    { url: '/api/auth', setsCookie: false, summary: 'Sign in with e-mail and password; returns a JWT' },
-    { url: '/api/auth/signin', setsCookie: true, summary: 'Sign in with e-mail and password; returns a JWT and sets the session cookie' },
-  ]) {
-    app.post(
-      url,
-      {
-        schema: {
-          tags: ['auth'],
-          summary,
-          body: signInBody,
-          response: { 200: signInResponse, ...signInErrors },
-        },
-      },
-      async (request, reply) => {
-        void reply.header('cache-control', 'no-store');
-        const result = await credentials.signIn({
-          email: request.body.email,
-          password: request.body.password,
-          ip: request.ip,
-          userAgent: request.headers['user-agent'] ?? null,
-        });
-        if (!result.ok) throw new AppError(result.reason);
+async function signIn(credentials: CredentialsService, request: FastifyRequest, email: string, password: string): Promise<Extract<SignInResult, { ok: true }>> {
+  const result = await credentials.signIn({ email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+  if (!result.ok) throw new AppError(result.reason);
+  return result;
+}
 
-        const { user, session } = result;
-        if (setsCookie) setSessionCookie(reply, config, session.accessToken, session.accessTokenExpiresAt, clock());
-        return {
-          token: session.accessToken,
-          user: { id: user.id, email: user.email, name: user.name },
-          refreshToken: session.refreshToken,
-          expiresAt: new Date(session.accessTokenExpiresAt).toISOString(),
-        };
+function toResponse({ user, session }: Extract<SignInResult, { ok: true }>) {
+  return {
+    token: session.accessToken,
+    user: { id: user.id, email: user.email, name: user.name },
+    refreshToken: session.refreshToken,
+    expiresAt: new Date(session.accessTokenExpiresAt).toISOString(),
+  };
+}
+
+/** `POST /api/auth`: JSON only. */
+export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async (app, { credentials }) => {
+  app.post(
+    '/api/auth',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Sign in with e-mail and password; returns a JWT',
+        body: apiSignInBody,
+        response: { 200: signInResponse, ...signInErrors },
       },
-    );
-  }
+    },
+    async (request, reply) => {
+      void reply.header('cache-control', 'no-store');
+      return toResponse(await signIn(credentials, request, request.body.email, request.body.password));
+    },
+  );
+};
+
+/** `POST /api/auth/signin`: JSON or an HTML form; register it where form bodies are parsed. */
+export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async (app, { credentials, config, clock }) => {
+  app.post(
+    '/api/auth/signin',
+    {
+      config: { formErrorPage: SIGN_IN_PAGE },
+      schema: {
+        tags: ['auth'],
+        summary: 'Sign in with e-mail and password; sets the session cookies (form posts get a 303)',
+        body: browserSignInBody,
+        response: { 200: signInResponse, 303: z.null().describe('Form post: to callbackUrl, or to the sign-in page with ?error=CODE'), ...signInErrors },
+      },
+    },
+    async (request, reply) => {
+      void reply.header('cache-control', 'no-store');
+      const result = await signIn(credentials, request, request.body.email, request.body.password);
+      setSessionCookies(reply, config, result.session, clock());
+      if (isFormPost(request)) {
+        return reply.redirect(toSafeLocalPath(request.body.callbackUrl, config.authUrl, '/dashboard'), 303);
+      }
+      return toResponse(result);
+    },
+  );
 };

@@ -1,22 +1,48 @@
 /**
- * The browser session cookie. On https it gets `Secure` and the `__Host-` prefix, which pins it
- * to this exact origin (no Domain, Path=/), so a sibling subdomain cannot set or shadow it.
+ * Browser cookies: the access token, the refresh token, and the CSRF secret. On https they get
+ * `Secure` and the `__Host-` prefix, which pins them to this exact origin (no Domain, Path=/), so
+ * a sibling subdomain cannot set or shadow them. All are HttpOnly and SameSite=Lax.
  */
 import type { FastifyReply } from 'fastify';
 import type { Config } from '../config.ts';
 
-const BASE_NAME = 'gatehouse.session';
-
-export function sessionCookieName(config: Pick<Config, 'isSecureOrigin'>): string {
-  return config.isSecureOrigin ? `__Host-${BASE_NAME}` : BASE_NAME;
+export interface CookieNames {
+  access: string;
+  refresh: string;
+  csrf: string;
 }
 
-export function setSessionCookie(reply: FastifyReply, config: Pick<Config, 'isSecureOrigin'>, token: string, expiresAtMs: number, nowMs: number): void {
-  void reply.setCookie(sessionCookieName(config), token, {
-    httpOnly: true,
-    sameSite: 'lax',
-    path: '/',
-    secure: config.isSecureOrigin,
-    maxAge: Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000)),
-  });
+type CookieConfig = Pick<Config, 'isSecureOrigin'>;
+
+export function cookieNames(config: CookieConfig): CookieNames {
+  const prefix = config.isSecureOrigin ? '__Host-' : '';
+  return { access: `${prefix}gatehouse.session`, refresh: `${prefix}gatehouse.refresh`, csrf: `${prefix}gatehouse.csrf` };
+}
+
+export function baseCookieOptions(config: CookieConfig) {
+  return { httpOnly: true, sameSite: 'lax', path: '/', secure: config.isSecureOrigin } as const;
+}
+
+/** Sets the access and refresh cookies of a new or refreshed session. */
+export function setSessionCookies(
+  reply: FastifyReply,
+  config: CookieConfig,
+  session: { accessToken: string; accessTokenExpiresAt: number; refreshToken: string; sessionExpiresAt: number },
+  nowMs: number,
+): void {
+  const names = cookieNames(config);
+  const options = baseCookieOptions(config);
+  void reply.setCookie(names.access, session.accessToken, { ...options, maxAge: secondsUntil(session.accessTokenExpiresAt, nowMs) });
+  void reply.setCookie(names.refresh, session.refreshToken, { ...options, maxAge: secondsUntil(session.sessionExpiresAt, nowMs) });
+}
+
+export function clearSessionCookies(reply: FastifyReply, config: CookieConfig): void {
+  const names = cookieNames(config);
+  const options = baseCookieOptions(config);
+  void reply.clearCookie(names.access, options);
+  void reply.clearCookie(names.refresh, options);
+}
+
+function secondsUntil(epochMs: number, nowMs: number): number {
+  return Math.max(0, Math.floor((epochMs - nowMs) / 1000));
 }

@@ -3,16 +3,28 @@
  * identifiers and roles only: no e-mail or other personal data, since tokens are readable by anyone
  * who holds them.
  */
-import { SignJWT } from 'jose';
+import { SignJWT, decodeProtectedHeader, jwtVerify } from 'jose';
 import { randomId } from '../lib/random.ts';
-import { SIGNING_ALGORITHM, type SigningKey } from './signing-keys.ts';
+import type { Clock } from '../lib/clock.ts';
+import { SIGNING_ALGORITHM, type SigningKey, type SigningKeys } from './signing-keys.ts';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
+/** Our tokens are well under 1 KiB; anything far larger is refused before any parsing. */
+const MAX_TOKEN_LENGTH = 4096;
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+/** Header parameters that point at keys elsewhere: a token carrying one is refused outright. */
+const FORBIDDEN_HEADERS = ['jku', 'x5u', 'jwk', 'x5c', 'x5t', 'x5t#S256'] as const;
+const CLOCK_TOLERANCE_SECONDS = 5;
 
 export interface AccessTokenClaims {
   userId: string;
   sessionId: string;
   roles: readonly string[];
+}
+
+export interface VerifiedAccessToken extends AccessTokenClaims {
+  /** Epoch ms. */
+  expiresAt: number;
 }
 
 export async function signAccessToken(
@@ -31,4 +43,69 @@ export async function signAccessToken(
     .setExpirationTime(expiresAtSeconds)
     .sign(options.key.privateKey);
   return { token, expiresAt: expiresAtSeconds * 1000 };
+}
+
+export type AccessTokenVerifier = (token: string) => Promise<VerifiedAccessToken | null>;
+
+/**
+ * Verifies our access tokens: EdDSA only, a key from our own set chosen by `kid` (never fetched,
+ * never taken from the token), `typ`, `iss`, `aud`, `exp`, `nbf`. Any failure is `null`, never a
+ * throw. Verified tokens are remembered (bounded, until they expire) so a hot path does not repeat
+ * the signature check; revocation is checked by the caller on every use, cached or not.
+ */
+export function createAccessTokenVerifier(options: {
+  keys: SigningKeys;
+  issuer: string;
+  audience: string;
+  clock: Clock;
+  maxCachedTokens?: number;
+}): AccessTokenVerifier {
+  const { keys, issuer, audience, clock } = options;
+  const maxCachedTokens = options.maxCachedTokens ?? 10_000;
+  const cache = new Map<string, VerifiedAccessToken>();
+
+  return async (token) => {
+    if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) return null;
+    const now = clock();
+    const cached = cache.get(token);
+    if (cached !== undefined) {
+      if (cached.expiresAt > now) return cached;
+      cache.delete(token);
+      return null;
+    }
+
+    let header;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch {
+      return null;
+    }
+    if (header.alg !== SIGNING_ALGORITHM || header.typ !== ACCESS_TOKEN_TYPE || typeof header.kid !== 'string') return null;
+    if (FORBIDDEN_HEADERS.some((name) => name in header)) return null;
+    const key = keys.verificationKey(header.kid);
+    if (key === undefined) return null;
+
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, key, {
+        algorithms: [SIGNING_ALGORITHM],
+        typ: ACCESS_TOKEN_TYPE,
+        issuer,
+        audience,
+        currentDate: new Date(now),
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+        requiredClaims: ['sub', 'sid', 'jti', 'iat', 'exp'],
+      }));
+    } catch {
+      return null;
+    }
+    const { sub, sid, roles, exp } = payload;
+    if (typeof sub !== 'string' || typeof sid !== 'string' || typeof exp !== 'number') return null;
+    if (!Array.isArray(roles) || !roles.every((role) => typeof role === 'string')) return null;
+
+    const verified: VerifiedAccessToken = { userId: sub, sessionId: sid, roles: Object.freeze([...roles]), expiresAt: exp * 1000 };
+    if (cache.size >= maxCachedTokens) cache.delete(cache.keys().next().value!);
+    cache.set(token, Object.freeze(verified));
+    return verified;
+  };
 }

@@ -1,4 +1,4 @@
-/** Queries on sessions. */
+/** Queries on sessions. Functions take `db` so callers can pass a transaction. */
 import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
 
@@ -8,4 +8,70 @@ export async function insertSession(db: Db, row: SessionRow): Promise<void> {
 
 export async function findSessionById(db: Db, id: string): Promise<SessionRow | undefined> {
   return db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The session and the state of its user, for the per-request check of the database strategy. */
+export async function findSessionWithUserState(db: Db, id: string) {
+  return db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .select([
+      'sessions.user_id',
+      'sessions.expires_at',
+      'sessions.last_seen_at',
+      'sessions.revoked_at',
+      'users.disabled_at',
+    ])
+    .where('sessions.id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Sliding expiry: writes only when the stored time is older than `staleBefore`. */
+export async function touchSession(db: Db, id: string, now: number, staleBefore: number): Promise<void> {
+  await db.updateTable('sessions').set({ last_seen_at: now }).where('id', '=', id).where('last_seen_at', '<', staleBefore).execute();
+}
+
+/** Rotates the refresh secret if it is still `expectedHash`; false when another request won. */
+export async function rotateRefreshTokenHash(
+  db: Db,
+  id: string,
+  expectedHash: string,
+  nextHash: string,
+  now: number,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sessions')
+    .set({ refresh_token_hash: nextHash, previous_refresh_token_hash: expectedHash, refresh_rotated_at: now, last_seen_at: now })
+    .where('id', '=', id)
+    .where('refresh_token_hash', '=', expectedHash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Marks active sessions revoked; returns the ids it changed. */
+export async function revokeSessions(
+  db: Db,
+  filter: { userId: string; sessionId?: string; exceptSessionId?: string },
+  now: number,
+): Promise<string[]> {
+  let query = db.selectFrom('sessions').select('id').where('user_id', '=', filter.userId).where('revoked_at', 'is', null).where('expires_at', '>', now);
+  if (filter.sessionId !== undefined) query = query.where('id', '=', filter.sessionId);
+  if (filter.exceptSessionId !== undefined) query = query.where('id', '!=', filter.exceptSessionId);
+  const ids = (await query.execute()).map((row) => row.id);
+  if (ids.length === 0) return [];
+  await db.updateTable('sessions').set({ revoked_at: now }).where('id', 'in', ids).where('revoked_at', 'is', null).execute();
+  return ids;
+}
+
+export async function findActiveSessionsByUser(db: Db, userId: string, now: number, idleSince: number): Promise<SessionRow[]> {
+  return db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .where('last_seen_at', '>', idleSince)
+    .orderBy('last_seen_at', 'desc')
+    .execute();
 }

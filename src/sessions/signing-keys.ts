@@ -3,7 +3,6 @@
  * private half encrypted (JWE `dir` + A256GCM, bound to its `kid`) under a key derived from
  * AUTH_SECRET with HKDF. The public halves are served as the JWKS.
  */
-import { hkdfSync } from 'node:crypto';
 import {
   CompactEncrypt,
   calculateJwkThumbprint,
@@ -16,6 +15,7 @@ import {
 } from 'jose';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
+import { deriveKey } from '../lib/derive-key.ts';
 import { findPublishableKeys, insertSigningKey } from './signing-key.store.ts';
 
 export const SIGNING_ALGORITHM = 'EdDSA';
@@ -37,12 +37,14 @@ export interface SigningKeys {
   current(): SigningKey;
   /** Public keys for verification: the current one and those retired recently. */
   publicJwks(): readonly PublicJwk[];
+  /** The public key with this `kid`, if it is one of ours; never fetched from anywhere else. */
+  verificationKey(kid: string): CryptoKey | undefined;
   /** Re-reads keys from storage (other instances may have rotated). */
   reload(): Promise<void>;
 }
 
 export function deriveKeyEncryptionKey(authSecret: string): Uint8Array {
-  return new Uint8Array(hkdfSync('sha256', authSecret, 'gatehouse', KEY_ENCRYPTION_INFO, 32));
+  return new Uint8Array(deriveKey(authSecret, KEY_ENCRYPTION_INFO));
 }
 
 /**
@@ -58,7 +60,7 @@ export async function loadSigningKeys(deps: { db: Db; authSecret: string; clock:
     state = await readKeys();
   }
 
-  async function readKeys(): Promise<{ current: SigningKey; jwks: PublicJwk[] } | null> {
+  async function readKeys(): Promise<{ current: SigningKey; jwks: PublicJwk[]; byKid: Map<string, CryptoKey> } | null> {
     const rows = await findPublishableKeys(db, clock() - retentionMs);
     const active = rows.find((row) => row.retired_at === null);
     if (active === undefined) return null;
@@ -69,12 +71,15 @@ export async function loadSigningKeys(deps: { db: Db; authSecret: string; clock:
     if (protectedHeader.kid !== active.kid) throw new Error(`Signing key ${active.kid} is bound to another kid`);
     const privateJwk = JSON.parse(new TextDecoder().decode(plaintext)) as JWK;
     const privateKey = (await importJWK(privateJwk, active.algorithm)) as CryptoKey;
-    return { current: { kid: active.kid, privateKey }, jwks };
+    const byKid = new Map<string, CryptoKey>();
+    for (const jwk of jwks) byKid.set(jwk.kid, (await importJWK(jwk, SIGNING_ALGORITHM)) as CryptoKey);
+    return { current: { kid: active.kid, privateKey }, jwks, byKid };
   }
 
   return {
     current: () => state!.current,
     publicJwks: () => state!.jwks,
+    verificationKey: (kid) => state!.byKid.get(kid),
     async reload() {
       state = (await readKeys()) ?? state;
     },

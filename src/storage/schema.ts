@@ -29,6 +29,8 @@ export interface SessionsTable {
   expires_at: number;
   last_seen_at: number;
   revoked_at: number | null;
+  previous_refresh_token_hash: string | null;
+  refresh_rotated_at: number | null;
   ip: string | null;
   user_agent: string | null;
 }
@@ -44,11 +46,20 @@ export interface SigningKeysTable {
   retired_at: number | null;
 }
 
+export interface RevokedSessionsTable {
+  seq: Generated<number>;
+  session_id: string;
+  /** When the last access token this revocation covers expires; the entry is useless after. */
+  expires_at: number;
+  created_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   user_roles: UserRolesTable;
   sessions: SessionsTable;
   signing_keys: SigningKeysTable;
+  revoked_sessions: RevokedSessionsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

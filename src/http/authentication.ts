@@ -1,0 +1,65 @@
+/**
+ * Who is making a request: a Bearer access token if the request has an Authorization header
+ * (and then nothing else), otherwise the browser's session cookie. A browser whose access cookie
+ * has expired but whose refresh cookie is good is refreshed transparently: new cookies are set on
+ * this response. The answer is computed once per request.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { AuthContext, SessionService } from '../sessions/session.service.ts';
+import { clearSessionCookies, cookieNames, setSessionCookies } from './session-cookie.ts';
+
+export interface RequestAuth extends AuthContext {
+  /** How the credentials came: a browser cookie (CSRF rules apply) or a Bearer header. */
+  via: 'cookie' | 'bearer';
+}
+
+export type RequestAuthenticator = (request: FastifyRequest, reply: FastifyReply) => Promise<RequestAuth | null>;
+
+/** The token of `Authorization: Bearer <token>`; null for another scheme or a malformed header. */
+export function readBearerToken(header: string | undefined): string | null | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+export function createRequestAuthenticator(deps: { sessions: SessionService; config: Config; clock: Clock }): RequestAuthenticator {
+  const { sessions, config, clock } = deps;
+  const names = cookieNames(config);
+  const resolved = new WeakMap<FastifyRequest, Promise<RequestAuth | null>>();
+
+  async function resolve(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
+    const bearer = readBearerToken(request.headers.authorization);
+    if (bearer !== undefined) {
+      // An explicit credential that fails never falls back to a cookie.
+      const auth = bearer === null ? null : await sessions.authenticate(bearer);
+      return auth && { ...auth, via: 'bearer' };
+    }
+
+    const accessCookie = request.cookies[names.access];
+    if (accessCookie !== undefined) {
+      const auth = await sessions.authenticate(accessCookie);
+      if (auth !== null) return { ...auth, via: 'cookie' };
+    }
+    const refreshCookie = request.cookies[names.refresh];
+    if (refreshCookie === undefined) return null;
+    const refreshed = await sessions.refresh(refreshCookie);
+    if (!refreshed.ok) {
+      clearSessionCookies(reply, config);
+      return null;
+    }
+    setSessionCookies(reply, config, refreshed.session, clock());
+    const auth = await sessions.authenticate(refreshed.session.accessToken);
+    return auth && { ...auth, via: 'cookie' };
+  }
+
+  return (request, reply) => {
+    let pending = resolved.get(request);
+    if (pending === undefined) {
+      pending = resolve(request, reply);
+      resolved.set(request, pending);
+    }
+    return pending;
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * CSRF protection. A request needs it when it is unsafe (not GET/HEAD/OPTIONS) and either carries
+ * our session cookies without a Bearer token, or is a form / text/plain post (which browsers send
+ * cross-site without a preflight; sign-in included, against login CSRF). Such a request must
+ *  1. come from our origin: `Origin`, else `Sec-Fetch-Site`, must say so when the browser sends
+ *     them (every current browser does on unsafe requests); and
+ *  2. carry a token (`csrfToken` form field or `X-CSRF-Token` header) made by @fastify/csrf from
+ *     the per-browser secret in our signed, HttpOnly CSRF cookie.
+ * JSON requests authenticated by a Bearer token need neither: a cross-site page cannot add that
+ * header without a CORS preflight, which we do not grant.
+ */
+import csrfTokens from '@fastify/csrf';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { baseCookieOptions, cookieNames } from './session-cookie.ts';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
+
+export interface Csrf {
+  /** A token for this browser, creating its secret cookie if needed. */
+  issueToken(request: FastifyRequest, reply: FastifyReply): string;
+}
+
+export function registerCsrfProtection(app: FastifyInstance, config: Config): Csrf {
+  const tokens = csrfTokens({ secretLength: 32, saltLength: 16 });
+  const names = cookieNames(config);
+  const expectedOrigin = new URL(config.authUrl).origin;
+  const pending = new WeakSet<FastifyRequest>();
+
+  function readSecret(request: FastifyRequest): string | null {
+    const raw = request.cookies[names.csrf];
+    if (raw === undefined) return null;
+    const unsigned = request.unsignCookie(raw);
+    return unsigned.valid && unsigned.value !== null && unsigned.value.length > 0 ? unsigned.value : null;
+  }
+
+  function needsProtection(request: FastifyRequest): boolean {
+    if (SAFE_METHODS.has(request.method)) return false;
+    const contentType = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (FORM_TYPES.has(contentType)) return true;
+    const hasSessionCookie = request.cookies[names.access] !== undefined || request.cookies[names.refresh] !== undefined;
+    const hasBearer = /^bearer\s/i.test(request.headers.authorization ?? '');
+    return hasSessionCookie && !hasBearer;
+  }
+
+  function isSameOrigin(request: FastifyRequest): boolean {
+    const origin = request.headers.origin;
+    if (origin !== undefined) return origin === expectedOrigin;
+    const site = request.headers['sec-fetch-site'];
+    if (site !== undefined) return site === 'same-origin' || site === 'none';
+    // Neither header: not a browser that a third-party page could drive. The token still decides.
+    return true;
+  }
+
+  app.addHook('onRequest', async (request) => {
+    if (!needsProtection(request)) return;
+    if (!isSameOrigin(request)) throw new AppError('CSRF_FAILED');
+    pending.add(request);
+  });
+
+  // After parsing, so a token in a form body can be read.
+  app.addHook('preValidation', async (request) => {
+    if (!pending.has(request)) return;
+    const body = request.body as Record<string, unknown> | undefined;
+    const fromBody = body !== null && typeof body === 'object' ? body.csrfToken : undefined;
+    const token = typeof fromBody === 'string' ? fromBody : request.headers['x-csrf-token'];
+    const secret = readSecret(request);
+    if (secret === null || typeof token !== 'string' || token.length > 200 || !tokens.verify(secret, token)) {
+      throw new AppError('CSRF_FAILED');
+    }
+  });
+
+  return {
+    issueToken(request, reply) {
+      const existing = readSecret(request);
+      if (existing !== null) return tokens.create(existing);
+      const secret = tokens.secretSync();
+      // A browser-session cookie: it lives as long as the tab's forms may need it.
+      void reply.setCookie(names.csrf, secret, { ...baseCookieOptions(config), signed: true });
+      return tokens.create(secret);
+    },
+  };
+}

@@ -1,0 +1,19 @@
+/**
+ * `callbackUrl` values are attacker-controlled: only a path on our own origin is honoured. The
+ * value is resolved the way a browser would (backslashes, `//host`, encoded or not) and accepted
+ * only if it stays on `origin`; anything else becomes `fallback`.
+ */
+export function toSafeLocalPath(value: unknown, origin: string, fallback = '/'): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return fallback;
+  // Control characters and whitespace are stripped by browsers before parsing; refuse them outright.
+  if (/[\u0000-\u0020\u007f-\u009f]/.test(value)) return fallback;
+  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return fallback;
+  let resolved: URL;
+  try {
+    resolved = new URL(value, origin);
+  } catch {
+    return fallback;
+  }
+  if (resolved.origin !== new URL(origin).origin) return fallback;
+  return `${resolved.pathname}${resolved.search}${resolved.hash}`;
+}

@@ -1,0 +1,215 @@
+/**
+ * Session endpoints: the current session, refresh, the user's own sessions, sign-out, and the
+ * CSRF token browsers need for their unsafe requests.
+ */
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
+import { clearSessionCookies, cookieNames } from '../http/session-cookie.ts';
+import { isFormPost } from '../http/forms.ts';
+import type { RequestAuthenticator } from '../http/authentication.ts';
+import type { Csrf } from '../http/csrf.ts';
+import type { SessionService } from './session.service.ts';
+
+interface SessionRouteOptions {
+  sessions: SessionService;
+  authenticate: RequestAuthenticator;
+  csrf: Csrf;
+  config: Config;
+}
+
+const iso = (epochMs: number) => new Date(epochMs).toISOString();
+
+const sessionResponse = z
+  .object({
+    user: z.object({ id: z.string(), email: z.string(), name: z.string(), roles: z.array(z.string()) }),
+    session: z.object({ id: z.string(), expiresAt: z.iso.datetime().describe('Absolute end of the session') }),
+  })
+  .meta({ id: 'Session' });
+
+const refreshBody = z
+  .object(
+    { refreshToken: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') }).min(1, 'is required').max(200, 'is too long') },
+    { error: 'must be a JSON object' },
+  )
+  .meta({ id: 'RefreshRequest' });
+
+const refreshResponse = z
+  .object({
+    token: z.string().describe('New access token'),
+    refreshToken: z.string().describe('New refresh token; the one presented is now spent'),
+    expiresAt: z.iso.datetime().describe('When the new access token expires'),
+  })
+  .meta({ id: 'RefreshResponse' });
+
+const sessionList = z
+  .object({
+    sessions: z.array(
+      z.object({
+        id: z.string(),
+        current: z.boolean().describe('This request was made with this session'),
+        createdAt: z.iso.datetime(),
+        lastSeenAt: z.iso.datetime(),
+        expiresAt: z.iso.datetime(),
+        ip: z.string().nullable(),
+        userAgent: z.string().nullable(),
+      }),
+    ),
+  })
+  .meta({ id: 'SessionList' });
+
+const ok = z.object({ ok: z.literal(true) });
+const unauthenticated = { 401: errorResponse.describe('No valid session (UNAUTHENTICATED)') };
+const csrfFailure = { 403: errorResponse.describe('Cookie-authenticated request without a valid CSRF token (CSRF_FAILED)') };
+
+export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
+  const { sessions, authenticate, csrf, config } = options;
+
+  app.addHook('onSend', async (_request, reply) => {
+    void reply.header('cache-control', 'no-store');
+  });
+
+  async function requireAuth(request: Parameters<RequestAuthenticator>[0], reply: Parameters<RequestAuthenticator>[1]) {
+    const auth = await authenticate(request, reply);
+    if (auth === null) throw new AppError('UNAUTHENTICATED');
+    return auth;
+  }
+
+  app.get(
+    '/api/auth/session',
+    { schema: { tags: ['sessions'], summary: 'The signed-in user and session', security: [{ bearer: [] }], response: { 200: sessionResponse, ...unauthenticated } } },
+    async (request, reply) => {
+      const view = await sessions.describeSession(await requireAuth(request, reply));
+      if (view === null) throw new AppError('UNAUTHENTICATED');
+      return { user: view.user, session: { id: view.session.id, expiresAt: iso(view.session.expiresAt) } };
+    },
+  );
+
+  app.post(
+    '/api/auth/refresh',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'Exchange a refresh token for a new access token and refresh token (rotation)',
+        description: `The presented refresh token is spent. Presenting it again within ${config.sessions.refreshReuseGraceSeconds} s (concurrent tabs) returns the same successor; later, it ends the whole session (TOKEN_REUSED).`,
+        body: refreshBody,
+        response: {
+          200: refreshResponse,
+          ...bodyErrorResponses,
+          401: errorResponse.describe('INVALID_TOKEN, or TOKEN_REUSED (the session has been ended)'),
+        },
+      },
+    },
+    async (request) => {
+      const result = await sessions.refresh(request.body.refreshToken);
+      if (!result.ok) throw new AppError(result.reason);
+      const { session } = result;
+      return { token: session.accessToken, refreshToken: session.refreshToken, expiresAt: iso(session.accessTokenExpiresAt) };
+    },
+  );
+
+  app.get(
+    '/api/auth/sessions',
+    { schema: { tags: ['sessions'], summary: 'Your active sessions', security: [{ bearer: [] }], response: { 200: sessionList, ...unauthenticated } } },
+    async (request, reply) => {
+      const auth = await requireAuth(request, reply);
+      const list = await sessions.listSessions(auth.userId);
+      return {
+        sessions: list.map((s) => ({
+          id: s.id,
+          current: s.id === auth.sessionId,
+          createdAt: iso(s.createdAt),
+          lastSeenAt: iso(s.lastSeenAt),
+          expiresAt: iso(s.expiresAt),
+          ip: s.ip,
+          userAgent: s.userAgent,
+        })),
+      };
+    },
+  );
+
+  app.delete(
+    '/api/auth/sessions/:id',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'End one of your sessions',
+        security: [{ bearer: [] }],
+        params: z.object({ id: z.string().max(64) }),
+        response: { 200: ok, ...unauthenticated, ...csrfFailure, 404: errorResponse.describe('Not one of your active sessions (NOT_FOUND)') },
+      },
+    },
+    async (request, reply) => {
+      const auth = await requireAuth(request, reply);
+      if (!(await sessions.endSession(auth.userId, request.params.id))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
+      if (request.params.id === auth.sessionId && auth.via === 'cookie') clearSessionCookies(reply, config);
+      return { ok: true as const };
+    },
+  );
+
+  app.delete(
+    '/api/auth/sessions',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'End all your sessions (or all but this one with ?keepCurrent=true)',
+        security: [{ bearer: [] }],
+        querystring: z.object({ keepCurrent: z.enum(['true', 'false']).optional() }),
+        response: { 200: z.object({ ok: z.literal(true), ended: z.number().int() }), ...unauthenticated, ...csrfFailure },
+      },
+    },
+    async (request, reply) => {
+      const auth = await requireAuth(request, reply);
+      const keepCurrent = request.query.keepCurrent === 'true';
+      const ended = await sessions.endAllSessions(auth.userId, keepCurrent ? { exceptSessionId: auth.sessionId } : {});
+      if (!keepCurrent && auth.via === 'cookie') clearSessionCookies(reply, config);
+      return { ok: true as const, ended };
+    },
+  );
+
+  app.get(
+    '/api/auth/csrf',
+    { schema: { tags: ['sessions'], summary: 'A CSRF token for this browser (sets its cookie)', response: { 200: z.object({ csrfToken: z.string() }).meta({ id: 'CsrfToken' }) } } },
+    async (request, reply) => ({ csrfToken: csrf.issueToken(request, reply) }),
+  );
+};
+
+/**
+ * `POST /api/auth/signout`: JSON (200 `{ok:true}`) or an HTML form (303 to `/`). Ends the
+ * current session, found by Bearer token, access cookie or refresh cookie; clears the cookies;
+ * harmless without a session. Register it where form bodies are parsed.
+ */
+export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
+  const { sessions, authenticate, config } = options;
+  const names = cookieNames(config);
+
+  app.post(
+    '/api/auth/signout',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'Sign out: end the current session and clear the cookies',
+        body: z.object({ csrfToken: z.string().max(200).optional() }).optional(),
+        response: { 200: ok, 303: z.null().describe('Form post: to /'), ...csrfFailure },
+      },
+    },
+    async (request, reply) => {
+      void reply.header('cache-control', 'no-store');
+      const auth = await authenticate(request, reply);
+      if (auth !== null) {
+        await sessions.endSession(auth.userId, auth.sessionId);
+      } else {
+        // An expired access cookie can still name a live session through its refresh cookie.
+        const refreshCookie = request.cookies[names.refresh];
+        const owner = refreshCookie === undefined ? null : await sessions.findSessionByRefreshToken(refreshCookie);
+        if (owner !== null) await sessions.endSession(owner.userId, owner.sessionId);
+      }
+      clearSessionCookies(reply, config);
+      if (isFormPost(request)) return reply.redirect('/', 303);
+      return { ok: true as const };
+    },
+  );
+};
+
