@@ -6,6 +6,7 @@
  */
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
+import { performance } from 'node:perf_hooks';
 import { UnavailableError } from '../errors.ts';
 
 /** Re-read a little behind the last seen `seq`: a lower sequence number can commit later. */
@@ -29,7 +30,8 @@ export function createRevocationList(deps: { db: Db; clock: Clock; syncIntervalM
   const { db, clock, syncIntervalMs, staleAfterMs } = deps;
   const revoked = new Map<string, number>();
   let lastSeq = 0;
-  let lastSyncAt = 0;
+  /** Monotonic time of the last successful pull: staleness is about this process, not the wall clock. */
+  let lastSyncAt = Number.NEGATIVE_INFINITY;
   let timer: NodeJS.Timeout | undefined;
   let syncing: Promise<void> | undefined;
 
@@ -51,7 +53,7 @@ export function createRevocationList(deps: { db: Db; clock: Clock; syncIntervalM
       if (rows.length < PAGE_SIZE) break;
     }
     for (const [sessionId, expiresAt] of revoked) if (expiresAt <= now) revoked.delete(sessionId);
-    lastSyncAt = now;
+    lastSyncAt = performance.now();
   }
 
   function sync(): Promise<void> {
@@ -82,7 +84,7 @@ export function createRevocationList(deps: { db: Db; clock: Clock; syncIntervalM
       revoked.set(sessionId, expiresAt);
     },
     isRevoked(sessionId) {
-      if (clock() - lastSyncAt > staleAfterMs) {
+      if (performance.now() - lastSyncAt > staleAfterMs) {
         throw new UnavailableError('revocation list is stale', { retryAfterSeconds: 2 });
       }
       const expiresAt = revoked.get(sessionId);

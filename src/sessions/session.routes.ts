@@ -191,7 +191,8 @@ export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       schema: {
         tags: ['sessions'],
         summary: 'Sign out: end the current session and clear the cookies',
-        body: z.object({ csrfToken: z.string().max(200).optional() }).optional(),
+        // No body at all is the usual request (Fastify presents it as null).
+        body: z.object({ csrfToken: z.string().max(200).optional() }).nullish(),
         response: { 200: ok, 303: z.null().describe('Form post: to /'), ...csrfFailure },
       },
     },
