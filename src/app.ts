@@ -17,6 +17,8 @@ import { apiSignInRoutes, browserSignInRoutes } from './credentials/signin.route
 import { sessionRoutes, signOutRoutes } from './sessions/session.routes.ts';
 import { jwksRoutes } from './sessions/jwks.routes.ts';
 import { healthRoutes } from './ops/health.routes.ts';
+import { uiRoutes } from './ui/ui.routes.ts';
+import { assetRoutes } from './ui/asset.routes.ts';
 
 /** Auth requests are small; anything larger is refused before it is parsed. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -78,7 +80,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     await browser.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
     await browser.register(browserSignInRoutes, routeOptions);
     await browser.register(signOutRoutes, routeOptions);
+    await browser.register(uiRoutes, routeOptions);
   });
+  await app.register(assetRoutes);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 

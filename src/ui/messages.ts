@@ -1,0 +1,75 @@
+/**
+ * What the pages tell a person about an error code. Codes arrive in query strings, so anyone can
+ * put anything there: lookups are own-property only (`?error=constructor` is just unknown), and
+ * the code itself is shown back only through the escaping templates.
+ */
+
+/** Codes on `/auth/signin?error=`: our API codes (form posts redirect there) and SessionRequired. */
+const SIGN_IN_MESSAGES: Readonly<Record<string, string>> = {
+  INVALID_CREDENTIALS: 'The email or password is incorrect. Check them and try again.',
+  ACCOUNT_DISABLED: 'This account has been disabled. Contact your administrator if you think this is a mistake.',
+  EMAIL_NOT_VERIFIED: 'Verify your email address before signing in: follow the link in the message we sent you.',
+  VALIDATION_ERROR: 'Enter a valid email address and your password.',
+  CSRF_FAILED: 'Your sign-in form expired or did not come from this site. Please try again.',
+  RATE_LIMITED: 'Too many sign-in attempts. Wait a moment, then try again.',
+  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
+  SessionRequired: 'Please sign in to see this page.',
+};
+const SIGN_IN_DEFAULT = 'Sign-in failed. Please try again.';
+
+export interface ErrorExplanation {
+  heading: string;
+  message: string;
+}
+
+/** Codes on `/auth/error?error=`, named as Auth.js names them, so apps moving over keep their links. */
+const AUTH_ERRORS: Readonly<Record<string, ErrorExplanation>> = {
+  Configuration: {
+    heading: 'Server error',
+    message: 'There is a problem with the server configuration: there was a problem when trying to authenticate. Please contact support if this error persists.',
+  },
+  AccessDenied: { heading: 'Access denied', message: 'You do not have permission to sign in.' },
+  Verification: {
+    heading: 'Unable to sign in',
+    message: 'The sign-in link is no longer valid. It may have been used already or it may have expired.',
+  },
+  OAuthSignin: { heading: 'Unable to sign in', message: 'Signing in with the provider could not be started. Try again, or use another way to sign in.' },
+  OAuthCallback: { heading: 'Unable to sign in', message: 'The provider’s answer could not be processed. Try signing in again.' },
+  OAuthAccountNotLinked: {
+    heading: 'Account not linked',
+    message: 'This email address already belongs to an account that signs in another way. Sign in the way you used before, then link this provider from your account.',
+  },
+  AccountNotFound: { heading: 'Account not found', message: 'No account matches those details.' },
+  EmailNotVerified: { heading: 'Email not verified', message: 'Verify your email address before signing in: follow the link in the message we sent you.' },
+  RateLimited: { heading: 'Too many attempts', message: 'Too many attempts in a short time. Wait a moment, then try again.' },
+  SessionRequired: { heading: 'Sign-in required', message: 'Please sign in to see this page.' },
+};
+const AUTH_ERROR_DEFAULT: ErrorExplanation = {
+  heading: 'Unable to sign in',
+  message: 'Something went wrong while signing in. Please try again, and contact support if this error persists.',
+};
+
+/** Codes on `/dashboard?error=`, from its session forms. */
+const DASHBOARD_MESSAGES: Readonly<Record<string, string>> = {
+  NOT_FOUND: 'That session had already ended.',
+  VALIDATION_ERROR: 'That request was incomplete. Please try again.',
+  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
+  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
+};
+const DASHBOARD_DEFAULT = 'That did not work. Please try again.';
+
+function lookup<T>(table: Readonly<Record<string, T>>, code: string, fallback: T): T {
+  return Object.hasOwn(table, code) ? table[code]! : fallback;
+}
+
+export function signInErrorMessage(code: string): string {
+  return lookup(SIGN_IN_MESSAGES, code, SIGN_IN_DEFAULT);
+}
+
+export function authErrorExplanation(code: string): ErrorExplanation {
+  return lookup(AUTH_ERRORS, code, AUTH_ERROR_DEFAULT);
+}
+
+export function dashboardErrorMessage(code: string): string {
+  return lookup(DASHBOARD_MESSAGES, code, DASHBOARD_DEFAULT);
+}

@@ -1,0 +1,98 @@
+/**
+ * Server-rendered pages: Eta templates in `templates/`, compiled once when the renderer is made
+ * (a broken template fails start-up, not a request), every `<%= %>` HTML-escaped. Pages contain no
+ * script and no inline style, so the strict Content-Security-Policy below holds for all of them.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { FastifyReply } from 'fastify';
+// The core build has no file-system lookups: templates are only what we load, by name.
+import { Eta } from 'eta/core';
+
+const TEMPLATES_DIR = join(import.meta.dirname, 'templates');
+const LAYOUT = 'layout';
+
+/** What every page gives the layout. */
+interface PageFrame {
+  title: string;
+  /** Wider content column (the dashboard's session list). */
+  isWide?: boolean;
+}
+
+export interface SessionItem {
+  id: string;
+  isCurrent: boolean;
+  userAgent: string;
+  ip: string;
+  createdAt: { iso: string; text: string };
+  lastSeenAt: { iso: string; text: string };
+}
+
+/** Each page's template name and the data it reads. */
+export interface PageModels {
+  home: { isSignedIn: boolean };
+  signin: {
+    csrfToken: string;
+    callbackUrl: string;
+    error: { code: string; message: string } | null;
+    signedInAs: string | null;
+  };
+  signout: { csrfToken: string };
+  error: { code: string; heading: string; message: string };
+  dashboard: {
+    csrfToken: string;
+    user: { name: string; email: string; roles: string[] };
+    sessions: SessionItem[];
+    hasOtherSessions: boolean;
+    notice: { code: string; message: string } | null;
+  };
+}
+
+export type PageName = keyof PageModels;
+
+export interface PageRenderer {
+  render<P extends PageName>(page: P, model: PageModels[P] & PageFrame): string;
+}
+
+/** Loads and compiles every `*.eta` file in `dir`; a page template names its layout itself. */
+export function createPageRenderer(dir: string = TEMPLATES_DIR): PageRenderer {
+  const eta = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
+  const names = readdirSync(dir).filter((file) => file.endsWith('.eta'));
+  for (const file of names) eta.loadTemplate(basename(file, '.eta'), readFileSync(join(dir, file), 'utf8'));
+  if (!names.includes(`${LAYOUT}.eta`)) throw new Error(`UI templates: ${LAYOUT}.eta is missing in ${dir}`);
+
+  return {
+    render(page, model) {
+      return eta.render(page, { isWide: false, ...model });
+    },
+  };
+}
+
+/**
+ * Headers of every HTML page. No script may run and styles come only from our stylesheet, so an
+ * injected tag can do nothing; no page may be framed (clickjacking of the sign-in and session
+ * buttons); forms may post only to us; pages carry personal data and CSRF tokens, so none is cached.
+ * Referrer-Policy is `same-origin`, not `no-referrer`: under `no-referrer` browsers send
+ * `Origin: null` on a page's form posts, which the CSRF origin check rightly refuses. Other sites
+ * still get no referrer at all.
+ */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': [
+    "default-src 'none'",
+    "script-src 'none'",
+    "style-src 'self'",
+    "img-src 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; '),
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+export function sendPage(reply: FastifyReply, html: string, status = 200): FastifyReply {
+  return reply.code(status).headers(PAGE_HEADERS).send(html);
+}

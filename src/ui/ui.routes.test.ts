@@ -1,0 +1,442 @@
+/**
+ * The hosted pages through `app.inject()`: what each page shows, escaping of everything that comes
+ * from a URL or a user, the page headers (CSP and friends), and the HTML form flows (sign in, see
+ * the dashboard, end sessions) with their CSRF checks. Pages do not touch storage beyond sessions
+ * and users, so SQLite is enough here; the browser flow is in test/flows/browser.test.ts.
+ */
+import { describe, it, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { OPENAPI_PATH } from '../app.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const FORM = 'application/x-www-form-urlencoded';
+const FOREIGN_ORIGIN = 'https://evil.example';
+
+/** A browser's cookie store, enough for these tests: set, replace, and clear by expiry. */
+class CookieJar {
+  readonly #cookies = new Map<string, string>();
+
+  store(response: LightMyRequestResponse): void {
+    for (const cookie of response.cookies) {
+      const expired = cookie.maxAge === 0 || (cookie.expires !== undefined && cookie.expires.getTime() <= Date.now());
+      if (expired || cookie.value === '') this.#cookies.delete(cookie.name);
+      else this.#cookies.set(cookie.name, cookie.value);
+    }
+  }
+
+  has(name: string): boolean {
+    return this.#cookies.has(name);
+  }
+
+  header(): string {
+    return [...this.#cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+}
+
+/** The value of a hidden input, as the browser would submit it. */
+function hiddenValue(html: string, name: string): string {
+  const match = new RegExp(`<input type="hidden" name="${name}" value="([^"]*)">`).exec(html);
+  assert.ok(match, `hidden field ${name} in the page`);
+  return match[1]!.replaceAll('&amp;', '&').replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>');
+}
+
+function assertHtmlPage(response: LightMyRequestResponse, label: string): void {
+  assert.equal(response.statusCode, 200, label);
+  assert.equal(response.headers['content-type'], 'text/html; charset=utf-8', label);
+  const csp = String(response.headers['content-security-policy']);
+  for (const directive of ["default-src 'none'", "script-src 'none'", "style-src 'self'", "frame-ancestors 'none'", "form-action 'self'"]) {
+    assert.ok(csp.includes(directive), `${label}: CSP has ${directive}`);
+  }
+  assert.equal(response.headers['x-frame-options'], 'DENY', label);
+  // Not no-referrer: with it, browsers send `Origin: null` on the page's form posts (CSRF_FAILED).
+  assert.equal(response.headers['referrer-policy'], 'same-origin', label);
+  assert.equal(response.headers['x-content-type-options'], 'nosniff', label);
+  assert.equal(response.headers['cache-control'], 'no-store', label);
+  assert.doesNotMatch(response.body, /<script/i, `${label}: no script element`);
+  assert.doesNotMatch(response.body, /<style/i, `${label}: no style element`);
+  // Inside tags only: escaped text may well read `onerror=`.
+  assert.doesNotMatch(response.body, /<[a-z][^>]*\sstyle\s*=/i, `${label}: no style attribute`);
+  assert.doesNotMatch(response.body, /<[a-z][^>]*\son[a-z]+\s*=/i, `${label}: no event handler attribute`);
+  assert.match(response.body, /<link rel="stylesheet" href="\/assets\/gatehouse\.css">/, `${label}: the shared layout`);
+  // Every label names an existing control.
+  for (const [, target] of response.body.matchAll(/<label for="([^"]+)">/g)) {
+    assert.match(response.body, new RegExp(`id="${target}"`), `${label}: label for ${target}`);
+  }
+}
+
+describe('hosted pages', () => {
+  let database: TestDatabase;
+  let t: TestApp;
+  let origin: string;
+  let alice: { id: string; email: string; name: string };
+
+  before(async () => {
+    database = await createSqliteDatabase();
+    t = await createTestApp(database);
+    origin = new URL(t.config.authUrl).origin;
+    alice = await createUser(t.services, { email: 'alice@example.com', password: PASSWORD, name: 'Alice Example', roles: ['ADMIN'] });
+  });
+  after(async () => {
+    await t?.close();
+    await database?.drop();
+  });
+  // Each test counts the sessions it makes.
+  beforeEach(() => t.services.sessions.endAllSessions(alice.id).then(() => undefined));
+
+  const get = (url: string, jar?: CookieJar, headers: Record<string, string> = {}) =>
+    t.app.inject({ method: 'GET', url, headers: { ...(jar && { cookie: jar.header() }), ...headers } });
+
+  function postForm(url: string, jar: CookieJar, fields: Record<string, string>, headers: Record<string, string> = {}) {
+    return t.app.inject({
+      method: 'POST',
+      url,
+      headers: { 'content-type': FORM, origin, cookie: jar.header(), ...headers },
+      payload: new URLSearchParams(fields).toString(),
+    });
+  }
+
+  /** Signs in through the sign-in page's form, as a browser would; returns the browser's cookies. */
+  async function signInWithForm(email = 'alice@example.com', userAgent = 'PageBrowser/1.0'): Promise<CookieJar> {
+    const jar = new CookieJar();
+    const page = await get('/auth/signin?callbackUrl=/dashboard', jar, { 'user-agent': userAgent });
+    jar.store(page);
+    const response = await postForm(
+      '/api/auth/signin',
+      jar,
+      { email, password: PASSWORD, csrfToken: hiddenValue(page.body, 'csrfToken'), callbackUrl: hiddenValue(page.body, 'callbackUrl') },
+      { 'user-agent': userAgent },
+    );
+    assert.equal(response.statusCode, 303, response.body);
+    assert.equal(response.headers.location, '/dashboard');
+    jar.store(response);
+    assert.ok(jar.has('gatehouse.session') && jar.has('gatehouse.refresh'), 'session cookies set');
+    return jar;
+  }
+
+  /** A second session for the same user, as an API client would start it. */
+  async function signInWithJson(userAgent: string) {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/api/auth',
+      headers: { 'content-type': 'application/json', 'user-agent': userAgent },
+      payload: JSON.stringify({ email: 'alice@example.com', password: PASSWORD }),
+    });
+    assert.equal(response.statusCode, 200);
+    const { token, refreshToken } = response.json() as { token: string; refreshToken: string };
+    return { token, refreshToken, sessionId: refreshToken.split('.')[0]! };
+  }
+
+  const bearerSession = (token: string) => get('/api/auth/session', undefined, { authorization: `Bearer ${token}` });
+
+  /** A CSRF token for this browser from a page that always has a form. */
+  const csrfTokenOf = async (jar: CookieJar) => hiddenValue((await get('/auth/signout', jar)).body, 'csrfToken');
+
+  it('renders each public page with its labels and buttons', async () => {
+    const home = await get('/');
+    assertHtmlPage(home, '/');
+    assert.match(home.body, /href="\/auth\/signin"/);
+    assert.match(home.body, /href="\/dashboard"/);
+
+    const signin = await get('/auth/signin');
+    assertHtmlPage(signin, '/auth/signin');
+    assert.match(signin.body, /<form class="form" method="post" action="\/api\/auth\/signin">/);
+    assert.match(signin.body, /<label for="email">Email<\/label>/);
+    assert.match(signin.body, /<input id="email" name="email" type="email"/);
+    assert.match(signin.body, /<label for="password">Password<\/label>/);
+    assert.match(signin.body, /<input id="password" name="password" type="password"/);
+    assert.match(signin.body, /<button class="button" type="submit">Login<\/button>/);
+    assert.ok(hiddenValue(signin.body, 'csrfToken').length > 20);
+    assert.equal(hiddenValue(signin.body, 'callbackUrl'), '/dashboard');
+    assert.ok(signin.cookies.some((c) => c.name === 'gatehouse.csrf' && c.httpOnly), 'the CSRF cookie comes with the form');
+
+    const signout = await get('/auth/signout');
+    assertHtmlPage(signout, '/auth/signout');
+    assert.match(signout.body, /Are you sure you want to sign out\?/);
+    assert.match(signout.body, /<form class="actions" method="post" action="\/api\/auth\/signout">/);
+    assert.match(signout.body, /<button class="button" type="submit">Sign out<\/button>/);
+    assert.match(signout.body, /<a class="button button-secondary" href="\/dashboard">Cancel<\/a>/);
+    assert.ok(hiddenValue(signout.body, 'csrfToken').length > 20);
+
+    const error = await get('/auth/error?error=Configuration');
+    assertHtmlPage(error, '/auth/error');
+    assert.match(error.body, /problem with the server configuration/);
+    assert.match(error.body, /problem when trying to authenticate/);
+    assert.match(error.body, /contact support/);
+    assert.match(error.body, /<code>Configuration<\/code>/);
+  });
+
+  it('shows a message and the code for each sign-in error', async () => {
+    const codes = ['INVALID_CREDENTIALS', 'ACCOUNT_DISABLED', 'VALIDATION_ERROR', 'CSRF_FAILED', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE', 'SessionRequired', 'SOMETHING_ELSE'];
+    const messages = new Set<string>();
+    for (const code of codes) {
+      const response = await get(`/auth/signin?error=${code}`);
+      assertHtmlPage(response, code);
+      assert.match(response.body, new RegExp(`<code>${code}</code>`));
+      messages.add(/<div class="alert alert-error" role="alert">\s*<p>([^<]+)<\/p>/.exec(response.body)![1]!);
+    }
+    assert.equal(messages.size, codes.length, 'a distinct message per code, and a default');
+    for (const url of ['/auth/signin', '/auth/signin?error=']) assert.doesNotMatch((await get(url)).body, /role="alert"/, `${url}: no error, no alert`);
+  });
+
+  it('explains each error-page code, and shows unknown ones escaped and capped', async () => {
+    const codes = ['Configuration', 'AccessDenied', 'Verification', 'OAuthSignin', 'OAuthCallback', 'OAuthAccountNotLinked', 'AccountNotFound', 'EmailNotVerified', 'RateLimited', 'SessionRequired'];
+    const messages = new Set<string>();
+    for (const code of codes) {
+      const response = await get(`/auth/error?error=${code}`);
+      assertHtmlPage(response, code);
+      assert.match(response.body, new RegExp(`<code>${code}</code>`));
+      messages.add(/role="alert">\s*<p>([^<]+)<\/p>/.exec(response.body)![1]!);
+    }
+    assert.equal(messages.size, codes.length, 'a distinct explanation per code');
+
+    const unknown = await get(`/auth/error?error=${encodeURIComponent('<img src=x onerror=alert(1)>')}`);
+    assertHtmlPage(unknown, 'hostile code');
+    assert.match(unknown.body, /<code>&lt;img src=x onerror=alert\(1\)&gt;<\/code>/);
+    assert.doesNotMatch(unknown.body, /<img/);
+
+    // Names of Object.prototype members are unknown codes like any other.
+    const fallback = /role="alert">\s*<p>([^<]+)<\/p>/.exec(unknown.body)![1];
+    for (const code of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      const response = await get(`/auth/error?error=${code}`);
+      assertHtmlPage(response, code);
+      assert.equal(/role="alert">\s*<p>([^<]+)<\/p>/.exec(response.body)![1], fallback, code);
+    }
+
+    const long = await get(`/auth/error?error=${'A'.repeat(5000)}`);
+    assertHtmlPage(long, 'long code');
+    assert.match(long.body, new RegExp(`<code>${'A'.repeat(100)}</code>`), 'capped at 100 characters');
+
+    for (const url of ['/auth/error', '/auth/error?error=', '/auth/error?error=a&error=b']) assertHtmlPage(await get(url), url);
+  });
+
+  it('escapes a hostile error and callbackUrl on the sign-in page', async () => {
+    const hostile = '"><script>alert(1)</script>';
+    const response = await get(`/auth/signin?error=${encodeURIComponent(hostile)}&callbackUrl=${encodeURIComponent(`/x${hostile}`)}`);
+    assertHtmlPage(response, 'hostile sign-in page');
+    assert.match(response.body, /<code>&quot;&gt;&lt;script&gt;alert\(1\)&lt;\/script&gt;<\/code>/);
+    // A same-origin path stays, percent-encoded the way a browser would resolve it.
+    assert.equal(hiddenValue(response.body, 'callbackUrl'), '/x%22%3E%3Cscript%3Ealert(1)%3C/script%3E');
+  });
+
+  it('honours only same-origin callbackUrls', async () => {
+    const refused = [
+      '//evil.com',
+      '/\\evil.com',
+      '\\\\evil.com',
+      'https://evil.com',
+      'http://localhost:3000.evil.com/',
+      'javascript:alert(1)',
+      'JaVaScRiPt:alert(1)',
+      'data:text/html,<script>alert(1)</script>',
+      '/\t/evil.com',
+      ' //evil.com',
+      'evil.com',
+      `/${'a'.repeat(3000)}`,
+    ];
+    for (const value of refused) {
+      const response = await get(`/auth/signin?callbackUrl=${encodeURIComponent(value)}`);
+      assertHtmlPage(response, value);
+      assert.equal(hiddenValue(response.body, 'callbackUrl'), '/dashboard', value);
+    }
+    const kept: Array<[string, string]> = [
+      ['/dashboard', '/dashboard'],
+      ['/dashboard/sessions?tab=all#top', '/dashboard/sessions?tab=all#top'],
+      // Encoded slashes are a path segment, not a host: the browser stays on this origin.
+      ['/%2F%2Fevil.com', '/%2F%2Fevil.com'],
+      ['/%5Cevil.com', '/%5Cevil.com'],
+    ];
+    for (const [value, expected] of kept) {
+      const response = await get(`/auth/signin?callbackUrl=${encodeURIComponent(value)}`);
+      assert.equal(hiddenValue(response.body, 'callbackUrl'), expected, value);
+    }
+    // Repeated parameters render the page (first value wins) instead of failing validation.
+    const repeated = await get('/auth/signin?callbackUrl=//evil.com&callbackUrl=/dashboard&error=A&error=B');
+    assertHtmlPage(repeated, 'repeated parameters');
+    assert.equal(hiddenValue(repeated.body, 'callbackUrl'), '/dashboard');
+    assert.match(repeated.body, /<code>A<\/code>/);
+  });
+
+  it('redirects /dashboard without a session to sign-in, with a callbackUrl back', async () => {
+    for (const cookie of [undefined, 'gatehouse.session=not-a-token; gatehouse.refresh=nor-this']) {
+      const response = await get('/dashboard', undefined, cookie === undefined ? {} : { cookie });
+      assert.equal(response.statusCode, 303);
+      assert.equal(response.headers.location, '/auth/signin?callbackUrl=/dashboard');
+      assert.equal(response.headers['cache-control'], 'no-store');
+    }
+  });
+
+  it('signs in through the form and shows who you are and your sessions', async () => {
+    const jar = await signInWithForm();
+    const other = await signInWithJson('OtherDevice/2.0');
+
+    const dashboard = await get('/dashboard', jar);
+    assertHtmlPage(dashboard, '/dashboard');
+    assert.match(dashboard.body, /<dd>Alice Example<\/dd>/);
+    assert.match(dashboard.body, /<dd>alice@example\.com<\/dd>/);
+    assert.match(dashboard.body, /<dd>ADMIN<\/dd>/);
+    assert.match(dashboard.body, /href="\/auth\/signout"/);
+    assert.match(dashboard.body, /PageBrowser\/1\.0 <span class="badge">This device<\/span>/);
+    assert.match(dashboard.body, /OtherDevice\/2\.0/);
+    assert.match(dashboard.body, /<dt>IP address<\/dt><dd>127\.0\.0\.1<\/dd>/);
+    assert.match(dashboard.body, /<time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>/);
+    assert.equal((dashboard.body.match(/This device/g) ?? []).length, 1);
+    // An End button for the other session only, and one to end all others.
+    assert.match(dashboard.body, new RegExp(`name="sessionId" value="${other.sessionId}"`));
+    assert.equal((dashboard.body.match(/name="sessionId"/g) ?? []).length, 1);
+    assert.match(dashboard.body, />End<\/button>/);
+    assert.match(dashboard.body, />End all other sessions<\/button>/);
+
+    // Signed in, the sign-in page says so and links to the dashboard.
+    const signin = await get('/auth/signin', jar);
+    assertHtmlPage(signin, 'signed-in sign-in page');
+    assert.match(signin.body, /already signed in as <strong>alice@example\.com<\/strong>/);
+  });
+
+  it('ends another session with its End button', async () => {
+    const jar = await signInWithForm();
+    const other = await signInWithJson('EndMe/1.0');
+    assert.equal((await bearerSession(other.token)).statusCode, 200);
+
+    const dashboard = await get('/dashboard', jar);
+    const response = await postForm('/dashboard/sessions/end', jar, { csrfToken: hiddenValue(dashboard.body, 'csrfToken'), sessionId: other.sessionId });
+    assert.equal(response.statusCode, 303);
+    assert.equal(response.headers.location, '/dashboard');
+    assert.equal(response.headers['cache-control'], 'no-store');
+
+    assert.equal((await bearerSession(other.token)).statusCode, 401, 'the other session is gone');
+    const refresh = await t.app.inject({ method: 'POST', url: '/api/auth/refresh', headers: { 'content-type': 'application/json' }, payload: { refreshToken: other.refreshToken } });
+    assert.equal(refresh.statusCode, 401);
+    const after = await get('/dashboard', jar);
+    assert.equal(after.statusCode, 200, 'this session is untouched');
+    assert.doesNotMatch(after.body, /EndMe\/1\.0/);
+  });
+
+  it('ends all other sessions, keeping this one', async () => {
+    const jar = await signInWithForm();
+    const others = [await signInWithJson('A/1'), await signInWithJson('B/1')];
+    const dashboard = await get('/dashboard', jar);
+    const response = await postForm('/dashboard/sessions/end-others', jar, { csrfToken: hiddenValue(dashboard.body, 'csrfToken') });
+    assert.equal(response.statusCode, 303);
+    assert.equal(response.headers.location, '/dashboard');
+    for (const other of others) assert.equal((await bearerSession(other.token)).statusCode, 401);
+
+    const after = await get('/dashboard', jar);
+    assert.equal(after.statusCode, 200);
+    assert.equal((after.body.match(/<li class="session">/g) ?? []).length, 1);
+    assert.doesNotMatch(after.body, /End all other sessions/, 'nothing left to end');
+  });
+
+  it('refuses the session forms without a CSRF token or from a foreign origin', async () => {
+    const jar = await signInWithForm();
+    const other = await signInWithJson('Victim/1.0');
+    const csrfToken = hiddenValue((await get('/dashboard', jar)).body, 'csrfToken');
+
+    const attempts = [
+      postForm('/dashboard/sessions/end', jar, { sessionId: other.sessionId }),
+      postForm('/dashboard/sessions/end', jar, { sessionId: other.sessionId, csrfToken: 'forged' }),
+      postForm('/dashboard/sessions/end', jar, { sessionId: other.sessionId, csrfToken }, { origin: FOREIGN_ORIGIN }),
+      postForm('/dashboard/sessions/end', jar, { sessionId: other.sessionId, csrfToken }, { origin: 'null' }),
+      postForm('/dashboard/sessions/end-others', jar, {}),
+      postForm('/dashboard/sessions/end-others', jar, { csrfToken }, { origin: FOREIGN_ORIGIN }),
+    ];
+    for (const response of await Promise.all(attempts)) {
+      assert.equal(response.statusCode, 403);
+      assert.equal(response.json().error, 'CSRF_FAILED');
+    }
+    // Cross-site without Origin: Sec-Fetch-Site decides.
+    const crossSite = await t.app.inject({
+      method: 'POST',
+      url: '/dashboard/sessions/end-others',
+      headers: { 'content-type': FORM, cookie: jar.header(), 'sec-fetch-site': 'cross-site' },
+      payload: new URLSearchParams({ csrfToken }).toString(),
+    });
+    assert.equal(crossSite.statusCode, 403);
+    assert.equal((await bearerSession(other.token)).statusCode, 200, 'the other session survived every attempt');
+  });
+
+  it('sends a session form without a session to sign-in', async () => {
+    const jar = new CookieJar();
+    const page = await get('/auth/signin', jar);
+    jar.store(page);
+    const response = await postForm('/dashboard/sessions/end-others', jar, { csrfToken: hiddenValue(page.body, 'csrfToken') });
+    assert.equal(response.statusCode, 303);
+    assert.equal(response.headers.location, '/auth/signin?callbackUrl=/dashboard');
+  });
+
+  it('returns to the dashboard with a notice for an unknown session or a missing field', async () => {
+    const jar = await signInWithForm();
+    const csrfToken = await csrfTokenOf(jar);
+
+    const unknown = await postForm('/dashboard/sessions/end', jar, { csrfToken, sessionId: 'no-such-session' });
+    assert.equal(unknown.statusCode, 303);
+    assert.equal(unknown.headers.location, '/dashboard?error=NOT_FOUND');
+    const notice = await get('/dashboard?error=NOT_FOUND', jar);
+    assertHtmlPage(notice, 'notice');
+    assert.match(notice.body, /role="alert"[\s\S]*<code>NOT_FOUND<\/code>/);
+
+    const missing = await postForm('/dashboard/sessions/end', jar, { csrfToken });
+    assert.equal(missing.statusCode, 303);
+    assert.equal(missing.headers.location, '/dashboard?error=VALIDATION_ERROR');
+  });
+
+  it('signs out when the End form names this very session', async () => {
+    const jar = await signInWithForm();
+    const dashboard = await get('/dashboard', jar);
+    const ownId = /<input type="hidden" name="sessionId" value="([^"]+)">/.exec(dashboard.body);
+    assert.equal(ownId, null, 'no End button for this device');
+    const [current, ...others] = await t.services.sessions.listSessions(alice.id);
+    assert.deepEqual(others, []);
+    const response = await postForm('/dashboard/sessions/end', jar, { csrfToken: await csrfTokenOf(jar), sessionId: current!.id });
+    assert.equal(response.statusCode, 303);
+    assert.equal(response.headers.location, '/');
+    jar.store(response);
+    assert.equal(jar.has('gatehouse.session'), false, 'cookies cleared');
+    assert.equal((await get('/dashboard', jar)).statusCode, 303);
+  });
+
+  it('signs out with the confirmation form', async () => {
+    const jar = await signInWithForm();
+    const page = await get('/auth/signout', jar);
+    const response = await postForm('/api/auth/signout', jar, { csrfToken: hiddenValue(page.body, 'csrfToken') });
+    assert.equal(response.statusCode, 303);
+    assert.equal(response.headers.location, '/');
+    jar.store(response);
+    assert.equal((await get('/dashboard', jar)).statusCode, 303);
+    assert.deepEqual(await t.services.sessions.listSessions(alice.id), []);
+  });
+
+  it('escapes user data on the dashboard', async () => {
+    await createUser(t.services, { email: 'mallory@example.com', password: PASSWORD, name: '<img src=x onerror=alert(1)>' });
+    const jar = await signInWithForm('mallory@example.com', '<script>alert("ua")</script>');
+    const dashboard = await get('/dashboard', jar);
+    assertHtmlPage(dashboard, 'hostile dashboard');
+    assert.match(dashboard.body, /<dd>&lt;img src=x onerror=alert\(1\)&gt;<\/dd>/);
+    assert.match(dashboard.body, /&lt;script&gt;alert\(&quot;ua&quot;\)&lt;\/script&gt;/);
+    const notice = await get(`/dashboard?error=${encodeURIComponent('<b>x</b>')}`, jar);
+    assertHtmlPage(notice, 'hostile notice');
+    assert.match(notice.body, /<code>&lt;b&gt;x&lt;\/b&gt;<\/code>/);
+  });
+
+  it('serves the stylesheet as CSS with a cache header and an ETag', async () => {
+    const response = await get('/assets/gatehouse.css');
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.headers['content-type'], 'text/css; charset=utf-8');
+    assert.match(String(response.headers['cache-control']), /^public, max-age=\d+$/);
+    assert.equal(response.headers['x-content-type-options'], 'nosniff');
+    assert.match(response.body, /\.button/);
+    const etag = String(response.headers.etag);
+    const revalidated = await get('/assets/gatehouse.css', undefined, { 'if-none-match': etag });
+    assert.equal(revalidated.statusCode, 304);
+    assert.equal(revalidated.body, '');
+    assert.equal((await get('/assets/gatehouse.css', undefined, { 'if-none-match': '"other"' })).statusCode, 200);
+  });
+
+  it('keeps the pages out of the OpenAPI document', async () => {
+    const paths = Object.keys((await get(OPENAPI_PATH)).json().paths);
+    assert.ok(paths.includes('/api/auth/signin'));
+    for (const path of paths) assert.ok(path.startsWith('/api/') || path.startsWith('/.well-known/'), path);
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * The hosted pages (`/`, `/auth/signin`, `/auth/signout`, `/auth/error`, `/dashboard`) and the
+ * form endpoints behind the dashboard's buttons. Pages are plain HTML forms that post to the API
+ * (or here) with the browser's CSRF token; they work without JavaScript. Register this plugin
+ * where form bodies are parsed. Its routes are hidden from the OpenAPI document, which is for the API.
+ */
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import type { RequestAuthenticator } from '../http/authentication.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { toSafeLocalPath } from '../http/safe-redirect.ts';
+import { clearSessionCookies } from '../http/session-cookie.ts';
+import { SIGN_IN_PAGE } from '../credentials/signin.routes.ts';
+import type { SessionService, SessionSummary } from '../sessions/session.service.ts';
+import { authErrorExplanation, dashboardErrorMessage, signInErrorMessage } from './messages.ts';
+import { createPageRenderer, sendPage, type SessionItem } from './render.ts';
+
+export interface UiRouteOptions {
+  sessions: SessionService;
+  authenticate: RequestAuthenticator;
+  csrf: Csrf;
+  config: Config;
+}
+
+export const DASHBOARD_PAGE = '/dashboard';
+/** Long enough for any real code; a longer one is cut, not refused, so the page still explains. */
+const MAX_SHOWN_CODE_LENGTH = 100;
+
+/** Query values are strings, or arrays when repeated: take the first. */
+const firstValue = (value: unknown) => (Array.isArray(value) ? value[0] : value);
+
+/** An error code from a link, to be shown back: never a reason to refuse the page. Empty is none. */
+const shownCode = z
+  .preprocess(firstValue, z.string())
+  .transform((code) => (code === '' ? undefined : Array.from(code).slice(0, MAX_SHOWN_CODE_LENGTH).join('')))
+  .optional();
+
+/** Judged by `toSafeLocalPath`, which refuses what is too long or not ours. */
+const callbackUrl = z.preprocess(firstValue, z.string()).optional();
+
+const csrfField = z.string().max(200).optional();
+
+function signInRedirect(callbackPath: string): string {
+  // `/` may stay literal in a query; the page reads the value back through toSafeLocalPath.
+  return `${SIGN_IN_PAGE}?callbackUrl=${encodeURIComponent(callbackPath).replaceAll('%2F', '/')}`;
+}
+
+function formatTime(epochMs: number): { iso: string; text: string } {
+  const iso = new Date(epochMs).toISOString();
+  return { iso, text: `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` };
+}
+
+/** The current session first, then the most recently used. */
+function toSessionItems(list: SessionSummary[], currentId: string): SessionItem[] {
+  return [...list]
+    .sort((a, b) => Number(b.id === currentId) - Number(a.id === currentId) || b.lastSeenAt - a.lastSeenAt)
+    .map((s) => ({
+      id: s.id,
+      isCurrent: s.id === currentId,
+      userAgent: s.userAgent ?? 'Unknown device',
+      ip: s.ip ?? 'Unknown',
+      createdAt: formatTime(s.createdAt),
+      lastSeenAt: formatTime(s.lastSeenAt),
+    }));
+}
+
+export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, options) => {
+  const { sessions, authenticate, csrf, config } = options;
+  const pages = createPageRenderer();
+  const hidden = { hide: true } as const;
+
+  // Redirects and errors from here are about a person's session: never cached either.
+  app.addHook('onSend', async (_request, reply) => {
+    void reply.header('cache-control', 'no-store');
+  });
+
+  /** The signed-in person, or null; a session whose user is gone counts as none. */
+  async function signedIn(request: FastifyRequest, reply: FastifyReply) {
+    const auth = await authenticate(request, reply);
+    if (auth === null) return null;
+    const view = await sessions.describeSession(auth);
+    return view === null ? null : { auth, view };
+  }
+
+  app.get('/', { schema: hidden }, async (request, reply) => {
+    const isSignedIn = (await authenticate(request, reply)) !== null;
+    return sendPage(reply, pages.render('home', { title: 'Welcome', isSignedIn }));
+  });
+
+  app.get(
+    '/auth/signin',
+    { schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl }) } },
+    async (request, reply) => {
+      const { error, callbackUrl: requested } = request.query;
+      const current = await signedIn(request, reply);
+      return sendPage(
+        reply,
+        pages.render('signin', {
+          title: 'Sign in',
+          csrfToken: csrf.issueToken(request, reply),
+          callbackUrl: toSafeLocalPath(requested, config.authUrl, DASHBOARD_PAGE),
+          error: error === undefined ? null : { code: error, message: signInErrorMessage(error) },
+          signedInAs: current?.view.user.email ?? null,
+        }),
+      );
+    },
+  );
+
+  app.get('/auth/signout', { schema: hidden }, async (request, reply) => {
+    return sendPage(reply, pages.render('signout', { title: 'Sign out', csrfToken: csrf.issueToken(request, reply) }));
+  });
+
+  app.get('/auth/error', { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
+    const code = request.query.error ?? 'Unknown';
+    const { heading, message } = authErrorExplanation(code);
+    return sendPage(reply, pages.render('error', { title: heading, heading, message, code }));
+  });
+
+  app.get(DASHBOARD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
+    const current = await signedIn(request, reply);
+    if (current === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+    const { auth, view } = current;
+    const items = toSessionItems(await sessions.listSessions(auth.userId), auth.sessionId);
+    const { error } = request.query;
+    return sendPage(
+      reply,
+      pages.render('dashboard', {
+        title: 'Dashboard',
+        isWide: true,
+        csrfToken: csrf.issueToken(request, reply),
+        user: view.user,
+        sessions: items,
+        hasOtherSessions: items.some((item) => !item.isCurrent),
+        notice: error === undefined ? null : { code: error, message: dashboardErrorMessage(error) },
+      }),
+    );
+  });
+
+  // The dashboard's buttons. CSRF (origin + token) is checked for every form post before these run.
+  const formRoute = { config: { formErrorPage: DASHBOARD_PAGE } };
+
+  app.post(
+    '/dashboard/sessions/end',
+    { ...formRoute, schema: { ...hidden, body: z.object({ sessionId: z.string().min(1).max(64), csrfToken: csrfField }) } },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      const { sessionId } = request.body;
+      if (!(await sessions.endSession(auth.userId, sessionId))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
+      if (sessionId === auth.sessionId) {
+        // Ending the session this browser uses is signing out.
+        clearSessionCookies(reply, config);
+        return reply.redirect('/', 303);
+      }
+      return reply.redirect(DASHBOARD_PAGE, 303);
+    },
+  );
+
+  app.post(
+    '/dashboard/sessions/end-others',
+    { ...formRoute, schema: { ...hidden, body: z.object({ csrfToken: csrfField }).optional() } },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      await sessions.endAllSessions(auth.userId, { exceptSessionId: auth.sessionId });
+      return reply.redirect(DASHBOARD_PAGE, 303);
+    },
+  );
+};
