@@ -32,6 +32,13 @@ for (const backend of await backends()) {
       assert.deepEqual(Object.keys(keys[0]).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x']);
     });
 
+    it('answers an undecodable URL with our 400 body, not Fastify\'s', async () => {
+      const response = await t.app.inject({ method: 'DELETE', url: '/api/auth/sessions/%ZZ' });
+      assert.equal(response.statusCode, 400);
+      assert.deepEqual(Object.keys(response.json()).sort(), ['error', 'message']);
+      assert.equal(response.json().error, 'BAD_REQUEST');
+    });
+
     it('answers with a request id on every response', async () => {
       const response = await t.app.inject({ method: 'GET', url: '/api/health' });
       assert.match(String(response.headers['x-request-id']), /^[0-9a-f-]{36}$/);

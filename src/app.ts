@@ -8,7 +8,7 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
-import { registerErrorHandling } from './errors.ts';
+import { registerErrorHandling, sendError, toErrorBody } from './errors.ts';
 import { deriveKey } from './lib/derive-key.ts';
 import { generateRequestId, loggerOptions } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
@@ -35,6 +35,10 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     onConstructorPoisoning: 'error',
     trustProxy: false,
     return503OnClosing: true,
+    // Errors Fastify raises before routing (an undecodable URL, say) get our body shape too.
+    frameworkErrors: (_error, _request, reply) => {
+      void sendError(reply, 400, toErrorBody('BAD_REQUEST'));
+    },
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -79,6 +79,8 @@ describe('loadConfig', () => {
       [{ ADMIN_EMAIL: 'a@example.com' }, 'ADMIN_EMAIL'],
       [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
       [{ PORT: '0' }, 'AUTH_URL'],
+      [{ REFRESH_REUSE_GRACE: '5m' }, 'REFRESH_REUSE_GRACE'],
+      [{ SESSION_IDLE_TIMEOUT: '5m' }, 'SESSION_TOUCH_INTERVAL'],
     ];
     for (const [env, name] of cases) {
       const problems = problemsOf({ AUTH_SECRET: SECRET, ...env });

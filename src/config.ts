@@ -115,6 +115,12 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const idleTimeoutSeconds = read.duration('SESSION_IDLE_TIMEOUT', 7 * 86_400);
   const touchIntervalSeconds = read.duration('SESSION_TOUCH_INTERVAL', 5 * 60);
   const refreshReuseGraceSeconds = read.duration('REFRESH_REUSE_GRACE', 10);
+  if (refreshReuseGraceSeconds > 60) {
+    problems.push('REFRESH_REUSE_GRACE must be at most 60s: longer would let a stolen refresh token go unnoticed');
+  }
+  if (touchIntervalSeconds * 2 > idleTimeoutSeconds) {
+    problems.push('SESSION_TOUCH_INTERVAL must be at most half of SESSION_IDLE_TIMEOUT, or sessions in use would time out');
+  }
   const revocationSyncIntervalMs = read.integer('REVOCATION_SYNC_INTERVAL_MS', 1_000, { min: 100, max: 60_000 });
   // In the database strategy every request checks the session row, so the token may live as long
   // as the session; in the jwt strategy the token is the only check and must be short-lived.
@@ -122,7 +128,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     'ACCESS_TOKEN_TTL',
     sessionStrategy === 'jwt' ? 15 * 60 : sessionMaxAgeSeconds,
   );
-  const audience = read.string('AUTH_AUDIENCE') ?? authUrl ?? 'gatehouse';
+  const audience = read.string('AUTH_AUDIENCE') ?? authUrl!;
 
   const passwordMinLength = read.integer('PASSWORD_MIN_LENGTH', 12, { min: 8, max: 128 });
   const passwordMaxLength = read.integer('PASSWORD_MAX_LENGTH', 256, { min: 64, max: 4096 });

@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isFormPost } from './http/forms.ts';
+import { toSafeLocalPath } from './http/safe-redirect.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -91,6 +92,8 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_JSON',
   FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
+  FST_ERR_BAD_URL: 'BAD_REQUEST',
+  FST_ERR_ASYNC_CONSTRAINT: 'BAD_REQUEST',
 };
 
 /** Network-level failures of a database driver: the dependency is down, not our bug. */
@@ -139,9 +142,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (formErrorPage !== undefined && mapped.code !== 'CSRF_FAILED' && isFormPost(request)) {
       // A person submitted a form: show them the form again with the reason, not a JSON body.
       const target = new URLSearchParams({ error: mapped.code });
-      const callbackUrl = (request.body as { callbackUrl?: unknown } | undefined)?.callbackUrl;
-      if (typeof callbackUrl === 'string' && callbackUrl.startsWith('/') && callbackUrl.length <= 2048) target.set('callbackUrl', callbackUrl);
-      if (mapped.retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.ceil(mapped.retryAfterSeconds)));
+      const callbackUrl = toSafeLocalPath((request.body as { callbackUrl?: unknown } | null | undefined)?.callbackUrl, 'http://x', '');
+      if (callbackUrl !== '') target.set('callbackUrl', callbackUrl);
+      if (mapped.retryAfterSeconds !== undefined) void reply.header('retry-after', retryAfterHeader(mapped.retryAfterSeconds));
       return reply.redirect(`${formErrorPage}?${target}`, 303);
     }
     return sendError(reply, mapped.status, mapped.body, mapped.retryAfterSeconds);
@@ -149,8 +152,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
 }
 
 export function sendError(reply: FastifyReply, status: number, body: ErrorBody, retryAfterSeconds?: number): FastifyReply {
-  if (retryAfterSeconds !== undefined) void reply.header('retry-after', String(Math.max(1, Math.ceil(retryAfterSeconds))));
+  if (retryAfterSeconds !== undefined) void reply.header('retry-after', retryAfterHeader(retryAfterSeconds));
   return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+function retryAfterHeader(seconds: number): string {
+  return String(Math.max(1, Math.ceil(seconds)));
 }
 
 interface MappedError {

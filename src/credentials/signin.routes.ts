@@ -10,7 +10,8 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import { setSessionCookies } from '../http/session-cookie.ts';
+import { cookieNames, setSessionCookies } from '../http/session-cookie.ts';
+import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
 import { toSafeLocalPath } from '../http/safe-redirect.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -59,6 +60,7 @@ const signInErrors = {
 
 interface SignInRouteOptions {
   credentials: CredentialsService;
+  sessions: SessionService;
   config: Config;
   clock: Clock;
 }
@@ -98,7 +100,7 @@ export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async 
 };
 
 /** `POST /api/auth/signin`: JSON or an HTML form; register it where form bodies are parsed. */
-export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async (app, { credentials, config, clock }) => {
+export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async (app, { credentials, sessions, config, clock }) => {
   app.post(
     '/api/auth/signin',
     {
@@ -113,6 +115,9 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
     async (request, reply) => {
       void reply.header('cache-control', 'no-store');
       const result = await signIn(credentials, request, request.body.email, request.body.password);
+      // Signing in again in the same browser replaces its session rather than orphaning it.
+      const previousRefreshCookie = request.cookies[cookieNames(config).refresh];
+      if (previousRefreshCookie !== undefined) await sessions.endSessionOfRefreshToken(previousRefreshCookie);
       setSessionCookies(reply, config, result.session, clock());
       if (isFormPost(request)) {
         return reply.redirect(toSafeLocalPath(request.body.callbackUrl, config.authUrl, '/dashboard'), 303);

@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { baseCookieOptions, cookieNames } from './session-cookie.ts';
+import { mediaType } from './forms.ts';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
@@ -38,8 +39,7 @@ export function registerCsrfProtection(app: FastifyInstance, config: Config): Cs
 
   function needsProtection(request: FastifyRequest): boolean {
     if (SAFE_METHODS.has(request.method)) return false;
-    const contentType = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (FORM_TYPES.has(contentType)) return true;
+    if (FORM_TYPES.has(mediaType(request))) return true;
     const hasSessionCookie = request.cookies[names.access] !== undefined || request.cookies[names.refresh] !== undefined;
     const hasBearer = /^bearer\s/i.test(request.headers.authorization ?? '');
     return hasSessionCookie && !hasBearer;

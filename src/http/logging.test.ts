@@ -9,6 +9,10 @@ describe('logging', () => {
     assert.equal(maskSecretsInUrl('/auth/reset-password?token=abc123&x=1'), '/auth/reset-password?token=[REDACTED]&x=1');
     assert.equal(maskSecretsInUrl('/cb?code=c0de&state=s7'), '/cb?code=[REDACTED]&state=[REDACTED]');
     assert.equal(maskSecretsInUrl('/plain?page=2'), '/plain?page=2');
+    // Regression: encoded names slipped past a match on the literal text.
+    assert.equal(maskSecretsInUrl('/x?%74oken=abc&access%5Ftoken=def'), '/x?%74oken=[REDACTED]&access%5Ftoken=[REDACTED]');
+    assert.equal(maskSecretsInUrl('/x?token=a%26b=c&n=1'), '/x?token=[REDACTED]&n=1');
+    assert.equal(maskSecretsInUrl('/x?%E0%A4%A=1'), '/x?%E0%A4%A=[REDACTED]');
   });
 
   describe('a server using these options', () => {

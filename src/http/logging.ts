@@ -7,12 +7,13 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.ts';
 
-const SECRET_QUERY_PARAMS = /([?&](?:token|code|state|password|refresh_?token|access_?token|id_?token)=)[^&#]*/gi;
+const SECRET_QUERY_NAME = /^(?:token|code|state|password|csrf_?token|refresh_?token|access_?token|id_?token)$/i;
 
 export const REDACTED_PATHS = [
   'password',
   'newPassword',
   'token',
+  'csrfToken',
   'refreshToken',
   'accessToken',
   'authSecret',
@@ -22,6 +23,7 @@ export const REDACTED_PATHS = [
   '*.refreshToken',
   '*.accessToken',
   '*.authSecret',
+  '*.csrfToken',
   'req.headers.authorization',
   'req.headers.cookie',
   'res.headers["set-cookie"]',
@@ -29,8 +31,25 @@ export const REDACTED_PATHS = [
   'headers.cookie',
 ];
 
+/** The URL with the values of secret-looking query parameters masked, however their names are encoded. */
 export function maskSecretsInUrl(url: string): string {
-  return url.replace(SECRET_QUERY_PARAMS, '$1[REDACTED]');
+  const queryStart = url.indexOf('?');
+  if (queryStart === -1) return url;
+  const masked = url
+    .slice(queryStart + 1)
+    .split('&')
+    .map((pair) => {
+      const [rawName = '', ...value] = pair.split('=');
+      let name: string;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        return `${rawName}=[REDACTED]`; // undecodable: do not guess
+      }
+      return SECRET_QUERY_NAME.test(name) && value.length > 0 ? `${rawName}=[REDACTED]` : pair;
+    })
+    .join('&');
+  return `${url.slice(0, queryStart)}?${masked}`;
 }
 
 export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<FastifyServerOptions['logger']> {

@@ -15,5 +15,8 @@ export function toSafeLocalPath(value: unknown, origin: string, fallback = '/'):
     return fallback;
   }
   if (resolved.origin !== new URL(origin).origin) return fallback;
-  return `${resolved.pathname}${resolved.search}${resolved.hash}`;
+  const path = `${resolved.pathname}${resolved.search}${resolved.hash}`;
+  // Dot segments can collapse into a protocol-relative URL: `/.//evil.example` -> `//evil.example`.
+  if (path.startsWith('//') || path.startsWith('/\\')) return fallback;
+  return path;
 }

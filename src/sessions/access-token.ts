@@ -14,7 +14,8 @@ const MAX_TOKEN_LENGTH = 4096;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** Header parameters that point at keys elsewhere: a token carrying one is refused outright. */
 const FORBIDDEN_HEADERS = ['jku', 'x5u', 'jwk', 'x5c', 'x5t', 'x5t#S256'] as const;
-const CLOCK_TOLERANCE_SECONDS = 5;
+/** Leeway for clocks that differ a little between us and the machine that checks the token. */
+export const CLOCK_TOLERANCE_SECONDS = 5;
 
 export interface AccessTokenClaims {
   userId: string;
@@ -69,7 +70,8 @@ export function createAccessTokenVerifier(options: {
     const now = clock();
     const cached = cache.get(token);
     if (cached !== undefined) {
-      if (cached.expiresAt > now) return cached;
+      // The same leeway as the signature check below, or answers would flip between the two.
+      if (cached.expiresAt + CLOCK_TOLERANCE_SECONDS * 1000 > now) return cached;
       cache.delete(token);
       return null;
     }
@@ -82,8 +84,13 @@ export function createAccessTokenVerifier(options: {
     }
     if (header.alg !== SIGNING_ALGORITHM || header.typ !== ACCESS_TOKEN_TYPE || typeof header.kid !== 'string') return null;
     if (FORBIDDEN_HEADERS.some((name) => name in header)) return null;
-    const key = keys.verificationKey(header.kid);
-    if (key === undefined) return null;
+    let key = keys.verificationKey(header.kid);
+    if (key === undefined) {
+      // Another instance may have created or rotated a key since we loaded ours.
+      await keys.reloadForUnknownKid();
+      key = keys.verificationKey(header.kid);
+      if (key === undefined) return null;
+    }
 
     let payload;
     try {

@@ -2,8 +2,9 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { TEST_SECRET, createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { addSigningKey } from './signing-keys.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const MINUTE = 60_000;
@@ -141,10 +142,36 @@ for (const backend of await backends()) {
         assert.equal((await getSession(legitimate.token)).statusCode, 401, 'access tokens of the session are refused');
       });
 
+      // Regression (review): a thief who rotated twice made the owner's spent token look unknown,
+      // so presenting it ended nothing and the thief kept the session.
+      it('treats any older generation as theft, however many rotations ago it was spent', async () => {
+        const user = await newUser();
+        const owner = await signIn(user.email);
+        const thief1 = (await refresh(owner.refreshToken)).json();
+        const thief2 = (await refresh(thief1.refreshToken)).json();
+        clock.advance(1_000);
+        const reuse = await refresh(owner.refreshToken);
+        assert.equal(reuse.statusCode, 401);
+        assert.equal(reuse.json().error, 'TOKEN_REUSED');
+        assert.equal((await refresh(thief2.refreshToken)).statusCode, 401, 'the thief lost the session');
+      });
+
+      it('keeps a signed-out token refused through the verifier’s clock tolerance', { skip: strategy !== 'jwt' }, async () => {
+        const user = await newUser();
+        const tokens = await signIn(user.email);
+        await t.app.inject({ method: 'POST', url: '/api/auth/signout', headers: { authorization: `Bearer ${tokens.token}` } });
+        const { exp } = decodeJwt(tokens.token);
+        clock.advance(exp! * 1000 - clock() + 1_000);
+        await t.services.revocations.sync();
+        for (let i = 0; i < 3; i++) assert.equal((await getSession(tokens.token)).statusCode, 401, `check ${i}`);
+      });
+
       it('does not end a session for a guessed secret (a session id alone proves nothing)', async () => {
         const user = await newUser();
         const tokens = await signIn(user.email);
-        const forged = `${tokens.sessionId}.${'A'.repeat(43)}`;
+        const forged = `${tokens.sessionId}.0.${'A'.repeat(43)}`;
+        const futureGeneration = `${tokens.sessionId}.7.${tokens.refreshToken.split('.')[2]}`;
+        assert.equal((await refresh(futureGeneration)).statusCode, 401);
         const response = await refresh(forged);
         assert.equal(response.statusCode, 401);
         assert.equal(response.json().error, 'INVALID_TOKEN');
@@ -180,17 +207,23 @@ for (const backend of await backends()) {
         assert.equal((await refresh(refreshed.json().refreshToken)).statusCode, 401, 'idle for longer than the idle timeout');
       });
 
-      it('ends a session at its absolute lifetime even when it is used all the time', async () => {
+      it('ends a session at its absolute lifetime even when it is used all the time, and no token outlives it', async () => {
         const user = await newUser();
+        const sessionEnd = clock() + 86_400_000;
         let { refreshToken } = await signIn(user.email);
         for (let elapsed = 0; elapsed < 86_400_000 - 3_600_000; elapsed += 3_600_000) {
           clock.advance(3_600_000);
           const response = await refresh(refreshToken);
           assert.equal(response.statusCode, 200, `after ${elapsed / 3_600_000 + 1} h`);
+          assert.ok(decodeJwt(response.json().token).exp! * 1000 <= sessionEnd, 'the access token ends with the session');
           refreshToken = response.json().refreshToken;
         }
-        clock.advance(3_600_000);
-        assert.equal((await refresh(refreshToken)).statusCode, 401);
+        clock.advance(3_600_000 - 5 * MINUTE);
+        const last = await refresh(refreshToken);
+        assert.equal(last.statusCode, 200, 'five minutes left');
+        assert.ok(decodeJwt(last.json().token).exp! * 1000 <= sessionEnd, 'capped at the session end, not the usual lifetime');
+        clock.advance(5 * MINUTE);
+        assert.equal((await refresh(last.json().refreshToken)).statusCode, 401);
       });
 
       it('writes last_seen_at at most once per touch interval (database strategy)', { skip: strategy !== 'database' }, async () => {
@@ -302,6 +335,16 @@ describe('jwt strategy across instances', async () => {
     await first?.close();
     await second?.close();
     await database?.drop();
+  });
+
+  it(`verifies tokens signed with a key another instance added after it started (${backend.name})`, async () => {
+    const kid = await addSigningKey({ db: first.services.storage.db, authSecret: TEST_SECRET, clock: Date.now });
+    await first.services.keys.reload();
+    const signIn = await first.app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'shared@example.com', password: PASSWORD } });
+    const { token } = signIn.json();
+    assert.equal(JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString()).kid, kid, 'signed with the new key');
+    const check = await second.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(check.statusCode, 200, 'the other instance loaded the key it did not know');
   });
 
   it(`shares sign-out through the revocation list in storage (${backend.name})`, async () => {

@@ -7,7 +7,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import { clearSessionCookies, cookieNames } from '../http/session-cookie.ts';
+import { clearSessionCookies } from '../http/session-cookie.ts';
 import { isFormPost } from '../http/forms.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
@@ -178,12 +178,11 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
 
 /**
  * `POST /api/auth/signout`: JSON (200 `{ok:true}`) or an HTML form (303 to `/`). Ends the
- * current session, found by Bearer token, access cookie or refresh cookie; clears the cookies;
+ * current session (Bearer token, or the browser's cookies); clears the cookies;
  * harmless without a session. Register it where form bodies are parsed.
  */
 export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
   const { sessions, authenticate, config } = options;
-  const names = cookieNames(config);
 
   app.post(
     '/api/auth/signout',
@@ -198,15 +197,9 @@ export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
     },
     async (request, reply) => {
       void reply.header('cache-control', 'no-store');
+      // Resolving the request also covers an expired access cookie with a live refresh cookie.
       const auth = await authenticate(request, reply);
-      if (auth !== null) {
-        await sessions.endSession(auth.userId, auth.sessionId);
-      } else {
-        // An expired access cookie can still name a live session through its refresh cookie.
-        const refreshCookie = request.cookies[names.refresh];
-        const owner = refreshCookie === undefined ? null : await sessions.findSessionByRefreshToken(refreshCookie);
-        if (owner !== null) await sessions.endSession(owner.userId, owner.sessionId);
-      }
+      if (auth !== null) await sessions.endSession(auth.userId, auth.sessionId);
       clearSessionCookies(reply, config);
       if (isFormPost(request)) return reply.redirect('/', 303);
       return { ok: true as const };

@@ -11,10 +11,10 @@ import type { Config, SessionStrategy } from '../config.ts';
 import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
-import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
+import { randomId, randomSecret } from '../lib/random.ts';
 import type { UserService } from '../users/user.service.ts';
-import { createAccessTokenVerifier, signAccessToken } from './access-token.ts';
-import { deriveSuccessorKey, deriveSuccessorSecret, digestsEqual, formatRefreshToken, parseRefreshToken } from './refresh-token.ts';
+import { CLOCK_TOLERANCE_SECONDS, createAccessTokenVerifier, signAccessToken } from './access-token.ts';
+import { deriveRefreshTokenKey, isGenuineRefreshToken, makeRefreshToken, parseRefreshToken } from './refresh-token.ts';
 import type { RevocationList } from './revocation-list.ts';
 import type { SigningKeys } from './signing-keys.ts';
 import * as store from './session.store.ts';
@@ -79,62 +79,78 @@ export interface SessionServiceDeps {
 
 export function createSessionService(deps: SessionServiceDeps) {
   const { db, keys, users, revocations, clock, strategy, tokens, sessions: limits } = deps;
-  const successorKey = deriveSuccessorKey(deps.authSecret);
+  const refreshKey = deriveRefreshTokenKey(deps.authSecret);
   const verifyAccessToken = createAccessTokenVerifier({ keys, issuer: tokens.issuer, audience: tokens.audience, clock });
   const idleMs = limits.idleTimeoutSeconds * 1000;
-  // Access tokens never outlive their session.
-  const accessTokenTtlSeconds = Math.min(tokens.accessTokenTtlSeconds, limits.maxAgeSeconds);
+  const accessTokenTtlSeconds = tokens.accessTokenTtlSeconds;
+  /** How long after `exp` a token may still be accepted (clock tolerance), plus a margin. */
+  const acceptedPastExpiryMs = (CLOCK_TOLERANCE_SECONDS + 1) * 1000;
 
   function isExpired(row: Pick<SessionRow, 'expires_at' | 'last_seen_at'>, now: number): boolean {
     return row.expires_at <= now || row.last_seen_at + idleMs <= now;
   }
 
-  async function issueAccessToken(userId: string, sessionId: string, roles: readonly string[], now: number) {
+  /** Signs an access token that never outlives its session. */
+  async function issueAccessToken(userId: string, sessionId: string, roles: readonly string[], now: number, sessionExpiresAt: number) {
+    const ttlSeconds = Math.max(1, Math.min(accessTokenTtlSeconds, Math.floor((sessionExpiresAt - now) / 1000)));
     return signAccessToken(
       { userId, sessionId, roles },
-      { key: keys.current(), issuer: tokens.issuer, audience: tokens.audience, issuedAtMs: now, ttlSeconds: accessTokenTtlSeconds },
+      { key: keys.current(), issuer: tokens.issuer, audience: tokens.audience, issuedAtMs: now, ttlSeconds },
     );
   }
 
-  /** Revokes in storage and in the revocation list, atomically; the mirror learns after commit. */
+  /**
+   * Revokes in storage and on the revocation list, in one transaction. The list entry outlives
+   * every access token issued before now (including the verifier's clock tolerance). Only the jwt
+   * strategy reads the list, but both write it: switching strategies at a restart must not bring
+   * a signed-out session's long-lived token back to life.
+   */
   async function revoke(filter: { userId: string; sessionId?: string; exceptSessionId?: string }): Promise<string[]> {
     const now = clock();
-    // Every access token issued before now expires by then: the list entry is useless after.
-    const listedUntil = now + accessTokenTtlSeconds * 1000;
+    const listedUntil = now + accessTokenTtlSeconds * 1000 + acceptedPastExpiryMs;
     const ids = await db.transaction().execute(async (trx) => {
       const changed = await store.revokeSessions(trx, filter, now);
       for (const id of changed) await revocations.add(trx, id, listedUntil);
       return changed;
     });
-    for (const id of ids) revocations.remember(id, listedUntil);
+    if (strategy === 'jwt') for (const id of ids) revocations.remember(id, listedUntil);
     return ids;
+  }
+
+  /** The session row a refresh token belongs to, when the token is one we issued for it. */
+  async function findSessionOfRefreshToken(refreshToken: string) {
+    const parsed = parseRefreshToken(refreshToken);
+    if (parsed === null) return null;
+    const row = await store.findSessionById(db, parsed.sessionId);
+    if (row === undefined || !isGenuineRefreshToken(refreshKey, parsed, row.refresh_seed)) return null;
+    return { parsed, row };
   }
 
   return {
     async startSession(input: { userId: string; roles: readonly string[] } & ClientInfo): Promise<StartedSession> {
       const now = clock();
       const sessionId = randomId();
-      const secret = randomSecret();
+      const seed = randomSecret();
       const sessionExpiresAt = now + limits.maxAgeSeconds * 1000;
       await store.insertSession(db, {
         id: sessionId,
         user_id: input.userId,
-        refresh_token_hash: sha256Base64url(secret),
-        previous_refresh_token_hash: null,
+        refresh_seed: seed,
+        refresh_generation: 0,
         refresh_rotated_at: null,
         created_at: now,
         expires_at: sessionExpiresAt,
         last_seen_at: now,
         revoked_at: null,
         ip: input.ip,
-        user_agent: input.userAgent?.slice(0, MAX_USER_AGENT_LENGTH) ?? null,
+        user_agent: input.userAgent === null ? null : truncate(input.userAgent, MAX_USER_AGENT_LENGTH),
       });
-      const { token, expiresAt } = await issueAccessToken(input.userId, sessionId, input.roles, now);
+      const { token, expiresAt } = await issueAccessToken(input.userId, sessionId, input.roles, now, sessionExpiresAt);
       return {
         sessionId,
         accessToken: token,
         accessTokenExpiresAt: expiresAt,
-        refreshToken: formatRefreshToken(sessionId, secret),
+        refreshToken: makeRefreshToken(refreshKey, sessionId, seed, 0),
         sessionExpiresAt,
       };
     },
@@ -162,7 +178,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     /** The user and session behind an authenticated request, as `GET /api/auth/session` shows them. */
     async describeSession(auth: AuthContext): Promise<SessionView | null> {
       const [user, row] = await Promise.all([users.findUserById(auth.userId), store.findSessionById(db, auth.sessionId)]);
-      if (user === null || row === undefined) return null;
+      if (user === null || row === undefined || row.revoked_at !== null || isExpired(row, clock())) return null;
       return {
         user: { id: user.id, email: user.email, name: user.name, roles: strategy === 'jwt' ? [...auth.roles] : user.roles },
         session: { id: row.id, expiresAt: row.expires_at },
@@ -171,70 +187,59 @@ export function createSessionService(deps: SessionServiceDeps) {
 
     /**
      * Exchanges a refresh token for a new access token and the next refresh token. The presented
-     * one dies; presenting it again after the grace period ends the session (`TOKEN_REUSED`).
+     * one is spent: presenting it again within the grace period (concurrent tabs) returns the same
+     * successor; later, or any older generation at any time, ends the session (`TOKEN_REUSED`).
      */
     async refresh(refreshToken: string): Promise<RefreshResult> {
-      const parsed = parseRefreshToken(refreshToken);
-      if (parsed === null) return { ok: false, reason: 'INVALID_TOKEN' };
-      const { sessionId, secret } = parsed;
+      const found = await findSessionOfRefreshToken(refreshToken);
+      // A token we never issued proves nothing: refuse without revoking, or anyone who learns a
+      // session id (it is in every access token) could end that session.
+      if (found === null) return { ok: false, reason: 'INVALID_TOKEN' };
+      const { parsed, row } = found;
       const now = clock();
-      const row = await store.findSessionById(db, sessionId);
-      if (row === undefined) return { ok: false, reason: 'INVALID_TOKEN' };
+      if (row.revoked_at !== null || isExpired(row, now) || parsed.generation > row.refresh_generation) {
+        return { ok: false, reason: 'INVALID_TOKEN' };
+      }
 
-      const presentedHash = sha256Base64url(secret);
-      const isCurrent = digestsEqual(row.refresh_token_hash, presentedHash);
-      const isPrevious = digestsEqual(row.previous_refresh_token_hash, presentedHash);
-      // A secret that was never issued for this session proves nothing: refuse without revoking,
-      // or anyone who learns a session id (it is in every access token) could end that session.
-      if (!isCurrent && !isPrevious) return { ok: false, reason: 'INVALID_TOKEN' };
-      if (row.revoked_at !== null || isExpired(row, now)) return { ok: false, reason: 'INVALID_TOKEN' };
-
-      const successor = deriveSuccessorSecret(successorKey, sessionId, secret);
-      const successorHash = sha256Base64url(successor);
-      const rotated = isCurrent && (await store.rotateRefreshTokenHash(db, sessionId, presentedHash, successorHash, now));
-      if (!rotated) {
-        // The previous token (or the current one, rotated a moment ago by a concurrent request):
-        // honoured within the grace period when it leads to the current token; otherwise reuse.
-        const latest = isCurrent ? await store.findSessionById(db, sessionId) : row;
-        const withinGrace =
-          latest !== undefined &&
-          latest.revoked_at === null &&
+      let next = parsed.generation + 1;
+      const advanced = parsed.generation === row.refresh_generation && (await store.advanceRefreshGeneration(db, row.id, parsed.generation, now));
+      if (!advanced) {
+        // Spent already (maybe a moment ago by a concurrent request): read the latest state.
+        const latest = await store.findSessionById(db, row.id);
+        if (latest === undefined || latest.revoked_at !== null) return { ok: false, reason: 'INVALID_TOKEN' };
+        const isJustSpent =
+          latest.refresh_generation === parsed.generation + 1 &&
           latest.refresh_rotated_at !== null &&
-          now - latest.refresh_rotated_at <= limits.refreshReuseGraceSeconds * 1000 &&
-          digestsEqual(latest.refresh_token_hash, successorHash);
-        if (!withinGrace) {
-          await revoke({ userId: row.user_id, sessionId });
+          now - latest.refresh_rotated_at <= limits.refreshReuseGraceSeconds * 1000;
+        if (!isJustSpent) {
+          await revoke({ userId: row.user_id, sessionId: row.id });
           return { ok: false, reason: 'TOKEN_REUSED' };
         }
+        next = latest.refresh_generation;
       }
 
       const user = await users.findUserById(row.user_id);
       if (user === null || user.disabledAt !== null) {
-        await revoke({ userId: row.user_id, sessionId });
+        await revoke({ userId: row.user_id, sessionId: row.id });
         return { ok: false, reason: 'INVALID_TOKEN' };
       }
-      const { token, expiresAt } = await issueAccessToken(user.id, sessionId, user.roles, now);
+      const { token, expiresAt } = await issueAccessToken(user.id, row.id, user.roles, now, row.expires_at);
       return {
         ok: true,
         session: {
-          sessionId,
+          sessionId: row.id,
           accessToken: token,
           accessTokenExpiresAt: expiresAt,
-          refreshToken: formatRefreshToken(sessionId, successor),
+          refreshToken: makeRefreshToken(refreshKey, row.id, row.refresh_seed, next),
           sessionExpiresAt: row.expires_at,
         },
       };
     },
 
-    /** The session a refresh token names, if the token is genuine; used to sign out by cookie. */
-    async findSessionByRefreshToken(refreshToken: string): Promise<{ sessionId: string; userId: string } | null> {
-      const parsed = parseRefreshToken(refreshToken);
-      if (parsed === null) return null;
-      const row = await store.findSessionById(db, parsed.sessionId);
-      if (row === undefined) return null;
-      const hash = sha256Base64url(parsed.secret);
-      const genuine = digestsEqual(row.refresh_token_hash, hash) || digestsEqual(row.previous_refresh_token_hash, hash);
-      return genuine ? { sessionId: row.id, userId: row.user_id } : null;
+    /** Ends the session a genuine refresh token belongs to (a browser signing in again, say). */
+    async endSessionOfRefreshToken(refreshToken: string): Promise<boolean> {
+      const found = await findSessionOfRefreshToken(refreshToken);
+      return found !== null && (await revoke({ userId: found.row.user_id, sessionId: found.row.id })).length > 0;
     },
 
     async listSessions(userId: string): Promise<SessionSummary[]> {
@@ -260,4 +265,11 @@ export function createSessionService(deps: SessionServiceDeps) {
       return (await revoke({ userId, ...options })).length;
     },
   };
+}
+
+/** Cuts to at most `max` UTF-16 units without splitting a surrogate pair. */
+function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max);
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
 }

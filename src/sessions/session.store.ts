@@ -31,19 +31,13 @@ export async function touchSession(db: Db, id: string, now: number, staleBefore:
   await db.updateTable('sessions').set({ last_seen_at: now }).where('id', '=', id).where('last_seen_at', '<', staleBefore).execute();
 }
 
-/** Rotates the refresh secret if it is still `expectedHash`; false when another request won. */
-export async function rotateRefreshTokenHash(
-  db: Db,
-  id: string,
-  expectedHash: string,
-  nextHash: string,
-  now: number,
-): Promise<boolean> {
+/** Moves the session to the next refresh generation if it is still at `generation`; false when another request won. */
+export async function advanceRefreshGeneration(db: Db, id: string, generation: number, now: number): Promise<boolean> {
   const result = await db
     .updateTable('sessions')
-    .set({ refresh_token_hash: nextHash, previous_refresh_token_hash: expectedHash, refresh_rotated_at: now, last_seen_at: now })
+    .set({ refresh_generation: generation + 1, refresh_rotated_at: now, last_seen_at: now })
     .where('id', '=', id)
-    .where('refresh_token_hash', '=', expectedHash)
+    .where('refresh_generation', '=', generation)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;

@@ -13,6 +13,7 @@ import {
   type CryptoKey,
   type JWK,
 } from 'jose';
+import { performance } from 'node:perf_hooks';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import { deriveKey } from '../lib/derive-key.ts';
@@ -39,8 +40,13 @@ export interface SigningKeys {
   publicJwks(): readonly PublicJwk[];
   /** The public key with this `kid`, if it is one of ours; never fetched from anywhere else. */
   verificationKey(kid: string): CryptoKey | undefined;
-  /** Re-reads keys from storage (other instances may have rotated). */
+  /** Re-reads keys from storage (other instances may have added or rotated keys). */
   reload(): Promise<void>;
+  /**
+   * Reloads when a token names a `kid` we do not know, at most once per `minIntervalMs`, so a
+   * stream of tokens with made-up kids costs one storage read per interval, not one per token.
+   */
+  reloadForUnknownKid(): Promise<void>;
 }
 
 export function deriveKeyEncryptionKey(authSecret: string): Uint8Array {
@@ -51,12 +57,21 @@ export function deriveKeyEncryptionKey(authSecret: string): Uint8Array {
  * Loads the signing keys, generating the first pair when storage has none.
  * `retentionMs` is how long a retired key stays published: at least the longest token lifetime.
  */
-export async function loadSigningKeys(deps: { db: Db; authSecret: string; clock: Clock; retentionMs: number }): Promise<SigningKeys> {
+export async function loadSigningKeys(deps: {
+  db: Db;
+  authSecret: string;
+  clock: Clock;
+  retentionMs: number;
+  minReloadIntervalMs?: number;
+}): Promise<SigningKeys> {
   const { db, clock, retentionMs } = deps;
+  const minReloadIntervalMs = deps.minReloadIntervalMs ?? 30_000;
+  let lastReloadAt = Number.NEGATIVE_INFINITY;
+  let reloading: Promise<void> | undefined;
   const encryptionKey = deriveKeyEncryptionKey(deps.authSecret);
   let state = await readKeys();
   if (state === null) {
-    await insertSigningKey(db, await createEncryptedKeyPair(encryptionKey, clock()));
+    await addSigningKey({ db, authSecret: deps.authSecret, clock });
     state = await readKeys();
   }
 
@@ -76,14 +91,33 @@ export async function loadSigningKeys(deps: { db: Db; authSecret: string; clock:
     return { current: { kid: active.kid, privateKey }, jwks, byKid };
   }
 
+  async function reload(): Promise<void> {
+    lastReloadAt = performance.now();
+    state = (await readKeys()) ?? state;
+  }
+
   return {
     current: () => state!.current,
     publicJwks: () => state!.jwks,
     verificationKey: (kid) => state!.byKid.get(kid),
-    async reload() {
-      state = (await readKeys()) ?? state;
+    reload,
+    reloadForUnknownKid() {
+      if (reloading !== undefined) return reloading;
+      if (performance.now() - lastReloadAt < minReloadIntervalMs) return Promise.resolve();
+      const pending = reload().finally(() => {
+        reloading = undefined;
+      });
+      reloading = pending;
+      return pending;
     },
   };
+}
+
+/** Generates a key pair and stores it; instances that load keys afterwards sign with it. */
+export async function addSigningKey(deps: { db: Db; authSecret: string; clock: Clock }): Promise<string> {
+  const row = await createEncryptedKeyPair(deriveKeyEncryptionKey(deps.authSecret), deps.clock());
+  await insertSigningKey(deps.db, row);
+  return row.kid;
 }
 
 async function createEncryptedKeyPair(encryptionKey: Uint8Array, now: number) {

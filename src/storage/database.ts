@@ -9,7 +9,6 @@ import type { DatabaseConfig } from '../config.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite.ts';
 import * as initial from './migrations/0001-initial.ts';
-import * as sessionRotation from './migrations/0002-session-rotation-and-revocations.ts';
 
 export type Db = Kysely<Database>;
 
@@ -24,7 +23,6 @@ export interface Storage {
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': initial,
-  '0002-session-rotation-and-revocations': sessionRotation,
 };
 
 const PG_INT8_OID = 20;

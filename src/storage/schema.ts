@@ -24,13 +24,15 @@ export interface UserRolesTable {
 export interface SessionsTable {
   id: string;
   user_id: string;
-  refresh_token_hash: string;
+  /** Secret per session; refresh tokens are HMAC(key from AUTH_SECRET, id.seed.generation). */
+  refresh_seed: string;
+  /** The generation of the one refresh token that is live; older ones are spent. */
+  refresh_generation: number;
+  refresh_rotated_at: number | null;
   created_at: number;
   expires_at: number;
   last_seen_at: number;
   revoked_at: number | null;
-  previous_refresh_token_hash: string | null;
-  refresh_rotated_at: number | null;
   ip: string | null;
   user_agent: string | null;
 }

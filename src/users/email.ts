@@ -14,7 +14,8 @@ export function normaliseEmail(email: string): string {
 /** A request field holding an e-mail address: normalised, then checked like a browser's `type=email`. */
 export const emailField = z
   .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
-  .max(1_000, 'must be at most 254 characters')
+  // A cheap bound before normalising; the real limit is checked on the normal form below.
+  .max(1_000, `must be at most ${MAX_EMAIL_LENGTH} characters`)
   .transform(normaliseEmail)
   .pipe(
     z

@@ -163,6 +163,23 @@ for (const backend of await backends()) {
       assert.equal(await isSignedIn(jar), false);
     });
 
+    it('ends the browser’s previous session when it signs in again', async () => {
+      const { jar, csrfToken } = await signedInBrowser();
+      const before = await t.app.inject({ method: 'GET', url: '/api/auth/sessions', headers: { cookie: jar.header() } });
+      const [previous] = before.json().sessions.filter((s: { current: boolean }) => s.current);
+      const again = await t.app.inject({
+        method: 'POST',
+        url: '/api/auth/signin',
+        headers: { origin, cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({ email: 'victim@example.com', password: PASSWORD, csrfToken }).toString(),
+      });
+      assert.equal(again.statusCode, 303);
+      jar.store(again);
+      const after = await t.app.inject({ method: 'GET', url: '/api/auth/sessions', headers: { cookie: jar.header() } });
+      const ids = after.json().sessions.map((s: { id: string }) => s.id);
+      assert.ok(!ids.includes(previous.id), 'the replaced session is no longer active');
+    });
+
     it('needs no CSRF token for Bearer-authenticated JSON', async () => {
       const signIn = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'victim@example.com', password: PASSWORD } });
       const { token } = signIn.json();

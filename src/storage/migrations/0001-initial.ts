@@ -1,6 +1,10 @@
-import type { Kysely } from 'kysely';
+import { SqliteAdapter, type Kysely } from 'kysely';
 
-/** Users, their roles, sessions and signing keys. Times are epoch milliseconds (BIGINT). */
+/**
+ * Users, their roles, sessions, signing keys and the revocation list. Times are epoch
+ * milliseconds (BIGINT). `revoked_sessions.seq` orders revocations across instances without
+ * trusting their clocks: each instance pulls the entries after the last `seq` it saw.
+ */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('users')
@@ -27,7 +31,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createTable('sessions')
     .addColumn('id', 'varchar(32)', (c) => c.primaryKey())
     .addColumn('user_id', 'varchar(32)', (c) => c.notNull().references('users.id').onDelete('cascade'))
-    .addColumn('refresh_token_hash', 'varchar(64)', (c) => c.notNull().unique())
+    // Refresh tokens are MACs of (session, seed, generation) under a key derived from AUTH_SECRET;
+    // the seed alone (a database leak) cannot make one.
+    .addColumn('refresh_seed', 'varchar(64)', (c) => c.notNull())
+    .addColumn('refresh_generation', 'integer', (c) => c.notNull())
+    .addColumn('refresh_rotated_at', 'bigint')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('expires_at', 'bigint', (c) => c.notNull())
     .addColumn('last_seen_at', 'bigint', (c) => c.notNull())
@@ -47,10 +55,22 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('retired_at', 'bigint')
     .execute();
+
+  const isSqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+  await db.schema
+    .createTable('revoked_sessions')
+    .addColumn('seq', isSqlite ? 'integer' : 'bigint', (c) =>
+      isSqlite ? c.primaryKey().autoIncrement() : c.primaryKey().generatedAlwaysAsIdentity(),
+    )
+    .addColumn('session_id', 'varchar(32)', (c) => c.notNull())
+    .addColumn('expires_at', 'bigint', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('revoked_sessions_expires_at_idx').on('revoked_sessions').column('expires_at').execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const table of ['signing_keys', 'sessions', 'user_roles', 'users']) {
+  for (const table of ['revoked_sessions', 'signing_keys', 'sessions', 'user_roles', 'users']) {
     await db.schema.dropTable(table).execute();
   }
 }
