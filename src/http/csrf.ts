@@ -47,9 +47,12 @@ export function registerCsrfProtection(app: FastifyInstance, config: Config): Cs
 
   function isSameOrigin(request: FastifyRequest): boolean {
     const origin = request.headers.origin;
-    if (origin !== undefined) return origin === expectedOrigin;
+    if (origin !== undefined && origin !== 'null') return origin === expectedOrigin;
+    // `Origin: null` comes from our own pages under `Referrer-Policy: no-referrer` (the reset page)
+    // and from sandboxed frames anywhere: Sec-Fetch-Site tells them apart.
     const site = request.headers['sec-fetch-site'];
     if (site !== undefined) return site === 'same-origin' || site === 'none';
+    if (origin === 'null') return false;
     // Neither header: not a browser that a third-party page could drive. The token still decides.
     return true;
   }

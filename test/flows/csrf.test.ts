@@ -101,6 +101,21 @@ for (const backend of await backends()) {
       assert.ok(await isSignedIn(jar));
     });
 
+    it('accepts Origin: null only when Sec-Fetch-Site says same-origin (a no-referrer page of ours)', async () => {
+      const { jar, csrfToken } = await signedInBrowser();
+      const post = (headers: Record<string, string>) =>
+        t.app.inject({
+          method: 'POST',
+          url: '/api/auth/signout',
+          headers: { ...headers, cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+          payload: `csrfToken=${csrfToken}`,
+        });
+      assert.equal((await post({ origin: 'null', 'sec-fetch-site': 'cross-site' })).statusCode, 403, 'a sandboxed frame elsewhere');
+      assert.ok(await isSignedIn(jar));
+      assert.equal((await post({ origin: 'null', 'sec-fetch-site': 'same-origin' })).statusCode, 303);
+      assert.equal(await isSignedIn(jar), false);
+    });
+
     it('accepts a same-origin form post with the token', async () => {
       const { jar, csrfToken } = await signedInBrowser();
       const response = await t.app.inject({
