@@ -13,9 +13,12 @@ import { deriveKey } from './lib/derive-key.ts';
 import { generateRequestId, loggerOptions } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
 import { createRequestAuthenticator } from './http/authentication.ts';
+import { registerRouteGuard } from './authorization/route-guard.ts';
+import { createForbiddenPage } from './ui/forbidden-page.ts';
 import { apiSignInRoutes, browserSignInRoutes } from './credentials/signin.routes.ts';
 import { sessionRoutes, signOutRoutes } from './sessions/session.routes.ts';
 import { jwksRoutes } from './sessions/jwks.routes.ts';
+import { adminRoutes } from './admin/admin.routes.ts';
 import { healthRoutes } from './ops/health.routes.ts';
 import { uiRoutes } from './ui/ui.routes.ts';
 import { assetRoutes } from './ui/asset.routes.ts';
@@ -57,6 +60,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(cookie, { secret: deriveKey(config.authSecret, 'gatehouse cookie signing v1') });
   const csrf = registerCsrfProtection(app, config);
   const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock });
+  // After CSRF: a forged cross-site request is refused before any session work.
+  registerRouteGuard(app, { authenticate, sendForbiddenPage: createForbiddenPage() });
 
   await app.register(swagger, {
     openapi: {
@@ -80,6 +85,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(jwksRoutes, { keys: services.keys });
   await app.register(apiSignInRoutes, routeOptions);
   await app.register(sessionRoutes, routeOptions);
+  await app.register(adminRoutes, { admin: services.admin, authenticate });
   await app.register(async (browser) => {
     await browser.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
     await browser.register(browserSignInRoutes, routeOptions);

@@ -95,6 +95,17 @@ describe('loadConfig', () => {
     assert.equal(config.sessions.maxAgeSeconds, 7 * 86_400);
   });
 
+  it('keeps audit events 90 days by default; AUDIT_RETENTION is a duration', () => {
+    assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir() }).audit.retentionSeconds, 90 * 86_400);
+    assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), AUDIT_RETENTION: '30d' }).audit.retentionSeconds, 30 * 86_400);
+    assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), AUDIT_RETENTION: '12h' }).audit.retentionSeconds, 12 * 3_600);
+    for (const value of ['forever', '0', '90 days', '400d']) {
+      const problems = problemsOf({ AUTH_SECRET: SECRET, AUDIT_RETENTION: value });
+      assert.equal(problems.length, 1, value);
+      assert.ok(problems[0]!.startsWith('AUDIT_RETENTION'), problems[0]);
+    }
+  });
+
   it('keeps access tokens short-lived by default in the jwt strategy', () => {
     const jwt = loadConfig({ AUTH_SECRET: SECRET, SESSION_STRATEGY: 'jwt' });
     assert.equal(jwt.tokens.accessTokenTtlSeconds, 900);

@@ -59,6 +59,10 @@ export interface Config {
     readonly queueTimeoutMs: number;
   };
   readonly admin: { readonly email: string; readonly password: string; readonly name: string } | null;
+  readonly audit: {
+    /** Audit events older than this are deleted by a background job. */
+    readonly retentionSeconds: number;
+  };
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -147,6 +151,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     problems.push('ADMIN_EMAIL and ADMIN_PASSWORD must be set together');
   }
 
+  const auditRetentionSeconds = read.duration('AUDIT_RETENTION', 90 * 86_400);
+
   const logLevel = read.oneOf('LOG_LEVEL', LOG_LEVELS, nodeEnv === 'test' ? 'silent' : 'info');
 
   let authSecret = read.string('AUTH_SECRET');
@@ -194,6 +200,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       adminEmail !== undefined && adminPassword !== undefined
         ? { email: adminEmail, password: adminPassword, name: read.string('ADMIN_NAME') ?? 'Administrator' }
         : null,
+    audit: { retentionSeconds: auditRetentionSeconds },
     logLevel,
   });
 }

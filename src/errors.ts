@@ -31,6 +31,8 @@ export const ERROR_CATALOGUE = {
   FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
+  EMAIL_TAKEN: { status: 409, message: 'A user with this e-mail address already exists.' },
+  SELF_LOCKOUT: { status: 409, message: 'You cannot disable your own account or remove your own ADMIN role.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json.' },
   VALIDATION_ERROR: { status: 422, message: 'The request has invalid fields.' },

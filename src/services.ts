@@ -11,14 +11,23 @@ import { createCredentialsService } from './credentials/credentials.service.ts';
 import { loadSigningKeys } from './sessions/signing-keys.ts';
 import { createSessionService } from './sessions/session.service.ts';
 import { createRevocationList } from './sessions/revocation-list.ts';
+import { createAuditService } from './audit/audit.service.ts';
+import { createAuditRetentionJob } from './audit/audit-retention.ts';
+import { createAdminService } from './admin/admin.service.ts';
+import { createLogger } from './http/logging.ts';
+import type { Logger } from './lib/logger.ts';
 
 export type Services = Awaited<ReturnType<typeof createServices>>;
 
-export async function createServices(deps: { config: Config; storage: Storage; clock?: Clock }) {
+export async function createServices(deps: { config: Config; storage: Storage; clock?: Clock; logger?: Logger }) {
   const { config, storage } = deps;
   const clock = deps.clock ?? systemClock;
+  /** For work outside a request: background jobs, audit writes that failed. */
+  const logger = deps.logger ?? createLogger(config);
   const { db } = storage;
 
+  const audit = createAuditService({ db, clock, logger });
+  const auditRetention = createAuditRetentionJob({ audit, clock, logger, retentionMs: config.audit.retentionSeconds * 1000 });
   const users = createUserService({ db, clock });
   const hasher = await createPasswordHasher(config.passwords);
   const keys = await loadSigningKeys({
@@ -41,6 +50,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     keys,
     users,
     revocations,
+    audit,
     clock,
     strategy: config.sessionStrategy,
     authSecret: config.authSecret,
@@ -52,7 +62,10 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     sessions,
     hasher,
     policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength },
+    audit,
   });
+  const admin = createAdminService({ users, sessions, credentials, audit });
+  auditRetention.start();
 
   return {
     config,
@@ -64,9 +77,14 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     revocations,
     sessions,
     credentials,
-    /** Stops background work; storage is closed by its owner. */
-    stop() {
+    audit,
+    auditRetention,
+    admin,
+    logger,
+    /** Stops background work and waits for a purge in progress; storage is closed by its owner. */
+    async stop() {
       revocations.stop();
+      await auditRetention.stop();
     },
   };
 }

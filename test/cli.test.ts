@@ -176,5 +176,105 @@ for (const backend of allBackends) {
       assert.equal(result.code, 1, describeRun(result));
       assert.equal(await (await app()).services.users.findUserByEmail(email), null);
     });
+
+    it('records the user it created in the audit log, as done at the command line', async () => {
+      const { services } = await app();
+      const user = (await services.users.findUserByEmail(EMAIL))!;
+      const [event] = (await services.audit.listEvents({ userId: user.id, type: 'user.created', limit: 10 })).events;
+      assert.ok(event, 'user.created recorded');
+      assert.equal(event.actorUserId, null);
+      assert.deepEqual(event.details, { roles: ['ADMIN'], signIn: 'password', via: 'cli' });
+    });
+
+    it('users roles adds and removes roles (repeatable flags) and records the change', async (t) => {
+      const result = await cli(['users', 'roles', '--email', EMAIL.toUpperCase(), '--add', 'editor', '--add', 'VIEWER', '--remove', 'ADMIN'], (fn) => t.after(fn));
+      assert.equal(result.code, 0, describeRun(result));
+      assert.match(result.stdout, /EDITOR, VIEWER/);
+      const { services } = await app();
+      const user = (await services.users.findUserByEmail(EMAIL))!;
+      assert.deepEqual(user.roles, ['EDITOR', 'VIEWER']);
+      const [event] = (await services.audit.listEvents({ userId: user.id, type: 'user.roles_changed', limit: 10 })).events;
+      assert.equal(event?.actorUserId, null);
+      assert.deepEqual(event?.details, { before: ['ADMIN'], after: ['EDITOR', 'VIEWER'], via: 'cli' });
+
+      const back = await cli(['users', 'roles', '--email', EMAIL, '--add', 'ADMIN', '--remove', 'VIEWER'], (fn) => t.after(fn));
+      assert.equal(back.code, 0, describeRun(back));
+      assert.deepEqual((await services.users.findUserByEmail(EMAIL))!.roles, ['ADMIN', 'EDITOR']);
+    });
+
+    it('users roles, disable and enable: exit 2 for a wrong command line, 1 for an unknown user', async (t) => {
+      for (const args of [
+        ['users', 'roles', '--email', EMAIL],
+        ['users', 'roles', '--email', EMAIL, '--add', 'not a role'],
+        ['users', 'roles', '--email', EMAIL, '--add', 'X', '--remove', 'X'],
+        ['users', 'disable'],
+        ['users', 'enable', '--email', 'not-an-address'],
+        ['users', 'list', '--frobnicate'],
+      ]) {
+        const result = await cli(args, (fn) => t.after(fn));
+        assert.equal(result.code, 2, `${args.join(' ')}\n${describeRun(result)}`);
+      }
+      for (const command of ['disable', 'enable']) {
+        const result = await cli(['users', command, '--email', 'nobody@example.test'], (fn) => t.after(fn));
+        assert.equal(result.code, 1, describeRun(result));
+        assert.match(result.stderr, /no user/);
+      }
+      const roles = await cli(['users', 'roles', '--email', 'nobody@example.test', '--add', 'EDITOR'], (fn) => t.after(fn));
+      assert.equal(roles.code, 1, describeRun(roles));
+    });
+
+    it('users disable ends the user’s sessions at once and refuses sign-in; users enable lets them back', async (t) => {
+      const { app: fastify, services } = await app();
+      const signIn = () => fastify.inject({ method: 'POST', url: '/api/auth', payload: { email: EMAIL, password: PASSWORD } });
+      const { token } = (await signIn()).json();
+      const session = () => fastify.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${token}` } });
+      assert.equal((await session()).statusCode, 200);
+      const user = (await services.users.findUserByEmail(EMAIL))!;
+      const active = (await services.sessions.listSessions(user.id)).length;
+      assert.ok(active >= 1);
+
+      const disabled = await cli(['users', 'disable', '--email', EMAIL], (fn) => t.after(fn));
+      assert.equal(disabled.code, 0, describeRun(disabled));
+      assert.equal(disabled.stdout, `Disabled ${EMAIL}; ended ${active} session${active === 1 ? '' : 's'}\n`);
+      assert.equal((await session()).statusCode, 401, 'the session ended');
+      const refused = await signIn();
+      assert.equal(refused.statusCode, 403);
+      assert.equal(refused.json().error, 'ACCOUNT_DISABLED');
+
+      const again = await cli(['users', 'disable', '--email', EMAIL], (fn) => t.after(fn));
+      assert.equal(again.code, 0, describeRun(again));
+      assert.match(again.stdout, /already disabled/);
+
+      const enabled = await cli(['users', 'enable', '--email', EMAIL], (fn) => t.after(fn));
+      assert.equal(enabled.code, 0, describeRun(enabled));
+      assert.equal((await signIn()).statusCode, 200);
+
+      const events = (await services.audit.listEvents({ userId: user.id, limit: 50 })).events;
+      for (const type of ['user.disabled', 'user.sessions_ended', 'user.enabled']) {
+        const event = events.find((e) => e.type === type);
+        assert.ok(event, type);
+        assert.equal(event.actorUserId, null);
+        assert.equal(event.details?.via, 'cli');
+      }
+      assert.equal(events.find((e) => e.type === 'user.sessions_ended')!.reason, 'ACCOUNT_DISABLED');
+    });
+
+    it('users list prints a table, filtered by --query', async (t) => {
+      const all = await cli(['users', 'list'], (fn) => t.after(fn));
+      assert.equal(all.code, 0, describeRun(all));
+      const lines = all.stdout.trimEnd().split('\n');
+      assert.match(lines[0]!, /^ID\s+EMAIL\s+NAME\s+ROLES\s+STATUS\s+CREATED/);
+      const row = lines.find((line) => line.includes(EMAIL));
+      assert.ok(row, all.stdout);
+      assert.match(row, /Alice Example\s+ADMIN,EDITOR\s+active/);
+      assert.match(lines.at(-1)!, /^1 user$/);
+
+      const found = await cli(['users', 'list', '--query', 'ALICE'], (fn) => t.after(fn));
+      assert.equal(found.code, 0, describeRun(found));
+      assert.ok(found.stdout.includes(EMAIL));
+      const none = await cli(['users', 'list', '--query', 'nobody-matches'], (fn) => t.after(fn));
+      assert.equal(none.code, 0, describeRun(none));
+      assert.equal(none.stdout, 'No users.\n');
+    });
   });
 }

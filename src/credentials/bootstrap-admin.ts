@@ -1,11 +1,17 @@
 /** Creates the ADMIN named by ADMIN_EMAIL/ADMIN_PASSWORD at start, when that address has no user. */
 import type { Config } from '../config.ts';
 import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
+import type { AuditService } from '../audit/audit.service.ts';
 import type { CredentialsService } from './credentials.service.ts';
 
 export type BootstrapAdminResult = 'created' | 'exists' | 'not-configured';
 
-export async function bootstrapAdmin(deps: { config: Config; users: UserService; credentials: CredentialsService }): Promise<BootstrapAdminResult> {
+export async function bootstrapAdmin(deps: {
+  config: Config;
+  users: UserService;
+  credentials: CredentialsService;
+  audit: AuditService;
+}): Promise<BootstrapAdminResult> {
   const admin = deps.config.admin;
   if (admin === null) return 'not-configured';
   if ((await deps.users.findUserByEmail(admin.email)) !== null) return 'exists';
@@ -16,7 +22,15 @@ export async function bootstrapAdmin(deps: { config: Config; users: UserService;
     roles: [ADMIN_ROLE],
     emailVerified: true,
   });
-  if (result.ok) return 'created';
+  if (result.ok) {
+    await deps.audit.record({
+      type: 'user.created',
+      userId: result.user.id,
+      source: { actorUserId: null, ip: null, userAgent: null, via: 'bootstrap' },
+      details: { roles: result.user.roles },
+    });
+    return 'created';
+  }
   if (result.reason === 'EMAIL_TAKEN') return 'exists';
   // Misconfiguration: stop start-up with a message that names the variable, never the value.
   const why = result.reason === 'WEAK_PASSWORD' ? `ADMIN_PASSWORD ${result.rejection.message}` : 'invalid admin role';

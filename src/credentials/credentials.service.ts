@@ -3,6 +3,8 @@
  * later sign-up and the admin API). Outcomes are return values; the routes map them to HTTP.
  */
 import type { User, UserService } from '../users/user.service.ts';
+import { normaliseEmail } from '../users/email.ts';
+import type { AuditService } from '../audit/audit.service.ts';
 import type { SessionService, StartedSession } from '../sessions/session.service.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { checkPassword, type PasswordPolicy, type PasswordRejection } from './password-policy.ts';
@@ -30,22 +32,34 @@ export function createCredentialsService(deps: {
   sessions: SessionService;
   hasher: PasswordHasher;
   policy: PasswordPolicy;
+  audit: AuditService;
 }) {
-  const { users, sessions, hasher, policy } = deps;
+  const { users, sessions, hasher, policy, audit } = deps;
 
   return {
+    /**
+     * Every outcome is recorded in the audit log (`signin.success`, or `signin.failure` with the
+     * reason and the address tried), never the password. An unknown address and a wrong password
+     * cost the same: one lookup, one hash verification, one audit write.
+     */
     async signIn(input: SignInInput): Promise<SignInResult> {
+      const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent };
+      async function refuse(reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED', userId: string | null): Promise<SignInResult> {
+        await audit.record({ type: 'signin.failure', userId, email: normaliseEmail(input.email), source, reason });
+        return { ok: false, reason };
+      }
+
       const credentials = await users.findCredentialsByEmail(input.email);
       if (credentials === null || credentials.passwordHash === null) {
         // Same work as a wrong password, so the answer's timing does not reveal the account.
         await hasher.verifyDummy(input.password);
-        return { ok: false, reason: 'INVALID_CREDENTIALS' };
+        return refuse('INVALID_CREDENTIALS', credentials?.id ?? null);
       }
       if (!(await hasher.verify(credentials.passwordHash, input.password))) {
-        return { ok: false, reason: 'INVALID_CREDENTIALS' };
+        return refuse('INVALID_CREDENTIALS', credentials.id);
       }
       // Only someone who knows the password learns the account is disabled.
-      if (credentials.disabledAt !== null) return { ok: false, reason: 'ACCOUNT_DISABLED' };
+      if (credentials.disabledAt !== null) return refuse('ACCOUNT_DISABLED', credentials.id);
 
       if (hasher.needsRehash(credentials.passwordHash)) {
         await users.setPasswordHash(credentials.id, await hasher.hash(input.password));
@@ -53,6 +67,7 @@ export function createCredentialsService(deps: {
       const user = await users.findUserById(credentials.id);
       if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
       const session = await sessions.startSession({ userId: user.id, roles: user.roles, ip: input.ip, userAgent: input.userAgent });
+      await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId } });
       return { ok: true, user, session };
     },
 

@@ -269,10 +269,11 @@ describe('sign-in request validation', () => {
     });
   }
 
-  it('answers unknown routes with a JSON 404', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/api/nope' });
+  it('answers unknown routes with a JSON 404 (under /api, only once signed in: the guard comes first)', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/nope' });
     assert.equal(response.statusCode, 404);
     assert.equal(response.json().error, 'NOT_FOUND');
+    assert.equal((await t.app.inject({ method: 'GET', url: '/api/nope' })).statusCode, 401);
   });
 });
 

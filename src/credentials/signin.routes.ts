@@ -14,11 +14,12 @@ import { cookieNames, setSessionCookies } from '../http/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
 import { toSafeLocalPath } from '../http/safe-redirect.ts';
+import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import type { Clock } from '../lib/clock.ts';
+import { requestSource } from '../audit/request-source.ts';
 import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
-export const SIGN_IN_PAGE = '/auth/signin';
 
 const credentialsFields = {
   email: emailField.describe('E-mail address; compared after trimming, NFKC and lower-casing'),
@@ -117,7 +118,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       const result = await signIn(credentials, request, request.body.email, request.body.password);
       // Signing in again in the same browser replaces its session rather than orphaning it.
       const previousRefreshCookie = request.cookies[cookieNames(config).refresh];
-      if (previousRefreshCookie !== undefined) await sessions.endSessionOfRefreshToken(previousRefreshCookie);
+      if (previousRefreshCookie !== undefined) await sessions.endSessionOfRefreshToken(previousRefreshCookie, requestSource(request, result.user.id));
       setSessionCookies(reply, config, result.session, clock());
       if (isFormPost(request)) {
         return reply.redirect(toSafeLocalPath(request.body.callbackUrl, config.authUrl, '/dashboard'), 303);

@@ -44,7 +44,7 @@ export function createRequestAuthenticator(deps: { sessions: SessionService; con
     }
     const refreshCookie = request.cookies[names.refresh];
     if (refreshCookie === undefined) return null;
-    const refreshed = await sessions.refresh(refreshCookie);
+    const refreshed = await sessions.refresh(refreshCookie, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
     if (!refreshed.ok) {
       clearSessionCookies(reply, config);
       return null;

@@ -5,7 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
+import pino from 'pino';
 import type { Config } from '../config.ts';
+import type { Logger } from '../lib/logger.ts';
 
 const SECRET_QUERY_NAME = /^(?:token|code|state|password|csrf_?token|refresh_?token|access_?token|id_?token)$/i;
 
@@ -62,6 +64,15 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<Fas
       },
     },
   };
+}
+
+/**
+ * The logger of work outside a request (background jobs, failed audit writes): same level and
+ * redaction as the request logs. The server writes to stdout like Fastify; the CLI passes 2
+ * (stderr), keeping its stdout for output.
+ */
+export function createLogger(config: Pick<Config, 'logLevel'>, fd: 1 | 2 = 1): Logger {
+  return pino({ level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' } }, pino.destination({ dest: fd, sync: true }));
 }
 
 /** Request ids are ours (a client-chosen id could forge log lines); echoed as `x-request-id`. */

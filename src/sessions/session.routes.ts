@@ -11,6 +11,7 @@ import { clearSessionCookies } from '../http/session-cookie.ts';
 import { isFormPost } from '../http/forms.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
+import { requestSource } from '../audit/request-source.ts';
 import type { SessionService } from './session.service.ts';
 
 interface SessionRouteOptions {
@@ -103,7 +104,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       },
     },
     async (request) => {
-      const result = await sessions.refresh(request.body.refreshToken);
+      const result = await sessions.refresh(request.body.refreshToken, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
       if (!result.ok) throw new AppError(result.reason);
       const { session } = result;
       return { token: session.accessToken, refreshToken: session.refreshToken, expiresAt: iso(session.accessTokenExpiresAt) };
@@ -143,7 +144,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
     },
     async (request, reply) => {
       const auth = await requireAuth(request, reply);
-      if (!(await sessions.endSession(auth.userId, request.params.id))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
+      if (!(await sessions.endSession(auth.userId, request.params.id, requestSource(request, auth.userId)))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
       if (request.params.id === auth.sessionId && auth.via === 'cookie') clearSessionCookies(reply, config);
       return { ok: true as const };
     },
@@ -163,7 +164,8 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
     async (request, reply) => {
       const auth = await requireAuth(request, reply);
       const keepCurrent = request.query.keepCurrent === 'true';
-      const ended = await sessions.endAllSessions(auth.userId, keepCurrent ? { exceptSessionId: auth.sessionId } : {});
+      const source = requestSource(request, auth.userId);
+      const ended = await sessions.endAllSessions(auth.userId, keepCurrent ? { source, exceptSessionId: auth.sessionId } : { source });
       if (!keepCurrent && auth.via === 'cookie') clearSessionCookies(reply, config);
       return { ok: true as const, ended };
     },
@@ -199,7 +201,7 @@ export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       void reply.header('cache-control', 'no-store');
       // Resolving the request also covers an expired access cookie with a live refresh cookie.
       const auth = await authenticate(request, reply);
-      if (auth !== null) await sessions.endSession(auth.userId, auth.sessionId);
+      if (auth !== null) await sessions.signOut(auth.userId, auth.sessionId, requestSource(request, auth.userId));
       clearSessionCookies(reply, config);
       if (isFormPost(request)) return reply.redirect('/', 303);
       return { ok: true as const };

@@ -13,6 +13,7 @@ import type { SessionRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import { randomId, randomSecret } from '../lib/random.ts';
 import type { UserService } from '../users/user.service.ts';
+import { SYSTEM_SOURCE, type AuditEventInput, type AuditService, type AuditSource } from '../audit/audit.service.ts';
 import { CLOCK_TOLERANCE_SECONDS, createAccessTokenVerifier, signAccessToken } from './access-token.ts';
 import { deriveRefreshTokenKey, isGenuineRefreshToken, makeRefreshToken, parseRefreshToken } from './refresh-token.ts';
 import type { RevocationList } from './revocation-list.ts';
@@ -63,6 +64,8 @@ export interface ClientInfo {
   userAgent: string | null;
 }
 
+const UNKNOWN_CLIENT: ClientInfo = { ip: null, userAgent: null };
+
 export type SessionService = ReturnType<typeof createSessionService>;
 
 export interface SessionServiceDeps {
@@ -70,6 +73,7 @@ export interface SessionServiceDeps {
   keys: SigningKeys;
   users: UserService;
   revocations: RevocationList;
+  audit: AuditService;
   clock: Clock;
   strategy: SessionStrategy;
   authSecret: string;
@@ -78,7 +82,7 @@ export interface SessionServiceDeps {
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
-  const { db, keys, users, revocations, clock, strategy, tokens, sessions: limits } = deps;
+  const { db, keys, users, revocations, audit, clock, strategy, tokens, sessions: limits } = deps;
   const refreshKey = deriveRefreshTokenKey(deps.authSecret);
   const verifyAccessToken = createAccessTokenVerifier({ keys, issuer: tokens.issuer, audience: tokens.audience, clock });
   const idleMs = limits.idleTimeoutSeconds * 1000;
@@ -103,14 +107,20 @@ export function createSessionService(deps: SessionServiceDeps) {
    * Revokes in storage and on the revocation list, in one transaction. The list entry outlives
    * every access token issued before now (including the verifier's clock tolerance). Only the jwt
    * strategy reads the list, but both write it: switching strategies at a restart must not bring
-   * a signed-out session's long-lived token back to life.
+   * a signed-out session's long-lived token back to life. The audit event that `describe` makes
+   * of the ended ids (null: none) is written in the same transaction.
    */
-  async function revoke(filter: { userId: string; sessionId?: string; exceptSessionId?: string }): Promise<string[]> {
+  async function revoke(
+    filter: { userId: string; sessionId?: string; exceptSessionId?: string },
+    describe: (endedIds: string[]) => AuditEventInput | null,
+  ): Promise<string[]> {
     const now = clock();
     const listedUntil = now + accessTokenTtlSeconds * 1000 + acceptedPastExpiryMs;
     const ids = await db.transaction().execute(async (trx) => {
       const changed = await store.revokeSessions(trx, filter, now);
       for (const id of changed) await revocations.add(trx, id, listedUntil);
+      const event = describe(changed);
+      if (event !== null) await audit.record(event, { db: trx });
       return changed;
     });
     if (strategy === 'jwt') for (const id of ids) revocations.remember(id, listedUntil);
@@ -189,8 +199,9 @@ export function createSessionService(deps: SessionServiceDeps) {
      * Exchanges a refresh token for a new access token and the next refresh token. The presented
      * one is spent: presenting it again within the grace period (concurrent tabs) returns the same
      * successor; later, or any older generation at any time, ends the session (`TOKEN_REUSED`).
+     * `client` is who presented it, for the audit log.
      */
-    async refresh(refreshToken: string): Promise<RefreshResult> {
+    async refresh(refreshToken: string, client: ClientInfo = UNKNOWN_CLIENT): Promise<RefreshResult> {
       const found = await findSessionOfRefreshToken(refreshToken);
       // A token we never issued proves nothing: refuse without revoking, or anyone who learns a
       // session id (it is in every access token) could end that session.
@@ -212,7 +223,13 @@ export function createSessionService(deps: SessionServiceDeps) {
           latest.refresh_rotated_at !== null &&
           now - latest.refresh_rotated_at <= limits.refreshReuseGraceSeconds * 1000;
         if (!isJustSpent) {
-          await revoke({ userId: row.user_id, sessionId: row.id });
+          await revoke({ userId: row.user_id, sessionId: row.id }, () => ({
+            type: 'refresh.reuse_detected',
+            userId: row.user_id,
+            source: { actorUserId: null, ...client },
+            reason: 'TOKEN_REUSED',
+            details: { sessionId: row.id },
+          }));
           return { ok: false, reason: 'TOKEN_REUSED' };
         }
         next = latest.refresh_generation;
@@ -220,7 +237,11 @@ export function createSessionService(deps: SessionServiceDeps) {
 
       const user = await users.findUserById(row.user_id);
       if (user === null || user.disabledAt !== null) {
-        await revoke({ userId: row.user_id, sessionId: row.id });
+        await revoke({ userId: row.user_id, sessionId: row.id }, (ended) =>
+          ended.length === 0 || user === null
+            ? null
+            : { type: 'session.ended', userId: row.user_id, source: { actorUserId: null, ...client }, reason: 'ACCOUNT_DISABLED', details: { sessionId: row.id } },
+        );
         return { ok: false, reason: 'INVALID_TOKEN' };
       }
       const { token, expiresAt } = await issueAccessToken(user.id, row.id, user.roles, now, row.expires_at);
@@ -237,9 +258,14 @@ export function createSessionService(deps: SessionServiceDeps) {
     },
 
     /** Ends the session a genuine refresh token belongs to (a browser signing in again, say). */
-    async endSessionOfRefreshToken(refreshToken: string): Promise<boolean> {
+    async endSessionOfRefreshToken(refreshToken: string, source: AuditSource = SYSTEM_SOURCE): Promise<boolean> {
       const found = await findSessionOfRefreshToken(refreshToken);
-      return found !== null && (await revoke({ userId: found.row.user_id, sessionId: found.row.id })).length > 0;
+      if (found === null) return false;
+      const { user_id: userId, id: sessionId } = found.row;
+      const ended = await revoke({ userId, sessionId }, (ids) =>
+        ids.length === 0 ? null : { type: 'session.ended', userId, source, reason: 'REPLACED', details: { sessionId } },
+      );
+      return ended.length > 0;
     },
 
     async listSessions(userId: string): Promise<SessionSummary[]> {
@@ -255,14 +281,39 @@ export function createSessionService(deps: SessionServiceDeps) {
       }));
     },
 
-    /** Ends one of the user's sessions; false when it is not theirs or already ended. */
-    async endSession(userId: string, sessionId: string): Promise<boolean> {
-      return (await revoke({ userId, sessionId })).length > 0;
+    /** Signing out: ends the session the request was made with (audit event `signout`). */
+    async signOut(userId: string, sessionId: string, source: AuditSource = SYSTEM_SOURCE): Promise<boolean> {
+      const ended = await revoke({ userId, sessionId }, (ids) => (ids.length === 0 ? null : { type: 'signout', userId, source, details: { sessionId } }));
+      return ended.length > 0;
     },
 
-    /** Ends all of the user's sessions, or all but one; returns how many ended. */
-    async endAllSessions(userId: string, options: { exceptSessionId?: string } = {}): Promise<number> {
-      return (await revoke({ userId, ...options })).length;
+    /**
+     * Ends one of the user's sessions, by the user or an admin (`source.actorUserId`; without a
+     * source, by Gatehouse itself); false when it is not theirs or already ended.
+     */
+    async endSession(userId: string, sessionId: string, source: AuditSource = SYSTEM_SOURCE): Promise<boolean> {
+      const ended = await revoke({ userId, sessionId }, (ids) => (ids.length === 0 ? null : { type: 'session.ended', userId, source, details: { sessionId } }));
+      return ended.length > 0;
+    },
+
+    /**
+     * Ends all of the user's sessions, or all but one; returns how many ended. `reason` says why
+     * in the audit event (e.g. ACCOUNT_DISABLED), which is written when any session ended.
+     */
+    async endAllSessions(userId: string, options: { source?: AuditSource; exceptSessionId?: string; reason?: string } = {}): Promise<number> {
+      const { source = SYSTEM_SOURCE, reason, ...filter } = options;
+      const ended = await revoke({ userId, ...filter }, (ids) =>
+        ids.length === 0
+          ? null
+          : {
+              type: 'user.sessions_ended',
+              userId,
+              source,
+              reason: reason ?? null,
+              details: { count: ids.length, ...(filter.exceptSessionId !== undefined && { keptSessionId: filter.exceptSessionId }) },
+            },
+      );
+      return ended.length;
     },
   };
 }

@@ -9,6 +9,8 @@ import type { DatabaseConfig } from '../config.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite.ts';
 import * as initial from './migrations/0001-initial.ts';
+import * as auditEvents from './migrations/0002-audit-events.ts';
+import * as usersCreatedAt from './migrations/0003-users-created-at.ts';
 
 export type Db = Kysely<Database>;
 
@@ -23,6 +25,8 @@ export interface Storage {
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': initial,
+  '0002-audit-events': auditEvents,
+  '0003-users-created-at': usersCreatedAt,
 };
 
 const PG_INT8_OID = 20;

@@ -56,16 +56,36 @@ export interface RevokedSessionsTable {
   created_at: number;
 }
 
+export interface AuditEventsTable {
+  id: string;
+  /** A stable, lower-case dotted name such as `signin.failure` (see `AUDIT_EVENT_TYPES`). */
+  type: string;
+  user_id: string | null;
+  /** Who did it, when not the user themself signing in: an admin, or the user ending a session. */
+  actor_user_id: string | null;
+  /** Only on sign-in failures: the normalised address that was tried. */
+  email: string | null;
+  ip: string | null;
+  user_agent: string | null;
+  /** A stable UPPER_SNAKE code, e.g. INVALID_CREDENTIALS. */
+  reason: string | null;
+  /** Small JSON object, e.g. roles before and after. Never a secret. */
+  details: string | null;
+  created_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   user_roles: UserRolesTable;
   sessions: SessionsTable;
   signing_keys: SigningKeysTable;
   revoked_sessions: RevokedSessionsTable;
+  audit_events: AuditEventsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
 export type NewUserRow = Insertable<UsersTable>;
 export type SessionRow = Selectable<SessionsTable>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;
+export type AuditEventRow = Selectable<AuditEventsTable>;
 export type { Generated };

@@ -21,6 +21,9 @@ export function openSqlite(path: string): DatabaseSync {
   database.exec('PRAGMA synchronous = NORMAL');
   database.exec('PRAGMA foreign_keys = ON');
   database.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  // lower() as PostgreSQL has it: SQLite's own folds ASCII only, so a case-insensitive search for
+  // "émile" would miss "Émile" here and find it there.
+  database.function('lower', { deterministic: true }, (value) => (typeof value === 'string' ? value.toLowerCase() : value));
   return database;
 }
 

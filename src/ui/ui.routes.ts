@@ -12,9 +12,10 @@ import { AppError } from '../errors.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { toSafeLocalPath } from '../http/safe-redirect.ts';
+import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
 import { clearSessionCookies } from '../http/session-cookie.ts';
-import { SIGN_IN_PAGE } from '../credentials/signin.routes.ts';
 import type { SessionService, SessionSummary } from '../sessions/session.service.ts';
+import { requestSource } from '../audit/request-source.ts';
 import { authErrorExplanation, dashboardErrorMessage, signInErrorMessage } from './messages.ts';
 import { createPageRenderer, sendPage, type SessionItem } from './render.ts';
 
@@ -42,11 +43,6 @@ const shownCode = z
 const callbackUrl = z.preprocess(firstValue, z.string()).optional();
 
 const csrfField = z.string().max(200).optional();
-
-function signInRedirect(callbackPath: string): string {
-  // `/` may stay literal in a query; the page reads the value back through toSafeLocalPath.
-  return `${SIGN_IN_PAGE}?callbackUrl=${encodeURIComponent(callbackPath).replaceAll('%2F', '/')}`;
-}
 
 function formatTime(epochMs: number): { iso: string; text: string } {
   const iso = new Date(epochMs).toISOString();
@@ -149,7 +145,7 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
       const auth = await authenticate(request, reply);
       if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
       const { sessionId } = request.body;
-      if (!(await sessions.endSession(auth.userId, sessionId))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
+      if (!(await sessions.endSession(auth.userId, sessionId, requestSource(request, auth.userId)))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
       if (sessionId === auth.sessionId) {
         // Ending the session this browser uses is signing out.
         clearSessionCookies(reply, config);
@@ -165,7 +161,7 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
     async (request, reply) => {
       const auth = await authenticate(request, reply);
       if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
-      await sessions.endAllSessions(auth.userId, { exceptSessionId: auth.sessionId });
+      await sessions.endAllSessions(auth.userId, { source: requestSource(request, auth.userId), exceptSessionId: auth.sessionId });
       return reply.redirect(DASHBOARD_PAGE, 303);
     },
   );

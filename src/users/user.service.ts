@@ -6,6 +6,7 @@ import type { Db } from '../storage/database.ts';
 import type { UserRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import { randomId } from '../lib/random.ts';
+import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import { normaliseEmail } from './email.ts';
 import * as store from './user.store.ts';
 
@@ -44,6 +45,21 @@ export interface NewUser {
 
 export type CreateUserResult = { ok: true; user: User } | { ok: false; reason: 'EMAIL_TAKEN' | 'INVALID_ROLE' };
 
+export interface UserChanges {
+  name?: string;
+  /** The complete new set of roles. */
+  roles?: readonly string[];
+  disabled?: boolean;
+}
+
+/** A user as it was and as it is after an update. */
+export interface UserChange {
+  before: User;
+  after: User;
+}
+
+export type UpdateUserResult = ({ ok: true; user: User } & UserChange) | { ok: false; reason: 'NOT_FOUND' | 'INVALID_ROLE' };
+
 export type UserService = ReturnType<typeof createUserService>;
 
 export function isValidRole(role: string): boolean {
@@ -53,17 +69,8 @@ export function isValidRole(role: string): boolean {
 export function createUserService(deps: { db: Db; clock: Clock }) {
   const { db, clock } = deps;
 
-  async function toUser(row: UserRow): Promise<User> {
-    return {
-      id: row.id,
-      email: row.email,
-      name: row.name,
-      roles: await store.findRolesByUserId(db, row.id),
-      emailVerifiedAt: row.email_verified_at,
-      disabledAt: row.disabled_at,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
+  async function toUser(row: UserRow, from: Db = db): Promise<User> {
+    return toUserWithRoles(row, await store.findRolesByUserId(from, row.id));
   }
 
   return {
@@ -116,5 +123,66 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     async countUsers(): Promise<number> {
       return store.countUsers(db);
     },
+
+    /**
+     * Users newest first, `limit` at a time; `query` matches a substring of the name or e-mail,
+     * case-insensitively. Pass the previous page's `next` as `before` to continue.
+     */
+    async listUsers(filter: { query?: string; before?: KeysetPosition; limit: number }): Promise<{ users: User[]; next: KeysetPosition | null }> {
+      const text = filter.query?.trim() ?? '';
+      const rows = await store.findUsers(db, {
+        ...(text !== '' && { search: { nameContains: text.toLowerCase(), emailContains: normaliseEmail(text) } }),
+        ...(filter.before !== undefined && { before: filter.before }),
+        limit: filter.limit + 1,
+      });
+      const { items, next } = toPage(rows, filter.limit, (row) => ({ createdAt: row.created_at, id: row.id }));
+      const roles = await store.findRolesByUserIds(db, items.map((row) => row.id));
+      return { users: items.map((row) => toUserWithRoles(row, roles.get(row.id) ?? [])), next };
+    },
+
+    /**
+     * Applies `changes` in one transaction. Disabling stamps `disabledAt`; enabling clears it.
+     * When something changed, `onUpdated` runs inside the same transaction with its `db` (to record
+     * the change, say): if it throws, nothing is changed.
+     */
+    async updateUser(
+      id: string,
+      changes: UserChanges,
+      options: { onUpdated?: (db: Db, change: UserChange) => Promise<void> } = {},
+    ): Promise<UpdateUserResult> {
+      const roles = changes.roles === undefined ? undefined : [...new Set(changes.roles)].sort();
+      if (roles !== undefined && !roles.every(isValidRole)) return { ok: false, reason: 'INVALID_ROLE' };
+      return db.transaction().execute(async (trx): Promise<UpdateUserResult> => {
+        const row = await store.findUserById(trx, id);
+        if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
+        const before = await toUser(row, trx);
+        const now = clock();
+        const fields: { name?: string; disabled_at?: number | null } = {};
+        const name = changes.name?.trim();
+        if (name !== undefined && name !== row.name) fields.name = name;
+        if (changes.disabled !== undefined && changes.disabled !== (row.disabled_at !== null)) fields.disabled_at = changes.disabled ? now : null;
+        const isRolesChanged = roles !== undefined && roles.join(',') !== [...before.roles].sort().join(',');
+        if (Object.keys(fields).length === 0 && !isRolesChanged) return { ok: true, user: before, before, after: before };
+
+        if (isRolesChanged) await store.replaceRoles(trx, id, roles, now);
+        await store.updateUserFields(trx, id, fields, now);
+        const after = await toUser((await store.findUserById(trx, id))!, trx);
+        await options.onUpdated?.(trx, { before, after });
+        return { ok: true, user: after, before, after };
+      });
+    },
+  };
+}
+
+function toUserWithRoles(row: UserRow, roles: string[]): User {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    roles,
+    emailVerifiedAt: row.email_verified_at,
+    disabledAt: row.disabled_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }

@@ -1,6 +1,8 @@
 /** Queries on users and their roles. No logic: the service decides, the store reads and writes. */
+import { sql, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import type { NewUserRow, UserRow } from '../storage/schema.ts';
+import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 
 export async function insertUserWithRoles(db: Db, user: NewUserRow, roles: readonly string[]): Promise<void> {
   await db.transaction().execute(async (trx) => {
@@ -34,4 +36,61 @@ export async function updatePasswordHash(db: Db, userId: string, passwordHash: s
 export async function countUsers(db: Db): Promise<number> {
   const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
   return Number(row.count);
+}
+
+/** The roles of many users in one query. */
+export async function findRolesByUserIds(db: Db, userIds: readonly string[]): Promise<Map<string, string[]>> {
+  const roles = new Map<string, string[]>(userIds.map((id) => [id, []]));
+  if (userIds.length === 0) return roles;
+  const rows = await db.selectFrom('user_roles').select(['user_id', 'role']).where('user_id', 'in', userIds).orderBy('role').execute();
+  for (const row of rows) roles.get(row.user_id)?.push(row.role);
+  return roles;
+}
+
+/** `%text%` for LIKE, with LIKE's own wildcards in `text` taken literally (escape character `\`). */
+function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * Users newest first, strictly after `before`. With a search, those whose name (lower-cased by the
+ * database) contains `nameContains`, or whose stored (normalised) e-mail contains `emailContains`.
+ */
+export async function findUsers(
+  db: Db,
+  filter: { search?: { nameContains: string; emailContains: string }; before?: KeysetPosition; limit: number },
+): Promise<UserRow[]> {
+  let query = db.selectFrom('users').selectAll();
+  const { search, before } = filter;
+  if (search !== undefined) {
+    query = query.where((eb) =>
+      eb.or([
+        sql<SqlBool>`lower(${sql.ref('name')}) like ${containsPattern(search.nameContains)} escape '\\'`,
+        sql<SqlBool>`${sql.ref('email')} like ${containsPattern(search.emailContains)} escape '\\'`,
+      ]),
+    );
+  }
+  if (before !== undefined) {
+    query = query.where((eb) =>
+      eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]),
+    );
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+export async function updateUserFields(db: Db, id: string, fields: { name?: string; disabled_at?: number | null }, updatedAt: number): Promise<void> {
+  await db.updateTable('users').set({ ...fields, updated_at: updatedAt }).where('id', '=', id).execute();
+}
+
+/** Makes the user's roles exactly `roles`: removes the others, adds the missing ones. */
+export async function replaceRoles(db: Db, userId: string, roles: readonly string[], now: number): Promise<void> {
+  let removal = db.deleteFrom('user_roles').where('user_id', '=', userId);
+  if (roles.length > 0) removal = removal.where('role', 'not in', roles);
+  await removal.execute();
+  if (roles.length === 0) return;
+  const existing = new Set((await db.selectFrom('user_roles').select('role').where('user_id', '=', userId).execute()).map((row) => row.role));
+  const added = roles.filter((role) => !existing.has(role));
+  if (added.length > 0) {
+    await db.insertInto('user_roles').values(added.map((role) => ({ user_id: userId, role, created_at: now }))).execute();
+  }
 }

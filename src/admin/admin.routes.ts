@@ -1,0 +1,331 @@
+/**
+ * `/api/admin/*`: users, roles, sessions and the audit log, for holders of the ADMIN role. Every
+ * route checks the caller itself (401 UNAUTHENTICATED, 403 FORBIDDEN) before reading the request,
+ * whatever guard runs in front. Responses are built from declared schemas only, which strip every
+ * undeclared field: a password hash or refresh seed can never reach a client.
+ */
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { AppError } from '../errors.ts';
+import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
+import type { RequestAuthenticator } from '../http/authentication.ts';
+import { emailField } from '../users/email.ts';
+import { ADMIN_ROLE, isValidRole, type User } from '../users/user.service.ts';
+import type { SessionSummary } from '../sessions/session.service.ts';
+import { AUDIT_EVENT_TYPES, type AuditEvent, type AuditSource } from '../audit/audit.service.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
+import type { AdminService } from './admin.service.ts';
+
+export interface AdminRouteOptions {
+  admin: AdminService;
+  authenticate: RequestAuthenticator;
+}
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+const MAX_PASSWORD_INPUT_LENGTH = 4096;
+
+const iso = (epochMs: number) => new Date(epochMs).toISOString();
+const required = (issue: { input: unknown }) => (issue.input === undefined ? 'is required' : 'must be a string');
+
+const adminUser = z
+  .object({
+    id: z.string(),
+    email: z.string(),
+    name: z.string(),
+    roles: z.array(z.string()),
+    emailVerified: z.boolean(),
+    disabled: z.boolean(),
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+  })
+  .meta({ id: 'AdminUser' });
+
+const adminSession = z
+  .object({
+    id: z.string(),
+    createdAt: z.iso.datetime(),
+    lastSeenAt: z.iso.datetime(),
+    expiresAt: z.iso.datetime(),
+    ip: z.string().nullable(),
+    userAgent: z.string().nullable(),
+  })
+  .meta({ id: 'AdminSession' });
+
+const auditEvent = z
+  .object({
+    id: z.string(),
+    type: z.string().describe('e.g. signin.failure, user.roles_changed'),
+    userId: z.string().nullable().describe('The account the event is about; null for a sign-in to an unknown address'),
+    actorUserId: z.string().nullable().describe('Who did it, when it was not the user signing in: an admin, or the user ending a session'),
+    email: z.string().nullable().describe('Sign-in failures only: the normalised address tried'),
+    ip: z.string().nullable(),
+    userAgent: z.string().nullable(),
+    reason: z.string().nullable().describe('A stable UPPER_SNAKE code, e.g. INVALID_CREDENTIALS'),
+    details: z.record(z.string(), z.unknown()).nullable(),
+    createdAt: z.iso.datetime(),
+  })
+  .meta({ id: 'AuditEvent' });
+
+const cursorField = z
+  .string()
+  .max(200)
+  .refine((value) => decodeCursor(value) !== null, 'is not a cursor from a previous page')
+  .optional()
+  .describe('`nextCursor` of the previous page');
+
+const limitField = z.coerce
+  .number({ error: 'must be a number' })
+  .int('must be an integer')
+  .min(1, 'must be at least 1')
+  .max(MAX_PAGE_SIZE, `must be at most ${MAX_PAGE_SIZE}`)
+  .default(DEFAULT_PAGE_SIZE);
+
+const roleList = z
+  .array(z.string().max(64).refine(isValidRole, 'must be a role name: A-Z, 0-9 and _, starting with a letter'), { error: 'must be an array of role names' })
+  .max(50, 'must list at most 50 roles');
+
+const nameField = z.string({ error: required }).trim().min(1, 'is required').max(200, 'must be at most 200 characters');
+
+const createUserBody = z
+  .object(
+    {
+      email: emailField,
+      name: nameField,
+      password: z
+        .string({ error: required })
+        .min(1, 'is required')
+        .max(MAX_PASSWORD_INPUT_LENGTH, `must be at most ${MAX_PASSWORD_INPUT_LENGTH} characters`)
+        .optional()
+        .describe('Without one, the user signs in later by a provider or a password reset'),
+      roles: roleList.optional(),
+    },
+    { error: 'must be a JSON object' },
+  )
+  .meta({ id: 'AdminCreateUserRequest' });
+
+const updateUserBody = z
+  .object(
+    {
+      name: nameField.optional(),
+      roles: roleList.optional().describe('The complete new set of roles'),
+      disabled: z.boolean({ error: 'must be true or false' }).optional().describe('true ends all their sessions at once'),
+    },
+    { error: 'must be a JSON object' },
+  )
+  .meta({ id: 'AdminUpdateUserRequest' });
+
+const userParams = z.object({ id: z.string().min(1).max(64) });
+const sessionParams = z.object({ id: z.string().min(1).max(64), sessionId: z.string().min(1).max(64) });
+
+const guarded = {
+  401: errorResponse.describe('No valid session (UNAUTHENTICATED)'),
+  403: errorResponse.describe('Not an ADMIN (FORBIDDEN); or a cookie-authenticated request without a valid CSRF token (CSRF_FAILED)'),
+  422: errorResponse.describe('Invalid fields (VALIDATION_ERROR), listed in `errors`'),
+};
+const notFound = { 404: errorResponse.describe('No such user (NOT_FOUND)') };
+const common = { tags: ['admin'], security: [{ bearer: [] }] };
+
+function toAdminUser(user: User) {
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    roles: user.roles,
+    emailVerified: user.emailVerifiedAt !== null,
+    disabled: user.disabledAt !== null,
+    createdAt: iso(user.createdAt),
+    updatedAt: iso(user.updatedAt),
+  };
+}
+
+function toAdminSession(session: SessionSummary) {
+  return {
+    id: session.id,
+    createdAt: iso(session.createdAt),
+    lastSeenAt: iso(session.lastSeenAt),
+    expiresAt: iso(session.expiresAt),
+    ip: session.ip,
+    userAgent: session.userAgent,
+  };
+}
+
+function toAuditEvent(event: AuditEvent) {
+  return { ...event, createdAt: iso(event.createdAt) };
+}
+
+const nextCursor = (next: KeysetPosition | null) => (next === null ? null : encodeCursor(next));
+const positionOf = (cursor: string | undefined) => (cursor === undefined ? {} : { before: decodeCursor(cursor)! });
+
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { admin, authenticate }) => {
+  // Before the body and query are validated: who may not ask learns nothing about the shape.
+  app.addHook('preValidation', async (request, reply) => {
+    const auth = await authenticate(request, reply);
+    if (auth === null) throw new AppError('UNAUTHENTICATED');
+    if (!auth.roles.includes(ADMIN_ROLE)) throw new AppError('FORBIDDEN');
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    void reply.header('cache-control', 'no-store');
+  });
+
+  /** The admin making this request (the hook above let them through; the answer is cached per request). */
+  async function actor(request: FastifyRequest, reply: FastifyReply): Promise<AuditSource> {
+    const auth = await authenticate(request, reply);
+    if (auth === null) throw new AppError('UNAUTHENTICATED');
+    return requestSource(request, auth.userId);
+  }
+
+  app.get(
+    '/api/admin/users',
+    {
+      schema: {
+        ...common,
+        summary: 'Find users: newest first, by a case-insensitive substring of the name or e-mail',
+        querystring: z.object({ query: z.string().max(200).optional(), cursor: cursorField, limit: limitField }),
+        response: { 200: z.object({ users: z.array(adminUser), nextCursor: z.string().nullable() }).meta({ id: 'AdminUserList' }), ...guarded },
+      },
+    },
+    async (request) => {
+      const { query, cursor, limit } = request.query;
+      const page = await admin.listUsers({ ...(query !== undefined && { query }), ...positionOf(cursor), limit });
+      return { users: page.users.map(toAdminUser), nextCursor: nextCursor(page.next) };
+    },
+  );
+
+  app.get(
+    '/api/admin/users/:id',
+    {
+      schema: {
+        ...common,
+        summary: 'A user and their active sessions',
+        params: userParams,
+        response: { 200: z.object({ user: adminUser, sessions: z.array(adminSession) }).meta({ id: 'AdminUserDetail' }), ...guarded, ...notFound },
+      },
+    },
+    async (request) => {
+      const found = await admin.getUser(request.params.id);
+      if (found === null) throw new AppError('NOT_FOUND', { message: 'No such user.' });
+      return { user: toAdminUser(found.user), sessions: found.sessions.map(toAdminSession) };
+    },
+  );
+
+  app.post(
+    '/api/admin/users',
+    {
+      schema: {
+        ...common,
+        summary: 'Create a user (the address counts as verified)',
+        body: createUserBody,
+        response: {
+          201: adminUser,
+          ...bodyErrorResponses,
+          ...guarded,
+          409: errorResponse.describe('The address already has a user (EMAIL_TAKEN)'),
+          422: errorResponse.describe('Invalid fields, or a password the policy refuses (VALIDATION_ERROR, with the reason in `errors`)'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { email, name, password, roles } = request.body;
+      const result = await admin.createUser(
+        { email, name, ...(password !== undefined && { password }), ...(roles !== undefined && { roles }) },
+        await actor(request, reply),
+      );
+      if (!result.ok) {
+        if (result.reason === 'EMAIL_TAKEN') throw new AppError('EMAIL_TAKEN');
+        const error = result.reason === 'WEAK_PASSWORD' ? { field: 'password', message: result.rejection.message } : { field: 'roles', message: 'must be role names' };
+        throw new AppError('VALIDATION_ERROR', { errors: [error] });
+      }
+      return reply.code(201).send(toAdminUser(result.user));
+    },
+  );
+
+  app.patch(
+    '/api/admin/users/:id',
+    {
+      schema: {
+        ...common,
+        summary: 'Change a user’s name, roles or disabled state (disabling ends all their sessions)',
+        description: 'Unknown fields are ignored. Role changes apply on the next request in the database strategy and at the next refresh in the jwt strategy.',
+        params: userParams,
+        body: updateUserBody,
+        response: {
+          200: adminUser,
+          ...bodyErrorResponses,
+          ...guarded,
+          ...notFound,
+          409: errorResponse.describe('You cannot disable yourself or remove your own ADMIN role (SELF_LOCKOUT)'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { name, roles, disabled } = request.body;
+      const changes = { ...(name !== undefined && { name }), ...(roles !== undefined && { roles }), ...(disabled !== undefined && { disabled }) };
+      const result = await admin.updateUser(request.params.id, changes, await actor(request, reply));
+      if (!result.ok) {
+        if (result.reason === 'NOT_FOUND') throw new AppError('NOT_FOUND', { message: 'No such user.' });
+        if (result.reason === 'SELF_LOCKOUT') throw new AppError('SELF_LOCKOUT');
+        throw new AppError('VALIDATION_ERROR', { errors: [{ field: 'roles', message: 'must be role names' }] });
+      }
+      return toAdminUser(result.user);
+    },
+  );
+
+  app.delete(
+    '/api/admin/users/:id/sessions',
+    {
+      schema: {
+        ...common,
+        summary: 'End all of a user’s sessions',
+        params: userParams,
+        response: { 200: z.object({ ok: z.literal(true), ended: z.number().int() }), ...guarded, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const ended = await admin.endAllSessions(request.params.id, await actor(request, reply));
+      if (ended === null) throw new AppError('NOT_FOUND', { message: 'No such user.' });
+      return { ok: true as const, ended };
+    },
+  );
+
+  app.delete(
+    '/api/admin/users/:id/sessions/:sessionId',
+    {
+      schema: {
+        ...common,
+        summary: 'End one of a user’s sessions',
+        params: sessionParams,
+        response: { 200: z.object({ ok: z.literal(true) }), ...guarded, 404: errorResponse.describe('Not an active session of this user (NOT_FOUND)') },
+      },
+    },
+    async (request, reply) => {
+      const { id, sessionId } = request.params;
+      if (!(await admin.endSession(id, sessionId, await actor(request, reply)))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
+      return { ok: true as const };
+    },
+  );
+
+  app.get(
+    '/api/admin/events',
+    {
+      schema: {
+        ...common,
+        summary: 'The audit log, newest first',
+        querystring: z.object({
+          userId: z.string().min(1).max(64).optional(),
+          type: z.enum(AUDIT_EVENT_TYPES, { error: 'is not a known event type' }).optional(),
+          cursor: cursorField,
+          limit: limitField,
+        }),
+        response: { 200: z.object({ events: z.array(auditEvent), nextCursor: z.string().nullable() }).meta({ id: 'AuditEventList' }), ...guarded },
+      },
+    },
+    async (request) => {
+      const { userId, type, cursor, limit } = request.query;
+      const page = await admin.listEvents({ ...(userId !== undefined && { userId }), ...(type !== undefined && { type }), ...positionOf(cursor), limit });
+      return { events: page.events.map(toAuditEvent), nextCursor: nextCursor(page.next) };
+    },
+  );
+};

@@ -1,0 +1,114 @@
+/**
+ * What administrators do to accounts: find, inspect, create, change roles, disable and enable,
+ * end sessions, read the audit log. Used by the admin API and the `gatehouse users` commands;
+ * every change is recorded with who made it (`AuditSource`). Outcomes are return values.
+ */
+import { ADMIN_ROLE, type User, type UserChange, type UserService } from '../users/user.service.ts';
+import type { SessionService, SessionSummary } from '../sessions/session.service.ts';
+import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { PasswordRejection } from '../credentials/password-policy.ts';
+import type { AuditEventInput, AuditService, AuditSource } from '../audit/audit.service.ts';
+import type { Db } from '../storage/database.ts';
+
+export type AdminCreateUserResult =
+  | { ok: true; user: User }
+  | { ok: false; reason: 'EMAIL_TAKEN' | 'INVALID_ROLE' }
+  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+
+export type AdminUpdateUserResult =
+  | { ok: true; user: User; sessionsEnded: number }
+  | { ok: false; reason: 'NOT_FOUND' | 'INVALID_ROLE' }
+  /** An admin may not disable themself or take away their own ADMIN role: nobody might be left to undo it. */
+  | { ok: false; reason: 'SELF_LOCKOUT' };
+
+export interface AdminUserChanges {
+  name?: string;
+  /** The complete new set of roles. */
+  roles?: readonly string[];
+  disabled?: boolean;
+}
+
+export type AdminService = ReturnType<typeof createAdminService>;
+
+export function createAdminService(deps: { users: UserService; sessions: SessionService; credentials: CredentialsService; audit: AuditService }) {
+  const { users, sessions, credentials, audit } = deps;
+
+  /** The audit events an update made, to be written in its transaction. */
+  function changeEvents({ before, after }: UserChange, source: AuditSource): AuditEventInput[] {
+    const events: AuditEventInput[] = [];
+    const base = { userId: after.id, source };
+    if (before.name !== after.name) events.push({ type: 'user.updated', ...base, details: { fields: ['name'] } });
+    if (before.roles.join(',') !== after.roles.join(',')) {
+      events.push({ type: 'user.roles_changed', ...base, details: { before: before.roles, after: after.roles } });
+    }
+    if (before.disabledAt === null && after.disabledAt !== null) events.push({ type: 'user.disabled', ...base });
+    if (before.disabledAt !== null && after.disabledAt === null) events.push({ type: 'user.enabled', ...base });
+    return events;
+  }
+
+  return {
+    listUsers: users.listUsers,
+
+    /** The user and their active sessions; null when there is no such user. */
+    async getUser(id: string): Promise<{ user: User; sessions: SessionSummary[] } | null> {
+      const user = await users.findUserById(id);
+      return user === null ? null : { user, sessions: await sessions.listSessions(id) };
+    },
+
+    /**
+     * Creates a user. With a password it must pass the policy; without one the user signs in later
+     * by a provider or a password reset. The administrator vouches for the address: it counts as
+     * verified, as for `gatehouse users create`.
+     */
+    async createUser(input: { email: string; name: string; password?: string; roles?: readonly string[] }, source: AuditSource): Promise<AdminCreateUserResult> {
+      const fields = { email: input.email, name: input.name, roles: input.roles ?? [], emailVerified: true };
+      const result =
+        input.password === undefined
+          ? await users.createUser({ ...fields, passwordHash: null })
+          : await credentials.createPasswordUser({ ...fields, password: input.password });
+      if (result.ok) {
+        await audit.record({
+          type: 'user.created',
+          userId: result.user.id,
+          source,
+          details: { roles: result.user.roles, signIn: input.password === undefined ? 'later' : 'password' },
+        });
+      }
+      return result;
+    },
+
+    /**
+     * Changes name, roles and the disabled state in one transaction, with their audit events.
+     * Disabling also ends every session of the user at once (in the jwt strategy too, through the
+     * revocation list); repeating it ends any session that appeared meanwhile.
+     */
+    async updateUser(id: string, changes: AdminUserChanges, source: AuditSource): Promise<AdminUpdateUserResult> {
+      if (source.actorUserId === id && (changes.disabled === true || (changes.roles !== undefined && !changes.roles.includes(ADMIN_ROLE)))) {
+        return { ok: false, reason: 'SELF_LOCKOUT' };
+      }
+      const result = await users.updateUser(id, changes, {
+        onUpdated: async (db: Db, change) => {
+          for (const event of changeEvents(change, source)) await audit.record(event, { db });
+        },
+      });
+      if (!result.ok) return result;
+      const sessionsEnded = result.user.disabledAt !== null && changes.disabled === true
+        ? await sessions.endAllSessions(id, { source, reason: 'ACCOUNT_DISABLED' })
+        : 0;
+      return { ok: true, user: result.user, sessionsEnded };
+    },
+
+    /** Ends every session of the user; null when there is no such user. */
+    async endAllSessions(userId: string, source: AuditSource): Promise<number | null> {
+      if ((await users.findUserById(userId)) === null) return null;
+      return sessions.endAllSessions(userId, { source });
+    },
+
+    /** Ends one session of the user; false when it is not an active session of theirs. */
+    async endSession(userId: string, sessionId: string, source: AuditSource): Promise<boolean> {
+      return sessions.endSession(userId, sessionId, source);
+    },
+
+    listEvents: audit.listEvents,
+  };
+}

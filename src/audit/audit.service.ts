@@ -1,0 +1,211 @@
+/**
+ * The audit log: who did what to which account, when, from where. Features call `record()` where
+ * the thing happens; operators read it through the admin API; a background job deletes what is
+ * older than `AUDIT_RETENTION`.
+ *
+ * Recording never costs the user their action: outside a transaction a failed write is logged and
+ * swallowed. A security-relevant change made in a transaction (roles, disabling, ending sessions)
+ * passes its transaction, and then the event and the change commit or fail together.
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Db } from '../storage/database.ts';
+import type { AuditEventRow } from '../storage/schema.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import { randomId } from '../lib/random.ts';
+import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
+import * as store from './audit.store.ts';
+
+/** Every event type, stable and lower-case dotted. Add new ones at the end; never rename one. */
+export const AUDIT_EVENT_TYPES = [
+  'signin.success',
+  'signin.failure',
+  'signout',
+  'session.ended',
+  'refresh.reuse_detected',
+  'user.created',
+  'user.updated',
+  'user.roles_changed',
+  'user.disabled',
+  'user.enabled',
+  'user.sessions_ended',
+  'password.reset',
+  'password.changed',
+  'oauth.linked',
+] as const;
+
+export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+
+/** Where an action came from: who did it (null: nobody signed in, or the CLI) and their client. */
+export interface AuditSource {
+  actorUserId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  /** Set for actions not made over HTTP; recorded in `details.via`. */
+  via?: 'cli' | 'bootstrap';
+}
+
+/** Gatehouse itself: no actor, no client (housekeeping, tests). */
+export const SYSTEM_SOURCE: AuditSource = Object.freeze({ actorUserId: null, ip: null, userAgent: null });
+
+/** An operator at the `gatehouse` command line. */
+export const CLI_SOURCE: AuditSource = Object.freeze({ actorUserId: null, ip: null, userAgent: null, via: 'cli' as const });
+
+export interface AuditEventInput {
+  type: AuditEventType;
+  /** The account the event is about; null when there is none (a sign-in to an unknown address). */
+  userId?: string | null;
+  source?: AuditSource;
+  /** Sign-in failures only: the address tried. Ignored for every other type. */
+  email?: string | null;
+  /** A stable UPPER_SNAKE code. */
+  reason?: string | null;
+  /** Small and never secret: ids, role names, counts. */
+  details?: Record<string, unknown> | null;
+}
+
+export interface AuditEvent {
+  id: string;
+  type: string;
+  userId: string | null;
+  actorUserId: string | null;
+  email: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  reason: string | null;
+  details: Record<string, unknown> | null;
+  /** Epoch ms. */
+  createdAt: number;
+}
+
+export interface EventPage {
+  events: AuditEvent[];
+  next: KeysetPosition | null;
+}
+
+export type AuditService = ReturnType<typeof createAuditService>;
+
+const MAX_DETAILS_LENGTH = 2_000;
+/** Belt and braces: a details key that names a secret is dropped, whatever a caller passed. */
+const SECRET_KEY = /pass(word|phrase)?|token|secret|hash|seed|cookie|authorization|credential/i;
+
+export function createAuditService(deps: { db: Db; clock: Clock; logger: Logger }) {
+  const { db, clock, logger } = deps;
+
+  function toRow(event: AuditEventInput): AuditEventRow {
+    const source = event.source;
+    const details = { ...(event.details ?? {}), ...(source?.via !== undefined && { via: source.via }) };
+    return {
+      id: randomId(),
+      type: event.type,
+      user_id: event.userId ?? null,
+      actor_user_id: source?.actorUserId ?? null,
+      email: event.type === 'signin.failure' ? cut(event.email, 320) : null,
+      ip: cut(source?.ip, 64),
+      user_agent: cut(source?.userAgent, 512),
+      reason: cut(event.reason, 64),
+      details: serializeDetails(details),
+      created_at: clock(),
+    };
+  }
+
+  return {
+    /**
+     * Writes one event. With `options.db` (a transaction) a failure propagates, so the change it
+     * describes is rolled back with it; without, a failure is logged and the caller carries on.
+     */
+    async record(event: AuditEventInput, options: { db?: Db } = {}): Promise<void> {
+      const row = toRow(event);
+      if (options.db !== undefined) {
+        await store.insertEvent(options.db, row);
+        return;
+      }
+      try {
+        await store.insertEvent(db, row);
+      } catch (error) {
+        logger.error({ err: error, auditEvent: { type: row.type, userId: row.user_id, reason: row.reason } }, 'audit event not recorded');
+      }
+    },
+
+    /** Newest first; pass the previous page's `next` as `before` to continue. */
+    async listEvents(filter: { userId?: string; type?: string; before?: KeysetPosition; limit: number }): Promise<EventPage> {
+      const rows = await store.findEvents(db, { ...filter, limit: filter.limit + 1 });
+      const { items, next } = toPage(rows, filter.limit, (row) => ({ createdAt: row.created_at, id: row.id }));
+      return { events: items.map(toEvent), next };
+    },
+
+    /**
+     * Deletes events created before `cutoff`, oldest first, `batchSize` rows per statement and at
+     * most `maxBatches` statements, yielding to the event loop between them so a large backlog
+     * never holds up requests. `isDone` is false when old events remain.
+     */
+    async purgeOlderThan(
+      cutoff: number,
+      options: { batchSize: number; maxBatches?: number; shouldStop?: () => boolean },
+    ): Promise<{ deleted: number; isDone: boolean }> {
+      const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+      let deleted = 0;
+      for (let batch = 0; batch < maxBatches; batch++) {
+        if (batch > 0) {
+          if (options.shouldStop?.()) return { deleted, isDone: false };
+          await yieldToEventLoop();
+        }
+        const count = await store.deleteOldestBefore(db, cutoff, options.batchSize);
+        deleted += count;
+        if (count < options.batchSize) return { deleted, isDone: true };
+      }
+      return { deleted, isDone: false };
+    },
+  };
+}
+
+function toEvent(row: AuditEventRow): AuditEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    userId: row.user_id,
+    actorUserId: row.actor_user_id,
+    email: row.email,
+    ip: row.ip,
+    userAgent: row.user_agent,
+    reason: row.reason,
+    details: parseDetails(row.details),
+    createdAt: row.created_at,
+  };
+}
+
+function cut(value: string | null | undefined, max: number): string | null {
+  if (value === null || value === undefined) return null;
+  if (value.length <= max) return value;
+  const cutValue = value.slice(0, max);
+  return /[\uD800-\uDBFF]$/.test(cutValue) ? cutValue.slice(0, -1) : cutValue;
+}
+
+function withoutSecrets(value: unknown, depth = 0): unknown {
+  if (depth > 4) return null;
+  if (Array.isArray(value)) return value.slice(0, 100).map((item) => withoutSecrets(item, depth + 1));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([key]) => !SECRET_KEY.test(key))
+        .map(([key, item]) => [key, withoutSecrets(item, depth + 1)]),
+    );
+  }
+  return value;
+}
+
+function serializeDetails(details: Record<string, unknown>): string | null {
+  if (Object.keys(details).length === 0) return null;
+  const text = JSON.stringify(withoutSecrets(details));
+  return text.length <= MAX_DETAILS_LENGTH ? text : JSON.stringify({ truncated: true });
+}
+
+function parseDetails(text: string | null): Record<string, unknown> | null {
+  if (text === null) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}

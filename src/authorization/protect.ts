@@ -1,0 +1,190 @@
+/**
+ * `gatehouse/protect`: Gatehouse's route-protection rules for downstream apps, with the same
+ * decisions the service makes (rules.ts). Tokens are verified against the issuer's JWKS:
+ * EdDSA only, `typ: at+jwt`, `iss`, `aud`, `exp`, `nbf`; keys come from
+ * `${issuer}/.well-known/jwks.json` only (never from the token), cached, and refetched on an
+ * unknown `kid` at most once per `cooldownMs`, with concurrent misses sharing one fetch.
+ *
+ * Verification here is stateless: a token stays valid until it expires even after sign-out.
+ * Use the `jwt` session strategy's short-lived tokens for downstream apps, or set
+ * `checkSession` to confirm each token with Gatehouse (`GET /api/auth/session`, cached briefly).
+ *
+ *   const protector = createProtector({ issuer: 'https://auth.example.com' });
+ *   const denied = await protector.check(request); // null: allowed; else a Response to return
+ */
+import { createRemoteJWKSet, customFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { DEFAULT_RULES, decide, isApiPath, type Decision, type ProtectionRules } from './rules.ts';
+
+export { DEFAULT_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
+export { toFastifyHook, toNodeMiddleware } from './adapters.ts';
+
+export interface ProtectorOptions {
+  /** Gatehouse's public URL (its AUTH_URL): the token issuer and the JWKS location. */
+  issuer: string;
+  /** Expected `aud`; defaults to the issuer, as Gatehouse does. */
+  audience?: string;
+  rules?: ProtectionRules;
+  /** Where pages send people without a session; `callbackUrl` is appended. Default: Gatehouse's sign-in page. */
+  signInUrl?: string;
+  /** Cookie names that may carry the token, for apps on Gatehouse's own origin. */
+  cookieNames?: readonly string[];
+  /** Minimum time between JWKS fetches caused by an unknown `kid`. Default 30 s. */
+  cooldownMs?: number;
+  /** How long a fetched JWKS is used before it is refreshed. Default 10 min. */
+  jwksMaxAgeMs?: number;
+  /** Also ask Gatehouse whether the session is still live (catches sign-out at once). Default false. */
+  checkSession?: boolean | { cacheMs?: number };
+  /** For tests and special transports. */
+  fetch?: typeof fetch;
+}
+
+/** Who a verified token speaks for. */
+export interface GatehouseUser {
+  userId: string;
+  sessionId: string;
+  roles: string[];
+}
+
+export interface Protector {
+  /** Null when the request may proceed; otherwise the denial to send (401/403 JSON, or a redirect / 403 for pages). */
+  check(request: Request): Promise<Response | null>;
+  /** The user behind the request's token, or null; for handlers that need more than the rules. */
+  authenticate(request: Request): Promise<GatehouseUser | null>;
+  /** `check` and the user in one pass, for adapters that hand the user on to the app. */
+  evaluate(request: Request): Promise<{ denial: Response | null; user: GatehouseUser | null; decision: Decision }>;
+}
+
+const DEFAULT_COOKIE_NAMES = ['__Host-gatehouse.session', 'gatehouse.session'] as const;
+const MAX_TOKEN_LENGTH = 4096;
+
+export function createProtector(options: ProtectorOptions): Protector {
+  const issuer = options.issuer.replace(/\/+$/, '');
+  const audience = options.audience ?? issuer;
+  const rules = options.rules ?? DEFAULT_RULES;
+  const signInUrl = options.signInUrl ?? `${issuer}/auth/signin`;
+  const cookieNames = options.cookieNames ?? DEFAULT_COOKIE_NAMES;
+  const fetchImpl = options.fetch ?? fetch;
+  const keys: JWTVerifyGetKey = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`), {
+    cooldownDuration: options.cooldownMs ?? 30_000,
+    cacheMaxAge: options.jwksMaxAgeMs ?? 600_000,
+    timeoutDuration: 5_000,
+    ...(options.fetch !== undefined && { [customFetch]: options.fetch }),
+  });
+  const sessionCheck = options.checkSession === undefined || options.checkSession === false ? null : createSessionCheck(issuer, fetchImpl, options.checkSession === true ? {} : options.checkSession);
+
+  async function authenticate(request: Request): Promise<GatehouseUser | null> {
+    const token = readToken(request, cookieNames);
+    if (token === null || token.length > MAX_TOKEN_LENGTH) return null;
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, keys, { issuer, audience, algorithms: ['EdDSA'], typ: 'at+jwt', clockTolerance: 5, requiredClaims: ['sub', 'sid', 'exp'] }));
+    } catch {
+      // Bad signature, unknown kid, expired, wrong issuer, or the JWKS unreachable: no user.
+      return null;
+    }
+    const { sub, sid, roles } = payload;
+    if (typeof sub !== 'string' || typeof sid !== 'string' || !Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) return null;
+    if (sessionCheck !== null && !(await sessionCheck(token))) return null;
+    return { userId: sub, sessionId: sid, roles: roles as string[] };
+  }
+
+  async function decideRequest(request: Request) {
+    const path = new URL(request.url).pathname;
+    let decision = decide(path, null, rules);
+    let user: GatehouseUser | null = null;
+    if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
+      user = await authenticate(request);
+      decision = decide(path, user, rules);
+    }
+    return { decision, user };
+  }
+
+  function denialFor(decision: Extract<Decision, { action: 'deny' }>, request: Request): Response {
+    const url = new URL(request.url);
+    if (isApiPath(url.pathname) || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
+    if (decision.reason === 'UNAUTHENTICATED') {
+      const target = new URL(signInUrl);
+      target.searchParams.set('callbackUrl', `${url.pathname}${url.search}`);
+      return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });
+    }
+    return new Response('<!doctype html><title>Access denied</title><h1>Access denied</h1><p>Your account does not have the role this page needs.</p>', {
+      status: 403,
+      headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
+    });
+  }
+
+  async function evaluate(request: Request) {
+    const { decision, user } = await decideRequest(request);
+    return { decision, user, denial: decision.action === 'allow' ? null : denialFor(decision, request) };
+  }
+
+  return {
+    authenticate,
+    evaluate,
+    async check(request) {
+      return (await evaluate(request)).denial;
+    },
+  };
+}
+
+const DENIAL_MESSAGES = {
+  UNAUTHENTICATED: { status: 401, message: 'Sign in to continue.' },
+  FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
+  BAD_REQUEST: { status: 400, message: 'The request is malformed.' },
+} as const;
+
+function denialJson(reason: keyof typeof DENIAL_MESSAGES): Response {
+  const { status, message } = DENIAL_MESSAGES[reason];
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
+  if (status === 401) headers['www-authenticate'] = 'Bearer';
+  return new Response(JSON.stringify({ error: reason, message }), { status, headers });
+}
+
+/** `Authorization: Bearer <token>`, else one of our session cookies; an explicit header never falls back. */
+function readToken(request: Request, cookieNames: readonly string[]): string | null {
+  const authorization = request.headers.get('authorization');
+  if (authorization !== null) {
+    const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization);
+    return match ? match[1]! : null;
+  }
+  const cookies = parseCookies(request.headers.get('cookie'));
+  for (const name of cookieNames) {
+    const value = cookies.get(name);
+    if (value !== undefined) return value;
+  }
+  return null;
+}
+
+function parseCookies(header: string | null): Map<string, string> {
+  const cookies = new Map<string, string>();
+  if (header === null) return cookies;
+  for (const part of header.split(';')) {
+    const separator = part.indexOf('=');
+    if (separator === -1) continue;
+    const name = part.slice(0, separator).trim();
+    if (!cookies.has(name)) cookies.set(name, part.slice(separator + 1).trim());
+  }
+  return cookies;
+}
+
+/** Asks Gatehouse whether the token's session is live; answers are cached briefly per token. */
+function createSessionCheck(issuer: string, fetchImpl: typeof fetch, options: { cacheMs?: number }) {
+  const cacheMs = options.cacheMs ?? 5_000;
+  const cache = new Map<string, { live: boolean; until: number }>();
+  return async (token: string): Promise<boolean> => {
+    const now = Date.now();
+    const cached = cache.get(token);
+    if (cached !== undefined && cached.until > now) return cached.live;
+    let live = false;
+    try {
+      const response = await fetchImpl(`${issuer}/api/auth/session`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+      live = response.status === 200;
+      await response.body?.cancel();
+    } catch {
+      live = false; // fail closed: an unreachable Gatehouse grants nothing
+    }
+    if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
+    cache.set(token, { live, until: now + cacheMs });
+    return live;
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * The service's own route guard: the shared rules (rules.ts) applied to every request before its
+ * handler, with the session resolved by the strategy-aware authenticator. API paths are denied
+ * with JSON (401 UNAUTHENTICATED / 403 FORBIDDEN); pages redirect to sign-in, or show a 403 page.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { AppError } from '../errors.ts';
+import { signInRedirect } from '../http/sign-in-redirect.ts';
+import type { RequestAuthenticator } from '../http/authentication.ts';
+import { DEFAULT_RULES, decide, isApiPath, type ProtectionRules } from './rules.ts';
+
+export function registerRouteGuard(
+  app: FastifyInstance,
+  options: { authenticate: RequestAuthenticator; sendForbiddenPage: (reply: FastifyReply) => FastifyReply; rules?: ProtectionRules },
+): void {
+  const { authenticate, sendForbiddenPage } = options;
+  const rules = options.rules ?? DEFAULT_RULES;
+
+  app.addHook('onRequest', async (request, reply) => {
+    // Decide first without a user: most paths are public, and those cost no session lookup.
+    let decision = decide(request.url, null, rules);
+    if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
+      const auth = await authenticate(request, reply);
+      decision = decide(request.url, auth, rules);
+    }
+    if (decision.action === 'allow') return;
+
+    if (isApiPath(request.url) || decision.reason === 'BAD_REQUEST') throw new AppError(decision.reason);
+    if (decision.reason === 'UNAUTHENTICATED') {
+      // Come back to a page, never to a form's target (it answers only POST).
+      const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
+      void reply.header('cache-control', 'no-store');
+      return reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
+    }
+    return sendForbiddenPage(reply);
+  });
+}

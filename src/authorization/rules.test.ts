@@ -1,0 +1,110 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { DEFAULT_RULES, decide, isApiPath, normalisePath } from './rules.ts';
+
+describe('normalisePath', () => {
+  const cases: Array<[string, string | null]> = [
+    ['/', '/'],
+    ['', '/'],
+    ['/admin', '/admin'],
+    ['/Admin', '/admin'],
+    ['/ADMIN/Users', '/admin/users'],
+    ['/%61dmin', '/admin'],
+    ['/%2561dmin', '/admin'],
+    ['/%252561dmin', '/admin'],
+    ['/admin/.', '/admin'],
+    ['/admin/', '/admin'],
+    ['//admin', '/admin'],
+    ['///admin//x', '/admin/x'],
+    ['/./admin', '/admin'],
+    ['/dashboard/../admin', '/admin'],
+    ['/dashboard/%2e%2e/admin', '/admin'],
+    ['/../../admin', '/admin'],
+    ['/admin;x', '/admin'],
+    ['/admin;jsessionid=1/users', '/admin/users'],
+    ['/api%2fadmin', '/api/admin'],
+    ['/api\\admin', '/api/admin'],
+    ['/admin?x=1#y', '/admin'],
+    ['/ad%00min', null],
+    ['/ad\nmin', null],
+    ['/%zz', null],
+    ['/%E0%A4%A', null],
+  ];
+  for (const [input, expected] of cases) {
+    it(`${JSON.stringify(input)} -> ${JSON.stringify(expected)}`, () => assert.equal(normalisePath(input), expected));
+  }
+});
+
+describe('decide (the seed rules, in order)', () => {
+  const nobody = null;
+  const user = { roles: [] };
+  const editor = { roles: ['EDITOR'] };
+  const admin = { roles: ['ADMIN'] };
+
+  type Expect = 'allow' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST';
+  const table: Array<[string, Expect, Expect, Expect]> = [
+    // path, no session, a user, an ADMIN
+    ['/', 'allow', 'allow', 'allow'],
+    ['/about', 'allow', 'allow', 'allow'],
+    ['/auth/signin', 'allow', 'allow', 'allow'],
+    ['/dashboard', 'UNAUTHENTICATED', 'allow', 'allow'],
+    ['/dashboard/settings/x', 'UNAUTHENTICATED', 'allow', 'allow'],
+    ['/dashboards', 'allow', 'allow', 'allow'],
+    ['/admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/admin/users/1', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/administrator', 'allow', 'allow', 'allow'],
+    ['/api', 'UNAUTHENTICATED', 'allow', 'allow'],
+    ['/api/things', 'UNAUTHENTICATED', 'allow', 'allow'],
+    ['/api/admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/admin/users', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/auth', 'allow', 'allow', 'allow'],
+    ['/api/auth/session', 'allow', 'allow', 'allow'],
+    ['/api/authx', 'UNAUTHENTICATED', 'allow', 'allow'],
+    ['/api/health', 'allow', 'allow', 'allow'],
+    ['/api/docs/openapi.json', 'allow', 'allow', 'allow'],
+    // Bypass attempts: every spelling of /admin is /admin.
+    ['/Admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/ADMIN', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/%61dmin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/admin/.', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['//admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/./admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/dashboard/../admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/admin;x', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/API/Admin/users', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/%61dmin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/admin/.', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['//api//admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/./admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/auth/../admin/users', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/admin;x/users', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/health/../admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/ad%00min', 'BAD_REQUEST', 'BAD_REQUEST', 'BAD_REQUEST'],
+  ];
+  for (const [path, forNobody, forUser, forAdmin] of table) {
+    it(path, () => {
+      const outcome = (u: { roles: string[] } | null) => {
+        const decision = decide(path, u);
+        return decision.action === 'allow' ? 'allow' : decision.reason;
+      };
+      assert.equal(outcome(nobody), forNobody, 'no session');
+      assert.equal(outcome(user), forUser, 'a user');
+      assert.equal(outcome(editor), forUser, 'a user with another role');
+      assert.equal(outcome(admin), forAdmin, 'an ADMIN');
+    });
+  }
+
+  it('lets a downstream app change the rules', () => {
+    const rules = { ...DEFAULT_RULES, protectedPrefixes: ['/app'], roleRequirements: [{ prefix: '/app/billing', role: 'BILLING' }] };
+    assert.deepEqual(decide('/app/billing', { roles: ['ADMIN'] }, rules), { action: 'deny', reason: 'FORBIDDEN' });
+    assert.deepEqual(decide('/app/billing', { roles: ['BILLING'] }, rules), { action: 'allow' });
+    assert.deepEqual(decide('/dashboard', null, rules), { action: 'allow' });
+  });
+
+  it('tells API paths from pages', () => {
+    assert.equal(isApiPath('/api/admin'), true);
+    assert.equal(isApiPath('/API/x'), true);
+    assert.equal(isApiPath('/admin'), false);
+    assert.equal(isApiPath('/apiary'), false);
+  });
+});

@@ -1,0 +1,115 @@
+/**
+ * The route-protection rules: one implementation, used by the service's own guard and by
+ * `gatehouse/protect` in downstream apps. Pure functions of a path and a user; no I/O, no framework,
+ * no dependency, so a downstream app gets exactly the decisions the service makes.
+ *
+ * The seed's rules, in order, over the matcher `/dashboard/:path*`, `/admin/:path*`, `/api/:path*`:
+ *   1. exactly `/` is allowed;
+ *   2. no session user: denied (401 / sign-in redirect);
+ *   3. a path under `/admin` (or `/api/admin`) without role ADMIN: denied (403);
+ *   4. otherwise allowed.
+ * Deviation (DESIGN.md): `/api/auth` and below, `/api/health` and the API docs are public, or
+ * nobody could sign in.
+ *
+ * Paths are compared after normalisation (see `normalisePath`), and case-insensitively: routers
+ * differ (Fastify is case-sensitive, Express is not by default), and the guard must never be
+ * looser than the router behind it. So `/Admin`, `/%61dmin`, `//admin`, `/admin/.`, `/admin;x`
+ * and `/dashboard/../admin` are all `/admin` here.
+ */
+
+export interface ProtectionRules {
+  /** Path prefixes the guard applies to (a prefix matches itself and everything below it). */
+  readonly protectedPrefixes: readonly string[];
+  /** Path prefixes inside the protected ones that need no session. */
+  readonly publicPrefixes: readonly string[];
+  /** Path prefixes that need a role, checked in order; the first match decides. */
+  readonly roleRequirements: readonly { readonly prefix: string; readonly role: string }[];
+}
+
+export const ADMIN_ROLE = 'ADMIN';
+
+/** The seed's rules, with DESIGN.md's exemptions. */
+export const DEFAULT_RULES: ProtectionRules = Object.freeze({
+  protectedPrefixes: Object.freeze(['/dashboard', '/admin', '/api']),
+  publicPrefixes: Object.freeze(['/api/auth', '/api/health', '/api/docs']),
+  roleRequirements: Object.freeze([
+    Object.freeze({ prefix: '/admin', role: ADMIN_ROLE }),
+    Object.freeze({ prefix: '/api/admin', role: ADMIN_ROLE }),
+  ]),
+});
+
+export type Decision =
+  | { readonly action: 'allow' }
+  | { readonly action: 'deny'; readonly reason: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST' };
+
+export interface SessionUser {
+  readonly roles: readonly string[];
+}
+
+const ALLOW: Decision = Object.freeze({ action: 'allow' });
+const MAX_DECODE_ROUNDS = 3;
+
+/**
+ * The path as the most permissive router could understand it, lower-cased: query and fragment
+ * dropped, percent-decoding applied until nothing changes (so `%2561dmin` cannot hide `admin` from
+ * a router that decodes twice), backslashes read as slashes, `;parameters` removed from every
+ * segment, empty and `.` segments dropped, `..` resolved. Null for a path that cannot be decoded
+ * or that contains control characters: callers refuse it.
+ */
+export function normalisePath(rawPath: string): string | null {
+  let path = rawPath;
+  const end = path.search(/[?#]/);
+  if (end !== -1) path = path.slice(0, end);
+  for (let round = 0; round < MAX_DECODE_ROUNDS && path.includes('%'); round++) {
+    try {
+      const decoded = decodeURIComponent(path);
+      if (decoded === path) break;
+      path = decoded;
+    } catch {
+      return null;
+    }
+  }
+  if (path.includes('%') && /%[0-9a-f]{2}/i.test(path)) return null; // still encoded after the rounds
+  if (/[\u0000-\u001f\u007f]/.test(path)) return null;
+
+  const segments: string[] = [];
+  for (const rawSegment of path.replace(/\\/g, '/').split('/')) {
+    const segment = rawSegment.split(';')[0]!.trim().toLowerCase();
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') segments.pop();
+    else segments.push(segment);
+  }
+  return `/${segments.join('/')}`;
+}
+
+/** True when `path` is `prefix` or below it (`/api` covers `/api/x`, not `/apix`). */
+export function isUnder(path: string, prefix: string): boolean {
+  return path === prefix || path.startsWith(`${prefix}/`) || prefix === '/';
+}
+
+/** Whether the guard applies to this path at all (the seed's matcher). */
+export function isProtectedPath(normalisedPath: string, rules: ProtectionRules = DEFAULT_RULES): boolean {
+  return rules.protectedPrefixes.some((prefix) => isUnder(normalisedPath, prefix));
+}
+
+/** Applies the rules to a raw request path and the session user (null when there is none). */
+export function decide(rawPath: string, user: SessionUser | null, rules: ProtectionRules = DEFAULT_RULES): Decision {
+  const path = normalisePath(rawPath);
+  if (path === null) return { action: 'deny', reason: 'BAD_REQUEST' };
+  // Rule 1, and everything outside the matcher.
+  if (path === '/' || !isProtectedPath(path, rules)) return ALLOW;
+  if (rules.publicPrefixes.some((prefix) => isUnder(path, prefix))) return ALLOW;
+  // Rule 2.
+  if (user === null) return { action: 'deny', reason: 'UNAUTHENTICATED' };
+  // Rule 3.
+  const requirement = rules.roleRequirements.find((r) => isUnder(path, r.prefix));
+  if (requirement !== undefined && !user.roles.includes(requirement.role)) return { action: 'deny', reason: 'FORBIDDEN' };
+  // Rule 4.
+  return ALLOW;
+}
+
+/** Whether a path gets JSON denials (API) rather than pages (redirect / 403 page). */
+export function isApiPath(rawPath: string): boolean {
+  const path = normalisePath(rawPath);
+  return path === null || isUnder(path, '/api');
+}
