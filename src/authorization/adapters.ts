@@ -16,7 +16,9 @@ function toWebRequest(request: { method?: string; url?: string; headers: Incomin
     if (typeof value === 'string') headers.set(name, value);
     else if (Array.isArray(value)) headers.set(name, value.join(', '));
   }
-  return new Request(new URL(request.url ?? '/', `${protocol}://${host}`), { method: request.method ?? 'GET', headers });
+  // Concatenated, never resolved against a base: `//admin` resolved would become host "admin", path "/".
+  const path = (request.url ?? '/').startsWith('/') ? request.url ?? '/' : `/${request.url}`;
+  return new Request(`${protocol}://${host}${path}`, { method: request.method ?? 'GET', headers });
 }
 
 async function sendWebResponse(response: Response, res: ServerResponse): Promise<void> {

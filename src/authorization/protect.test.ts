@@ -1,0 +1,71 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { freePort } from '../../test/helpers/process.ts';
+import { createProtector } from './protect.ts';
+
+const PASSWORD = 'correct horse battery staple';
+
+describe('createProtector against a live Gatehouse (Web Request/Response)', () => {
+  let database: TestDatabase;
+  let t: TestApp;
+  let issuer: string;
+
+  before(async () => {
+    const [sqlite] = await backends();
+    database = await sqlite!.create();
+    const port = await freePort();
+    issuer = `http://127.0.0.1:${port}`;
+    t = await createTestApp(database, { env: { AUTH_URL: issuer } });
+    await t.app.listen({ port, host: '127.0.0.1' });
+    assert.equal((t.app.server.address() as AddressInfo).port, port);
+    await createUser(t.services, { email: 'user@example.com', password: PASSWORD });
+  });
+  after(async () => {
+    await t?.close();
+    await database?.drop();
+  });
+
+  async function signIn(): Promise<string> {
+    const response = await fetch(`${issuer}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'user@example.com', password: PASSWORD }) });
+    return ((await response.json()) as { token: string }).token;
+  }
+
+  const request = (path: string, token?: string) =>
+    new Request(`https://app.example${path}`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+
+  it('returns null to allow and a Response to deny', async () => {
+    const protector = createProtector({ issuer });
+    const token = await signIn();
+    assert.equal(await protector.check(request('/api/data', token)), null);
+    const denied = await protector.check(request('/api/data'));
+    assert.ok(denied instanceof Response);
+    assert.equal(denied.status, 401);
+    assert.equal(denied.headers.get('www-authenticate'), 'Bearer');
+    assert.deepEqual(await denied.json(), { error: 'UNAUTHENTICATED', message: 'Sign in to continue.' });
+    const forbidden = await protector.check(request('/admin', token));
+    assert.equal(forbidden?.status, 403);
+  });
+
+  it('is stateless by default; with checkSession a signed-out token is refused at once', async () => {
+    const token = await signIn();
+    const stateless = createProtector({ issuer });
+    const live = createProtector({ issuer, checkSession: { cacheMs: 0 } });
+    assert.equal(await live.check(request('/api/data', token)), null);
+    await fetch(`${issuer}/api/auth/signout`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(await stateless.check(request('/api/data', token)), null, 'documented: valid until it expires');
+    assert.equal((await live.check(request('/api/data', token)))?.status, 401);
+  });
+
+  it('fails closed when the issuer cannot be reached', async () => {
+    const token = await signIn();
+    const down: typeof fetch = async () => {
+      throw new TypeError('fetch failed: connect ECONNREFUSED');
+    };
+    const unreachable = createProtector({ issuer, fetch: down });
+    assert.equal((await unreachable.check(request('/api/data', token)))?.status, 401, 'no JWKS, no access');
+    assert.equal(await createProtector({ issuer }).check(request('/api/data', token)), null, 'the same token with the JWKS reachable');
+  });
+});

@@ -1,0 +1,149 @@
+/**
+ * `gatehouse/protect` in a separate downstream process against a live Gatehouse: the same rules
+ * as the service, tokens verified by the issuer's JWKS, forged signatures and unknown kids refused,
+ * and no JWKS fetch storm. A counting proxy in front of Gatehouse sees every JWKS fetch.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SignJWT, generateKeyPair, decodeJwt } from 'jose';
+import { backends, type TestDatabase } from './helpers/databases.ts';
+import { TEST_SECRET, createTestApp, createUser, type TestApp } from './helpers/app.ts';
+import { REPO_ROOT, freePort, runNode, startNode, type Child } from './helpers/process.ts';
+import { addSigningKey } from '../src/sessions/signing-keys.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const COOLDOWN_MS = 1_000;
+
+async function signInOver(base: string, email: string): Promise<string> {
+  const response = await fetch(`${base}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) });
+  const body = (await response.json()) as { token: string };
+  return body.token;
+}
+
+describe('gatehouse/protect in a downstream process', () => {
+  let database: TestDatabase;
+  let gatehouse: TestApp;
+  let proxy: Server;
+  let jwksFetches = 0;
+  let issuer: string;
+  let app: Child;
+  let nodeBase: string;
+  let fastifyBase: string;
+  let userToken: string;
+  let adminToken: string;
+
+  before(async () => {
+    if (!existsSync(join(REPO_ROOT, 'dist/protect/protect.js'))) {
+      const build = await runNode([join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(REPO_ROOT, 'tsconfig.protect.json')], { env: {}, timeoutMs: 60_000 });
+      assert.equal(build.code, 0, `building gatehouse/protect failed:\n${build.stdout}${build.stderr}`);
+    }
+    const [sqlite] = await backends();
+    database = await sqlite!.create();
+    // Gatehouse is reached through the proxy, so the proxy's address is its public URL (issuer).
+    const proxyPort = await freePort();
+    issuer = `http://127.0.0.1:${proxyPort}`;
+    gatehouse = await createTestApp(database, { env: { AUTH_URL: issuer } });
+    await gatehouse.app.listen({ port: 0, host: '127.0.0.1' });
+    const gatehousePort = (gatehouse.app.server.address() as AddressInfo).port;
+    proxy = createServer((incoming, outgoing) => {
+      if (incoming.url === '/.well-known/jwks.json') jwksFetches++;
+      const forward = httpRequest({ host: '127.0.0.1', port: gatehousePort, method: incoming.method, path: incoming.url, headers: incoming.headers }, (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      });
+      forward.on('error', () => outgoing.destroy());
+      incoming.pipe(forward);
+    });
+    await new Promise<void>((resolve) => proxy.listen(proxyPort, '127.0.0.1', resolve));
+
+    await createUser(gatehouse.services, { email: 'user@example.com', password: PASSWORD });
+    await createUser(gatehouse.services, { email: 'admin@example.com', password: PASSWORD, roles: ['ADMIN'] });
+    const signIn = (email: string) => signInOver(issuer, email);
+    userToken = await signIn('user@example.com');
+    adminToken = await signIn('admin@example.com');
+
+    app = startNode([join(REPO_ROOT, 'test/fixtures/downstream-app.mjs')], {
+      env: { GATEHOUSE_URL: issuer, JWKS_COOLDOWN_MS: String(COOLDOWN_MS) },
+      cwd: REPO_ROOT,
+      deadlineMs: 120_000,
+    });
+    const ready = await app.waitForLog((entry) => entry.msg === 'downstream ready', 20_000, 'downstream ready');
+    nodeBase = `http://127.0.0.1:${ready.nodePort}`;
+    fastifyBase = `http://127.0.0.1:${ready.fastifyPort}`;
+  });
+  after(async () => {
+    await app?.stop(5_000).catch(() => app?.kill());
+    await new Promise((resolve) => proxy?.close(resolve));
+    await gatehouse?.close();
+    await database?.drop();
+  });
+
+  async function get(base: string, path: string, token?: string) {
+    const response = await fetch(`${base}${path}`, { redirect: 'manual', headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+    const text = await response.text();
+    return { status: response.status, location: response.headers.get('location'), text, json: () => JSON.parse(text) };
+  }
+
+  for (const [adapter, base] of [['Node middleware', () => nodeBase], ['Fastify hook', () => fastifyBase]] as const) {
+    it(`${adapter}: applies the seed's rules with our tokens`, async () => {
+      assert.equal((await get(base(), '/')).status, 200, 'exactly / is public');
+      const api = await get(base(), '/api/data');
+      assert.equal(api.status, 401);
+      assert.equal(api.json().error, 'UNAUTHENTICATED');
+      const page = await get(base(), '/dashboard/reports?x=1');
+      assert.equal(page.status, 303);
+      assert.equal(page.location, `${issuer}/auth/signin?callbackUrl=%2Fdashboard%2Freports%3Fx%3D1`);
+
+      const asUser = await get(base(), '/api/data', userToken);
+      assert.equal(asUser.status, 200);
+      assert.equal(asUser.json().user.userId, decodeJwt(userToken).sub, 'the app receives the verified user');
+      for (const path of ['/admin/panel', '/Admin/panel', '/%61dmin/panel', '//admin', '/dashboard/../admin', '/admin;x', '/api/admin/x', '/API/%61dmin/x']) {
+        const denied = await get(base(), path, userToken);
+        assert.equal(denied.status, 403, `${path} for a user`);
+      }
+      const asAdmin = await get(base(), '/admin/panel', adminToken);
+      assert.equal(asAdmin.status, 200);
+      assert.equal(asAdmin.json().page, 'admin content');
+    });
+
+    it(`${adapter}: refuses a forged signature and a token from another issuer's key`, async () => {
+      const [header, payload, signature] = userToken.split('.');
+      const raised = Buffer.from(JSON.stringify({ ...decodeJwt(userToken), roles: ['ADMIN'] })).toString('base64url');
+      assert.equal((await get(base(), '/api/admin/x', `${header}.${raised}.${signature}`)).status, 401, 'tampered roles');
+      assert.equal((await get(base(), '/admin/panel', `${header}.${raised}.${signature}`)).status, 303, 'a page: off to sign in');
+      const flipped = `${header}.${payload}.${signature!.slice(0, -2)}${signature!.endsWith('AA') ? 'BB' : 'AA'}`;
+      assert.equal((await get(base(), '/api/data', flipped)).status, 401, 'flipped signature');
+      const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+      const { kid } = JSON.parse(Buffer.from(header!, 'base64url').toString());
+      const foreign = await new SignJWT({ ...decodeJwt(userToken), roles: ['ADMIN'] }).setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt', kid }).sign(privateKey);
+      assert.equal((await get(base(), '/api/admin/x', foreign)).status, 401, 'our kid, another key');
+    });
+  }
+
+  it('refetches the JWKS for an unknown kid at most once per cooldown, however many requests ask', async () => {
+    await get(nodeBase, '/api/data', userToken); // JWKS loaded
+    await sleep(COOLDOWN_MS + 200);
+    const before = jwksFetches;
+    const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const tokens = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => new SignJWT({ ...decodeJwt(userToken) }).setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt', kid: `unknown-${i}` }).sign(privateKey)),
+    );
+    const statuses = await Promise.all(tokens.map((token) => get(nodeBase, '/api/data', token).then((r) => r.status)));
+    assert.deepEqual([...new Set(statuses)], [401]);
+    assert.ok(jwksFetches - before <= 1, `JWKS fetched ${jwksFetches - before} times for 30 unknown kids`);
+  });
+
+  it('accepts tokens signed with a key Gatehouse added later (refetch on the new kid)', async () => {
+    const kid = await addSigningKey({ db: gatehouse.services.storage.db, authSecret: TEST_SECRET, clock: Date.now });
+    await gatehouse.services.keys.reload();
+    const fresh = await signInOver(issuer, 'user@example.com');
+    assert.equal(JSON.parse(Buffer.from(fresh.split('.')[0]!, 'base64url').toString()).kid, kid);
+    await sleep(COOLDOWN_MS + 200);
+    for (const base of [nodeBase, fastifyBase]) assert.equal((await get(base, '/api/data', fresh)).status, 200);
+  });
+});
