@@ -21,7 +21,9 @@ import { jwksRoutes } from './sessions/jwks.routes.ts';
 import { adminRoutes } from './admin/admin.routes.ts';
 import { healthRoutes } from './ops/health.routes.ts';
 import { uiRoutes } from './ui/ui.routes.ts';
+import { adminPageRoutes } from './ui/admin-pages.routes.ts';
 import { assetRoutes } from './ui/asset.routes.ts';
+import { devOutboxRoutes } from './mail/dev-outbox.routes.ts';
 
 /** Auth requests are small; anything larger is refused before it is parsed. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -91,8 +93,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     await browser.register(browserSignInRoutes, routeOptions);
     await browser.register(signOutRoutes, routeOptions);
     await browser.register(uiRoutes, routeOptions);
+    await browser.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config });
   });
   await app.register(assetRoutes);
+  // Development and tests without EMAIL_SERVER_HOST only; never registered in production.
+  await app.register(devOutboxRoutes, { mail: services.mail, config });
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 

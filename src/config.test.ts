@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
 
 const SECRET = 'x'.repeat(48);
+/** Production needs a mail server; tests about other settings give it one. */
+const MAIL = { EMAIL_SERVER_HOST: 'smtp.example.com', EMAIL_FROM: 'no-reply@example.com' } as const;
 
 function problemsOf(env: Record<string, string>): readonly string[] {
   try {
@@ -41,7 +43,7 @@ describe('loadConfig', () => {
   });
 
   it('names every problem at once in production', () => {
-    const problems = problemsOf({ NODE_ENV: 'production', AUTH_URL: 'http://auth.example.com', DATABASE_URL: 'mysql://x', PORT: 'eighty' });
+    const problems = problemsOf({ ...MAIL, NODE_ENV: 'production', AUTH_URL: 'http://auth.example.com', DATABASE_URL: 'mysql://x', PORT: 'eighty' });
     assert.equal(problems.length, 4, problems.join('\n'));
     for (const name of ['AUTH_SECRET', 'AUTH_URL', 'DATABASE_URL', 'PORT']) {
       assert.ok(problems.some((p) => p.startsWith(name)), `${name} is named`);
@@ -51,14 +53,14 @@ describe('loadConfig', () => {
   });
 
   it('refuses a short AUTH_SECRET and never echoes it', () => {
-    const problems = problemsOf({ NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com', AUTH_SECRET: 'short-secret-value' });
+    const problems = problemsOf({ ...MAIL, NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com', AUTH_SECRET: 'short-secret-value' });
     assert.equal(problems.length, 1);
     assert.match(problems[0]!, /^AUTH_SECRET must be at least 32 characters/);
     assert.ok(!problems[0]!.includes('short-secret-value'));
   });
 
   it('accepts a valid production configuration', () => {
-    const config = loadConfig({ NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com/', AUTH_SECRET: SECRET, DATABASE_URL: 'postgres://u:p@db:5432/gatehouse' });
+    const config = loadConfig({ ...MAIL, NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com/', AUTH_SECRET: SECRET, DATABASE_URL: 'postgres://u:p@db:5432/gatehouse' });
     assert.equal(config.authUrl, 'https://auth.example.com');
     assert.equal(config.isSecureOrigin, true);
     assert.equal(config.host, '0.0.0.0');
@@ -125,5 +127,77 @@ describe('loadConfig', () => {
     const path = join(dataDir, 'auth-secret');
     assert.equal(readFileSync(path, 'utf8').trim(), first.authSecret);
     assert.equal(statSync(path).mode & 0o777, 0o600);
+  });
+
+  describe('mail', () => {
+    const base = { AUTH_SECRET: SECRET, DATA_DIR: tmpdir() };
+
+    it('uses the dev outbox without EMAIL_SERVER_HOST outside production', () => {
+      for (const env of ['development', 'test']) {
+        const { mail } = loadConfig({ ...base, NODE_ENV: env });
+        assert.equal(mail.kind, 'dev-outbox');
+        assert.equal(mail.smtp, null);
+        assert.equal(mail.maxAttempts, 8);
+        assert.equal(mail.pollIntervalMs, 5_000);
+        assert.equal(mail.retentionSeconds, 7 * 86_400);
+      }
+    });
+
+    it('requires a mail server in production', () => {
+      const problems = problemsOf({ NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com', AUTH_SECRET: SECRET });
+      assert.equal(problems.length, 1, problems.join('\n'));
+      assert.match(problems[0]!, /^EMAIL_SERVER_HOST is required when NODE_ENV=production: mail is required in production for password reset and sign-up/);
+    });
+
+    it('reads an SMTP server: port 587 by default, TLS required for any host but a loopback relay', () => {
+      const config = loadConfig({ ...base, ...MAIL });
+      assert.equal(config.mail.kind, 'smtp');
+      assert.deepEqual(config.mail.smtp, { host: 'smtp.example.com', port: 587, isImplicitTls: false, requireTls: true, auth: null });
+      assert.deepEqual(config.mail.from, { name: null, address: 'no-reply@example.com' });
+      assert.equal(loadConfig({ ...base, ...MAIL, EMAIL_SERVER_PORT: '465' }).mail.smtp?.isImplicitTls, true);
+      for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', 'LOCALHOST', '::1', '[::1]']) {
+        assert.equal(loadConfig({ ...base, ...MAIL, EMAIL_SERVER_HOST: host }).mail.smtp?.requireTls, false, host);
+      }
+      for (const host of ['128.0.0.1', '10.0.0.1', 'localhost.example.com', '127.0.0.1.example.com', '::ffff:127.0.0.1', 'smtp.local']) {
+        assert.equal(loadConfig({ ...base, ...MAIL, EMAIL_SERVER_HOST: host }).mail.smtp?.requireTls, true, host);
+      }
+    });
+
+    it('authenticates only with EMAIL_SERVER_USER, keeps the password as given, and never echoes it', () => {
+      const withUser = loadConfig({ ...base, ...MAIL, EMAIL_SERVER_USER: 'relay', EMAIL_SERVER_PASSWORD: '  p@ss word  ' });
+      assert.deepEqual(withUser.mail.smtp?.auth, { user: 'relay', password: '  p@ss word  ' });
+      const problems = problemsOf({ ...base, ...MAIL, EMAIL_SERVER_PASSWORD: 'hunter2-secret' });
+      assert.equal(problems.length, 1);
+      assert.match(problems[0]!, /^EMAIL_SERVER_USER and EMAIL_SERVER_PASSWORD must be set together/);
+      assert.ok(!problems[0]!.includes('hunter2-secret'));
+      assert.equal(problemsOf({ ...base, ...MAIL, EMAIL_SERVER_USER: 'relay' }).length, 1);
+    });
+
+    it('parses EMAIL_FROM with or without a display name', () => {
+      assert.deepEqual(loadConfig({ ...base, ...MAIL, EMAIL_FROM: 'Gatehouse <no-reply@example.com>' }).mail.from, { name: 'Gatehouse', address: 'no-reply@example.com' });
+      assert.deepEqual(loadConfig({ ...base, ...MAIL, EMAIL_FROM: '"Acme, Inc." <a@b.example>' }).mail.from, { name: 'Acme, Inc.', address: 'a@b.example' });
+    });
+
+    it('names each bad mail setting', () => {
+      const cases: Array<[Record<string, string>, string]> = [
+        [{ ...MAIL, EMAIL_FROM: 'not an address' }, 'EMAIL_FROM'],
+        [{ ...MAIL, EMAIL_FROM: 'a@b.example, c@d.example' }, 'EMAIL_FROM'],
+        [{ ...MAIL, EMAIL_FROM: 'Name <a@b.example' }, 'EMAIL_FROM'],
+        [{ EMAIL_SERVER_HOST: 'smtp.example.com' }, 'EMAIL_FROM'],
+        [{ ...MAIL, EMAIL_SERVER_HOST: 'smtp://smtp.example.com' }, 'EMAIL_SERVER_HOST'],
+        [{ ...MAIL, EMAIL_SERVER_HOST: 'smtp.example.com:587' }, 'EMAIL_SERVER_HOST'],
+        [{ ...MAIL, EMAIL_SERVER_PORT: '0' }, 'EMAIL_SERVER_PORT'],
+        [{ EMAIL_SERVER_PORT: '2525' }, 'EMAIL_SERVER_PORT'],
+        [{ EMAIL_SERVER_USER: 'u', EMAIL_SERVER_PASSWORD: 'p' }, 'EMAIL_SERVER_USER, EMAIL_SERVER_PASSWORD are set but EMAIL_SERVER_HOST is not'],
+        [{ MAIL_MAX_ATTEMPTS: '0' }, 'MAIL_MAX_ATTEMPTS'],
+        [{ MAIL_POLL_INTERVAL_MS: '10' }, 'MAIL_POLL_INTERVAL_MS'],
+        [{ MAIL_RETENTION: 'forever' }, 'MAIL_RETENTION'],
+      ];
+      for (const [env, name] of cases) {
+        const problems = problemsOf({ ...base, ...env });
+        assert.equal(problems.length, 1, `${JSON.stringify(env)}: ${problems.join('; ')}`);
+        assert.ok(problems[0]!.startsWith(name), problems[0]);
+      }
+    });
   });
 });

@@ -8,6 +8,7 @@ import { migrateToLatest, openStorage } from './storage/database.ts';
 import { createServices } from './services.ts';
 import { buildApp } from './app.ts';
 import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
+import { warmPasswordEstimator } from './credentials/password-policy.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -21,6 +22,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   try {
     await migrateToLatest(storage.db);
     const services = await createServices({ config, storage });
+    warmPasswordEstimator();
     const app = await buildApp(services);
     const adminResult = await bootstrapAdmin(services);
     if (adminResult === 'created') app.log.info({ email: config.admin?.email }, 'created the ADMIN user from ADMIN_EMAIL');
@@ -50,6 +52,9 @@ function printBanner(config: Config, listeningOn: string, userCount: number): vo
     `  Gatehouse is running at ${url}  (listening on ${listeningOn}; ${config.database.kind}, ${config.sessionStrategy} sessions)`,
     `  JWKS:     ${url}/.well-known/jwks.json`,
     `  API docs: ${url}/api/docs/openapi.json`,
+    config.mail.kind === 'smtp'
+      ? `  Mail:     SMTP ${config.mail.smtp.host}:${config.mail.smtp.port}${config.mail.smtp.requireTls ? ' (TLS required)' : ''}`
+      : `  Mail:     not sent (EMAIL_SERVER_HOST is not set); see ${url}/dev/outbox`,
   ];
   if (userCount === 0) {
     lines.push(

@@ -14,6 +14,7 @@ import { createRevocationList } from './sessions/revocation-list.ts';
 import { createAuditService } from './audit/audit.service.ts';
 import { createAuditRetentionJob } from './audit/audit-retention.ts';
 import { createAdminService } from './admin/admin.service.ts';
+import { createMailService } from './mail/mail.service.ts';
 import { createLogger } from './http/logging.ts';
 import type { Logger } from './lib/logger.ts';
 
@@ -61,11 +62,13 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     users,
     sessions,
     hasher,
-    policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength },
+    policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength, minScore: config.passwords.minScore },
     audit,
   });
   const admin = createAdminService({ users, sessions, credentials, audit });
+  const mail = createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger });
   auditRetention.start();
+  mail.start();
 
   return {
     config,
@@ -79,12 +82,13 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     credentials,
     audit,
     auditRetention,
+    mail,
     admin,
     logger,
     /** Stops background work and waits for a purge in progress; storage is closed by its owner. */
     async stop() {
       revocations.stop();
-      await auditRetention.stop();
+      await Promise.all([auditRetention.stop(), mail.stop()]);
     },
   };
 }

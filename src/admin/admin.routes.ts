@@ -25,6 +25,8 @@ export interface AdminRouteOptions {
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
+/** The most roles one user may hold (the admin pages refuse more, too). */
+export const MAX_ROLES = 50;
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
@@ -85,7 +87,7 @@ const limitField = z.coerce
 
 const roleList = z
   .array(z.string().max(64).refine(isValidRole, 'must be a role name: A-Z, 0-9 and _, starting with a letter'), { error: 'must be an array of role names' })
-  .max(50, 'must list at most 50 roles');
+  .max(MAX_ROLES, `must list at most ${MAX_ROLES} roles`);
 
 const nameField = z.string({ error: required }).trim().min(1, 'is required').max(200, 'must be at most 200 characters');
 

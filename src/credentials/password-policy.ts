@@ -1,20 +1,50 @@
 /**
- * What makes a password acceptable, after NIST SP 800-63B: a minimum length counted in
- * characters (not bytes), a generous maximum, no composition rules, and a refusal of passwords
- * that are known to be common or that merely repeat the account's own e-mail or name.
+ * What makes a new password acceptable, after NIST SP 800-63B-4: a minimum length counted in
+ * code points after NFKC (no composition rules), at least 128 accepted, and a refusal, with a
+ * reason a person can act on, of passwords that an attacker would guess early: common passwords,
+ * keyboard walks, dates, and anything built from the account's e-mail, name or the service's name.
+ * Guessability is estimated by zxcvbn-ts with its common-password and English dictionaries,
+ * a maintained estimator rather than a list of our own.
  */
-import { COMMON_PASSWORDS } from './common-passwords.ts';
+import { ZxcvbnFactory, type ZxcvbnResult } from '@zxcvbn-ts/core';
+import * as zxcvbnCommon from '@zxcvbn-ts/language-common';
+import * as zxcvbnEnglish from '@zxcvbn-ts/language-en';
 
 export interface PasswordPolicy {
   minLength: number;
   maxLength: number;
+  /** zxcvbn score (0–4) a password must reach; 3 is "safely unguessable" (about 10^8 guesses). */
+  minScore: number;
 }
 
 export type PasswordRejection =
   | { reason: 'TOO_SHORT'; message: string }
   | { reason: 'TOO_LONG'; message: string }
   | { reason: 'TOO_COMMON'; message: string }
-  | { reason: 'CONTAINS_IDENTITY'; message: string };
+  | { reason: 'CONTAINS_IDENTITY'; message: string }
+  | { reason: 'TOO_GUESSABLE'; message: string };
+
+/** Words of ours an attacker would try first, besides the user's own. */
+const SERVICE_WORDS = ['gatehouse', 'gate house', 'auth', 'login', 'signin', 'admin'];
+/** zxcvbn's cost grows quickly with length; past this, the rest of a long password adds strength anyway. */
+const ESTIMATED_PREFIX_LENGTH = 100;
+
+let estimator: ZxcvbnFactory | undefined;
+
+/** Built on first use (about 150 ms: the dictionaries are large). */
+function getEstimator(): ZxcvbnFactory {
+  estimator ??= new ZxcvbnFactory({
+    dictionary: { ...zxcvbnCommon.dictionary, ...zxcvbnEnglish.dictionary },
+    graphs: zxcvbnCommon.adjacencyGraphs,
+    translations: zxcvbnEnglish.translations,
+  });
+  return estimator;
+}
+
+/** Builds the estimator now, so the first sign-up does not pay for it. */
+export function warmPasswordEstimator(): void {
+  getEstimator();
+}
 
 /** Returns why the password is refused, or null when it is acceptable. */
 export function checkPassword(
@@ -23,30 +53,47 @@ export function checkPassword(
   identity: { email?: string; name?: string } = {},
 ): PasswordRejection | null {
   const normalised = password.normalize('NFKC');
-  const length = countCharacters(normalised);
+  const length = [...normalised].length;
   if (length < policy.minLength) {
     return { reason: 'TOO_SHORT', message: `must be at least ${policy.minLength} characters` };
   }
   if (length > policy.maxLength) {
     return { reason: 'TOO_LONG', message: `must be at most ${policy.maxLength} characters` };
   }
-  const folded = normalised.toLowerCase();
-  if (COMMON_PASSWORDS.has(folded) || new Set(folded).size <= 2) {
-    return { reason: 'TOO_COMMON', message: 'is too common or too easy to guess' };
-  }
-  const localPart = identity.email?.split('@')[0]?.toLowerCase();
-  const name = identity.name?.trim().toLowerCase();
-  if (folded === identity.email?.toLowerCase() || (localPart && localPart.length >= 4 && folded === localPart) || (name && name.length >= 4 && folded === name)) {
-    return { reason: 'CONTAINS_IDENTITY', message: 'must not be your e-mail address or name' };
-  }
-  return null;
+
+  const userInputs = identityWords(identity);
+  const result = getEstimator().check([...normalised].slice(0, ESTIMATED_PREFIX_LENGTH).join(''), userInputs);
+  if (result.score >= policy.minScore) return null;
+  return explain(result);
 }
 
-const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+function identityWords(identity: { email?: string; name?: string }): string[] {
+  const words = new Set(SERVICE_WORDS);
+  const email = identity.email?.trim().toLowerCase();
+  if (email) {
+    words.add(email);
+    const [local = '', domain = ''] = email.split('@');
+    words.add(local);
+    for (const part of local.split(/[._+-]+/)) if (part.length >= 3) words.add(part);
+    const domainName = domain.split('.')[0];
+    if (domainName !== undefined && domainName.length >= 3) words.add(domainName);
+  }
+  const name = identity.name?.trim().toLowerCase();
+  if (name) {
+    words.add(name);
+    for (const part of name.split(/\s+/)) if (part.length >= 3) words.add(part);
+  }
+  return [...words];
+}
 
-/** Characters as a person counts them: `é` or `🗝️` is one, whatever its code points. */
-function countCharacters(text: string): number {
-  let count = 0;
-  for (const _ of graphemes.segment(text)) count++;
-  return count;
+function explain(result: ZxcvbnResult): PasswordRejection {
+  const dictionaries = result.sequence.map((match) => ('dictionaryName' in match ? String(match.dictionaryName) : ''));
+  if (dictionaries.includes('userInputs')) {
+    return { reason: 'CONTAINS_IDENTITY', message: 'must not be built from your e-mail address, your name or the name of this service' };
+  }
+  if (dictionaries.some((name) => name.startsWith('passwords'))) {
+    return { reason: 'TOO_COMMON', message: 'is too common: it is on lists of passwords attackers try first' };
+  }
+  const hint = result.feedback.warning ?? result.feedback.suggestions[0] ?? 'Add more words that are less common.';
+  return { reason: 'TOO_GUESSABLE', message: `is too easy to guess. ${hint}` };
 }

@@ -11,6 +11,8 @@ import { createSqliteDialect, openSqlite } from './sqlite.ts';
 import * as initial from './migrations/0001-initial.ts';
 import * as auditEvents from './migrations/0002-audit-events.ts';
 import * as usersCreatedAt from './migrations/0003-users-created-at.ts';
+import * as mailOutbox from './migrations/0004-mail-outbox.ts';
+import * as actionTokens from './migrations/0005-action-tokens.ts';
 
 export type Db = Kysely<Database>;
 
@@ -27,6 +29,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-audit-events': auditEvents,
   '0003-users-created-at': usersCreatedAt,
+  '0004-mail-outbox': mailOutbox,
+  '0005-action-tokens': actionTokens,
 };
 
 const PG_INT8_OID = 20;

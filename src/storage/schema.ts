@@ -74,13 +74,50 @@ export interface AuditEventsTable {
   created_at: number;
 }
 
+export type MailStatus = 'pending' | 'sent' | 'failed';
+
+export interface MailOutboxTable {
+  id: string;
+  to_address: string;
+  /** A `TemplateName` of `mail/templates.ts`. */
+  template: string;
+  /** The rendered message, sealed under a key derived from AUTH_SECRET; null once sent by SMTP. A secret. */
+  payload: string | null;
+  status: MailStatus;
+  /** Tries started so far (a try is counted when a worker claims the row). */
+  attempts: number;
+  next_attempt_at: number;
+  /** A worker holds the row until then; after it, another may take it over. */
+  locked_until: number | null;
+  locked_by: string | null;
+  /** A short error code and server reply of the last failure; never the payload. */
+  last_error: string | null;
+  delivered_via: 'smtp' | 'dev-outbox' | null;
+  created_at: number;
+  sent_at: number | null;
+}
+
+export interface ActionTokensTable {
+  id: string;
+  user_id: string;
+  /** What the token may do: `password_reset` or `email_verification`. */
+  purpose: string;
+  /** SHA-256 (base64url) of the token; the token itself is only ever in the e-mail. */
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  consumed_at: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   user_roles: UserRolesTable;
   sessions: SessionsTable;
   signing_keys: SigningKeysTable;
   revoked_sessions: RevokedSessionsTable;
+  action_tokens: ActionTokensTable;
   audit_events: AuditEventsTable;
+  mail_outbox: MailOutboxTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -88,4 +125,6 @@ export type NewUserRow = Insertable<UsersTable>;
 export type SessionRow = Selectable<SessionsTable>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;
 export type AuditEventRow = Selectable<AuditEventsTable>;
+export type MailOutboxRow = Selectable<MailOutboxTable>;
 export type { Generated };
+export type ActionTokenRow = Selectable<ActionTokensTable>;

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FastifyReply } from 'fastify';
+import type { SessionSummary } from '../sessions/session.service.ts';
 // The core build has no file-system lookups: templates are only what we load, by name.
 import { Eta } from 'eta/core';
 
@@ -17,6 +18,19 @@ interface PageFrame {
   title: string;
   /** Wider content column (the dashboard's session list). */
   isWide?: boolean;
+  /** The widest column, for tables (the admin pages). */
+  isFull?: boolean;
+}
+
+/** A moment as a `<time datetime>` value and as text. */
+export interface TimeText {
+  iso: string;
+  text: string;
+}
+
+export function formatTime(epochMs: number): TimeText {
+  const iso = new Date(epochMs).toISOString();
+  return { iso, text: `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` };
 }
 
 export interface SessionItem {
@@ -24,8 +38,60 @@ export interface SessionItem {
   isCurrent: boolean;
   userAgent: string;
   ip: string;
-  createdAt: { iso: string; text: string };
-  lastSeenAt: { iso: string; text: string };
+  createdAt: TimeText;
+  lastSeenAt: TimeText;
+  expiresAt: TimeText;
+}
+
+/** A person's sessions for a page: the one this browser uses (`currentId`) first, then the most recently used. */
+export function toSessionItems(list: readonly SessionSummary[], currentId: string | null): SessionItem[] {
+  return [...list]
+    .sort((a, b) => Number(b.id === currentId) - Number(a.id === currentId) || b.lastSeenAt - a.lastSeenAt)
+    .map((s) => ({
+      id: s.id,
+      isCurrent: s.id === currentId,
+      userAgent: s.userAgent ?? 'Unknown device',
+      ip: s.ip ?? 'Unknown',
+      createdAt: formatTime(s.createdAt),
+      lastSeenAt: formatTime(s.lastSeenAt),
+      expiresAt: formatTime(s.expiresAt),
+    }));
+}
+
+/** A message at the top of a page: what a form just did, or why it did not. */
+export interface PageAlert {
+  isError: boolean;
+  code: string;
+  message: string;
+}
+
+/** What every admin page gives `admin-header.eta`. */
+interface AdminFrame {
+  section: 'users' | 'events';
+  alerts: PageAlert[];
+}
+
+export interface AdminUserItem {
+  href: string;
+  name: string;
+  email: string;
+  roles: string[];
+  isDisabled: boolean;
+  createdAt: TimeText;
+}
+
+export interface AdminEventItem {
+  createdAt: TimeText;
+  type: string;
+  /** The account's id with a link to it; null when the event has none. */
+  user: { id: string; href: string } | null;
+  actor: { id: string; href: string } | null;
+  email: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  reason: string | null;
+  /** JSON text. */
+  details: string | null;
 }
 
 /** Each page's template name and the data it reads. */
@@ -45,6 +111,40 @@ export interface PageModels {
     sessions: SessionItem[];
     hasOtherSessions: boolean;
     notice: { code: string; message: string } | null;
+    isAdmin: boolean;
+  };
+  'admin-users': AdminFrame & {
+    query: string;
+    users: AdminUserItem[];
+    nextHref: string | null;
+    /** Set on every page but the first. */
+    firstHref: string | null;
+  };
+  'admin-user': AdminFrame & {
+    csrfToken: string;
+    user: {
+      id: string;
+      name: string;
+      email: string;
+      roles: string[];
+      isEmailVerified: boolean;
+      disabledAt: TimeText | null;
+      createdAt: TimeText;
+      updatedAt: TimeText;
+    };
+    /** The admin is looking at their own account. */
+    isSelf: boolean;
+    sessions: SessionItem[];
+    eventsHref: string;
+    actions: { roles: string; disable: string; enable: string; endSession: string; endAllSessions: string };
+  };
+  'admin-events': AdminFrame & {
+    filter: { userId: string; type: string };
+    types: readonly string[];
+    isFiltered: boolean;
+    events: AdminEventItem[];
+    nextHref: string | null;
+    firstHref: string | null;
   };
 }
 
@@ -63,7 +163,7 @@ export function createPageRenderer(dir: string = TEMPLATES_DIR): PageRenderer {
 
   return {
     render(page, model) {
-      return eta.render(page, { isWide: false, ...model });
+      return eta.render(page, { isWide: false, isFull: false, ...model });
     },
   };
 }

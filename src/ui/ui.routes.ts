@@ -14,10 +14,12 @@ import type { Csrf } from '../http/csrf.ts';
 import { toSafeLocalPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
 import { clearSessionCookies } from '../http/session-cookie.ts';
-import type { SessionService, SessionSummary } from '../sessions/session.service.ts';
+import type { SessionService } from '../sessions/session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 import { authErrorExplanation, dashboardErrorMessage, signInErrorMessage } from './messages.ts';
-import { createPageRenderer, sendPage, type SessionItem } from './render.ts';
+import { createPageRenderer, sendPage, toSessionItems } from './render.ts';
+import { firstValue, shownCode } from './page-query.ts';
 
 export interface UiRouteOptions {
   sessions: SessionService;
@@ -27,41 +29,11 @@ export interface UiRouteOptions {
 }
 
 export const DASHBOARD_PAGE = '/dashboard';
-/** Long enough for any real code; a longer one is cut, not refused, so the page still explains. */
-const MAX_SHOWN_CODE_LENGTH = 100;
-
-/** Query values are strings, or arrays when repeated: take the first. */
-const firstValue = (value: unknown) => (Array.isArray(value) ? value[0] : value);
-
-/** An error code from a link, to be shown back: never a reason to refuse the page. Empty is none. */
-const shownCode = z
-  .preprocess(firstValue, z.string())
-  .transform((code) => (code === '' ? undefined : Array.from(code).slice(0, MAX_SHOWN_CODE_LENGTH).join('')))
-  .optional();
 
 /** Judged by `toSafeLocalPath`, which refuses what is too long or not ours. */
 const callbackUrl = z.preprocess(firstValue, z.string()).optional();
 
 const csrfField = z.string().max(200).optional();
-
-function formatTime(epochMs: number): { iso: string; text: string } {
-  const iso = new Date(epochMs).toISOString();
-  return { iso, text: `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` };
-}
-
-/** The current session first, then the most recently used. */
-function toSessionItems(list: SessionSummary[], currentId: string): SessionItem[] {
-  return [...list]
-    .sort((a, b) => Number(b.id === currentId) - Number(a.id === currentId) || b.lastSeenAt - a.lastSeenAt)
-    .map((s) => ({
-      id: s.id,
-      isCurrent: s.id === currentId,
-      userAgent: s.userAgent ?? 'Unknown device',
-      ip: s.ip ?? 'Unknown',
-      createdAt: formatTime(s.createdAt),
-      lastSeenAt: formatTime(s.lastSeenAt),
-    }));
-}
 
 export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, options) => {
   const { sessions, authenticate, csrf, config } = options;
@@ -128,6 +100,7 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
         isWide: true,
         csrfToken: csrf.issueToken(request, reply),
         user: view.user,
+        isAdmin: view.user.roles.includes(ADMIN_ROLE),
         sessions: items,
         hasOtherSessions: items.some((item) => !item.isCurrent),
         notice: error === undefined ? null : { code: error, message: dashboardErrorMessage(error) },

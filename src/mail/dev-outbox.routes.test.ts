@@ -1,0 +1,139 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, TEST_SECRET, type TestApp } from '../../test/helpers/app.ts';
+import { loadConfig } from '../config.ts';
+import type { Logger } from '../lib/logger.ts';
+import { createMailService } from './mail.service.ts';
+import { migrateToLatest, openStorage } from '../storage/database.ts';
+import { createMailRenderer, TEMPLATE_NAMES } from './templates.ts';
+
+const TOKEN = 'dev-outbox-token-0123456789';
+
+for (const backend of await backends()) {
+  describe(`dev outbox on ${backend.name}`, { skip: backend.skip }, () => {
+    let database: TestDatabase;
+    before(async () => {
+      database = await backend.create();
+    });
+    after(async () => {
+      await database?.drop();
+    });
+
+    async function withApp(env: Record<string, string>, fn: (test: TestApp) => Promise<void>) {
+      const test = await createTestApp(database, { env: { LOG_LEVEL: 'silent', ...env } });
+      try {
+        await fn(test);
+      } finally {
+        await test.close();
+      }
+    }
+
+    it('keeps mail in the outbox in development and lists it at /dev/outbox', async () => {
+      await withApp({ NODE_ENV: 'development' }, async ({ app, services }) => {
+        assert.equal(services.config.mail.kind, 'dev-outbox');
+        const { mail } = services;
+        const { id } = await mail.enqueue(services.storage.db, {
+          to: 'grace@example.test',
+          template: 'password-reset',
+          data: { name: 'Grace <b>Hopper</b>', resetUrl: mail.link('/auth/reset-password', { token: TOKEN }), expiresInMinutes: 30 },
+        });
+        await mail.runOnce();
+        const row = await services.storage.db.selectFrom('mail_outbox').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+        assert.equal(row.status, 'sent');
+        assert.equal(row.delivered_via, 'dev-outbox');
+        assert.notEqual(row.payload, null, 'kept, to be shown');
+
+        const response = await app.inject({ method: 'GET', url: '/dev/outbox' });
+        assert.equal(response.statusCode, 200);
+        assert.match(String(response.headers['content-type']), /^text\/html/);
+        assert.match(String(response.headers['content-security-policy']), /script-src 'none'/);
+        assert.equal(response.headers['cache-control'], 'no-store');
+        const link = `${services.config.authUrl}/auth/reset-password?token=${TOKEN}`;
+        assert.ok(response.body.includes(`<a href="${link}">${link}</a>`), response.body);
+        assert.ok(response.body.includes('Reset your Gatehouse password'));
+        assert.ok(response.body.includes('grace@example.test'));
+        assert.ok(response.body.includes('Grace &lt;b&gt;Hopper&lt;/b&gt;'), 'the text body is escaped on the page');
+        assert.ok(!response.body.includes('<b>Hopper'));
+      });
+    });
+
+    it('logs the links of a dev-outbox message in development only: the one exception to "no token in logs"', async () => {
+      const storage = openStorage(database.config);
+      try {
+        await migrateToLatest(storage.db);
+        for (const env of ['development', 'test'] as const) {
+          const lines: unknown[] = [];
+          const logger: Logger = { error: (d, m) => lines.push([d, m]), warn: (d, m) => lines.push([d, m]), info: (d, m) => lines.push([d, m]) };
+          const config = loadConfig({ NODE_ENV: env, AUTH_SECRET: TEST_SECRET, AUTH_URL: 'http://localhost:3000', DATA_DIR: tmpdir(), DATABASE_URL: database.url });
+          const mail = createMailService({ db: storage.db, isPostgres: backend.name === 'postgres', config, clock: () => Date.now(), logger });
+          const { id } = await mail.enqueue(storage.db, {
+            to: 'ada@example.test',
+            template: 'verify-email',
+            data: { name: null, verifyUrl: mail.link('/auth/verify-email', { token: TOKEN }), expiresInMinutes: 60 },
+          });
+          assert.equal((await mail.runOnce()).sent, 1);
+          const logged = JSON.stringify(lines);
+          assert.ok(logged.includes(id), logged);
+          assert.equal(logged.includes(TOKEN), env === 'development', `${env}: ${logged}`);
+          await mail.stop();
+        }
+      } finally {
+        await storage.close();
+      }
+    });
+
+    it('has no /dev/outbox route in production', async () => {
+      await withApp(
+        {
+          NODE_ENV: 'production',
+          AUTH_URL: 'https://auth.example.test',
+          EMAIL_SERVER_HOST: '127.0.0.1',
+          EMAIL_SERVER_PORT: '2525',
+          EMAIL_FROM: 'no-reply@example.test',
+        },
+        async ({ app, services }) => {
+          assert.equal(services.mail.kind, 'smtp');
+          const response = await app.inject({ method: 'GET', url: '/dev/outbox' });
+          assert.equal(response.statusCode, 404);
+          assert.ok(!app.printRoutes().includes('outbox'));
+        },
+      );
+    });
+
+    it('has no /dev/outbox route in development when mail goes to an SMTP server', async () => {
+      await withApp({ NODE_ENV: 'development', EMAIL_SERVER_HOST: '127.0.0.1', EMAIL_SERVER_PORT: '2525', EMAIL_FROM: 'no-reply@example.test' }, async ({ app }) => {
+        assert.equal((await app.inject({ method: 'GET', url: '/dev/outbox' })).statusCode, 404);
+      });
+    });
+  });
+}
+
+describe('mail templates', () => {
+  const renderer = createMailRenderer({ authUrl: 'https://auth.example.test' });
+  const url = (path: string) => `https://auth.example.test${path}?token=a&b=<c>`;
+
+  it('renders every template as text and HTML with its links, escaping only the HTML', () => {
+    const rendered = [
+      renderer.render('password-reset', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }),
+      renderer.render('password-changed', { name: null, changedAt: Date.UTC(2026, 10, 21, 14, 5), forgotPasswordUrl: url('/auth/forgot-password') }),
+      renderer.render('verify-email', { name: 'Ada', verifyUrl: url('/auth/verify-email'), expiresInMinutes: 1440 }),
+      renderer.render('signup-existing-account', { name: 'Ada', signInUrl: url('/auth/signin'), forgotPasswordUrl: url('/auth/forgot-password') }),
+    ];
+    assert.equal(rendered.length, TEMPLATE_NAMES.length);
+    for (const mail of rendered) {
+      assert.ok(mail.subject.length > 0 && !/[\r\n]/.test(mail.subject));
+      assert.ok(mail.text.includes('?token=a&b=<c>'), mail.text);
+      assert.ok(!mail.text.includes('&amp;'), 'plain text is not HTML-escaped');
+      assert.ok(mail.html.includes('?token=a&amp;b=&lt;c&gt;'), mail.html);
+      assert.ok(!mail.html.includes('<c>'));
+      assert.ok(mail.html.startsWith('<!doctype html>'));
+    }
+    assert.ok(rendered[0]!.text.startsWith('Hello Ada,'));
+    assert.ok(rendered[1]!.text.startsWith('Hello,'));
+    assert.ok(rendered[1]!.text.includes('2026-11-21 at 14:05 UTC'));
+    assert.ok(rendered[2]!.text.includes('within 24 hours'));
+    assert.ok(rendered[3]!.text.includes('/auth/signin') && rendered[3]!.text.includes('/auth/forgot-password'));
+  });
+});

@@ -1,0 +1,436 @@
+import { describe, it, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { startSmtpServer, type TestSmtpServer } from '../../test/helpers/smtp.ts';
+import { TEST_SECRET } from '../../test/helpers/app.ts';
+import { loadConfig, type Env } from '../config.ts';
+import { migrateToLatest, openStorage, type Storage } from '../storage/database.ts';
+import type { Logger } from '../lib/logger.ts';
+import { createMailService, type MailService } from './mail.service.ts';
+import { retryDelayMs } from './outbox-worker.ts';
+import * as store from './outbox.store.ts';
+import { createSmtpTransport, MailSendError } from './transports.ts';
+
+const AUTH_URL = 'https://auth.example.test';
+const START = 1_700_000_000_000;
+const DAY_MS = 86_400_000;
+
+/** A clock tests move by hand. */
+function fakeClock(start = START) {
+  let now = start;
+  return Object.assign(() => now, {
+    advance(ms: number) {
+      now += ms;
+    },
+  });
+}
+
+/** A logger that keeps what it is told. */
+function recordingLogger() {
+  const lines: Array<{ level: string; details: object; message: string }> = [];
+  const logger: Logger = {
+    error: (details, message) => lines.push({ level: 'error', details, message }),
+    warn: (details, message) => lines.push({ level: 'warn', details, message }),
+    info: (details, message) => lines.push({ level: 'info', details, message }),
+  };
+  return Object.assign(logger, {
+    lines,
+    /** Everything logged, as one string, for "never appears" checks. */
+    text: () => JSON.stringify(lines, (_key, value: unknown) => (value instanceof Error ? { message: value.message, stack: value.stack } : value)),
+  });
+}
+
+/** A reset link with a token that must never show up anywhere but the mail itself. */
+function resetMessage(to = 'ada@example.test', token = `tok_${Math.random().toString(36).slice(2)}secret`) {
+  return {
+    token,
+    message: {
+      to,
+      template: 'password-reset' as const,
+      data: { name: 'Ada <Lovelace>', resetUrl: `${AUTH_URL}/auth/reset-password?token=${token}`, expiresInMinutes: 60 },
+    },
+  };
+}
+
+for (const backend of await backends()) {
+  describe(`mail outbox over SMTP on ${backend.name}`, { skip: backend.skip }, () => {
+    let database: TestDatabase;
+    let storage: Storage;
+    let smtp: TestSmtpServer;
+    const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-mail-'));
+    const started: MailService[] = [];
+
+    before(async () => {
+      database = await backend.create();
+      storage = openStorage(database.config);
+      await migrateToLatest(storage.db);
+      smtp = await startSmtpServer();
+    });
+    after(async () => {
+      for (const mail of started) await mail.stop();
+      await smtp?.stop();
+      await storage?.close();
+      await database?.drop();
+    });
+    beforeEach(async () => {
+      await storage.db.deleteFrom('mail_outbox').execute();
+      smtp.reset();
+      if (smtp.port === 0) await smtp.start();
+    });
+
+    function configFor(env: Env = {}) {
+      return loadConfig({
+        NODE_ENV: 'test',
+        AUTH_SECRET: TEST_SECRET,
+        AUTH_URL,
+        DATA_DIR: dataDir,
+        DATABASE_URL: database.url,
+        EMAIL_SERVER_HOST: '127.0.0.1',
+        EMAIL_SERVER_PORT: String(smtp.port),
+        EMAIL_FROM: 'Gatehouse <no-reply@example.test>',
+        ...env,
+      });
+    }
+
+    /** A mail service on its own clock and logger; its worker runs only when the test says. */
+    function mailService(options: { env?: Env; storage?: Storage } = {}) {
+      const clock = fakeClock();
+      const logger = recordingLogger();
+      const mail = createMailService({
+        db: (options.storage ?? storage).db,
+        isPostgres: backend.name === 'postgres',
+        config: configFor(options.env),
+        clock,
+        logger,
+        random: () => 0,
+      });
+      started.push(mail);
+      return { mail, clock, logger };
+    }
+
+    const rowOf = (id: string) => storage.db.selectFrom('mail_outbox').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+    it('delivers an enqueued message with the right from, to, subject, text and HTML, then drops its payload', async () => {
+      const { mail, logger } = mailService();
+      const { message, token } = resetMessage();
+      const { id } = await mail.enqueue(storage.db, message);
+      assert.deepEqual(await mail.runOnce(), { sent: 1, retried: 0, failed: 0 });
+
+      assert.equal(smtp.messages.length, 1);
+      const received = smtp.messages[0]!;
+      assert.equal(received.mailFrom, 'no-reply@example.test');
+      assert.deepEqual(received.rcptTo, ['ada@example.test']);
+      assert.equal(received.from, '"Gatehouse" <no-reply@example.test>');
+      assert.equal(received.to, 'ada@example.test');
+      assert.equal(received.subject, 'Reset your Gatehouse password');
+      assert.equal(received.messageId, `<${id}@example.test>`);
+      assert.equal(received.headers.get('auto-submitted'), 'auto-generated');
+      // The link in both parts; the name raw in text, escaped in HTML.
+      assert.ok(received.text.includes(`${AUTH_URL}/auth/reset-password?token=${token}`), received.text);
+      assert.ok(received.text.startsWith('Hello Ada <Lovelace>,'), received.text);
+      assert.ok(received.text.includes('within 1 hour'));
+      assert.ok(received.html.includes(`href="${AUTH_URL}/auth/reset-password?token=${token}"`), received.html);
+      assert.ok(received.html.includes('Hello Ada &lt;Lovelace&gt;,'));
+      assert.ok(!received.html.includes('<Lovelace>'));
+
+      const row = await rowOf(id);
+      assert.equal(row.status, 'sent');
+      assert.equal(row.delivered_via, 'smtp');
+      assert.equal(row.attempts, 1);
+      assert.equal(row.sent_at, START);
+      assert.equal(row.payload, null, 'a sent message keeps no link');
+      assert.equal(row.locked_by, null);
+      assert.deepEqual(smtp.authAttempts, [], 'no AUTH without EMAIL_SERVER_USER');
+      assert.ok(!logger.text().includes(token));
+    });
+
+    it('stores the payload sealed: the link is not in the table in clear', async () => {
+      const { mail } = mailService();
+      const { message, token } = resetMessage();
+      const { id } = await mail.enqueue(storage.db, message);
+      const row = await rowOf(id);
+      assert.equal(row.status, 'pending');
+      assert.ok(row.payload !== null && row.payload.startsWith('v1.'));
+      assert.ok(!JSON.stringify(row).includes(token));
+      assert.ok(!JSON.stringify(row).includes('reset-password'));
+    });
+
+    it('sends right after an enqueue once started, without waiting for the poll interval', async () => {
+      const { mail } = mailService({ env: { MAIL_POLL_INTERVAL_MS: '600000' } });
+      mail.start();
+      await mail.runOnce(); // the start-up run, so the enqueue below is what wakes the worker
+      const before = Date.now();
+      await mail.enqueue(storage.db, resetMessage().message);
+      await smtp.waitForMessages(1, 5_000);
+      assert.ok(Date.now() - before < 5_000);
+      await mail.stop();
+    });
+
+    it('sends nothing for a message enqueued in a transaction that rolls back, and sends one that commits', async () => {
+      const { mail } = mailService();
+      await assert.rejects(
+        storage.db.transaction().execute(async (trx) => {
+          await mail.enqueue(trx, resetMessage('rolled-back@example.test').message);
+          throw new Error('the token write failed');
+        }),
+        /the token write failed/,
+      );
+      const committed = await storage.db.transaction().execute((trx) => mail.enqueue(trx, resetMessage('committed@example.test').message));
+      assert.deepEqual(await mail.runOnce(), { sent: 1, retried: 0, failed: 0 });
+      assert.deepEqual(smtp.messages.map((m) => m.to), ['committed@example.test']);
+      const rows = await storage.db.selectFrom('mail_outbox').select('id').execute();
+      assert.deepEqual(rows.map((r) => r.id), [committed.id]);
+    });
+
+    it('backs off while SMTP is down, loses nothing, and delivers exactly once when it is back', async () => {
+      const { mail, clock, logger } = mailService();
+      const { message, token } = resetMessage();
+      await smtp.stop();
+      const { id } = await mail.enqueue(storage.db, message);
+
+      const delays: number[] = [];
+      for (let attempt = 1; attempt <= 4; attempt++) {
+        assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 1, failed: 0 });
+        const row = await rowOf(id);
+        assert.equal(row.status, 'pending');
+        assert.equal(row.attempts, attempt);
+        assert.match(row.last_error ?? '', /^(ESOCKET|ECONNECTION|ETIMEDOUT)/);
+        assert.equal(row.locked_by, null);
+        delays.push(row.next_attempt_at - clock());
+        // Not due yet: nothing is tried before its time.
+        clock.advance(row.next_attempt_at - clock() - 1);
+        assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 0 });
+        clock.advance(1);
+      }
+      assert.deepEqual(delays, [5_000, 10_000, 20_000, 40_000]);
+      assert.ok(logger.lines.some((l) => l.level === 'warn' && (l.details as { mailId?: string }).mailId === id));
+
+      await smtp.start();
+      assert.deepEqual(await mail.runOnce(), { sent: 1, retried: 0, failed: 0 });
+      clock.advance(DAY_MS);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 0 });
+      assert.equal(smtp.messages.length, 1);
+      assert.ok(smtp.messages[0]!.text.includes(token));
+      assert.equal((await rowOf(id)).status, 'sent');
+      assert.ok(!logger.text().includes(token));
+    });
+
+    it('retries a 4xx refusal and delivers when the server accepts again', async () => {
+      const { mail, clock } = mailService();
+      smtp.refuse({ code: 451, stage: 'data', message: 'try again later' });
+      const { id } = await mail.enqueue(storage.db, resetMessage().message);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 1, failed: 0 });
+      assert.match((await rowOf(id)).last_error ?? '', /^EMESSAGE 451/);
+      smtp.refuse(null);
+      clock.advance(5_000);
+      assert.deepEqual(await mail.runOnce(), { sent: 1, retried: 0, failed: 0 });
+      assert.equal(smtp.messages.length, 1);
+    });
+
+    it('marks a message failed after MAIL_MAX_ATTEMPTS and logs an error without the payload', async () => {
+      const { mail, clock, logger } = mailService({ env: { MAIL_MAX_ATTEMPTS: '3' } });
+      smtp.refuse({ code: 452, stage: 'rcpt', message: 'mailbox full, try later' });
+      const { message, token } = resetMessage();
+      const { id } = await mail.enqueue(storage.db, message);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 1, failed: 0 });
+      clock.advance(5_000);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 1, failed: 0 });
+      clock.advance(10_000);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 1 });
+      clock.advance(DAY_MS);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 0 }, 'a failed message is not tried again');
+
+      const row = await rowOf(id);
+      assert.equal(row.status, 'failed');
+      assert.equal(row.attempts, 3);
+      assert.match(row.last_error ?? '', /^EENVELOPE 452/);
+      const errors = logger.lines.filter((l) => l.level === 'error');
+      assert.equal(errors.length, 1);
+      assert.deepEqual(errors[0]!.details, { mailId: id, template: 'password-reset', attempts: 3, error: 'EENVELOPE', responseCode: 452 });
+      const logged = logger.text();
+      for (const secret of [token, 'reset-password', 'Reset your Gatehouse password', 'Lovelace']) assert.ok(!logged.includes(secret), secret);
+      assert.equal(smtp.messages.length, 0);
+    });
+
+    it('marks a message failed at once when the server refuses it for good (5xx)', async () => {
+      const { mail, logger } = mailService();
+      smtp.refuse({ code: 550, stage: 'rcpt', message: 'no such user' });
+      const { id } = await mail.enqueue(storage.db, resetMessage('nobody@example.test').message);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 1 });
+      const row = await rowOf(id);
+      assert.equal(row.status, 'failed');
+      assert.equal(row.attempts, 1);
+      assert.match(row.last_error ?? '', /^EENVELOPE 550/);
+      assert.ok(logger.lines.some((l) => l.level === 'error' && (l.details as { mailId?: string }).mailId === id));
+    });
+
+    it('authenticates only when EMAIL_SERVER_USER is set, with the configured credentials', async () => {
+      const password = ' pass word with spaces ';
+      const { mail, logger } = mailService({ env: { EMAIL_SERVER_USER: 'relay-user', EMAIL_SERVER_PASSWORD: password } });
+      await mail.enqueue(storage.db, resetMessage().message);
+      assert.deepEqual(await mail.runOnce(), { sent: 1, retried: 0, failed: 0 });
+      assert.equal(smtp.authAttempts.length, 1);
+      assert.equal(smtp.authAttempts[0]!.username, 'relay-user');
+      assert.equal(smtp.authAttempts[0]!.password, password);
+      assert.ok(!logger.text().includes(password));
+
+      smtp.reset();
+      const anonymous = mailService().mail;
+      await anonymous.enqueue(storage.db, resetMessage().message);
+      assert.deepEqual(await anonymous.runOnce(), { sent: 1, retried: 0, failed: 0 });
+      assert.deepEqual(smtp.authAttempts, []);
+    });
+
+    it('two workers on one database never send a message twice', async () => {
+      const second = openStorage(database.config);
+      try {
+        const a = mailService();
+        const b = mailService({ storage: second });
+        const count = 30;
+        const ids = new Set<string>();
+        for (let i = 0; i < count; i++) ids.add((await a.mail.enqueue(storage.db, resetMessage(`user${i}@example.test`).message)).id);
+        const sentBy = [0, 0];
+        for (let round = 0; round < 5 && sentBy[0]! + sentBy[1]! < count; round++) {
+          // runOnce() shares a run in progress, so each worker is asked once per round.
+          const results = await Promise.all([a.mail.runOnce(), b.mail.runOnce()]);
+          results.forEach((r, i) => (sentBy[i]! += r.sent));
+        }
+        assert.equal(sentBy[0]! + sentBy[1]!, count);
+        assert.ok(sentBy[0]! > 0 && sentBy[1]! > 0, `both workers took part: ${sentBy.join(' + ')}`);
+        const messageIds = smtp.messages.map((m) => m.messageId);
+        assert.equal(messageIds.length, count);
+        assert.equal(new Set(messageIds).size, count, 'no message arrived twice');
+        for (const messageId of messageIds) assert.ok(ids.has(/^<([^@]+)@/.exec(messageId)![1]!));
+        const rows = await storage.db.selectFrom('mail_outbox').select(['status', 'attempts']).execute();
+        assert.ok(rows.every((r) => r.status === 'sent' && r.attempts === 1), JSON.stringify(rows));
+      } finally {
+        await second.close();
+      }
+    });
+
+    it('gives a due message to exactly one of many concurrent claims', async () => {
+      const second = openStorage(database.config);
+      try {
+        const { mail, clock } = mailService();
+        const { id } = await mail.enqueue(storage.db, resetMessage().message);
+        const isPostgres = backend.name === 'postgres';
+        const claims = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            store.claimNextDue(i % 2 === 0 ? storage.db : second.db, { now: clock(), owner: `owner-${i}`, lockedUntil: clock() + 60_000, isPostgres }),
+          ),
+        );
+        const winners = claims.filter((row) => row !== null);
+        assert.equal(winners.length, 1);
+        assert.equal(winners[0]!.id, id);
+        assert.equal(winners[0]!.attempts, 1);
+        assert.equal((await rowOf(id)).locked_by, winners[0]!.locked_by);
+      } finally {
+        await second.close();
+      }
+    });
+
+    it('takes over a message whose worker died mid-send once its claim runs out', async () => {
+      const { mail, clock } = mailService();
+      const { id } = await mail.enqueue(storage.db, resetMessage().message);
+      const claimed = await store.claimNextDue(storage.db, { now: clock(), owner: 'dead-instance', lockedUntil: clock() + 60_000, isPostgres: backend.name === 'postgres' });
+      assert.equal(claimed?.id, id);
+      assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 0 }, 'held by the other instance');
+      clock.advance(60_001);
+      assert.deepEqual(await mail.runOnce(), { sent: 1, retried: 0, failed: 0 });
+      assert.equal((await rowOf(id)).attempts, 2);
+      assert.equal(smtp.messages.length, 1);
+    });
+
+    it('marks a message failed when its payload cannot be opened (AUTH_SECRET changed)', async () => {
+      const { mail: before } = mailService();
+      const { id } = await before.enqueue(storage.db, resetMessage().message);
+      const { mail: after, logger } = mailService({ env: { AUTH_SECRET: 'another-secret-that-is-long-enough-0123456789' } });
+      assert.deepEqual(await after.runOnce(), { sent: 0, retried: 0, failed: 1 });
+      assert.match((await rowOf(id)).last_error ?? '', /^UNREADABLE/);
+      assert.equal(logger.lines.filter((l) => l.level === 'error').length, 1);
+      assert.equal(smtp.messages.length, 0);
+    });
+
+    it('deletes sent and failed messages older than MAIL_RETENTION, never pending ones', async () => {
+      const { mail: writer, clock: writerClock } = mailService();
+      const old = await writer.enqueue(storage.db, resetMessage('old@example.test').message);
+      await writer.runOnce();
+      const pending = await writer.enqueue(storage.db, resetMessage('pending@example.test').message);
+      await storage.db.updateTable('mail_outbox').set({ next_attempt_at: writerClock() + 30 * DAY_MS }).where('id', '=', pending.id).execute();
+
+      const { mail: later, clock } = mailService({ env: { MAIL_RETENTION: '7d' } });
+      clock.advance(7 * DAY_MS + 1);
+      await later.runOnce();
+      const left = await storage.db.selectFrom('mail_outbox').select('id').execute();
+      assert.deepEqual(left.map((r) => r.id), [pending.id]);
+      assert.notEqual(old.id, pending.id);
+    });
+
+    it('refuses links outside AUTH_URL, bad addresses and unknown templates, writing nothing', async () => {
+      const { mail } = mailService();
+      const cases: unknown[] = [
+        { to: 'ada@example.test', template: 'password-reset', data: { name: null, resetUrl: 'https://evil.example/auth/reset-password?token=x', expiresInMinutes: 60 } },
+        { to: 'ada@example.test', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}.evil.example/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test', template: 'verify-email', data: { name: null, verifyUrl: 'javascript:alert(1)', expiresInMinutes: 60 } },
+        { to: 'Ada <ada@example.test>', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test\r\nBcc: eve@example.test', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test, eve@example.test', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test', template: 'welcome', data: {} },
+      ];
+      for (const message of cases) {
+        await assert.rejects(mail.enqueue(storage.db, message as never), TypeError, JSON.stringify(message));
+      }
+      assert.equal((await storage.db.selectFrom('mail_outbox').select('id').execute()).length, 0);
+    });
+  });
+}
+
+describe('SMTP transport security', () => {
+  let smtp: TestSmtpServer;
+  before(async () => {
+    smtp = await startSmtpServer();
+  });
+  after(async () => {
+    await smtp?.stop();
+  });
+
+  it('sends neither mail nor credentials in clear when TLS is required and the server offers no STARTTLS', async () => {
+    const transport = createSmtpTransport(
+      { host: smtp.host, port: smtp.port, isImplicitTls: false, requireTls: true, auth: { user: 'relay', password: 'never-in-clear' } },
+      { name: null, address: 'no-reply@example.test' },
+    );
+    const sending = transport.send(
+      { id: 'm1', to: 'ada@example.test', template: 'password-reset', subject: 's', text: 't', html: '<p>t</p>' },
+      AbortSignal.timeout(10_000),
+    );
+    await assert.rejects(sending, (error: unknown) => {
+      assert.ok(error instanceof MailSendError);
+      assert.equal(error.failure.code, 'ETLS');
+      assert.equal(error.failure.isPermanent, false);
+      return true;
+    });
+    transport.close();
+    assert.equal(smtp.messages.length, 0);
+    assert.deepEqual(smtp.authAttempts, []);
+  });
+});
+
+describe('retryDelayMs', () => {
+  it('doubles from 5 s, caps at 15 min, and takes off at most 20 % at random', () => {
+    assert.deepEqual([1, 2, 3, 4, 8, 9, 20].map((n) => retryDelayMs(n, () => 0)), [5_000, 10_000, 20_000, 40_000, 640_000, 900_000, 900_000]);
+    assert.equal(retryDelayMs(1, () => 0.999_999), 4_000);
+    assert.equal(retryDelayMs(30, () => 0.5), 810_000);
+  });
+});
+
+describe('mail links', () => {
+  it('builds links from AUTH_URL only, with the query encoded', () => {
+    const config = loadConfig({ NODE_ENV: 'test', AUTH_SECRET: TEST_SECRET, AUTH_URL: 'https://auth.example.test/base/', DATA_DIR: tmpdir() });
+    const mail = createMailService({ db: {} as never, isPostgres: false, config, clock: () => START, logger: recordingLogger() });
+    assert.equal(mail.link('/auth/reset-password', { token: 'a b&c' }), 'https://auth.example.test/base/auth/reset-password?token=a+b%26c');
+    assert.equal(mail.link('/auth/signin'), 'https://auth.example.test/base/auth/signin');
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * Mail that is never lost. A feature calls `enqueue(db, message)` inside the transaction that
+ * makes the thing the mail is about (a reset token, say): the message is rendered, sealed and
+ * written to the outbox table in that transaction, so the token and its mail commit or vanish
+ * together. A background worker sends it; an HTTP answer never waits on SMTP.
+ *
+ * Messages are rendered at enqueue time, not send time: a missing field or a broken template fails
+ * in the caller (who can still answer 500 and roll back) rather than later in the worker; the mail
+ * says what was true when it was asked for; and instances running different versions during a
+ * rolling deploy send exactly what was enqueued, whatever templates they have.
+ */
+import type { Config } from '../config.ts';
+import { parseMailbox } from '../config.ts';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import { randomId } from '../lib/random.ts';
+import * as store from './outbox.store.ts';
+import { createPayloadSeal } from './payload-seal.ts';
+import { createMailRenderer, isTemplateName, type MailTemplates, type TemplateName } from './templates.ts';
+import { createDevOutboxTransport, createSmtpTransport, extractLinks, type MailTransport } from './transports.ts';
+import { createOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
+
+/** A message to send: a template and the data it reads, to one address. */
+export type MailMessage = {
+  [T in TemplateName]: { to: string; template: T; data: MailTemplates[T] };
+}[TemplateName];
+
+export const DEV_OUTBOX_PATH = '/dev/outbox';
+/** A wake right after an enqueue inside a transaction would not yet see the row. */
+const WAKE_AFTER_TRANSACTION_MS = 100;
+
+/** One outbox message as the dev outbox page shows it. */
+export interface OutboxEntry {
+  id: string;
+  to: string;
+  template: string;
+  status: 'pending' | 'sent' | 'failed';
+  attempts: number;
+  lastError: string | null;
+  createdAt: number;
+  sentAt: number | null;
+  /** Null once the payload is gone (sent by SMTP) or unreadable. */
+  subject: string | null;
+  text: string | null;
+  links: string[];
+}
+
+export interface MailService {
+  /** `smtp`, or `dev-outbox` when EMAIL_SERVER_HOST is not set (never in production). */
+  readonly kind: 'smtp' | 'dev-outbox';
+  /**
+   * Renders `message` and adds it to the outbox through `db`, which may be a transaction: the
+   * message exists only if that transaction commits. Resolves with the outbox id once written;
+   * sending happens later, in the background. Every `…Url` in `data` must be a full link under
+   * AUTH_URL, made with `link()`: never build links from request headers (Host,
+   * X-Forwarded-Host), or an attacker could have a victim's reset link point at their own site.
+   * Throws a `TypeError` (a programming error) for a bad address, an unknown template or a link
+   * elsewhere.
+   */
+  enqueue(db: Db, message: MailMessage): Promise<{ id: string }>;
+  /** `AUTH_URL` + `path` + `?query`: the only way mail links should be made. */
+  link(path: `/${string}`, query?: Record<string, string>): string;
+  /** Wakes the worker, e.g. right after committing a transaction that enqueued a message. */
+  wake(): void;
+  /** The newest messages (development: the dev outbox page). Payloads are opened: not for logs. */
+  listRecent(limit?: number): Promise<OutboxEntry[]>;
+  start(): void;
+  /** Stops the worker and waits for a send in progress. */
+  stop(): Promise<void>;
+  /** One worker run now (tests; the worker runs by itself once started). */
+  runOnce(): Promise<OutboxRunResult>;
+}
+
+export function createMailService(deps: {
+  db: Db;
+  isPostgres: boolean;
+  config: Pick<Config, 'mail' | 'authUrl' | 'authSecret' | 'env'>;
+  clock: Clock;
+  logger: Logger;
+  random?: () => number;
+  maxPerRun?: number;
+}): MailService {
+  const { db, config, clock, logger } = deps;
+  const { authUrl } = config;
+  const renderer = createMailRenderer({ authUrl });
+  const seal = createPayloadSeal(config.authSecret);
+  const transport: MailTransport =
+    config.mail.kind === 'smtp'
+      ? createSmtpTransport(config.mail.smtp, config.mail.from)
+      : createDevOutboxTransport({ logger, shouldLogLinks: config.env === 'development', outboxUrl: `${authUrl}${DEV_OUTBOX_PATH}` });
+  const worker = createOutboxWorker({
+    db,
+    isPostgres: deps.isPostgres,
+    transport,
+    seal,
+    clock,
+    logger,
+    maxAttempts: config.mail.maxAttempts,
+    pollIntervalMs: config.mail.pollIntervalMs,
+    retentionMs: config.mail.retentionSeconds * 1000,
+    ...(deps.maxPerRun !== undefined && { maxPerRun: deps.maxPerRun }),
+    ...(deps.random !== undefined && { random: deps.random }),
+  });
+
+  function assertValid(message: MailMessage): void {
+    const mailbox = typeof message.to === 'string' && message.to.length <= 320 ? parseMailbox(message.to) : undefined;
+    if (mailbox === undefined || mailbox.name !== null) throw new TypeError('mail: `to` must be a single e-mail address');
+    if (typeof message.template !== 'string' || !isTemplateName(message.template)) throw new TypeError('mail: unknown template');
+    for (const [field, value] of Object.entries(message.data)) {
+      if (field.endsWith('Url') && !isOurLink(value)) throw new TypeError(`mail: data.${field} must be a link under AUTH_URL`);
+    }
+  }
+
+  function isOurLink(value: unknown): boolean {
+    if (typeof value !== 'string' || /\s/.test(value)) return false;
+    return value === authUrl || value.startsWith(`${authUrl}/`) || value.startsWith(`${authUrl}?`);
+  }
+
+  return {
+    kind: transport.kind,
+
+    async enqueue(target, message) {
+      assertValid(message);
+      const id = randomId();
+      // TypeScript cannot pair a template with its data through the union; assertValid checked the name.
+      const rendered = renderer.render(message.template, message.data as never);
+      const now = clock();
+      await store.insertMessage(target, {
+        id,
+        to_address: message.to,
+        template: message.template,
+        payload: seal.seal(id, rendered),
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        locked_until: null,
+        locked_by: null,
+        last_error: null,
+        delivered_via: null,
+        created_at: now,
+        sent_at: null,
+      });
+      if (target.isTransaction) setTimeout(() => worker.wake(), WAKE_AFTER_TRANSACTION_MS).unref();
+      else worker.wake();
+      return { id };
+    },
+
+    link(path, query) {
+      const search = query === undefined ? '' : new URLSearchParams(query).toString();
+      return `${authUrl}${path}${search === '' ? '' : `?${search}`}`;
+    },
+
+    wake: () => worker.wake(),
+
+    async listRecent(limit = 50) {
+      const rows = await store.findRecent(db, limit);
+      return rows.map((row) => {
+        const mail = row.payload === null ? null : seal.open(row.id, row.payload);
+        return {
+          id: row.id,
+          to: row.to_address,
+          template: row.template,
+          status: row.status,
+          attempts: row.attempts,
+          lastError: row.last_error,
+          createdAt: row.created_at,
+          sentAt: row.sent_at,
+          subject: mail?.subject ?? null,
+          text: mail?.text ?? null,
+          links: mail === null ? [] : extractLinks(mail.text),
+        };
+      });
+    },
+
+    start: () => worker.start(),
+    stop: () => worker.stop(),
+    runOnce: () => worker.runOnce(),
+  };
+}

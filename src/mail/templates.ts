@@ -1,0 +1,100 @@
+/**
+ * Mail templates: for each name, `templates/<name>.text.eta` (plain text, nothing escaped) and
+ * `templates/<name>.html.eta` (every `<%= %>` HTML-escaped), each inside its layout. All are
+ * compiled once when the renderer is made, so a broken template fails start-up, not a send.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Eta } from 'eta/core';
+
+const TEMPLATES_DIR = join(import.meta.dirname, 'templates');
+
+/** What each template reads. Every `…Url` must be a full link under AUTH_URL (`MailService.link`). */
+export interface MailTemplates {
+  /** A link that lets the holder set a new password: a secret until it is used or expires. */
+  'password-reset': { name: string | null; resetUrl: string; expiresInMinutes: number };
+  /** Sent after a password change or reset; the link is the forgot-password page, not a token. */
+  'password-changed': { name: string | null; changedAt: number; forgotPasswordUrl: string };
+  /** A link that confirms the address: a secret until used. */
+  'verify-email': { name: string | null; verifyUrl: string; expiresInMinutes: number };
+  /**
+   * Someone tried to sign up with an address that has an account. `name` is the account's own
+   * name, never one from the sign-up request (a stranger must not be able to put words in it).
+   * The links are plain pages: a live reset token must not be minted by an unauthenticated request.
+   */
+  'signup-existing-account': { name: string | null; signInUrl: string; forgotPasswordUrl: string };
+}
+
+export type TemplateName = keyof MailTemplates;
+
+export const TEMPLATE_NAMES: readonly TemplateName[] = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account'];
+
+const SUBJECTS: Record<TemplateName, string> = {
+  'password-reset': 'Reset your Gatehouse password',
+  'password-changed': 'Your Gatehouse password was changed',
+  'verify-email': 'Confirm your e-mail address for Gatehouse',
+  'signup-existing-account': 'You already have a Gatehouse account',
+};
+
+/** A message ready to send. */
+export interface RenderedMail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface MailRenderer {
+  render<T extends TemplateName>(template: T, data: MailTemplates[T]): RenderedMail;
+}
+
+export function isTemplateName(value: string): value is TemplateName {
+  return (TEMPLATE_NAMES as readonly string[]).includes(value);
+}
+
+export function createMailRenderer(options: { authUrl: string; dir?: string }): MailRenderer {
+  const dir = options.dir ?? TEMPLATES_DIR;
+  // Plain text keeps every line break as written: blank lines are its only layout.
+  const text = new Eta({ autoEscape: false, autoTrim: false });
+  const html = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
+  const load = (eta: Eta, name: string, kind: 'text' | 'html') => eta.loadTemplate(name, readFileSync(join(dir, `${name}.${kind}.eta`), 'utf8'));
+  load(text, 'layout', 'text');
+  load(html, 'layout', 'html');
+  load(html, 'button', 'html');
+  for (const name of TEMPLATE_NAMES) {
+    load(text, name, 'text');
+    load(html, name, 'html');
+  }
+
+  return {
+    render(template, data) {
+      const subject = SUBJECTS[template];
+      const model = { ...presentable(data), subject, authUrl: options.authUrl };
+      return {
+        subject,
+        text: `${text.render(template, model).trim()}\n`,
+        html: html.render(template, model),
+      };
+    },
+  };
+}
+
+/** The wording helpers every template shares: a greeting, durations and times in words. */
+function presentable(data: MailTemplates[TemplateName]): Record<string, unknown> {
+  const model: Record<string, unknown> = { ...data };
+  const name = typeof data.name === 'string' ? data.name.replace(/\s+/g, ' ').trim() : '';
+  model.greeting = name === '' ? 'Hello,' : `Hello ${name},`;
+  if ('expiresInMinutes' in data) model.expiresIn = formatMinutes(data.expiresInMinutes);
+  if ('changedAt' in data) model.changedAt = formatUtc(data.changedAt);
+  return model;
+}
+
+function formatMinutes(minutes: number): string {
+  if (minutes % 1440 === 0) return minutes === 1440 ? '24 hours' : `${minutes / 1440} days`;
+  if (minutes % 60 === 0) return minutes === 60 ? '1 hour' : `${minutes / 60} hours`;
+  return minutes === 1 ? '1 minute' : `${minutes} minutes`;
+}
+
+function formatUtc(epochMs: number): string {
+  const iso = new Date(epochMs).toISOString();
+  return `${iso.slice(0, 10)} at ${iso.slice(11, 16)} UTC`;
+}

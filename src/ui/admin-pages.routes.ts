@@ -1,0 +1,312 @@
+/**
+ * `/admin`: the operators' pages (users with search, one user with roles, access and sessions, the
+ * audit log) and the form endpoints behind their buttons. The forms call the admin service the
+ * JSON admin API calls, with the same audit source (the acting admin, their IP and user agent),
+ * then answer 303 back to the page with `?notice=CODE` or `?error=CODE`, so a reload never posts
+ * twice. Register this plugin where form bodies are parsed; CSRF (origin + token) is checked for
+ * every form post before these handlers run. Hidden from the OpenAPI document.
+ *
+ * ADMIN only. The route guard already refuses `/admin/**` to everyone else; the hook below checks
+ * again, before any request body or query is read, so a route added here can never be looser.
+ */
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import type { RequestAuth, RequestAuthenticator } from '../http/authentication.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { clearSessionCookies } from '../http/session-cookie.ts';
+import { signInRedirect } from '../http/sign-in-redirect.ts';
+import type { AdminService } from '../admin/admin.service.ts';
+import { MAX_ROLES } from '../admin/admin.routes.ts';
+import { AUDIT_EVENT_TYPES, type AuditEvent } from '../audit/audit.service.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
+import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
+import { createForbiddenPage } from './forbidden-page.ts';
+import { adminErrorMessage, adminNoticeMessage } from './messages.ts';
+import { queryText, shownCode } from './page-query.ts';
+import { createPageRenderer, formatTime, sendPage, toSessionItems, type AdminEventItem, type PageAlert } from './render.ts';
+
+export interface AdminPageOptions {
+  admin: AdminService;
+  authenticate: RequestAuthenticator;
+  csrf: Csrf;
+  config: Config;
+}
+
+export const ADMIN_PAGE = '/admin';
+export const ADMIN_EVENTS_PAGE = '/admin/events';
+export const ADMIN_PAGE_SIZE = 50;
+/** Room for MAX_ROLES names of the longest kind with separators; more is refused, not cut. */
+const MAX_ROLES_INPUT_LENGTH = MAX_ROLES * 66;
+
+export const adminUserPage = (id: string) => `${ADMIN_PAGE}/users/${encodeURIComponent(id)}`;
+
+/** A page with its query, leaving out what is unset. */
+function pageUrl(path: string, query: Record<string, string | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, value);
+  const text = params.toString();
+  return text === '' ? path : `${path}?${text}`;
+}
+
+/** The notice and error a form's redirect put in the URL. */
+function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
+  const alerts: PageAlert[] = [];
+  const notice = query.notice === undefined ? null : adminNoticeMessage(query.notice);
+  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
+  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: adminErrorMessage(query.error) });
+  return alerts;
+}
+
+/** Parses the roles text field: names separated by spaces or commas, each once. */
+function parseRoles(text: string): { ok: true; roles: string[] } | { ok: false; code: 'INVALID_ROLE' | 'TOO_MANY_ROLES' } {
+  const roles = [...new Set(text.split(/[\s,]+/).filter((name) => name !== ''))];
+  if (!roles.every(isValidRole)) return { ok: false, code: 'INVALID_ROLE' };
+  if (roles.length > MAX_ROLES) return { ok: false, code: 'TOO_MANY_ROLES' };
+  return { ok: true, roles };
+}
+
+/** A cursor we did not make (edited, or from another build): the list starts again from the top. */
+const invalidCursor: PageAlert = { isError: true, code: 'INVALID_CURSOR', message: adminErrorMessage('INVALID_CURSOR') };
+
+const linkToUser = (id: string | null) => (id === null ? null : { id, href: adminUserPage(id) });
+
+function toEventItem(event: AuditEvent): AdminEventItem {
+  return {
+    createdAt: formatTime(event.createdAt),
+    type: event.type,
+    user: linkToUser(event.userId),
+    actor: linkToUser(event.actorUserId),
+    email: event.email,
+    ip: event.ip,
+    userAgent: event.userAgent,
+    reason: event.reason,
+    details: event.details === null ? null : JSON.stringify(event.details),
+  };
+}
+
+const hidden = { hide: true } as const;
+const csrfField = z.string().max(200).optional();
+const pageQuery = { notice: shownCode, error: shownCode };
+const cursorQuery = queryText(200);
+/** Ids are ours and short; a longer one names nobody (the API refuses it the same way). */
+const userParams = z.object({ id: z.string().min(1).max(64) });
+
+export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (app, options) => {
+  const { admin, authenticate, csrf, config } = options;
+  const pages = createPageRenderer();
+  const sendForbiddenPage = createForbiddenPage();
+
+  /**
+   * The ADMIN making this request. Anyone else gets their refusal here and null: without a
+   * session, sign-in (coming back to a page, never to a form's target); without the role, the
+   * 403 page.
+   */
+  async function requireAdmin(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
+    const auth = await authenticate(request, reply);
+    if (auth === null) {
+      const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
+      void reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
+      return null;
+    }
+    if (!auth.roles.includes(ADMIN_ROLE)) {
+      void sendForbiddenPage(reply);
+      return null;
+    }
+    return auth;
+  }
+
+  /** The admin a handler acts as: the hook below has let only admins through. */
+  async function actingAdmin(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth> {
+    const auth = await authenticate(request, reply);
+    if (auth === null || !auth.roles.includes(ADMIN_ROLE)) throw new Error('admin page reached without an ADMIN session');
+    return auth;
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    if ((await requireAdmin(request, reply)) === null) return reply;
+  });
+  // Every answer here is about people's accounts: never cached.
+  app.addHook('onSend', async (_request, reply) => {
+    void reply.header('cache-control', 'no-store');
+  });
+
+  /** A continuation cursor from a link: its position, none, or null for one we did not make. */
+  const positionOf = (cursor: string | undefined): KeysetPosition | undefined | null => (cursor === undefined ? undefined : decodeCursor(cursor));
+
+  app.get(
+    ADMIN_PAGE,
+    { schema: { ...hidden, querystring: z.object({ query: queryText(200), cursor: cursorQuery, ...pageQuery }) } },
+    async (request, reply) => {
+      const { query, cursor, ...codes } = request.query;
+      const before = positionOf(cursor);
+      const alerts = alertsOf(codes);
+      if (before === null) alerts.push(invalidCursor);
+      const page = await admin.listUsers({ ...(query !== undefined && { query }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
+      return sendPage(
+        reply,
+        pages.render('admin-users', {
+          title: 'Users',
+          isFull: true,
+          section: 'users',
+          alerts,
+          query: query ?? '',
+          users: page.users.map((user) => ({
+            href: adminUserPage(user.id),
+            name: user.name,
+            email: user.email,
+            roles: user.roles,
+            isDisabled: user.disabledAt !== null,
+            createdAt: formatTime(user.createdAt),
+          })),
+          nextHref: page.next === null ? null : pageUrl(ADMIN_PAGE, { query, cursor: encodeCursor(page.next) }),
+          firstHref: before ? pageUrl(ADMIN_PAGE, { query }) : null,
+        }),
+      );
+    },
+  );
+
+  app.get(
+    `${ADMIN_PAGE}/users/:id`,
+    { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: z.object(pageQuery) } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const found = id.length > 0 && id.length <= 64 ? await admin.getUser(id) : null;
+      if (found === null) return reply.redirect(pageUrl(ADMIN_PAGE, { error: 'USER_NOT_FOUND' }), 303);
+      const auth = await actingAdmin(request, reply);
+      const { user } = found;
+      const isSelf = user.id === auth.userId;
+      const base = adminUserPage(user.id);
+      return sendPage(
+        reply,
+        pages.render('admin-user', {
+          title: user.name,
+          isWide: true,
+          section: 'users',
+          alerts: alertsOf(request.query),
+          csrfToken: csrf.issueToken(request, reply),
+          user: {
+            id: user.id,
+            name: user.name,
+            email: user.email,
+            roles: user.roles,
+            isEmailVerified: user.emailVerifiedAt !== null,
+            disabledAt: user.disabledAt === null ? null : formatTime(user.disabledAt),
+            createdAt: formatTime(user.createdAt),
+            updatedAt: formatTime(user.updatedAt),
+          },
+          isSelf,
+          sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null),
+          eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { userId: user.id }),
+          actions: {
+            roles: `${base}/roles`,
+            disable: `${base}/disable`,
+            enable: `${base}/enable`,
+            endSession: `${base}/sessions/end`,
+            endAllSessions: `${base}/sessions/end-all`,
+          },
+        }),
+      );
+    },
+  );
+
+  app.get(
+    ADMIN_EVENTS_PAGE,
+    { schema: { ...hidden, querystring: z.object({ userId: queryText(64), type: queryText(64), cursor: cursorQuery, ...pageQuery }) } },
+    async (request, reply) => {
+      const { userId, type: requestedType, cursor, ...codes } = request.query;
+      const isKnownType = requestedType !== undefined && (AUDIT_EVENT_TYPES as readonly string[]).includes(requestedType);
+      const type = isKnownType ? requestedType : undefined;
+      const before = positionOf(cursor);
+      const alerts = alertsOf(codes);
+      if (requestedType !== undefined && !isKnownType) alerts.push({ isError: true, code: 'UNKNOWN_EVENT_TYPE', message: adminErrorMessage('UNKNOWN_EVENT_TYPE') });
+      if (before === null) alerts.push(invalidCursor);
+      const page = await admin.listEvents({ ...(userId !== undefined && { userId }), ...(type !== undefined && { type }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
+      return sendPage(
+        reply,
+        pages.render('admin-events', {
+          title: 'Audit log',
+          isFull: true,
+          section: 'events',
+          alerts,
+          filter: { userId: userId ?? '', type: type ?? '' },
+          types: AUDIT_EVENT_TYPES,
+          isFiltered: userId !== undefined || type !== undefined,
+          events: page.events.map(toEventItem),
+          nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { userId, type, cursor: encodeCursor(page.next) }),
+          firstHref: before ? pageUrl(ADMIN_EVENTS_PAGE, { userId, type }) : null,
+        }),
+      );
+    },
+  );
+
+  // The forms. What cannot be told apart by the handlers (a malformed id, a database outage)
+  // goes back to the user list with the error code.
+  const formRoute = { config: { formErrorPage: ADMIN_PAGE } };
+  const back = (reply: FastifyReply, userId: string, result: { notice: string } | { error: string }) =>
+    reply.redirect(pageUrl(adminUserPage(userId), result), 303);
+  const noSuchUser = (reply: FastifyReply) => reply.redirect(pageUrl(ADMIN_PAGE, { error: 'USER_NOT_FOUND' }), 303);
+
+  /** Applies one change through the admin service, as `PATCH /api/admin/users/:id` does. */
+  async function updateUser(request: FastifyRequest, reply: FastifyReply, id: string, changes: { roles?: string[]; disabled?: boolean }, notice: string) {
+    const auth = await actingAdmin(request, reply);
+    const result = await admin.updateUser(id, changes, requestSource(request, auth.userId));
+    if (result.ok) return back(reply, id, { notice });
+    if (result.reason === 'NOT_FOUND') return noSuchUser(reply);
+    return back(reply, id, { error: result.reason });
+  }
+
+  app.post(
+    `${ADMIN_PAGE}/users/:id/roles`,
+    { ...formRoute, schema: { ...hidden, params: userParams, body: z.object({ roles: z.string().max(MAX_ROLES_INPUT_LENGTH).optional(), csrfToken: csrfField }) } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const parsed = parseRoles(request.body.roles ?? '');
+      if (!parsed.ok) return back(reply, id, { error: parsed.code });
+      return updateUser(request, reply, id, { roles: parsed.roles }, 'ROLES_SAVED');
+    },
+  );
+
+  const stateBody = z.object({ csrfToken: csrfField }).optional();
+
+  app.post(`${ADMIN_PAGE}/users/:id/disable`, { ...formRoute, schema: { ...hidden, params: userParams, body: stateBody } }, async (request, reply) =>
+    updateUser(request, reply, request.params.id, { disabled: true }, 'USER_DISABLED'),
+  );
+
+  app.post(`${ADMIN_PAGE}/users/:id/enable`, { ...formRoute, schema: { ...hidden, params: userParams, body: stateBody } }, async (request, reply) =>
+    updateUser(request, reply, request.params.id, { disabled: false }, 'USER_ENABLED'),
+  );
+
+  app.post(
+    `${ADMIN_PAGE}/users/:id/sessions/end`,
+    { ...formRoute, schema: { ...hidden, params: userParams, body: z.object({ sessionId: z.string().max(64).optional(), csrfToken: csrfField }) } },
+    async (request, reply) => {
+      const auth = await actingAdmin(request, reply);
+      const { id } = request.params;
+      const sessionId = request.body.sessionId ?? '';
+      if (sessionId === '' || !(await admin.endSession(id, sessionId, requestSource(request, auth.userId)))) {
+        return back(reply, id, { error: 'SESSION_NOT_FOUND' });
+      }
+      if (sessionId === auth.sessionId) return signedOut(reply);
+      return back(reply, id, { notice: 'SESSION_ENDED' });
+    },
+  );
+
+  app.post(`${ADMIN_PAGE}/users/:id/sessions/end-all`, { ...formRoute, schema: { ...hidden, params: userParams, body: stateBody } }, async (request, reply) => {
+    const auth = await actingAdmin(request, reply);
+    const { id } = request.params;
+    const ended = await admin.endAllSessions(id, requestSource(request, auth.userId));
+    if (ended === null) return noSuchUser(reply);
+    // An admin ending all of their own sessions has ended this one too.
+    if (id === auth.userId) return signedOut(reply);
+    return back(reply, id, { notice: 'SESSIONS_ENDED' });
+  });
+
+  /** This browser's session has just been ended from here: that is signing out. */
+  function signedOut(reply: FastifyReply) {
+    clearSessionCookies(reply, config);
+    return reply.redirect('/', 303);
+  }
+};

@@ -1,0 +1,192 @@
+/**
+ * The admin pages in a real browser (Debian's Chromium through playwright-core), against the real
+ * server on loopback, for both session strategies: an ADMIN signs in through the page, follows the
+ * dashboard's Admin link, searches a user, adds a role, disables the user (whose own browser is
+ * signed out on its next page load), and reads the audit log; a non-admin gets the 403 page. The
+ * pages' CSP forbids every script, so this also proves the admin forms work without JavaScript; a
+ * CSP violation or any other console error fails the test. Screenshots go to
+ * test-artifacts/screenshots/. Skipped with a reason when Chromium is missing outside CI.
+ */
+import { after, before, describe, it, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
+import { freePort } from '../helpers/process.ts';
+import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page } from '../helpers/browser.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const ADMIN = { email: 'ada@example.com', password: PASSWORD, name: 'Ada Admin', roles: ['ADMIN'] };
+const TARGET = { email: 'tess@example.com', password: PASSWORD, name: 'Tess Target', roles: ['SUPPORT'] };
+const PLAIN = { email: 'nora@example.com', password: PASSWORD, name: 'Nora Nonadmin' };
+const STRATEGIES = ['database', 'jwt'] as const;
+
+/**
+ * Console errors and warnings, uncaught page errors (CSP violations are reported there) and
+ * failed responses. The browser's own /favicon.ico request is expected to 404: there is no icon.
+ */
+function watchConsole(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    if (new URL(message.location().url || 'about:blank').pathname === '/favicon.ico') return;
+    if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()} (${message.location().url})`);
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  page.on('response', (response) => {
+    if (response.status() >= 400) problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
+  });
+  return problems;
+}
+
+async function screenshot(t: TestContext, page: Page, name: string): Promise<void> {
+  t.diagnostic(`screenshot: ${await saveScreenshot(page, name)}`);
+}
+
+async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/auth/signin');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Login', exact: true }).click();
+  await page.waitForURL((url) => url.pathname === '/dashboard');
+}
+
+/** Submits a form that redirects back with `?notice=` or `?error=`; returns the code it came back with. */
+async function submitForm(page: Page, button: string): Promise<string> {
+  await page.getByRole('button', { name: button, exact: true }).click();
+  await page.waitForURL((url) => url.searchParams.has('notice') || url.searchParams.has('error'));
+  await page.waitForLoadState('load');
+  const url = new URL(page.url());
+  return url.searchParams.get('notice') ?? `error=${url.searchParams.get('error')}`;
+}
+
+const chromium = chromiumAvailability();
+
+describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reason, timeout: 180_000 }, () => {
+  let browser: Browser | undefined;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(() => closeBrowser(browser));
+
+  for (const strategy of STRATEGIES) {
+    describe(`SESSION_STRATEGY=${strategy}`, () => {
+      let database: TestDatabase | undefined;
+      let server: TestApp | undefined;
+      let baseURL = '';
+      let adminId = '';
+      let targetId = '';
+
+      before(async () => {
+        database = await createSqliteDatabase();
+        const port = await freePort();
+        baseURL = `http://127.0.0.1:${port}`;
+        server = await createTestApp(database, { env: { AUTH_URL: baseURL, SESSION_STRATEGY: strategy } });
+        await server.app.listen({ port, host: '127.0.0.1' });
+        adminId = (await createUser(server.services, ADMIN)).id;
+        targetId = (await createUser(server.services, TARGET)).id;
+        await createUser(server.services, PLAIN);
+        // Company for the search to tell apart.
+        for (const name of ['Tom Other', 'Theo Third']) await createUser(server.services, { email: `${name.split(' ')[0]!.toLowerCase()}@example.com`, password: PASSWORD, name });
+      });
+      after(async () => {
+        await server?.close();
+        await database?.drop();
+      });
+
+      it('an admin finds a user, adds a role, disables them (signing them out) and reads the audit log', async (t) => {
+        assert.ok(browser && server);
+        const live = browser;
+        const services = server.services;
+
+        // The user, signed in in a browser of their own.
+        await withPage(t, live, { baseURL, userAgent: 'TargetBrowser/1.0' }, async (targetPage) => {
+          const targetProblems = watchConsole(targetPage);
+          await signIn(targetPage, TARGET.email, TARGET.password);
+          assert.equal((await services.sessions.listSessions(targetId)).length, 1);
+
+          await withPage(t, live, { baseURL, userAgent: 'AdminBrowser/1.0' }, async (page) => {
+            const problems = watchConsole(page);
+            await signIn(page, ADMIN.email, ADMIN.password);
+
+            // The dashboard links admins to /admin.
+            await page.getByRole('link', { name: 'Admin', exact: true }).click();
+            await page.waitForURL(`${baseURL}/admin`);
+            await page.getByRole('heading', { name: 'Users' }).waitFor();
+            assert.equal(await page.locator('tbody tr').count(), 5);
+            await screenshot(t, page, `admin-users-${strategy}`);
+
+            // Search.
+            await page.getByLabel('Find users by name or email').fill('tess');
+            await page.getByRole('button', { name: 'Search', exact: true }).click();
+            await page.waitForURL((url) => url.pathname === '/admin' && url.searchParams.get('query') === 'tess');
+            const rows = page.locator('tbody tr');
+            assert.equal(await rows.count(), 1);
+            assert.match(await rows.innerText(), /Tess Target\s+tess@example\.com\s+SUPPORT\s+Active/);
+
+            // The user's page: add a role.
+            await rows.getByRole('link', { name: 'Tess Target' }).click();
+            await page.waitForURL(`${baseURL}/admin/users/${targetId}`);
+            await page.getByRole('heading', { name: 'Tess Target' }).waitFor();
+            assert.match(await page.locator('li.session').innerText(), /TargetBrowser\/1\.0/);
+            const roles = page.getByLabel('Role names');
+            assert.equal(await roles.inputValue(), 'SUPPORT');
+            await roles.fill('SUPPORT, editor');
+            assert.equal(await submitForm(page, 'Save roles'), 'error=INVALID_ROLE', 'lower case is refused');
+            assert.match(await page.getByRole('alert').innerText(), /Nothing was changed[\s\S]*INVALID_ROLE/);
+            await page.getByLabel('Role names').fill('SUPPORT, EDITOR');
+            assert.equal(await submitForm(page, 'Save roles'), 'ROLES_SAVED');
+            assert.match(await page.getByRole('status').innerText(), /Roles saved/);
+            assert.deepEqual((await services.users.findUserById(targetId))?.roles, ['EDITOR', 'SUPPORT']);
+
+            // Disable: the user's sessions end at once.
+            assert.equal(await submitForm(page, 'Disable account'), 'USER_DISABLED');
+            await page.getByRole('button', { name: 'Enable account' }).waitFor();
+            assert.match(await page.locator('main').innerText(), /No active sessions\./);
+            await screenshot(t, page, `admin-user-${strategy}`);
+            assert.deepEqual(await services.sessions.listSessions(targetId), []);
+
+            // The user's browser is signed out on its next page load.
+            await targetPage.goto('/dashboard');
+            await targetPage.waitForURL((url) => url.pathname === '/auth/signin');
+            assert.deepEqual(targetProblems, []);
+
+            // The audit log, from the user's page, then filtered by type with the form.
+            await page.getByRole('link', { name: 'This user’s events in the audit log' }).click();
+            await page.waitForURL((url) => url.pathname === '/admin/events' && url.searchParams.get('userId') === targetId);
+            const log = await page.locator('tbody').innerText();
+            for (const type of ['user.sessions_ended', 'user.disabled', 'user.roles_changed', 'signin.success']) assert.match(log, new RegExp(type.replace('.', '\\.')));
+            assert.match(log, /AdminBrowser\/1\.0/, 'the acting admin’s client');
+            assert.ok(log.includes(adminId), 'the acting admin');
+            await screenshot(t, page, `admin-events-${strategy}`);
+            await page.getByLabel('Type').selectOption('user.disabled');
+            await page.getByRole('button', { name: 'Filter', exact: true }).click();
+            await page.waitForURL((url) => url.searchParams.get('type') === 'user.disabled' && url.searchParams.get('userId') === targetId);
+            assert.equal(await page.locator('tbody tr').count(), 1);
+
+            // Enabling lets them back in.
+            await page.goto(`/admin/users/${targetId}`);
+            assert.equal(await submitForm(page, 'Enable account'), 'USER_ENABLED');
+            await signIn(targetPage, TARGET.email, TARGET.password);
+
+            assert.deepEqual(problems, [], 'no console errors (e.g. CSP violations)');
+          });
+        });
+      });
+
+      it('shows a non-admin the 403 page at /admin', async (t) => {
+        assert.ok(browser);
+        await withPage(t, browser, { baseURL }, async (page) => {
+          const problems = watchConsole(page);
+          await signIn(page, PLAIN.email, PLAIN.password);
+          assert.equal(await page.getByRole('link', { name: 'Admin', exact: true }).count(), 0, 'no Admin link');
+          const response = await page.goto('/admin');
+          assert.equal(response?.status(), 403);
+          await page.getByRole('heading', { name: 'Access denied' }).waitFor();
+          assert.match(await page.getByRole('alert').innerText(), /FORBIDDEN/);
+          await screenshot(t, page, `admin-forbidden-${strategy}`);
+          // The 403 itself is the expected failure; nothing else may go wrong.
+          assert.deepEqual(problems.filter((p) => !p.includes('403')), []);
+        });
+      });
+    });
+  }
+});

@@ -1,0 +1,163 @@
+/**
+ * A real SMTP server on loopback for mail tests (smtp-server + mailparser): plain SMTP, no TLS
+ * (STARTTLS is not offered), AUTH offered but optional. It records every message it accepts,
+ * parsed, and every AUTH attempt; it can be stopped and started again on the same port to play an
+ * outage, and told to refuse with any reply code at RCPT TO or after DATA.
+ */
+import { SMTPServer, type SMTPServerAuthentication } from 'smtp-server';
+import { simpleParser } from 'mailparser';
+
+export interface ReceivedMail {
+  /** Envelope sender and recipients, as given in MAIL FROM / RCPT TO. */
+  mailFrom: string;
+  rcptTo: string[];
+  /** The From header as `Name <address>` (or the address alone). */
+  from: string;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+  messageId: string;
+  headers: Map<string, unknown>;
+  /** The whole message as received. */
+  raw: string;
+}
+
+export interface Refusal {
+  /** An SMTP reply code, e.g. 451 (try later) or 550 (never). */
+  code: number;
+  stage: 'rcpt' | 'data';
+  message?: string;
+}
+
+export interface TestSmtpServer {
+  readonly host: '127.0.0.1';
+  readonly port: number;
+  readonly messages: ReceivedMail[];
+  readonly authAttempts: Array<{ method: string; username: string | undefined; password: string | null | undefined }>;
+  /** Refuse every message from now on with this reply, or accept again with null. */
+  refuse(refusal: Refusal | null): void;
+  /** Resolves when at least `count` messages have arrived; rejects after `timeoutMs`. */
+  waitForMessages(count: number, timeoutMs?: number): Promise<ReceivedMail[]>;
+  /** Stops listening and drops open connections (an outage); `start()` comes back on the same port. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Clears the recorded messages and auth attempts and accepts again. */
+  reset(): void;
+}
+
+export async function startSmtpServer(): Promise<TestSmtpServer> {
+  const messages: ReceivedMail[] = [];
+  const authAttempts: TestSmtpServer['authAttempts'] = [];
+  const arrivals = new Set<() => void>();
+  let refusal: Refusal | null = null;
+  let server: SMTPServer | null = null;
+  let port = 0;
+
+  const refusalError = (current: Refusal) => Object.assign(new Error(current.message ?? `refused with ${current.code}`), { responseCode: current.code });
+
+  function create(): SMTPServer {
+    return new SMTPServer({
+      // Plain SMTP: STARTTLS is not offered, so the client stays in clear (a loopback relay).
+      disabledCommands: ['STARTTLS'],
+      authOptional: true,
+      allowInsecureAuth: true,
+      disableReverseLookup: true,
+      logger: false,
+      closeTimeout: 50,
+      onAuth(auth: SMTPServerAuthentication, _session, callback) {
+        authAttempts.push({ method: auth.method, username: auth.username, password: auth.password });
+        callback(null, { user: auth.username });
+      },
+      onRcptTo(_address, _session, callback) {
+        if (refusal?.stage === 'rcpt') return callback(refusalError(refusal));
+        callback();
+      },
+      onData(stream, session, callback) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        stream.on('end', () => {
+          const current = refusal;
+          if (current?.stage === 'data') return callback(refusalError(current));
+          const raw = Buffer.concat(chunks);
+          simpleParser(raw)
+            .then((parsed) => {
+              messages.push({
+                mailFrom: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,
+                rcptTo: session.envelope.rcptTo.map((r) => r.address),
+                from: parsed.from?.text ?? '',
+                to: (Array.isArray(parsed.to) ? parsed.to.map((a) => a.text).join(', ') : parsed.to?.text) ?? '',
+                subject: parsed.subject ?? '',
+                text: parsed.text ?? '',
+                html: typeof parsed.html === 'string' ? parsed.html : '',
+                messageId: parsed.messageId ?? '',
+                headers: parsed.headers as Map<string, unknown>,
+                raw: raw.toString('utf8'),
+              });
+              for (const notify of arrivals) notify();
+              callback();
+            })
+            .catch((error: Error) => callback(error));
+        });
+      },
+    });
+  }
+
+  async function start(): Promise<void> {
+    const next = create();
+    await new Promise<void>((resolve, reject) => {
+      next.server.once('error', reject);
+      next.listen(port, '127.0.0.1', () => {
+        next.server.off('error', reject);
+        resolve();
+      });
+    });
+    port = (next.server.address() as { port: number }).port;
+    server = next;
+  }
+
+  await start();
+
+  return {
+    host: '127.0.0.1',
+    get port() {
+      return port;
+    },
+    messages,
+    authAttempts,
+    refuse(next) {
+      refusal = next;
+    },
+    waitForMessages(count, timeoutMs = 5_000) {
+      if (messages.length >= count) return Promise.resolve(messages);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          arrivals.delete(check);
+          reject(new Error(`expected ${count} messages within ${timeoutMs} ms, got ${messages.length}`));
+        }, timeoutMs);
+        const check = () => {
+          if (messages.length < count) return;
+          clearTimeout(timer);
+          arrivals.delete(check);
+          resolve(messages);
+        };
+        arrivals.add(check);
+      });
+    },
+    async stop() {
+      const current = server;
+      server = null;
+      if (current === null) return;
+      await new Promise<void>((resolve) => {
+        current.close(() => resolve());
+        for (const connection of current.connections) connection.close();
+      });
+    },
+    start,
+    reset() {
+      messages.length = 0;
+      authAttempts.length = 0;
+      refusal = null;
+    },
+  };
+}
