@@ -81,6 +81,8 @@ describe('loadConfig', () => {
       [{ ADMIN_EMAIL: 'a@example.com' }, 'ADMIN_EMAIL'],
       [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
       [{ PORT: '0' }, 'AUTH_URL'],
+      [{ ALLOW_SIGNUP: 'maybe' }, 'ALLOW_SIGNUP'],
+      [{ RESET_TOKEN_TTL: 'soon' }, 'RESET_TOKEN_TTL'],
       [{ REFRESH_REUSE_GRACE: '5m' }, 'REFRESH_REUSE_GRACE'],
       [{ SESSION_IDLE_TIMEOUT: '5m' }, 'SESSION_TOUCH_INTERVAL'],
     ];

@@ -98,6 +98,14 @@ export interface Config {
     readonly queueTimeoutMs: number;
   };
   readonly admin: { readonly email: string; readonly password: string; readonly name: string } | null;
+  readonly accounts: {
+    /** Self-service sign-up (`POST /api/auth/signup`, `/auth/signup`). */
+    readonly allowSignup: boolean;
+    /** Sign-in refuses (403 EMAIL_NOT_VERIFIED, after a correct password) until the address is verified. */
+    readonly requireEmailVerification: boolean;
+    readonly resetTokenTtlSeconds: number;
+    readonly verificationTokenTtlSeconds: number;
+  };
   readonly audit: {
     /** Audit events older than this are deleted by a background job. */
     readonly retentionSeconds: number;
@@ -206,6 +214,13 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     problems.push(`AUTH_SECRET is required when NODE_ENV=production (at least ${MIN_SECRET_LENGTH} random characters; e.g. \`openssl rand -base64 48\`)`);
   }
 
+  const accounts = {
+    allowSignup: read.boolean('ALLOW_SIGNUP', true),
+    requireEmailVerification: read.boolean('REQUIRE_EMAIL_VERIFICATION', false),
+    resetTokenTtlSeconds: read.duration('RESET_TOKEN_TTL', 30 * 60),
+    verificationTokenTtlSeconds: read.duration('VERIFICATION_TOKEN_TTL', 24 * 3_600),
+  };
+
   if (problems.length > 0) throw new ConfigError(problems);
 
   if (authSecret === undefined) {
@@ -245,6 +260,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
         ? { email: adminEmail, password: adminPassword, name: read.string('ADMIN_NAME') ?? 'Administrator' }
         : null,
     audit: { retentionSeconds: auditRetentionSeconds },
+    accounts,
     mail: mail!,
     logLevel,
   });
@@ -269,6 +285,16 @@ class EnvReader {
   string(name: string): string | undefined {
     const value = this.#env[name]?.trim();
     return value === undefined || value === '' ? undefined : value;
+  }
+
+  /** `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`). */
+  boolean(name: string, fallback: boolean): boolean {
+    const value = this.string(name)?.toLowerCase();
+    if (value === undefined) return fallback;
+    if (['true', '1', 'yes', 'on'].includes(value)) return true;
+    if (['false', '0', 'no', 'off'].includes(value)) return false;
+    this.#problems.push(`${name} must be true or false (got "${value}")`);
+    return fallback;
   }
 
   oneOf<const T extends string>(name: string, allowed: readonly T[], fallback: T): T {

@@ -31,6 +31,8 @@ export const ERROR_CATALOGUE = {
   FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
+  TOKEN_EXPIRED: { status: 400, message: 'This link has expired. Ask for a new one.' },
+  SIGNUP_DISABLED: { status: 403, message: 'Sign-up is disabled on this service.' },
   EMAIL_TAKEN: { status: 409, message: 'A user with this e-mail address already exists.' },
   SELF_LOCKOUT: { status: 409, message: 'You cannot disable your own account or remove your own ADMIN role.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
@@ -56,12 +58,19 @@ export class AppError extends Error {
 
   constructor(
     code: ErrorCode,
-    options: { message?: string; errors?: readonly FieldError[]; retryAfterSeconds?: number; cause?: unknown } = {},
+    options: {
+      message?: string;
+      errors?: readonly FieldError[];
+      retryAfterSeconds?: number;
+      /** The endpoint's own status for this code, where the contract says so (INVALID_TOKEN is 401 on refresh, 400 on reset). */
+      status?: number;
+      cause?: unknown;
+    } = {},
   ) {
     super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
-    this.status = ERROR_CATALOGUE[code].status;
+    this.status = options.status ?? ERROR_CATALOGUE[code].status;
     this.errors = options.errors;
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
