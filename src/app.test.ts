@@ -39,6 +39,20 @@ for (const backend of await backends()) {
       assert.equal(response.json().error, 'BAD_REQUEST');
     });
 
+    // Regression (review): NUL characters in admin fields were a 500 on PostgreSQL.
+    it('refuses NUL characters anywhere with 400, before any handler or query', async () => {
+      const cases = [
+        t.app.inject({ method: 'GET', url: '/api/admin/users?query=%00' }),
+        t.app.inject({ method: 'GET', url: '/api/health?x=%00' }),
+        t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'a@example.com', password: 'pass\u0000word' } }),
+        t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'a@example.com', password: 'password', nested: { 'k\u0000': 1 } } }),
+      ];
+      for (const response of await Promise.all(cases)) {
+        assert.equal(response.statusCode, 400, response.body);
+        assert.equal(response.json().error, 'BAD_REQUEST');
+      }
+    });
+
     it('answers with a request id on every response', async () => {
       const response = await t.app.inject({ method: 'GET', url: '/api/health' });
       assert.match(String(response.headers['x-request-id']), /^[0-9a-f-]{36}$/);

@@ -12,6 +12,7 @@ import { registerErrorHandling, sendError, toErrorBody } from './errors.ts';
 import { deriveKey } from './lib/derive-key.ts';
 import { generateRequestId, loggerOptions } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
+import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createRequestAuthenticator } from './http/authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { createForbiddenPage } from './ui/forbidden-page.ts';
@@ -49,6 +50,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  registerInputHygiene(app);
   // JSON everywhere; HTML forms only on the routes registered in the `browser` scope below.
   // text/plain is never parsed: it is how cross-site pages smuggle requests without a preflight.
   app.removeContentTypeParser('text/plain');

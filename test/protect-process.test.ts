@@ -6,6 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server } from 'node:http';
+import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -124,6 +125,47 @@ describe('gatehouse/protect in a downstream process', () => {
       assert.equal((await get(base(), '/api/admin/x', foreign)).status, 401, 'our kid, another key');
     });
   }
+
+  /** One request exactly as written, on its own connection; resolves with the status code (0 if none). */
+  function raw(base: string, requestLine: string, headers: string[]): Promise<number> {
+    const { port } = new URL(base);
+    return new Promise((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port: Number(port) });
+      const chunks: Buffer[] = [];
+      socket.setTimeout(5_000, () => socket.destroy(new Error('timeout')));
+      socket.on('data', (chunk) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Number(Buffer.concat(chunks).toString('latin1').split(' ')[1] ?? 0)));
+      socket.write(`${requestLine}\r\n${[...headers, 'Connection: close'].join('\r\n')}\r\n\r\n`);
+    });
+  }
+
+  // Regressions (review): the adapters built the URL from the client's Host header, so `Host: x?`
+  // turned /admin into a query string; an absolute-form target and %2F.. segments read as outside
+  // /admin while the app's router still served admin content; a Host a URL cannot hold crashed
+  // plain node:http apps.
+  for (const [adapter, base] of [['Node middleware', () => nodeBase], ['Fastify hook', () => fastifyBase]] as const) {
+    it(`${adapter}: no Host header, absolute-form target or encoded dot segment reaches admin content`, async () => {
+      for (const host of ['x?', 'x#', 'x/?', 'localhost']) {
+        assert.equal(await raw(base(), 'GET /admin/users HTTP/1.1', [`Host: ${host}`]), 303, `Host: ${host}, page`);
+        assert.equal(await raw(base(), 'GET /api/admin/users HTTP/1.1', [`Host: ${host}`]), 401, `Host: ${host}, API`);
+      }
+      for (const target of ['http://evil/admin/users', 'http://evil/api/admin/users']) {
+        const status = await raw(base(), `GET ${target} HTTP/1.1`, ['Host: localhost']);
+        assert.ok(status === 400 || status === 0, `${target} -> ${status}`);
+      }
+      for (const path of ['/admin/users/42%2F..%2F..%2F..', '/api/admin/export/..%2f..%2f..', '/admin/x/%2e%2e/%2e%2e']) {
+        const status = await raw(base(), `GET ${path} HTTP/1.1`, ['Host: localhost', `Authorization: Bearer ${userToken}`]);
+        assert.equal(status, 403, `${path} for a user`);
+      }
+    });
+  }
+
+  it('answers a Host header no URL can hold with 400, and keeps serving', async () => {
+    const status = await raw(nodeBase, 'GET /api/data HTTP/1.1', ['Host: x[', `Authorization: Bearer ${userToken}`]);
+    assert.ok(status === 200 || status === 400, `-> ${status}`);
+    assert.equal((await get(nodeBase, '/api/data', userToken)).status, 200, 'the app is still up');
+  });
 
   it('refetches the JWKS for an unknown kid at most once per cooldown, however many requests ask', async () => {
     await get(nodeBase, '/api/data', userToken); // JWKS loaded

@@ -5,21 +5,24 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatehouseUser, Protector } from './protect.ts';
 
-type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; originalUrl?: string; protocol?: string };
+type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; originalUrl?: string };
 type Next = (error?: unknown) => void;
 
-/** Builds a Web Request carrying what the rules and the token check read: method, URL, headers. */
-function toWebRequest(request: { method?: string; url?: string; headers: IncomingMessage['headers'] }, protocol = 'http'): Request {
-  const host = typeof request.headers.host === 'string' ? request.headers.host : 'localhost';
+/**
+ * A Web Request carrying what the token check reads (method, headers) under a fixed origin. The
+ * client's Host header never goes into the URL: `Host: x?` would turn `/admin` into a query string.
+ * The rules read the raw request target instead (passed separately as `rawPath`).
+ */
+function toWebRequest(request: { method?: string; headers: IncomingMessage['headers'] }): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (typeof value === 'string') headers.set(name, value);
     else if (Array.isArray(value)) headers.set(name, value.join(', '));
   }
-  // Concatenated, never resolved against a base: `//admin` resolved would become host "admin", path "/".
-  const path = (request.url ?? '/').startsWith('/') ? request.url ?? '/' : `/${request.url}`;
-  return new Request(`${protocol}://${host}${path}`, { method: request.method ?? 'GET', headers });
+  return new Request('http://protect.invalid/', { method: request.method ?? 'GET', headers });
 }
+
+const BAD_REQUEST_BODY = JSON.stringify({ error: 'BAD_REQUEST', message: 'The request is malformed.' });
 
 async function sendWebResponse(response: Response, res: ServerResponse): Promise<void> {
   res.statusCode = response.status;
@@ -34,9 +37,18 @@ async function sendWebResponse(response: Response, res: ServerResponse): Promise
  */
 export function toNodeMiddleware(protector: Protector) {
   return (req: NodeRequest, res: ServerResponse, next: Next): void => {
-    const request = toWebRequest({ method: req.method, url: req.originalUrl ?? req.url, headers: req.headers }, req.protocol);
+    let request: Request;
+    try {
+      request = toWebRequest(req);
+    } catch {
+      // Headers a Request will not carry (invalid names or values): refuse, never crash the server.
+      res.statusCode = 400;
+      res.setHeader('content-type', 'application/json; charset=utf-8');
+      res.end(BAD_REQUEST_BODY);
+      return;
+    }
     protector
-      .evaluate(request)
+      .evaluate(request, req.originalUrl ?? req.url ?? '/')
       .then(async ({ user, denial }) => {
         if (denial !== null) return sendWebResponse(denial, res);
         req.gatehouse = user;
@@ -49,7 +61,6 @@ export function toNodeMiddleware(protector: Protector) {
 interface FastifyLikeRequest {
   method: string;
   url: string;
-  protocol?: string;
   headers: IncomingMessage['headers'];
   gatehouse?: GatehouseUser | null;
 }
@@ -62,8 +73,13 @@ interface FastifyLikeReply {
 /** `app.addHook('onRequest', toFastifyHook(protector))`; allowed requests get `request.gatehouse`. */
 export function toFastifyHook(protector: Protector) {
   return async (request: FastifyLikeRequest, reply: FastifyLikeReply): Promise<FastifyLikeReply | undefined> => {
-    const webRequest = toWebRequest(request, request.protocol);
-    const { user, denial } = await protector.evaluate(webRequest);
+    let webRequest: Request;
+    try {
+      webRequest = toWebRequest(request);
+    } catch {
+      return reply.code(400).header('content-type', 'application/json; charset=utf-8').send(BAD_REQUEST_BODY);
+    }
+    const { user, denial } = await protector.evaluate(webRequest, request.url);
     if (denial === null) {
       request.gatehouse = user;
       return undefined;

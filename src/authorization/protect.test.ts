@@ -68,4 +68,35 @@ describe('createProtector against a live Gatehouse (Web Request/Response)', () =
     assert.equal((await unreachable.check(request('/api/data', token)))?.status, 401, 'no JWKS, no access');
     assert.equal(await createProtector({ issuer }).check(request('/api/data', token)), null, 'the same token with the JWKS reachable');
   });
+
+  // Regression (review): with the JWKS unreachable, every request fetched it again.
+  it('backs off after a failed JWKS fetch instead of fetching on every request', async () => {
+    const token = await signIn();
+    let attempts = 0;
+    const down: typeof fetch = async () => {
+      attempts++;
+      throw new TypeError('fetch failed: connect ECONNREFUSED');
+    };
+    const protector = createProtector({ issuer, fetch: down, cooldownMs: 60_000 });
+    for (let i = 0; i < 20; i++) assert.equal((await protector.check(request('/api/data', token)))?.status, 401);
+    assert.equal(attempts, 1);
+  });
+
+  it('reads only the cookie Gatehouse sets for the issuer’s scheme', async () => {
+    const token = await signIn();
+    const withCookie = (name: string) => new Request('https://app.example/api/data', { headers: { cookie: `${name}=${token}` } });
+    assert.equal(await createProtector({ issuer }).check(withCookie('gatehouse.session')), null, 'http issuer: the plain name');
+    let fetches = 0;
+    const https = createProtector({
+      issuer: 'https://auth.example.com',
+      fetch: async () => {
+        fetches++;
+        return new Response('{"keys":[]}', { headers: { 'content-type': 'application/json' } });
+      },
+    });
+    assert.equal((await https.check(withCookie('gatehouse.session')))?.status, 401);
+    assert.equal(fetches, 0, 'https issuer: an unprefixed cookie is not even looked at');
+    await https.check(withCookie('__Host-gatehouse.session'));
+    assert.equal(fetches, 1, 'the __Host- cookie is');
+  });
 });

@@ -12,10 +12,10 @@
  *   const protector = createProtector({ issuer: 'https://auth.example.com' });
  *   const denied = await protector.check(request); // null: allowed; else a Response to return
  */
-import { createRemoteJWKSet, customFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { DEFAULT_RULES, decide, isApiPath, type Decision, type ProtectionRules } from './rules.ts';
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { SEED_RULES, decide, isApiPath, type Decision, type ProtectionRules } from './rules.ts';
 
-export { DEFAULT_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
+export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
 export { toFastifyHook, toNodeMiddleware } from './adapters.ts';
 
 export interface ProtectorOptions {
@@ -23,10 +23,19 @@ export interface ProtectorOptions {
   issuer: string;
   /** Expected `aud`; defaults to the issuer, as Gatehouse does. */
   audience?: string;
+  /**
+   * Default: the seed's rules exactly (`SEED_RULES`): `/dashboard`, `/admin`, `/api` need a session,
+   * `/admin` and `/api/admin` need ADMIN, with no exemptions — your own `/api/auth/...` routes
+   * stay protected.
+   */
   rules?: ProtectionRules;
   /** Where pages send people without a session; `callbackUrl` is appended. Default: Gatehouse's sign-in page. */
   signInUrl?: string;
-  /** Cookie names that may carry the token, for apps on Gatehouse's own origin. */
+  /**
+   * Cookie names that may carry the token, for apps on Gatehouse's own origin. Default: the one
+   * Gatehouse sets for the issuer's scheme (`__Host-gatehouse.session` on https), so a sibling
+   * subdomain cannot plant an unprefixed cookie and sign someone in as the attacker.
+   */
   cookieNames?: readonly string[];
   /** Minimum time between JWKS fetches caused by an unknown `kid`. Default 30 s. */
   cooldownMs?: number;
@@ -50,26 +59,42 @@ export interface Protector {
   check(request: Request): Promise<Response | null>;
   /** The user behind the request's token, or null; for handlers that need more than the rules. */
   authenticate(request: Request): Promise<GatehouseUser | null>;
-  /** `check` and the user in one pass, for adapters that hand the user on to the app. */
-  evaluate(request: Request): Promise<{ denial: Response | null; user: GatehouseUser | null; decision: Decision }>;
+  /**
+   * `check` and the user in one pass, for adapters that hand the user on to the app. `rawPath` is
+   * the request target exactly as the server received it (adapters pass it; Web frameworks that
+   * already parsed the URL need not).
+   */
+  evaluate(request: Request, rawPath?: string): Promise<{ denial: Response | null; user: GatehouseUser | null; decision: Decision }>;
 }
 
-const DEFAULT_COOKIE_NAMES = ['__Host-gatehouse.session', 'gatehouse.session'] as const;
 const MAX_TOKEN_LENGTH = 4096;
 
 export function createProtector(options: ProtectorOptions): Protector {
   const issuer = options.issuer.replace(/\/+$/, '');
   const audience = options.audience ?? issuer;
-  const rules = options.rules ?? DEFAULT_RULES;
+  const rules = options.rules ?? SEED_RULES;
   const signInUrl = options.signInUrl ?? `${issuer}/auth/signin`;
-  const cookieNames = options.cookieNames ?? DEFAULT_COOKIE_NAMES;
+  const cookieNames = options.cookieNames ?? [issuer.startsWith('https://') ? '__Host-gatehouse.session' : 'gatehouse.session'];
+  const cooldownMs = options.cooldownMs ?? 30_000;
   const fetchImpl = options.fetch ?? fetch;
-  const keys: JWTVerifyGetKey = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`), {
-    cooldownDuration: options.cooldownMs ?? 30_000,
+  const remoteKeys = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`), {
+    cooldownDuration: cooldownMs,
     cacheMaxAge: options.jwksMaxAgeMs ?? 600_000,
     timeoutDuration: 5_000,
     ...(options.fetch !== undefined && { [customFetch]: options.fetch }),
   });
+  // jose's cooldown covers unknown kids after a successful fetch; this covers failed fetches, so an
+  // unreachable Gatehouse costs one attempt per cooldown, not one per request. Still fail-closed.
+  let jwksFailedAt = Number.NEGATIVE_INFINITY;
+  const keys: JWTVerifyGetKey = async (header, token) => {
+    if (Date.now() - jwksFailedAt < cooldownMs) throw new errors.JWKSTimeout('JWKS recently unreachable');
+    try {
+      return await remoteKeys(header, token);
+    } catch (error) {
+      if (!(error instanceof errors.JWKSNoMatchingKey) && !(error instanceof errors.JWKSMultipleMatchingKeys)) jwksFailedAt = Date.now();
+      throw error;
+    }
+  };
   const sessionCheck = options.checkSession === undefined || options.checkSession === false ? null : createSessionCheck(issuer, fetchImpl, options.checkSession === true ? {} : options.checkSession);
 
   async function authenticate(request: Request): Promise<GatehouseUser | null> {
@@ -88,8 +113,8 @@ export function createProtector(options: ProtectorOptions): Protector {
     return { userId: sub, sessionId: sid, roles: roles as string[] };
   }
 
-  async function decideRequest(request: Request) {
-    const path = new URL(request.url).pathname;
+  async function decideRequest(request: Request, rawPath?: string) {
+    const path = rawPath ?? new URL(request.url).pathname;
     let decision = decide(path, null, rules);
     let user: GatehouseUser | null = null;
     if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
@@ -99,12 +124,13 @@ export function createProtector(options: ProtectorOptions): Protector {
     return { decision, user };
   }
 
-  function denialFor(decision: Extract<Decision, { action: 'deny' }>, request: Request): Response {
+  function denialFor(decision: Extract<Decision, { action: 'deny' }>, request: Request, rawPath?: string): Response {
     const url = new URL(request.url);
-    if (isApiPath(url.pathname) || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
+    const path = rawPath ?? url.pathname;
+    if (isApiPath(path) || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
       const target = new URL(signInUrl);
-      target.searchParams.set('callbackUrl', `${url.pathname}${url.search}`);
+      target.searchParams.set('callbackUrl', rawPath ?? `${url.pathname}${url.search}`);
       return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });
     }
     return new Response('<!doctype html><title>Access denied</title><h1>Access denied</h1><p>Your account does not have the role this page needs.</p>', {
@@ -113,9 +139,9 @@ export function createProtector(options: ProtectorOptions): Protector {
     });
   }
 
-  async function evaluate(request: Request) {
-    const { decision, user } = await decideRequest(request);
-    return { decision, user, denial: decision.action === 'allow' ? null : denialFor(decision, request) };
+  async function evaluate(request: Request, rawPath?: string) {
+    const { decision, user } = await decideRequest(request, rawPath);
+    return { decision, user, denial: decision.action === 'allow' ? null : denialFor(decision, request, rawPath) };
   }
 
   return {

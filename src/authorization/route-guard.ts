@@ -7,14 +7,14 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
-import { DEFAULT_RULES, decide, isApiPath, type ProtectionRules } from './rules.ts';
+import { GATEHOUSE_RULES, decide, isApiPath, type ProtectionRules } from './rules.ts';
 
 export function registerRouteGuard(
   app: FastifyInstance,
   options: { authenticate: RequestAuthenticator; sendForbiddenPage: (reply: FastifyReply) => FastifyReply; rules?: ProtectionRules },
 ): void {
   const { authenticate, sendForbiddenPage } = options;
-  const rules = options.rules ?? DEFAULT_RULES;
+  const rules = options.rules ?? GATEHOUSE_RULES;
 
   app.addHook('onRequest', async (request, reply) => {
     // Decide first without a user: most paths are public, and those cost no session lookup.

@@ -1,11 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_RULES, decide, isApiPath, normalisePath } from './rules.ts';
+import { GATEHOUSE_RULES, SEED_RULES, decide, isApiPath, literalPath, normalisePath } from './rules.ts';
 
 describe('normalisePath', () => {
   const cases: Array<[string, string | null]> = [
     ['/', '/'],
-    ['', '/'],
+    ['', null],
+    ['http://evil/admin', null],
+    ['*', null],
     ['/admin', '/admin'],
     ['/Admin', '/admin'],
     ['/ADMIN/Users', '/admin/users'],
@@ -80,6 +82,13 @@ describe('decide (the seed rules, in order)', () => {
     ['/api/admin;x/users', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
     ['/api/health/../admin', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
     ['/ad%00min', 'BAD_REQUEST', 'BAD_REQUEST', 'BAD_REQUEST'],
+    // Regressions (review): an absolute-form target, and dot segments that walk out of /admin for
+    // the resolving reading while a router still sees them under /admin.
+    ['http://evil/admin/users', 'BAD_REQUEST', 'BAD_REQUEST', 'BAD_REQUEST'],
+    ['/admin/users/42%2F..%2F..%2F..', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/admin/x/../..', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/api/admin/export/..%2f..%2f..', 'UNAUTHENTICATED', 'FORBIDDEN', 'allow'],
+    ['/dashboard/%2e%2e/%2e%2e', 'UNAUTHENTICATED', 'allow', 'allow'],
   ];
   for (const [path, forNobody, forUser, forAdmin] of table) {
     it(path, () => {
@@ -95,10 +104,22 @@ describe('decide (the seed rules, in order)', () => {
   }
 
   it('lets a downstream app change the rules', () => {
-    const rules = { ...DEFAULT_RULES, protectedPrefixes: ['/app'], roleRequirements: [{ prefix: '/app/billing', role: 'BILLING' }] };
+    const rules = { ...GATEHOUSE_RULES, protectedPrefixes: ['/app'], roleRequirements: [{ prefix: '/app/billing', role: 'BILLING' }] };
     assert.deepEqual(decide('/app/billing', { roles: ['ADMIN'] }, rules), { action: 'deny', reason: 'FORBIDDEN' });
     assert.deepEqual(decide('/app/billing', { roles: ['BILLING'] }, rules), { action: 'allow' });
     assert.deepEqual(decide('/dashboard', null, rules), { action: 'allow' });
+  });
+
+  it('reads a path literally too: %2F stays inside its segment and .. is a name', () => {
+    assert.equal(literalPath('/admin/users/42%2F..%2F..'), '/admin/users/42/../..');
+    assert.equal(normalisePath('/admin/users/42%2F..%2F..'), '/admin');
+    assert.equal(literalPath('/a/../b'), '/a/../b');
+  });
+
+  it('gives downstream apps the seed rules exactly: no exemptions for paths named like ours', () => {
+    assert.deepEqual(decide('/api/auth/callback', null, SEED_RULES), { action: 'deny', reason: 'UNAUTHENTICATED' });
+    assert.deepEqual(decide('/api/health', null, SEED_RULES), { action: 'deny', reason: 'UNAUTHENTICATED' });
+    assert.deepEqual(decide('/api/auth/callback', null), { action: 'allow' }, 'Gatehouse itself exempts its own');
   });
 
   it('tells API paths from pages', () => {

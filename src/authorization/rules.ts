@@ -8,8 +8,8 @@
  *   2. no session user: denied (401 / sign-in redirect);
  *   3. a path under `/admin` (or `/api/admin`) without role ADMIN: denied (403);
  *   4. otherwise allowed.
- * Deviation (DESIGN.md): `/api/auth` and below, `/api/health` and the API docs are public, or
- * nobody could sign in.
+ * Deviation (DESIGN.md), for Gatehouse itself only: `/api/auth` and below, `/api/health` and the
+ * API docs are public, or nobody could sign in.
  *
  * Paths are compared after normalisation (see `normalisePath`), and case-insensitively: routers
  * differ (Fastify is case-sensitive, Express is not by default), and the guard must never be
@@ -28,14 +28,23 @@ export interface ProtectionRules {
 
 export const ADMIN_ROLE = 'ADMIN';
 
-/** The seed's rules, with DESIGN.md's exemptions. */
-export const DEFAULT_RULES: ProtectionRules = Object.freeze({
+/** The seed's rules exactly: no exemptions. The default for downstream apps (`gatehouse/protect`). */
+export const SEED_RULES: ProtectionRules = Object.freeze({
   protectedPrefixes: Object.freeze(['/dashboard', '/admin', '/api']),
-  publicPrefixes: Object.freeze(['/api/auth', '/api/health', '/api/docs']),
+  publicPrefixes: Object.freeze([]),
   roleRequirements: Object.freeze([
     Object.freeze({ prefix: '/admin', role: ADMIN_ROLE }),
     Object.freeze({ prefix: '/api/admin', role: ADMIN_ROLE }),
   ]),
+});
+
+/**
+ * Gatehouse's own rules: the seed's, with DESIGN.md's exemptions for its sign-in, health and docs
+ * endpoints. Not the downstream default: an app's own `/api/auth/...` routes must stay protected.
+ */
+export const GATEHOUSE_RULES: ProtectionRules = Object.freeze({
+  ...SEED_RULES,
+  publicPrefixes: Object.freeze(['/api/auth', '/api/health', '/api/docs']),
 });
 
 export type Decision =
@@ -53,13 +62,48 @@ const MAX_DECODE_ROUNDS = 3;
  * The path as the most permissive router could understand it, lower-cased: query and fragment
  * dropped, percent-decoding applied until nothing changes (so `%2561dmin` cannot hide `admin` from
  * a router that decodes twice), backslashes read as slashes, `;parameters` removed from every
- * segment, empty and `.` segments dropped, `..` resolved. Null for a path that cannot be decoded
- * or that contains control characters: callers refuse it.
+ * segment, empty and `.` segments dropped, `..` resolved. Null for a path that is not
+ * origin-form (an absolute URL such as `http://host/admin`, which routers reduce to its path),
+ * cannot be decoded, or contains control characters: callers refuse it.
  */
 export function normalisePath(rawPath: string): string | null {
-  let path = rawPath;
+  const decoded = decodePath(rawPath);
+  if (decoded === null) return null;
+  const segments: string[] = [];
+  for (const segment of splitSegments(decoded.replace(/\\/g, '/'))) {
+    if (segment === '..') segments.pop();
+    else segments.push(segment);
+  }
+  return `/${segments.join('/')}`;
+}
+
+/**
+ * The other reading of the same path: split only on the slashes that were literally there, each
+ * segment decoded on its own, and `..` kept as a name. Routers that keep `%2F` inside a parameter
+ * and do not resolve dot segments see the path this way, so `/admin/42%2F..%2F..` is still under
+ * `/admin` for them even though it resolves to `/`.
+ */
+export function literalPath(rawPath: string): string | null {
+  if (decodePath(rawPath) === null) return null;
+  const path = stripQuery(rawPath);
+  const segments: string[] = [];
+  for (const raw of path.split('/')) {
+    const segment = decodePath(`/${raw}`);
+    if (segment === null) return null;
+    segments.push(...splitSegments(segment.slice(1).replace(/\\/g, '/')));
+  }
+  return `/${segments.join('/')}`;
+}
+
+function stripQuery(path: string): string {
   const end = path.search(/[?#]/);
-  if (end !== -1) path = path.slice(0, end);
+  return end === -1 ? path : path.slice(0, end);
+}
+
+/** Origin-form check, query dropped, percent-decoding to a fixed point; null when refused. */
+function decodePath(rawPath: string): string | null {
+  if (!rawPath.startsWith('/')) return null;
+  let path = stripQuery(rawPath);
   for (let round = 0; round < MAX_DECODE_ROUNDS && path.includes('%'); round++) {
     try {
       const decoded = decodeURIComponent(path);
@@ -69,17 +113,19 @@ export function normalisePath(rawPath: string): string | null {
       return null;
     }
   }
-  if (path.includes('%') && /%[0-9a-f]{2}/i.test(path)) return null; // still encoded after the rounds
+  if (/%[0-9a-f]{2}/i.test(path)) return null; // still encoded after the rounds
   if (/[\u0000-\u001f\u007f]/.test(path)) return null;
+  return path;
+}
 
+/** Non-empty, non-`.` segments, lower-cased, each without its `;parameters`. */
+function splitSegments(path: string): string[] {
   const segments: string[] = [];
-  for (const rawSegment of path.replace(/\\/g, '/').split('/')) {
-    const segment = rawSegment.split(';')[0]!.trim().toLowerCase();
-    if (segment === '' || segment === '.') continue;
-    if (segment === '..') segments.pop();
-    else segments.push(segment);
+  for (const raw of path.split('/')) {
+    const segment = raw.split(';')[0]!.trim().toLowerCase();
+    if (segment !== '' && segment !== '.') segments.push(segment);
   }
-  return `/${segments.join('/')}`;
+  return segments;
 }
 
 /** True when `path` is `prefix` or below it (`/api` covers `/api/x`, not `/apix`). */
@@ -88,14 +134,24 @@ export function isUnder(path: string, prefix: string): boolean {
 }
 
 /** Whether the guard applies to this path at all (the seed's matcher). */
-export function isProtectedPath(normalisedPath: string, rules: ProtectionRules = DEFAULT_RULES): boolean {
+export function isProtectedPath(normalisedPath: string, rules: ProtectionRules = GATEHOUSE_RULES): boolean {
   return rules.protectedPrefixes.some((prefix) => isUnder(normalisedPath, prefix));
 }
 
-/** Applies the rules to a raw request path and the session user (null when there is none). */
-export function decide(rawPath: string, user: SessionUser | null, rules: ProtectionRules = DEFAULT_RULES): Decision {
-  const path = normalisePath(rawPath);
-  if (path === null) return { action: 'deny', reason: 'BAD_REQUEST' };
+/**
+ * Applies the rules to a raw request path and the session user (null when there is none). The
+ * path is read both ways (`normalisePath`, `literalPath`) and the stricter answer wins, so no
+ * spelling is looser for the guard than for any router behind it.
+ */
+export function decide(rawPath: string, user: SessionUser | null, rules: ProtectionRules = GATEHOUSE_RULES): Decision {
+  const resolved = normalisePath(rawPath);
+  const literal = literalPath(rawPath);
+  if (resolved === null || literal === null) return { action: 'deny', reason: 'BAD_REQUEST' };
+  const first = decideNormalised(resolved, user, rules);
+  return first.action === 'deny' ? first : decideNormalised(literal, user, rules);
+}
+
+function decideNormalised(path: string, user: SessionUser | null, rules: ProtectionRules): Decision {
   // Rule 1, and everything outside the matcher.
   if (path === '/' || !isProtectedPath(path, rules)) return ALLOW;
   if (rules.publicPrefixes.some((prefix) => isUnder(path, prefix))) return ALLOW;
@@ -110,6 +166,7 @@ export function decide(rawPath: string, user: SessionUser | null, rules: Protect
 
 /** Whether a path gets JSON denials (API) rather than pages (redirect / 403 page). */
 export function isApiPath(rawPath: string): boolean {
-  const path = normalisePath(rawPath);
-  return path === null || isUnder(path, '/api');
+  const resolved = normalisePath(rawPath);
+  const literal = literalPath(rawPath);
+  return resolved === null || literal === null || isUnder(resolved, '/api') || isUnder(literal, '/api');
 }

@@ -56,6 +56,11 @@ for (const backend of await backends()) {
         assert.ok(response.body.includes('grace@example.test'));
         assert.ok(response.body.includes('Grace &lt;b&gt;Hopper&lt;/b&gt;'), 'the text body is escaped on the page');
         assert.ok(!response.body.includes('<b>Hopper'));
+
+        // Regression (review): the page shows live links; only the developer's own machine may see it.
+        const remote = await app.inject({ method: 'GET', url: '/dev/outbox', remoteAddress: '10.1.2.3' });
+        assert.equal(remote.statusCode, 404);
+        assert.ok(!remote.body.includes(TOKEN));
       });
     });
 

@@ -22,7 +22,9 @@ export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pi
   eta.loadTemplate('layout', readFileSync(join(import.meta.dirname, '../ui/templates/layout.eta'), 'utf8'));
   eta.loadTemplate('dev-outbox', readFileSync(join(import.meta.dirname, 'dev-outbox.eta'), 'utf8'));
 
-  app.get(DEV_OUTBOX_PATH, { schema: { hide: true } }, async (_request, reply) => {
+  app.get(DEV_OUTBOX_PATH, { schema: { hide: true } }, async (request, reply) => {
+    // Live reset links: shown only to the developer's own machine, even on a dev box others reach.
+    if (!isLoopback(request.socket.remoteAddress)) return reply.callNotFound();
     const entries = await mail.listRecent(SHOWN_MESSAGES);
     const messages = entries.map((entry) => ({ ...entry, createdAt: formatTime(entry.createdAt) }));
     return sendPage(reply, eta.render('dev-outbox', { title: 'Dev outbox', isWide: true, messages }));
@@ -32,4 +34,9 @@ export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pi
 function formatTime(epochMs: number): { iso: string; text: string } {
   const iso = new Date(epochMs).toISOString();
   return { iso, text: `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` };
+}
+
+function isLoopback(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
