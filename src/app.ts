@@ -25,6 +25,11 @@ import { uiRoutes } from './ui/ui.routes.ts';
 import { adminPageRoutes } from './ui/admin-pages.routes.ts';
 import { assetRoutes } from './ui/asset.routes.ts';
 import { devOutboxRoutes } from './mail/dev-outbox.routes.ts';
+import { signupRoutes } from './credentials/signup.routes.ts';
+import { verificationRoutes } from './verification/verification.routes.ts';
+import { signupPageRoutes } from './ui/signup-pages.routes.ts';
+import { passwordRoutes } from './password-reset/password.routes.ts';
+import { passwordPageRoutes } from './ui/password-pages.routes.ts';
 
 /** Auth requests are small; anything larger is refused before it is parsed. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -96,6 +101,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     await browser.register(signOutRoutes, routeOptions);
     await browser.register(uiRoutes, routeOptions);
     await browser.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config });
+    await browser.register(signupRoutes, { signup: services.signup });
+    await browser.register(verificationRoutes, { verification: services.verification });
+    await browser.register(signupPageRoutes, { verification: services.verification, csrf, config });
+    await browser.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate });
+    await browser.register(passwordPageRoutes, { passwordReset: services.passwordReset, csrf, config });
   });
   await app.register(assetRoutes);
   // Development and tests without EMAIL_SERVER_HOST only; never registered in production.

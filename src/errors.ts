@@ -48,6 +48,8 @@ export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 export interface FieldError {
   field: string;
   message: string;
+  /** A stable code for a refusal a client may want to act on (a new password's `TOO_SHORT`, say). */
+  reason?: string;
 }
 
 export class AppError extends Error {

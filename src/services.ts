@@ -15,6 +15,10 @@ import { createAuditService } from './audit/audit.service.ts';
 import { createAuditRetentionJob } from './audit/audit-retention.ts';
 import { createAdminService } from './admin/admin.service.ts';
 import { createMailService } from './mail/mail.service.ts';
+import { createActionTokens } from './tokens/action-tokens.ts';
+import { createVerificationService } from './verification/verification.service.ts';
+import { createSignupService } from './credentials/signup.service.ts';
+import { createPasswordResetService } from './password-reset/password-reset.service.ts';
 import { createLogger } from './http/logging.ts';
 import type { Logger } from './lib/logger.ts';
 
@@ -58,15 +62,27 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     tokens: config.tokens,
     sessions: config.sessions,
   });
+  // Before credentials: a password change queues its notice mail in its own transaction.
+  const mail = createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger });
+  const actionTokens = createActionTokens({ clock });
   const credentials = createCredentialsService({
     users,
     sessions,
     hasher,
     policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength, minScore: config.passwords.minScore },
     audit,
+    requireEmailVerification: config.accounts.requireEmailVerification,
+    db,
+    mail,
+    actionTokens,
+    clock,
   });
   const admin = createAdminService({ users, sessions, credentials, audit });
-  const mail = createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger });
+  // Sign-up and e-mail verification.
+  const verification = createVerificationService({ db, users, tokens: actionTokens, mail, audit, ttlSeconds: config.accounts.verificationTokenTtlSeconds });
+  const signup = createSignupService({ db, allowSignup: config.accounts.allowSignup, credentials, users, verification, mail, audit });
+  // Password reset by e-mail link.
+  const passwordReset = createPasswordResetService({ db, users, credentials, tokens: actionTokens, mail, audit, ttlSeconds: config.accounts.resetTokenTtlSeconds });
   auditRetention.start();
   mail.start();
 
@@ -84,6 +100,10 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     auditRetention,
     mail,
     admin,
+    actionTokens,
+    verification,
+    signup,
+    passwordReset,
     logger,
     /** Stops background work and waits for a purge in progress; storage is closed by its owner. */
     async stop() {

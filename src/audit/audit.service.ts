@@ -32,6 +32,9 @@ export const AUDIT_EVENT_TYPES = [
   'password.reset',
   'password.changed',
   'oauth.linked',
+  'email.verified',
+  'signup.existing_account',
+  'password.reset_requested',
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

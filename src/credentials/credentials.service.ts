@@ -1,22 +1,47 @@
 /**
- * E-mail/password credentials: sign-in and the creation of password users (CLI, bootstrap admin,
- * later sign-up and the admin API). Outcomes are return values; the routes map them to HTTP.
+ * E-mail/password credentials: sign-in, the creation of password users (CLI, bootstrap admin,
+ * sign-up and the admin API), and replacing a password (changed by its user, or reset by a link:
+ * see `password-reset/`). Outcomes are return values; the routes map them to HTTP.
  */
 import type { User, UserService } from '../users/user.service.ts';
+import type { Db } from '../storage/database.ts';
 import { normaliseEmail } from '../users/email.ts';
-import type { AuditService } from '../audit/audit.service.ts';
+import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { SessionService, StartedSession } from '../sessions/session.service.ts';
+import type { ActionTokens } from '../tokens/action-tokens.ts';
+import type { MailService } from '../mail/mail.service.ts';
+import type { Clock } from '../lib/clock.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { checkPassword, type PasswordPolicy, type PasswordRejection } from './password-policy.ts';
 
 export type SignInResult =
   | { ok: true; user: User; session: StartedSession }
-  | { ok: false; reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' };
+  | { ok: false; reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED' };
 
 export type CreatePasswordUserResult =
   | { ok: true; user: User }
   | { ok: false; reason: 'EMAIL_TAKEN' | 'INVALID_ROLE' }
   | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+
+export type ChangePasswordResult =
+  | { ok: true; sessionsEnded: number }
+  | { ok: false; reason: 'INVALID_CREDENTIALS' }
+  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+
+/** A new password for an account, stored in the caller's transaction with what goes with it. */
+export interface PasswordReplacement {
+  user: Pick<User, 'id' | 'email' | 'name'>;
+  /** From `hashPassword`. */
+  passwordHash: string;
+  /** `password.reset` (by a mailed link, nobody signed in) or `password.changed` (by the signed-in user). */
+  event: 'password.reset' | 'password.changed';
+  source: AuditSource;
+  /** The session to keep signed in (the one making the change); without it, every session ends. */
+  keepSessionId?: string;
+}
+
+/** Where someone who did not change their password goes to take the account back (linked from the notice mail). */
+export const FORGOT_PASSWORD_PAGE = '/auth/forgot-password';
 
 export interface SignInInput {
   email: string;
@@ -33,8 +58,46 @@ export function createCredentialsService(deps: {
   hasher: PasswordHasher;
   policy: PasswordPolicy;
   audit: AuditService;
+  /** REQUIRE_EMAIL_VERIFICATION: a correct password of an unverified address gets EMAIL_NOT_VERIFIED. */
+  requireEmailVerification?: boolean;
+  /** For password changes: their transaction, notice mail and its time. */
+  db: Db;
+  mail: MailService;
+  /** A new password makes every outstanding reset link useless. */
+  actionTokens: ActionTokens;
+  clock: Clock;
 }) {
-  const { users, sessions, hasher, policy, audit } = deps;
+  const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock } = deps;
+
+  /** Why `password` is refused as this user's new password, or null (the policy, with their e-mail and name as words to avoid). */
+  function checkNewPassword(password: string, user: Pick<User, 'email' | 'name'>): PasswordRejection | null {
+    return checkPassword(password, policy, { email: user.email, name: user.name });
+  }
+
+  /**
+   * Inside the caller's transaction `trx` (which must be the only `db` used meanwhile): stores the
+   * new hash, queues the `password-changed` notice to the account's own address, ends the user's
+   * sessions (every one, or all but `keepSessionId`), and records `event`. Together or not at all.
+   * The caller calls `mail.wake()` after its commit.
+   */
+  async function replacePassword(trx: Db, change: PasswordReplacement): Promise<{ sessionsEnded: number }> {
+    const { user, source } = change;
+    await users.setPasswordHash(user.id, change.passwordHash, { db: trx });
+    await actionTokens.retire(trx, user.id, 'password_reset');
+    await mail.enqueue(trx, {
+      to: user.email,
+      template: 'password-changed',
+      data: { name: user.name, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
+    });
+    const sessionsEnded = await sessions.endAllSessions(user.id, {
+      db: trx,
+      source,
+      reason: change.event === 'password.reset' ? 'PASSWORD_RESET' : 'PASSWORD_CHANGED',
+      ...(change.keepSessionId !== undefined && { exceptSessionId: change.keepSessionId }),
+    });
+    await audit.record({ type: change.event, userId: user.id, source, details: { sessionsEnded } }, { db: trx });
+    return { sessionsEnded };
+  }
 
   return {
     /**
@@ -44,7 +107,7 @@ export function createCredentialsService(deps: {
      */
     async signIn(input: SignInInput): Promise<SignInResult> {
       const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent };
-      async function refuse(reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED', userId: string | null): Promise<SignInResult> {
+      async function refuse(reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED', userId: string | null): Promise<SignInResult> {
         await audit.record({ type: 'signin.failure', userId, email: normaliseEmail(input.email), source, reason });
         return { ok: false, reason };
       }
@@ -66,27 +129,77 @@ export function createCredentialsService(deps: {
       }
       const user = await users.findUserById(credentials.id);
       if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
+      // Like a disabled account: only someone who knows the password learns the address is unverified.
+      if (deps.requireEmailVerification === true && user.emailVerifiedAt === null) return refuse('EMAIL_NOT_VERIFIED', user.id);
       const session = await sessions.startSession({ userId: user.id, roles: user.roles, ip: input.ip, userAgent: input.userAgent });
       await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId } });
       return { ok: true, user, session };
     },
 
-    async createPasswordUser(input: {
-      email: string;
-      name: string;
-      password: string;
-      roles?: readonly string[];
-      emailVerified?: boolean;
-    }): Promise<CreatePasswordUserResult> {
+    /**
+     * Checks the password against the policy, hashes it, then creates the user (`onCreated` runs
+     * in the creating transaction: see `UserService.createUser`). An address that is taken costs
+     * the same as a free one up to the insert: the policy check and the hash happen either way.
+     */
+    async createPasswordUser(
+      input: {
+        email: string;
+        name: string;
+        password: string;
+        roles?: readonly string[];
+        emailVerified?: boolean;
+      },
+      options: { onCreated?: (db: Db, user: User) => Promise<void> } = {},
+    ): Promise<CreatePasswordUserResult> {
       const rejection = checkPassword(input.password, policy, { email: input.email, name: input.name });
       if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
-      return users.createUser({
-        email: input.email,
-        name: input.name,
-        passwordHash: await hasher.hash(input.password),
-        roles: input.roles ?? [],
-        emailVerified: input.emailVerified ?? false,
-      });
+      return users.createUser(
+        {
+          email: input.email,
+          name: input.name,
+          passwordHash: await hasher.hash(input.password),
+          roles: input.roles ?? [],
+          emailVerified: input.emailVerified ?? false,
+        },
+        options,
+      );
+    },
+
+    checkNewPassword,
+
+    /** argon2id, off the event loop. Hash before opening a transaction: it takes tens of milliseconds. */
+    hashPassword: (password: string): Promise<string> => hasher.hash(password),
+
+    replacePassword,
+
+    /**
+     * A signed-in user replaces their password. The current one must verify first (an account
+     * without one, which signs in with a provider, sets its first through a reset link); then the
+     * new one must pass the policy. Then, in one transaction, the hash is replaced, every other
+     * session ended, the notice queued and `password.changed` recorded. The session making the
+     * change (`sessionId`) stays signed in.
+     */
+    async changePassword(input: {
+      userId: string;
+      sessionId: string;
+      currentPassword: string;
+      newPassword: string;
+      source: AuditSource;
+    }): Promise<ChangePasswordResult> {
+      const [user, current] = await Promise.all([users.findUserById(input.userId), users.findCredentialsById(input.userId)]);
+      if (user === null || current === null || current.passwordHash === null) {
+        await hasher.verifyDummy(input.currentPassword);
+        return { ok: false, reason: 'INVALID_CREDENTIALS' };
+      }
+      if (!(await hasher.verify(current.passwordHash, input.currentPassword))) return { ok: false, reason: 'INVALID_CREDENTIALS' };
+      const rejection = checkNewPassword(input.newPassword, user);
+      if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
+      const passwordHash = await hasher.hash(input.newPassword);
+      const { sessionsEnded } = await db
+        .transaction()
+        .execute((trx) => replacePassword(trx, { user, passwordHash, event: 'password.changed', source: input.source, keepSessionId: input.sessionId }));
+      mail.wake();
+      return { ok: true, sessionsEnded };
     },
   };
 }

@@ -56,7 +56,7 @@ const signInResponse = z
 const signInErrors = {
   ...bodyErrorResponses,
   401: errorResponse.describe('Wrong e-mail or password (INVALID_CREDENTIALS); identical for unknown addresses'),
-  403: errorResponse.describe('Correct password, but the account is disabled (ACCOUNT_DISABLED); or CSRF_FAILED'),
+  403: errorResponse.describe('Correct password, but the account is disabled (ACCOUNT_DISABLED) or its address unverified under REQUIRE_EMAIL_VERIFICATION (EMAIL_NOT_VERIFIED); or CSRF_FAILED'),
 };
 
 interface SignInRouteOptions {

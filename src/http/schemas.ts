@@ -9,7 +9,13 @@ export const errorResponse = z
     error: z.enum(errorCodes).describe('Stable, UPPER_SNAKE error code'),
     message: z.string().describe('Human-readable explanation'),
     errors: z
-      .array(z.object({ field: z.string(), message: z.string() }))
+      .array(
+        z.object({
+          field: z.string(),
+          message: z.string(),
+          reason: z.string().optional().describe('A stable code where a client may act on it: why a new password was refused (TOO_SHORT, TOO_LONG, TOO_COMMON, CONTAINS_IDENTITY, TOO_GUESSABLE)'),
+        }),
+      )
       .optional()
       .describe('Present on VALIDATION_ERROR: one entry per offending field'),
   })

@@ -109,20 +109,26 @@ export function createSessionService(deps: SessionServiceDeps) {
    * strategy reads the list, but both write it: switching strategies at a restart must not bring
    * a signed-out session's long-lived token back to life. The audit event that `describe` makes
    * of the ended ids (null: none) is written in the same transaction.
+   *
+   * With `within` (a caller's transaction), all of it is written there instead. This instance's
+   * in-memory list learns of the ending at once, before the caller commits: should the caller roll
+   * back, those sessions are refused here until their tokens expire, which errs on the safe side.
    */
   async function revoke(
     filter: { userId: string; sessionId?: string; exceptSessionId?: string },
     describe: (endedIds: string[]) => AuditEventInput | null,
+    within?: Db,
   ): Promise<string[]> {
     const now = clock();
     const listedUntil = now + accessTokenTtlSeconds * 1000 + acceptedPastExpiryMs;
-    const ids = await db.transaction().execute(async (trx) => {
+    const write = async (trx: Db) => {
       const changed = await store.revokeSessions(trx, filter, now);
       for (const id of changed) await revocations.add(trx, id, listedUntil);
       const event = describe(changed);
       if (event !== null) await audit.record(event, { db: trx });
       return changed;
-    });
+    };
+    const ids = within === undefined ? await db.transaction().execute(write) : await write(within);
     if (strategy === 'jwt') for (const id of ids) revocations.remember(id, listedUntil);
     return ids;
   }
@@ -298,11 +304,12 @@ export function createSessionService(deps: SessionServiceDeps) {
 
     /**
      * Ends all of the user's sessions, or all but one; returns how many ended. `reason` says why
-     * in the audit event (e.g. ACCOUNT_DISABLED), which is written when any session ended.
+     * in the audit event (e.g. ACCOUNT_DISABLED), which is written when any session ended. With
+     * `db` (a transaction), the ending commits or rolls back with the caller's change (a password reset).
      */
-    async endAllSessions(userId: string, options: { source?: AuditSource; exceptSessionId?: string; reason?: string } = {}): Promise<number> {
-      const { source = SYSTEM_SOURCE, reason, ...filter } = options;
-      const ended = await revoke({ userId, ...filter }, (ids) =>
+    async endAllSessions(userId: string, options: { source?: AuditSource; exceptSessionId?: string; reason?: string; db?: Db } = {}): Promise<number> {
+      const { source = SYSTEM_SOURCE, reason, db: within, ...filter } = options;
+      const describe = (ids: string[]): AuditEventInput | null =>
         ids.length === 0
           ? null
           : {
@@ -311,8 +318,8 @@ export function createSessionService(deps: SessionServiceDeps) {
               source,
               reason: reason ?? null,
               details: { count: ids.length, ...(filter.exceptSessionId !== undefined && { keptSessionId: filter.exceptSessionId }) },
-            },
-      );
+            };
+      const ended = await revoke({ userId, ...filter }, describe, within);
       return ended.length;
     },
   };

@@ -54,6 +54,11 @@ export function createActionTokens(deps: { clock: Clock }) {
       return { token, expiresAt };
     },
 
+    /** Ends every live token of this user and purpose (a password changed: old reset links die). */
+    retire(db: Db, userId: string, purpose: ActionTokenPurpose): Promise<void> {
+      return store.retireActionTokens(db, userId, purpose, clock());
+    },
+
     /** Whether the token is live for this purpose, without using it up. */
     check,
 

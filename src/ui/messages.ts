@@ -107,3 +107,111 @@ export function adminNoticeMessage(code: string): string | null {
 export function adminErrorMessage(code: string): string {
   return lookup(ADMIN_ERRORS, code, ADMIN_ERROR_DEFAULT);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sign-up and e-mail verification pages (`/auth/signup`, `/auth/verify-email`).
+// ---------------------------------------------------------------------------------------------
+
+/** Codes on `/auth/signup?error=`, from its form. */
+const SIGNUP_ERRORS: Readonly<Record<string, string>> = {
+  VALIDATION_ERROR: 'Enter your name, a valid email address and a password.',
+  SIGNUP_DISABLED: 'Sign-up is turned off on this service. Ask your administrator for an account.',
+  CSRF_FAILED: 'Your sign-up form expired or did not come from this site. Please try again.',
+  RATE_LIMITED: 'Too many attempts. Wait a moment, then try again.',
+  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
+};
+const SIGNUP_ERROR_DEFAULT = 'Sign-up failed. Please try again.';
+
+/** Why a new password was refused, by the policy's reason code (`?reason=` on the sign-up page). */
+function passwordRejectionMessages(limits: { minLength: number; maxLength: number }): Readonly<Record<string, string>> {
+  return {
+    TOO_SHORT: `That password is too short: use at least ${limits.minLength} characters. A few unrelated words make a good one.`,
+    TOO_LONG: `That password is too long: use at most ${limits.maxLength} characters.`,
+    TOO_COMMON: 'That password is on the lists of passwords attackers try first. Choose another.',
+    CONTAINS_IDENTITY: 'That password is built from your email address, your name or the name of this service. Choose one that is not.',
+    TOO_GUESSABLE: 'That password is too easy to guess. Add more words, preferably uncommon ones.',
+  };
+}
+
+/**
+ * The message for a sign-up error; with `reason` (a password refusal), the reason's own message.
+ * Both arrive in the query string, so unknown values fall back to the defaults.
+ */
+export function signupErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string {
+  if (code === 'VALIDATION_ERROR' && reason !== undefined) {
+    const message = lookup<string | null>(passwordRejectionMessages(limits), reason, null);
+    if (message !== null) return message;
+  }
+  return lookup(SIGNUP_ERRORS, code, SIGNUP_ERROR_DEFAULT);
+}
+
+/** Codes on `/auth/verify-email?error=`, and the state of a link's token. */
+const VERIFY_EMAIL_ERRORS: Readonly<Record<string, string>> = {
+  INVALID_TOKEN: 'This verification link is not valid: it may have been used already, or a newer link replaced it. If your address is not verified yet, ask for a new link below.',
+  TOKEN_EXPIRED: 'This verification link has expired. Ask for a new one below.',
+  VALIDATION_ERROR: 'Enter a valid email address.',
+  RATE_LIMITED: 'Too many attempts. Wait a moment, then try again.',
+  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
+};
+const VERIFY_EMAIL_ERROR_DEFAULT = 'That did not work. Please try again.';
+
+export function verifyEmailErrorMessage(code: string): string {
+  return lookup(VERIFY_EMAIL_ERRORS, code, VERIFY_EMAIL_ERROR_DEFAULT);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Password reset and change (`/auth/forgot-password`, `/auth/reset-password`, and the dashboard's
+// change-password form). A refused password's `reason` reuses `passwordRejectionMessages` above.
+// ---------------------------------------------------------------------------------------------
+
+/** Codes on `/auth/forgot-password?error=`, from its form. */
+const FORGOT_PASSWORD_ERRORS: Readonly<Record<string, string>> = {
+  VALIDATION_ERROR: 'Enter a valid email address.',
+  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
+  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
+};
+const FORGOT_PASSWORD_ERROR_DEFAULT = 'That did not work. Please try again.';
+
+/** Codes on `/auth/reset-password?error=`: the state of the link's token, or why its form came back. */
+const RESET_PASSWORD_ERRORS: Readonly<Record<string, string>> = {
+  INVALID_TOKEN: 'This password reset link is not valid: it was used already, or a newer link replaced it. Ask for a new one below.',
+  TOKEN_EXPIRED: 'This password reset link has expired. Ask for a new one below.',
+  VALIDATION_ERROR: 'Enter a new password.',
+  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
+  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Open the link from your email again in a moment.',
+};
+const RESET_PASSWORD_ERROR_DEFAULT = 'That did not work. Open the link from your email again.';
+
+/** Codes on `/dashboard?error=` that come from its change-password form. */
+const CHANGE_PASSWORD_ERRORS: Readonly<Record<string, string>> = {
+  INVALID_CREDENTIALS: 'Your current password is not correct, so your password was not changed.',
+};
+
+/** Codes on `/dashboard?notice=`: what a form just did. */
+const DASHBOARD_NOTICES: Readonly<Record<string, string>> = {
+  PASSWORD_CHANGED: 'Your password has been changed. Your other sessions have been ended; this one stays signed in.',
+};
+
+function passwordRefusalMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string | null {
+  if (code !== 'VALIDATION_ERROR' || reason === undefined) return null;
+  return lookup<string | null>(passwordRejectionMessages(limits), reason, null);
+}
+
+export function forgotPasswordErrorMessage(code: string): string {
+  return lookup(FORGOT_PASSWORD_ERRORS, code, FORGOT_PASSWORD_ERROR_DEFAULT);
+}
+
+/** The message for the reset page's `?error=` (and `&reason=` for a refused password). */
+export function resetPasswordErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string {
+  return passwordRefusalMessage(code, reason, limits) ?? lookup(RESET_PASSWORD_ERRORS, code, RESET_PASSWORD_ERROR_DEFAULT);
+}
+
+/** The message for a change-password form's error on the dashboard, or null when the code is none of its own. */
+export function changePasswordErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string | null {
+  return passwordRefusalMessage(code, reason, limits) ?? lookup<string | null>(CHANGE_PASSWORD_ERRORS, code, null);
+}
+
+/** The message for the dashboard's `?notice=`, or null for an unknown code (nothing is shown). */
+export function dashboardNoticeMessage(code: string): string | null {
+  return lookup<string | null>(DASHBOARD_NOTICES, code, null);
+}

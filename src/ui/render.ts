@@ -102,6 +102,8 @@ export interface PageModels {
     callbackUrl: string;
     error: { code: string; message: string } | null;
     signedInAs: string | null;
+    /** ALLOW_SIGNUP: the page links to `/auth/signup`. */
+    isSignupAllowed: boolean;
   };
   signout: { csrfToken: string };
   error: { code: string; heading: string; message: string };
@@ -112,6 +114,10 @@ export interface PageModels {
     hasOtherSessions: boolean;
     notice: { code: string; message: string } | null;
     isAdmin: boolean;
+    /** What a form just did (`?notice=`): a password changed. */
+    confirmation: string | null;
+    /** For the change-password form's hint. */
+    minPasswordLength: number;
   };
   'admin-users': AdminFrame & {
     query: string;

@@ -18,6 +18,7 @@ import type { SessionService } from '../sessions/session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { authErrorExplanation, dashboardErrorMessage, signInErrorMessage } from './messages.ts';
+import { changePasswordErrorMessage, dashboardNoticeMessage } from './messages.ts';
 import { createPageRenderer, sendPage, toSessionItems } from './render.ts';
 import { firstValue, shownCode } from './page-query.ts';
 
@@ -72,6 +73,7 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
           callbackUrl: toSafeLocalPath(requested, config.authUrl, DASHBOARD_PAGE),
           error: error === undefined ? null : { code: error, message: signInErrorMessage(error) },
           signedInAs: current?.view.user.email ?? null,
+          isSignupAllowed: config.accounts.allowSignup,
         }),
       );
     },
@@ -87,12 +89,14 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
     return sendPage(reply, pages.render('error', { title: heading, heading, message, code }));
   });
 
-  app.get(DASHBOARD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
+  app.get(DASHBOARD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode, notice: shownCode }) } }, async (request, reply) => {
     const current = await signedIn(request, reply);
     if (current === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
     const { auth, view } = current;
     const items = toSessionItems(await sessions.listSessions(auth.userId), auth.sessionId);
-    const { error } = request.query;
+    const { error, reason, notice } = request.query;
+    // The change-password form (it posts to /api/auth/change-password) comes back with its own codes.
+    const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords) ?? dashboardErrorMessage(code);
     return sendPage(
       reply,
       pages.render('dashboard', {
@@ -103,7 +107,9 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
         isAdmin: view.user.roles.includes(ADMIN_ROLE),
         sessions: items,
         hasOtherSessions: items.some((item) => !item.isCurrent),
-        notice: error === undefined ? null : { code: error, message: dashboardErrorMessage(error) },
+        notice: error === undefined ? null : { code: error, message: errorMessage(error) },
+        confirmation: notice === undefined ? null : dashboardNoticeMessage(notice),
+        minPasswordLength: config.passwords.minLength,
       }),
     );
   });

@@ -74,7 +74,12 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
   }
 
   return {
-    async createUser(input: NewUser): Promise<CreateUserResult> {
+    /**
+     * Creates the user and their roles in one transaction. `onCreated` runs inside it with its
+     * `db` (to issue a verification token and enqueue its mail, say): the user exists only if
+     * that succeeds too. It must use only the `db` it is given.
+     */
+    async createUser(input: NewUser, options: { onCreated?: (db: Db, user: User) => Promise<void> } = {}): Promise<CreateUserResult> {
       const roles = [...new Set(input.roles ?? [])];
       if (!roles.every(isValidRole)) return { ok: false, reason: 'INVALID_ROLE' };
       const email = normaliseEmail(input.email);
@@ -91,7 +96,10 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
         updated_at: now,
       };
       try {
-        await store.insertUserWithRoles(db, row, roles);
+        await db.transaction().execute(async (trx) => {
+          await store.insertUserWithRoles(trx, row, roles);
+          if (options.onCreated !== undefined) await options.onCreated(trx, await toUser(row, trx));
+        });
       } catch (error) {
         // Two concurrent creations of one address: the unique index decides, the loser is told.
         if (await store.findUserByEmail(db, email)) return { ok: false, reason: 'EMAIL_TAKEN' };
@@ -106,6 +114,12 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
     },
 
+    /** The same by id, for a signed-in user confirming their current password. */
+    async findCredentialsById(id: string): Promise<UserCredentials | null> {
+      const row = await store.findUserById(db, id);
+      return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
+    },
+
     async findUserByEmail(email: string): Promise<User | null> {
       const row = await store.findUserByEmail(db, normaliseEmail(email));
       return row ? toUser(row) : null;
@@ -116,8 +130,17 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return row ? toUser(row) : null;
     },
 
-    async setPasswordHash(userId: string, passwordHash: string): Promise<void> {
-      await store.updatePasswordHash(db, userId, passwordHash, clock());
+    /** Pass `options.db` (a transaction) to make the change with others (a reset token consumed, sessions ended). */
+    async setPasswordHash(userId: string, passwordHash: string, options: { db?: Db } = {}): Promise<void> {
+      await store.updatePasswordHash(options.db ?? db, userId, passwordHash, clock());
+    },
+
+    /**
+     * Records that the user controls their address (the first time only). Pass the transaction
+     * that consumes the token proving it. True when it was not verified before.
+     */
+    async markEmailVerified(userId: string, options: { db?: Db } = {}): Promise<boolean> {
+      return store.markEmailVerified(options.db ?? db, userId, clock());
     },
 
     async countUsers(): Promise<number> {

@@ -4,16 +4,15 @@ import type { Db } from '../storage/database.ts';
 import type { NewUserRow, UserRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 
+/** Inserts the user and their roles; pass a transaction, so that both are written or neither. */
 export async function insertUserWithRoles(db: Db, user: NewUserRow, roles: readonly string[]): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    await trx.insertInto('users').values(user).execute();
-    if (roles.length > 0) {
-      await trx
-        .insertInto('user_roles')
-        .values(roles.map((role) => ({ user_id: user.id, role, created_at: user.created_at })))
-        .execute();
-    }
-  });
+  await db.insertInto('users').values(user).execute();
+  if (roles.length > 0) {
+    await db
+      .insertInto('user_roles')
+      .values(roles.map((role) => ({ user_id: user.id, role, created_at: user.created_at })))
+      .execute();
+  }
 }
 
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
@@ -31,6 +30,17 @@ export async function findRolesByUserId(db: Db, userId: string): Promise<string[
 
 export async function updatePasswordHash(db: Db, userId: string, passwordHash: string, updatedAt: number): Promise<void> {
   await db.updateTable('users').set({ password_hash: passwordHash, updated_at: updatedAt }).where('id', '=', userId).execute();
+}
+
+/** Stamps the address verified unless it already is (the first stamp stays); true when it changed. */
+export async function markEmailVerified(db: Db, id: string, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ email_verified_at: now, updated_at: now })
+    .where('id', '=', id)
+    .where('email_verified_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 export async function countUsers(db: Db): Promise<number> {

@@ -1,0 +1,154 @@
+/**
+ * Password reset by e-mail link. Asking for a link issues a single-use `password_reset` action
+ * token and queues the mail that carries it in one transaction (they exist together or not at
+ * all); using the link checks the token, then consumes it in the same transaction as the new
+ * password, the end of every session and the notice mail, so a token can never be spent without
+ * the change it authorises, nor the other way round.
+ *
+ * Asking for a link never says whether the address has an account: the answer is the same, and
+ * so is its timing (see `requestReset`). Outcomes are return values; the routes map them to HTTP.
+ */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../storage/database.ts';
+import type { User, UserService } from '../users/user.service.ts';
+import type { AuditService, AuditSource } from '../audit/audit.service.ts';
+import type { MailService } from '../mail/mail.service.ts';
+import type { ActionTokens } from '../tokens/action-tokens.ts';
+import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { PasswordRejection } from '../credentials/password-policy.ts';
+
+export { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
+
+/** The page a reset link opens; the mail's link is this under AUTH_URL, with `?token=`. */
+export const RESET_PASSWORD_PAGE = '/auth/reset-password';
+
+/**
+ * Every request for a link is answered no sooner than this after it arrived, whatever happened:
+ * an account, no account, a disabled one, or a failure. The real work for an existing account
+ * (token, rendering and sealing the mail, three inserts) takes a few milliseconds; padding every
+ * answer to one fixed duration hides that difference, and any other we have not thought of,
+ * far better than imitating the work on the other path. It costs a timer, not a thread.
+ */
+export const FORGOT_PASSWORD_MIN_RESPONSE_MS = 250;
+
+const PURPOSE = 'password_reset';
+
+export type ResetTokenCheck =
+  | { ok: true; user: User }
+  | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' };
+
+export type ResetPasswordResult =
+  | { ok: true; userId: string; sessionsEnded: number }
+  | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' }
+  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+
+export type PasswordResetService = ReturnType<typeof createPasswordResetService>;
+
+export function createPasswordResetService(deps: {
+  db: Db;
+  users: UserService;
+  credentials: CredentialsService;
+  tokens: ActionTokens;
+  mail: MailService;
+  audit: AuditService;
+  /** RESET_TOKEN_TTL. */
+  ttlSeconds: number;
+  /** Tests may shorten it; see FORGOT_PASSWORD_MIN_RESPONSE_MS. */
+  minResponseMs?: number;
+}) {
+  const { db, users, credentials, tokens, mail, audit, ttlSeconds } = deps;
+  const minResponseMs = deps.minResponseMs ?? FORGOT_PASSWORD_MIN_RESPONSE_MS;
+  // Never promise a link longer life than it has.
+  const expiresInMinutes = Math.max(1, Math.floor(ttlSeconds / 60));
+
+  /** The live token's account; a disabled account's links are as good as none. */
+  async function checkToken(token: string): Promise<ResetTokenCheck> {
+    const checked = await tokens.check(db, token, PURPOSE);
+    if (!checked.ok) return checked;
+    const user = await users.findUserById(checked.userId);
+    if (user === null || user.disabledAt !== null) return { ok: false, reason: 'INVALID_TOKEN' };
+    return { ok: true, user };
+  }
+
+  return {
+    /**
+     * Sends a reset link to the account with this address, if there is one and it is not
+     * disabled; an account without a password (it signs in with a provider) gets one too, and
+     * sets its first password with it. Resolves the same way in every case, no sooner than
+     * `minResponseMs` after the call: an error (storage down) is thrown only after that wait, too.
+     *
+     * Both paths also write in one transaction: an audit event (`password.reset_requested`, with
+     * the account or none), so a write failing shows on both, and operators can see the requests.
+     * Nothing here waits on SMTP: the mail goes to the outbox.
+     */
+    async requestReset(input: { email: string; source: AuditSource }): Promise<void> {
+      const answerAt = performance.now() + minResponseMs;
+      try {
+        const user = await users.findUserByEmail(input.email);
+        const isQueued = await db.transaction().execute(async (trx) => {
+          const event = { type: 'password.reset_requested' as const, source: input.source };
+          if (user === null) {
+            await audit.record({ ...event, userId: null, reason: 'UNKNOWN_EMAIL' }, { db: trx });
+            return false;
+          }
+          if (user.disabledAt !== null) {
+            await audit.record({ ...event, userId: user.id, reason: 'ACCOUNT_DISABLED' }, { db: trx });
+            return false;
+          }
+          // Issuing retires the account's older reset links: only the newest one works.
+          const { token } = await tokens.issue(trx, { userId: user.id, purpose: PURPOSE, ttlSeconds });
+          await mail.enqueue(trx, {
+            // The stored address, never the one typed: the link goes only to the account's own mailbox.
+            to: user.email,
+            template: 'password-reset',
+            // From AUTH_URL only: a Host or X-Forwarded-Host header never shapes the link.
+            data: { name: user.name, resetUrl: mail.link(RESET_PASSWORD_PAGE, { token }), expiresInMinutes },
+          });
+          await audit.record({ ...event, userId: user.id }, { db: trx });
+          return true;
+        });
+        if (isQueued) mail.wake();
+      } finally {
+        const wait = answerAt - performance.now();
+        if (wait > 0) await sleep(wait);
+      }
+    },
+
+    /** Whether the link still works, without using it up (the reset page checks before showing its form). */
+    checkToken,
+
+    /**
+     * Sets a new password with a reset token. The token is judged first, so a bad one is always
+     * INVALID_TOKEN / TOKEN_EXPIRED whatever the password; then the password policy, which leaves
+     * the token unspent on a refusal, so the person can try another password with the same link.
+     * Then, in one transaction: the token is consumed (atomically: of two requests racing with one
+     * token, exactly one gets here), the password replaced, every session of the account ended,
+     * the notice mail queued, and `password.reset` recorded. Nobody is signed in by it.
+     */
+    async resetPassword(input: { token: string; password: string; source: AuditSource }): Promise<ResetPasswordResult> {
+      const checked = await checkToken(input.token);
+      if (!checked.ok) return checked;
+      const { user } = checked;
+      const rejection = credentials.checkNewPassword(input.password, user);
+      if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
+      // Hashed before the transaction: argon2 takes tens of milliseconds, and on SQLite an open
+      // transaction holds the only connection.
+      const passwordHash = await credentials.hashPassword(input.password);
+
+      const result = await db.transaction().execute(async (trx): Promise<ResetPasswordResult> => {
+        const consumed = await tokens.consume(trx, input.token, PURPOSE);
+        // Spent by a concurrent request since the check, or expired meanwhile: nothing changes.
+        if (!consumed.ok) return consumed;
+        if (consumed.userId !== user.id) return { ok: false, reason: 'INVALID_TOKEN' };
+        const { sessionsEnded } = await credentials.replacePassword(trx, { user, passwordHash, event: 'password.reset', source: input.source });
+        // The link reached the account's mailbox and came back: the address is proven, as by a verification link.
+        await users.markEmailVerified(user.id, { db: trx });
+        // When sign-in lockouts exist, a successful reset is where they are cleared, in this transaction.
+        return { ok: true, userId: user.id, sessionsEnded };
+      });
+      if (result.ok) mail.wake();
+      return result;
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The password reset pages: `/auth/forgot-password` (the form asking for a link),
+ * `/auth/forgot-password/sent` (where it lands, account or not), `/auth/reset-password?token=`
+ * (what a reset link opens: the token is checked first, and only a live one gets the form) and
+ * `/auth/reset-password/done` (sign in with the new password). Plain HTML forms posting to the API
+ * with the browser's CSRF token. Register this plugin where form bodies are parsed; its routes are
+ * hidden from the OpenAPI document.
+ */
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from '../password-reset/password-reset.service.ts';
+import { FORGOT_PASSWORD_SENT_PAGE, RESET_PASSWORD_DONE_PAGE } from '../password-reset/password.routes.ts';
+import { forgotPasswordErrorMessage, resetPasswordErrorMessage } from './messages.ts';
+import { createPageRenderer, PAGE_HEADERS, sendPage } from './render.ts';
+import { firstValue, shownCode } from './page-query.ts';
+
+/** A page-level message: what went wrong, with its code. */
+interface PageError {
+  code: string;
+  message: string;
+}
+
+declare module './render.ts' {
+  interface PageModels {
+    'forgot-password': { csrfToken: string; error: PageError | null };
+    'forgot-password-sent': { expiresIn: string };
+    'reset-password': {
+      csrfToken: string;
+      /** Only for a live token: the form that sets the password with it. */
+      form: { token: string; email: string } | null;
+      error: PageError | null;
+      minPasswordLength: number;
+    };
+    'reset-password-done': Record<never, never>;
+  }
+}
+
+export interface PasswordPageRouteOptions {
+  passwordReset: PasswordResetService;
+  csrf: Csrf;
+  config: Config;
+}
+
+/** A token from a link: anything may be there; the token check refuses what is not a token. */
+const linkToken = z.preprocess(firstValue, z.string()).optional();
+
+/**
+ * The reset page's URL holds a live token: no Referer may carry it anywhere, not even to our own
+ * stylesheet. Its form then posts with `Origin: null`, which the CSRF check accepts only together
+ * with `Sec-Fetch-Site: same-origin`. The page loads nothing from any other origin (the CSP says so too).
+ */
+const LINK_PAGE_HEADERS = { ...PAGE_HEADERS, 'referrer-policy': 'no-referrer' };
+
+export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, csrf, config }) => {
+  const pages = createPageRenderer();
+  const hidden = { hide: true } as const;
+  const { minLength, maxLength } = config.passwords;
+
+  app.get(FORGOT_PASSWORD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
+    const { error } = request.query;
+    const html = pages.render('forgot-password', {
+      title: 'Forgot your password?',
+      csrfToken: csrf.issueToken(request, reply),
+      error: error === undefined ? null : { code: error, message: forgotPasswordErrorMessage(error) },
+    });
+    return sendPage(reply, html);
+  });
+
+  app.get(FORGOT_PASSWORD_SENT_PAGE, { schema: hidden }, async (_request, reply) => {
+    return sendPage(reply, pages.render('forgot-password-sent', { title: 'Check your email', expiresIn: durationText(config.accounts.resetTokenTtlSeconds) }));
+  });
+
+  app.get(
+    RESET_PASSWORD_PAGE,
+    { schema: { ...hidden, querystring: z.object({ token: linkToken, error: shownCode, reason: shownCode }) } },
+    async (request, reply) => {
+      const { token, error, reason } = request.query;
+      // Looking is not using: mail scanners fetch links. Only the form's POST consumes the token.
+      const checked = token === undefined || token === '' ? null : await passwordReset.checkToken(token);
+      const isLive = checked !== null && checked.ok;
+      // A dead or missing token explains itself; a live one shows why its last post came back, if it did.
+      const code = checked !== null && !checked.ok ? checked.reason : (error ?? (isLive ? undefined : 'INVALID_TOKEN'));
+      const html = pages.render('reset-password', {
+        title: 'Choose a new password',
+        csrfToken: csrf.issueToken(request, reply),
+        form: isLive ? { token: token!, email: checked.user.email } : null,
+        error: code === undefined ? null : { code, message: resetPasswordErrorMessage(code, reason, { minLength, maxLength }) },
+        minPasswordLength: minLength,
+      });
+      return reply.code(200).headers(LINK_PAGE_HEADERS).send(html);
+    },
+  );
+
+  app.get(RESET_PASSWORD_DONE_PAGE, { schema: hidden }, async (_request, reply) => {
+    return sendPage(reply, pages.render('reset-password-done', { title: 'Password changed' }));
+  });
+};
+
+/** `1800` -> `30 minutes`, `3600` -> `1 hour`, `172800` -> `2 days`. */
+function durationText(seconds: number): string {
+  const minutes = Math.max(1, Math.floor(seconds / 60));
+  const [amount, unit] = minutes % 1440 === 0 ? [minutes / 1440, 'day'] : minutes % 60 === 0 ? [minutes / 60, 'hour'] : [minutes, 'minute'];
+  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
+}

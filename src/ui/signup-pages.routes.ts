@@ -1,0 +1,125 @@
+/**
+ * The sign-up and e-mail verification pages: `/auth/signup` (the form), `/auth/check-email`
+ * (where every sign-up lands, new address or not), `/auth/verify-email` (what a verification link
+ * opens: a button that posts the token, never a GET that uses it up, because mail scanners fetch
+ * links) and `/auth/email-verified`. Plain HTML forms posting to the API with the browser's CSRF
+ * token. Register this plugin where form bodies are parsed; its routes are hidden from the OpenAPI
+ * document.
+ */
+import { z } from 'zod';
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { MAX_NAME_LENGTH, SIGNUP_PAGE } from '../credentials/signup.routes.ts';
+import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from '../verification/verification.routes.ts';
+import type { VerificationService } from '../verification/verification.service.ts';
+import { signupErrorMessage, verifyEmailErrorMessage } from './messages.ts';
+import { createPageRenderer, PAGE_HEADERS, sendPage } from './render.ts';
+import { firstValue, shownCode } from './page-query.ts';
+
+/** A page-level message: what went wrong, with its code. */
+interface PageError {
+  code: string;
+  message: string;
+}
+
+declare module './render.ts' {
+  interface PageModels {
+    signup: {
+      csrfToken: string;
+      isDisabled: boolean;
+      error: PageError | null;
+      minPasswordLength: number;
+      maxNameLength: number;
+    };
+    'check-email': { csrfToken: string; expiresIn: string };
+    'verify-email': {
+      csrfToken: string;
+      /** The link's token, only while it is live: the page then shows the button that uses it. */
+      token: string | null;
+      error: PageError | null;
+    };
+    'email-verified': Record<never, never>;
+  }
+}
+
+export interface SignupPageRouteOptions {
+  verification: VerificationService;
+  csrf: Csrf;
+  config: Config;
+}
+
+/** A token from a link: anything may be there; the token check refuses what is not a token. */
+const linkToken = z.preprocess(firstValue, z.string()).optional();
+
+export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = async (app, { verification, csrf, config }) => {
+  const pages = createPageRenderer();
+  const hidden = { hide: true } as const;
+  const { minLength, maxLength } = config.passwords;
+
+  app.get(
+    SIGNUP_PAGE,
+    { schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode }) } },
+    async (request, reply) => {
+      const isDisabled = !config.accounts.allowSignup;
+      const { error, reason } = request.query;
+      const html = pages.render('signup', {
+        title: 'Create an account',
+        csrfToken: csrf.issueToken(request, reply),
+        isDisabled,
+        error: error === undefined || isDisabled ? null : { code: error, message: signupErrorMessage(error, reason, { minLength, maxLength }) },
+        minPasswordLength: minLength,
+        maxNameLength: MAX_NAME_LENGTH,
+      });
+      return sendPage(reply, html, isDisabled ? 403 : 200);
+    },
+  );
+
+  app.get(CHECK_EMAIL_PAGE, { schema: hidden }, async (request, reply) => {
+    const html = pages.render('check-email', {
+      title: 'Check your inbox',
+      csrfToken: csrf.issueToken(request, reply),
+      expiresIn: durationText(config.accounts.verificationTokenTtlSeconds),
+    });
+    return sendPage(reply, html);
+  });
+
+  app.get(
+    VERIFY_EMAIL_PAGE,
+    { schema: { ...hidden, querystring: z.object({ token: linkToken, error: shownCode }) } },
+    async (request, reply) => {
+      const { token, error } = request.query;
+      // Looking is not using: the token is checked here and consumed only by the button's POST.
+      const checked = token === undefined || token === '' ? null : await verification.checkToken(token);
+      const code = error ?? (checked !== null && !checked.ok ? checked.reason : undefined);
+      const html = pages.render('verify-email', {
+        title: 'Verify your email address',
+        csrfToken: csrf.issueToken(request, reply),
+        token: checked?.ok === true && error === undefined ? token! : null,
+        error: code === undefined ? null : { code, message: verifyEmailErrorMessage(code) },
+      });
+      return sendLinkPage(reply, html);
+    },
+  );
+
+  app.get(EMAIL_VERIFIED_PAGE, { schema: hidden }, async (_request, reply) => {
+    return sendPage(reply, pages.render('email-verified', { title: 'Email address verified' }));
+  });
+};
+
+/**
+ * A page whose URL may hold a token: no Referer at all leaves it, not even to our own stylesheet.
+ * (Its form then posts with `Origin: null` and `Sec-Fetch-Site: same-origin`, which the CSRF check
+ * accepts as ours.)
+ */
+function sendLinkPage(reply: FastifyReply, html: string): FastifyReply {
+  return reply.code(200).headers({ ...PAGE_HEADERS, 'referrer-policy': 'no-referrer' }).send(html);
+}
+
+/** `86400` -> `24 hours`, `1800` -> `30 minutes`, `172800` -> `2 days`. */
+function durationText(seconds: number): string {
+  const minutes = Math.max(1, Math.floor(seconds / 60));
+  const [amount, unit] = minutes % 1440 === 0 && minutes > 1440 ? [minutes / 1440, 'day'] : minutes % 60 === 0 ? [minutes / 60, 'hour'] : [minutes, 'minute'];
+  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
+}
