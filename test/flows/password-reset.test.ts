@@ -327,8 +327,10 @@ for (const backend of await backends()) {
       const user = await newUser();
       await smtp.stop();
       assertAccepted(await forgot(user.email), 'SMTP down');
-      // The worker tried, failed, and keeps the message for a retry.
-      await waitForOutbox(user.email, (row) => row.attempts >= 1 && row.status === 'pending');
+      // The worker tried, failed, and keeps the message for a retry. Wait for the failure to be
+      // recorded (the row unlocked, with its error), not just the claim: the retry time is set
+      // from the clock when the failure is recorded, so moving the clock before then would miss it.
+      await waitForOutbox(user.email, (row) => row.attempts >= 1 && row.status === 'pending' && row.locked_by === null && row.last_error !== null);
       assertAccepted(await forgot(`ghost${++count}@example.com`), 'SMTP still down');
       assert.deepEqual(mailsTo(smtp, user.email), []);
       await smtp.start();
@@ -337,10 +339,13 @@ for (const backend of await backends()) {
       assert.equal((await validate(tokenOf(mail))).statusCode, 200, 'its link works');
     });
 
-    async function waitForOutbox(to: string, predicate: (row: { attempts: number; status: string }) => boolean): Promise<void> {
+    async function waitForOutbox(
+      to: string,
+      predicate: (row: { attempts: number; status: string; locked_by: string | null; last_error: string | null }) => boolean,
+    ): Promise<void> {
       const deadline = Date.now() + MAIL_WAIT_MS;
       for (;;) {
-        const rows = await t.services.storage.db.selectFrom('mail_outbox').select(['attempts', 'status']).where('to_address', '=', to).execute();
+        const rows = await t.services.storage.db.selectFrom('mail_outbox').select(['attempts', 'status', 'locked_by', 'last_error']).where('to_address', '=', to).execute();
         if (rows.some(predicate)) return;
         if (Date.now() > deadline) throw new Error(`outbox row for ${to} never matched: ${JSON.stringify(rows)}`);
         await new Promise((resolve) => setTimeout(resolve, 25));

@@ -176,11 +176,17 @@ for (const backend of await backends()) {
         const response = await signUp(email);
         assert.equal(response.statusCode, 202);
         assert.ok(await t.services.users.findUserByEmail(email), 'the account exists');
-        // Give the worker time to try, and fail, at least once.
+        // Give the worker time to try, and fail, at least once. Wait for the failure to be recorded
+        // (unlocked, with its error), not just the claim: the retry time is set from the clock then,
+        // so moving the clock before it would leave the retry in the future.
         const deadline = Date.now() + MAIL_WAIT_MS;
-        const attempts = async () => (await t.services.storage.db.selectFrom('mail_outbox').select('attempts').where('to_address', '=', email).executeTakeFirstOrThrow()).attempts;
-        while ((await attempts()) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-        assert.ok((await attempts()) >= 1, 'a send was tried and failed');
+        const row = () => t.services.storage.db.selectFrom('mail_outbox').select(['attempts', 'locked_by', 'last_error']).where('to_address', '=', email).executeTakeFirstOrThrow();
+        const hasFailedOnce = async () => {
+          const current = await row();
+          return current.attempts >= 1 && current.locked_by === null && current.last_error !== null;
+        };
+        while (!(await hasFailedOnce()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.ok(await hasFailedOnce(), 'a send was tried and failed');
       } finally {
         await smtp.start();
       }
