@@ -30,6 +30,7 @@ import { verificationRoutes } from './verification/verification.routes.ts';
 import { signupPageRoutes } from './ui/signup-pages.routes.ts';
 import { passwordRoutes } from './password-reset/password.routes.ts';
 import { passwordPageRoutes } from './ui/password-pages.routes.ts';
+import { oauthRoutes } from './oauth/oauth.routes.ts';
 
 /** Auth requests are small; anything larger is refused before it is parsed. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -99,7 +100,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     await browser.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
     await browser.register(browserSignInRoutes, routeOptions);
     await browser.register(signOutRoutes, routeOptions);
-    await browser.register(uiRoutes, routeOptions);
+    await browser.register(uiRoutes, { ...routeOptions, oauth: services.oauth });
+    await browser.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, authenticate, config, clock });
     await browser.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config });
     await browser.register(signupRoutes, { signup: services.signup });
     await browser.register(verificationRoutes, { verification: services.verification });

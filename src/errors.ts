@@ -34,6 +34,7 @@ export const ERROR_CATALOGUE = {
   TOKEN_EXPIRED: { status: 400, message: 'This link has expired. Ask for a new one.' },
   SIGNUP_DISABLED: { status: 403, message: 'Sign-up is disabled on this service.' },
   EMAIL_TAKEN: { status: 409, message: 'A user with this e-mail address already exists.' },
+  LAST_SIGN_IN_METHOD: { status: 409, message: 'This is your last way to sign in: set a password or link another provider first.' },
   SELF_LOCKOUT: { status: 409, message: 'You cannot disable your own account or remove your own ADMIN role.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json.' },

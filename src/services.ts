@@ -19,6 +19,7 @@ import { createActionTokens } from './tokens/action-tokens.ts';
 import { createVerificationService } from './verification/verification.service.ts';
 import { createSignupService } from './credentials/signup.service.ts';
 import { createPasswordResetService } from './password-reset/password-reset.service.ts';
+import { createOAuthService } from './oauth/oauth.service.ts';
 import { createLogger } from './http/logging.ts';
 import type { Logger } from './lib/logger.ts';
 
@@ -83,6 +84,20 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   const signup = createSignupService({ db, allowSignup: config.accounts.allowSignup, credentials, users, verification, mail, audit });
   // Password reset by e-mail link.
   const passwordReset = createPasswordResetService({ db, users, credentials, tokens: actionTokens, mail, audit, ttlSeconds: config.accounts.resetTokenTtlSeconds });
+  // Sign-in with GitHub, Google and a generic OpenID Connect provider.
+  const oauth = createOAuthService({
+    db,
+    providers: config.oauth.providers,
+    authUrl: config.authUrl,
+    authSecret: config.authSecret,
+    users,
+    sessions,
+    audit,
+    clock,
+    logger,
+    allowSignup: config.accounts.allowSignup,
+    requireEmailVerification: config.accounts.requireEmailVerification,
+  });
   auditRetention.start();
   mail.start();
 
@@ -104,6 +119,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     verification,
     signup,
     passwordReset,
+    oauth,
     logger,
     /** Stops background work and waits for a purge in progress; storage is closed by its owner. */
     async stop() {

@@ -35,6 +35,7 @@ export const AUDIT_EVENT_TYPES = [
   'email.verified',
   'signup.existing_account',
   'password.reset_requested',
+  'oauth.unlinked',
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

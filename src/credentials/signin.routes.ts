@@ -13,7 +13,7 @@ import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { cookieNames, setSessionCookies } from '../http/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
-import { toSafeLocalPath } from '../http/safe-redirect.ts';
+import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import type { Clock } from '../lib/clock.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -121,7 +121,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       if (previousRefreshCookie !== undefined) await sessions.endSessionOfRefreshToken(previousRefreshCookie, requestSource(request, result.user.id));
       setSessionCookies(reply, config, result.session, clock());
       if (isFormPost(request)) {
-        return reply.redirect(toSafeLocalPath(request.body.callbackUrl, config.authUrl, '/dashboard'), 303);
+        return reply.redirect(toCallbackPath(request.body.callbackUrl, config.authUrl), 303);
       }
       return toResponse(result);
     },

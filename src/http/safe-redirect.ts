@@ -20,3 +20,16 @@ export function toSafeLocalPath(value: unknown, origin: string, fallback = '/'):
   if (path.startsWith('//') || path.startsWith('/\\')) return fallback;
   return path;
 }
+
+/** Where a browser lands after signing in when it asked for nowhere in particular. */
+export const DEFAULT_CALLBACK_PATH = '/dashboard';
+
+/**
+ * The landing path after a sign-in: the requested `callbackUrl` when it is a path of ours,
+ * `/dashboard` when none was given, and `/` (the public home) for anything refused, so a hostile
+ * value never lands anywhere more interesting than the front page.
+ */
+export function toCallbackPath(value: unknown, origin: string): string {
+  if (value === undefined || value === '') return DEFAULT_CALLBACK_PATH;
+  return toSafeLocalPath(value, origin, '/');
+}

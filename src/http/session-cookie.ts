@@ -10,13 +10,20 @@ export interface CookieNames {
   access: string;
   refresh: string;
   csrf: string;
+  /** An OAuth authorization in progress (see `oauth/oauth-flow-cookie.ts`). */
+  oauthFlow: string;
 }
 
 type CookieConfig = Pick<Config, 'isSecureOrigin'>;
 
 export function cookieNames(config: CookieConfig): CookieNames {
   const prefix = config.isSecureOrigin ? '__Host-' : '';
-  return { access: `${prefix}gatehouse.session`, refresh: `${prefix}gatehouse.refresh`, csrf: `${prefix}gatehouse.csrf` };
+  return {
+    access: `${prefix}gatehouse.session`,
+    refresh: `${prefix}gatehouse.refresh`,
+    csrf: `${prefix}gatehouse.csrf`,
+    oauthFlow: `${prefix}gatehouse.oauth`,
+  };
 }
 
 export function baseCookieOptions(config: CookieConfig) {

@@ -207,6 +207,22 @@ for (const backend of await backends()) {
         assert.equal((await refresh(refreshed.json().refreshToken)).statusCode, 401, 'idle for longer than the idle timeout');
       });
 
+      it('ends an idle session while its access token is still valid; one in use stays (database strategy)', { skip: strategy !== 'database' }, async () => {
+        // Idle timeout 2h, touch interval 5m, session and token 1d.
+        const idle = await signIn((await newUser()).email);
+        const busy = await signIn((await newUser()).email);
+        for (let minutes = 0; minutes < 110; minutes += 10) {
+          clock.advance(10 * MINUTE);
+          assert.equal((await getSession(busy.token)).statusCode, 200, `busy session after ${minutes + 10} min`);
+        }
+        clock.advance(11 * MINUTE);
+        assert.equal((await getSession(idle.token)).statusCode, 401, 'idle for 121 min: over');
+        assert.equal((await refresh(idle.refreshToken)).statusCode, 401, 'and it cannot be refreshed back to life');
+        assert.equal((await getSession(busy.token)).statusCode, 200, 'last used 11 min ago: still on');
+        clock.advance(2 * 60 * MINUTE - 11 * MINUTE - 1_000);
+        assert.equal((await getSession(busy.token)).statusCode, 200, 'each use extends the idle window');
+      });
+
       it('ends a session at its absolute lifetime even when it is used all the time, and no token outlives it', async () => {
         const user = await newUser();
         const sessionEnd = clock() + 86_400_000;

@@ -13,6 +13,7 @@ import * as auditEvents from './migrations/0002-audit-events.ts';
 import * as usersCreatedAt from './migrations/0003-users-created-at.ts';
 import * as mailOutbox from './migrations/0004-mail-outbox.ts';
 import * as actionTokens from './migrations/0005-action-tokens.ts';
+import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
 
 export type Db = Kysely<Database>;
 
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0003-users-created-at': usersCreatedAt,
   '0004-mail-outbox': mailOutbox,
   '0005-action-tokens': actionTokens,
+  '0006-oauth-accounts': oauthAccounts,
 };
 
 const PG_INT8_OID = 20;

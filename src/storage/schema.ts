@@ -109,6 +109,19 @@ export interface ActionTokensTable {
   consumed_at: number | null;
 }
 
+export interface OAuthAccountsTable {
+  id: string;
+  user_id: string;
+  /** A provider id of the configuration: `github`, `google` or `oidc`. */
+  provider: string;
+  /** The provider's stable id for the person (`sub`; GitHub's numeric id as a string). */
+  provider_user_id: string;
+  /** The address the provider gave at the last sign-in; for display, never for lookups. */
+  email: string | null;
+  created_at: number;
+  last_used_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   user_roles: UserRolesTable;
@@ -118,6 +131,7 @@ export interface Database {
   action_tokens: ActionTokensTable;
   audit_events: AuditEventsTable;
   mail_outbox: MailOutboxTable;
+  oauth_accounts: OAuthAccountsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -128,3 +142,4 @@ export type AuditEventRow = Selectable<AuditEventsTable>;
 export type MailOutboxRow = Selectable<MailOutboxTable>;
 export type { Generated };
 export type ActionTokenRow = Selectable<ActionTokensTable>;
+export type OAuthAccountRow = Selectable<OAuthAccountsTable>;

@@ -43,6 +43,15 @@ const AUTH_ERRORS: Readonly<Record<string, ErrorExplanation>> = {
   EmailNotVerified: { heading: 'Email not verified', message: 'Verify your email address before signing in: follow the link in the message we sent you.' },
   RateLimited: { heading: 'Too many attempts', message: 'Too many attempts in a short time. Wait a moment, then try again.' },
   SessionRequired: { heading: 'Sign-in required', message: 'Please sign in to see this page.' },
+  AccountDisabled: { heading: 'Account disabled', message: 'This account has been disabled. Contact your administrator if you think this is a mistake.' },
+  OAuthEmailUnverified: {
+    heading: 'Email not verified',
+    message: 'The provider did not confirm an email address for your account there. Verify your email address with the provider (for GitHub: your primary address), then try again.',
+  },
+  ProviderUnreachable: {
+    heading: 'Provider unreachable',
+    message: 'The sign-in provider could not be reached or did not answer in time. Try again in a moment, or use another way to sign in.',
+  },
 };
 const AUTH_ERROR_DEFAULT: ErrorExplanation = {
   heading: 'Unable to sign in',
@@ -52,6 +61,13 @@ const AUTH_ERROR_DEFAULT: ErrorExplanation = {
 /** Codes on `/dashboard?error=`, from its session forms. */
 const DASHBOARD_MESSAGES: Readonly<Record<string, string>> = {
   NOT_FOUND: 'That session had already ended.',
+  IdentityInUse: 'That account at the provider is already linked to another user here. Nothing was changed.',
+  ProviderAlreadyLinked: 'You already have an account at that provider linked. Unlink it first to link another one.',
+  LAST_SIGN_IN_METHOD: 'That provider is your only way to sign in. Set a password or link another provider first. Nothing was changed.',
+  AccessDenied: 'You did not allow the provider to share your account, so nothing was linked.',
+  OAuthCallback: 'The provider’s answer could not be processed, so nothing was linked. Try again.',
+  OAuthSignin: 'Linking could not be started. Try again.',
+  ProviderUnreachable: 'The provider could not be reached. Try again in a moment.',
   VALIDATION_ERROR: 'That request was incomplete. Please try again.',
   RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
   SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
@@ -190,6 +206,8 @@ const CHANGE_PASSWORD_ERRORS: Readonly<Record<string, string>> = {
 /** Codes on `/dashboard?notice=`: what a form just did. */
 const DASHBOARD_NOTICES: Readonly<Record<string, string>> = {
   PASSWORD_CHANGED: 'Your password has been changed. Your other sessions have been ended; this one stays signed in.',
+  PROVIDER_LINKED: 'The provider is linked: you can now sign in with it.',
+  PROVIDER_UNLINKED: 'The provider is unlinked: you can no longer sign in with it.',
 };
 
 function passwordRefusalMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string | null {

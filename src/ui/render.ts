@@ -104,6 +104,8 @@ export interface PageModels {
     signedInAs: string | null;
     /** ALLOW_SIGNUP: the page links to `/auth/signup`. */
     isSignupAllowed: boolean;
+    /** A "Sign in with …" button each. */
+    providers: Array<{ id: string; name: string }>;
   };
   signout: { csrfToken: string };
   error: { code: string; heading: string; message: string };
@@ -118,6 +120,8 @@ export interface PageModels {
     confirmation: string | null;
     /** For the change-password form's hint. */
     minPasswordLength: number;
+    /** Each configured provider, with the user's identity there if linked. */
+    providers: Array<{ id: string; name: string; linked: { email: string | null } | null }>;
   };
   'admin-users': AdminFrame & {
     query: string;

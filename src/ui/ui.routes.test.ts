@@ -209,8 +209,11 @@ describe('hosted pages', () => {
     for (const value of refused) {
       const response = await get(`/auth/signin?callbackUrl=${encodeURIComponent(value)}`);
       assertHtmlPage(response, value);
-      assert.equal(hiddenValue(response.body, 'callbackUrl'), '/dashboard', value);
+      // A refused value lands on the public home page, never anywhere it names.
+      assert.equal(hiddenValue(response.body, 'callbackUrl'), '/', value);
     }
+    // Asking for nowhere in particular lands on the dashboard.
+    assert.equal(hiddenValue((await get('/auth/signin')).body, 'callbackUrl'), '/dashboard');
     const kept: Array<[string, string]> = [
       ['/dashboard', '/dashboard'],
       ['/dashboard/sessions?tab=all#top', '/dashboard/sessions?tab=all#top'],
@@ -225,7 +228,7 @@ describe('hosted pages', () => {
     // Repeated parameters render the page (first value wins) instead of failing validation.
     const repeated = await get('/auth/signin?callbackUrl=//evil.com&callbackUrl=/dashboard&error=A&error=B');
     assertHtmlPage(repeated, 'repeated parameters');
-    assert.equal(hiddenValue(repeated.body, 'callbackUrl'), '/dashboard');
+    assert.equal(hiddenValue(repeated.body, 'callbackUrl'), '/', 'the first, refused value decides');
     assert.match(repeated.body, /<code>A<\/code>/);
   });
 

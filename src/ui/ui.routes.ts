@@ -11,10 +11,11 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
-import { toSafeLocalPath } from '../http/safe-redirect.ts';
+import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
 import { clearSessionCookies } from '../http/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
+import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { authErrorExplanation, dashboardErrorMessage, signInErrorMessage } from './messages.ts';
@@ -27,6 +28,7 @@ export interface UiRouteOptions {
   authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
+  oauth: OAuthService;
 }
 
 export const DASHBOARD_PAGE = '/dashboard';
@@ -37,7 +39,7 @@ const callbackUrl = z.preprocess(firstValue, z.string()).optional();
 const csrfField = z.string().max(200).optional();
 
 export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, options) => {
-  const { sessions, authenticate, csrf, config } = options;
+  const { sessions, authenticate, csrf, config, oauth } = options;
   const pages = createPageRenderer();
   const hidden = { hide: true } as const;
 
@@ -70,10 +72,11 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
         pages.render('signin', {
           title: 'Sign in',
           csrfToken: csrf.issueToken(request, reply),
-          callbackUrl: toSafeLocalPath(requested, config.authUrl, DASHBOARD_PAGE),
+          callbackUrl: toCallbackPath(requested, config.authUrl),
           error: error === undefined ? null : { code: error, message: signInErrorMessage(error) },
           signedInAs: current?.view.user.email ?? null,
           isSignupAllowed: config.accounts.allowSignup,
+          providers: oauth.listProviders(),
         }),
       );
     },
@@ -94,6 +97,12 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
     if (current === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
     const { auth, view } = current;
     const items = toSessionItems(await sessions.listSessions(auth.userId), auth.sessionId);
+    const linked = await oauth.listLinkedAccounts(auth.userId);
+    const providers = oauth.listProviders().map((provider) => ({
+      id: provider.id,
+      name: provider.name,
+      linked: linked.find((account) => account.provider === provider.id) ?? null,
+    }));
     const { error, reason, notice } = request.query;
     // The change-password form (it posts to /api/auth/change-password) comes back with its own codes.
     const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords) ?? dashboardErrorMessage(code);
@@ -110,6 +119,7 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
         notice: error === undefined ? null : { code: error, message: errorMessage(error) },
         confirmation: notice === undefined ? null : dashboardNoticeMessage(notice),
         minPasswordLength: config.passwords.minLength,
+        providers,
       }),
     );
   });
@@ -131,6 +141,18 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
         return reply.redirect('/', 303);
       }
       return reply.redirect(DASHBOARD_PAGE, 303);
+    },
+  );
+
+  app.post(
+    '/dashboard/accounts/unlink',
+    { ...formRoute, schema: { ...hidden, body: z.object({ provider: z.string().min(1).max(64), csrfToken: csrfField }) } },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      const result = await oauth.unlinkIdentity(auth.userId, request.body.provider, requestSource(request, auth.userId));
+      const target = new URLSearchParams(result.ok ? { notice: 'PROVIDER_UNLINKED' } : { error: result.reason });
+      return reply.redirect(`${DASHBOARD_PAGE}?${target}`, 303);
     },
   );
 

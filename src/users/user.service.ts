@@ -120,6 +120,17 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
     },
 
+    /**
+     * Inside the caller's transaction: writes the user's row (its `updated_at`), which holds the
+     * row's lock until that transaction ends, and returns their credentials as they are then; null
+     * for an unknown id. Changes that must see each other (the last way to sign in) take it first.
+     */
+    async lockUser(trx: Db, id: string): Promise<UserCredentials | null> {
+      if (!(await store.touchUser(trx, id, clock()))) return null;
+      const row = await store.findUserById(trx, id);
+      return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
+    },
+
     async findUserByEmail(email: string): Promise<User | null> {
       const row = await store.findUserByEmail(db, normaliseEmail(email));
       return row ? toUser(row) : null;

@@ -43,6 +43,12 @@ export async function markEmailVerified(db: Db, id: string, now: number): Promis
   return result.numUpdatedRows > 0n;
 }
 
+/** True when the user exists (and is now locked until the end of the caller's transaction). */
+export async function touchUser(db: Db, id: string, now: number): Promise<boolean> {
+  const result = await db.updateTable('users').set({ updated_at: now }).where('id', '=', id).executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 export async function countUsers(db: Db): Promise<number> {
   const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
   return Number(row.count);

@@ -63,6 +63,33 @@ for (const backend of await backends()) {
       assert.match(cookie.value, /\.[\w+/=-]+$/, 'signed');
     });
 
+    it('a form sign-in redirects only to a same-origin callbackUrl; anything else lands on /', async () => {
+      const cases: Array<[string | undefined, string]> = [
+        [undefined, '/dashboard'],
+        ['/dashboard/x?y=1', '/dashboard/x?y=1'],
+        ['//evil.example', '/'],
+        ['/\\evil.example', '/'],
+        ['https://evil.example/', '/'],
+        ['javascript:alert(1)', '/'],
+        ['/%2F%2Fevil.example', '/%2F%2Fevil.example'],
+      ];
+      for (const [callbackUrl, expected] of cases) {
+        const jar = new CookieJar();
+        const csrf = await t.app.inject({ method: 'GET', url: '/api/auth/csrf' });
+        jar.store(csrf);
+        const form = new URLSearchParams({ email: 'victim@example.com', password: PASSWORD, csrfToken: csrf.json().csrfToken });
+        if (callbackUrl !== undefined) form.set('callbackUrl', callbackUrl);
+        const response = await t.app.inject({
+          method: 'POST',
+          url: '/api/auth/signin',
+          headers: { origin, cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+          payload: form.toString(),
+        });
+        assert.equal(response.statusCode, 303, String(callbackUrl));
+        assert.equal(response.headers.location, expected, String(callbackUrl));
+      }
+    });
+
     it('refuses a cross-site form post that carries the session cookie, and changes nothing', async () => {
       const { jar, csrfToken } = await signedInBrowser();
       for (const headers of [

@@ -1,0 +1,243 @@
+/**
+ * Sign-in with a provider (RFC 9700, the OAuth 2.0 Security BCP):
+ * - `POST /api/auth/signin/:provider` (a form with the CSRF token) sends the browser to the
+ *   provider with `state`, PKCE S256 and, for OpenID Connect, a `nonce`, all kept in an encrypted,
+ *   HttpOnly flow cookie of this browser;
+ * - `GET /api/auth/callback/:provider` checks the answer against that cookie, exchanges the code,
+ *   and signs the person in (session cookies, 303 to the same-origin `callbackUrl`), or ends on
+ *   `/auth/error?error=CODE` with no session.
+ * Signed-in users link a provider (`POST /api/auth/link/:provider`, back on the dashboard) and
+ * unlink one (`DELETE /api/auth/accounts/:provider`), never their last way to sign in.
+ * Register this plugin where form bodies are parsed.
+ */
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import type { Clock } from '../lib/clock.ts';
+import { AppError } from '../errors.ts';
+import { errorResponse } from '../http/schemas.ts';
+import type { RequestAuthenticator } from '../http/authentication.ts';
+import { baseCookieOptions, cookieNames, setSessionCookies } from '../http/session-cookie.ts';
+import { toCallbackPath } from '../http/safe-redirect.ts';
+import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
+import type { SessionService } from '../sessions/session.service.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { FLOW_TTL_SECONDS } from './oauth-flow-cookie.ts';
+import type { OAuthService } from './oauth.service.ts';
+
+export interface OAuthRouteOptions {
+  oauth: OAuthService;
+  sessions: SessionService;
+  authenticate: RequestAuthenticator;
+  config: Config;
+  clock: Clock;
+}
+
+export const AUTH_ERROR_PAGE = '/auth/error';
+const DASHBOARD_PAGE = '/dashboard';
+
+const providerParams = z.object({ provider: z.string().max(64) });
+
+const startBody = z
+  .object({
+    callbackUrl: z.string().max(2048).optional().describe('Where to go after signing in (a same-origin path); default /dashboard'),
+    csrfToken: z.string().max(200).optional().describe('The CSRF token (form field or X-CSRF-Token header)'),
+  })
+  .optional();
+
+const providerSummary = z.object({
+  id: z.string(),
+  name: z.string(),
+  type: z.enum(['oauth', 'oidc']),
+  signinUrl: z.string().describe('POST a form here (with csrfToken and an optional callbackUrl) to start'),
+  callbackUrl: z.string().describe('The redirect URI to register at the provider, exactly'),
+});
+
+const linkedAccounts = z
+  .object({
+    accounts: z.array(
+      z.object({
+        provider: z.string(),
+        providerName: z.string(),
+        email: z.string().nullable().describe('The address the provider gave at the last sign-in'),
+        createdAt: z.iso.datetime(),
+        lastUsedAt: z.iso.datetime(),
+      }),
+    ),
+  })
+  .meta({ id: 'LinkedAccounts' });
+
+const iso = (epochMs: number) => new Date(epochMs).toISOString();
+
+function errorPage(code: string): string {
+  return `${AUTH_ERROR_PAGE}?${new URLSearchParams({ error: code })}`;
+}
+
+function dashboardWith(kind: 'error' | 'notice', code: string): string {
+  return `${DASHBOARD_PAGE}?${new URLSearchParams({ [kind]: code })}`;
+}
+
+export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app, options) => {
+  const { oauth, sessions, authenticate, config, clock } = options;
+  const flowCookie = cookieNames(config).oauthFlow;
+  const cookieOptions = baseCookieOptions(config);
+
+  app.addHook('onSend', async (_request, reply) => {
+    void reply.header('cache-control', 'no-store');
+  });
+
+  async function sendToProvider(
+    request: FastifyRequest<{ Params: { provider: string } }>,
+    reply: FastifyReply,
+    start: { callbackUrl: string; linkUserId: string | null; errorTarget: (code: string) => string },
+  ) {
+    const result = await oauth.startAuthorization(request.params.provider, start);
+    if (!result.ok) return reply.redirect(start.errorTarget(result.reason === 'NOT_FOUND' ? 'OAuthSignin' : result.reason), 303);
+    const sealed = await oauth.flowSeal.seal(result.flow, clock());
+    void reply.setCookie(flowCookie, sealed, { ...cookieOptions, maxAge: FLOW_TTL_SECONDS });
+    return reply.redirect(result.authorizationUrl.href, 303);
+  }
+
+  app.get(
+    '/api/auth/providers',
+    {
+      schema: {
+        tags: ['oauth'],
+        summary: 'The configured sign-in providers, keyed by id, with the callback URL to register at each',
+        response: { 200: z.record(z.string(), providerSummary).meta({ id: 'Providers' }) },
+      },
+    },
+    async () => Object.fromEntries(oauth.listProviders().map((provider) => [provider.id, provider])),
+  );
+
+  app.post(
+    '/api/auth/signin/:provider',
+    {
+      config: { formErrorPage: SIGN_IN_PAGE },
+      schema: {
+        tags: ['oauth'],
+        summary: 'Start signing in with a provider: a 303 to its authorization endpoint',
+        params: providerParams,
+        body: startBody,
+        response: { 303: z.null().describe('To the provider; or to /auth/error?error=OAuthSignin|ProviderUnreachable'), 403: errorResponse.describe('CSRF_FAILED') },
+      },
+    },
+    async (request, reply) => {
+      return sendToProvider(request, reply, {
+        callbackUrl: toCallbackPath(request.body?.callbackUrl, config.authUrl),
+        linkUserId: null,
+        errorTarget: errorPage,
+      });
+    },
+  );
+
+  app.post(
+    '/api/auth/link/:provider',
+    {
+      config: { formErrorPage: DASHBOARD_PAGE },
+      schema: {
+        tags: ['oauth'],
+        summary: 'Link a provider to your account: a 303 to the provider, then back to /dashboard',
+        params: providerParams,
+        body: startBody,
+        response: { 303: z.null().describe('To the provider; without a session, to the sign-in page'), 403: errorResponse.describe('CSRF_FAILED') },
+      },
+    },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      return sendToProvider(request, reply, {
+        callbackUrl: DASHBOARD_PAGE,
+        linkUserId: auth.userId,
+        errorTarget: (code) => dashboardWith('error', code),
+      });
+    },
+  );
+
+  app.get(
+    '/api/auth/callback/:provider',
+    {
+      schema: {
+        tags: ['oauth'],
+        summary: 'Where the provider sends the browser back; signs in and redirects to the callbackUrl',
+        params: providerParams,
+        response: { 303: z.null().describe('To the callbackUrl with a new session; or to /auth/error?error=CODE with none') },
+      },
+    },
+    async (request, reply) => {
+      const flow = await oauth.flowSeal.open(request.cookies[flowCookie], clock());
+      // Used once, whatever happens next: a replayed callback finds no flow.
+      void reply.clearCookie(flowCookie, cookieOptions);
+      const query = request.raw.url?.split('?')[1] ?? '';
+      const isLink = flow?.linkUserId !== null && flow?.linkUserId !== undefined;
+      const errorTarget = isLink ? (code: string) => dashboardWith('error', code) : errorPage;
+
+      const callback = await oauth.completeAuthorization(request.params.provider, flow, query);
+      if (!callback.ok) return reply.redirect(errorTarget(callback.reason), 303);
+      const { identity } = callback;
+
+      if (flow !== null && flow.linkUserId !== null) {
+        // Only into the account that asked, and only while it is still signed in here.
+        const auth = await authenticate(request, reply);
+        if (auth === null || auth.userId !== flow.linkUserId) return reply.redirect(errorPage('SessionRequired'), 303);
+        const linked = await oauth.linkIdentity(auth.userId, identity, requestSource(request, auth.userId));
+        return reply.redirect(linked.ok ? dashboardWith('notice', 'PROVIDER_LINKED') : dashboardWith('error', linked.reason), 303);
+      }
+
+      const signedIn = await oauth.signInWithIdentity(identity, requestSource(request, null));
+      if (!signedIn.ok) return reply.redirect(errorPage(signedIn.reason), 303);
+      // Signing in again in the same browser replaces its session rather than orphaning it.
+      const previousRefreshCookie = request.cookies[cookieNames(config).refresh];
+      if (previousRefreshCookie !== undefined) {
+        await sessions.endSessionOfRefreshToken(previousRefreshCookie, requestSource(request, signedIn.user.id));
+      }
+      setSessionCookies(reply, config, signedIn.session, clock());
+      return reply.redirect(flow?.callbackUrl ?? DASHBOARD_PAGE, 303);
+    },
+  );
+
+  app.get(
+    '/api/auth/accounts',
+    {
+      schema: {
+        tags: ['oauth'],
+        summary: 'The providers linked to your account',
+        security: [{ bearer: [] }],
+        response: { 200: linkedAccounts, 401: errorResponse.describe('UNAUTHENTICATED') },
+      },
+    },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) throw new AppError('UNAUTHENTICATED');
+      const accounts = await oauth.listLinkedAccounts(auth.userId);
+      return { accounts: accounts.map((account) => ({ ...account, createdAt: iso(account.createdAt), lastUsedAt: iso(account.lastUsedAt) })) };
+    },
+  );
+
+  app.delete(
+    '/api/auth/accounts/:provider',
+    {
+      schema: {
+        tags: ['oauth'],
+        summary: 'Unlink a provider from your account (not your last way to sign in)',
+        security: [{ bearer: [] }],
+        params: providerParams,
+        response: {
+          200: z.object({ ok: z.literal(true) }),
+          401: errorResponse.describe('UNAUTHENTICATED'),
+          403: errorResponse.describe('CSRF_FAILED'),
+          404: errorResponse.describe('No such provider linked (NOT_FOUND)'),
+          409: errorResponse.describe('No password and no other provider: it is your last way to sign in (LAST_SIGN_IN_METHOD)'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) throw new AppError('UNAUTHENTICATED');
+      const result = await oauth.unlinkIdentity(auth.userId, request.params.provider, requestSource(request, auth.userId));
+      if (!result.ok) throw new AppError(result.reason);
+      return { ok: true as const };
+    },
+  );
+};
