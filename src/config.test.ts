@@ -202,4 +202,51 @@ describe('loadConfig', () => {
       }
     });
   });
+  describe('OAuth providers', () => {
+    const base = { AUTH_SECRET: SECRET, DATA_DIR: mkdtempSync(join(tmpdir(), 'gh-config-')) };
+
+    it('enables none by default, and each provider by its client id and secret (the seed\'s aliases too)', () => {
+      assert.deepEqual(loadConfig(base).oauth.providers, []);
+      const config = loadConfig({
+        ...base,
+        PROVIDER_A_CLIENT_ID: 'gh-id',
+        PROVIDER_A_CLIENT_SECRET: 'gh-secret',
+        GOOGLE_CLIENT_ID: 'g-id',
+        GOOGLE_CLIENT_SECRET: 'g-secret',
+        OIDC_ISSUER: 'https://sso.example.com/realms/acme/',
+        OIDC_CLIENT_ID: 'o-id',
+        OIDC_CLIENT_SECRET: 'o-secret',
+        OIDC_NAME: 'Acme SSO',
+      });
+      assert.deepEqual(config.oauth.providers, [
+        { id: 'github', kind: 'github', name: 'GitHub', clientId: 'gh-id', clientSecret: 'gh-secret', url: 'https://github.com', apiUrl: 'https://api.github.com' },
+        { id: 'google', kind: 'oidc', name: 'Google', clientId: 'g-id', clientSecret: 'g-secret', issuer: 'https://accounts.google.com' },
+        { id: 'oidc', kind: 'oidc', name: 'Acme SSO', clientId: 'o-id', clientSecret: 'o-secret', issuer: 'https://sso.example.com/realms/acme' },
+      ]);
+      // The primary names win over the aliases.
+      const github = loadConfig({ ...base, GITHUB_CLIENT_ID: 'a', GITHUB_CLIENT_SECRET: 'b', PROVIDER_A_CLIENT_ID: 'c', PROVIDER_A_CLIENT_SECRET: 'd', GITHUB_URL: 'https://ghe.example.com', GITHUB_API_URL: 'https://ghe.example.com/api/v3' });
+      assert.deepEqual(github.oauth.providers[0], { id: 'github', kind: 'github', name: 'GitHub', clientId: 'a', clientSecret: 'b', url: 'https://ghe.example.com', apiUrl: 'https://ghe.example.com/api/v3' });
+    });
+
+    it('names each bad provider setting, never echoing a secret', () => {
+      const cases: Array<[Record<string, string>, string]> = [
+        [{ GITHUB_CLIENT_ID: 'x' }, 'GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET'],
+        [{ PROVIDER_B_CLIENT_SECRET: 'hush-hush' }, 'GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET'],
+        [{ OIDC_CLIENT_ID: 'x', OIDC_CLIENT_SECRET: 'hush-hush' }, 'OIDC_ISSUER is required'],
+        [{ OIDC_ISSUER: 'https://sso.example.com' }, 'OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are required'],
+        [{ GOOGLE_ISSUER: 'http://accounts.example.com' }, 'GOOGLE_ISSUER must be https'],
+        [{ GITHUB_URL: 'ftp://github.example.com' }, 'GITHUB_URL must be https'],
+        [{ GITHUB_API_URL: 'not a url' }, 'GITHUB_API_URL must be an absolute https URL'],
+        [{ OIDC_ISSUER: 'https://user:pw@sso.example.com', OIDC_CLIENT_ID: 'x', OIDC_CLIENT_SECRET: 'y' }, 'OIDC_ISSUER must not contain credentials'],
+      ];
+      for (const [env, start] of cases) {
+        const problems = problemsOf({ ...base, ...env });
+        assert.equal(problems.length, 1, `${JSON.stringify(env)}: ${problems.join('; ')}`);
+        assert.ok(problems[0]!.startsWith(start), problems[0]);
+        assert.ok(!problems[0]!.includes('hush-hush'), 'no secret in the message');
+      }
+      // http is accepted for a provider on this machine only.
+      assert.equal(loadConfig({ ...base, OIDC_ISSUER: 'http://127.0.0.1:8080', OIDC_CLIENT_ID: 'x', OIDC_CLIENT_SECRET: 'y' }).oauth.providers[0]?.id, 'oidc');
+    });
+  });
 });

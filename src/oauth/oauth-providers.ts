@@ -47,6 +47,8 @@ export interface OAuthProvider {
   readonly type: 'oauth' | 'oidc';
   /** `${AUTH_URL}/api/auth/callback/:provider`: the exact redirect_uri registered at the provider. */
   readonly callbackUrl: string;
+  /** Origins the browser is sent to when it starts here (the page's CSP `form-action` must allow them). */
+  authorizationOrigins(): string[];
   startAuthorization(): Promise<AuthorizationRequest>;
   /**
    * Checks the authorization response that came back to `currentUrl` (built from AUTH_URL and the
@@ -78,6 +80,8 @@ async function newChecks() {
 function createOidcProvider(config: Extract<OAuthProviderConfig, { kind: 'oidc' }>, callbackUrl: string, clock: Clock): OAuthProvider {
   let discovered: Promise<client.Configuration> | null = null;
   let failedAt = Number.NEGATIVE_INFINITY;
+  /** Known once discovery has answered; until then the issuer's origin stands in. */
+  let authorizationOrigin: string | null = null;
 
   /** Discovery once, shared by concurrent callers; after a failure, not again for a few seconds. */
   function configuration(): Promise<client.Configuration> {
@@ -85,8 +89,16 @@ function createOidcProvider(config: Extract<OAuthProviderConfig, { kind: 'oidc' 
     if (clock() - failedAt < DISCOVERY_RETRY_MS) return Promise.reject(new ProviderUnreachableError('discovery failed recently'));
     discovered = client
       .discovery(new URL(config.issuer), config.clientId, { client_secret: config.clientSecret }, client.ClientSecretPost(config.clientSecret), {
-        execute: isHttp(config.issuer) ? [client.allowInsecureRequests] : [],
+        // openid-client trusts an ID token from the token endpoint on the strength of TLS alone
+        // (OIDC Core 3.1.3.7 allows it); we verify its signature against the provider's JWKS too,
+        // so a token endpoint answer that was tampered with, or a plain-http test peer, proves nothing.
+        execute: [client.enableNonRepudiationChecks, ...(isHttp(config.issuer) ? [client.allowInsecureRequests] : [])],
         timeout: PROVIDER_TIMEOUT_SECONDS,
+      })
+      .then((found) => {
+        const endpoint = found.serverMetadata().authorization_endpoint;
+        if (endpoint !== undefined) authorizationOrigin = new URL(endpoint).origin;
+        return found;
       })
       .catch((error: unknown) => {
         discovered = null;
@@ -101,6 +113,10 @@ function createOidcProvider(config: Extract<OAuthProviderConfig, { kind: 'oidc' 
     name: config.name,
     type: 'oidc',
     callbackUrl,
+    authorizationOrigins() {
+      const issuerOrigin = new URL(config.issuer).origin;
+      return authorizationOrigin === null || authorizationOrigin === issuerOrigin ? [issuerOrigin] : [issuerOrigin, authorizationOrigin];
+    },
     async startAuthorization() {
       const configuration_ = await configuration();
       const { codeVerifier, codeChallenge, state } = await newChecks();
@@ -182,6 +198,9 @@ function createGitHubProvider(config: Extract<OAuthProviderConfig, { kind: 'gith
     name: config.name,
     type: 'oauth',
     callbackUrl,
+    authorizationOrigins() {
+      return [new URL(config.url).origin];
+    },
     async startAuthorization() {
       const { codeVerifier, codeChallenge, state } = await newChecks();
       const authorizationUrl = client.buildAuthorizationUrl(configuration, {

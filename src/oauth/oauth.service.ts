@@ -126,11 +126,10 @@ export function createOAuthService(deps: {
         return signInExisting(user, identity, source);
       }
     }
-    if (identity.email === null || !identity.isEmailVerified) return refuse('OAuthEmailUnverified', identity, source, null);
-
-    const existing = await users.findUserByEmail(identity.email);
+    const existing = identity.email === null ? null : await users.findUserByEmail(identity.email);
     if (existing !== null) {
-      if (existing.emailVerifiedAt === null) return refuse('OAuthAccountNotLinked', identity, source, existing.id);
+      // Linked automatically only when both sides have proved the address.
+      if (!identity.isEmailVerified || existing.emailVerifiedAt === null) return refuse('OAuthAccountNotLinked', identity, source, existing.id);
       try {
         await db.transaction().execute((trx) => linkWithin(trx, existing.id, identity, source, 'AUTOMATIC'));
       } catch (error) {
@@ -146,6 +145,8 @@ export function createOAuthService(deps: {
     }
 
     if (!deps.allowSignup) return refuse('AccountNotFound', identity, source, null);
+    // A new account needs an address the provider has verified: an unverified one may be someone else's.
+    if (identity.email === null || !identity.isEmailVerified) return refuse('OAuthEmailUnverified', identity, source, null);
     const created = await users.createUser(
       { email: identity.email, name: identity.name ?? identity.email.split('@')[0]!, passwordHash: null, emailVerified: true },
       {
@@ -179,6 +180,11 @@ export function createOAuthService(deps: {
         signinUrl: `${authUrl}/api/auth/signin/${provider.id}`,
         callbackUrl: provider.callbackUrl,
       }));
+    },
+
+    /** Where "Sign in with …" forms end up: for the pages' CSP `form-action`. */
+    formActionOrigins(): string[] {
+      return [...new Set([...providers.values()].flatMap((provider) => provider.authorizationOrigins()))];
     },
 
     /** The provider's authorization URL, and the flow to keep in the browser until it returns. */

@@ -186,23 +186,33 @@ export function createPageRenderer(dir: string = TEMPLATES_DIR): PageRenderer {
  * `Origin: null` on a page's form posts, which the CSRF origin check rightly refuses. Other sites
  * still get no referrer at all.
  */
-export const PAGE_HEADERS: Readonly<Record<string, string>> = {
-  'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': [
-    "default-src 'none'",
-    "script-src 'none'",
-    "style-src 'self'",
-    "img-src 'self'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-  ].join('; '),
-  'x-frame-options': 'DENY',
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-  'cache-control': 'no-store',
-};
+export const PAGE_HEADERS: Readonly<Record<string, string>> = pageHeaders([]);
 
-export function sendPage(reply: FastifyReply, html: string, status = 200): FastifyReply {
-  return reply.code(status).headers(PAGE_HEADERS).send(html);
+/**
+ * The page headers, with form posts also allowed to end at `formActionOrigins`: a "Sign in with …"
+ * form posts to us and is redirected to the provider, and browsers apply `form-action` to that
+ * redirect too. Only the sign-in and dashboard pages, which hold those forms, widen it.
+ */
+function pageHeaders(formActionOrigins: readonly string[]): Readonly<Record<string, string>> {
+  return Object.freeze({
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': [
+      "default-src 'none'",
+      "script-src 'none'",
+      "style-src 'self'",
+      "img-src 'self'",
+      ["form-action 'self'", ...formActionOrigins].join(' '),
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+    ].join('; '),
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+    'cache-control': 'no-store',
+  });
+}
+
+export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[] } = {}): FastifyReply {
+  const headers = options.formActionOrigins === undefined || options.formActionOrigins.length === 0 ? PAGE_HEADERS : pageHeaders(options.formActionOrigins);
+  return reply.code(status).headers(headers).send(html);
 }

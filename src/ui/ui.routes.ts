@@ -78,6 +78,8 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
           isSignupAllowed: config.accounts.allowSignup,
           providers: oauth.listProviders(),
         }),
+        200,
+        { formActionOrigins: oauth.formActionOrigins() },
       );
     },
   );
@@ -121,6 +123,8 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
         minPasswordLength: config.passwords.minLength,
         providers,
       }),
+      200,
+      { formActionOrigins: oauth.formActionOrigins() },
     );
   });
 

@@ -12,30 +12,13 @@ import assert from 'node:assert/strict';
 import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/process.ts';
-import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page } from '../helpers/browser.ts';
+import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page, watchConsole } from '../helpers/browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const ADMIN = { email: 'ada@example.com', password: PASSWORD, name: 'Ada Admin', roles: ['ADMIN'] };
 const TARGET = { email: 'tess@example.com', password: PASSWORD, name: 'Tess Target', roles: ['SUPPORT'] };
 const PLAIN = { email: 'nora@example.com', password: PASSWORD, name: 'Nora Nonadmin' };
 const STRATEGIES = ['database', 'jwt'] as const;
-
-/**
- * Console errors and warnings, uncaught page errors (CSP violations are reported there) and
- * failed responses. The browser's own /favicon.ico request is expected to 404: there is no icon.
- */
-function watchConsole(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (new URL(message.location().url || 'about:blank').pathname === '/favicon.ico') return;
-    if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()} (${message.location().url})`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('response', (response) => {
-    if (response.status() >= 400) problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
-  });
-  return problems;
-}
 
 async function screenshot(t: TestContext, page: Page, name: string): Promise<void> {
   t.diagnostic(`screenshot: ${await saveScreenshot(page, name)}`);

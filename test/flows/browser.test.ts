@@ -8,8 +8,8 @@
  */
 import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo } from 'node:net';
 import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
+import { freePort } from '../helpers/process.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import {
   chromiumAvailability,
@@ -19,6 +19,7 @@ import {
   withPage,
   type Browser,
   type Page,
+  watchConsole,
 } from '../helpers/browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -29,35 +30,6 @@ const STRATEGIES = ['database', 'jwt'] as const;
 /** The one DOM call made in the page (the project's types do not include the DOM). */
 interface BrowserWindow {
   getComputedStyle(element: unknown): { borderRadius: string };
-}
-
-/** A port that was free a moment ago: AUTH_URL must name the origin before the app is built. */
-function findFreePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolvePort(port));
-    });
-  });
-}
-
-/**
- * Console errors and uncaught page errors (CSP violations are reported there), and failed
- * responses. The browser's own /favicon.ico request is expected to 404: there is no icon.
- */
-function watchConsole(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (new URL(message.location().url || 'about:blank').pathname === '/favicon.ico') return;
-    if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()} (${message.location().url})`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('response', (response) => {
-    if (response.status() >= 400) problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
-  });
-  return problems;
 }
 
 async function screenshot(t: TestContext, page: Page, name: string): Promise<void> {
@@ -96,7 +68,7 @@ describe('hosted pages in Chromium', { skip: chromium.ok ? false : chromium.reas
 
       before(async () => {
         database = await createSqliteDatabase();
-        const port = await findFreePort();
+        const port = await freePort();
         baseURL = `http://127.0.0.1:${port}`;
         server = await createTestApp(database, { env: { AUTH_URL: baseURL, SESSION_STRATEGY: strategy } });
         await server.app.listen({ port, host: '127.0.0.1' });

@@ -15,27 +15,13 @@ import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from '../helpers/smtp.ts';
 import { freePort } from '../helpers/process.ts';
-import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page } from '../helpers/browser.ts';
+import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page, watchConsole } from '../helpers/browser.ts';
 
 const OLD_PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'violet harbour lantern mosaic';
 const CHANGED_PASSWORD = 'amber quartz meadow river';
 const PERSON = { name: 'Rhea Reset', email: 'rhea@example.com' };
 const MAIL_WAIT_MS = 10_000;
-
-/** Console errors and warnings, uncaught page errors and failed responses (the browser's favicon request aside). */
-function watchConsole(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (new URL(message.location().url || 'about:blank').pathname === '/favicon.ico') return;
-    if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()} (${message.location().url})`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('response', (response) => {
-    if (response.status() >= 400 && new URL(response.url()).pathname !== '/favicon.ico') problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
-  });
-  return problems;
-}
 
 async function screenshot(t: TestContext, page: Page, name: string): Promise<void> {
   t.diagnostic(`screenshot: ${await saveScreenshot(page, name)}`);

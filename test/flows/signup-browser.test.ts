@@ -15,24 +15,10 @@ import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.ts';
 import { freePort } from '../helpers/process.ts';
-import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page } from '../helpers/browser.ts';
+import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page, watchConsole } from '../helpers/browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const PERSON = { name: 'Bea Browser', email: 'bea@example.com' };
-
-/** Console errors and warnings, uncaught page errors and failed responses (the browser's favicon request aside). */
-function watchConsole(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (new URL(message.location().url || 'about:blank').pathname === '/favicon.ico') return;
-    if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()} (${message.location().url})`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  page.on('response', (response) => {
-    if (response.status() >= 400 && new URL(response.url()).pathname !== '/favicon.ico') problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
-  });
-  return problems;
-}
 
 async function screenshot(t: TestContext, page: Page, name: string): Promise<void> {
   t.diagnostic(`screenshot: ${await saveScreenshot(page, name)}`);

@@ -234,3 +234,22 @@ export async function saveScreenshot(page: Page, name: string): Promise<string> 
   await page.screenshot({ path, fullPage: true, timeout: SCREENSHOT_TIMEOUT_MS });
   return path;
 }
+
+/**
+ * Collects what should never happen on our pages: console errors and warnings (CSP violations are
+ * reported there), uncaught page errors, and responses of 400 or more. The browser's own
+ * /favicon.ico request is left out: there is no icon.
+ */
+export function watchConsole(page: Page): string[] {
+  const problems: string[] = [];
+  const isFavicon = (url: string) => new URL(url || 'about:blank').pathname === '/favicon.ico';
+  page.on('console', (message) => {
+    if (isFavicon(message.location().url)) return;
+    if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()} (${message.location().url})`);
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  page.on('response', (response) => {
+    if (response.status() >= 400 && !isFavicon(response.url())) problems.push(`${response.status()} ${response.request().method()} ${response.url()}`);
+  });
+  return problems;
+}
