@@ -2,7 +2,30 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
-import { loggerOptions, maskSecretsInUrl } from './logging.ts';
+import { createLogger, loggerOptions, maskSecretsInUrl, redactSecrets } from './logging.ts';
+
+/** Secrets at every depth and in every spelling a careless log line might hold them. */
+function nestedSecrets() {
+  const error = Object.assign(new Error('upstream refused'), { code: 'EUPSTREAM', config: { headers: { Authorization: 'Bearer error-header-secret' } } });
+  return {
+    secrets: [
+      'body-password', 'body-new-password', 'body-current-password', 'capital-authorization', 'set-cookie-secret', 'csrf-header-secret',
+      'nested-authorization', 'nested-cookie', 'credentials-token', 'credentials-refresh', 'credentials-access', 'credentials-csrf',
+      'client-secret', 'plain-secret', 'id-token-secret', 'access-token-secret', 'refresh-token-secret', 'pkce-verifier-secret',
+      'deep-password', 'error-header-secret', 'smtp-pass-secret',
+    ],
+    shapes: [
+      { req: { body: { email: 'ada@example.test', password: 'body-password', newPassword: 'body-new-password', currentPassword: 'body-current-password' } } },
+      { headers: { Authorization: 'Bearer capital-authorization', 'Set-Cookie': ['sid=set-cookie-secret'], 'X-CSRF-Token': 'csrf-header-secret', 'content-type': 'application/json' } },
+      { request: { headers: { authorization: 'Bearer nested-authorization', cookie: 'sid=nested-cookie' } } },
+      { user: { id: 'user-42', credentials: { token: 'credentials-token', refreshToken: 'credentials-refresh', accessToken: 'credentials-access', csrfToken: 'credentials-csrf' } } },
+      { provider: { id: 'oidc', clientSecret: 'client-secret', secret: 'plain-secret', tokens: [{ id_token: 'id-token-secret', access_token: 'access-token-secret', REFRESH_TOKEN: 'refresh-token-secret' }], pkce: { code_verifier: 'pkce-verifier-secret' } } },
+      { a: { b: { c: { d: { e: { f: { g: { h: { i: { j: { password: 'deep-password' } } } } } } } } } } },
+      { err: error },
+      { mail: { auth: { user: 'relay', pass: 'smtp-pass-secret' } } },
+    ],
+  };
+}
 
 describe('logging', () => {
   it('masks secret query parameters in logged URLs', () => {
@@ -13,6 +36,43 @@ describe('logging', () => {
     assert.equal(maskSecretsInUrl('/x?%74oken=abc&access%5Ftoken=def'), '/x?%74oken=[REDACTED]&access%5Ftoken=[REDACTED]');
     assert.equal(maskSecretsInUrl('/x?token=a%26b=c&n=1'), '/x?token=[REDACTED]&n=1');
     assert.equal(maskSecretsInUrl('/x?%E0%A4%A=1'), '/x?%E0%A4%A=[REDACTED]');
+  });
+
+  describe('redactSecrets', () => {
+    it('censors secret-named keys at any depth and in any letter case, without touching its argument', () => {
+      const { shapes, secrets } = nestedSecrets();
+      const before = JSON.stringify(shapes);
+      const redacted = JSON.stringify(redactSecrets(shapes));
+      assert.equal(JSON.stringify(shapes), before, 'the caller\'s objects are unchanged');
+      for (const secret of secrets) assert.ok(before.includes(secret), secret);
+      for (const secret of secrets) assert.ok(!redacted.includes(secret), `${secret} survived`);
+      for (const kept of ['ada@example.test', 'user-42', 'application/json', 'relay', 'EUPSTREAM']) assert.ok(redacted.includes(kept), `${kept} was lost`);
+    });
+
+    it('returns what holds no secret as it is, and stops at cycles', () => {
+      const clean = { user: { id: 'u1', roles: ['ADMIN'] }, when: new Date(0) };
+      assert.equal(redactSecrets(clean), clean);
+      const cyclic: Record<string, unknown> = { name: 'loop', token: 'cyclic-token' };
+      cyclic.self = cyclic;
+      const redacted = redactSecrets(cyclic) as Record<string, unknown>;
+      assert.equal(redacted.token, '[REDACTED]');
+      assert.equal(redacted.self, '[Circular]');
+      assert.equal(cyclic.token, 'cyclic-token');
+    });
+  });
+
+  it('a process logger writes none of the nested secrets, and still logs the error', () => {
+    const lines: string[] = [];
+    const logger = createLogger({ logLevel: 'info' }, { write: (line: string) => void lines.push(line) });
+    const { shapes, secrets } = nestedSecrets();
+    for (const shape of shapes) logger.error(shape, 'careless');
+    assert.equal(lines.length, shapes.length);
+    const log = lines.join('');
+    for (const secret of secrets) assert.ok(!log.includes(secret), `${secret} leaked into the log`);
+    const errorLine = JSON.parse(lines.find((line) => line.includes('upstream refused'))!) as { err: { type: string; code: string; stack: string } };
+    assert.equal(errorLine.err.type, 'Error');
+    assert.equal(errorLine.err.code, 'EUPSTREAM');
+    assert.match(errorLine.err.stack, /upstream refused/);
   });
 
   describe('a server using these options', () => {
@@ -34,6 +94,10 @@ describe('logging', () => {
         request.log.info({ body: request.body, password: 'hunter2-top-secret' }, 'careless');
         return { ok: true };
       });
+      app.post('/nested', async (request) => {
+        for (const shape of nestedSecrets().shapes) request.log.info({ ...shape, headers: shape.headers ?? request.headers }, 'nested');
+        return { ok: true };
+      });
       await app.ready();
     });
     after(() => app.close());
@@ -50,6 +114,22 @@ describe('logging', () => {
       for (const secret of ['hunter2-top-secret', 'body-secret-password', 'refresh-secret', 'url-secret-token', 'bearer-secret-token', 'cookie-secret']) {
         assert.ok(!log.includes(secret), `${secret} leaked into the log`);
       }
+    });
+
+    it('never writes secrets nested at any depth, in request headers or in errors', async () => {
+      lines.length = 0;
+      await app.inject({
+        method: 'POST',
+        url: '/nested',
+        headers: { Authorization: 'Bearer request-bearer-secret', cookie: 'gatehouse.session=request-cookie-secret', 'content-type': 'application/json' },
+        payload: { user: { password: 'payload-password' } },
+      });
+      const log = lines.join('');
+      assert.equal(lines.filter((line) => line.includes('"nested"')).length, nestedSecrets().shapes.length);
+      for (const secret of [...nestedSecrets().secrets, 'request-bearer-secret', 'request-cookie-secret']) {
+        assert.ok(!log.includes(secret), `${secret} leaked into the log`);
+      }
+      assert.ok(log.includes('user-42'), 'what is not secret is still logged');
     });
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Logger options: pino with request ids, and nothing secret in any line. Request logs carry
  * method, path and peer only (never headers or bodies); query values that can be bearer secrets
- * are masked; and the redact list catches secrets that a handler might log by mistake.
+ * are masked; and secrets that a handler might log by mistake are censored by key, at any depth.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
@@ -11,6 +11,7 @@ import type { Logger } from '../lib/logger.ts';
 
 const SECRET_QUERY_NAME = /^(?:token|code|state|password|csrf_?token|refresh_?token|access_?token|id_?token)$/i;
 
+/** pino's fixed paths; `redactSecrets` is what holds at any depth and in any letter case. */
 export const REDACTED_PATHS = [
   'password',
   'newPassword',
@@ -33,6 +34,102 @@ export const REDACTED_PATHS = [
   'headers.cookie',
 ];
 
+/**
+ * Keys whose values are never logged, compared in lower case without `-` and `_` (so `Authorization`,
+ * `set-cookie`, `code_verifier` and `refresh_token` all match).
+ */
+const SECRET_KEYS = new Set([
+  'password',
+  'newpassword',
+  'currentpassword',
+  'pass', // nodemailer's { user, pass }
+  'passwordhash',
+  'token',
+  'accesstoken',
+  'refreshtoken',
+  'idtoken',
+  'sessiontoken',
+  'csrftoken',
+  'xcsrftoken',
+  'secret',
+  'clientsecret',
+  'authsecret',
+  'apikey',
+  'privatekey',
+  'authorization',
+  'proxyauthorization',
+  'cookie',
+  'setcookie',
+  'codeverifier',
+]);
+const CENSOR = '[REDACTED]';
+/** Deeper than any line we mean to write; below it an object is dropped rather than left unchecked. */
+const MAX_REDACT_DEPTH = 8;
+/** What pino's `err` serializer returns (a plain-looking object on a prototype of its own). */
+const SERIALIZED_ERROR_PROTO: unknown = Object.getPrototypeOf(pino.stdSerializers.err(new Error('probe')));
+
+const isSecretKey = (key: string) => SECRET_KEYS.has(key.toLowerCase().replace(/[-_]/g, ''));
+
+/**
+ * Objects whose own enumerable properties are what gets logged, so they can be copied and checked.
+ * Class instances (a Fastify request, a socket) are left to their serializers: walking them would be
+ * costly and would change how they print.
+ */
+function isWalkable(value: object): boolean {
+  if (Array.isArray(value) || value instanceof Error) return true;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null || proto === SERIALIZED_ERROR_PROTO;
+}
+
+/**
+ * The value with every secret-named key censored at any depth. Never changes its argument: what
+ * holds a secret is copied (as the plain object JSON would print), everything else is returned as is.
+ */
+export function redactSecrets<T>(value: T): T {
+  return redactValue(value, 0, []) as T;
+}
+
+function redactValue(value: unknown, depth: number, ancestors: object[]): unknown {
+  if (typeof value !== 'object' || value === null || !isWalkable(value)) return value;
+  if (ancestors.includes(value)) return '[Circular]';
+  if (depth >= MAX_REDACT_DEPTH) return '[Truncated]';
+  ancestors.push(value);
+  try {
+    if (Array.isArray(value)) {
+      const items = value.map((item) => redactValue(item, depth + 1, ancestors));
+      return items.some((item, i) => item !== value[i]) ? items : value;
+    }
+    let copy: Record<string, unknown> | undefined;
+    const source = value as Record<string, unknown>;
+    const keys = Object.keys(source);
+    for (const [index, key] of keys.entries()) {
+      const original = source[key];
+      const next = original !== undefined && isSecretKey(key) ? CENSOR : redactValue(original, depth + 1, ancestors);
+      if (next !== original && copy === undefined) {
+        copy = {};
+        for (const earlier of keys.slice(0, index)) copy[earlier] = source[earlier];
+      }
+      if (copy !== undefined) copy[key] = next;
+    }
+    return copy ?? value;
+  } finally {
+    ancestors.pop();
+  }
+}
+
+/**
+ * The logged object's `err` is left whole for pino's error serializer (it reads the stack and
+ * causes), whose output is then censored: errors from HTTP clients carry request headers.
+ */
+function redactLogObject(object: Record<string, unknown>): Record<string, unknown> {
+  const { err, ...rest } = object;
+  const redacted = redactSecrets(rest);
+  if (redacted === rest) return object;
+  return 'err' in object ? { ...redacted, err } : redacted;
+}
+
+const redactingErrorSerializer = (error: unknown) => redactSecrets(pino.stdSerializers.err(error as Error));
+
 /** The URL with the values of secret-looking query parameters masked, however their names are encoded. */
 export function maskSecretsInUrl(url: string): string {
   const queryStart = url.indexOf('?');
@@ -54,13 +151,26 @@ export function maskSecretsInUrl(url: string): string {
   return `${url.slice(0, queryStart)}?${masked}`;
 }
 
-export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<FastifyServerOptions['logger']> {
+/** What the request logger and the process logger share: the level and the censoring. */
+function baseLoggerOptions(config: Pick<Config, 'logLevel'>) {
   return {
     level: config.logLevel,
-    redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' },
+    redact: { paths: REDACTED_PATHS, censor: CENSOR },
+    formatters: { log: redactLogObject, bindings: redactSecrets },
+    serializers: { err: redactingErrorSerializer },
+  } satisfies pino.LoggerOptions;
+}
+
+export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<FastifyServerOptions['logger']> {
+  const base = baseLoggerOptions(config);
+  return {
+    ...base,
     serializers: {
+      ...base.serializers,
       req(request: FastifyRequest) {
-        return { method: request.method, url: maskSecretsInUrl(request.url), remoteAddress: request.ip };
+        // A handler may log some other object as `req`: that must not throw in the middle of a request.
+        const url = typeof request.url === 'string' ? maskSecretsInUrl(request.url) : undefined;
+        return { method: request.method, url, remoteAddress: request.ip };
       },
     },
   };
@@ -69,10 +179,10 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<Fas
 /**
  * The logger of work outside a request (background jobs, failed audit writes): same level and
  * redaction as the request logs. The server writes to stdout like Fastify; the CLI passes 2
- * (stderr), keeping its stdout for output.
+ * (stderr), keeping its stdout for output; tests pass a stream.
  */
-export function createLogger(config: Pick<Config, 'logLevel'>, fd: 1 | 2 = 1): Logger {
-  return pino({ level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' } }, pino.destination({ dest: fd, sync: true }));
+export function createLogger(config: Pick<Config, 'logLevel'>, destination: 1 | 2 | pino.DestinationStream = 1): Logger {
+  return pino(baseLoggerOptions(config), typeof destination === 'number' ? pino.destination({ dest: destination, sync: true }) : destination);
 }
 
 /** Request ids are ours (a client-chosen id could forge log lines); echoed as `x-request-id`. */

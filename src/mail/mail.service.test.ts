@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import nodemailer from 'nodemailer';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { startSmtpServer, type TestSmtpServer } from '../../test/helpers/smtp.ts';
 import { TEST_SECRET } from '../../test/helpers/app.ts';
@@ -12,7 +13,7 @@ import type { Logger } from '../lib/logger.ts';
 import { createMailService, type MailService } from './mail.service.ts';
 import { retryDelayMs } from './outbox-worker.ts';
 import * as store from './outbox.store.ts';
-import { createSmtpTransport, MailSendError } from './transports.ts';
+import { createSmtpTransport, MailSendError, smtpTransportOptions } from './transports.ts';
 
 const AUTH_URL = 'https://auth.example.test';
 const START = 1_700_000_000_000;
@@ -218,6 +219,48 @@ for (const backend of await backends()) {
       assert.ok(!logger.text().includes(token));
     });
 
+    it('retries across restarts: a message that failed before a restart is delivered exactly once after it', async () => {
+      const first = mailService();
+      await smtp.stop();
+      const { message, token } = resetMessage();
+      first.mail.start();
+      const { id } = await first.mail.enqueue(storage.db, message);
+      // The running worker, woken by the enqueue, fails once; nothing is due again on its clock.
+      const deadline = Date.now() + 10_000;
+      while ((await rowOf(id)).last_error === null) {
+        assert.ok(Date.now() < deadline, 'the first worker never recorded its failure');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await first.mail.stop();
+      const failed = await rowOf(id);
+      assert.equal(failed.status, 'pending');
+      assert.equal(failed.attempts, 1);
+      assert.equal(failed.locked_by, null);
+
+      await smtp.start();
+      // The next instance: its own connection to the same database, its own worker and owner id.
+      const restarted = openStorage(database.config);
+      try {
+        const second = mailService({ storage: restarted });
+        second.clock.advance(failed.next_attempt_at - second.clock());
+        second.mail.start();
+        await smtp.waitForMessages(1, 10_000);
+        await second.mail.stop();
+        second.clock.advance(DAY_MS);
+        assert.deepEqual(await second.mail.runOnce(), { sent: 0, retried: 0, failed: 0 });
+        assert.deepEqual(await first.mail.runOnce(), { sent: 0, retried: 0, failed: 0 }, 'the old instance has nothing left either');
+
+        assert.equal(smtp.messages.length, 1);
+        assert.equal(smtp.messages[0]!.messageId, `<${id}@example.test>`);
+        assert.ok(smtp.messages[0]!.text.includes(token));
+        const sent = await rowOf(id);
+        assert.equal(sent.status, 'sent');
+        assert.equal(sent.attempts, 2);
+      } finally {
+        await restarted.close();
+      }
+    });
+
     it('retries a 4xx refusal and delivers when the server accepts again', async () => {
       const { mail, clock } = mailService();
       smtp.refuse({ code: 451, stage: 'data', message: 'try again later' });
@@ -415,6 +458,106 @@ describe('SMTP transport security', () => {
     transport.close();
     assert.equal(smtp.messages.length, 0);
     assert.deepEqual(smtp.authAttempts, []);
+  });
+});
+
+// Regression (review): a loopback relay offering STARTTLS with a self-signed certificate (a stock
+// Debian Postfix, "snakeoil") never got mail: the upgrade failed certificate verification.
+describe('SMTP to a loopback relay offering STARTTLS with a self-signed certificate', () => {
+  let smtp: TestSmtpServer;
+  before(async () => {
+    smtp = await startSmtpServer({ startTls: true });
+  });
+  after(async () => {
+    await smtp?.stop();
+  });
+
+  const mail = { id: 'm1', to: 'ada@example.test', template: 'password-reset', subject: 's', text: 't', html: '<p>t</p>' };
+  const smtpConfigFor = (host: string) => {
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      AUTH_SECRET: TEST_SECRET,
+      AUTH_URL,
+      DATA_DIR: tmpdir(),
+      EMAIL_SERVER_HOST: host,
+      EMAIL_SERVER_PORT: String(smtp.port),
+      EMAIL_FROM: 'no-reply@example.test',
+    });
+    assert.equal(config.mail.kind, 'smtp');
+    return config.mail.smtp!;
+  };
+
+  it('delivers over STARTTLS, credentials included, without verifying the certificate', async () => {
+    smtp.reset();
+    const transport = createSmtpTransport({ ...smtpConfigFor('127.0.0.1'), auth: { user: 'relay', password: 'relay-password' } }, { name: null, address: 'no-reply@example.test' });
+    try {
+      await transport.send(mail, AbortSignal.timeout(10_000));
+    } finally {
+      transport.close();
+    }
+    assert.equal(smtp.messages.length, 1);
+    assert.equal(smtp.messages[0]!.isSecure, true, 'STARTTLS is still used when offered');
+    assert.deepEqual(smtp.authAttempts.map((a) => a.username), ['relay']);
+  });
+
+  it('still refuses that certificate for a host not written as loopback, even one that reaches this machine', async () => {
+    smtp.reset();
+    // An IPv4-mapped IPv6 address reaches 127.0.0.1 but is not one of the loopback spellings.
+    const transporter = nodemailer.createTransport(smtpTransportOptions(smtpConfigFor('::ffff:127.0.0.1')));
+    try {
+      await assert.rejects(transporter.sendMail({ from: 'no-reply@example.test', to: mail.to, subject: mail.subject, text: mail.text }), {
+        code: 'ESOCKET',
+        originalCode: 'DEPTH_ZERO_SELF_SIGNED_CERT',
+      });
+    } finally {
+      transporter.close();
+    }
+    assert.equal(smtp.messages.length, 0);
+  });
+});
+
+describe('smtpTransportOptions', () => {
+  const smtpConfig = (env: Env) => {
+    const config = loadConfig({ NODE_ENV: 'test', AUTH_SECRET: TEST_SECRET, AUTH_URL, DATA_DIR: tmpdir(), EMAIL_FROM: 'no-reply@example.test', ...env });
+    assert.equal(config.mail.kind, 'smtp');
+    return config.mail.smtp!;
+  };
+
+  it('requires STARTTLS with a verified certificate and TLS 1.2 for a remote host on 587', () => {
+    const options = smtpTransportOptions(smtpConfig({ EMAIL_SERVER_HOST: 'smtp.example.com' }));
+    assert.equal(options.host, 'smtp.example.com');
+    assert.equal(options.port, 587);
+    assert.equal(options.secure, false);
+    assert.equal(options.requireTLS, true);
+    assert.equal(options.ignoreTLS, undefined);
+    assert.deepEqual(options.tls, { minVersion: 'TLSv1.2', rejectUnauthorized: true });
+  });
+
+  it('uses TLS from the first byte, certificate verified, on 465', () => {
+    const options = smtpTransportOptions(smtpConfig({ EMAIL_SERVER_HOST: 'smtp.example.com', EMAIL_SERVER_PORT: '465' }));
+    assert.equal(options.port, 465);
+    assert.equal(options.secure, true);
+    assert.deepEqual(options.tls, { minVersion: 'TLSv1.2', rejectUnauthorized: true });
+  });
+
+  it('takes STARTTLS when offered but neither requires it nor verifies the certificate for a loopback relay', () => {
+    for (const host of ['localhost', 'LocalHost', '127.0.0.1', '127.0.0.53', '::1', '[::1]']) {
+      const options = smtpTransportOptions(smtpConfig({ EMAIL_SERVER_HOST: host }));
+      assert.equal(options.secure, false, host);
+      assert.equal(options.requireTLS, false, host);
+      assert.equal(options.ignoreTLS, undefined, host);
+      assert.deepEqual(options.tls, { minVersion: 'TLSv1.2', rejectUnauthorized: false }, host);
+    }
+  });
+
+  it('verifies the certificate for any host not written as loopback, whatever requireTls says', () => {
+    for (const host of ['localhost.example.com', '127.0.0.1.nip.io', '10.0.0.1', '::ffff:127.0.0.1']) {
+      const options = smtpTransportOptions(smtpConfig({ EMAIL_SERVER_HOST: host }));
+      assert.equal(options.requireTLS, true, host);
+      assert.deepEqual(options.tls, { minVersion: 'TLSv1.2', rejectUnauthorized: true }, host);
+    }
+    const options = smtpTransportOptions({ host: 'smtp.example.com', port: 587, isImplicitTls: false, requireTls: false, auth: null });
+    assert.deepEqual(options.tls, { minVersion: 'TLSv1.2', rejectUnauthorized: true });
   });
 });
 

@@ -2,8 +2,8 @@
  * Where the outbox worker hands a message: SMTP through nodemailer, or (development and tests,
  * without EMAIL_SERVER_HOST) the dev outbox, which keeps it in the table and logs its links.
  */
-import nodemailer from 'nodemailer';
-import type { MailAddress, SmtpConfig } from '../config.ts';
+import nodemailer, { type SMTPTransportOptions } from 'nodemailer';
+import { isLoopbackHost, type MailAddress, type SmtpConfig } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { RenderedMail, TemplateName } from './templates.ts';
 
@@ -50,11 +50,15 @@ const SOCKET_TIMEOUT_MS = 30_000;
 const MESSAGE_ERROR_CODES = new Set(['EENVELOPE', 'EMESSAGE']);
 
 /**
- * One connection per message, no pool: auth mail is a trickle, a fresh connection has no stale
- * state after a relay restarts, and nothing stays open between sends.
+ * The nodemailer options for one relay. Remote relays: TLS required (implicit on 465, STARTTLS
+ * otherwise), certificate verified, TLS 1.2 at least. A loopback relay (`localhost`, 127.0.0.0/8,
+ * ::1, as written): STARTTLS when offered, certificate not verified, plain SMTP accepted.
  */
-export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTransport {
-  const transporter = nodemailer.createTransport({
+export function smtpTransportOptions(smtp: SmtpConfig): SMTPTransportOptions {
+  // Decided from the host as written, never from requireTls alone, so no other setting can turn
+  // verification off for a relay across a network.
+  const isLoopbackRelay = isLoopbackHost(smtp.host);
+  return {
     host: smtp.host,
     port: smtp.port,
     secure: smtp.isImplicitTls,
@@ -62,7 +66,10 @@ export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTr
     // that does not offer it (or a stripped offer) fails the send instead of going on in clear.
     requireTLS: smtp.requireTls,
     ...(smtp.auth !== null && { auth: { user: smtp.auth.user, pass: smtp.auth.password } }),
-    tls: { minVersion: 'TLSv1.2' },
+    // A loopback relay's traffic never leaves this machine, and plain SMTP to it is accepted, so a
+    // certificate check there protects nothing; but it made a relay that offers STARTTLS with a
+    // self-signed certificate (Debian Postfix's default "snakeoil") refuse every mail.
+    tls: { minVersion: 'TLSv1.2', rejectUnauthorized: !isLoopbackRelay },
     connectionTimeout: CONNECTION_TIMEOUT_MS,
     greetingTimeout: GREETING_TIMEOUT_MS,
     socketTimeout: SOCKET_TIMEOUT_MS,
@@ -71,7 +78,15 @@ export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTr
     disableUrlAccess: true,
     logger: false,
     debug: false,
-  });
+  };
+}
+
+/**
+ * One connection per message, no pool: auth mail is a trickle, a fresh connection has no stale
+ * state after a relay restarts, and nothing stays open between sends.
+ */
+export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTransport {
+  const transporter = nodemailer.createTransport(smtpTransportOptions(smtp));
   const fromDomain = from.address.slice(from.address.lastIndexOf('@') + 1);
 
   return {

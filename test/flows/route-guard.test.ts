@@ -11,7 +11,9 @@ import { backends, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+// Beyond the usual seven: methods Node's parser accepts that a rule keyed on a method list could
+// miss (TRACE, QUERY and WebDAV's PROPFIND, MKCOL, SEARCH). The guard must not care which it is.
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'MKCOL', 'SEARCH', 'QUERY'] as const;
 
 interface RawResponse {
   status: number;
@@ -126,13 +128,15 @@ for (const backend of await backends()) {
       });
     }
 
-    it('reaches admin content for an ADMIN and never for a user', async () => {
-      const asAdmin = await rawRequest(port, 'GET', '/api/admin/users', bearer(adminToken));
-      const asUser = await rawRequest(port, 'GET', '/api/%61dmin/users', bearer(userToken));
-      assert.equal(asUser.status, 403);
-      assert.ok(!asUser.body.includes('admin@example.com'));
-      // The admin API may not exist yet in every build; when it does, the ADMIN sees it.
-      if (asAdmin.status === 200) assert.ok(asAdmin.body.includes('admin@example.com'));
+    it('reaches admin content for an ADMIN and never for a user, however the path is spelled', async () => {
+      for (const path of ['/api/admin/users', '/api/%61dmin/users']) {
+        const asAdmin = await rawRequest(port, 'GET', path, bearer(adminToken));
+        assert.equal(asAdmin.status, 200, `${path} for an ADMIN`);
+        assert.ok(asAdmin.body.includes('admin@example.com'), `${path}: the user list`);
+        const asUser = await rawRequest(port, 'GET', path, bearer(userToken));
+        assert.equal(asUser.status, 403, `${path} for a user`);
+        assert.ok(!asUser.body.includes('admin@example.com'), `${path} for a user`);
+      }
     });
 
     it('refuses a malformed path with 400, not a guess', async () => {

@@ -1,9 +1,13 @@
 /**
- * A real SMTP server on loopback for mail tests (smtp-server + mailparser): plain SMTP, no TLS
- * (STARTTLS is not offered), AUTH offered but optional. It records every message it accepts,
- * parsed, and every AUTH attempt; it can be stopped and started again on the same port to play an
- * outage, and told to refuse with any reply code at RCPT TO or after DATA.
+ * A real SMTP server on loopback for mail tests (smtp-server + mailparser): plain SMTP by default
+ * (STARTTLS is not offered), or STARTTLS offered with a self-signed certificate
+ * (`{ startTls: true }`, like a stock Debian Postfix and its "snakeoil" certificate); AUTH offered
+ * but optional. It records every message it accepts, parsed, and every AUTH attempt; it can be
+ * stopped and started again on the same port to play an outage, and told to refuse with any reply
+ * code at RCPT TO or after DATA.
  */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { SMTPServer, type SMTPServerAuthentication } from 'smtp-server';
 import { simpleParser } from 'mailparser';
 
@@ -19,6 +23,8 @@ export interface ReceivedMail {
   html: string;
   messageId: string;
   headers: Map<string, unknown>;
+  /** The message came over TLS (after STARTTLS). */
+  isSecure: boolean;
   /** The whole message as received. */
   raw: string;
 }
@@ -46,7 +52,21 @@ export interface TestSmtpServer {
   reset(): void;
 }
 
-export async function startSmtpServer(): Promise<TestSmtpServer> {
+export interface SmtpServerOptions {
+  /** Offer STARTTLS, with a self-signed certificate (CN=gatehouse-test-snakeoil). Default false. */
+  startTls?: boolean;
+}
+
+/**
+ * Ours rather than smtp-server's built-in certificate: that one has expired, so a client would
+ * refuse it for its date, not for being self-signed as a stock relay's certificate is.
+ */
+const SELF_SIGNED = {
+  key: readFileSync(resolve(import.meta.dirname, '../fixtures/smtp-self-signed.key')),
+  cert: readFileSync(resolve(import.meta.dirname, '../fixtures/smtp-self-signed.crt')),
+};
+
+export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = [];
   const authAttempts: TestSmtpServer['authAttempts'] = [];
   const arrivals = new Set<() => void>();
@@ -58,8 +78,8 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
 
   function create(): SMTPServer {
     return new SMTPServer({
-      // Plain SMTP: STARTTLS is not offered, so the client stays in clear (a loopback relay).
-      disabledCommands: ['STARTTLS'],
+      // Plain SMTP unless asked: STARTTLS is not offered, so the client stays in clear.
+      ...(options.startTls === true ? SELF_SIGNED : { disabledCommands: ['STARTTLS'] }),
       authOptional: true,
       allowInsecureAuth: true,
       disableReverseLookup: true,
@@ -92,6 +112,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
                 html: typeof parsed.html === 'string' ? parsed.html : '',
                 messageId: parsed.messageId ?? '',
                 headers: parsed.headers as Map<string, unknown>,
+                isSecure: session.secure,
                 raw: raw.toString('utf8'),
               });
               for (const notify of arrivals) notify();
