@@ -8,11 +8,13 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
+import type { TrustProxy } from './config.ts';
 import { registerErrorHandling, sendError, toErrorBody } from './errors.ts';
 import { deriveKey } from './lib/derive-key.ts';
 import { generateRequestId, loggerOptions } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
 import { registerInputHygiene } from './http/input-hygiene.ts';
+import { registerSecurityHeaders } from './http/security-headers.ts';
 import { createRequestAuthenticator } from './http/authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { createForbiddenPage } from './ui/forbidden-page.ts';
@@ -32,6 +34,13 @@ import { passwordRoutes } from './password-reset/password.routes.ts';
 import { passwordPageRoutes } from './ui/password-pages.routes.ts';
 import { oauthRoutes } from './oauth/oauth.routes.ts';
 
+/** Fastify's `trustProxy` for ours: a hop count trusts that many proxies nearest to us. */
+function toTrustProxy(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (trust === false) return false;
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return [...trust];
+}
+
 /** Auth requests are small; anything larger is refused before it is parsed. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
 export const OPENAPI_PATH = '/api/docs/openapi.json';
@@ -45,7 +54,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    trustProxy: false,
+    // The client IP (rate limits, sessions, audit) is the socket's unless TRUST_PROXY trusts the peer.
+    trustProxy: toTrustProxy(config.trustProxy),
     return503OnClosing: true,
     // Errors Fastify raises before routing (an undecodable URL, say) get our body shape too.
     frameworkErrors: (_error, _request, reply) => {
@@ -57,6 +67,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   registerInputHygiene(app);
+  // Before the CSRF check and the route guard: a CORS preflight is answered before either.
+  await registerSecurityHeaders(app, config);
   // JSON everywhere; HTML forms only on the routes registered in the `browser` scope below.
   // text/plain is never parsed: it is how cross-site pages smuggle requests without a preflight.
   app.removeContentTypeParser('text/plain');
@@ -90,7 +102,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     transformObject: jsonSchemaTransformObject,
   });
 
-  const routeOptions = { credentials: services.credentials, sessions: services.sessions, authenticate, csrf, config, clock };
+  const routeOptions = { credentials: services.credentials, sessions: services.sessions, authenticate, csrf, config, clock, limits: services.limits };
   await app.register(healthRoutes, { storage: services.storage });
   await app.register(jwksRoutes, { keys: services.keys });
   await app.register(apiSignInRoutes, routeOptions);
@@ -101,12 +113,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     await browser.register(browserSignInRoutes, routeOptions);
     await browser.register(signOutRoutes, routeOptions);
     await browser.register(uiRoutes, { ...routeOptions, oauth: services.oauth });
-    await browser.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, authenticate, config, clock });
+    await browser.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, authenticate, config, clock, limits: services.limits });
     await browser.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config });
-    await browser.register(signupRoutes, { signup: services.signup });
-    await browser.register(verificationRoutes, { verification: services.verification });
+    await browser.register(signupRoutes, { signup: services.signup, limits: services.limits });
+    await browser.register(verificationRoutes, { verification: services.verification, limits: services.limits });
     await browser.register(signupPageRoutes, { verification: services.verification, csrf, config });
-    await browser.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate });
+    await browser.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate, limits: services.limits });
     await browser.register(passwordPageRoutes, { passwordReset: services.passwordReset, csrf, config });
   });
   await app.register(assetRoutes);

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIP, isIPv4, isIPv6 } from 'node:net';
 
 export type SessionStrategy = 'database' | 'jwt';
 
@@ -86,6 +86,19 @@ export type OAuthProviderConfig =
       readonly issuer: string;
     };
 
+/** A rate limit: at most `points` in a window of `durationSeconds` (env syntax `60/1m`). */
+export interface RateLimit {
+  readonly points: number;
+  readonly durationSeconds: number;
+}
+
+/**
+ * Who the client is: the socket's address, unless requests come through trusted proxies. `false`
+ * trusts no forwarding header; a number trusts that many hops of `X-Forwarded-For`; a list trusts
+ * forwarding only from those addresses or CIDR ranges (names `loopback`, `linklocal`, `uniquelocal`).
+ */
+export type TrustProxy = false | number | readonly string[];
+
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
   readonly isProduction: boolean;
@@ -140,6 +153,34 @@ export interface Config {
     readonly retentionSeconds: number;
   };
   readonly mail: MailConfig;
+  readonly rateLimits: {
+    /** Every sign-in attempt (password, either endpoint), per client IP: stops floods. */
+    readonly signinPerIp: RateLimit;
+    /** Failed sign-ins per client IP: people at one office address who sign in correctly never count. */
+    readonly signinFailuresPerIp: RateLimit;
+    readonly signupPerIp: RateLimit;
+    /** Mails asked for (forgot-password, verification resend), per address and per client IP. */
+    readonly mailPerAddress: RateLimit;
+    readonly mailPerIp: RateLimit;
+    /** Uses of mailed tokens (reset, validate, verify), per client IP. */
+    readonly tokenPerIp: RateLimit;
+    readonly refreshPerIp: RateLimit;
+    /** Provider sign-in and link starts, per client IP. */
+    readonly oauthPerIp: RateLimit;
+  };
+  /** Per account (normalised address): consecutive failed sign-ins. */
+  readonly signinThrottle: {
+    /** Failures allowed before each further attempt must wait (1 s, doubling, up to `maxDelaySeconds`). */
+    readonly delayAfterFailures: number;
+    readonly maxDelaySeconds: number;
+    /** At this many consecutive failures the password is locked until a reset (SP 800-63B-4: at most 100). */
+    readonly lockAfterFailures: number;
+  };
+  /** Shared counters live here when set (else in storage). */
+  readonly redisUrl: string | null;
+  readonly trustProxy: TrustProxy;
+  /** Origins allowed to call the JSON API from a browser (CORS), without cookies. Empty: CORS off. */
+  readonly corsOrigins: readonly string[];
   readonly oauth: {
     /** In the order they are shown on the sign-in page. */
     readonly providers: readonly OAuthProviderConfig[];
@@ -237,6 +278,24 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const auditRetentionSeconds = read.duration('AUDIT_RETENTION', 90 * 86_400);
   const mail = parseMailConfig(read, isProduction, problems);
   const oauthProviders = parseOAuthProviders(read, problems);
+  const rateLimits = {
+    signinPerIp: read.rateLimit('RATE_LIMIT_SIGNIN_PER_IP', { points: 60, durationSeconds: 60 }),
+    signinFailuresPerIp: read.rateLimit('RATE_LIMIT_SIGNIN_FAILURES_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
+    signupPerIp: read.rateLimit('RATE_LIMIT_SIGNUP_PER_IP', { points: 10, durationSeconds: 3_600 }),
+    mailPerAddress: read.rateLimit('RATE_LIMIT_MAIL_PER_ADDRESS', { points: 3, durationSeconds: 3_600 }),
+    mailPerIp: read.rateLimit('RATE_LIMIT_MAIL_PER_IP', { points: 20, durationSeconds: 3_600 }),
+    tokenPerIp: read.rateLimit('RATE_LIMIT_TOKEN_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
+    refreshPerIp: read.rateLimit('RATE_LIMIT_REFRESH_PER_IP', { points: 120, durationSeconds: 60 }),
+    oauthPerIp: read.rateLimit('RATE_LIMIT_OAUTH_PER_IP', { points: 30, durationSeconds: 60 }),
+  };
+  const signinThrottle = {
+    delayAfterFailures: read.integer('SIGNIN_DELAY_AFTER_FAILURES', 5, { min: 1, max: 100 }),
+    maxDelaySeconds: read.duration('SIGNIN_MAX_DELAY', 15 * 60),
+    lockAfterFailures: read.integer('SIGNIN_LOCK_AFTER_FAILURES', 100, { min: 10, max: 100 }),
+  };
+  const redisUrl = parseRedisUrl(read.string('REDIS_URL'), problems);
+  const trustProxy = parseTrustProxy(read.string('TRUST_PROXY'), problems);
+  const corsOrigins = parseCorsOrigins(read.string('CORS_ORIGINS'), problems);
 
   const logLevel = read.oneOf('LOG_LEVEL', LOG_LEVELS, nodeEnv === 'test' ? 'silent' : 'info');
 
@@ -296,6 +355,11 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     audit: { retentionSeconds: auditRetentionSeconds },
     accounts,
     mail: mail!,
+    rateLimits,
+    signinThrottle,
+    redisUrl,
+    trustProxy,
+    corsOrigins,
     oauth: { providers: oauthProviders },
     logLevel,
   });
@@ -349,6 +413,21 @@ class EnvReader {
       return fallback;
     }
     return parsed;
+  }
+
+  /** `points/duration`, e.g. `60/1m`, `5/15m`, `100/1h`: at most that many in each such window. */
+  rateLimit(name: string, fallback: RateLimit): RateLimit {
+    const value = this.string(name);
+    if (value === undefined) return fallback;
+    const match = /^(\d+)\s*\/\s*(\d+)\s*([smhd]?)$/.exec(value);
+    const unitSeconds = { '': 1, s: 1, m: 60, h: 3_600, d: 86_400 } as const;
+    const points = match ? Number(match[1]) : Number.NaN;
+    const durationSeconds = match ? Number(match[2]) * unitSeconds[match[3] as keyof typeof unitSeconds] : Number.NaN;
+    if (!(points >= 1 && points <= 1_000_000) || !(durationSeconds >= 1 && durationSeconds <= 7 * 86_400)) {
+      this.#problems.push(`${name} must be a limit such as 60/1m or 5/15m: 1 to 1000000 per 1s to 7d (got "${value}")`);
+      return fallback;
+    }
+    return { points, durationSeconds };
   }
 
   /** Seconds, or a number with a unit: `900`, `90s`, `15m`, `12h`, `30d`. */
@@ -506,6 +585,61 @@ function parseProviderUrl(name: string, value: string, problems: string[]): stri
     return undefined;
   }
   return url.origin + url.pathname.replace(/\/+$/, '');
+}
+
+function parseRedisUrl(value: string | undefined, problems: string[]): string | null {
+  if (value === undefined) return null;
+  try {
+    const url = new URL(value);
+    if (url.protocol === 'redis:' || url.protocol === 'rediss:') return value;
+  } catch {
+    // reported below
+  }
+  problems.push('REDIS_URL must be a redis:// or rediss:// URL');
+  return null;
+}
+
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function parseTrustProxy(value: string | undefined, problems: string[]): TrustProxy {
+  if (value === undefined || value.toLowerCase() === 'false') return false;
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops >= 1 && hops <= 10) return hops;
+  } else {
+    const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+    const isValid = (entry: string) => {
+      if (PROXY_NAMES.includes(entry)) return true;
+      const [address, prefix, extra] = entry.split('/');
+      const version = isIP(address ?? '');
+      if (version === 0 || extra !== undefined) return false;
+      if (prefix === undefined) return true;
+      return /^\d+$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+    };
+    if (entries.length > 0 && entries.every(isValid)) return entries;
+  }
+  problems.push(`TRUST_PROXY must be false, a hop count from 1 to 10, or a comma-separated list of addresses, CIDR ranges or loopback/linklocal/uniquelocal (got "${value}")`);
+  return false;
+}
+
+function parseCorsOrigins(value: string | undefined, problems: string[]): string[] {
+  if (value === undefined) return [];
+  const origins: string[] = [];
+  for (const entry of value.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    // An exact origin: never `*`, never a pattern, so no origin is reflected that was not named.
+    if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== entry.replace(/\/$/, '')) {
+      problems.push(`CORS_ORIGINS must list exact origins such as https://app.example.com (got "${entry}")`);
+      continue;
+    }
+    origins.push(url.origin);
+  }
+  return origins;
 }
 
 function parseAuthUrl(value: string, isProduction: boolean, problems: string[]): string | undefined {

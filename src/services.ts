@@ -20,6 +20,9 @@ import { createVerificationService } from './verification/verification.service.t
 import { createSignupService } from './credentials/signup.service.ts';
 import { createPasswordResetService } from './password-reset/password-reset.service.ts';
 import { createOAuthService } from './oauth/oauth.service.ts';
+import { createRateLimiters } from './http/rate-limit.ts';
+import { createRequestLimits } from './http/request-limits.ts';
+import { createSignInThrottle } from './credentials/signin-throttle.ts';
 import { createLogger } from './http/logging.ts';
 import type { Logger } from './lib/logger.ts';
 
@@ -66,6 +69,10 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   // Before credentials: a password change queues its notice mail in its own transaction.
   const mail = createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger });
   const actionTokens = createActionTokens({ clock });
+  // Shared counters: storage by default, Redis with REDIS_URL; memory while either fails.
+  const rateLimiters = createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
+  const limits = createRequestLimits(rateLimiters, config.rateLimits);
+  const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle });
   const credentials = createCredentialsService({
     users,
     sessions,
@@ -77,6 +84,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     mail,
     actionTokens,
     clock,
+    throttle: signInThrottle,
   });
   const admin = createAdminService({ users, sessions, credentials, audit });
   // Sign-up and e-mail verification.
@@ -120,11 +128,14 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     signup,
     passwordReset,
     oauth,
+    rateLimiters,
+    limits,
     logger,
     /** Stops background work and waits for a purge in progress; storage is closed by its owner. */
     async stop() {
       revocations.stop();
       await Promise.all([auditRetention.stop(), mail.stop()]);
+      await rateLimiters.close();
     },
   };
 }

@@ -6,6 +6,7 @@
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { AuditService } from './audit.service.ts';
+import { createPeriodicJob, type PeriodicJob } from '../lib/periodic-job.ts';
 
 const HOUR_MS = 3_600_000;
 /** The first run comes soon after start, so instances restarted often still purge. */
@@ -29,46 +30,18 @@ export function createAuditRetentionJob(deps: {
   maxBatchesPerRun?: number;
 }): AuditRetentionJob {
   const { audit, clock, logger, retentionMs } = deps;
-  const intervalMs = deps.intervalMs ?? HOUR_MS;
   const batchSize = deps.batchSize ?? 1_000;
   const maxBatchesPerRun = deps.maxBatchesPerRun ?? 20;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
-  let isStopped = false;
-
-  async function purge(): Promise<number> {
-    const { deleted, isDone } = await audit.purgeOlderThan(clock() - retentionMs, { batchSize, maxBatches: maxBatchesPerRun, shouldStop: () => isStopped });
-    if (deleted > 0) logger.info({ deleted, isDone }, 'purged old audit events');
-    return deleted;
-  }
-
-  function runOnce(): Promise<number> {
-    running ??= purge().finally(() => {
-      running = undefined;
-    });
-    return running;
-  }
-
-  function schedule(delayMs: number): void {
-    if (isStopped) return;
-    timer = setTimeout(() => {
-      runOnce()
-        .catch((error: unknown) => logger.error({ err: error }, 'audit purge failed; will retry'))
-        .finally(() => schedule(intervalMs));
-    }, delayMs);
-    timer.unref();
-  }
-
-  return {
-    start() {
-      isStopped = false;
-      schedule(Math.min(FIRST_RUN_DELAY_MS, intervalMs));
+  const job: PeriodicJob<number> = createPeriodicJob({
+    name: 'audit purge',
+    intervalMs: deps.intervalMs ?? HOUR_MS,
+    firstDelayMs: FIRST_RUN_DELAY_MS,
+    logger,
+    async run() {
+      const { deleted, isDone } = await audit.purgeOlderThan(clock() - retentionMs, { batchSize, maxBatches: maxBatchesPerRun, shouldStop: () => job.isStopped });
+      if (deleted > 0) logger.info({ deleted, isDone }, 'purged old audit events');
+      return deleted;
     },
-    async stop() {
-      isStopped = true;
-      clearTimeout(timer);
-      await running?.catch(() => {});
-    },
-    runOnce,
-  };
+  });
+  return { start: () => job.start(), stop: () => job.stop(), runOnce: () => job.runOnce() };
 }

@@ -36,6 +36,7 @@ export const AUDIT_EVENT_TYPES = [
   'signup.existing_account',
   'password.reset_requested',
   'oauth.unlinked',
+  'user.password_locked',
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

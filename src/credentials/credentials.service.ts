@@ -13,10 +13,12 @@ import type { MailService } from '../mail/mail.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { checkPassword, type PasswordPolicy, type PasswordRejection } from './password-policy.ts';
+import type { SignInThrottle } from './signin-throttle.ts';
 
 export type SignInResult =
   | { ok: true; user: User; session: StartedSession }
-  | { ok: false; reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED' };
+  | { ok: false; reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED' }
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
 export type CreatePasswordUserResult =
   | { ok: true; user: User }
@@ -66,8 +68,10 @@ export function createCredentialsService(deps: {
   /** A new password makes every outstanding reset link useless. */
   actionTokens: ActionTokens;
   clock: Clock;
+  /** Per-IP and per-account limits on password sign-in. */
+  throttle: SignInThrottle;
 }) {
-  const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock } = deps;
+  const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock, throttle } = deps;
 
   /** Why `password` is refused as this user's new password, or null (the policy, with their e-mail and name as words to avoid). */
   function checkNewPassword(password: string, user: Pick<User, 'email' | 'name'>): PasswordRejection | null {
@@ -112,15 +116,32 @@ export function createCredentialsService(deps: {
         return { ok: false, reason };
       }
 
+      // Before any hashing, and the same for an address with or without an account. Refusals
+      // here are not audited one by one: a flood must not become a flood of writes.
+      const allowed = await throttle.checkAttempt(input.email, input.ip ?? 'unknown');
+      if (!allowed.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: allowed.retryAfterSeconds };
+
+      async function refuseWrongPassword(userId: string | null): Promise<SignInResult> {
+        const outcome = await throttle.recordFailure(input.email, input.ip ?? 'unknown');
+        if (outcome.isNowLocked && userId !== null) {
+          await users.lockPassword(userId);
+          await audit.record({ type: 'user.password_locked', userId, source, reason: 'TOO_MANY_FAILURES', details: { consecutiveFailures: outcome.consecutiveFailures } });
+        }
+        return refuse('INVALID_CREDENTIALS', userId);
+      }
+
       const credentials = await users.findCredentialsByEmail(input.email);
       if (credentials === null || credentials.passwordHash === null) {
         // Same work as a wrong password, so the answer's timing does not reveal the account.
         await hasher.verifyDummy(input.password);
-        return refuse('INVALID_CREDENTIALS', credentials?.id ?? null);
+        return refuseWrongPassword(credentials?.id ?? null);
       }
+      // Locked after too many failures (should its counter have been lost, this still holds).
+      if (credentials.passwordLockedAt !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
       if (!(await hasher.verify(credentials.passwordHash, input.password))) {
-        return refuse('INVALID_CREDENTIALS', credentials.id);
+        return refuseWrongPassword(credentials.id);
       }
+      await throttle.clearAccount(input.email);
       // Only someone who knows the password learns the account is disabled.
       if (credentials.disabledAt !== null) return refuse('ACCOUNT_DISABLED', credentials.id);
 
@@ -199,7 +220,13 @@ export function createCredentialsService(deps: {
         .transaction()
         .execute((trx) => replacePassword(trx, { user, passwordHash, event: 'password.changed', source: input.source, keepSessionId: input.sessionId }));
       mail.wake();
+      await throttle.clearAccount(user.email);
       return { ok: true, sessionsEnded };
+    },
+
+    /** After a password reset: the account's failed sign-ins no longer count (a lock is lifted). */
+    async clearSignInFailures(email: string): Promise<void> {
+      await throttle.clearAccount(email);
     },
   };
 }

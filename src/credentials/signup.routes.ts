@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
@@ -49,7 +50,7 @@ const acceptedResponse = z
   .describe('The same for a new and a taken address')
   .meta({ id: 'SignupAccepted' });
 
-export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService }> = async (app, { signup }) => {
+export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService; limits: RequestLimits }> = async (app, { signup, limits }) => {
   app.post(
     '/api/auth/signup',
     {
@@ -58,6 +59,7 @@ export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService }> = as
       preValidation: async () => {
         if (!signup.isEnabled) throw new AppError('SIGNUP_DISABLED');
       },
+      preHandler: limits.signup,
       schema: {
         tags: ['auth'],
         summary: 'Sign up with e-mail, password and name; a verification mail follows (202, the same whether or not the address is taken)',

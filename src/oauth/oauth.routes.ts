@@ -15,6 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
@@ -32,6 +33,7 @@ export interface OAuthRouteOptions {
   authenticate: RequestAuthenticator;
   config: Config;
   clock: Clock;
+  limits: RequestLimits;
 }
 
 export const AUTH_ERROR_PAGE = '/auth/error';
@@ -79,7 +81,7 @@ function dashboardWith(kind: 'error' | 'notice', code: string): string {
 }
 
 export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app, options) => {
-  const { oauth, sessions, authenticate, config, clock } = options;
+  const { oauth, sessions, authenticate, config, clock, limits } = options;
   const flowCookie = cookieNames(config).oauthFlow;
   const cookieOptions = baseCookieOptions(config);
 
@@ -115,6 +117,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
     '/api/auth/signin/:provider',
     {
       config: { formErrorPage: SIGN_IN_PAGE },
+      preHandler: limits.oauthStart,
       schema: {
         tags: ['oauth'],
         summary: 'Start signing in with a provider: a 303 to its authorization endpoint',
@@ -136,6 +139,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
     '/api/auth/link/:provider',
     {
       config: { formErrorPage: DASHBOARD_PAGE },
+      preHandler: limits.oauthStart,
       schema: {
         tags: ['oauth'],
         summary: 'Link a provider to your account: a 303 to the provider, then back to /dashboard',

@@ -144,10 +144,14 @@ export function createPasswordResetService(deps: {
         const { sessionsEnded } = await credentials.replacePassword(trx, { user, passwordHash, event: 'password.reset', source: input.source });
         // The link reached the account's mailbox and came back: the address is proven, as by a verification link.
         await users.markEmailVerified(user.id, { db: trx });
-        // When sign-in lockouts exist, a successful reset is where they are cleared, in this transaction.
+        // A lock from failed sign-ins is lifted with the new password (users.setPasswordHash).
         return { ok: true, userId: user.id, sessionsEnded };
       });
-      if (result.ok) mail.wake();
+      if (result.ok) {
+        mail.wake();
+        // The failure counters live outside this transaction (storage or Redis): cleared after it.
+        await credentials.clearSignInFailures(user.email);
+      }
       return result;
     },
   };

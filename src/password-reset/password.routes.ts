@@ -11,6 +11,7 @@
  */
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
@@ -89,9 +90,10 @@ export interface PasswordRouteOptions {
   passwordReset: PasswordResetService;
   credentials: CredentialsService;
   authenticate: RequestAuthenticator;
+  limits: RequestLimits;
 }
 
-export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async (app, { passwordReset, credentials, authenticate }) => {
+export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async (app, { passwordReset, credentials, authenticate, limits }) => {
   // Answers about links and passwords are never worth caching.
   app.addHook('onSend', async (_request, reply) => {
     void reply.header('cache-control', 'no-store');
@@ -101,6 +103,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
     '/api/auth/forgot-password',
     {
       config: { formErrorPage: FORGOT_PASSWORD_PAGE },
+      preHandler: limits.forgotPassword,
       schema: {
         tags: ['password'],
         summary: 'Ask for a password reset link by e-mail (202, the same whether or not the address has an account)',
@@ -122,6 +125,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
   app.post(
     '/api/auth/reset-password/validate',
     {
+      preHandler: limits.tokenUse,
       schema: {
         tags: ['password'],
         summary: 'Whether a reset link’s token still works (it is not used up)',
@@ -140,6 +144,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
     '/api/auth/reset-password',
     {
       config: { formErrorPage: RESET_PASSWORD_PAGE },
+      preHandler: limits.tokenUse,
       schema: {
         tags: ['password'],
         summary: 'Set a new password with a reset link’s token; ends every session of the account',

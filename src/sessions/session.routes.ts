@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
+import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { clearSessionCookies } from '../http/session-cookie.ts';
@@ -19,6 +20,7 @@ interface SessionRouteOptions {
   authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
+  limits: RequestLimits;
 }
 
 const iso = (epochMs: number) => new Date(epochMs).toISOString();
@@ -66,7 +68,7 @@ const unauthenticated = { 401: errorResponse.describe('No valid session (UNAUTHE
 const csrfFailure = { 403: errorResponse.describe('Cookie-authenticated request without a valid CSRF token (CSRF_FAILED)') };
 
 export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
-  const { sessions, authenticate, csrf, config } = options;
+  const { sessions, authenticate, csrf, config, limits } = options;
 
   app.addHook('onSend', async (_request, reply) => {
     void reply.header('cache-control', 'no-store');
@@ -91,6 +93,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
   app.post(
     '/api/auth/refresh',
     {
+      preHandler: limits.refresh,
       schema: {
         tags: ['sessions'],
         summary: 'Exchange a refresh token for a new access token and refresh token (rotation)',

@@ -14,6 +14,7 @@ import * as usersCreatedAt from './migrations/0003-users-created-at.ts';
 import * as mailOutbox from './migrations/0004-mail-outbox.ts';
 import * as actionTokens from './migrations/0005-action-tokens.ts';
 import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
+import * as rateLimits from './migrations/0007-rate-limits.ts';
 
 export type Db = Kysely<Database>;
 
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004-mail-outbox': mailOutbox,
   '0005-action-tokens': actionTokens,
   '0006-oauth-accounts': oauthAccounts,
+  '0007-rate-limits': rateLimits,
 };
 
 const PG_INT8_OID = 20;

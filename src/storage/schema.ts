@@ -13,6 +13,8 @@ export interface UsersTable {
   disabled_at: number | null;
   created_at: number;
   updated_at: number;
+  /** Set after too many consecutive failed sign-ins; the password is refused until a reset. */
+  password_locked_at: number | null;
 }
 
 export interface UserRolesTable {
@@ -122,6 +124,14 @@ export interface OAuthAccountsTable {
   last_used_at: number;
 }
 
+export interface RateLimitsTable {
+  /** `<limiter>:<subject>`, e.g. `signin-ip:203.0.113.7`; accounts by a hash of the address. */
+  key: string;
+  points: number;
+  /** Epoch ms when the window ends; null: never. */
+  expire: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   user_roles: UserRolesTable;
@@ -132,6 +142,7 @@ export interface Database {
   audit_events: AuditEventsTable;
   mail_outbox: MailOutboxTable;
   oauth_accounts: OAuthAccountsTable;
+  rate_limits: RateLimitsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

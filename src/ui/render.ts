@@ -201,6 +201,7 @@ function pageHeaders(formActionOrigins: readonly string[]): Readonly<Record<stri
       "script-src 'none'",
       "style-src 'self'",
       "img-src 'self'",
+      "object-src 'none'",
       ["form-action 'self'", ...formActionOrigins].join(' '),
       "frame-ancestors 'none'",
       "base-uri 'none'",

@@ -33,6 +33,8 @@ export interface UserCredentials {
   id: string;
   passwordHash: string | null;
   disabledAt: number | null;
+  /** Set after too many consecutive failed sign-ins; a new password (reset) clears it. */
+  passwordLockedAt: number | null;
 }
 
 export interface NewUser {
@@ -92,6 +94,7 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
         password_hash: input.passwordHash,
         email_verified_at: input.emailVerified ? now : null,
         disabled_at: null,
+        password_locked_at: null,
         created_at: now,
         updated_at: now,
       };
@@ -111,13 +114,13 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     /** Looks an address up by its normal form, for sign-in: one query, no roles. */
     async findCredentialsByEmail(email: string): Promise<UserCredentials | null> {
       const row = await store.findUserByEmail(db, normaliseEmail(email));
-      return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
+      return row ? toCredentials(row) : null;
     },
 
     /** The same by id, for a signed-in user confirming their current password. */
     async findCredentialsById(id: string): Promise<UserCredentials | null> {
       const row = await store.findUserById(db, id);
-      return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
+      return row ? toCredentials(row) : null;
     },
 
     /**
@@ -128,7 +131,7 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     async lockUser(trx: Db, id: string): Promise<UserCredentials | null> {
       if (!(await store.touchUser(trx, id, clock()))) return null;
       const row = await store.findUserById(trx, id);
-      return row ? { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at } : null;
+      return row ? toCredentials(row) : null;
     },
 
     async findUserByEmail(email: string): Promise<User | null> {
@@ -141,7 +144,15 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return row ? toUser(row) : null;
     },
 
-    /** Pass `options.db` (a transaction) to make the change with others (a reset token consumed, sessions ended). */
+    /** Locks the password after too many consecutive failed sign-ins; a new password unlocks it. */
+    async lockPassword(userId: string): Promise<void> {
+      await store.lockPassword(db, userId, clock());
+    },
+
+    /**
+     * Pass `options.db` (a transaction) to make the change with others (a reset token consumed,
+     * sessions ended). A new password also lifts a lock from failed sign-ins.
+     */
     async setPasswordHash(userId: string, passwordHash: string, options: { db?: Db } = {}): Promise<void> {
       await store.updatePasswordHash(options.db ?? db, userId, passwordHash, clock());
     },
@@ -206,6 +217,10 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       });
     },
   };
+}
+
+function toCredentials(row: UserRow): UserCredentials {
+  return { id: row.id, passwordHash: row.password_hash, disabledAt: row.disabled_at, passwordLockedAt: row.password_locked_at };
 }
 
 function toUserWithRoles(row: UserRow, roles: string[]): User {

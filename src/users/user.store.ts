@@ -29,7 +29,11 @@ export async function findRolesByUserId(db: Db, userId: string): Promise<string[
 }
 
 export async function updatePasswordHash(db: Db, userId: string, passwordHash: string, updatedAt: number): Promise<void> {
-  await db.updateTable('users').set({ password_hash: passwordHash, updated_at: updatedAt }).where('id', '=', userId).execute();
+  await db.updateTable('users').set({ password_hash: passwordHash, password_locked_at: null, updated_at: updatedAt }).where('id', '=', userId).execute();
+}
+
+export async function lockPassword(db: Db, userId: string, now: number): Promise<void> {
+  await db.updateTable('users').set({ password_locked_at: now }).where('id', '=', userId).where('password_locked_at', 'is', null).execute();
 }
 
 /** Stamps the address verified unless it already is (the first stamp stays); true when it changed. */

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
@@ -41,11 +42,12 @@ const resendBody = z
   .object({ email: emailField.describe('The address to verify'), csrfToken }, { error: 'must be a JSON object' })
   .meta({ id: 'ResendVerificationRequest' });
 
-export const verificationRoutes: FastifyPluginAsyncZod<{ verification: VerificationService }> = async (app, { verification }) => {
+export const verificationRoutes: FastifyPluginAsyncZod<{ verification: VerificationService; limits: RequestLimits }> = async (app, { verification, limits }) => {
   app.post(
     '/api/auth/verify-email',
     {
       config: { formErrorPage: VERIFY_EMAIL_PAGE },
+      preHandler: limits.tokenUse,
       schema: {
         tags: ['auth'],
         summary: 'Verify an e-mail address with the token from its link; the token is used up',
@@ -73,6 +75,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<{ verification: Verificat
     '/api/auth/verify-email/resend',
     {
       config: { formErrorPage: VERIFY_EMAIL_PAGE },
+      preHandler: limits.verificationResend,
       schema: {
         tags: ['auth'],
         summary: 'Send a new verification link (202, the same whether or not the address has an unverified account)',

@@ -20,11 +20,28 @@ export interface TestApp {
 }
 
 /** Environment for a test: NODE_ENV=test, a fixed secret, a private DATA_DIR. */
+/**
+ * Limits far above what any test sends from its one loopback address, so that tests about other
+ * things are not throttled; the rate-limit tests set the limits they exercise.
+ */
+export const GENEROUS_LIMITS: Env = {
+  RATE_LIMIT_SIGNIN_PER_IP: '1000000/1m',
+  RATE_LIMIT_SIGNIN_FAILURES_PER_IP: '1000000/1m',
+  RATE_LIMIT_SIGNUP_PER_IP: '1000000/1m',
+  RATE_LIMIT_MAIL_PER_ADDRESS: '1000000/1m',
+  RATE_LIMIT_MAIL_PER_IP: '1000000/1m',
+  RATE_LIMIT_TOKEN_PER_IP: '1000000/1m',
+  RATE_LIMIT_REFRESH_PER_IP: '1000000/1m',
+  RATE_LIMIT_OAUTH_PER_IP: '1000000/1m',
+  SIGNIN_DELAY_AFTER_FAILURES: '100',
+};
+
 export function testEnv(database: TestDatabase, overrides: Env = {}): Env {
   return {
     NODE_ENV: 'test',
     AUTH_SECRET: TEST_SECRET,
     DATABASE_URL: database.url,
+    ...GENEROUS_LIMITS,
     ...overrides,
   };
 }

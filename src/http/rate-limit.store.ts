@@ -1,0 +1,108 @@
+/**
+ * rate-limiter-flexible's store contract over our own storage, so one implementation serves SQLite
+ * and PostgreSQL (the library's SQLite store needs the `sqlite3` or `better-sqlite3` drivers; we run
+ * on `node:sqlite`). Each change is one atomic upsert: concurrent requests, and instances sharing a
+ * PostgreSQL, all count against the same row.
+ */
+import { createRequire } from 'node:module';
+import { sql } from 'kysely';
+import type { RateLimiterAbstract, RateLimiterRes as RateLimiterResType, RateLimiterStoreAbstract as StoreAbstractType } from 'rate-limiter-flexible';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+
+// The library exports the abstract store only as a file of its own (CommonJS).
+const require = createRequire(import.meta.url);
+const RateLimiterStoreAbstract = require('rate-limiter-flexible/lib/RateLimiterStoreAbstract.js') as typeof StoreAbstractType;
+const RateLimiterRes = require('rate-limiter-flexible/lib/RateLimiterRes.js') as typeof RateLimiterResType;
+
+interface CounterRow {
+  points: number;
+  expire: number | null;
+}
+
+export interface StorageLimiterOptions {
+  keyPrefix: string;
+  points: number;
+  /** Seconds. */
+  duration: number;
+  db: Db;
+  clock: Clock;
+  /** Counts in memory while storage fails. */
+  insuranceLimiter: RateLimiterAbstract;
+}
+
+export class StorageRateLimiter extends RateLimiterStoreAbstract {
+  readonly #db: Db;
+  readonly #clock: Clock;
+
+  constructor(options: StorageLimiterOptions) {
+    super({
+      keyPrefix: options.keyPrefix,
+      points: options.points,
+      duration: options.duration,
+      storeClient: options.db,
+      insuranceLimiter: options.insuranceLimiter,
+    });
+    this.#db = options.db;
+    this.#clock = options.clock;
+  }
+
+  _getRateLimiterRes(_rlKey: string, changedPoints: number, row: CounterRow): RateLimiterResType {
+    const consumed = Number(row.points);
+    const points = (this as unknown as { points: number }).points;
+    return new RateLimiterRes(
+      Math.max(points - consumed, 0),
+      row.expire === null ? -1 : Math.max(Number(row.expire) - this.#clock(), 0),
+      consumed,
+      consumed === changedPoints,
+    );
+  }
+
+  /** Adds `points` to the key's window, or starts a new window when it has ended (or `forceExpire`). */
+  async _upsert(key: string, points: number, msDuration: number, forceExpire = false): Promise<CounterRow> {
+    const now = this.#clock();
+    const expire = msDuration > 0 ? now + msDuration : null;
+    const isEnded = sql<boolean>`rate_limits.expire is not null and rate_limits.expire <= ${now}`;
+    const row = await this.#db
+      .insertInto('rate_limits')
+      .values({ key, points, expire })
+      .onConflict((conflict) =>
+        conflict.column('key').doUpdateSet(
+          forceExpire
+            ? { points, expire }
+            : {
+                points: sql<number>`case when ${isEnded} then ${points} else rate_limits.points + ${points} end`,
+                expire: sql<number | null>`case when ${isEnded} then ${expire} else rate_limits.expire end`,
+              },
+        ),
+      )
+      .returning(['points', 'expire'])
+      .executeTakeFirstOrThrow();
+    return row;
+  }
+
+  async _get(key: string): Promise<CounterRow | null> {
+    const now = this.#clock();
+    const row = await this.#db
+      .selectFrom('rate_limits')
+      .select(['points', 'expire'])
+      .where('key', '=', key)
+      .where((eb) => eb.or([eb('expire', 'is', null), eb('expire', '>', now)]))
+      .executeTakeFirst();
+    return row ?? null;
+  }
+
+  async _delete(key: string): Promise<boolean> {
+    const result = await this.#db.deleteFrom('rate_limits').where('key', '=', key).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+}
+
+/** Deletes counters whose window ended before `before`, at most `limit` of them; the number deleted. */
+export async function purgeEndedCounters(db: Db, before: number, limit: number): Promise<number> {
+  const result = await db
+    .deleteFrom('rate_limits')
+    .where('key', 'in', (eb) => eb.selectFrom('rate_limits').select('key').where('expire', '<', before).limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,186 @@
+/**
+ * Shared counters for rate limits, with `rate-limiter-flexible`: in storage by default (they
+ * survive restarts and, on PostgreSQL, hold across instances), in Redis when REDIS_URL is set.
+ * Every limiter has an in-memory insurance limiter with the same limit: when its store fails
+ * (Redis down, say), this instance goes on counting on its own and says so in the log, and when the
+ * store answers again it is used again. Limits are never skipped.
+ */
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { RateLimit } from '../config.ts';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import { sha256Base64url } from '../lib/random.ts';
+import { AppError } from '../errors.ts';
+import { normaliseEmail } from '../users/email.ts';
+import { purgeEndedCounters, StorageRateLimiter } from './rate-limit.store.ts';
+import { createPeriodicJob } from '../lib/periodic-job.ts';
+
+const PURGE_INTERVAL_MS = 10 * 60_000;
+const PURGE_BATCH_SIZE = 1_000;
+const PURGE_MAX_BATCHES = 20;
+
+/** Seconds to wait before trying again; null when the request may go ahead. */
+export type Wait = number | null;
+
+export interface Limiter {
+  /** Counts `points` against `key`; the wait when that went over the limit. */
+  consume(key: string, points?: number): Promise<Wait>;
+  /** Whether `key` has used up its limit already, without counting anything. */
+  check(key: string): Promise<Wait>;
+  /** Points counted against `key` in its current window (0 when none). */
+  count(key: string): Promise<number>;
+  /** Refuses `key` for `seconds` from now (`0`: until reset). */
+  block(key: string, seconds: number): Promise<void>;
+  /** Sets the count of `key`, with a window of `seconds` (`0`: no end). */
+  set(key: string, points: number, seconds: number): Promise<void>;
+  reset(key: string): Promise<void>;
+}
+
+export interface RateLimiters {
+  readonly backend: 'storage' | 'redis';
+  create(name: string, limit: RateLimit): Limiter;
+  close(): Promise<void>;
+}
+
+/** A limiter key for an address: its normal form, hashed, so no counter names a person. */
+export function accountKey(email: string): string {
+  return sha256Base64url(normaliseEmail(email));
+}
+
+/** What Retry-After says for a key refused with no end (a locked password): come back tomorrow. */
+const NO_END_WAIT_SECONDS = 86_400;
+
+function toWait(res: RateLimiterRes): number {
+  if (res.msBeforeNext < 0) return NO_END_WAIT_SECONDS;
+  return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+}
+
+function wrap(limiter: RateLimiterAbstract, points: number): Limiter {
+  return {
+    async consume(key, amount = 1) {
+      try {
+        await limiter.consume(key, amount);
+        return null;
+      } catch (rejection) {
+        if (rejection instanceof RateLimiterRes) return toWait(rejection);
+        throw rejection;
+      }
+    },
+    async check(key) {
+      const res = await limiter.get(key);
+      return res !== null && res.consumedPoints >= points ? toWait(res) : null;
+    },
+    async count(key) {
+      return (await limiter.get(key))?.consumedPoints ?? 0;
+    },
+    async block(key, seconds) {
+      await limiter.block(key, seconds);
+    },
+    async set(key, amount, seconds) {
+      await limiter.set(key, amount, seconds);
+    },
+    async reset(key) {
+      await limiter.delete(key);
+    },
+  };
+}
+
+export function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger; redisUrl: string | null }): RateLimiters {
+  const { db, clock, logger } = deps;
+  const insurance = (name: string, limit: RateLimit) => new RateLimiterMemory({ keyPrefix: name, points: limit.points, duration: limit.durationSeconds });
+
+  if (deps.redisUrl === null) {
+    // Ended windows are dead rows: deleted in bounded batches now and then (Redis expires its own).
+    const purge = createPeriodicJob({
+      name: 'rate-limit purge',
+      intervalMs: PURGE_INTERVAL_MS,
+      firstDelayMs: PURGE_INTERVAL_MS,
+      logger,
+      async run() {
+        let deleted = 0;
+        for (let batch = 0; batch < PURGE_MAX_BATCHES && !purge.isStopped; batch += 1) {
+          const count = await purgeEndedCounters(db, clock(), PURGE_BATCH_SIZE);
+          deleted += count;
+          if (count < PURGE_BATCH_SIZE) break;
+        }
+        return deleted;
+      },
+    });
+    purge.start();
+    return {
+      backend: 'storage',
+      create(name, limit) {
+        const store = new StorageRateLimiter({
+          keyPrefix: name,
+          points: limit.points,
+          duration: limit.durationSeconds,
+          db,
+          clock,
+          insuranceLimiter: insurance(name, limit),
+        });
+        return wrap(store, limit.points);
+      },
+      async close() {
+        await purge.stop();
+      },
+    };
+  }
+
+  const redis = new Redis(deps.redisUrl, {
+    // Fail fast while Redis is away, so requests are counted by the insurance limiter at once
+    // rather than queued until it returns.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    commandTimeout: 1_000,
+    retryStrategy: (attempt) => Math.min(attempt * 250, 2_000),
+  });
+  let isDown = false;
+  redis.on('error', (error: Error) => {
+    if (isDown) return;
+    isDown = true;
+    logger.error({ err: { name: error.name, message: error.message } }, 'rate limits: Redis is unreachable; each instance counts in memory until it is back');
+  });
+  redis.on('ready', () => {
+    if (!isDown) return;
+    isDown = false;
+    logger.warn({}, 'rate limits: Redis is reachable again; shared counters resume');
+  });
+
+  return {
+    backend: 'redis',
+    create(name, limit) {
+      const limiter = new RateLimiterRedis({
+        storeClient: redis,
+        keyPrefix: `gatehouse:${name}`,
+        points: limit.points,
+        duration: limit.durationSeconds,
+        rejectIfRedisNotReady: true,
+        insuranceLimiter: insurance(name, limit),
+      });
+      return wrap(limiter, limit.points);
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
+
+/**
+ * A route's preHandler that counts the request against `limiter` under `key(request)` and answers
+ * 429 RATE_LIMITED with `Retry-After` once the limit is used up. Runs after validation, so keys may
+ * come from the body (a normalised address).
+ */
+export function rateLimitHook(entries: Array<{ limiter: Limiter; key: (request: FastifyRequest) => string | null }>): preHandlerAsyncHookHandler {
+  return async (request) => {
+    for (const { limiter, key } of entries) {
+      const subject = key(request);
+      if (subject === null) continue;
+      const wait = await limiter.consume(subject);
+      if (wait !== null) throw new AppError('RATE_LIMITED', { retryAfterSeconds: wait });
+    }
+  };
+}

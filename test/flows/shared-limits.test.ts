@@ -1,0 +1,142 @@
+/**
+ * Limits that hold across instances: two Gatehouse instances on one PostgreSQL share their counters
+ * in storage; with REDIS_URL they share them in Redis, and when Redis stops mid-test each instance
+ * goes on enforcing the limit in memory, then shares again once Redis is back. The Redis here is a
+ * server of the test's own on a free loopback port, so stopping it disturbs nothing else.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { backends, type TestDatabase } from '../helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
+import { freePort } from '../helpers/process.ts';
+import type { Env } from '../../src/config.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const isCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
+
+const [, postgres] = await backends();
+
+function signIn(t: TestApp, email: string, ip: string) {
+  return t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD }, remoteAddress: ip });
+}
+
+/** Two instances of Gatehouse on one database, as two processes behind a load balancer would be. */
+async function twoInstances(database: TestDatabase, env: Env): Promise<[TestApp, TestApp]> {
+  return [await createTestApp(database, { env }), await createTestApp(database, { env })];
+}
+
+describe('two instances on one PostgreSQL share one limit', { skip: postgres!.skip }, () => {
+  let database: TestDatabase;
+  let instances: TestApp[] = [];
+  before(async () => {
+    database = await postgres!.create();
+    instances = await twoInstances(database, { RATE_LIMIT_SIGNIN_PER_IP: '4/1m' });
+  });
+  after(async () => {
+    for (const t of instances) await t.close();
+    await database?.drop();
+  });
+
+  it('counts attempts on either instance against the same limit', async () => {
+    const [a, b] = instances as [TestApp, TestApp];
+    const user = await createUser(a.services, { email: 'shared@example.com', password: PASSWORD });
+    const ip = '127.9.0.1';
+    const statuses = [];
+    for (const t of [a, b, a, b, a, b]) statuses.push((await signIn(t, user.email, ip)).statusCode);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429]);
+  });
+});
+
+/** `redis-server` where the machine has it; CI must (`.ci/run` starts one, so the binary is there). */
+function redisServerPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
+  return found.status === 0 ? found.stdout.trim() : null;
+}
+const redisServer = redisServerPath();
+if (redisServer === null && isCi) throw new Error('redis-server is required under CI for the Redis limit tests');
+
+async function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 100, maxRetriesPerRequest: 0 });
+  probe.on('error', () => {}); // refused until the server is up: expected
+  try {
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      try {
+        if (probe.status !== 'ready') await probe.connect().catch(() => {});
+        if ((await probe.ping()) === 'PONG') return child;
+      } catch {
+        await sleep(100);
+      }
+    }
+  } finally {
+    probe.disconnect();
+  }
+  child.kill('SIGKILL');
+  throw new Error(`redis-server did not start on port ${port}`);
+}
+
+async function stopRedis(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGKILL');
+  await once(child, 'exit');
+}
+
+describe('limits in Redis', { skip: redisServer === null ? 'redis-server is not installed (CI requires it)' : false }, () => {
+  let database: TestDatabase;
+  let instances: TestApp[] = [];
+  let redis: ChildProcess;
+  let port: number;
+
+  before(async () => {
+    const [first] = await backends();
+    port = await freePort();
+    redis = await startRedis(port);
+    // Counters are in Redis, so even SQLite instances (one file each) share them.
+    database = await first!.create();
+    instances = await twoInstances(database, { REDIS_URL: `redis://127.0.0.1:${port}`, RATE_LIMIT_SIGNIN_PER_IP: '4/1m' });
+  });
+  after(async () => {
+    for (const t of instances) await t.close();
+    await database?.drop();
+    if (redis !== undefined) await stopRedis(redis);
+  });
+
+  it('shares one limit between instances, keeps enforcing it in memory while Redis is down, and shares again after', async () => {
+    const [a, b] = instances as [TestApp, TestApp];
+    assert.equal(a.services.rateLimiters.backend, 'redis');
+    const user = await createUser(a.services, { email: 'redis@example.com', password: PASSWORD });
+
+    const shared = [];
+    for (const t of [a, b, a, b, a]) shared.push((await signIn(t, user.email, '127.9.1.1')).statusCode);
+    assert.deepEqual(shared, [200, 200, 200, 200, 429], 'one limit for both instances');
+
+    await stopRedis(redis);
+    // Each instance counts on its own now: never unlimited, never a 500.
+    for (const t of [a, b]) {
+      const statuses = [];
+      for (let i = 0; i < 6; i += 1) statuses.push((await signIn(t, user.email, '127.9.1.2')).statusCode);
+      assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429], 'the limit holds in memory while Redis is down');
+    }
+
+    redis = await startRedis(port);
+    // ioredis reconnects on its own (retries at most every 2 s).
+    let isShared = false;
+    for (let attempt = 0; attempt < 40 && !isShared; attempt += 1) {
+      await sleep(250);
+      const ip = `127.9.2.${attempt + 1}`;
+      await signIn(a, user.email, ip);
+      const check = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+      check.on('error', () => {});
+      isShared = (await check.keys(`gatehouse:signin-ip:${ip}`)).length === 1;
+      check.disconnect();
+    }
+    assert.ok(isShared, 'counters go to Redis again once it is back');
+    const statuses = [];
+    for (const t of [a, b, a, b, b]) statuses.push((await signIn(t, user.email, '127.9.3.1')).statusCode);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 429], 'shared again');
+  });
+});
