@@ -134,6 +134,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     /** Stops background work and waits for a purge in progress; storage is closed by its owner. */
     async stop() {
       revocations.stop();
+      keys.stop();
       await Promise.all([auditRetention.stop(), mail.stop()]);
       await rateLimiters.close();
     },

@@ -91,6 +91,24 @@ for (const backend of allBackends) {
       assert.match(second.stdout, /up to date/i);
     });
 
+    it('keys rotate adds a key that the JWKS publishes at once; keys list shows both', async (t) => {
+      const jwks = async () => ((await (await app()).app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json().keys as Array<{ kid: string }>).map((k) => k.kid);
+      await (await app()).services.keys.reload();
+      const before = await jwks();
+      const rotated = await cli(['keys', 'rotate'], (fn) => t.after(fn));
+      assert.equal(rotated.code, 0, describeRun(rotated));
+      const kid = /New signing key (\S+): published now, signing from \S+\./.exec(rotated.stdout)?.[1];
+      assert.ok(kid, rotated.stdout);
+      await (await app()).services.keys.reload();
+      assert.deepEqual(new Set(await jwks()), new Set([...before, kid]));
+      const listed = await cli(['keys', 'list'], (fn) => t.after(fn));
+      assert.equal(listed.code, 0, describeRun(listed));
+      assert.match(listed.stdout, new RegExp(`^${kid}  created \\S+  in service$`, 'm'));
+      assert.match(listed.stdout, /retiring \S+$/m);
+      const wrong = await cli(['keys', 'shred'], (fn) => t.after(fn));
+      assert.equal(wrong.code, 2);
+    });
+
     it('users create reads the password from stdin, and the user can sign in with it', async (t) => {
       const result = await cli(
         ['users', 'create', '--email', EMAIL, '--name', 'Alice Example', '--role', 'ADMIN', '--password-stdin'],

@@ -13,6 +13,9 @@ import { emailField } from '../users/email.ts';
 import { isValidRole, type User } from '../users/user.service.ts';
 import { CLI_SOURCE } from '../audit/audit.service.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
+import { rotateSigningKey } from '../sessions/signing-keys.ts';
+import { listSigningKeys } from '../sessions/signing-key.store.ts';
+import { systemClock } from '../lib/clock.ts';
 
 const USAGE = `Usage:
   gatehouse [serve]                 start the server (same as npm start)
@@ -26,6 +29,10 @@ const USAGE = `Usage:
   gatehouse users disable --email E disable a user and end all their sessions
   gatehouse users enable --email E  enable a disabled user
   gatehouse users list [--query Q]  list users, newest first; Q matches part of a name or e-mail
+  gatehouse keys rotate             add a new signing key: published now, signing new tokens in
+                                    2 minutes (every instance has loaded it by then); the old key
+                                    stays published until the tokens it signed have expired
+  gatehouse keys list               the signing keys: kid, created, state
   gatehouse help                    show this text
 
 Reads the same environment as the server (DATABASE_URL, DATA_DIR, AUTH_SECRET, ...).`;
@@ -53,6 +60,13 @@ export async function runCli(argv: readonly string[], io: { stdin: NodeJS.Readab
         const run = USER_COMMANDS[rest[0] ?? ''];
         if (run === undefined) throw new CliError(`unknown users command "${rest[0] ?? ''}"\n\n${USAGE}`, 2);
         await run(rest.slice(1), io);
+        return 0;
+      }
+      case 'keys': {
+        const run = KEY_COMMANDS[rest[0] ?? ''];
+        if (run === undefined) throw new CliError(`unknown keys command "${rest[0] ?? ''}"\n\n${USAGE}`, 2);
+        parseOptions(rest.slice(1), {});
+        await run(io);
         return 0;
       }
       case 'help':
@@ -101,6 +115,35 @@ const USER_COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> =
   disable: (args, io) => setDisabled(args, io, true),
   enable: (args, io) => setDisabled(args, io, false),
   list: listUsers,
+};
+
+const KEY_COMMANDS: Record<string, (io: Io) => Promise<void>> = {
+  async rotate(io) {
+    const config = readConfig(io.stderr);
+    const storage = openStorage(config.database);
+    try {
+      await migrateToLatest(storage.db);
+      const { kid, activeFrom } = await rotateSigningKey({ db: storage.db, authSecret: config.authSecret, clock: systemClock });
+      io.stdout.write(`New signing key ${kid}: published now, signing from ${new Date(activeFrom).toISOString()}.\n`);
+    } finally {
+      await storage.close();
+    }
+  },
+  async list(io) {
+    const config = readConfig(io.stderr);
+    const storage = openStorage(config.database);
+    try {
+      await migrateToLatest(storage.db);
+      const now = Date.now();
+      const rows = await listSigningKeys(storage.db);
+      for (const row of rows) {
+        const state = row.retired_at === null ? 'in service' : row.retired_at > now ? `retiring ${new Date(row.retired_at).toISOString()}` : `retired ${new Date(row.retired_at).toISOString()}`;
+        io.stdout.write(`${row.kid}  created ${new Date(row.created_at).toISOString()}  ${state}\n`);
+      }
+    } finally {
+      await storage.close();
+    }
+  },
 };
 
 /** Parses options strictly; a usage error never quotes the offending word (it may be a password). */

@@ -16,3 +16,13 @@ export async function findPublishableKeys(db: Db, retiredAfter: number): Promise
     .orderBy('kid')
     .execute();
 }
+
+/** Sets `retired_at` on every key not retired yet (a rotation retires them at `retireAt`). */
+export async function retireKeysInService(db: Db, retireAt: number): Promise<void> {
+  await db.updateTable('signing_keys').set({ retired_at: retireAt }).where('retired_at', 'is', null).execute();
+}
+
+/** Every key, newest first (for operators). */
+export async function listSigningKeys(db: Db): Promise<SigningKeyRow[]> {
+  return db.selectFrom('signing_keys').selectAll().orderBy('created_at', 'desc').orderBy('kid').execute();
+}

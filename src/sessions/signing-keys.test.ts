@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { compactDecrypt, createLocalJWKSet, jwtVerify } from 'jose';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { migrateToLatest, openStorage, type Storage } from '../storage/database.ts';
-import { deriveKeyEncryptionKey, loadSigningKeys } from './signing-keys.ts';
+import { deriveKeyEncryptionKey, KEY_ACTIVATION_DELAY_MS, loadSigningKeys, rotateSigningKey } from './signing-keys.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
 import { signAccessToken } from './access-token.ts';
 
 const SECRET = 'signing-key-test-secret-0123456789abcdefghijklmnop';
@@ -61,6 +62,35 @@ for (const backend of await backends()) {
       assert.equal(payload.exp! * 1000, expiresAt);
       const tampered = `${token.slice(0, -4)}AAAA`;
       await assert.rejects(jwtVerify(tampered, createLocalJWKSet({ keys: [...keys.publicJwks()] })));
+    });
+
+    it('rotates in stages: the new key is published at once, signs after the activation delay, and the old one stays published while its tokens live', async () => {
+      const time = fakeClock();
+      const retentionMs = 15 * 60_000;
+      const options = { db: storage.db, authSecret: SECRET, clock: time, retentionMs, reloadIntervalMs: 0 };
+      const [a, b] = [await loadSigningKeys(options), await loadSigningKeys(options)];
+      const oldKid = a.current().kid;
+      const { kid: newKid, activeFrom } = await rotateSigningKey({ db: storage.db, authSecret: SECRET, clock: time });
+      assert.equal(activeFrom, time() + KEY_ACTIVATION_DELAY_MS);
+      await Promise.all([a.reload(), b.reload()]);
+      assert.equal(a.current().kid, oldKid, 'still signing with the old key during the activation delay');
+      assert.deepEqual(new Set(b.publicJwks().map((k) => k.kid)), new Set([oldKid, newKid]), 'the new key is published at once');
+      const byOld = await signAccessToken({ userId: 'u', sessionId: 's', roles: [] }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
+
+      time.advance(KEY_ACTIVATION_DELAY_MS);
+      await Promise.all([a.reload(), b.reload()]);
+      assert.equal(a.current().kid, newKid, 'the new key signs now');
+      assert.equal(b.current().kid, newKid, 'on every instance');
+      const byNew = await signAccessToken({ userId: 'u', sessionId: 's', roles: [] }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
+      for (const token of [byOld.token, byNew.token]) {
+        await jwtVerify(token, createLocalJWKSet({ keys: [...b.publicJwks()] }), { issuer: 'i', audience: 'a', currentDate: new Date(time()) });
+      }
+
+      time.advance(retentionMs + 1_000);
+      await b.reload();
+      assert.deepEqual(b.publicJwks().map((k) => k.kid).filter((kid) => kid === oldKid || kid === newKid), [newKid], 'the old key is gone once its tokens have expired');
+      a.stop();
+      b.stop();
     });
   });
 }

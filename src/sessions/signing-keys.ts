@@ -2,6 +2,12 @@
  * Token signing keys: Ed25519 pairs generated on first start and kept in storage with the
  * private half encrypted (JWE `dir` + A256GCM, bound to its `kid`) under a key derived from
  * AUTH_SECRET with HKDF. The public halves are served as the JWKS.
+ *
+ * Rotation (`gatehouse keys rotate`) is staged so that no instance ever meets a token signed with a
+ * key it has not loaded: the new key is published at once but signs nothing until
+ * `KEY_ACTIVATION_DELAY_MS` has passed, by which time every instance has reloaded (each reloads
+ * every `KEY_RELOAD_INTERVAL_MS`); the old key signs until then, and stays published until every
+ * token it signed has expired.
  */
 import {
   CompactEncrypt,
@@ -17,9 +23,13 @@ import { performance } from 'node:perf_hooks';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import { deriveKey } from '../lib/derive-key.ts';
-import { findPublishableKeys, insertSigningKey } from './signing-key.store.ts';
+import { findPublishableKeys, insertSigningKey, retireKeysInService } from './signing-key.store.ts';
 
 export const SIGNING_ALGORITHM = 'EdDSA';
+/** How often every instance re-reads the keys from storage. */
+export const KEY_RELOAD_INTERVAL_MS = 60_000;
+/** A rotated-in key signs only after this long: two reload intervals. */
+export const KEY_ACTIVATION_DELAY_MS = 2 * KEY_RELOAD_INTERVAL_MS;
 const KEY_ENCRYPTION_INFO = 'gatehouse signing-key encryption v1';
 
 export interface SigningKey {
@@ -47,6 +57,8 @@ export interface SigningKeys {
    * stream of tokens with made-up kids costs one storage read per interval, not one per token.
    */
   reloadForUnknownKid(): Promise<void>;
+  /** Stops the periodic reload. */
+  stop(): void;
 }
 
 export function deriveKeyEncryptionKey(authSecret: string): Uint8Array {
@@ -63,6 +75,8 @@ export async function loadSigningKeys(deps: {
   clock: Clock;
   retentionMs: number;
   minReloadIntervalMs?: number;
+  /** 0: no periodic reload (the CLI, tests that reload by hand). */
+  reloadIntervalMs?: number;
 }): Promise<SigningKeys> {
   const { db, clock, retentionMs } = deps;
   const minReloadIntervalMs = deps.minReloadIntervalMs ?? 30_000;
@@ -76,8 +90,9 @@ export async function loadSigningKeys(deps: {
   }
 
   async function readKeys(): Promise<{ current: SigningKey; jwks: PublicJwk[]; byKid: Map<string, CryptoKey> } | null> {
-    const rows = await findPublishableKeys(db, clock() - retentionMs);
-    const active = rows.find((row) => row.retired_at === null);
+    const now = clock();
+    const rows = await findPublishableKeys(db, now - retentionMs);
+    const active = chooseSigningKey(rows, now);
     if (active === undefined) return null;
     const jwks = rows.map((row) => JSON.parse(row.public_jwk) as PublicJwk);
     const { plaintext, protectedHeader } = await compactDecrypt(active.private_jwk_encrypted, encryptionKey).catch((error: unknown) => {
@@ -96,6 +111,15 @@ export async function loadSigningKeys(deps: {
     state = (await readKeys()) ?? state;
   }
 
+  const reloadIntervalMs = deps.reloadIntervalMs ?? KEY_RELOAD_INTERVAL_MS;
+  const timer =
+    reloadIntervalMs > 0
+      ? setInterval(() => {
+          // A failed read keeps the keys we have; the next interval tries again.
+          reload().catch(() => {});
+        }, reloadIntervalMs).unref()
+      : undefined;
+
   return {
     current: () => state!.current,
     publicJwks: () => state!.jwks,
@@ -110,7 +134,36 @@ export async function loadSigningKeys(deps: {
       reloading = pending;
       return pending;
     },
+    stop() {
+      clearInterval(timer);
+    },
   };
+}
+
+/**
+ * The key to sign with: the newest one still in service (not retired, or retiring later) that has
+ * been published for the activation delay; while none has (the first start, or a rotation in
+ * progress), the oldest one in service, which every instance already knows.
+ */
+function chooseSigningKey<T extends { created_at: number; retired_at: number | null }>(rows: readonly T[], now: number): T | undefined {
+  const inService = rows.filter((row) => row.retired_at === null || row.retired_at > now).sort((a, b) => b.created_at - a.created_at);
+  return inService.find((row) => row.created_at <= now - KEY_ACTIVATION_DELAY_MS) ?? inService.at(-1);
+}
+
+/**
+ * Rotates: a new key, published now and signing after `KEY_ACTIVATION_DELAY_MS`; the keys in
+ * service retire at that moment (and stay published while their tokens live). Returns the new kid
+ * and when it starts signing.
+ */
+export async function rotateSigningKey(deps: { db: Db; authSecret: string; clock: Clock }): Promise<{ kid: string; activeFrom: number }> {
+  const now = deps.clock();
+  const activeFrom = now + KEY_ACTIVATION_DELAY_MS;
+  const row = await createEncryptedKeyPair(deriveKeyEncryptionKey(deps.authSecret), now);
+  await deps.db.transaction().execute(async (trx) => {
+    await retireKeysInService(trx, activeFrom);
+    await insertSigningKey(trx, row);
+  });
+  return { kid: row.kid, activeFrom };
 }
 
 /** Generates a key pair and stores it; instances that load keys afterwards sign with it. */
