@@ -15,7 +15,7 @@ import { SignJWT, generateKeyPair, decodeJwt } from 'jose';
 import { backends, type TestDatabase } from './helpers/databases.ts';
 import { TEST_SECRET, createTestApp, createUser, type TestApp } from './helpers/app.ts';
 import { REPO_ROOT, freePort, runNode, startNode, type Child } from './helpers/process.ts';
-import { addSigningKey } from '../src/sessions/signing-keys.ts';
+import { addSigningKey, KEY_ACTIVATION_DELAY_MS } from '../src/sessions/signing-keys.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const COOLDOWN_MS = 1_000;
@@ -218,7 +218,8 @@ describe('gatehouse/protect in a downstream process', () => {
   });
 
   it('accepts tokens signed with a key Gatehouse added later (refetch on the new kid)', async () => {
-    const kid = await addSigningKey({ db: gatehouse.services.storage.db, authSecret: TEST_SECRET, clock: Date.now });
+    // Dated as if added a rotation ago, so it signs at once (see the staged rotation in signing-keys.ts).
+    const kid = await addSigningKey({ db: gatehouse.services.storage.db, authSecret: TEST_SECRET, clock: () => Date.now() - KEY_ACTIVATION_DELAY_MS - 1_000 });
     await gatehouse.services.keys.reload();
     const fresh = await signInOver(issuer, 'user@example.com');
     assert.equal(JSON.parse(Buffer.from(fresh.split('.')[0]!, 'base64url').toString()).kid, kid);

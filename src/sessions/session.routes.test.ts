@@ -4,7 +4,8 @@ import { decodeJwt } from 'jose';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { TEST_SECRET, createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
-import { addSigningKey } from './signing-keys.ts';
+import { addSigningKey, KEY_ACTIVATION_DELAY_MS, loadSigningKeys } from './signing-keys.ts';
+import { signAccessToken } from './access-token.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const MINUTE = 60_000;
@@ -355,10 +356,16 @@ describe('jwt strategy across instances', async () => {
 
   it(`verifies tokens signed with a key another instance added after it started (${backend.name})`, async () => {
     const kid = await addSigningKey({ db: first.services.storage.db, authSecret: TEST_SECRET, clock: Date.now });
-    await first.services.keys.reload();
+    // An instance whose clock says the new key is active by now signs with it (rotation is staged).
+    const later = () => Date.now() + KEY_ACTIVATION_DELAY_MS + 1_000;
+    const laterKeys = await loadSigningKeys({ db: first.services.storage.db, authSecret: TEST_SECRET, clock: later, retentionMs: 60_000, reloadIntervalMs: 0 });
+    assert.equal(laterKeys.current().kid, kid);
     const signIn = await first.app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'shared@example.com', password: PASSWORD } });
-    const { token } = signIn.json();
-    assert.equal(JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString()).kid, kid, 'signed with the new key');
+    const { sid, sub } = decodeJwt(signIn.json().token);
+    const { token } = await signAccessToken(
+      { userId: sub!, sessionId: sid as string, roles: [] },
+      { key: laterKeys.current(), issuer: second.config.tokens.issuer, audience: second.config.tokens.audience, issuedAtMs: Date.now(), ttlSeconds: 60 },
+    );
     const check = await second.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${token}` } });
     assert.equal(check.statusCode, 200, 'the other instance loaded the key it did not know');
   });
