@@ -28,6 +28,7 @@ export type CreatePasswordUserResult =
 export type ChangePasswordResult =
   | { ok: true; sessionsEnded: number }
   | { ok: false; reason: 'INVALID_CREDENTIALS' }
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number }
   | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
 
 /** A new password for an account, stored in the caller's transaction with what goes with it. */
@@ -84,6 +85,13 @@ export function createCredentialsService(deps: {
    * sessions (every one, or all but `keepSessionId`), and records `event`. Together or not at all.
    * The caller calls `mail.wake()` after its commit.
    */
+  /** After the failure that reached the ceiling: the account's password stays locked until a reset. */
+  async function lockPassword(userId: string, consecutiveFailures: number, source: AuditSource): Promise<void> {
+    if (await users.lockPassword(userId)) {
+      await audit.record({ type: 'user.password_locked', userId, source, reason: 'TOO_MANY_FAILURES', details: { consecutiveFailures } });
+    }
+  }
+
   async function replacePassword(trx: Db, change: PasswordReplacement): Promise<{ sessionsEnded: number }> {
     const { user, source } = change;
     await users.setPasswordHash(user.id, change.passwordHash, { db: trx });
@@ -118,15 +126,13 @@ export function createCredentialsService(deps: {
 
       // Before any hashing, and the same for an address with or without an account. Refusals
       // here are not audited one by one: a flood must not become a flood of writes.
-      const allowed = await throttle.checkAttempt(input.email, input.ip ?? 'unknown');
+      const allowed = await throttle.checkAttempt(input.email, input.ip);
       if (!allowed.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: allowed.retryAfterSeconds };
+      const { attempt } = allowed;
 
       async function refuseWrongPassword(userId: string | null): Promise<SignInResult> {
-        const outcome = await throttle.recordFailure(input.email, input.ip ?? 'unknown');
-        if (outcome.isNowLocked && userId !== null) {
-          await users.lockPassword(userId);
-          await audit.record({ type: 'user.password_locked', userId, source, reason: 'TOO_MANY_FAILURES', details: { consecutiveFailures: outcome.consecutiveFailures } });
-        }
+        const outcome = await attempt.failed();
+        if (outcome.isLocked && userId !== null) await lockPassword(userId, outcome.consecutiveFailures, source);
         return refuse('INVALID_CREDENTIALS', userId);
       }
 
@@ -136,12 +142,17 @@ export function createCredentialsService(deps: {
         await hasher.verifyDummy(input.password);
         return refuseWrongPassword(credentials?.id ?? null);
       }
-      // Locked after too many failures (should its counter have been lost, this still holds).
-      if (credentials.passwordLockedAt !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
+      if (credentials.passwordLockedAt !== null) {
+        // Locked, though its counter was lost (a Redis flush): the same cost as any check, and
+        // the counter locks again, as it would be for an address without an account.
+        await hasher.verifyDummy(input.password);
+        await attempt.failed();
+        return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
+      }
       if (!(await hasher.verify(credentials.passwordHash, input.password))) {
         return refuseWrongPassword(credentials.id);
       }
-      await throttle.clearAccount(input.email);
+      await attempt.succeeded();
       // Only someone who knows the password learns the account is disabled.
       if (credentials.disabledAt !== null) return refuse('ACCOUNT_DISABLED', credentials.id);
 
@@ -212,7 +223,20 @@ export function createCredentialsService(deps: {
         await hasher.verifyDummy(input.currentPassword);
         return { ok: false, reason: 'INVALID_CREDENTIALS' };
       }
-      if (!(await hasher.verify(current.passwordHash, input.currentPassword))) return { ok: false, reason: 'INVALID_CREDENTIALS' };
+      // The current password is guessed under the same limits as at sign-in (a stolen session
+      // must not become an unlimited password oracle), and a locked password cannot be used here.
+      const allowed = await throttle.checkAttempt(user.email, input.source.ip);
+      if (!allowed.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: allowed.retryAfterSeconds };
+      if (current.passwordLockedAt !== null) {
+        await allowed.attempt.failed();
+        return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
+      }
+      if (!(await hasher.verify(current.passwordHash, input.currentPassword))) {
+        const outcome = await allowed.attempt.failed();
+        if (outcome.isLocked) await lockPassword(user.id, outcome.consecutiveFailures, input.source);
+        return { ok: false, reason: 'INVALID_CREDENTIALS' };
+      }
+      await allowed.attempt.succeeded();
       const rejection = checkNewPassword(input.newPassword, user);
       if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
       const passwordHash = await hasher.hash(input.newPassword);

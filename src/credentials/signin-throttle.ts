@@ -1,26 +1,32 @@
 /**
- * Brute-force protection for password sign-in, checked before any password is hashed:
- * - per client IP, a generous cap on all attempts (floods), and a limit on failed ones, so a shared
- *   office address whose people sign in correctly is never slowed down;
+ * Brute-force protection for password checks (sign-in, and a signed-in user's current password),
+ * decided before any password is hashed:
+ * - per client IP (IPv6 by its /64), a generous cap on all attempts (floods), and a limit on failed
+ *   ones, so a shared office address whose people sign in correctly is never slowed down;
  * - per account (the normalised address, whether or not it has an account, so the answers do not
  *   reveal which do): after a few consecutive failures every further attempt must wait, 1 s,
  *   doubling up to a cap, enforced by refusing (429 with Retry-After), never by holding a
  *   connection open; at the NIST SP 800-63B-4 ceiling (100 consecutive failures) the password is
- *   locked until a password reset. A successful sign-in clears the count.
+ *   locked until a password reset. A correct password clears the count.
+ *
+ * Every attempt is counted atomically *before* its hash, and given back if it turns out right or
+ * is refused: concurrent requests cannot all pass a check that none of them has counted yet.
  */
 import type { Config } from '../config.ts';
-import { accountKey, type Limiter, type RateLimiters, type Wait } from '../http/rate-limit.ts';
+import { accountKey, clientKey, type Limiter, type RateLimiters } from '../http/rate-limit.ts';
 
-export type ThrottleCheck = { ok: true } | { ok: false; retryAfterSeconds: number };
+export type ThrottleCheck = { ok: true; attempt: Attempt } | { ok: false; retryAfterSeconds: number };
+
+/** An attempt that was let through: report how it went. */
+export interface Attempt {
+  /** The password was right: the account starts afresh and the IP gets its point back. */
+  succeeded(): Promise<void>;
+  /** The password was wrong (or the address unknown): `isLocked` when this failure reached the ceiling. */
+  failed(): Promise<{ isLocked: boolean; consecutiveFailures: number }>;
+}
 
 /** Long enough to count "consecutive" failures however slowly they come. */
 const FAILURE_WINDOW_SECONDS = 90 * 86_400;
-
-export interface FailureOutcome {
-  consecutiveFailures: number;
-  /** True when this failure reached the lock threshold. */
-  isNowLocked: boolean;
-}
 
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 
@@ -29,49 +35,72 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
   const attemptsPerIp = limiters.create('signin-ip', rateLimits.signinPerIp);
   const failuresPerIp = limiters.create('signin-fail-ip', rateLimits.signinFailuresPerIp);
   const accountFailures: Limiter = limiters.create('signin-fail-account', { points: throttle.lockAfterFailures, durationSeconds: FAILURE_WINDOW_SECONDS });
-  // Holds a block while the account must wait; its own count is never used.
-  const accountDelay: Limiter = limiters.create('signin-delay-account', { points: 1, durationSeconds: 1 });
+  // One attempt per window once delays apply: a failure blocks it for the delay, and the attempt
+  // after the delay takes the window, so concurrent attempts cannot slip through together.
+  const accountGate: Limiter = limiters.create('signin-delay-account', { points: 1, durationSeconds: 1 });
 
-  function delaySeconds(consecutiveFailures: number): number {
-    const over = consecutiveFailures - throttle.delayAfterFailures;
-    return Math.min(throttle.maxDelaySeconds, 2 ** Math.min(over, 30));
-  }
-
-  function refuse(wait: Wait): ThrottleCheck | null {
-    return wait === null ? null : { ok: false, retryAfterSeconds: wait };
+  /** The wait after `failures` consecutive failures (0 below the threshold). */
+  function delaySeconds(failures: number): number {
+    if (failures < throttle.delayAfterFailures) return 0;
+    return Math.min(throttle.maxDelaySeconds, 2 ** Math.min(failures - throttle.delayAfterFailures, 30));
   }
 
   return {
-    /** Before an attempt: counts it against the IP, and says whether it may go ahead at all. */
-    async checkAttempt(email: string, ip: string): Promise<ThrottleCheck> {
-      const key = accountKey(email);
-      return (
-        refuse(await attemptsPerIp.consume(ip)) ??
-        refuse(await failuresPerIp.check(ip)) ??
-        refuse(await accountFailures.check(key)) ??
-        refuse(await accountDelay.check(key)) ?? { ok: true }
-      );
-    },
+    /** Before checking a password for `email` from `ip`: counts the attempt, or refuses it. */
+    async checkAttempt(email: string, ip: string | null): Promise<ThrottleCheck> {
+      const account = accountKey(email);
+      const client = clientKey(ip);
 
-    /** After a wrong password (or an unknown address: the same). */
-    async recordFailure(email: string, ip: string): Promise<FailureOutcome> {
-      const key = accountKey(email);
-      await failuresPerIp.consume(ip);
-      await accountFailures.consume(key);
-      const consecutiveFailures = await accountFailures.count(key);
-      if (consecutiveFailures >= throttle.lockAfterFailures) {
-        // No end: only a password reset (clearAccount) lifts it.
-        await accountFailures.set(key, throttle.lockAfterFailures, 0);
-        return { consecutiveFailures, isNowLocked: consecutiveFailures === throttle.lockAfterFailures };
+      const floodWait = await attemptsPerIp.consume(client);
+      if (floodWait !== null) return { ok: false, retryAfterSeconds: floodWait };
+
+      // Counted as a failure until it proves otherwise.
+      const ipWait = await failuresPerIp.consume(client);
+      if (ipWait !== null) return { ok: false, retryAfterSeconds: ipWait };
+
+      const lockWait = await accountFailures.check(account);
+      if (lockWait !== null) {
+        await failuresPerIp.refund(client);
+        return { ok: false, retryAfterSeconds: lockWait };
       }
-      if (consecutiveFailures >= throttle.delayAfterFailures) await accountDelay.block(key, delaySeconds(consecutiveFailures));
-      return { consecutiveFailures, isNowLocked: false };
+      // This attempt's number, from the same atomic write that counts it.
+      const attemptNumber = await accountFailures.increment(account);
+      const refuse = async (retryAfterSeconds: number): Promise<ThrottleCheck> => {
+        await Promise.all([accountFailures.refund(account), failuresPerIp.refund(client)]);
+        return { ok: false, retryAfterSeconds };
+      };
+      // Past the ceiling by a concurrent race: this one does not happen.
+      if (attemptNumber > throttle.lockAfterFailures) return refuse(await accountFailures.check(account) ?? 1);
+      if (attemptNumber > throttle.delayAfterFailures) {
+        const gateWait = await accountGate.consume(account, 1, delaySeconds(attemptNumber - 1));
+        if (gateWait !== null) return refuse(gateWait);
+      }
+
+      return {
+        ok: true,
+        attempt: {
+          async succeeded() {
+            await Promise.all([accountFailures.reset(account), accountGate.reset(account), failuresPerIp.refund(client)]);
+          },
+          async failed() {
+            const consecutiveFailures = attemptNumber;
+            if (consecutiveFailures >= throttle.lockAfterFailures) {
+              // No end: only a password reset (clearAccount) lifts it.
+              await accountFailures.set(account, throttle.lockAfterFailures, 0);
+              return { isLocked: true, consecutiveFailures };
+            }
+            const wait = delaySeconds(consecutiveFailures);
+            if (wait > 0) await accountGate.block(account, wait);
+            return { isLocked: false, consecutiveFailures };
+          },
+        },
+      };
     },
 
-    /** After the right password, and after a password reset: the account starts afresh. */
+    /** After a password reset: the account's failures no longer count, and a lock is lifted. */
     async clearAccount(email: string): Promise<void> {
-      const key = accountKey(email);
-      await Promise.all([accountFailures.reset(key), accountDelay.reset(key)]);
+      const account = accountKey(email);
+      await Promise.all([accountFailures.reset(account), accountGate.reset(account)]);
     },
   };
 }

@@ -22,12 +22,42 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 const PURGE_BATCH_SIZE = 1_000;
 const PURGE_MAX_BATCHES = 20;
 
+const MAX_MEMORY_WINDOW_SECONDS = 86_400;
+
+/**
+ * The key for a client address: IPv4 as is (also when written as `::ffff:a.b.c.d`), IPv6 by its
+ * /64, the block one subscriber gets, so rotating through it does not buy more attempts.
+ */
+export function clientKey(ip: string | null | undefined): string {
+  if (ip === null || ip === undefined || ip === '') return 'unknown';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(':')) return ip;
+  return `${expandIpv6(ip).slice(0, 4).join(':')}::/64`;
+}
+
+/** The eight groups of an IPv6 address, lower case, without zone. */
+function expandIpv6(ip: string): string[] {
+  const [head = '', tail] = ip.split('%')[0]!.toLowerCase().split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const missing = tail === undefined ? 0 : 8 - left.length - right.length;
+  return [...left, ...Array.from({ length: Math.max(0, missing) }, () => '0'), ...right].map((group) => group.replace(/^0+(?=.)/, ''));
+}
+
 /** Seconds to wait before trying again; null when the request may go ahead. */
 export type Wait = number | null;
 
 export interface Limiter {
-  /** Counts `points` against `key`; the wait when that went over the limit. */
-  consume(key: string, points?: number): Promise<Wait>;
+  /**
+   * Counts `points` against `key` (in a window of `durationSeconds` when that starts a new one,
+   * else the limiter's); the wait when that went over the limit.
+   */
+  consume(key: string, points?: number, durationSeconds?: number): Promise<Wait>;
+  /** Counts one against `key` and returns the count just reached, atomically (over the limit or not). */
+  increment(key: string): Promise<number>;
+  /** Gives back points counted for something that did not happen after all. */
+  refund(key: string, points?: number): Promise<void>;
   /** Whether `key` has used up its limit already, without counting anything. */
   check(key: string): Promise<Wait>;
   /** Points counted against `key` in its current window (0 when none). */
@@ -60,9 +90,9 @@ function toWait(res: RateLimiterRes): number {
 
 function wrap(limiter: RateLimiterAbstract, points: number): Limiter {
   return {
-    async consume(key, amount = 1) {
+    async consume(key, amount = 1, durationSeconds) {
       try {
-        await limiter.consume(key, amount);
+        await limiter.consume(key, amount, durationSeconds === undefined ? {} : { customDuration: durationSeconds });
         return null;
       } catch (rejection) {
         if (rejection instanceof RateLimiterRes) return toWait(rejection);
@@ -75,6 +105,17 @@ function wrap(limiter: RateLimiterAbstract, points: number): Limiter {
     },
     async count(key) {
       return (await limiter.get(key))?.consumedPoints ?? 0;
+    },
+    async increment(key) {
+      try {
+        return (await limiter.consume(key, 1)).consumedPoints;
+      } catch (rejection) {
+        if (rejection instanceof RateLimiterRes) return rejection.consumedPoints;
+        throw rejection;
+      }
+    },
+    async refund(key, amount = 1) {
+      await limiter.reward(key, amount);
     },
     async block(key, seconds) {
       await limiter.block(key, seconds);
@@ -90,7 +131,10 @@ function wrap(limiter: RateLimiterAbstract, points: number): Limiter {
 
 export function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger; redisUrl: string | null }): RateLimiters {
   const { db, clock, logger } = deps;
-  const insurance = (name: string, limit: RateLimit) => new RateLimiterMemory({ keyPrefix: name, points: limit.points, duration: limit.durationSeconds });
+  // In memory a window is a timer, and timers end at 2^31 ms (24.8 days): longer windows would end
+  // at once. A day is plenty for counting while a store is away.
+  const insurance = (name: string, limit: RateLimit) =>
+    new RateLimiterMemory({ keyPrefix: name, points: limit.points, duration: Math.min(limit.durationSeconds, MAX_MEMORY_WINDOW_SECONDS) });
 
   if (deps.redisUrl === null) {
     // Ended windows are dead rows: deleted in bounded batches now and then (Redis expires its own).
@@ -135,7 +179,9 @@ export function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger;
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
-    commandTimeout: 1_000,
+    // A Redis that accepts connections but does not answer costs each request at most this per
+    // counter before the in-memory twin takes over.
+    commandTimeout: 300,
     retryStrategy: (attempt) => Math.min(attempt * 250, 2_000),
   });
   let isDown = false;

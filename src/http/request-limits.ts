@@ -5,11 +5,11 @@
  */
 import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { Config } from '../config.ts';
-import { accountKey, rateLimitHook, type RateLimiters } from './rate-limit.ts';
+import { accountKey, clientKey, rateLimitHook, type RateLimiters } from './rate-limit.ts';
 
 export type RequestLimits = ReturnType<typeof createRequestLimits>;
 
-const byIp = (request: FastifyRequest) => request.ip;
+const byIp = (request: FastifyRequest) => clientKey(request.ip);
 
 /** The address in a validated body, as a limiter key; null when there is none. */
 const byBodyEmail = (request: FastifyRequest) => {

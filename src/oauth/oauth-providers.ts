@@ -157,7 +157,7 @@ function identityFromClaims(provider: string, claims: client.IDToken): ProviderI
     provider,
     providerUserId: claims.sub,
     email,
-    isEmailVerified: email !== null && claims.email_verified === true,
+    isEmailVerified: email !== null && claims.email_verified === true && isPlainAddress(claims.email as string),
     name: toName(typeof claims.name === 'string' ? claims.name : null),
   };
 }
@@ -235,7 +235,7 @@ function createGitHubProvider(config: Extract<OAuthProviderConfig, { kind: 'gith
             provider: config.id,
             providerUserId: String(user.id),
             email,
-            isEmailVerified: email !== null && primary?.verified === true,
+            isEmailVerified: email !== null && primary?.verified === true && isPlainAddress(primary.email as string),
             name: toName(typeof user.name === 'string' && user.name.trim() !== '' ? user.name : login),
           },
         };
@@ -284,6 +284,16 @@ function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: unknown }).code;
   return `${error.name}${typeof code === 'string' ? ` ${code}` : ''}: ${error.message}`.slice(0, 300);
+}
+
+/**
+ * Whether a provider's word that it verified an address can vouch for the address we store: only
+ * when the address is printable ASCII. Our normal form (NFKC, lower case) folds look-alikes such as
+ * `ſam@corp.example` (long s), full-width letters or the Kelvin sign into plain ASCII, so a
+ * mailbox the provider verified could otherwise stand for someone else's plain address.
+ */
+function isPlainAddress(raw: string): boolean {
+  return /^[\x21-\x7e]+$/.test(raw.trim());
 }
 
 /** A provider's address, normalised, or null when it is not one we could store. */

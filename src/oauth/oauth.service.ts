@@ -29,7 +29,7 @@ export type OAuthSignInResult =
   | { ok: true; user: User; session: StartedSession; isNewUser: boolean }
   | { ok: false; reason: OAuthSignInFailure };
 
-export type LinkResult = { ok: true } | { ok: false; reason: 'IdentityInUse' | 'ProviderAlreadyLinked' };
+export type LinkResult = { ok: true } | { ok: false; reason: 'IdentityInUse' | 'ProviderAlreadyLinked' | 'EmailNotVerified' };
 
 export type UnlinkResult = { ok: true } | { ok: false; reason: 'NOT_FOUND' | 'LAST_SIGN_IN_METHOD' };
 
@@ -235,6 +235,10 @@ export function createOAuthService(deps: {
 
     /** Links a checked identity to a signed-in user (who started the flow from their dashboard). */
     async linkIdentity(userId: string, identity: ProviderIdentity, source: AuditSource): Promise<LinkResult> {
+      // Whoever created an account with an address they do not own could otherwise attach their
+      // own provider to it, and keep a way in after the real owner takes it back by a reset.
+      const user = await users.findUserById(userId);
+      if (user === null || user.emailVerifiedAt === null) return { ok: false, reason: 'EmailNotVerified' };
       const account = await store.findByIdentity(db, identity.provider, identity.providerUserId);
       if (account !== undefined) {
         if (account.user_id !== userId) return { ok: false, reason: 'IdentityInUse' };

@@ -187,6 +187,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
           ...weakPassword,
           401: errorResponse.describe('No valid session (UNAUTHENTICATED), or a wrong current password (INVALID_CREDENTIALS)'),
           403: errorResponse.describe('Cookie-authenticated request without a valid CSRF token (CSRF_FAILED)'),
+          429: errorResponse.describe('Too many wrong current passwords, or the password is locked (RATE_LIMITED), with Retry-After'),
         },
       },
     },
@@ -206,6 +207,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
         if (isForm) return reply.redirect(`${DASHBOARD_PAGE}?${new URLSearchParams(refusalQuery(result.rejection))}`, 303);
         throw refusedPassword('newPassword', result.rejection);
       }
+      if (result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
       throw new AppError('INVALID_CREDENTIALS', { message: 'The current password is not correct.' });
     },
   );

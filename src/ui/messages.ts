@@ -63,6 +63,7 @@ const DASHBOARD_MESSAGES: Readonly<Record<string, string>> = {
   NOT_FOUND: 'That session had already ended.',
   IdentityInUse: 'That account at the provider is already linked to another user here. Nothing was changed.',
   ProviderAlreadyLinked: 'You already have an account at that provider linked. Unlink it first to link another one.',
+  EmailNotVerified: 'Verify your email address first (follow the link we sent you), then link a provider.',
   LAST_SIGN_IN_METHOD: 'That provider is your only way to sign in. Set a password or link another provider first. Nothing was changed.',
   AccessDenied: 'You did not allow the provider to share your account, so nothing was linked.',
   OAuthCallback: 'The provider’s answer could not be processed, so nothing was linked. Try again.',

@@ -145,8 +145,9 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     },
 
     /** Locks the password after too many consecutive failed sign-ins; a new password unlocks it. */
-    async lockPassword(userId: string): Promise<void> {
-      await store.lockPassword(db, userId, clock());
+    /** True when it was not locked before. */
+    async lockPassword(userId: string): Promise<boolean> {
+      return store.lockPassword(db, userId, clock());
     },
 
     /**

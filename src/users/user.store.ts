@@ -32,8 +32,9 @@ export async function updatePasswordHash(db: Db, userId: string, passwordHash: s
   await db.updateTable('users').set({ password_hash: passwordHash, password_locked_at: null, updated_at: updatedAt }).where('id', '=', userId).execute();
 }
 
-export async function lockPassword(db: Db, userId: string, now: number): Promise<void> {
-  await db.updateTable('users').set({ password_locked_at: now }).where('id', '=', userId).where('password_locked_at', 'is', null).execute();
+export async function lockPassword(db: Db, userId: string, now: number): Promise<boolean> {
+  const result = await db.updateTable('users').set({ password_locked_at: now }).where('id', '=', userId).where('password_locked_at', 'is', null).executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** Stamps the address verified unless it already is (the first stamp stays); true when it changed. */

@@ -263,6 +263,29 @@ for (const backend of await backends()) {
       assert.equal((await linkedAccounts(victim.id)).length, 0);
     });
 
+    it('never lets a look-alike address a provider verified stand for a plain one', async () => {
+      const victim = await createUser(t.services, { email: `sam${counter}@corp.example`, password: PASSWORD });
+      // U+017F (long s) and full-width letters fold to the victim's address under NFKC.
+      for (const lookAlike of [`ſam${counter}@corp.example`, `ｓam${counter}@corp.example`]) {
+        google.signInAs(uniqueOidcAccount({ email: lookAlike, email_verified: true }));
+        await assertErrorWithoutSession(await signInWith('google'), 'OAuthAccountNotLinked');
+      }
+      assert.equal((await linkedAccounts(victim.id)).length, 0);
+    });
+
+    it('refuses to link a provider to an account whose address is not verified', async () => {
+      const squatter = await t.services.credentials.createPasswordUser({ email: `squat${++counter}@example.com`, name: 'Squatter', password: PASSWORD, emailVerified: false });
+      assert.ok(squatter.ok);
+      const token = (await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email: squatter.user.email, password: PASSWORD } }));
+      const jar = new CookieJar().store(token);
+      const csrf = await t.app.inject({ method: 'GET', url: '/api/auth/csrf', headers: { cookie: jar.header() } });
+      jar.store(csrf);
+      github.signInAs(uniqueGitHubAccount());
+      const { location } = await startAt({ jar, csrfToken: csrf.json().csrfToken }, '/api/auth/link/github');
+      assert.equal((await callback(jar, await authorize(location))).headers.location, '/dashboard?error=EmailNotVerified');
+      assert.equal((await linkedAccounts(squatter.user.id)).length, 0);
+    });
+
     it('refuses a disabled user, and records sign-ins in the audit log', async () => {
       const account = uniqueOidcAccount();
       google.signInAs(account);

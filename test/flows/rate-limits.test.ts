@@ -140,6 +140,58 @@ for (const backend of await backends()) {
       assert.equal((await signIn(t, user.email, 'a brand new passphrase here', nextIp())).statusCode, 200, 'unlocked by the reset');
     });
 
+    it('counts attempts before hashing, so concurrent guesses cannot pass the lock or the per-IP failure limit together', async () => {
+      const locked = await appWith({ SIGNIN_LOCK_AFTER_FAILURES: '10' });
+      const user = await newUser(locked);
+      const guesses = await Promise.all(Array.from({ length: 40 }, (_, i) => signIn(locked, user.email, `wrong ${i}`, nextIp())));
+      const tally = (responses: Array<{ statusCode: number }>) => responses.reduce<Record<number, number>>((counts, r) => ({ ...counts, [r.statusCode]: (counts[r.statusCode] ?? 0) + 1 }), {});
+      assert.deepEqual(tally(guesses), { 401: 10, 429: 30 }, 'exactly the ceiling was checked');
+      assertLimited(await signIn(locked, user.email, PASSWORD, nextIp()), 'and then it is locked');
+
+      const perIp = await appWith({ RATE_LIMIT_SIGNIN_FAILURES_PER_IP: '5/15m' });
+      const ip = nextIp();
+      const users = await Promise.all(Array.from({ length: 8 }, () => newUser(perIp)));
+      const fromOneIp = await Promise.all(users.flatMap((u) => [signIn(perIp, u.email, 'wrong', ip), signIn(perIp, u.email, 'wrong again', ip)]));
+      assert.deepEqual(tally(fromOneIp), { 401: 5, 429: 11 });
+
+      const delayed = await appWith({ SIGNIN_DELAY_AFTER_FAILURES: '3' });
+      const target = await newUser(delayed);
+      for (let i = 0; i < 3; i += 1) await signIn(delayed, target.email, 'wrong', nextIp());
+      clock.advance(1_000);
+      const burst = await Promise.all(Array.from({ length: 10 }, () => signIn(delayed, target.email, 'wrong', nextIp())));
+      assert.deepEqual(tally(burst), { 401: 1, 429: 9 }, 'once delays apply, one attempt per wait');
+    });
+
+    it('keys IPv6 clients by their /64 and IPv4-mapped addresses as IPv4', async () => {
+      const t = await appWith({ RATE_LIMIT_SIGNIN_PER_IP: '3/1m' });
+      const user = await newUser(t);
+      for (const ip of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::2', '2001:0db8:0001:0002:abcd:0:0:3']) {
+        assert.equal((await signIn(t, user.email, PASSWORD, ip)).statusCode, 200, ip);
+      }
+      assertLimited(await signIn(t, user.email, PASSWORD, '2001:db8:1:2:dead:beef:0:4'), 'the same /64');
+      assert.equal((await signIn(t, user.email, PASSWORD, '2001:db8:1:3::1')).statusCode, 200, 'another /64');
+      const v4 = nextIp();
+      for (let i = 0; i < 3; i += 1) await signIn(t, user.email, PASSWORD, v4);
+      assertLimited(await signIn(t, user.email, PASSWORD, `::ffff:${v4}`), 'IPv4-mapped is the IPv4 address');
+    });
+
+    it('throttles a signed-in user guessing their current password, and refuses a locked one', async () => {
+      const t = await appWith({ SIGNIN_DELAY_AFTER_FAILURES: '3', SIGNIN_LOCK_AFTER_FAILURES: '10' });
+      const user = await newUser(t);
+      const token = (await signIn(t, user.email, PASSWORD, nextIp())).json().token;
+      const change = (currentPassword: string) =>
+        t.app.inject({ method: 'POST', url: '/api/auth/change-password', headers: { authorization: `Bearer ${token}` }, payload: { currentPassword, newPassword: 'another long passphrase now' }, remoteAddress: nextIp() });
+      for (let i = 0; i < 3; i += 1) assert.equal((await change(`guess ${i}`)).statusCode, 401);
+      assertLimited(await change(PASSWORD), 'the same delay as at sign-in');
+      assertLimited(await signIn(t, user.email, PASSWORD, nextIp()), 'and it is the same account count');
+      for (let i = 0; i < 7; i += 1) {
+        clock.advance(15 * 60_000);
+        assert.equal((await change(`guess ${i}`)).statusCode, 401);
+      }
+      clock.advance(15 * 60_000);
+      assertLimited(await change(PASSWORD), 'locked after ten: even the right current password');
+    });
+
     it('keys an account by its normalised address: case, spaces and compatibility forms share one count', async () => {
       const t = await appWith({ SIGNIN_DELAY_AFTER_FAILURES: '3' });
       const user = await newUser(t);

@@ -97,7 +97,7 @@ describe('limits in Redis', { skip: redisServer === null ? 'redis-server is not 
     redis = await startRedis(port);
     // Counters are in Redis, so even SQLite instances (one file each) share them.
     database = await first!.create();
-    instances = await twoInstances(database, { REDIS_URL: `redis://127.0.0.1:${port}`, RATE_LIMIT_SIGNIN_PER_IP: '4/1m' });
+    instances = await twoInstances(database, { REDIS_URL: `redis://127.0.0.1:${port}`, RATE_LIMIT_SIGNIN_PER_IP: '4/1m', SIGNIN_LOCK_AFTER_FAILURES: '10' });
   });
   after(async () => {
     for (const t of instances) await t.close();
@@ -121,6 +121,14 @@ describe('limits in Redis', { skip: redisServer === null ? 'redis-server is not 
       for (let i = 0; i < 6; i += 1) statuses.push((await signIn(t, user.email, '127.9.1.2')).statusCode);
       assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429], 'the limit holds in memory while Redis is down');
     }
+    // The per-account count too, whose 90-day window is longer than a timer can hold.
+    const victim = await createUser(a.services, { email: 'victim@example.com', password: PASSWORD });
+    for (let i = 0; i < 10; i += 1) {
+      const response = await a.app.inject({ method: 'POST', url: '/api/auth', payload: { email: victim.email, password: 'wrong' }, remoteAddress: `127.9.4.${i + 1}` });
+      assert.equal(response.statusCode, 401, `failure ${i + 1}`);
+      await sleep(5);
+    }
+    assert.equal((await a.app.inject({ method: 'POST', url: '/api/auth', payload: { email: victim.email, password: PASSWORD }, remoteAddress: '127.9.4.99' })).statusCode, 429, 'locked in memory');
 
     redis = await startRedis(port);
     // ioredis reconnects on its own (retries at most every 2 s).
