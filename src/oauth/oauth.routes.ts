@@ -46,7 +46,7 @@ const startBody = z
     callbackUrl: z.string().max(2048).optional().describe('Where to go after signing in (a same-origin path); default /dashboard'),
     csrfToken: z.string().max(200).optional().describe('The CSRF token (form field or X-CSRF-Token header)'),
   })
-  .optional();
+  .nullish();
 
 const providerSummary = z.object({
   id: z.string(),

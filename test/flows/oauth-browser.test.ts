@@ -11,7 +11,7 @@ import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts
 import { freePort } from '../helpers/process.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page, watchConsole } from '../helpers/browser.ts';
-import { startGitHubPeer, startOidcPeer, type GitHubPeer, type OidcPeer } from '../helpers/oauth-peers.ts';
+import { peerEnv, startGitHubPeer, startOidcPeer, type GitHubPeer, type OidcPeer } from '../helpers/oauth-peers.ts';
 
 const chromium = chromiumAvailability();
 
@@ -31,13 +31,7 @@ describe('provider sign-in in Chromium', { skip: chromium.ok ? false : chromium.
     server = await createTestApp(database, {
       env: {
         AUTH_URL: baseURL,
-        GITHUB_CLIENT_ID: github.clientId,
-        GITHUB_CLIENT_SECRET: github.clientSecret,
-        GITHUB_URL: github.url,
-        GITHUB_API_URL: github.url,
-        GOOGLE_CLIENT_ID: google.clientId,
-        GOOGLE_CLIENT_SECRET: google.clientSecret,
-        GOOGLE_ISSUER: google.issuer,
+        ...peerEnv({ github, google }),
       },
     });
     await server.app.listen({ port, host: '127.0.0.1' });

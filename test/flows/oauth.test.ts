@@ -10,7 +10,7 @@ import { decodeJwt } from 'jose';
 import { backends, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import { CookieJar } from '../helpers/cookie-jar.ts';
-import { startGitHubPeer, startOidcPeer, type GitHubAccount, type GitHubPeer, type OidcAccount, type OidcPeer } from '../helpers/oauth-peers.ts';
+import { peerEnv, startGitHubPeer, startOidcPeer, type GitHubAccount, type GitHubPeer, type OidcAccount, type OidcPeer } from '../helpers/oauth-peers.ts';
 import type { Env } from '../../src/config.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -35,20 +35,7 @@ function uniqueGitHubAccount(overrides: Partial<GitHubAccount> = {}): GitHubAcco
 }
 
 function providerEnv(google: OidcPeer, oidc: OidcPeer, github: GitHubPeer): Env {
-  return {
-    GOOGLE_CLIENT_ID: google.clientId,
-    GOOGLE_CLIENT_SECRET: google.clientSecret,
-    GOOGLE_ISSUER: google.issuer,
-    OIDC_CLIENT_ID: oidc.clientId,
-    OIDC_CLIENT_SECRET: oidc.clientSecret,
-    OIDC_ISSUER: oidc.issuer,
-    OIDC_NAME: 'Acme SSO',
-    // The seed's alias for GitHub.
-    PROVIDER_A_CLIENT_ID: github.clientId,
-    PROVIDER_A_CLIENT_SECRET: github.clientSecret,
-    GITHUB_URL: github.url,
-    GITHUB_API_URL: github.url,
-  };
+  return { ...peerEnv({ google, oidc, github }), OIDC_NAME: 'Acme SSO' };
 }
 
 for (const backend of await backends()) {

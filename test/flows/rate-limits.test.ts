@@ -235,7 +235,7 @@ for (const backend of await backends()) {
         ['/api/auth/verify-email', () => ({ url: '/api/auth/verify-email', payload: { token: 'x'.repeat(43) } })],
         ['/api/auth/reset-password/validate', () => ({ url: '/api/auth/reset-password/validate', payload: { token: 'x'.repeat(43) } })],
         ['/api/auth/refresh', () => ({ url: '/api/auth/refresh', payload: { refreshToken: 'a.1.b' } })],
-        ['/api/auth/signin/github', () => ({ url: '/api/auth/signin/github', payload: {} })],
+        ['/api/auth/signin/github', () => ({ url: '/api/auth/signin/github' })],
       ];
       for (const [label, make] of cases) {
         const ip = nextIp();

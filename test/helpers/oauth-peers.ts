@@ -636,3 +636,13 @@ async function closeServer(server: Server): Promise<void> {
   server.closeAllConnections();
   await closed;
 }
+
+/** The environment that points Gatehouse's providers at these peers. */
+export function peerEnv(peers: { google?: OidcPeer; oidc?: OidcPeer; github?: GitHubPeer }): Record<string, string> {
+  const { google, oidc, github } = peers;
+  return {
+    ...(google && { GOOGLE_CLIENT_ID: google.clientId, GOOGLE_CLIENT_SECRET: google.clientSecret, GOOGLE_ISSUER: google.issuer }),
+    ...(oidc && { OIDC_CLIENT_ID: oidc.clientId, OIDC_CLIENT_SECRET: oidc.clientSecret, OIDC_ISSUER: oidc.issuer }),
+    ...(github && { GITHUB_CLIENT_ID: github.clientId, GITHUB_CLIENT_SECRET: github.clientSecret, GITHUB_URL: github.url, GITHUB_API_URL: github.url }),
+  };
+}
