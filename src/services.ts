@@ -23,6 +23,7 @@ import { createOAuthService } from './oauth/oauth.service.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
 import { createRequestLimits } from './http/request-limits.ts';
 import { createSignInThrottle } from './credentials/signin-throttle.ts';
+import { createHousekeepingJob } from './ops/housekeeping.ts';
 import { createLogger } from './http/logging.ts';
 import type { Logger } from './lib/logger.ts';
 
@@ -106,7 +107,9 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     allowSignup: config.accounts.allowSignup,
     requireEmailVerification: config.accounts.requireEmailVerification,
   });
+  const housekeeping = createHousekeepingJob({ db, clock, logger, actionTokens, idleTimeoutMs: config.sessions.idleTimeoutSeconds * 1000 });
   auditRetention.start();
+  housekeeping.start();
   mail.start();
 
   return {
@@ -128,6 +131,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     signup,
     passwordReset,
     oauth,
+    housekeeping,
     rateLimiters,
     limits,
     logger,
@@ -135,7 +139,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     async stop() {
       revocations.stop();
       keys.stop();
-      await Promise.all([auditRetention.stop(), mail.stop()]);
+      await Promise.all([auditRetention.stop(), housekeeping.stop(), mail.stop()]);
       await rateLimiters.close();
     },
   };

@@ -15,12 +15,7 @@ import type { Logger } from '../lib/logger.ts';
 import { sha256Base64url } from '../lib/random.ts';
 import { AppError } from '../errors.ts';
 import { normaliseEmail } from '../users/email.ts';
-import { purgeEndedCounters, StorageRateLimiter } from './rate-limit.store.ts';
-import { createPeriodicJob } from '../lib/periodic-job.ts';
-
-const PURGE_INTERVAL_MS = 10 * 60_000;
-const PURGE_BATCH_SIZE = 1_000;
-const PURGE_MAX_BATCHES = 20;
+import { StorageRateLimiter } from './rate-limit.store.ts';
 
 const MAX_MEMORY_WINDOW_SECONDS = 86_400;
 
@@ -137,23 +132,7 @@ export function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger;
     new RateLimiterMemory({ keyPrefix: name, points: limit.points, duration: Math.min(limit.durationSeconds, MAX_MEMORY_WINDOW_SECONDS) });
 
   if (deps.redisUrl === null) {
-    // Ended windows are dead rows: deleted in bounded batches now and then (Redis expires its own).
-    const purge = createPeriodicJob({
-      name: 'rate-limit purge',
-      intervalMs: PURGE_INTERVAL_MS,
-      firstDelayMs: PURGE_INTERVAL_MS,
-      logger,
-      async run() {
-        let deleted = 0;
-        for (let batch = 0; batch < PURGE_MAX_BATCHES && !purge.isStopped; batch += 1) {
-          const count = await purgeEndedCounters(db, clock(), PURGE_BATCH_SIZE);
-          deleted += count;
-          if (count < PURGE_BATCH_SIZE) break;
-        }
-        return deleted;
-      },
-    });
-    purge.start();
+    // Ended windows are deleted by housekeeping (`ops/housekeeping.ts`); Redis expires its own.
     return {
       backend: 'storage',
       create(name, limit) {
@@ -167,9 +146,7 @@ export function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger;
         });
         return wrap(store, limit.points);
       },
-      async close() {
-        await purge.stop();
-      },
+      async close() {},
     };
   }
 

@@ -69,3 +69,25 @@ export async function findActiveSessionsByUser(db: Db, userId: string, now: numb
     .orderBy('last_seen_at', 'desc')
     .execute();
 }
+
+/**
+ * Deletes up to `limit` sessions that ended before `endedBefore` (expired, revoked) or were last
+ * used before `idleBefore`; returns how many. One criterion per query, so each uses its index.
+ */
+export async function deleteEndedSessions(db: Db, endedBefore: number, idleBefore: number, limit: number): Promise<number> {
+  let deleted = 0;
+  for (const [column, before] of [['expires_at', endedBefore], ['revoked_at', endedBefore], ['last_seen_at', idleBefore]] as const) {
+    if (deleted >= limit) break;
+    const ids = (await db.selectFrom('sessions').select('id').where(column, '<', before).limit(limit - deleted).execute()).map((row) => row.id);
+    if (ids.length > 0) await db.deleteFrom('sessions').where('id', 'in', ids).execute();
+    deleted += ids.length;
+  }
+  return deleted;
+}
+
+/** Deletes up to `limit` revocation entries whose tokens have all expired; returns how many. */
+export async function deleteExpiredRevocations(db: Db, now: number, limit: number): Promise<number> {
+  const seqs = (await db.selectFrom('revoked_sessions').select('seq').where('expires_at', '<', now).limit(limit).execute()).map((row) => row.seq);
+  if (seqs.length > 0) await db.deleteFrom('revoked_sessions').where('seq', 'in', seqs).execute();
+  return seqs.length;
+}

@@ -15,6 +15,7 @@ import * as mailOutbox from './migrations/0004-mail-outbox.ts';
 import * as actionTokens from './migrations/0005-action-tokens.ts';
 import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
 import * as rateLimits from './migrations/0007-rate-limits.ts';
+import * as sessionHousekeeping from './migrations/0008-session-housekeeping.ts';
 
 export type Db = Kysely<Database>;
 
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005-action-tokens': actionTokens,
   '0006-oauth-accounts': oauthAccounts,
   '0007-rate-limits': rateLimits,
+  '0008-session-housekeeping': sessionHousekeeping,
 };
 
 const PG_INT8_OID = 20;
