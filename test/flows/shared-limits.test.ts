@@ -132,19 +132,22 @@ describe('limits in Redis', { skip: redisServer === null ? 'redis-server is not 
 
     redis = await startRedis(port);
     // ioredis reconnects on its own (retries at most every 2 s).
-    let isShared = false;
-    for (let attempt = 0; attempt < 40 && !isShared; attempt += 1) {
+    const reconnected = new Set<TestApp>();
+    const check = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+    check.on('error', () => {});
+    for (let attempt = 0; attempt < 60 && reconnected.size < 2; attempt += 1) {
       await sleep(250);
-      const ip = `127.9.2.${attempt + 1}`;
-      await signIn(a, user.email, ip);
-      const check = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
-      check.on('error', () => {});
-      isShared = (await check.keys(`gatehouse:signin-ip:${ip}`)).length === 1;
-      check.disconnect();
+      for (const [index, t] of [a, b].entries()) {
+        if (reconnected.has(t)) continue;
+        const ip = `127.9.${2 + index}.${attempt + 1}`;
+        await signIn(t, user.email, ip);
+        if ((await check.keys(`gatehouse:signin-ip:${ip}`)).length === 1) reconnected.add(t);
+      }
     }
-    assert.ok(isShared, 'counters go to Redis again once it is back');
+    check.disconnect();
+    assert.equal(reconnected.size, 2, 'both instances count in Redis again once it is back');
     const statuses = [];
-    for (const t of [a, b, a, b, b]) statuses.push((await signIn(t, user.email, '127.9.3.1')).statusCode);
+    for (const t of [a, b, a, b, b]) statuses.push((await signIn(t, user.email, '127.9.9.1')).statusCode);
     assert.deepEqual(statuses, [200, 200, 200, 200, 429], 'shared again');
   });
 });
