@@ -104,6 +104,8 @@ export interface Config {
   readonly isProduction: boolean;
   readonly port: number;
   readonly host: string;
+  /** Server processes sharing the port (`node:cluster`); 1 runs a single process. */
+  readonly workers: number;
   /** Public base URL without a trailing slash, e.g. `https://auth.example.com`. */
   readonly authUrl: string;
   /** True when `authUrl` is https: cookies get `Secure` and the `__Host-` prefix. */
@@ -227,6 +229,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
 
   const port = read.integer('PORT', 3000, { min: 0, max: 65535 });
   const host = read.string('HOST') ?? (isProduction ? '0.0.0.0' : '127.0.0.1');
+  const workers = read.integer('WORKERS', isProduction ? availableParallelism() : 1, { min: 1, max: 64 });
   const configuredAuthUrl = read.string('AUTH_URL');
   if (configuredAuthUrl === undefined && port === 0) {
     problems.push('AUTH_URL is required when PORT=0: tokens must name the address clients reach');
@@ -236,6 +239,9 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const dataDir = resolve(read.string('DATA_DIR') ?? './data');
   const database = parseDatabaseUrl(read.string('DATABASE_URL') ?? `sqlite:${join(dataDir, 'gatehouse.db')}`, problems);
 
+  if (workers > 1 && database?.kind === 'sqlite' && database.path === ':memory:') {
+    problems.push('WORKERS must be 1 with an in-memory SQLite database: each process would have a database of its own');
+  }
   const sessionStrategy = read.oneOf('SESSION_STRATEGY', ['database', 'jwt'] as const, 'database');
   const sessionMaxAgeSeconds = read.duration('SESSION_MAX_AGE', 30 * 86_400);
   const idleTimeoutSeconds = read.duration('SESSION_IDLE_TIMEOUT', 7 * 86_400);
@@ -325,6 +331,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     isProduction,
     port,
     host,
+    workers,
     authUrl: authUrl!,
     isSecureOrigin: authUrl!.startsWith('https://'),
     authSecret,

@@ -1,6 +1,7 @@
 /**
  * `npm start`: load config -> open storage -> migrate -> wire services -> build app -> listen.
  * SIGTERM/SIGINT close the server gracefully: in-flight requests finish, new ones get 503.
+ * With WORKERS > 1 this process is the cluster's primary and each worker runs the above.
  */
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, loadDotEnv, type Config } from './config.ts';
@@ -9,6 +10,7 @@ import { createServices } from './services.ts';
 import { buildApp } from './app.ts';
 import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
 import { warmPasswordEstimator } from './credentials/password-policy.ts';
+import { isClusterWorker, runPrimary, workerIndex } from './cluster.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -29,7 +31,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
     const address = await app.listen({ port: config.port, host: config.host });
     app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy }, 'Gatehouse listening');
-    printBanner(config, address, await services.users.countUsers());
+    // With WORKERS > 1, every worker listens; the first one tells the operator.
+    if (workerIndex() === 0) printBanner(config, address, await services.users.countUsers());
 
     return {
       app,
@@ -86,6 +89,14 @@ export async function runServer(): Promise<void> {
       process.exit(1);
     }
     throw error;
+  }
+
+  if (config.workers > 1 && !isClusterWorker()) {
+    await runPrimary(config, (message) => process.stdout.write(`gatehouse: ${message}\n`)).catch((error: unknown) => {
+      process.stderr.write(`Gatehouse failed to start: ${describe(error)}\n`);
+      process.exit(1);
+    });
+    return;
   }
 
   const server = await startServer(config).catch((error: unknown) => {

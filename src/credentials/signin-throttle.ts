@@ -34,9 +34,14 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
   const { limiters, rateLimits, throttle } = deps;
   const attemptsPerIp = limiters.create('signin-ip', rateLimits.signinPerIp);
   const failuresPerIp = limiters.create('signin-fail-ip', rateLimits.signinFailuresPerIp);
-  const accountFailures: Limiter = limiters.create('signin-fail-account', { points: throttle.lockAfterFailures, durationSeconds: FAILURE_WINDOW_SECONDS });
-  // One attempt per window once delays apply: a failure blocks it for the delay, and the attempt
-  // after the delay takes the window, so concurrent attempts cannot slip through together.
+  const accountWindow = { points: throttle.lockAfterFailures, durationSeconds: FAILURE_WINDOW_SECONDS };
+  // Attempts not yet proven right: counted before the hash, so concurrent guesses cannot pass
+  // the ceiling together; a right password clears it. At the ceiling the account is locked.
+  const accountAttempts: Limiter = limiters.create('signin-attempts-account', accountWindow);
+  // Consecutive failures that have happened: what the delay grows with.
+  const accountFailures: Limiter = limiters.create('signin-fail-account', accountWindow);
+  // Once delays apply, one attempt per wait: a failure blocks the gate for the delay, and the
+  // attempt after it takes the gate, so concurrent attempts cannot slip through together.
   const accountGate: Limiter = limiters.create('signin-delay-account', { points: 1, durationSeconds: 1 });
 
   /** The wait after `failures` consecutive failures (0 below the threshold). */
@@ -58,21 +63,22 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
       const ipWait = await failuresPerIp.consume(client);
       if (ipWait !== null) return { ok: false, retryAfterSeconds: ipWait };
 
-      const lockWait = await accountFailures.check(account);
+      const lockWait = await accountAttempts.check(account);
       if (lockWait !== null) {
         await failuresPerIp.refund(client);
         return { ok: false, retryAfterSeconds: lockWait };
       }
       // This attempt's number, from the same atomic write that counts it.
-      const attemptNumber = await accountFailures.increment(account);
+      const attemptNumber = await accountAttempts.increment(account);
       const refuse = async (retryAfterSeconds: number): Promise<ThrottleCheck> => {
-        await Promise.all([accountFailures.refund(account), failuresPerIp.refund(client)]);
+        await Promise.all([accountAttempts.refund(account), failuresPerIp.refund(client)]);
         return { ok: false, retryAfterSeconds };
       };
       // Past the ceiling by a concurrent race: this one does not happen.
-      if (attemptNumber > throttle.lockAfterFailures) return refuse(await accountFailures.check(account) ?? 1);
-      if (attemptNumber > throttle.delayAfterFailures) {
-        const gateWait = await accountGate.consume(account, 1, delaySeconds(attemptNumber - 1));
+      if (attemptNumber > throttle.lockAfterFailures) return refuse((await accountAttempts.check(account)) ?? 1);
+      const failures = await accountFailures.count(account);
+      if (failures >= throttle.delayAfterFailures) {
+        const gateWait = await accountGate.consume(account, 1, delaySeconds(failures));
         if (gateWait !== null) return refuse(gateWait);
       }
 
@@ -80,14 +86,14 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
         ok: true,
         attempt: {
           async succeeded() {
-            await Promise.all([accountFailures.reset(account), accountGate.reset(account), failuresPerIp.refund(client)]);
+            await Promise.all([accountAttempts.reset(account), accountFailures.reset(account), accountGate.reset(account), failuresPerIp.refund(client)]);
           },
           async failed() {
-            const consecutiveFailures = attemptNumber;
-            if (consecutiveFailures >= throttle.lockAfterFailures) {
+            const consecutiveFailures = await accountFailures.increment(account);
+            if (attemptNumber >= throttle.lockAfterFailures || consecutiveFailures >= throttle.lockAfterFailures) {
               // No end: only a password reset (clearAccount) lifts it.
-              await accountFailures.set(account, throttle.lockAfterFailures, 0);
-              return { isLocked: true, consecutiveFailures };
+              await accountAttempts.set(account, throttle.lockAfterFailures, 0);
+              return { isLocked: true, consecutiveFailures: Math.max(consecutiveFailures, attemptNumber) };
             }
             const wait = delaySeconds(consecutiveFailures);
             if (wait > 0) await accountGate.block(account, wait);
@@ -100,7 +106,7 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
     /** After a password reset: the account's failures no longer count, and a lock is lifted. */
     async clearAccount(email: string): Promise<void> {
       const account = accountKey(email);
-      await Promise.all([accountFailures.reset(account), accountGate.reset(account)]);
+      await Promise.all([accountAttempts.reset(account), accountFailures.reset(account), accountGate.reset(account)]);
     },
   };
 }
