@@ -6,17 +6,16 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { backends, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/process.ts';
+import { redisSkip, startRedis, stopRedis } from '../helpers/redis.ts';
 import type { Env } from '../../src/config.ts';
 
 const PASSWORD = 'correct horse battery staple';
-const isCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
 const [, postgres] = await backends();
 
@@ -51,41 +50,7 @@ describe('two instances on one PostgreSQL share one limit', { skip: postgres!.sk
   });
 });
 
-/** `redis-server` where the machine has it; CI must (`.ci/run` starts one, so the binary is there). */
-function redisServerPath(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
-  return found.status === 0 ? found.stdout.trim() : null;
-}
-const redisServer = redisServerPath();
-if (redisServer === null && isCi) throw new Error('redis-server is required under CI for the Redis limit tests');
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 100, maxRetriesPerRequest: 0 });
-  probe.on('error', () => {}); // refused until the server is up: expected
-  try {
-    for (let attempt = 0; attempt < 50; attempt += 1) {
-      try {
-        if (probe.status !== 'ready') await probe.connect().catch(() => {});
-        if ((await probe.ping()) === 'PONG') return child;
-      } catch {
-        await sleep(100);
-      }
-    }
-  } finally {
-    probe.disconnect();
-  }
-  child.kill('SIGKILL');
-  throw new Error(`redis-server did not start on port ${port}`);
-}
-
-async function stopRedis(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGKILL');
-  await once(child, 'exit');
-}
-
-describe('limits in Redis', { skip: redisServer === null ? 'redis-server is not installed (CI requires it)' : false }, () => {
+describe('limits in Redis', { skip: redisSkip }, () => {
   let database: TestDatabase;
   let instances: TestApp[] = [];
   let redis: ChildProcess;
