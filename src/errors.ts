@@ -130,7 +130,9 @@ export function isUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|database is locked/i.test(message);
+  // pg's words for a connection that died under a query, or for reusing one that did (a
+  // transaction's ROLLBACK on a dropped connection reports the latter).
+  return /Connection terminated|timeout exceeded when trying to connect|is not queryable|database is locked/i.test(message);
 }
 
 export function toErrorBody(code: ErrorCode, message?: string, errors?: readonly FieldError[]): ErrorBody {
@@ -147,10 +149,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     const mapped = mapError(error);
-    if (mapped.status >= 500) {
-      request.log.error({ err: error }, 'request failed');
-    } else if (mapped.code === 'SERVICE_UNAVAILABLE') {
+    // A dependency being down is expected and is the operator's to fix, not a bug: warn, so an
+    // outage under load does not bury real errors (before, 503s were logged as 'request failed').
+    if (mapped.code === 'SERVICE_UNAVAILABLE') {
       request.log.warn({ err: error }, 'dependency unavailable');
+    } else if (mapped.status >= 500) {
+      request.log.error({ err: error }, 'request failed');
     }
     const formErrorPage = request.routeOptions.config.formErrorPage;
     if (formErrorPage !== undefined && mapped.code !== 'CSRF_FAILED' && isFormPost(request)) {

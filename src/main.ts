@@ -13,6 +13,13 @@ import { warmPasswordEstimator } from './credentials/password-policy.ts';
 import { isClusterWorker, runPrimary, workerIndex } from './cluster.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
+/**
+ * Requests in flight at SIGTERM get this long to finish (auth requests take milliseconds; a
+ * sign-in waits at most HASH_QUEUE_TIMEOUT_MS, 5 s by default, for a hashing slot). A connection
+ * still open after it is a client that never finished sending its request (or a stuck one): it is
+ * cut, so it cannot hold the shutdown until SHUTDOWN_TIMEOUT_MS and turn a clean stop into exit 1.
+ */
+const DRAIN_TIMEOUT_MS = 6_000;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -114,6 +121,11 @@ export async function runServer(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_TIMEOUT_MS);
     timer.unref();
+    const drain = setTimeout(() => {
+      server.app.log.warn({ drainTimeoutMs: DRAIN_TIMEOUT_MS }, 'shutdown: closing connections still open after the drain period');
+      server.app.server.closeAllConnections();
+    }, DRAIN_TIMEOUT_MS);
+    drain.unref();
     server
       .close()
       .then(() => process.exit(0))

@@ -129,43 +129,48 @@ export function createCredentialsService(deps: {
       const allowed = await throttle.checkAttempt(input.email, input.ip);
       if (!allowed.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: allowed.retryAfterSeconds };
       const { attempt } = allowed;
+      try {
+        async function refuseWrongPassword(userId: string | null): Promise<SignInResult> {
+          const outcome = await attempt.failed();
+          if (outcome.isLocked && userId !== null) await lockPassword(userId, outcome.consecutiveFailures, source);
+          return refuse('INVALID_CREDENTIALS', userId);
+        }
 
-      async function refuseWrongPassword(userId: string | null): Promise<SignInResult> {
-        const outcome = await attempt.failed();
-        if (outcome.isLocked && userId !== null) await lockPassword(userId, outcome.consecutiveFailures, source);
-        return refuse('INVALID_CREDENTIALS', userId);
-      }
+        const credentials = await users.findCredentialsByEmail(input.email);
+        if (credentials === null || credentials.passwordHash === null) {
+          // Same work as a wrong password, so the answer's timing does not reveal the account.
+          await hasher.verifyDummy(input.password);
+          return refuseWrongPassword(credentials?.id ?? null);
+        }
+        if (credentials.passwordLockedAt !== null) {
+          // Locked, though its counter was lost (a Redis flush): the same cost as any check, and
+          // the counter locks again, as it would be for an address without an account.
+          await hasher.verifyDummy(input.password);
+          await attempt.failed();
+          return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
+        }
+        if (!(await hasher.verify(credentials.passwordHash, input.password))) {
+          return refuseWrongPassword(credentials.id);
+        }
+        await attempt.succeeded();
+        // Only someone who knows the password learns the account is disabled.
+        if (credentials.disabledAt !== null) return refuse('ACCOUNT_DISABLED', credentials.id);
 
-      const credentials = await users.findCredentialsByEmail(input.email);
-      if (credentials === null || credentials.passwordHash === null) {
-        // Same work as a wrong password, so the answer's timing does not reveal the account.
-        await hasher.verifyDummy(input.password);
-        return refuseWrongPassword(credentials?.id ?? null);
+        if (hasher.needsRehash(credentials.passwordHash)) {
+          await users.setPasswordHash(credentials.id, await hasher.hash(input.password));
+        }
+        const user = await users.findUserById(credentials.id);
+        if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
+        // Like a disabled account: only someone who knows the password learns the address is unverified.
+        if (deps.requireEmailVerification === true && user.emailVerifiedAt === null) return refuse('EMAIL_NOT_VERIFIED', user.id);
+        const session = await sessions.startSession({ userId: user.id, roles: user.roles, ip: input.ip, userAgent: input.userAgent });
+        await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId } });
+        return { ok: true, user, session };
+      } finally {
+        // An attempt whose password was never judged (a 503: no hashing slot, storage down) is
+        // given back: people typing the right password must not be locked out by an overload.
+        await attempt.release().catch(() => {});
       }
-      if (credentials.passwordLockedAt !== null) {
-        // Locked, though its counter was lost (a Redis flush): the same cost as any check, and
-        // the counter locks again, as it would be for an address without an account.
-        await hasher.verifyDummy(input.password);
-        await attempt.failed();
-        return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
-      }
-      if (!(await hasher.verify(credentials.passwordHash, input.password))) {
-        return refuseWrongPassword(credentials.id);
-      }
-      await attempt.succeeded();
-      // Only someone who knows the password learns the account is disabled.
-      if (credentials.disabledAt !== null) return refuse('ACCOUNT_DISABLED', credentials.id);
-
-      if (hasher.needsRehash(credentials.passwordHash)) {
-        await users.setPasswordHash(credentials.id, await hasher.hash(input.password));
-      }
-      const user = await users.findUserById(credentials.id);
-      if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
-      // Like a disabled account: only someone who knows the password learns the address is unverified.
-      if (deps.requireEmailVerification === true && user.emailVerifiedAt === null) return refuse('EMAIL_NOT_VERIFIED', user.id);
-      const session = await sessions.startSession({ userId: user.id, roles: user.roles, ip: input.ip, userAgent: input.userAgent });
-      await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId } });
-      return { ok: true, user, session };
     },
 
     /**
@@ -231,12 +236,16 @@ export function createCredentialsService(deps: {
         await allowed.attempt.failed();
         return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
       }
-      if (!(await hasher.verify(current.passwordHash, input.currentPassword))) {
-        const outcome = await allowed.attempt.failed();
-        if (outcome.isLocked) await lockPassword(user.id, outcome.consecutiveFailures, input.source);
-        return { ok: false, reason: 'INVALID_CREDENTIALS' };
+      try {
+        if (!(await hasher.verify(current.passwordHash, input.currentPassword))) {
+          const outcome = await allowed.attempt.failed();
+          if (outcome.isLocked) await lockPassword(user.id, outcome.consecutiveFailures, input.source);
+          return { ok: false, reason: 'INVALID_CREDENTIALS' };
+        }
+        await allowed.attempt.succeeded();
+      } finally {
+        await allowed.attempt.release().catch(() => {});
       }
-      await allowed.attempt.succeeded();
       const rejection = checkNewPassword(input.newPassword, user);
       if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
       const passwordHash = await hasher.hash(input.newPassword);

@@ -23,6 +23,11 @@ export interface Attempt {
   succeeded(): Promise<void>;
   /** The password was wrong (or the address unknown): `isLocked` when this failure reached the ceiling. */
   failed(): Promise<{ isLocked: boolean; consecutiveFailures: number }>;
+  /**
+   * Call when done, whatever happened: an attempt neither `succeeded` nor `failed` (its password
+   * was never judged: no hashing capacity, storage down) is given back, as if it had not happened.
+   */
+  release(): Promise<void>;
 }
 
 /** Long enough to count "consecutive" failures however slowly they come. */
@@ -82,13 +87,21 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
         if (gateWait !== null) return refuse(gateWait);
       }
 
+      let isSettled = false;
       return {
         ok: true,
         attempt: {
           async succeeded() {
+            isSettled = true;
             await Promise.all([accountAttempts.reset(account), accountFailures.reset(account), accountGate.reset(account), failuresPerIp.refund(client)]);
           },
+          async release() {
+            if (isSettled) return;
+            isSettled = true;
+            await Promise.all([accountAttempts.refund(account), failuresPerIp.refund(client)]);
+          },
           async failed() {
+            isSettled = true;
             const consecutiveFailures = await accountFailures.increment(account);
             if (attemptNumber >= throttle.lockAfterFailures || consecutiveFailures >= throttle.lockAfterFailures) {
               // No end: only a password reset (clearAccount) lifts it.

@@ -59,6 +59,13 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // Nor may a checked-out one: the pool listens for errors only on idle clients, and pg emits
+  // 'error' on a client whose connection drops even while a query or transaction is using it
+  // (the query fails on its own). Unheard, that 'error' killed the process on every PostgreSQL
+  // restart or network cut under load. The pool drops such a client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
 }
 
