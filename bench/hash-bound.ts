@@ -5,7 +5,7 @@
  *
  * Run as a child process by `signin.ts`, pinned to the server's CPU(s) and given the server's
  * environment, so that it measures the same cores with the same configuration. Usage:
- *   node bench/hash-bound.ts <warm-up seconds> <measured seconds>
+ *   node bench/hash-bound.ts <warm-up seconds> <measured seconds> [single-verify seconds, default 1; 0 skips]
  * Prints one JSON line (`HashBound`) on standard output.
  */
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
@@ -24,9 +24,11 @@ export interface HashBound {
   argon2: { memoryKib: number; iterations: number; parallelism: number };
   /** `availableParallelism()` in this (pinned) process, which sets the server's default concurrency. */
   availableParallelism: number;
+  /** One verify alone on an idle core: the median of back-to-back single verifies ("one hash"); NaN when not measured. */
+  singleVerifyMs: number;
 }
 
-async function measureHashBound(warmupSeconds: number, seconds: number): Promise<HashBound> {
+async function measureHashBound(warmupSeconds: number, seconds: number, singleSeconds: number): Promise<HashBound> {
   // Loaded here, inside the pinned process, from the server's environment: the default
   // HASH_CONCURRENCY follows availableParallelism(), which follows the CPU affinity.
   const config = loadConfig(process.env);
@@ -42,6 +44,7 @@ async function measureHashBound(warmupSeconds: number, seconds: number): Promise
   // The warm-up lets the thread pool start and the allocator settle before anything is counted.
   await verifyFor(passwordHash, password, concurrency, warmupSeconds);
   const { verifies, elapsedSeconds } = await verifyFor(passwordHash, password, concurrency, seconds);
+  const singleVerifyMs = singleSeconds > 0 ? await medianSingleVerifyMs(passwordHash, password, singleSeconds) : Number.NaN;
   return {
     verifiesPerSecond: verifies / elapsedSeconds,
     verifies,
@@ -49,7 +52,21 @@ async function measureHashBound(warmupSeconds: number, seconds: number): Promise
     concurrency,
     argon2: { ...argon2 },
     availableParallelism: availableParallelism(),
+    singleVerifyMs,
   };
+}
+
+/** Verifies one at a time for `seconds`; the median wall time of one. */
+async function medianSingleVerifyMs(passwordHash: string, password: string, seconds: number): Promise<number> {
+  const times: number[] = [];
+  const deadline = performance.now() + seconds * 1000;
+  while (performance.now() < deadline || times.length < 5) {
+    const start = performance.now();
+    await verify(passwordHash, password);
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
 }
 
 /**
@@ -82,7 +99,8 @@ function secondsArgument(value: string | undefined, name: string): number {
 }
 
 if (import.meta.main) {
-  const [warmup, measured] = process.argv.slice(2);
-  const result = await measureHashBound(secondsArgument(warmup, 'warm-up'), secondsArgument(measured, 'duration'));
+  const [warmup, measured, single] = process.argv.slice(2);
+  const singleSeconds = single === undefined ? 1 : single === '0' ? 0 : secondsArgument(single, 'single-verify duration');
+  const result = await measureHashBound(secondsArgument(warmup, 'warm-up'), secondsArgument(measured, 'duration'), singleSeconds);
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
