@@ -68,18 +68,13 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
       const ipWait = await failuresPerIp.consume(client);
       if (ipWait !== null) return { ok: false, retryAfterSeconds: ipWait };
 
-      const lockWait = await accountAttempts.check(account);
-      if (lockWait !== null) {
-        await failuresPerIp.refund(client);
-        return { ok: false, retryAfterSeconds: lockWait };
-      }
       // This attempt's number, from the same atomic write that counts it.
       const attemptNumber = await accountAttempts.increment(account);
       const refuse = async (retryAfterSeconds: number): Promise<ThrottleCheck> => {
         await Promise.all([accountAttempts.refund(account), failuresPerIp.refund(client)]);
         return { ok: false, retryAfterSeconds };
       };
-      // Past the ceiling by a concurrent race: this one does not happen.
+      // Past the ceiling (locked, or a concurrent race to it): this one does not happen.
       if (attemptNumber > throttle.lockAfterFailures) return refuse((await accountAttempts.check(account)) ?? 1);
       const failures = await accountFailures.count(account);
       if (failures >= throttle.delayAfterFailures) {
@@ -93,7 +88,13 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
         attempt: {
           async succeeded() {
             isSettled = true;
-            await Promise.all([accountAttempts.reset(account), accountFailures.reset(account), accountGate.reset(account), failuresPerIp.refund(client)]);
+            // Only what this account has counted: a sign-in without earlier failures costs two writes.
+            await Promise.all([
+              accountAttempts.reset(account),
+              failuresPerIp.refund(client),
+              ...(failures > 0 ? [accountFailures.reset(account)] : []),
+              ...(failures >= throttle.delayAfterFailures ? [accountGate.reset(account)] : []),
+            ]);
           },
           async release() {
             if (isSettled) return;
