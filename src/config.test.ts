@@ -235,6 +235,7 @@ describe('loadConfig', () => {
         [{ OIDC_CLIENT_ID: 'x', OIDC_CLIENT_SECRET: 'hush-hush' }, 'OIDC_ISSUER is required'],
         [{ OIDC_ISSUER: 'https://sso.example.com' }, 'OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are required'],
         [{ GOOGLE_ISSUER: 'http://accounts.example.com' }, 'GOOGLE_ISSUER must be https'],
+        [{ GOOGLE_ISSUER: 'http://me:hush-hush@accounts.example.com' }, 'GOOGLE_ISSUER must be https'],
         [{ GITHUB_URL: 'ftp://github.example.com' }, 'GITHUB_URL must be https'],
         [{ GITHUB_API_URL: 'not a url' }, 'GITHUB_API_URL must be an absolute https URL'],
         [{ OIDC_ISSUER: 'https://user:pw@sso.example.com', OIDC_CLIENT_ID: 'x', OIDC_CLIENT_SECRET: 'y' }, 'OIDC_ISSUER must not contain credentials'],

@@ -574,23 +574,37 @@ function parseOAuthProviders(read: EnvReader, problems: string[]): OAuthProvider
   return providers;
 }
 
+/**
+ * A provider endpoint. Problems never quote the value: a mistyped URL may carry credentials
+ * (`https://user:secret@…`), and the message is printed at start-up.
+ */
 function parseProviderUrl(name: string, value: string, problems: string[]): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    problems.push(`${name} must be an absolute https URL (got "${value}")`);
+    problems.push(`${name} must be an absolute https URL`);
     return undefined;
   }
   const isAllowedHttp = url.protocol === 'http:' && isLoopbackHost(url.hostname);
   if (url.protocol !== 'https:' && !isAllowedHttp) {
-    problems.push(`${name} must be https (http only for a loopback host) (got "${value}")`);
+    problems.push(`${name} must be https (http only for a loopback host) (got ${url.protocol}//${url.host})`);
     return undefined;
   }
-  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+  if (hasExtraUrlParts(url)) {
     problems.push(`${name} must not contain credentials, a query or a fragment`);
     return undefined;
   }
+  return toBaseUrl(url);
+}
+
+/** Credentials, a query or a fragment: none belongs in a base URL. */
+function hasExtraUrlParts(url: URL): boolean {
+  return url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '';
+}
+
+/** The origin and path, without a trailing slash. */
+function toBaseUrl(url: URL): string {
   return url.origin + url.pathname.replace(/\/+$/, '');
 }
 
@@ -664,10 +678,10 @@ function parseAuthUrl(value: string, isProduction: boolean, problems: string[]):
   if (isProduction && url.protocol !== 'https:') {
     problems.push('AUTH_URL must be https when NODE_ENV=production');
   }
-  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+  if (hasExtraUrlParts(url)) {
     problems.push('AUTH_URL must not contain credentials, a query or a fragment');
   }
-  return url.origin + url.pathname.replace(/\/+$/, '');
+  return toBaseUrl(url);
 }
 
 function parseDatabaseUrl(value: string, problems: string[]): DatabaseConfig | undefined {

@@ -3,7 +3,7 @@
  * `AppError` is raised only at the HTTP boundary; `registerErrorHandling` is the single place that
  * turns anything thrown into a response body, and the only one that decides what reaches a log.
  */
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isFormPost } from './http/forms.ts';
 import { toSafeLocalPath } from './http/safe-redirect.ts';

@@ -168,9 +168,6 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     if (auth === null) throw new AppError('UNAUTHENTICATED');
     if (!auth.roles.includes(ADMIN_ROLE)) throw new AppError('FORBIDDEN');
   });
-  app.addHook('onSend', async (_request, reply) => {
-    void reply.header('cache-control', 'no-store');
-  });
 
   /** The admin making this request (the hook above let them through; the answer is cached per request). */
   async function actor(request: FastifyRequest, reply: FastifyReply): Promise<AuditSource> {

@@ -29,7 +29,6 @@ export function registerRouteGuard(
     if (decision.reason === 'UNAUTHENTICATED') {
       // Come back to a page, never to a form's target (it answers only POST).
       const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
-      void reply.header('cache-control', 'no-store');
       return reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
     }
     return sendForbiddenPage(reply);

@@ -13,8 +13,7 @@ import { emailField } from '../users/email.ts';
 import { isValidRole, type User } from '../users/user.service.ts';
 import { CLI_SOURCE } from '../audit/audit.service.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
-import { rotateSigningKey } from '../sessions/signing-keys.ts';
-import { listSigningKeys } from '../sessions/signing-key.store.ts';
+import { describeSigningKeys, rotateSigningKey } from '../sessions/signing-keys.ts';
 import { systemClock } from '../lib/clock.ts';
 
 const USAGE = `Usage:
@@ -134,11 +133,8 @@ const KEY_COMMANDS: Record<string, (io: Io) => Promise<void>> = {
     const storage = openStorage(config.database);
     try {
       await migrateToLatest(storage.db);
-      const now = Date.now();
-      const rows = await listSigningKeys(storage.db);
-      for (const row of rows) {
-        const state = row.retired_at === null ? 'in service' : row.retired_at > now ? `retiring ${new Date(row.retired_at).toISOString()}` : `retired ${new Date(row.retired_at).toISOString()}`;
-        io.stdout.write(`${row.kid}  created ${new Date(row.created_at).toISOString()}  ${state}\n`);
+      for (const key of await describeSigningKeys(storage.db, Date.now())) {
+        io.stdout.write(`${key.kid}  created ${new Date(key.createdAt).toISOString()}  ${key.state}\n`);
       }
     } finally {
       await storage.close();

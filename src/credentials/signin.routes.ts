@@ -10,13 +10,12 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import { cookieNames, setSessionCookies } from '../http/session-cookie.ts';
+import { setBrowserSession } from '../http/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import type { Clock } from '../lib/clock.ts';
-import { requestSource } from '../audit/request-source.ts';
 import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
@@ -94,8 +93,7 @@ export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async 
         response: { 200: signInResponse, ...signInErrors },
       },
     },
-    async (request, reply) => {
-      void reply.header('cache-control', 'no-store');
+    async (request) => {
       return toResponse(await signIn(credentials, request, request.body.email, request.body.password));
     },
   );
@@ -115,12 +113,8 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       },
     },
     async (request, reply) => {
-      void reply.header('cache-control', 'no-store');
       const result = await signIn(credentials, request, request.body.email, request.body.password);
-      // Signing in again in the same browser replaces its session rather than orphaning it.
-      const previousRefreshCookie = request.cookies[cookieNames(config).refresh];
-      if (previousRefreshCookie !== undefined) await sessions.endSessionOfRefreshToken(previousRefreshCookie, requestSource(request, result.user.id));
-      setSessionCookies(reply, config, result.session, clock());
+      await setBrowserSession(request, reply, { sessions, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
       if (isFormPost(request)) {
         return reply.redirect(toCallbackPath(request.body.callbackUrl, config.authUrl), 303);
       }

@@ -73,7 +73,6 @@ export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService; limits
       },
     },
     async (request, reply) => {
-      void reply.header('cache-control', 'no-store');
       const { email, name, password } = request.body;
       const result = await signup.signUp({ email, name, password }, requestSource(request, null));
       if (!result.ok && result.reason === 'SIGNUP_DISABLED') throw new AppError('SIGNUP_DISABLED');

@@ -3,8 +3,10 @@
  * `Secure` and the `__Host-` prefix, which pins them to this exact origin (no Domain, Path=/), so
  * a sibling subdomain cannot set or shadow them. All are HttpOnly and SameSite=Lax.
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
+import type { SessionService, StartedSession } from '../sessions/session.service.ts';
+import { requestSource } from '../audit/request-source.ts';
 
 export interface CookieNames {
   access: string;
@@ -52,4 +54,19 @@ export function clearSessionCookies(reply: FastifyReply, config: CookieConfig): 
 
 function secondsUntil(epochMs: number, nowMs: number): number {
   return Math.max(0, Math.floor((epochMs - nowMs) / 1000));
+}
+
+/**
+ * Gives a browser the cookies of a session it has just signed in to (password or provider). A
+ * session this browser already had is ended rather than orphaned: signing in again replaces it.
+ */
+export async function setBrowserSession(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: { sessions: SessionService; config: CookieConfig; nowMs: number },
+  signedIn: { userId: string; session: StartedSession },
+): Promise<void> {
+  const previousRefreshCookie = request.cookies[cookieNames(deps.config).refresh];
+  if (previousRefreshCookie !== undefined) await deps.sessions.endSessionOfRefreshToken(previousRefreshCookie, requestSource(request, signedIn.userId));
+  setSessionCookies(reply, deps.config, signedIn.session, deps.nowMs);
 }

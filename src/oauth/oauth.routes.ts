@@ -19,7 +19,7 @@ import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
-import { baseCookieOptions, cookieNames, setSessionCookies } from '../http/session-cookie.ts';
+import { baseCookieOptions, cookieNames, setBrowserSession } from '../http/session-cookie.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
 import type { SessionService } from '../sessions/session.service.ts';
@@ -85,9 +85,6 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   const flowCookie = cookieNames(config).oauthFlow;
   const cookieOptions = baseCookieOptions(config);
 
-  app.addHook('onSend', async (_request, reply) => {
-    void reply.header('cache-control', 'no-store');
-  });
 
   async function sendToProvider(
     request: FastifyRequest<{ Params: { provider: string } }>,
@@ -173,7 +170,9 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
       const flow = await oauth.flowSeal.open(request.cookies[flowCookie], clock());
       // Used once, whatever happens next: a replayed callback finds no flow.
       void reply.clearCookie(flowCookie, cookieOptions);
-      const query = request.raw.url?.split('?')[1] ?? '';
+      // Everything after the first `?`, as sent (a later `?` is part of the query, not a new one).
+      const url = request.raw.url ?? '';
+      const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
       const isLink = flow?.linkUserId !== null && flow?.linkUserId !== undefined;
       const errorTarget = isLink ? (code: string) => dashboardWith('error', code) : errorPage;
 
@@ -191,12 +190,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
 
       const signedIn = await oauth.signInWithIdentity(identity, requestSource(request, null));
       if (!signedIn.ok) return reply.redirect(errorPage(signedIn.reason), 303);
-      // Signing in again in the same browser replaces its session rather than orphaning it.
-      const previousRefreshCookie = request.cookies[cookieNames(config).refresh];
-      if (previousRefreshCookie !== undefined) {
-        await sessions.endSessionOfRefreshToken(previousRefreshCookie, requestSource(request, signedIn.user.id));
-      }
-      setSessionCookies(reply, config, signedIn.session, clock());
+      await setBrowserSession(request, reply, { sessions, config, nowMs: clock() }, { userId: signedIn.user.id, session: signedIn.session });
       return reply.redirect(flow?.callbackUrl ?? DASHBOARD_PAGE, 303);
     },
   );

@@ -18,7 +18,6 @@ export const healthRoutes: FastifyPluginAsyncZod<{ storage: Storage }> = async (
       },
     },
     async (request, reply) => {
-      void reply.header('cache-control', 'no-store');
       try {
         await withTimeout(storage.ping(), HEALTH_TIMEOUT_MS);
         return { status: 'ok' as const };

@@ -94,11 +94,6 @@ export interface PasswordRouteOptions {
 }
 
 export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async (app, { passwordReset, credentials, authenticate, limits }) => {
-  // Answers about links and passwords are never worth caching.
-  app.addHook('onSend', async (_request, reply) => {
-    void reply.header('cache-control', 'no-store');
-  });
-
   app.post(
     '/api/auth/forgot-password',
     {

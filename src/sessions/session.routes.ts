@@ -70,9 +70,6 @@ const csrfFailure = { 403: errorResponse.describe('Cookie-authenticated request 
 export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
   const { sessions, authenticate, csrf, config, limits } = options;
 
-  app.addHook('onSend', async (_request, reply) => {
-    void reply.header('cache-control', 'no-store');
-  });
 
   async function requireAuth(request: Parameters<RequestAuthenticator>[0], reply: Parameters<RequestAuthenticator>[1]) {
     const auth = await authenticate(request, reply);
@@ -201,7 +198,6 @@ export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      void reply.header('cache-control', 'no-store');
       // Resolving the request also covers an expired access cookie with a live refresh cookie.
       const auth = await authenticate(request, reply);
       if (auth !== null) await sessions.signOut(auth.userId, auth.sessionId, requestSource(request, auth.userId));

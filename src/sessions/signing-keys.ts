@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import { deriveKey } from '../lib/derive-key.ts';
-import { findPublishableKeys, insertSigningKey, retireKeysInService } from './signing-key.store.ts';
+import { findPublishableKeys, insertSigningKey, listSigningKeys, retireKeysInService } from './signing-key.store.ts';
 
 export const SIGNING_ALGORITHM = 'EdDSA';
 /** How often every instance re-reads the keys from storage. */
@@ -189,4 +189,18 @@ async function createEncryptedKeyPair(encryptionKey: Uint8Array, now: number) {
     created_at: now,
     retired_at: null,
   };
+}
+
+/** Every key with its state, newest first: for operators (`gatehouse keys list`). */
+export async function describeSigningKeys(db: Db, now: number): Promise<Array<{ kid: string; createdAt: number; state: string }>> {
+  return (await listSigningKeys(db)).map((row) => ({
+    kid: row.kid,
+    createdAt: row.created_at,
+    state:
+      row.retired_at === null
+        ? 'in service'
+        : row.retired_at > now
+          ? `retiring ${new Date(row.retired_at).toISOString()}`
+          : `retired ${new Date(row.retired_at).toISOString()}`,
+  }));
 }

@@ -128,11 +128,6 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
   app.addHook('onRequest', async (request, reply) => {
     if ((await requireAdmin(request, reply)) === null) return reply;
   });
-  // Every answer here is about people's accounts: never cached.
-  app.addHook('onSend', async (_request, reply) => {
-    void reply.header('cache-control', 'no-store');
-  });
-
   /** A continuation cursor from a link: its position, none, or null for one we did not make. */
   const positionOf = (cursor: string | undefined): KeysetPosition | undefined | null => (cursor === undefined ? undefined : decodeCursor(cursor));
 

@@ -213,7 +213,21 @@ function pageHeaders(formActionOrigins: readonly string[]): Readonly<Record<stri
   });
 }
 
+/** Built once per set of provider origins (they come from the configuration; there are few). */
+const headersByOrigins = new Map<string, Readonly<Record<string, string>>>();
+
+function headersWithFormActions(origins: readonly string[]): Readonly<Record<string, string>> {
+  const key = origins.join(' ');
+  let headers = headersByOrigins.get(key);
+  if (headers === undefined) {
+    headers = pageHeaders(origins);
+    headersByOrigins.set(key, headers);
+  }
+  return headers;
+}
+
 export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[] } = {}): FastifyReply {
-  const headers = options.formActionOrigins === undefined || options.formActionOrigins.length === 0 ? PAGE_HEADERS : pageHeaders(options.formActionOrigins);
+  const origins = options.formActionOrigins ?? [];
+  const headers = origins.length === 0 ? PAGE_HEADERS : headersWithFormActions(origins);
   return reply.code(status).headers(headers).send(html);
 }

@@ -12,7 +12,7 @@ import { AppError } from '../errors.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
-import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
+import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { clearSessionCookies } from '../http/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import type { OAuthService } from '../oauth/oauth.service.ts';
@@ -42,11 +42,6 @@ export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, optio
   const { sessions, authenticate, csrf, config, oauth } = options;
   const pages = createPageRenderer();
   const hidden = { hide: true } as const;
-
-  // Redirects and errors from here are about a person's session: never cached either.
-  app.addHook('onSend', async (_request, reply) => {
-    void reply.header('cache-control', 'no-store');
-  });
 
   /** The signed-in person, or null; a session whose user is gone counts as none. */
   async function signedIn(request: FastifyRequest, reply: FastifyReply) {

@@ -62,7 +62,6 @@ export const verificationRoutes: FastifyPluginAsyncZod<{ verification: Verificat
       },
     },
     async (request, reply) => {
-      void reply.header('cache-control', 'no-store');
       const result = await verification.verifyEmail(request.body.token, requestSource(request, null));
       // INVALID_TOKEN is 401 on refresh; here, as for reset links, it is a bad request.
       if (!result.ok) throw new AppError(result.reason, { status: 400 });
@@ -89,7 +88,6 @@ export const verificationRoutes: FastifyPluginAsyncZod<{ verification: Verificat
       },
     },
     async (request, reply) => {
-      void reply.header('cache-control', 'no-store');
       await verification.resendVerificationMail(request.body.email);
       if (isFormPost(request)) return reply.redirect(CHECK_EMAIL_PAGE, 303);
       return reply.code(202).send({ ok: true as const, message: RESEND_ACCEPTED_MESSAGE });

@@ -42,13 +42,7 @@ export async function call(base: string, path: string, kind: string, options: Ca
       signal: AbortSignal.timeout(options.timeoutMs ?? 15_000),
     });
     const text = await response.text();
-    let body: Record<string, unknown> | undefined;
-    try {
-      const parsed: unknown = text === '' ? undefined : JSON.parse(text);
-      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
-    } catch {
-      body = undefined;
-    }
+    const body = parseJsonObject(text);
     return {
       kind,
       status: response.status,
@@ -94,13 +88,7 @@ export function callOnNewConnection(base: string, path: string, kind: string, op
         res.on('data', (chunk: string) => (text += chunk));
         res.on('error', failed);
         res.on('end', () => {
-          let body: Record<string, unknown> | undefined;
-          try {
-            const parsed: unknown = text === '' ? undefined : JSON.parse(text);
-            if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
-          } catch {
-            body = undefined;
-          }
+          const body = parseJsonObject(text);
           const retryAfter = res.headers['retry-after'];
           settle({
             kind,
@@ -162,5 +150,15 @@ export async function waitUntil(probe: () => Promise<boolean>, timeoutMs: number
     if (await probe()) return performance.now() - started;
     if (performance.now() - started > timeoutMs) throw new Error(`${what} did not hold within ${timeoutMs} ms`);
     await sleep(intervalMs);
+  }
+}
+
+/** A response body that is a JSON object, or undefined (empty, not JSON, or another JSON value). */
+function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = text === '' ? undefined : JSON.parse(text);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }
