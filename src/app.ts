@@ -14,7 +14,7 @@ import { deriveKey } from './lib/derive-key.ts';
 import { generateRequestId, loggerOptions } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
 import { registerInputHygiene } from './http/input-hygiene.ts';
-import { registerSecurityHeaders } from './http/security-headers.ts';
+import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
 import { createRequestAuthenticator } from './http/authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { createForbiddenPage } from './ui/forbidden-page.ts';
@@ -47,6 +47,7 @@ export const OPENAPI_PATH = '/api/docs/openapi.json';
 
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const { config, clock } = services;
+  const setResponseHeaders = createResponseHeaderSetter(config);
   const app = Fastify({
     logger: loggerOptions(config),
     genReqId: generateRequestId,
@@ -58,7 +59,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     trustProxy: toTrustProxy(config.trustProxy),
     return503OnClosing: true,
     // Errors Fastify raises before routing (an undecodable URL, say) get our body shape too.
-    frameworkErrors: (_error, _request, reply) => {
+    frameworkErrors: (_error, request, reply) => {
+      setResponseHeaders(request, reply);
       void sendError(reply, 400, toErrorBody('BAD_REQUEST'));
     },
   }).withTypeProvider<ZodTypeProvider>();
@@ -66,16 +68,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  // First: every answer carries the headers, and a CORS preflight is answered before the CSRF
+  // check and the route guard.
+  await registerSecurityHeaders(app, config, setResponseHeaders);
   registerInputHygiene(app);
-  // Before the CSRF check and the route guard: a CORS preflight is answered before either.
-  await registerSecurityHeaders(app, config);
   // JSON everywhere; HTML forms only on the routes registered in the `browser` scope below.
   // text/plain is never parsed: it is how cross-site pages smuggle requests without a preflight.
   app.removeContentTypeParser('text/plain');
 
-  app.addHook('onSend', async (request, reply) => {
-    void reply.header('x-request-id', request.id);
-  });
   app.addHook('onClose', async () => services.stop());
 
   // Signed cookies (the CSRF secret) use a key of their own, derived from AUTH_SECRET.

@@ -1,16 +1,11 @@
 /**
- * `npm start`: load config -> open storage -> migrate -> wire services -> build app -> listen.
- * SIGTERM/SIGINT close the server gracefully: in-flight requests finish, new ones get 503.
- * With WORKERS > 1 this process is the cluster's primary and each worker runs the above.
+ * `npm start`: load config, then start the server (server.ts). SIGTERM/SIGINT close it gracefully:
+ * in-flight requests finish, new ones get 503. With WORKERS > 1 this process is the cluster's
+ * primary and each worker runs the server; the primary loads only what it needs (config, storage
+ * for migrations, the cluster), not the app.
  */
-import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, loadDotEnv, type Config } from './config.ts';
-import { migrateToLatest, openStorage } from './storage/database.ts';
-import { createServices } from './services.ts';
-import { buildApp } from './app.ts';
-import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
-import { warmPasswordEstimator } from './credentials/password-policy.ts';
-import { isClusterWorker, runPrimary, workerIndex } from './cluster.ts';
+import { isClusterWorker, runPrimary } from './cluster.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /**
@@ -20,69 +15,6 @@ const SHUTDOWN_TIMEOUT_MS = 10_000;
  * cut, so it cannot hold the shutdown until SHUTDOWN_TIMEOUT_MS and turn a clean stop into exit 1.
  */
 const DRAIN_TIMEOUT_MS = 6_000;
-
-export interface RunningServer {
-  app: FastifyInstance;
-  close(): Promise<void>;
-}
-
-export async function startServer(config: Config): Promise<RunningServer> {
-  const storage = openStorage(config.database);
-  try {
-    await migrateToLatest(storage.db);
-    const services = await createServices({ config, storage });
-    warmPasswordEstimator();
-    const app = await buildApp(services);
-    const adminResult = await bootstrapAdmin(services);
-    if (adminResult === 'created') app.log.info({ email: config.admin?.email }, 'created the ADMIN user from ADMIN_EMAIL');
-
-    const address = await app.listen({ port: config.port, host: config.host });
-    app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy }, 'Gatehouse listening');
-    // With WORKERS > 1, every worker listens; the first one tells the operator.
-    if (workerIndex() === 0) printBanner(config, address, await services.users.countUsers());
-
-    return {
-      app,
-      async close() {
-        await app.close();
-        await storage.close();
-      },
-    };
-  } catch (error) {
-    await storage.close().catch(() => {});
-    throw error;
-  }
-}
-
-function printBanner(config: Config, listeningOn: string, userCount: number): void {
-  if (config.env === 'test') return;
-  const url = config.authUrl;
-  const lines = [
-    '',
-    `  Gatehouse is running at ${url}  (listening on ${listeningOn}; ${config.database.kind}, ${config.sessionStrategy} sessions)`,
-    `  JWKS:     ${url}/.well-known/jwks.json`,
-    `  API docs: ${url}/api/docs/openapi.json`,
-    config.mail.kind === 'smtp'
-      ? `  Mail:     SMTP ${config.mail.smtp.host}:${config.mail.smtp.port}${config.mail.smtp.requireTls ? ' (TLS required)' : ''}`
-      : `  Mail:     not sent (EMAIL_SERVER_HOST is not set); see ${url}/dev/outbox`,
-  ];
-  if (userCount === 0) {
-    lines.push(
-      '',
-      '  No users yet. Create one (the password is read from standard input):',
-      "    printf '%s' 'a-long-password' | npx gatehouse users create --email you@example.com --name You --role ADMIN --password-stdin",
-      '  or set ADMIN_EMAIL and ADMIN_PASSWORD and restart.',
-    );
-  }
-  lines.push(
-    '',
-    '  Sign in:',
-    `    curl -s ${url}/api/auth -H 'content-type: application/json' \\`,
-    `      -d '{"email":"you@example.com","password":"a-long-password"}'`,
-    '',
-  );
-  process.stdout.write(`${lines.join('\n')}\n`);
-}
 
 /** Runs the server until a signal; used by `npm start` and `gatehouse serve`. */
 export async function runServer(): Promise<void> {
@@ -106,6 +38,7 @@ export async function runServer(): Promise<void> {
     return;
   }
 
+  const { startServer } = await import('./server.ts');
   const server = await startServer(config).catch((error: unknown) => {
     process.stderr.write(`Gatehouse failed to start: ${describe(error)}\n`);
     process.exit(1);

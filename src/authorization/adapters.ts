@@ -3,26 +3,15 @@
  * middleware and a Fastify `onRequest` hook. Both hand the verified user to the app.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatehouseUser, Protector } from './protect.ts';
+import type { GatehouseUser, PresentedCredentials, Protector } from './protect.ts';
 
 type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; originalUrl?: string };
 type Next = (error?: unknown) => void;
 
-/**
- * A Web Request carrying what the token check reads (method, headers) under a fixed origin. The
- * client's Host header never goes into the URL: `Host: x?` would turn `/admin` into a query string.
- * The rules read the raw request target instead (passed separately as `rawPath`).
- */
-function toWebRequest(request: { method?: string; headers: IncomingMessage['headers'] }): Request {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (typeof value === 'string') headers.set(name, value);
-    else if (Array.isArray(value)) headers.set(name, value.join(', '));
-  }
-  return new Request('http://protect.invalid/', { method: request.method ?? 'GET', headers });
+/** The two headers the token check reads. The client's Host header is never read. */
+function credentialsOf(request: { headers: IncomingMessage['headers'] }): PresentedCredentials {
+  return { authorization: request.headers.authorization, cookie: request.headers.cookie };
 }
-
-const BAD_REQUEST_BODY = JSON.stringify({ error: 'BAD_REQUEST', message: 'The request is malformed.' });
 
 async function sendWebResponse(response: Response, res: ServerResponse): Promise<void> {
   res.statusCode = response.status;
@@ -37,18 +26,8 @@ async function sendWebResponse(response: Response, res: ServerResponse): Promise
  */
 export function toNodeMiddleware(protector: Protector) {
   return (req: NodeRequest, res: ServerResponse, next: Next): void => {
-    let request: Request;
-    try {
-      request = toWebRequest(req);
-    } catch {
-      // Headers a Request will not carry (invalid names or values): refuse, never crash the server.
-      res.statusCode = 400;
-      res.setHeader('content-type', 'application/json; charset=utf-8');
-      res.end(BAD_REQUEST_BODY);
-      return;
-    }
     protector
-      .evaluate(request, req.originalUrl ?? req.url ?? '/')
+      .evaluateCredentials(credentialsOf(req), req.originalUrl ?? req.url ?? '/')
       .then(async ({ user, denial }) => {
         if (denial !== null) return sendWebResponse(denial, res);
         req.gatehouse = user;
@@ -73,13 +52,7 @@ interface FastifyLikeReply {
 /** `app.addHook('onRequest', toFastifyHook(protector))`; allowed requests get `request.gatehouse`. */
 export function toFastifyHook(protector: Protector) {
   return async (request: FastifyLikeRequest, reply: FastifyLikeReply): Promise<FastifyLikeReply | undefined> => {
-    let webRequest: Request;
-    try {
-      webRequest = toWebRequest(request);
-    } catch {
-      return reply.code(400).header('content-type', 'application/json; charset=utf-8').send(BAD_REQUEST_BODY);
-    }
-    const { user, denial } = await protector.evaluate(webRequest, request.url);
+    const { user, denial } = await protector.evaluateCredentials(credentialsOf(request), request.url);
     if (denial === null) {
       request.gatehouse = user;
       return undefined;

@@ -1,4 +1,4 @@
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before, after, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
@@ -57,6 +57,22 @@ describe('createProtector against a live Gatehouse (Web Request/Response)', () =
     await fetch(`${issuer}/api/auth/signout`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     assert.equal(await stateless.check(request('/api/data', token)), null, 'documented: valid until it expires');
     assert.equal((await live.check(request('/api/data', token)))?.status, 401);
+  });
+
+  it('remembers a verified token only until it expires (with the 5 s clock tolerance)', async () => {
+    const token = await signIn();
+    const protector = createProtector({ issuer });
+    assert.equal(await protector.check(request('/api/data', token)), null);
+    const { exp } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number };
+    mock.timers.enable({ apis: ['Date'], now: exp * 1000 + 4_000 });
+    try {
+      assert.equal(await protector.check(request('/api/data', token)), null, 'inside the tolerance');
+      mock.timers.setTime(exp * 1000 + 5_000);
+      assert.equal((await protector.check(request('/api/data', token)))?.status, 401, 'expired, though remembered');
+      assert.equal((await protector.check(request('/api/data', token)))?.status, 401, 'and forgotten');
+    } finally {
+      mock.timers.reset();
+    }
   });
 
   it('fails closed when the issuer cannot be reached', async () => {

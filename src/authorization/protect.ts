@@ -13,7 +13,7 @@
  *   const denied = await protector.check(request); // null: allowed; else a Response to return
  */
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { SEED_RULES, decide, isApiPath, type Decision, type ProtectionRules } from './rules.ts';
+import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules } from './rules.ts';
 
 export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
 export { toFastifyHook, toNodeMiddleware } from './adapters.ts';
@@ -54,6 +54,18 @@ export interface GatehouseUser {
   roles: string[];
 }
 
+/** What a request presents: its Authorization and Cookie headers (null or absent when missing). */
+export interface PresentedCredentials {
+  authorization?: string | null | undefined;
+  cookie?: string | null | undefined;
+}
+
+export interface Evaluation {
+  denial: Response | null;
+  user: GatehouseUser | null;
+  decision: Decision;
+}
+
 export interface Protector {
   /** Null when the request may proceed; otherwise the denial to send (401/403 JSON, or a redirect / 403 for pages). */
   check(request: Request): Promise<Response | null>;
@@ -64,10 +76,17 @@ export interface Protector {
    * the request target exactly as the server received it (adapters pass it; Web frameworks that
    * already parsed the URL need not).
    */
-  evaluate(request: Request, rawPath?: string): Promise<{ denial: Response | null; user: GatehouseUser | null; decision: Decision }>;
+  evaluate(request: Request, rawPath?: string): Promise<Evaluation>;
+  /**
+   * The same from the two headers that matter and the raw request target (query included), for
+   * servers that do not hold a Web `Request` (the Node and Fastify adapters).
+   */
+  evaluateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Evaluation>;
 }
 
 const MAX_TOKEN_LENGTH = 4096;
+const MAX_REMEMBERED_TOKENS = 10_000;
+const CLOCK_TOLERANCE_SECONDS = 5;
 
 export function createProtector(options: ProtectorOptions): Protector {
   const issuer = options.issuer.replace(/\/+$/, '');
@@ -97,40 +116,68 @@ export function createProtector(options: ProtectorOptions): Protector {
   };
   const sessionCheck = options.checkSession === undefined || options.checkSession === false ? null : createSessionCheck(issuer, fetchImpl, options.checkSession === true ? {} : options.checkSession);
 
-  async function authenticate(request: Request): Promise<GatehouseUser | null> {
-    const token = readToken(request, cookieNames);
-    if (token === null || token.length > MAX_TOKEN_LENGTH) return null;
+  /**
+   * Verified tokens are remembered (bounded, until they expire), so a client that reuses its token
+   * for its whole lifetime costs one signature check, not one per request.
+   */
+  const verified = new Map<string, { user: GatehouseUser; expiresAtMs: number }>();
+
+  async function verifyToken(token: string): Promise<GatehouseUser | null> {
+    const remembered = verified.get(token);
+    if (remembered !== undefined) {
+      if (remembered.expiresAtMs + CLOCK_TOLERANCE_SECONDS * 1000 > Date.now()) return remembered.user;
+      verified.delete(token);
+      return null;
+    }
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, keys, { issuer, audience, algorithms: ['EdDSA'], typ: 'at+jwt', clockTolerance: 5, requiredClaims: ['sub', 'sid', 'exp'] }));
+      ({ payload } = await jwtVerify(token, keys, {
+        issuer,
+        audience,
+        algorithms: ['EdDSA'],
+        typ: 'at+jwt',
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+        requiredClaims: ['sub', 'sid', 'exp'],
+      }));
     } catch {
       // Bad signature, unknown kid, expired, wrong issuer, or the JWKS unreachable: no user.
       return null;
     }
-    const { sub, sid, roles } = payload;
-    if (typeof sub !== 'string' || typeof sid !== 'string' || !Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) return null;
-    if (sessionCheck !== null && !(await sessionCheck(token))) return null;
-    return { userId: sub, sessionId: sid, roles: roles as string[] };
+    const { sub, sid, roles, exp } = payload;
+    if (typeof sub !== 'string' || typeof sid !== 'string' || typeof exp !== 'number') return null;
+    if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) return null;
+    const user: GatehouseUser = Object.freeze({ userId: sub, sessionId: sid, roles: Object.freeze([...roles]) as string[] });
+    if (verified.size >= MAX_REMEMBERED_TOKENS) verified.delete(verified.keys().next().value!);
+    verified.set(token, { user, expiresAtMs: exp * 1000 });
+    return user;
   }
 
-  async function decideRequest(request: Request, rawPath?: string) {
-    const path = rawPath ?? new URL(request.url).pathname;
-    let decision = decide(path, null, rules);
+  async function authenticateCredentials(credentials: PresentedCredentials): Promise<GatehouseUser | null> {
+    const token = readToken(credentials, cookieNames);
+    if (token === null || token.length > MAX_TOKEN_LENGTH) return null;
+    const user = await verifyToken(token);
+    if (user === null) return null;
+    if (sessionCheck !== null && !(await sessionCheck(token))) return null;
+    return user;
+  }
+
+  async function evaluateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Evaluation> {
+    const path = readRequestPath(rawPath);
+    let decision = decidePath(path, null, rules);
     let user: GatehouseUser | null = null;
     if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
-      user = await authenticate(request);
-      decision = decide(path, user, rules);
+      user = await authenticateCredentials(credentials);
+      decision = decidePath(path, user, rules);
     }
-    return { decision, user };
+    if (decision.action === 'allow') return { decision, user, denial: null };
+    return { decision, user, denial: denialFor(decision, isApiRequestPath(path), rawPath) };
   }
 
-  function denialFor(decision: Extract<Decision, { action: 'deny' }>, request: Request, rawPath?: string): Response {
-    const url = new URL(request.url);
-    const path = rawPath ?? url.pathname;
-    if (isApiPath(path) || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
+  function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, rawPath: string): Response {
+    if (isApi || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
       const target = new URL(signInUrl);
-      target.searchParams.set('callbackUrl', rawPath ?? `${url.pathname}${url.search}`);
+      target.searchParams.set('callbackUrl', rawPath);
       return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });
     }
     return new Response('<!doctype html><title>Access denied</title><h1>Access denied</h1><p>Your account does not have the role this page needs.</p>', {
@@ -139,14 +186,20 @@ export function createProtector(options: ProtectorOptions): Protector {
     });
   }
 
-  async function evaluate(request: Request, rawPath?: string) {
-    const { decision, user } = await decideRequest(request, rawPath);
-    return { decision, user, denial: decision.action === 'allow' ? null : denialFor(decision, request, rawPath) };
+  const credentialsOf = (request: Request): PresentedCredentials => ({
+    authorization: request.headers.get('authorization'),
+    cookie: request.headers.get('cookie'),
+  });
+
+  function evaluate(request: Request, rawPath?: string): Promise<Evaluation> {
+    const target = rawPath ?? (({ pathname, search }) => `${pathname}${search}`)(new URL(request.url));
+    return evaluateCredentials(credentialsOf(request), target);
   }
 
   return {
-    authenticate,
+    authenticate: (request) => authenticateCredentials(credentialsOf(request)),
     evaluate,
+    evaluateCredentials,
     async check(request) {
       return (await evaluate(request)).denial;
     },
@@ -167,13 +220,13 @@ function denialJson(reason: keyof typeof DENIAL_MESSAGES): Response {
 }
 
 /** `Authorization: Bearer <token>`, else one of our session cookies; an explicit header never falls back. */
-function readToken(request: Request, cookieNames: readonly string[]): string | null {
-  const authorization = request.headers.get('authorization');
-  if (authorization !== null) {
+function readToken(credentials: PresentedCredentials, cookieNames: readonly string[]): string | null {
+  const { authorization } = credentials;
+  if (authorization !== null && authorization !== undefined) {
     const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization);
     return match ? match[1]! : null;
   }
-  const cookies = parseCookies(request.headers.get('cookie'));
+  const cookies = parseCookies(credentials.cookie ?? null);
   for (const name of cookieNames) {
     const value = cookies.get(name);
     if (value !== undefined) return value;

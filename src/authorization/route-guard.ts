@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
-import { GATEHOUSE_RULES, decide, isApiPath, type ProtectionRules } from './rules.ts';
+import { GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type ProtectionRules } from './rules.ts';
 
 export function registerRouteGuard(
   app: FastifyInstance,
@@ -18,14 +18,15 @@ export function registerRouteGuard(
 
   app.addHook('onRequest', async (request, reply) => {
     // Decide first without a user: most paths are public, and those cost no session lookup.
-    let decision = decide(request.url, null, rules);
+    const path = readRequestPath(request.url);
+    let decision = decidePath(path, null, rules);
     if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
       const auth = await authenticate(request, reply);
-      decision = decide(request.url, auth, rules);
+      decision = decidePath(path, auth, rules);
     }
     if (decision.action === 'allow') return;
 
-    if (isApiPath(request.url) || decision.reason === 'BAD_REQUEST') throw new AppError(decision.reason);
+    if (isApiRequestPath(path) || decision.reason === 'BAD_REQUEST') throw new AppError(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
       // Come back to a page, never to a form's target (it answers only POST).
       const isPageLoad = request.method === 'GET' || request.method === 'HEAD';

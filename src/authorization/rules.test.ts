@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { GATEHOUSE_RULES, SEED_RULES, decide, isApiPath, literalPath, normalisePath } from './rules.ts';
+import fc from 'fast-check';
+import { GATEHOUSE_RULES, SEED_RULES, decide, isApiPath, literalPath, normalisePath, readRequestPath } from './rules.ts';
 
 describe('normalisePath', () => {
   const cases: Array<[string, string | null]> = [
@@ -35,6 +36,27 @@ describe('normalisePath', () => {
   for (const [input, expected] of cases) {
     it(`${JSON.stringify(input)} -> ${JSON.stringify(expected)}`, () => assert.equal(normalisePath(input), expected));
   }
+});
+
+describe('readRequestPath', () => {
+  it('reads every path as normalisePath and literalPath do, plain paths (its fast path) included', () => {
+    const segment = fc.oneof(
+      fc.stringMatching(/^[A-Za-z0-9_~-]{1,8}$/),
+      fc.constantFrom('Admin', 'api', 'dashboard', '.', '..', '', '%61dmin', '%2F', 'a;b', 'a\\b', '%zz', ' x'),
+    );
+    const path = fc
+      .tuple(fc.array(segment, { minLength: 0, maxLength: 6 }), fc.boolean(), fc.constantFrom('', '?x=1', '#f', '?a=/admin'))
+      .map(([segments, trailingSlash, query]) => `/${segments.join('/')}${trailingSlash ? '/' : ''}${query}`);
+    fc.assert(
+      fc.property(path, (raw) => {
+        const resolved = normalisePath(raw);
+        const literal = literalPath(raw);
+        const expected = resolved === null || literal === null ? null : { resolved, literal };
+        assert.deepEqual(readRequestPath(raw), expected, raw);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
 });
 
 describe('decide (the seed rules, in order)', () => {

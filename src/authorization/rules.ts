@@ -138,17 +138,46 @@ export function isProtectedPath(normalisedPath: string, rules: ProtectionRules =
   return rules.protectedPrefixes.some((prefix) => isUnder(normalisedPath, prefix));
 }
 
+/** A request path read both ways: as routers that resolve it see it, and as those that do not. */
+export interface RequestPath {
+  readonly resolved: string;
+  readonly literal: string;
+}
+
+/** Plain segments only: no percent, dot, `;`, backslash or doubled slash, so both readings agree. */
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~-]+)+\/?$/;
+
 /**
- * Applies the rules to a raw request path and the session user (null when there is none). The
- * path is read both ways (`normalisePath`, `literalPath`) and the stricter answer wins, so no
- * spelling is looser for the guard than for any router behind it.
+ * Reads a raw request path (query allowed) once, both ways; null when it is refused
+ * (not origin-form, undecodable, control characters). Pass the result to `decidePath` as often as
+ * needed: the guard decides once without a user and once with one.
  */
-export function decide(rawPath: string, user: SessionUser | null, rules: ProtectionRules = GATEHOUSE_RULES): Decision {
+export function readRequestPath(rawPath: string): RequestPath | null {
+  const path = stripQuery(rawPath);
+  if (path === '/') return { resolved: '/', literal: '/' };
+  if (PLAIN_PATH.test(path)) {
+    const plain = path.endsWith('/') ? path.slice(0, -1).toLowerCase() : path.toLowerCase();
+    return { resolved: plain, literal: plain };
+  }
   const resolved = normalisePath(rawPath);
   const literal = literalPath(rawPath);
-  if (resolved === null || literal === null) return { action: 'deny', reason: 'BAD_REQUEST' };
-  const first = decideNormalised(resolved, user, rules);
-  return first.action === 'deny' ? first : decideNormalised(literal, user, rules);
+  return resolved === null || literal === null ? null : { resolved, literal };
+}
+
+/**
+ * Applies the rules to a request path and the session user (null when there is none). Both readings
+ * of the path are checked and the stricter answer wins, so no spelling is looser for the guard than
+ * for any router behind it. A refused path (null) is BAD_REQUEST.
+ */
+export function decidePath(path: RequestPath | null, user: SessionUser | null, rules: ProtectionRules = GATEHOUSE_RULES): Decision {
+  if (path === null) return { action: 'deny', reason: 'BAD_REQUEST' };
+  const first = decideNormalised(path.resolved, user, rules);
+  return first.action === 'deny' || path.literal === path.resolved ? first : decideNormalised(path.literal, user, rules);
+}
+
+/** `decidePath` for a raw request path. */
+export function decide(rawPath: string, user: SessionUser | null, rules: ProtectionRules = GATEHOUSE_RULES): Decision {
+  return decidePath(readRequestPath(rawPath), user, rules);
 }
 
 function decideNormalised(path: string, user: SessionUser | null, rules: ProtectionRules): Decision {
@@ -164,9 +193,12 @@ function decideNormalised(path: string, user: SessionUser | null, rules: Protect
   return ALLOW;
 }
 
-/** Whether a path gets JSON denials (API) rather than pages (redirect / 403 page). */
+/** Whether a path gets JSON denials (API) rather than pages (redirect / 403 page); refused paths do. */
+export function isApiRequestPath(path: RequestPath | null): boolean {
+  return path === null || isUnder(path.resolved, '/api') || isUnder(path.literal, '/api');
+}
+
+/** `isApiRequestPath` for a raw request path. */
 export function isApiPath(rawPath: string): boolean {
-  const resolved = normalisePath(rawPath);
-  const literal = literalPath(rawPath);
-  return resolved === null || literal === null || isUnder(resolved, '/api') || isUnder(literal, '/api');
+  return isApiRequestPath(readRequestPath(rawPath));
 }

@@ -75,7 +75,7 @@ export function createCredentialsService(deps: {
   const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock, throttle } = deps;
 
   /** Why `password` is refused as this user's new password, or null (the policy, with their e-mail and name as words to avoid). */
-  function checkNewPassword(password: string, user: Pick<User, 'email' | 'name'>): PasswordRejection | null {
+  function checkNewPassword(password: string, user: Pick<User, 'email' | 'name'>): Promise<PasswordRejection | null> {
     return checkPassword(password, policy, { email: user.email, name: user.name });
   }
 
@@ -188,7 +188,7 @@ export function createCredentialsService(deps: {
       },
       options: { onCreated?: (db: Db, user: User) => Promise<void> } = {},
     ): Promise<CreatePasswordUserResult> {
-      const rejection = checkPassword(input.password, policy, { email: input.email, name: input.name });
+      const rejection = await checkPassword(input.password, policy, { email: input.email, name: input.name });
       if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
       return users.createUser(
         {
@@ -246,7 +246,7 @@ export function createCredentialsService(deps: {
       } finally {
         await allowed.attempt.release().catch(() => {});
       }
-      const rejection = checkNewPassword(input.newPassword, user);
+      const rejection = await checkNewPassword(input.newPassword, user);
       if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
       const passwordHash = await hasher.hash(input.newPassword);
       const { sessionsEnded } = await db

@@ -6,9 +6,7 @@
  * Guessability is estimated by zxcvbn-ts with its common-password and English dictionaries,
  * a maintained estimator rather than a list of our own.
  */
-import { ZxcvbnFactory, type ZxcvbnResult } from '@zxcvbn-ts/core';
-import * as zxcvbnCommon from '@zxcvbn-ts/language-common';
-import * as zxcvbnEnglish from '@zxcvbn-ts/language-en';
+import type { ZxcvbnFactory, ZxcvbnResult } from '@zxcvbn-ts/core';
 
 export interface PasswordPolicy {
   minLength: number;
@@ -29,29 +27,34 @@ const SERVICE_WORDS = ['gatehouse', 'gate house', 'auth', 'login', 'signin', 'ad
 /** zxcvbn's cost grows quickly with length; past this, the rest of a long password adds strength anyway. */
 const ESTIMATED_PREFIX_LENGTH = 100;
 
-let estimator: ZxcvbnFactory | undefined;
+let estimator: Promise<ZxcvbnFactory> | undefined;
 
-/** Built on first use (about 150 ms: the dictionaries are large). */
-function getEstimator(): ZxcvbnFactory {
-  estimator ??= new ZxcvbnFactory({
-    dictionary: { ...zxcvbnCommon.dictionary, ...zxcvbnEnglish.dictionary },
-    graphs: zxcvbnCommon.adjacencyGraphs,
-    translations: zxcvbnEnglish.translations,
-  });
+/**
+ * Loaded and built on first use (about 150 ms and 55 MB: the dictionaries are large), so a process
+ * that never sets a password (most of them: sign-in and session checks) never holds them.
+ */
+function getEstimator(): Promise<ZxcvbnFactory> {
+  estimator ??= (async () => {
+    const [{ ZxcvbnFactory }, common, english] = await Promise.all([
+      import('@zxcvbn-ts/core'),
+      import('@zxcvbn-ts/language-common'),
+      import('@zxcvbn-ts/language-en'),
+    ]);
+    return new ZxcvbnFactory({
+      dictionary: { ...common.dictionary, ...english.dictionary },
+      graphs: common.adjacencyGraphs,
+      translations: english.translations,
+    });
+  })();
   return estimator;
 }
 
-/** Builds the estimator now, so the first sign-up does not pay for it. */
-export function warmPasswordEstimator(): void {
-  getEstimator();
-}
-
 /** Returns why the password is refused, or null when it is acceptable. */
-export function checkPassword(
+export async function checkPassword(
   password: string,
   policy: PasswordPolicy,
   identity: { email?: string; name?: string } = {},
-): PasswordRejection | null {
+): Promise<PasswordRejection | null> {
   const normalised = password.normalize('NFKC');
   const length = [...normalised].length;
   if (length < policy.minLength) {
@@ -62,7 +65,7 @@ export function checkPassword(
   }
 
   const userInputs = identityWords(identity);
-  const result = getEstimator().check([...normalised].slice(0, ESTIMATED_PREFIX_LENGTH).join(''), userInputs);
+  const result = (await getEstimator()).check([...normalised].slice(0, ESTIMATED_PREFIX_LENGTH).join(''), userInputs);
   if (result.score >= policy.minScore) return null;
   return explain(result);
 }

@@ -57,10 +57,11 @@ export function registerCsrfProtection(app: FastifyInstance, config: Config): Cs
     return true;
   }
 
-  app.addHook('onRequest', async (request) => {
-    if (!needsProtection(request)) return;
-    if (!isSameOrigin(request)) throw new AppError('CSRF_FAILED');
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (!needsProtection(request)) return done();
+    if (!isSameOrigin(request)) return done(new AppError('CSRF_FAILED'));
     pending.add(request);
+    done();
   });
 
   // After parsing, so a token in a form body can be read.

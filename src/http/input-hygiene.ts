@@ -9,15 +9,14 @@ import { AppError } from '../errors.ts';
 const ENCODED_NUL = /%00/i;
 
 export function registerInputHygiene(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
-    if (ENCODED_NUL.test(request.url) || request.url.includes('\u0000')) {
-      throw new AppError('BAD_REQUEST', { message: 'NUL characters are not accepted.' });
-    }
+  // Callback hooks where no I/O happens: they run on every request and need no promise.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const hasNul = ENCODED_NUL.test(request.url) || request.url.includes('\u0000');
+    done(hasNul ? new AppError('BAD_REQUEST', { message: 'NUL characters are not accepted.' }) : undefined);
   });
-  app.addHook('preValidation', async (request) => {
-    if (request.body !== undefined && request.body !== null && containsNul(request.body)) {
-      throw new AppError('BAD_REQUEST', { message: 'NUL characters are not accepted.' });
-    }
+  app.addHook('preValidation', (request, _reply, done) => {
+    const hasNul = request.body !== undefined && request.body !== null && containsNul(request.body);
+    done(hasNul ? new AppError('BAD_REQUEST', { message: 'NUL characters are not accepted.' }) : undefined);
   });
 }
 

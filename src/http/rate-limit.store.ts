@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { sql } from 'kysely';
 import type { RateLimiterAbstract, RateLimiterRes as RateLimiterResType, RateLimiterStoreAbstract as StoreAbstractType } from 'rate-limiter-flexible';
 import type { Db } from '../storage/database.ts';
+import { preparedQuery } from '../storage/prepared.ts';
 import type { Clock } from '../lib/clock.ts';
 
 // The library exports the abstract store only as a file of its own (CommonJS).
@@ -30,6 +31,37 @@ export interface StorageLimiterOptions {
   /** Counts in memory while storage fails. */
   insuranceLimiter: RateLimiterAbstract;
 }
+
+// Every sign-in runs several of these: compiled once (see storage/prepared.ts).
+const addToCounter = preparedQuery((db, key: string, points: number, expire: number | null, now: number) => {
+  const isEnded = sql<boolean>`rate_limits.expire is not null and rate_limits.expire <= ${now}`;
+  return db
+    .insertInto('rate_limits')
+    .values({ key, points, expire })
+    .onConflict((conflict) =>
+      conflict.column('key').doUpdateSet({
+        points: sql<number>`case when ${isEnded} then ${points} else rate_limits.points + ${points} end`,
+        expire: sql<number | null>`case when ${isEnded} then ${expire} else rate_limits.expire end`,
+      }),
+    )
+    .returning(['points', 'expire']);
+});
+
+const restartCounter = preparedQuery((db, key: string, points: number, expire: number | null) =>
+  db
+    .insertInto('rate_limits')
+    .values({ key, points, expire })
+    .onConflict((conflict) => conflict.column('key').doUpdateSet({ points, expire }))
+    .returning(['points', 'expire']),
+);
+
+const selectLiveCounter = preparedQuery((db, key: string, now: number) =>
+  db
+    .selectFrom('rate_limits')
+    .select(['points', 'expire'])
+    .where('key', '=', key)
+    .where((eb) => eb.or([eb('expire', 'is', null), eb('expire', '>', now)])),
+);
 
 export class StorageRateLimiter extends RateLimiterStoreAbstract {
   readonly #db: Db;
@@ -62,34 +94,13 @@ export class StorageRateLimiter extends RateLimiterStoreAbstract {
   async _upsert(key: string, points: number, msDuration: number, forceExpire = false): Promise<CounterRow> {
     const now = this.#clock();
     const expire = msDuration > 0 ? now + msDuration : null;
-    const isEnded = sql<boolean>`rate_limits.expire is not null and rate_limits.expire <= ${now}`;
-    const row = await this.#db
-      .insertInto('rate_limits')
-      .values({ key, points, expire })
-      .onConflict((conflict) =>
-        conflict.column('key').doUpdateSet(
-          forceExpire
-            ? { points, expire }
-            : {
-                points: sql<number>`case when ${isEnded} then ${points} else rate_limits.points + ${points} end`,
-                expire: sql<number | null>`case when ${isEnded} then ${expire} else rate_limits.expire end`,
-              },
-        ),
-      )
-      .returning(['points', 'expire'])
-      .executeTakeFirstOrThrow();
-    return row;
+    const { rows } = forceExpire ? await restartCounter(this.#db, key, points, expire) : await addToCounter(this.#db, key, points, expire, now);
+    if (rows[0] === undefined) throw new Error('rate limit upsert returned no row');
+    return rows[0];
   }
 
   async _get(key: string): Promise<CounterRow | null> {
-    const now = this.#clock();
-    const row = await this.#db
-      .selectFrom('rate_limits')
-      .select(['points', 'expire'])
-      .where('key', '=', key)
-      .where((eb) => eb.or([eb('expire', 'is', null), eb('expire', '>', now)]))
-      .executeTakeFirst();
-    return row ?? null;
+    return (await selectLiveCounter(this.#db, key, this.#clock())).rows[0] ?? null;
   }
 
   async _delete(key: string): Promise<boolean> {

@@ -130,7 +130,7 @@ export function createPasswordResetService(deps: {
       const checked = await checkToken(input.token);
       if (!checked.ok) return checked;
       const { user } = checked;
-      const rejection = credentials.checkNewPassword(input.password, user);
+      const rejection = await credentials.checkNewPassword(input.password, user);
       if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
       // Hashed before the transaction: argon2 takes tens of milliseconds, and on SQLite an open
       // transaction holds the only connection.

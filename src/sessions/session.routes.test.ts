@@ -6,6 +6,7 @@ import { TEST_SECRET, createTestApp, createUser, type TestApp } from '../../test
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { addSigningKey, KEY_ACTIVATION_DELAY_MS, loadSigningKeys } from './signing-keys.ts';
 import { signAccessToken } from './access-token.ts';
+import { PROFILE_TTL_MS } from './session.service.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const MINUTE = 60_000;
@@ -274,6 +275,16 @@ for (const backend of await backends()) {
         assert.deepEqual(now.user.roles, strategy === 'database' ? ['ADMIN'] : []);
         const refreshed = (await refresh(tokens.refreshToken)).json();
         assert.deepEqual(decodeJwt(refreshed.token).roles, ['ADMIN']);
+      });
+
+      it('shows a changed name (database: next request; jwt: within PROFILE_TTL_MS)', async () => {
+        const user = await newUser();
+        const tokens = await signIn(user.email);
+        assert.equal((await getSession(tokens.token)).json().user.name, user.name);
+        await t.services.storage.db.updateTable('users').set({ name: 'Renamed' }).where('id', '=', user.id).execute();
+        assert.equal((await getSession(tokens.token)).json().user.name, strategy === 'database' ? 'Renamed' : user.name);
+        clock.advance(PROFILE_TTL_MS);
+        assert.equal((await getSession(tokens.token)).json().user.name, 'Renamed');
       });
 
       it('refreshes a browser transparently when its access cookie has expired', async () => {

@@ -66,6 +66,26 @@ export interface ClientInfo {
 
 const UNKNOWN_CLIENT: ClientInfo = { ip: null, userAgent: null };
 
+/** How long the jwt strategy's session endpoint may show a remembered e-mail, name and expiry. */
+export const PROFILE_TTL_MS = 5_000;
+const MAX_PROFILES = 10_000;
+
+interface SessionProfile {
+  email: string;
+  name: string;
+  /** Epoch ms: the absolute end of the session. */
+  expiresAt: number;
+  /** Epoch ms: read again after this. */
+  until: number;
+}
+
+function toSessionView(auth: AuthContext, roles: readonly string[], profile: Omit<SessionProfile, 'until'>): SessionView {
+  return {
+    user: { id: auth.userId, email: profile.email, name: profile.name, roles: [...roles] },
+    session: { id: auth.sessionId, expiresAt: profile.expiresAt },
+  };
+}
+
 export type SessionService = ReturnType<typeof createSessionService>;
 
 export interface SessionServiceDeps {
@@ -93,6 +113,20 @@ export function createSessionService(deps: SessionServiceDeps) {
   function isExpired(row: Pick<SessionRow, 'expires_at' | 'last_seen_at'>, now: number): boolean {
     return row.expires_at <= now || row.last_seen_at + idleMs <= now;
   }
+
+  /**
+   * The session with its user's profile and roles, when it belongs to `userId` and is live (and, in
+   * the database strategy, its user enabled: the jwt strategy learns of that at the next refresh).
+   * One query.
+   */
+  async function findLiveSession(sessionId: string, userId: string, now: number): Promise<store.SessionCheckRow | null> {
+    const row = await store.findSessionForCheck(db, sessionId);
+    if (row === undefined || row.user_id !== userId || row.revoked_at !== null || isExpired(row, now)) return null;
+    return strategy === 'database' && row.disabled_at !== null ? null : row;
+  }
+
+  /** jwt strategy: what the session endpoint shows beyond the token, by session id (see describeSession). */
+  const profiles = new Map<string, SessionProfile>();
 
   /** Signs an access token that never outlives its session. */
   async function issueAccessToken(userId: string, sessionId: string, roles: readonly string[], now: number, sessionExpiresAt: number) {
@@ -129,6 +163,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       return changed;
     };
     const ids = within === undefined ? await db.transaction().execute(write) : await write(within);
+    for (const id of ids) profiles.delete(id);
     if (strategy === 'jwt') for (const id of ids) revocations.remember(id, listedUntil);
     return ids;
   }
@@ -181,24 +216,38 @@ export function createSessionService(deps: SessionServiceDeps) {
       }
 
       const now = clock();
-      const row = await store.findSessionWithUserState(db, claims.sessionId);
-      if (row === undefined || row.user_id !== claims.userId || row.revoked_at !== null || row.disabled_at !== null || isExpired(row, now)) {
-        return null;
-      }
+      const row = await findLiveSession(claims.sessionId, claims.userId, now);
+      if (row === null) return null;
       const touchMs = limits.touchIntervalSeconds * 1000;
       if (row.last_seen_at + touchMs <= now) await store.touchSession(db, claims.sessionId, now, now - touchMs);
-      const user = await users.findUserById(claims.userId);
-      return user === null ? null : { ...base, roles: user.roles };
+      return { ...base, roles: row.roles };
     },
 
-    /** The user and session behind an authenticated request, as `GET /api/auth/session` shows them. */
+    /**
+     * The user and session behind an authenticated request, as `GET /api/auth/session` shows them.
+     * The database strategy reads them fresh. The jwt strategy takes the roles from the token and
+     * remembers the rest (e-mail, name, session expiry) for PROFILE_TTL_MS per session: revocation
+     * is still checked on every request (by `authenticate`), but a renamed user may see the old
+     * name for that long.
+     */
     async describeSession(auth: AuthContext): Promise<SessionView | null> {
-      const [user, row] = await Promise.all([users.findUserById(auth.userId), store.findSessionById(db, auth.sessionId)]);
-      if (user === null || row === undefined || row.revoked_at !== null || isExpired(row, clock())) return null;
-      return {
-        user: { id: user.id, email: user.email, name: user.name, roles: strategy === 'jwt' ? [...auth.roles] : user.roles },
-        session: { id: row.id, expiresAt: row.expires_at },
-      };
+      const now = clock();
+      if (strategy === 'database') {
+        const row = await findLiveSession(auth.sessionId, auth.userId, now);
+        return row && toSessionView(auth, row.roles, { email: row.email, name: row.name, expiresAt: row.expires_at });
+      }
+      let profile = profiles.get(auth.sessionId);
+      if (profile === undefined || profile.until <= now) {
+        const row = await findLiveSession(auth.sessionId, auth.userId, now);
+        if (row === null) {
+          profiles.delete(auth.sessionId);
+          return null;
+        }
+        profile = { email: row.email, name: row.name, expiresAt: row.expires_at, until: now + PROFILE_TTL_MS };
+        if (profiles.size >= MAX_PROFILES) profiles.delete(profiles.keys().next().value!);
+        profiles.set(auth.sessionId, profile);
+      }
+      return profile.expiresAt <= now ? null : toSessionView(auth, auth.roles, profile);
     },
 
     /**

@@ -1,18 +1,24 @@
 /** Queries on sessions. Functions take `db` so callers can pass a transaction. */
+import { sql } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
+import { preparedQuery } from '../storage/prepared.ts';
 
 export async function insertSession(db: Db, row: SessionRow): Promise<void> {
   await db.insertInto('sessions').values(row).execute();
 }
 
+const selectSessionById = preparedQuery((db, id: string) => db.selectFrom('sessions').selectAll().where('id', '=', id));
+
 export async function findSessionById(db: Db, id: string): Promise<SessionRow | undefined> {
-  return db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
+  return (await selectSessionById(db, id)).rows[0];
 }
 
-/** The session and the state of its user, for the per-request check of the database strategy. */
-export async function findSessionWithUserState(db: Db, id: string) {
-  return db
+/** The roles of `users.id` as one string, `,`-separated in order (role names never hold a comma). */
+const ROLES_OF_USER = sql<string | null>`(select string_agg(role, ',' order by role) from user_roles where user_roles.user_id = users.id)`;
+
+const selectSessionForCheck = preparedQuery((db, id: string) =>
+  db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
     .select([
@@ -21,14 +27,40 @@ export async function findSessionWithUserState(db: Db, id: string) {
       'sessions.last_seen_at',
       'sessions.revoked_at',
       'users.disabled_at',
+      'users.email',
+      'users.name',
+      ROLES_OF_USER.as('roles'),
     ])
-    .where('sessions.id', '=', id)
-    .executeTakeFirst();
+    .where('sessions.id', '=', id),
+);
+
+export interface SessionCheckRow {
+  user_id: string;
+  expires_at: number;
+  last_seen_at: number;
+  revoked_at: number | null;
+  disabled_at: number | null;
+  email: string;
+  name: string;
+  roles: string[];
 }
+
+/**
+ * The session, its user's state, profile and roles, in one query: all a per-request check of the
+ * database strategy and the session endpoint need.
+ */
+export async function findSessionForCheck(db: Db, id: string): Promise<SessionCheckRow | undefined> {
+  const row = (await selectSessionForCheck(db, id)).rows[0];
+  return row && { ...row, roles: row.roles === null || row.roles === '' ? [] : row.roles.split(',') };
+}
+
+const updateLastSeen = preparedQuery((db, id: string, now: number, staleBefore: number) =>
+  db.updateTable('sessions').set({ last_seen_at: now }).where('id', '=', id).where('last_seen_at', '<', staleBefore),
+);
 
 /** Sliding expiry: writes only when the stored time is older than `staleBefore`. */
 export async function touchSession(db: Db, id: string, now: number, staleBefore: number): Promise<void> {
-  await db.updateTable('sessions').set({ last_seen_at: now }).where('id', '=', id).where('last_seen_at', '<', staleBefore).execute();
+  await updateLastSeen(db, id, now, staleBefore);
 }
 
 /** Moves the session to the next refresh generation if it is still at `generation`; false when another request won. */

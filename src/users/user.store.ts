@@ -1,6 +1,7 @@
 /** Queries on users and their roles. No logic: the service decides, the store reads and writes. */
 import { sql, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
+import { preparedQuery } from '../storage/prepared.ts';
 import type { NewUserRow, UserRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 
@@ -15,17 +16,20 @@ export async function insertUserWithRoles(db: Db, user: NewUserRow, roles: reado
   }
 }
 
+const selectUserByEmail = preparedQuery((db, email: string) => db.selectFrom('users').selectAll().where('email', '=', email));
+const selectUserById = preparedQuery((db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id));
+const selectRolesOfUser = preparedQuery((db, userId: string) => db.selectFrom('user_roles').select('role').where('user_id', '=', userId).orderBy('role'));
+
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+  return (await selectUserByEmail(db, email)).rows[0];
 }
 
 export async function findUserById(db: Db, id: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  return (await selectUserById(db, id)).rows[0];
 }
 
 export async function findRolesByUserId(db: Db, userId: string): Promise<string[]> {
-  const rows = await db.selectFrom('user_roles').select('role').where('user_id', '=', userId).orderBy('role').execute();
-  return rows.map((row) => row.role);
+  return (await selectRolesOfUser(db, userId)).rows.map((row) => row.role);
 }
 
 export async function updatePasswordHash(db: Db, userId: string, passwordHash: string, updatedAt: number): Promise<void> {

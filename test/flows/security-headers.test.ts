@@ -56,6 +56,18 @@ describe('security headers and CORS', () => {
       assert.ok(!String(response.headers['content-security-policy']).includes('unsafe-inline'), `${url}: no unsafe-inline`);
       assert.ok(!(csp.get('script-src') ?? csp.get('default-src') ?? '').includes('*'), url);
     }
+    // Refused before any route runs: a NUL in the path, an undecodable path, a body too large.
+    const refusals = [
+      await t.app.inject({ method: 'GET', url: '/api/auth/session%00' }),
+      await t.app.inject({ method: 'GET', url: '/api/%E0%A4%A' }),
+      await t.app.inject({ method: 'POST', url: '/api/auth', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ email: 'x'.repeat(20_000) }) }),
+    ];
+    for (const response of refusals) {
+      assert.ok(response.statusCode >= 400 && response.statusCode < 500, `refused with ${response.statusCode}`);
+      assert.equal(response.headers['x-content-type-options'], 'nosniff', `${response.statusCode}`);
+      assert.equal(response.headers['cache-control'], 'no-store', `${response.statusCode}`);
+      assert.match(String(response.headers['x-request-id']), /\S/, `${response.statusCode}`);
+    }
     // Public, unchanging documents may be cached.
     const jwks = await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
     assert.match(String(jwks.headers['cache-control']), /^public, max-age=\d+$/);

@@ -1,0 +1,74 @@
+/**
+ * One Gatehouse server: open storage -> migrate -> wire services -> build app -> listen. `main.ts`
+ * runs it in a single process or in each cluster worker; the cluster's primary never loads it.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import { migrateToLatest, openStorage } from './storage/database.ts';
+import { createServices } from './services.ts';
+import { buildApp } from './app.ts';
+import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
+import { workerIndex } from './cluster.ts';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  const storage = openStorage(config.database);
+  try {
+    await migrateToLatest(storage.db);
+    const services = await createServices({ config, storage });
+    const app = await buildApp(services);
+    const adminResult = await bootstrapAdmin(services);
+    if (adminResult === 'created') app.log.info({ email: config.admin?.email }, 'created the ADMIN user from ADMIN_EMAIL');
+
+    const address = await app.listen({ port: config.port, host: config.host });
+    app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy }, 'Gatehouse listening');
+    // With WORKERS > 1, every worker listens; the first one tells the operator.
+    if (workerIndex() === 0) printBanner(config, address, await services.users.countUsers());
+
+    return {
+      app,
+      async close() {
+        await app.close();
+        await storage.close();
+      },
+    };
+  } catch (error) {
+    await storage.close().catch(() => {});
+    throw error;
+  }
+}
+
+function printBanner(config: Config, listeningOn: string, userCount: number): void {
+  if (config.env === 'test') return;
+  const url = config.authUrl;
+  const lines = [
+    '',
+    `  Gatehouse is running at ${url}  (listening on ${listeningOn}; ${config.database.kind}, ${config.sessionStrategy} sessions)`,
+    `  JWKS:     ${url}/.well-known/jwks.json`,
+    `  API docs: ${url}/api/docs/openapi.json`,
+    config.mail.kind === 'smtp'
+      ? `  Mail:     SMTP ${config.mail.smtp.host}:${config.mail.smtp.port}${config.mail.smtp.requireTls ? ' (TLS required)' : ''}`
+      : `  Mail:     not sent (EMAIL_SERVER_HOST is not set); see ${url}/dev/outbox`,
+  ];
+  if (userCount === 0) {
+    lines.push(
+      '',
+      '  No users yet. Create one (the password is read from standard input):',
+      "    printf '%s' 'a-long-password' | npx gatehouse users create --email you@example.com --name You --role ADMIN --password-stdin",
+      '  or set ADMIN_EMAIL and ADMIN_PASSWORD and restart.',
+    );
+  }
+  lines.push(
+    '',
+    '  Sign in:',
+    `    curl -s ${url}/api/auth -H 'content-type: application/json' \\`,
+    `      -d '{"email":"you@example.com","password":"a-long-password"}'`,
+    '',
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+

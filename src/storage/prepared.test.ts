@@ -1,0 +1,56 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { migrateToLatest, openStorage, type Storage } from './database.ts';
+import { preparedQuery } from './prepared.ts';
+
+for (const backend of await backends()) {
+  describe(`preparedQuery on ${backend.name}`, { skip: backend.skip }, () => {
+    let database: TestDatabase;
+    let storage: Storage;
+
+    before(async () => {
+      database = await backend.create();
+      storage = openStorage(database.config);
+      await migrateToLatest(storage.db);
+      for (const key of ['a', 'b', 'c']) await storage.db.insertInto('rate_limits').values({ key, points: key.charCodeAt(0), expire: null }).execute();
+    });
+    after(async () => {
+      await storage?.close();
+      await database?.drop();
+    });
+
+    it('runs the compiled query with each call’s values, in any order and repeated', async () => {
+      let builds = 0;
+      const between = preparedQuery((db, low: number, high: number) => {
+        builds++;
+        return db
+          .selectFrom('rate_limits')
+          .select('key')
+          .where('points', '<=', high)
+          .where(sql<boolean>`points >= ${low} and ${low} >= 0`)
+          .orderBy('key');
+      });
+      assert.deepEqual((await between(storage.db, 97, 98)).rows.map((row) => row.key), ['a', 'b']);
+      assert.deepEqual((await between(storage.db, 98, 99)).rows.map((row) => row.key), ['b', 'c']);
+      assert.deepEqual((await between(storage.db, 100, 200)).rows, []);
+      assert.equal(builds, 1, 'built once for the same db');
+      await storage.db.transaction().execute(async (trx) => {
+        assert.deepEqual((await between(trx, 99, 99)).rows.map((row) => row.key), ['c']);
+      });
+      assert.equal(builds, 2, 'and once for the transaction');
+    });
+
+    it('keeps constants the builder put in the query', async () => {
+      const byKeyOrC = preparedQuery((db, key: string) => db.selectFrom('rate_limits').select('key').where('key', 'in', [key, 'c']).orderBy('key'));
+      assert.deepEqual((await byKeyOrC(storage.db, 'a')).rows.map((row) => row.key), ['a', 'c']);
+      assert.deepEqual((await byKeyOrC(storage.db, 'b')).rows.map((row) => row.key), ['b', 'c']);
+    });
+
+    it('refuses a builder that does not pass an argument to the query as a value', async () => {
+      const computed = preparedQuery((db, points: number) => db.selectFrom('rate_limits').select('key').where('points', '=', points + 1));
+      await assert.rejects(computed(storage.db, 1), /every argument must be a value/);
+    });
+  });
+}

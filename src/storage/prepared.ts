@@ -1,0 +1,47 @@
+/**
+ * Hot queries, compiled once instead of rebuilt on every call. Kysely's builder (node trees, frozen
+ * copies, the compiler's visitor) was 15–21 % of a request's time in the profiles of the session
+ * check and sign-in (bench/analysis.md); the SQL it produces never changes, only the values.
+ *
+ *   const findById = preparedQuery((db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id));
+ *   const { rows } = await findById(db, userId);
+ *
+ * `build` runs once per `db` (the root instance, or each new transaction) with marker values in
+ * place of the arguments; every later call reuses the compiled SQL and swaps the real values in by
+ * position. So `build` must pass each argument straight to Kysely as a value (no arithmetic or
+ * branching on it), and must use every argument, which is checked when it is compiled.
+ */
+import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
+import type { Db } from './database.ts';
+
+interface Prepared<R> {
+  compiled: CompiledQuery<R>;
+  /** For each SQL parameter: the index of the argument it takes, or the constant the builder put there. */
+  slots: ReadonlyArray<{ argument: number } | { constant: unknown }>;
+}
+
+export function preparedQuery<A extends unknown[], R>(build: (db: Db, ...args: A) => Compilable<R>): (db: Db, ...args: A) => Promise<QueryResult<R>> {
+  const byDb = new WeakMap<Db, Prepared<R>>();
+  const markers = Array.from({ length: build.length - 1 }, (_, i) => `\u0000prepared-argument-${i}\u0000`);
+
+  function prepare(db: Db): Prepared<R> {
+    const compiled = build(db, ...(markers as unknown as A)).compile();
+    const slots = compiled.parameters.map((value) => {
+      const argument = typeof value === 'string' ? markers.indexOf(value) : -1;
+      return argument === -1 ? { constant: value } : { argument };
+    });
+    const used = new Set(slots.flatMap((slot) => ('argument' in slot ? [slot.argument] : [])));
+    if (used.size !== markers.length) throw new Error(`preparedQuery: every argument must be a value in the query (${compiled.sql})`);
+    return { compiled, slots };
+  }
+
+  return async (db, ...args) => {
+    let prepared = byDb.get(db);
+    if (prepared === undefined) {
+      prepared = prepare(db);
+      byDb.set(db, prepared);
+    }
+    const parameters = prepared.slots.map((slot) => ('argument' in slot ? args[slot.argument] : slot.constant));
+    return db.executeQuery({ ...prepared.compiled, parameters });
+  };
+}
