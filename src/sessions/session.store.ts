@@ -2,10 +2,24 @@
 import { sql } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
-import { preparedQuery } from '../storage/prepared.ts';
+import { preparedInsert, preparedQuery } from '../storage/prepared.ts';
+
+const insertSessionRow = preparedInsert('sessions', {
+  id: true,
+  user_id: true,
+  refresh_seed: true,
+  refresh_generation: true,
+  refresh_rotated_at: true,
+  created_at: true,
+  expires_at: true,
+  last_seen_at: true,
+  revoked_at: true,
+  ip: true,
+  user_agent: true,
+});
 
 export async function insertSession(db: Db, row: SessionRow): Promise<void> {
-  await db.insertInto('sessions').values(row).execute();
+  await insertSessionRow(db, row);
 }
 
 const selectSessionById = preparedQuery((db, id: string) => db.selectFrom('sessions').selectAll().where('id', '=', id));

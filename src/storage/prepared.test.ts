@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { migrateToLatest, openStorage, type Storage } from './database.ts';
-import { preparedQuery } from './prepared.ts';
+import { preparedInsert, preparedQuery } from './prepared.ts';
 
 for (const backend of await backends()) {
   describe(`preparedQuery on ${backend.name}`, { skip: backend.skip }, () => {
@@ -46,6 +46,17 @@ for (const backend of await backends()) {
       const byKeyOrC = preparedQuery((db, key: string) => db.selectFrom('rate_limits').select('key').where('key', 'in', [key, 'c']).orderBy('key'));
       assert.deepEqual((await byKeyOrC(storage.db, 'a')).rows.map((row) => row.key), ['a', 'c']);
       assert.deepEqual((await byKeyOrC(storage.db, 'b')).rows.map((row) => row.key), ['b', 'c']);
+    });
+
+    it('inserts whole rows with one compiled statement, nulls included', async () => {
+      const insert = preparedInsert('rate_limits', { key: true, points: true, expire: true });
+      await insert(storage.db, { key: 'x', points: 7, expire: 123 });
+      await insert(storage.db, { key: 'y', points: 8, expire: null });
+      const rows = await storage.db.selectFrom('rate_limits').selectAll().where('key', 'in', ['x', 'y']).orderBy('key').execute();
+      assert.deepEqual(rows.map((row) => ({ ...row })), [
+        { key: 'x', points: 7, expire: 123 },
+        { key: 'y', points: 8, expire: null },
+      ]);
     });
 
     it('refuses a builder that does not pass an argument to the query as a value', async () => {

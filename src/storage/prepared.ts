@@ -11,8 +11,9 @@
  * position. So `build` must pass each argument straight to Kysely as a value (no arithmetic or
  * branching on it), and must use every argument, which is checked when it is compiled.
  */
-import type { Compilable, CompiledQuery, QueryResult } from 'kysely';
+import type { Compilable, CompiledQuery, Insertable, QueryResult } from 'kysely';
 import type { Db } from './database.ts';
+import type { Database } from './schema.ts';
 
 interface Prepared<R> {
   compiled: CompiledQuery<R>;
@@ -21,8 +22,27 @@ interface Prepared<R> {
 }
 
 export function preparedQuery<A extends unknown[], R>(build: (db: Db, ...args: A) => Compilable<R>): (db: Db, ...args: A) => Promise<QueryResult<R>> {
+  return compileOnce(build.length - 1, build);
+}
+
+/**
+ * An insert of whole rows into `table`, compiled once. `columns` names every column of the table
+ * (the type checks it is all of them, so a column added later cannot be silently left out).
+ */
+export function preparedInsert<T extends keyof Database>(table: T, columns: Record<keyof Insertable<Database[T]> & string, true>) {
+  const names = Object.keys(columns);
+  const insert = compileOnce(names.length, (db, ...values: unknown[]) =>
+    db.insertInto(table).values(Object.fromEntries(names.map((column, i) => [column, values[i]])) as never),
+  );
+  return async (db: Db, row: Insertable<Database[T]>): Promise<void> => {
+    const record = row as Record<string, unknown>;
+    await insert(db, ...names.map((column) => record[column] ?? null));
+  };
+}
+
+function compileOnce<A extends unknown[], R>(arity: number, build: (db: Db, ...args: A) => Compilable<R>): (db: Db, ...args: A) => Promise<QueryResult<R>> {
   const byDb = new WeakMap<Db, Prepared<R>>();
-  const markers = Array.from({ length: build.length - 1 }, (_, i) => `\u0000prepared-argument-${i}\u0000`);
+  const markers = Array.from({ length: arity }, (_, i) => `\u0000prepared-argument-${i}\u0000`);
 
   function prepare(db: Db): Prepared<R> {
     const compiled = build(db, ...(markers as unknown as A)).compile();
