@@ -64,7 +64,15 @@ describe('loadConfig', () => {
     assert.equal(config.authUrl, 'https://auth.example.com');
     assert.equal(config.isSecureOrigin, true);
     assert.equal(config.host, '0.0.0.0');
-    assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://u:p@db:5432/gatehouse' });
+    assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://u:p@db:5432/gatehouse', queryTimeoutMs: 5_000 });
+  });
+
+  it('bounds PostgreSQL queries by DATABASE_QUERY_TIMEOUT_MS; SQLite has no such bound', () => {
+    const postgres = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), DATABASE_URL: 'postgres://db/gatehouse', DATABASE_QUERY_TIMEOUT_MS: '2500' });
+    assert.deepEqual(postgres.database, { kind: 'postgres', url: 'postgres://db/gatehouse', queryTimeoutMs: 2_500 });
+    const sqlite = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), DATABASE_QUERY_TIMEOUT_MS: '2500' });
+    assert.equal(sqlite.database.kind, 'sqlite');
+    assert.ok(!('queryTimeoutMs' in sqlite.database));
   });
 
   it('rejects unparseable values with the variable named', () => {
@@ -85,6 +93,8 @@ describe('loadConfig', () => {
       [{ RESET_TOKEN_TTL: 'soon' }, 'RESET_TOKEN_TTL'],
       [{ REFRESH_REUSE_GRACE: '5m' }, 'REFRESH_REUSE_GRACE'],
       [{ SESSION_IDLE_TIMEOUT: '5m' }, 'SESSION_TOUCH_INTERVAL'],
+      [{ DATABASE_QUERY_TIMEOUT_MS: '0' }, 'DATABASE_QUERY_TIMEOUT_MS'],
+      [{ DATABASE_QUERY_TIMEOUT_MS: '5s' }, 'DATABASE_QUERY_TIMEOUT_MS'],
     ];
     for (const [env, name] of cases) {
       const problems = problemsOf({ AUTH_SECRET: SECRET, ...env });

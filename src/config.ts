@@ -13,7 +13,15 @@ export type SessionStrategy = 'database' | 'jwt';
 
 export type DatabaseConfig =
   | { readonly kind: 'sqlite'; readonly path: string }
-  | { readonly kind: 'postgres'; readonly url: string };
+  | {
+      readonly kind: 'postgres';
+      readonly url: string;
+      /**
+       * How long a query may go without an answer before it fails as "unavailable" and its
+       * connection is dropped (DATABASE_QUERY_TIMEOUT_MS). Absent: no bound (scripts, bulk loads).
+       */
+      readonly queryTimeoutMs?: number;
+    };
 
 export interface Argon2Config {
   readonly memoryKib: number;
@@ -237,7 +245,11 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const authUrl = parseAuthUrl(configuredAuthUrl ?? `http://localhost:${port}`, isProduction, problems);
 
   const dataDir = resolve(read.string('DATA_DIR') ?? './data');
-  const database = parseDatabaseUrl(read.string('DATABASE_URL') ?? `sqlite:${join(dataDir, 'gatehouse.db')}`, problems);
+  const parsedDatabase = parseDatabaseUrl(read.string('DATABASE_URL') ?? `sqlite:${join(dataDir, 'gatehouse.db')}`, problems);
+  // A PostgreSQL that accepts connections but never answers (a partition, a frozen host) would
+  // otherwise hold every request that touches it, and the pool with it, until the path returns.
+  const queryTimeoutMs = read.integer('DATABASE_QUERY_TIMEOUT_MS', 5_000, { min: 100, max: 600_000 });
+  const database = parsedDatabase?.kind === 'postgres' ? { ...parsedDatabase, queryTimeoutMs } : parsedDatabase;
 
   if (workers > 1 && database?.kind === 'sqlite' && database.path === ':memory:') {
     problems.push('WORKERS must be 1 with an in-memory SQLite database: each process would have a database of its own');

@@ -2,10 +2,12 @@
  * Opens storage for the configured database, applies migrations, and exposes the one Kysely
  * instance every store uses.
  */
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
+import { UnavailableError } from '../errors.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite.ts';
 import * as initial from './migrations/0001-initial.ts';
@@ -66,7 +68,96 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  return wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
+  const bounded = config.queryTimeoutMs === undefined ? pool : boundQueries(pool, config.queryTimeoutMs);
+  return wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool: bounded }) }), 'postgres');
+}
+
+/** Queries run inside it have no time bound: migrations, which may rightly take long. */
+const unboundedQueries = new AsyncLocalStorage<true>();
+
+/** pg's error for a query whose `query_timeout` passed without an answer. */
+const READ_TIMEOUT_MESSAGE = 'Query read timeout';
+/** pg-pool's errors for a connection not had in time (none free, or the server silent at connect). */
+const CONNECT_TIMEOUT = /timeout exceeded when trying to connect|Connection terminated due to connection timeout/;
+
+/**
+ * The pool as Kysely sees it, bounded against a PostgreSQL that accepts connections but never
+ * answers (a partition, a frozen host), which would otherwise hold every request that touches it:
+ * - Every query gets `timeoutMs` (pg's `query_timeout`). Past it, it fails as UnavailableError (503,
+ *   never 500), and its connection is dropped on release, never handed out again: pg leaves the
+ *   unanswered query on it, so the next query would wait behind it, and an answer arriving later
+ *   could end a transaction that is no longer ours.
+ * - Once a query or a connection attempt has waited `timeoutMs` and the database has answered
+ *   nothing at all meanwhile (no other query either: not one slow query, a silent server), it
+ *   counts as hung: one checkout at a time goes ahead to find out, every other fails at once as
+ *   UnavailableError, until the first answer. Without that, a request that makes several queries
+ *   waited one timeout for each (a sign-in counts its rate limits in storage, and each counter
+ *   falls back to memory only after its own timeout: 30 s and more).
+ */
+function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
+  let lastAnswerAt = performance.now();
+  let isHung = false;
+  let isProbing = false;
+  const heard = () => {
+    lastAnswerAt = performance.now();
+    isHung = false;
+  };
+  /** Something started at `startedAt` ran out of time: the database is hung if it has said nothing since. */
+  const timedOut = (startedAt: number) => {
+    if (lastAnswerAt < startedAt) isHung = true;
+  };
+  // A new connection that completed its start-up is an answer too.
+  pool.on('connect', heard);
+
+  return {
+    options: pool.options,
+    end: () => pool.end(),
+    async connect(): Promise<PostgresPoolClient> {
+      if (unboundedQueries.getStore() === true) return pool.connect();
+      if (isHung && isProbing) throw new UnavailableError('PostgreSQL is not answering');
+      const isProbe = isHung;
+      if (isProbe) isProbing = true;
+      const endProbe = () => {
+        if (isProbe) isProbing = false;
+      };
+      const connectStartedAt = performance.now();
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        endProbe();
+        if (error instanceof Error && CONNECT_TIMEOUT.test(error.message)) timedOut(connectStartedAt);
+        throw error;
+      }
+      let hasTimedOut = false;
+      const unanswered = (cause?: unknown) => new UnavailableError(`PostgreSQL did not answer within ${timeoutMs} ms`, { cause });
+      const query = async (text: string, values: readonly unknown[]) => {
+        // After a timeout (a transaction's ROLLBACK, say) this connection would only wait again.
+        if (hasTimedOut) throw unanswered();
+        const startedAt = performance.now();
+        try {
+          // Per-query `query_timeout`: documented by pg, missing from its types.
+          const config: pg.QueryConfig & { query_timeout: number } = { text, values: values as unknown[], query_timeout: timeoutMs };
+          const result = await client.query(config);
+          heard();
+          return result as PostgresQueryResult<unknown>;
+        } catch (error) {
+          if (error instanceof pg.DatabaseError) heard();
+          if (!(error instanceof Error) || error.message !== READ_TIMEOUT_MESSAGE) throw error;
+          hasTimedOut = true;
+          timedOut(startedAt);
+          throw unanswered(error);
+        }
+      };
+      return {
+        query: query as PostgresPoolClient['query'],
+        release(destroy?: boolean) {
+          endProbe();
+          client.release(destroy === true || hasTimedOut);
+        },
+      };
+    },
+  };
 }
 
 function wrap(db: Db, dialect: DatabaseConfig['kind']): Storage {
@@ -88,7 +179,8 @@ export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
     db,
     provider: { getMigrations: async () => MIGRATIONS },
   });
-  const result = await migrator.migrateToLatest();
+  // Unbounded: a migration building an index on a large table may rightly take minutes.
+  const result = await unboundedQueries.run(true, () => migrator.migrateToLatest());
   if (result.error !== undefined) {
     const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`Migration ${failed} failed`, { cause: result.error });

@@ -132,6 +132,20 @@ export function describeOutcome(outcome: Outcome): string {
   return `${outcome.kind} ${outcome.status}${outcome.code === undefined ? '' : ` ${outcome.code}`}`;
 }
 
+export type FaultPhase = 'before' | 'at-fault' | 'during' | 'recovering' | 'after';
+
+/**
+ * Where an outcome falls around a fault: answered before it began; in flight when it began;
+ * sent and answered while it lasted; sent before service was back (`recoveredAt`); or after.
+ */
+export function faultPhase(outcome: Outcome, times: { faultAt: number; endAt: number; recoveredAt: number }): FaultPhase {
+  if (outcome.doneAt < times.faultAt) return 'before';
+  if (outcome.sentAt < times.faultAt) return 'at-fault';
+  if (outcome.doneAt <= times.endAt) return 'during';
+  if (outcome.sentAt < times.recoveredAt) return 'recovering';
+  return 'after';
+}
+
 /** Runs `worker(index)` in `concurrency` loops until `shouldStop()` says so. */
 export async function runLoops(concurrency: number, shouldStop: () => boolean, worker: (index: number) => Promise<void>): Promise<void> {
   await Promise.all(
