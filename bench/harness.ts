@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { HashBound } from './hash-bound.ts';
 import type { ProbeReport } from './probe.ts';
+import { startScriptNodeArgs } from '../test/helpers/process.ts';
 
 export const HOST = '127.0.0.1';
 export const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -613,17 +614,6 @@ export interface Gatehouse extends App {
 }
 
 const SERVER_ENTRY = join(BENCH_DIR, 'server-entry.ts');
-
-/**
- * The Node flags `npm start` runs the server with (package.json `scripts.start`, e.g.
- * `--max-semi-space-size=8`), so the bench measures what operators run.
- */
-export function startScriptNodeArgs(): string[] {
-  const manifest = JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const words = manifest.scripts.start.trim().split(/\s+/);
-  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts') throw new Error(`package.json start script is not "node [flags] src/main.ts": ${manifest.scripts.start}`);
-  return words.slice(1, -1);
-}
 
 /** A fresh store: a temp dir (and SQLite file in it) or a scratch PostgreSQL database. */
 export async function createStore(name: string, database: 'sqlite' | 'postgres'): Promise<GatehouseStore> {

@@ -28,7 +28,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { GENEROUS_LIMITS } from '../test/helpers/app.ts';
-import { randomSecret, startGatehouse, type RunningGatehouse } from '../test/helpers/process.ts';
+import { randomSecret, startGatehouse, startScriptNodeArgs, type RunningGatehouse } from '../test/helpers/process.ts';
 import { call, countOutcomes, sleep, type Outcome } from '../test/helpers/traffic.ts';
 
 const TABLES = ['users', 'sessions', 'revoked_sessions', 'audit_events', 'mail_outbox', 'action_tokens', 'rate_limits'] as const;
@@ -138,6 +138,8 @@ async function main(): Promise<number> {
       },
       cleanup: (fn) => cleanups.push(fn),
       deadlineMs: durationMs + 120_000,
+      // As `npm start` runs it (its memory flags), so the RSS figures are what operators see.
+      nodeArgs: startScriptNodeArgs(),
     });
     const { base } = server;
     const pid = server.child.pid;

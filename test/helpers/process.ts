@@ -10,10 +10,22 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 
 /** The repository root: the working directory of every child, as for `npm start`. */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const SERVER_ENTRY = resolve(REPO_ROOT, 'src/main.ts');
+
+/**
+ * The Node flags `npm start` runs the server with (package.json `scripts.start`, e.g.
+ * `--max-semi-space-size=8`), for measurements (bench, soak) of what operators run.
+ */
+export function startScriptNodeArgs(): string[] {
+  const manifest = JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = manifest.scripts.start.trim().split(/\s+/);
+  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts') throw new Error(`package.json start script is not "node [flags] src/main.ts": ${manifest.scripts.start}`);
+  return words.slice(1, -1);
+}
 export const CLI_ENTRY = resolve(REPO_ROOT, 'src/cli/main.ts');
 
 /** Default hard limit on a child's lifetime. */
@@ -315,12 +327,14 @@ export async function startGatehouse(options: {
   cleanup: RegisterCleanup;
   startTimeoutMs?: number;
   deadlineMs?: number;
+  /** Node flags before the entry (`startScriptNodeArgs()` for what `npm start` runs). */
+  nodeArgs?: readonly string[];
 }): Promise<RunningGatehouse> {
   const startTimeoutMs = options.startTimeoutMs ?? 30_000;
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const authUrl = options.env.AUTH_URL ?? `http://127.0.0.1:${port}`;
-    const child = startNode([SERVER_ENTRY], {
+    const child = startNode([...(options.nodeArgs ?? []), SERVER_ENTRY], {
       env: { ...options.env, HOST: '127.0.0.1', PORT: String(port), AUTH_URL: authUrl },
       deadlineMs: options.deadlineMs ?? 120_000,
       cleanup: options.cleanup,
