@@ -120,12 +120,14 @@ export function createProtector(options: ProtectorOptions): Protector {
    * Verified tokens are remembered (bounded, until they expire), so a client that reuses its token
    * for its whole lifetime costs one signature check, not one per request.
    */
-  const verified = new Map<string, { user: GatehouseUser; expiresAtMs: number }>();
+  const verified = new Map<string, { user: Readonly<GatehouseUser>; expiresAtMs: number }>();
+  /** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
+  const copyOf = (user: Readonly<GatehouseUser>): GatehouseUser => ({ ...user, roles: [...user.roles] });
 
   async function verifyToken(token: string): Promise<GatehouseUser | null> {
     const remembered = verified.get(token);
     if (remembered !== undefined) {
-      if (remembered.expiresAtMs + CLOCK_TOLERANCE_SECONDS * 1000 > Date.now()) return remembered.user;
+      if (remembered.expiresAtMs + CLOCK_TOLERANCE_SECONDS * 1000 > Date.now()) return copyOf(remembered.user);
       verified.delete(token);
       return null;
     }
@@ -146,9 +148,9 @@ export function createProtector(options: ProtectorOptions): Protector {
     const { sub, sid, roles, exp } = payload;
     if (typeof sub !== 'string' || typeof sid !== 'string' || typeof exp !== 'number') return null;
     if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) return null;
-    const user: GatehouseUser = Object.freeze({ userId: sub, sessionId: sid, roles: Object.freeze([...roles]) as string[] });
+    const user: GatehouseUser = { userId: sub, sessionId: sid, roles: [...roles] };
     if (verified.size >= MAX_REMEMBERED_TOKENS) verified.delete(verified.keys().next().value!);
-    verified.set(token, { user, expiresAtMs: exp * 1000 });
+    verified.set(token, { user: copyOf(user), expiresAtMs: exp * 1000 });
     return user;
   }
 
