@@ -473,9 +473,12 @@ export async function warmUp(spec: LoadSpec, seconds: number): Promise<void> {
   if (seconds > 0) await autocannon({ ...autocannonOptions(spec), duration: seconds });
 }
 
-/** One measured round against `app`, with its peak RSS and event-loop report. */
-export async function runRound(app: App, spec: LoadSpec, seconds: number): Promise<RawRound> {
-  await waitForQuiet();
+/**
+ * One measured round against `app`, with its peak RSS and event-loop report. It starts once the
+ * apps are idle, unless `isUnderOtherLoad` (a scenario that runs a second load on purpose).
+ */
+export async function runRound(app: App, spec: LoadSpec, seconds: number, isUnderOtherLoad = false): Promise<RawRound> {
+  if (!isUnderOtherLoad) await waitForQuiet();
   await readProbes(app); // starts the window the next read reports
   const rss = sampleRss(app.pid);
   const result: Result = await autocannon({ ...autocannonOptions(spec), duration: seconds });
@@ -597,6 +600,8 @@ export interface GatehouseOptions {
   /** Reuse this store instead of a new one (the growth scenario restarts on a seeded store). */
   store?: GatehouseStore;
   profileDir?: string | null;
+  /** Settings the scenario compares (e.g. HASH_THREAD_NICE), over the bench's own. */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface GatehouseStore {
@@ -613,7 +618,7 @@ export interface Gatehouse extends App {
   options: GatehouseOptions;
 }
 
-const SERVER_ENTRY = join(BENCH_DIR, 'server-entry.ts');
+const SERVER_ENTRY = join(BENCH_DIR, 'server-entry.js');
 
 /** A fresh store: a temp dir (and SQLite file in it) or a scratch PostgreSQL database. */
 export async function createStore(name: string, database: 'sqlite' | 'postgres'): Promise<GatehouseStore> {
@@ -632,7 +637,7 @@ export async function createStore(name: string, database: 'sqlite' | 'postgres')
  * or HASH_* in the shell silently benchmark another configuration. The sign-in limits per IP are
  * raised (every request comes from 127.0.0.1) but still counted, so their cost is measured.
  */
-export function gatehouseEnv(store: GatehouseStore, port: number, options: Pick<GatehouseOptions, 'strategy' | 'workers'>): NodeJS.ProcessEnv {
+export function gatehouseEnv(store: GatehouseStore, port: number, options: Pick<GatehouseOptions, 'strategy' | 'workers' | 'env'>): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     NODE_ENV: 'development',
@@ -651,6 +656,7 @@ export function gatehouseEnv(store: GatehouseStore, port: number, options: Pick<
     // Every attempt counts as a failure until its password verifies: 64 in flight from one
     // address would pass the default 30 and lock 127.0.0.1 out for the window.
     RATE_LIMIT_SIGNIN_FAILURES_PER_IP: '1000000/1m',
+    ...options.env,
   };
 }
 

@@ -10,7 +10,7 @@ import { basename, join } from 'node:path';
 import { BENCH_DIR, REPO_DIR, RESULTS_DIR, filesIn } from './harness.ts';
 import type { RunRecord, ScenarioResult } from './scenarios.ts';
 
-const ORDER = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'growth'];
+const ORDER = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'growth'];
 const OUTPUT = join(REPO_DIR, 'BENCHMARKS.md');
 const ANALYSIS = join(BENCH_DIR, 'analysis.md');
 /** Below this event-loop utilisation a fast route was limited by the load generator, not the server. */

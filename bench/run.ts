@@ -7,7 +7,7 @@
  *
  * Environment:
  *   BENCH_ONLY=<name>[,<name>]   run only these scenarios (signin, signin-workers, session,
- *                                protected, jwks, protect, growth); default: all but growth
+ *                                protected, jwks, protect, flood, growth); default: all but growth
  *   BENCH_SECONDS=8              measured seconds of each load run (plus a short warm-up)
  *   BENCH_CONNECTIONS=32         connections for the fast endpoints
  *   BENCH_SIGNIN_CONNECTIONS=8,64  sign-in concurrencies
@@ -30,6 +30,7 @@ import {
 } from './harness.ts';
 import {
   DEFAULT_SCENARIOS,
+  floodScenario,
   jwksScenario,
   protectScenario,
   protectedScenario,
@@ -51,6 +52,7 @@ const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> =
   protected: protectedScenario,
   jwks: jwksScenario,
   protect: protectScenario,
+  flood: floodScenario,
   growth: growthScenario,
 };
 

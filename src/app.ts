@@ -11,7 +11,7 @@ import type { Services } from './services.ts';
 import type { TrustProxy } from './config.ts';
 import { registerErrorHandling, sendError, toErrorBody } from './errors.ts';
 import { deriveKey } from './lib/derive-key.ts';
-import { generateRequestId, loggerOptions } from './http/logging.ts';
+import { generateRequestId, lazyRequestLogger, loggerOptions } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
 import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
@@ -51,6 +51,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config),
     genReqId: generateRequestId,
+    childLoggerFactory: lazyRequestLogger,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT_BYTES,
     onProtoPoisoning: 'error',

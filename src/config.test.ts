@@ -26,10 +26,11 @@ describe('loadConfig', () => {
     assert.equal(config.env, 'development');
     assert.equal(config.port, 3000);
     assert.equal(config.authUrl, 'http://localhost:3000');
-    assert.deepEqual(config.database, { kind: 'sqlite', path: join(dataDir, 'gatehouse.db') });
+    assert.deepEqual(config.database, { kind: 'sqlite', path: join(dataDir, 'gatehouse.db'), cacheMib: 32 });
     assert.equal(config.sessionStrategy, 'database');
     assert.equal(config.isSecureOrigin, false);
     assert.deepEqual(config.passwords.argon2, { memoryKib: 19_456, iterations: 2, parallelism: 1 });
+    assert.equal(config.passwords.hashThreadNice, 10);
     assert.equal(config.tokens.issuer, 'http://localhost:3000');
   });
 
@@ -95,6 +96,9 @@ describe('loadConfig', () => {
       [{ SESSION_IDLE_TIMEOUT: '5m' }, 'SESSION_TOUCH_INTERVAL'],
       [{ DATABASE_QUERY_TIMEOUT_MS: '0' }, 'DATABASE_QUERY_TIMEOUT_MS'],
       [{ DATABASE_QUERY_TIMEOUT_MS: '5s' }, 'DATABASE_QUERY_TIMEOUT_MS'],
+      [{ HASH_THREAD_NICE: '20' }, 'HASH_THREAD_NICE'],
+      [{ SQLITE_CACHE_MB: '0' }, 'SQLITE_CACHE_MB'],
+      [{ HASH_THREAD_NICE: '-5' }, 'HASH_THREAD_NICE'],
     ];
     for (const [env, name] of cases) {
       const problems = problemsOf({ AUTH_SECRET: SECRET, ...env });

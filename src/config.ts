@@ -12,7 +12,12 @@ import { isIP, isIPv4, isIPv6 } from 'node:net';
 export type SessionStrategy = 'database' | 'jwt';
 
 export type DatabaseConfig =
-  | { readonly kind: 'sqlite'; readonly path: string }
+  | {
+      readonly kind: 'sqlite';
+      readonly path: string;
+      /** SQLite's page cache per connection (SQLITE_CACHE_MB). Absent: SQLite's own 2 MB. */
+      readonly cacheMib?: number;
+    }
   | {
       readonly kind: 'postgres';
       readonly url: string;
@@ -148,6 +153,8 @@ export interface Config {
     readonly maxConcurrentHashes: number;
     readonly maxQueuedHashes: number;
     readonly queueTimeoutMs: number;
+    /** Nice value of the thread pool that hashes run on (Linux): above 0, the event loop comes first. */
+    readonly hashThreadNice: number;
   };
   readonly admin: { readonly email: string; readonly password: string; readonly name: string } | null;
   readonly accounts: {
@@ -249,7 +256,13 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   // A PostgreSQL that accepts connections but never answers (a partition, a frozen host) would
   // otherwise hold every request that touches it, and the pool with it, until the path returns.
   const queryTimeoutMs = read.integer('DATABASE_QUERY_TIMEOUT_MS', 5_000, { min: 100, max: 600_000 });
-  const database = parsedDatabase?.kind === 'postgres' ? { ...parsedDatabase, queryTimeoutMs } : parsedDatabase;
+  // SQLite's default page cache (2 MB) stops holding a varied set of sessions once the tables are
+  // large: at 1,000,000 sessions, 2,000 different session checks cost 27 µs each against 20 µs with
+  // 32 MB (bench/analysis.md, growth). Pages are cached as they are read, so a small store uses less.
+  const database =
+    parsedDatabase?.kind === 'postgres'
+      ? { ...parsedDatabase, queryTimeoutMs }
+      : parsedDatabase && { ...parsedDatabase, cacheMib: read.integer('SQLITE_CACHE_MB', 32, { min: 1, max: 4_096 }) };
 
   if (workers > 1 && database?.kind === 'sqlite' && database.path === ':memory:') {
     problems.push('WORKERS must be 1 with an in-memory SQLite database: each process would have a database of its own');
@@ -286,6 +299,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const maxConcurrentHashes = read.integer('HASH_CONCURRENCY', Math.max(2, availableParallelism()), { min: 1, max: 256 });
   const maxQueuedHashes = read.integer('HASH_QUEUE_MAX', 512, { min: 0, max: 100_000 });
   const queueTimeoutMs = read.integer('HASH_QUEUE_TIMEOUT_MS', 5_000, { min: 1, max: 60_000 });
+  const hashThreadNice = read.integer('HASH_THREAD_NICE', 10, { min: 0, max: 19 });
 
   const adminEmail = read.string('ADMIN_EMAIL');
   const adminPassword = read.string('ADMIN_PASSWORD');
@@ -366,6 +380,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       maxConcurrentHashes,
       maxQueuedHashes,
       queueTimeoutMs,
+      hashThreadNice,
     },
     admin:
       adminEmail !== undefined && adminPassword !== undefined

@@ -9,6 +9,7 @@ import { createServices } from './services.ts';
 import { buildApp } from './app.ts';
 import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
 import { workerIndex } from './cluster.ts';
+import { lowerThreadPoolPriority } from './lib/thread-pool-priority.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -24,6 +25,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const adminResult = await bootstrapAdmin(services);
     if (adminResult === 'created') app.log.info({ email: config.admin?.email }, 'created the ADMIN user from ADMIN_EMAIL');
 
+    if (config.passwords.hashThreadNice > 0) {
+      const threads = await lowerThreadPoolPriority(config.passwords.hashThreadNice);
+      app.log.info({ nice: config.passwords.hashThreadNice, threads }, threads === null ? 'hash threads keep their priority: this system does not let them be lowered' : 'hash threads run below the event loop');
+    }
     const address = await app.listen({ port: config.port, host: config.host });
     app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy }, 'Gatehouse listening');
     // With WORKERS > 1, every worker listens; the first one tells the operator.

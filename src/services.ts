@@ -71,7 +71,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   const mail = createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger });
   const actionTokens = createActionTokens({ clock });
   // Shared counters: storage by default, Redis with REDIS_URL; memory while either fails.
-  const rateLimiters = createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
+  const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
   const limits = createRequestLimits(rateLimiters, config.rateLimits);
   const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle });
   const credentials = createCredentialsService({

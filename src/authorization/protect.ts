@@ -194,8 +194,7 @@ export function createProtector(options: ProtectorOptions): Protector {
   });
 
   function evaluate(request: Request, rawPath?: string): Promise<Evaluation> {
-    const target = rawPath ?? (({ pathname, search }) => `${pathname}${search}`)(new URL(request.url));
-    return evaluateCredentials(credentialsOf(request), target);
+    return evaluateCredentials(credentialsOf(request), rawPath ?? pathAndQuery(request.url));
   }
 
   return {
@@ -219,6 +218,12 @@ function denialJson(reason: keyof typeof DENIAL_MESSAGES): Response {
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
   return new Response(JSON.stringify({ error: reason, message }), { status, headers });
+}
+
+/** The request target of an absolute URL: its path and query. */
+function pathAndQuery(url: string): string {
+  const { pathname, search } = new URL(url);
+  return `${pathname}${search}`;
 }
 
 /** `Authorization: Bearer <token>`, else one of our session cookies; an explicit header never falls back. */

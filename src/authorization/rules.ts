@@ -144,8 +144,11 @@ export interface RequestPath {
   readonly literal: string;
 }
 
-/** Plain segments only: no percent, dot, `;`, backslash or doubled slash, so both readings agree. */
-const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~-]+)+\/?$/;
+/**
+ * Plain segments only: no percent, `;`, backslash, doubled slash or `.`/`..` segment, so both
+ * readings agree. Dots inside a name (`/.well-known/jwks.json`, `/assets/app.css`) are plain.
+ */
+const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9_.~-]+)+\/?$/;
 
 /**
  * Reads a raw request path (query allowed) once, both ways; null when it is refused

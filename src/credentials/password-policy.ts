@@ -6,7 +6,7 @@
  * Guessability is estimated by zxcvbn-ts with its common-password and English dictionaries,
  * a maintained estimator rather than a list of our own.
  */
-import type { ZxcvbnFactory, ZxcvbnResult } from '@zxcvbn-ts/core';
+import { strengthEstimator, type StrengthEstimate } from './password-strength.ts';
 
 export interface PasswordPolicy {
   minLength: number;
@@ -27,28 +27,6 @@ const SERVICE_WORDS = ['gatehouse', 'gate house', 'auth', 'login', 'signin', 'ad
 /** zxcvbn's cost grows quickly with length; past this, the rest of a long password adds strength anyway. */
 const ESTIMATED_PREFIX_LENGTH = 100;
 
-let estimator: Promise<ZxcvbnFactory> | undefined;
-
-/**
- * Loaded and built on first use (about 150 ms and 55 MB: the dictionaries are large), so a process
- * that never sets a password (most of them: sign-in and session checks) never holds them.
- */
-function getEstimator(): Promise<ZxcvbnFactory> {
-  estimator ??= (async () => {
-    const [{ ZxcvbnFactory }, common, english] = await Promise.all([
-      import('@zxcvbn-ts/core'),
-      import('@zxcvbn-ts/language-common'),
-      import('@zxcvbn-ts/language-en'),
-    ]);
-    return new ZxcvbnFactory({
-      dictionary: { ...common.dictionary, ...english.dictionary },
-      graphs: common.adjacencyGraphs,
-      translations: english.translations,
-    });
-  })();
-  return estimator;
-}
-
 /** Returns why the password is refused, or null when it is acceptable. */
 export async function checkPassword(
   password: string,
@@ -65,9 +43,9 @@ export async function checkPassword(
   }
 
   const userInputs = identityWords(identity);
-  const result = (await getEstimator()).check([...normalised].slice(0, ESTIMATED_PREFIX_LENGTH).join(''), userInputs);
-  if (result.score >= policy.minScore) return null;
-  return explain(result);
+  const estimate = await strengthEstimator.estimate([...normalised].slice(0, ESTIMATED_PREFIX_LENGTH).join(''), userInputs);
+  if (estimate.score >= policy.minScore) return null;
+  return explain(estimate);
 }
 
 function identityWords(identity: { email?: string; name?: string }): string[] {
@@ -89,14 +67,14 @@ function identityWords(identity: { email?: string; name?: string }): string[] {
   return [...words];
 }
 
-function explain(result: ZxcvbnResult): PasswordRejection {
-  const dictionaries = result.sequence.map((match) => ('dictionaryName' in match ? String(match.dictionaryName) : ''));
+function explain(estimate: StrengthEstimate): PasswordRejection {
+  const dictionaries = estimate.dictionaryNames;
   if (dictionaries.includes('userInputs')) {
     return { reason: 'CONTAINS_IDENTITY', message: 'must not be built from your e-mail address, your name or the name of this service' };
   }
   if (dictionaries.some((name) => name.startsWith('passwords'))) {
     return { reason: 'TOO_COMMON', message: 'is too common: it is on lists of passwords attackers try first' };
   }
-  const hint = result.feedback.warning ?? result.feedback.suggestions[0] ?? 'Add more words that are less common.';
+  const hint = estimate.warning ?? estimate.suggestion ?? 'Add more words that are less common.';
   return { reason: 'TOO_GUESSABLE', message: `is too easy to guess. ${hint}` };
 }

@@ -2,7 +2,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
-import { createLogger, loggerOptions, maskSecretsInUrl, redactSecrets } from './logging.ts';
+import pino from 'pino';
+import { createLogger, lazyRequestLogger, loggerOptions, maskSecretsInUrl, redactSecrets } from './logging.ts';
 
 /** Secrets at every depth and in every spelling a careless log line might hold them. */
 function nestedSecrets() {
@@ -75,9 +76,44 @@ describe('logging', () => {
     assert.match(errorLine.err.stack, /upstream refused/);
   });
 
+  describe('lazyRequestLogger', () => {
+    function parentAt(level: string) {
+      const lines: Array<Record<string, unknown>> = [];
+      const parent = pino({ ...(loggerOptions({ logLevel: level as 'warn' }) as object) }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+      return { parent, lines };
+    }
+
+    it('writes nothing below the level, and lines at or above it with the bindings, censored like any line', () => {
+      const { parent, lines } = parentAt('warn');
+      const log = lazyRequestLogger(parent, { reqId: 'req-1' }, {});
+      log.info({ a: 1 }, 'quiet');
+      log.debug('quieter');
+      assert.equal(lines.length, 0);
+      log.warn({ password: 'lazy-secret', user: 'u-1' }, 'loud');
+      log.error('louder');
+      assert.deepEqual(lines.map((line) => [line.msg, line.reqId, line.level]), [['loud', 'req-1', 40], ['louder', 'req-1', 50]]);
+      assert.ok(!JSON.stringify(lines).includes('lazy-secret'));
+      assert.equal(lines[0]!.user, 'u-1');
+    });
+
+    it("follows a route's own level, and a level set on the request logger", () => {
+      const { parent, lines } = parentAt('warn');
+      const route = lazyRequestLogger(parent, { reqId: 'req-2' }, { level: 'debug' });
+      assert.equal(route.level, 'debug');
+      route.debug('route debug');
+      route.trace('too fine');
+      const request = lazyRequestLogger(parent, { reqId: 'req-3' }, {});
+      request.level = 'info';
+      request.info('now heard');
+      assert.deepEqual(lines.map((line) => [line.msg, line.reqId]), [['route debug', 'req-2'], ['now heard', 'req-3']]);
+      assert.equal((request.child({ step: 'x' }) as pino.Logger).bindings().reqId, 'req-3');
+    });
+  });
+
   describe('a server using these options', () => {
     const lines: string[] = [];
     const app = Fastify({
+      childLoggerFactory: lazyRequestLogger,
       logger: {
         ...(loggerOptions({ logLevel: 'info' }) as object),
         stream: new Writable({
@@ -111,6 +147,7 @@ describe('logging', () => {
       });
       const log = lines.join('');
       assert.ok(log.includes('careless'), 'the line was written');
+      assert.match(log, /"reqId":"req-[^"]+".*"msg":"careless"/, 'with the request id');
       for (const secret of ['hunter2-top-secret', 'body-secret-password', 'refresh-secret', 'url-secret-token', 'bearer-secret-token', 'cookie-secret']) {
         assert.ok(!log.includes(secret), `${secret} leaked into the log`);
       }

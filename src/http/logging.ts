@@ -4,7 +4,7 @@
  * are masked; and secrets that a handler might log by mistake are censored by key, at any depth.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest, FastifyServerOptions } from 'fastify';
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -183,6 +183,72 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<Fas
  */
 export function createLogger(config: Pick<Config, 'logLevel'>, destination: 1 | 2 | pino.DestinationStream = 1): Logger {
   return pino(baseLoggerOptions(config), typeof destination === 'number' ? pino.destination({ dest: destination, sync: true }) : destination);
+}
+
+type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * Fastify's per-request logger (its `childLoggerFactory`), made on first use. pino's `child()`
+ * serialises the bindings at once, through the censoring above: a few per cent of a fast request,
+ * and most requests log nothing. A call below the level returns without making the child; the
+ * first call at or above it makes the same child Fastify's default factory would.
+ */
+export function lazyRequestLogger(logger: FastifyBaseLogger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): FastifyBaseLogger {
+  return new LazyRequestLogger(logger as pino.Logger, bindings, options) as unknown as FastifyBaseLogger;
+}
+
+class LazyRequestLogger {
+  readonly #parent: pino.Logger;
+  readonly #bindings: pino.Bindings;
+  readonly #options: pino.ChildLoggerOptions;
+  readonly #threshold: number;
+  #child: pino.Logger | null = null;
+
+  constructor(parent: pino.Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#options = options;
+    this.#threshold = parent.levels.values[options.level ?? parent.level] ?? 0;
+  }
+
+  #made(): pino.Logger {
+    return (this.#child ??= this.#parent.child(this.#bindings, this.#options));
+  }
+
+  #log(level: LevelName, args: unknown[]): void {
+    if (this.#child === null && (this.#parent.levels.values[level] ?? 0) < this.#threshold) return;
+    const child = this.#made();
+    (child[level] as (...args: unknown[]) => void).apply(child, args);
+  }
+
+  get level(): string {
+    return this.#child?.level ?? this.#options.level ?? this.#parent.level;
+  }
+  set level(level: string) {
+    this.#made().level = level;
+  }
+  fatal(...args: unknown[]): void {
+    this.#log('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.#log('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.#log('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.#log('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.#log('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.#log('trace', args);
+  }
+  silent(): void {}
+  child(bindings: pino.Bindings, options?: pino.ChildLoggerOptions): pino.Logger {
+    return this.#made().child(bindings, options);
+  }
 }
 
 /** Request ids are ours (a client-chosen id could forge log lines); echoed as `x-request-id`. */

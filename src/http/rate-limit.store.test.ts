@@ -18,7 +18,7 @@ for (const backend of await backends()) {
       database = await backend.create();
       storage = openStorage(database.config);
       await migrateToLatest(storage.db);
-      limiters = createRateLimiters({ db: storage.db, clock, logger: silentLogger, redisUrl: null });
+      limiters = await createRateLimiters({ db: storage.db, clock, logger: silentLogger, redisUrl: null });
     });
     after(async () => {
       await limiters?.close();

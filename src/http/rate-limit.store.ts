@@ -63,6 +63,8 @@ const selectLiveCounter = preparedQuery((db, key: string, now: number) =>
     .where((eb) => eb.or([eb('expire', 'is', null), eb('expire', '>', now)])),
 );
 
+const deleteCounter = preparedQuery((db, key: string) => db.deleteFrom('rate_limits').where('key', '=', key));
+
 export class StorageRateLimiter extends RateLimiterStoreAbstract {
   readonly #db: Db;
   readonly #clock: Clock;
@@ -104,8 +106,9 @@ export class StorageRateLimiter extends RateLimiterStoreAbstract {
   }
 
   async _delete(key: string): Promise<boolean> {
-    const result = await this.#db.deleteFrom('rate_limits').where('key', '=', key).executeTakeFirst();
-    return result.numDeletedRows > 0n;
+    // A right password clears the account's counter: once per successful sign-in.
+    const { numAffectedRows } = await deleteCounter(this.#db, key);
+    return (numAffectedRows ?? 0n) > 0n;
   }
 }
 

@@ -5,7 +5,7 @@
  * (Redis down, say), this instance goes on counting on its own and says so in the log, and when the
  * store answers again it is used again. Limits are never skipped.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { RateLimit } from '../config.ts';
@@ -124,7 +124,8 @@ function wrap(limiter: RateLimiterAbstract, points: number): Limiter {
   };
 }
 
-export function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger; redisUrl: string | null }): RateLimiters {
+/** ioredis is loaded only when REDIS_URL is set (it holds about 6 MB a process that never uses it would carry). */
+export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger; redisUrl: string | null }): Promise<RateLimiters> {
   const { db, clock, logger } = deps;
   // In memory a window is a timer, and timers end at 2^31 ms (24.8 days): longer windows would end
   // at once. A day is plenty for counting while a store is away.
@@ -150,7 +151,8 @@ export function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger;
     };
   }
 
-  const redis = new Redis(deps.redisUrl, {
+  const { Redis: RedisClient } = await import('ioredis');
+  const redis: Redis = new RedisClient(deps.redisUrl, {
     // Fail fast while Redis is away, so requests are counted by the insurance limiter at once
     // rather than queued until it returns.
     enableOfflineQueue: false,

@@ -2,7 +2,7 @@
  * Where the outbox worker hands a message: SMTP through nodemailer, or (development and tests,
  * without EMAIL_SERVER_HOST) the dev outbox, which keeps it in the table and logs its links.
  */
-import nodemailer, { type SMTPTransportOptions } from 'nodemailer';
+import type { SMTPTransportOptions, Transporter } from 'nodemailer';
 import { isLoopbackHost, type MailAddress, type SmtpConfig } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { RenderedMail, TemplateName } from './templates.ts';
@@ -83,17 +83,19 @@ export function smtpTransportOptions(smtp: SmtpConfig): SMTPTransportOptions {
 
 /**
  * One connection per message, no pool: auth mail is a trickle, a fresh connection has no stale
- * state after a relay restarts, and nothing stays open between sends.
+ * state after a relay restarts, and nothing stays open between sends. nodemailer is loaded on the
+ * first send (about 4 MB a process that never sends mail would carry).
  */
 export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTransport {
-  const transporter = nodemailer.createTransport(smtpTransportOptions(smtp));
+  let transporter: Promise<Transporter> | null = null;
+  const loadTransporter = () => (transporter ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(smtpTransportOptions(smtp))));
   const fromDomain = from.address.slice(from.address.lastIndexOf('@') + 1);
 
   return {
     kind: 'smtp',
     async send(mail, signal) {
       try {
-        await transporter.sendMail({
+        await (await loadTransporter()).sendMail({
           from: from.name === null ? from.address : { name: from.name, address: from.address },
           to: mail.to,
           subject: mail.subject,
@@ -109,7 +111,7 @@ export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTr
       }
     },
     close() {
-      transporter.close();
+      transporter?.then((loaded) => loaded.close()).catch(() => {});
     },
   };
 }

@@ -85,7 +85,6 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   const flowCookie = cookieNames(config).oauthFlow;
   const cookieOptions = baseCookieOptions(config);
 
-
   async function sendToProvider(
     request: FastifyRequest<{ Params: { provider: string } }>,
     reply: FastifyReply,

@@ -70,7 +70,6 @@ const csrfFailure = { 403: errorResponse.describe('Cookie-authenticated request 
 export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
   const { sessions, authenticate, csrf, config, limits } = options;
 
-
   async function requireAuth(request: Parameters<RequestAuthenticator>[0], reply: Parameters<RequestAuthenticator>[1]) {
     const auth = await authenticate(request, reply);
     if (auth === null) throw new AppError('UNAUTHENTICATED');

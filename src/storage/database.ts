@@ -45,7 +45,7 @@ const PG_INT8_OID = 20;
 
 export function openStorage(config: DatabaseConfig, options: { poolSize?: number } = {}): Storage {
   if (config.kind === 'sqlite') {
-    const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.path)) });
+    const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.path, { cacheMib: config.cacheMib })) });
     return wrap(db, 'sqlite');
   }
   const pool = new pg.Pool({

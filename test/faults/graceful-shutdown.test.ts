@@ -8,13 +8,10 @@
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
-import { randomSecret, startGatehouse, type RunningGatehouse } from '../helpers/process.ts';
+import { serverScratch, startGatehouse, type RunningGatehouse } from '../helpers/process.ts';
 import { callOnNewConnection, countOutcomes, describeOutcome, sleep, type Outcome } from '../helpers/traffic.ts';
 
 /** main.ts's SHUTDOWN_TIMEOUT_MS. */
@@ -25,25 +22,17 @@ const SIGNINS_IN_FLIGHT = 16;
 const RESETS_IN_FLIGHT = 6;
 
 async function start(t: TestContext): Promise<RunningGatehouse> {
-  const cleanups: Array<() => unknown> = [];
-  t.after(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
-  const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-fault-shutdown-'));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const { cleanup, env: serverEnv } = serverScratch(t, 'fault-shutdown');
   return startGatehouse({
     env: {
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'info',
-      AUTH_SECRET: randomSecret(),
-      DATA_DIR: dataDir,
+      ...serverEnv,
       ADMIN_EMAIL,
       ADMIN_PASSWORD,
       // One hash at a time: the sign-ins below queue up, so some are still waiting at the signal.
       HASH_CONCURRENCY: '1',
       ...GENEROUS_LIMITS,
     },
-    cleanup: (fn) => cleanups.push(fn),
+    cleanup,
     deadlineMs: 45_000,
   });
 }

@@ -12,13 +12,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { backends } from '../helpers/databases.ts';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
-import { randomSecret, startGatehouse } from '../helpers/process.ts';
+import { serverScratch, startGatehouse } from '../helpers/process.ts';
 import { startProxiedPostgres } from '../helpers/proxied-postgres.ts';
 import { call, countOutcomes, describeOutcome, faultPhase, runLoops, sleep, waitUntil, type Outcome } from '../helpers/traffic.ts';
 
@@ -37,18 +34,13 @@ const RECOVERY_SLACK_MS = 500;
 
 describe('PostgreSQL hanging under load, then back', { skip: postgres!.skip, timeout: 90_000 }, () => {
   it('answers 503 within the query timeout, grants nothing, and recovers without a restart', { timeout: 80_000 }, async (t) => {
-    const cleanups: Array<() => unknown> = [];
-    t.after(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup();
-    });
+    const { cleanup, env: serverEnv } = serverScratch(t, 'fault-pg-hang');
     // Cleanups run last-registered first: the proxy closes before the database is dropped.
-    const { proxy, url } = await startProxiedPostgres(postgres!, (fn) => cleanups.push(fn));
-    const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-fault-pg-hang-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const { proxy, url } = await startProxiedPostgres(postgres!, cleanup);
 
     const { base, child } = await startGatehouse({
-      env: { NODE_ENV: 'development', LOG_LEVEL: 'info', AUTH_SECRET: randomSecret(), DATA_DIR: dataDir, DATABASE_URL: url, ...GENEROUS_LIMITS },
-      cleanup: (fn) => cleanups.push(fn),
+      env: { ...serverEnv, DATABASE_URL: url, ...GENEROUS_LIMITS },
+      cleanup,
       deadlineMs: 80_000,
     });
 

@@ -13,13 +13,11 @@
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { backends } from '../helpers/databases.ts';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
-import { randomSecret, startGatehouse } from '../helpers/process.ts';
+import { serverScratch, startGatehouse } from '../helpers/process.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { PROFILE_TTL_MS } from '../../src/sessions/session.service.ts';
 import { call, countOutcomes, describeOutcome, runLoops, sleep, waitUntil, type Outcome } from '../helpers/traffic.ts';
@@ -71,32 +69,24 @@ interface Figures {
 }
 
 async function runOutage(t: TestContext, strategy: Strategy, cutMs: number): Promise<Figures> {
-  const cleanups: Array<() => unknown> = [];
-  t.after(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const { cleanup, env: serverEnv } = serverScratch(t, 'fault-pg');
 
   const database = await postgres!.create();
-  cleanups.push(() => database.drop());
+  cleanup(() => database.drop());
   const direct = new URL(database.url);
   const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-  cleanups.push(() => proxy.close());
+  cleanup(() => proxy.close());
   const proxied = new URL(database.url);
   proxied.port = String(proxy.port);
-  const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-fault-pg-'));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
 
   const server = await startGatehouse({
     env: {
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'info',
-      AUTH_SECRET: randomSecret(),
-      DATA_DIR: dataDir,
+      ...serverEnv,
       DATABASE_URL: proxied.toString(),
       SESSION_STRATEGY: strategy,
       ...GENEROUS_LIMITS,
     },
-    cleanup: (fn) => cleanups.push(fn),
+    cleanup,
     deadlineMs: 90_000,
   });
   const { base } = server;

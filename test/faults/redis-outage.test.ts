@@ -14,13 +14,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
-import { freePort, randomSecret, startGatehouse } from '../helpers/process.ts';
+import { freePort, serverScratch, startGatehouse } from '../helpers/process.ts';
 import { redisSkip, startRedis, stopRedis } from '../helpers/redis.ts';
 import { call, countOutcomes, describeOutcome, runLoops, sleep, waitUntil, type Outcome } from '../helpers/traffic.ts';
 
@@ -34,25 +32,17 @@ const OUTAGE_MS = 8_000;
 
 describe('Redis down under load, then back (real process)', { skip: redisSkip, timeout: 90_000 }, () => {
   it('keeps every limit in memory, answers no 500, and counts in Redis again once it is back', { timeout: 80_000 }, async (t) => {
-    const cleanups: Array<() => unknown> = [];
-    t.after(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup();
-    });
+    const { cleanup, dataDir, env: serverEnv } = serverScratch(t, 'fault-redis');
     const redisPort = await freePort();
     let redis: ChildProcess = await startRedis(redisPort);
-    cleanups.push(() => stopRedis(redis));
+    cleanup(() => stopRedis(redis));
     const inspect = new Redis({ port: redisPort, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 200 });
     inspect.on('error', () => {}); // refused while the test has Redis stopped: expected
-    cleanups.push(() => inspect.disconnect());
-    const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-fault-redis-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    cleanup(() => inspect.disconnect());
 
     const { base, child } = await startGatehouse({
       env: {
-        NODE_ENV: 'development',
-        LOG_LEVEL: 'info',
-        AUTH_SECRET: randomSecret(),
-        DATA_DIR: dataDir,
+        ...serverEnv,
         DATABASE_URL: `sqlite:${join(dataDir, 'gatehouse.db')}`,
         REDIS_URL: `redis://127.0.0.1:${redisPort}`,
         // The client address comes from X-Forwarded-For (one trusted hop: the test), so one
@@ -62,7 +52,7 @@ describe('Redis down under load, then back (real process)', { skip: redisSkip, t
         RATE_LIMIT_SIGNIN_PER_IP: `${PER_IP}/1m`,
         SIGNIN_LOCK_AFTER_FAILURES: String(LOCK_AFTER),
       },
-      cleanup: (fn) => cleanups.push(fn),
+      cleanup,
       deadlineMs: 80_000,
     });
 

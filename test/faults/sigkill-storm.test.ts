@@ -14,13 +14,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DatabaseSync } from 'node:sqlite';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
-import { randomSecret, startGatehouse, type ChildEnv, type RunningGatehouse } from '../helpers/process.ts';
+import { serverScratch, startGatehouse, type ChildEnv, type RunningGatehouse } from '../helpers/process.ts';
 import { call, countOutcomes, describeOutcome, runLoops, sleep, waitUntil, type Outcome } from '../helpers/traffic.ts';
 import { sha256Base64url } from '../../src/lib/random.ts';
 
@@ -56,18 +54,10 @@ function inspect(dbPath: string, query: (db: DatabaseSync) => void): void {
 
 describe('SIGKILL during a storm of sign-ins, resets and sign-ups (SQLite)', { timeout: 90_000 }, () => {
   it('leaves no half-done writes, loses nothing acknowledged, and restarts on an intact file', { timeout: 80_000 }, async (t) => {
-    const cleanups: Array<() => unknown> = [];
-    t.after(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup();
-    });
-    const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-fault-kill-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const { cleanup, dataDir, env: serverEnv } = serverScratch(t, 'fault-kill');
     const dbPath = join(dataDir, 'gatehouse.db');
     const env: ChildEnv = {
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'info',
-      AUTH_SECRET: randomSecret(),
-      DATA_DIR: dataDir,
+      ...serverEnv,
       DATABASE_URL: `sqlite:${dbPath}`,
       ADMIN_EMAIL,
       ADMIN_PASSWORD,
@@ -77,7 +67,7 @@ describe('SIGKILL during a storm of sign-ins, resets and sign-ups (SQLite)', { t
       ARGON2_ITERATIONS: '1',
       ...GENEROUS_LIMITS,
     };
-    const start = () => startGatehouse({ env, cleanup: (fn) => cleanups.push(fn), deadlineMs: 60_000 });
+    const start = () => startGatehouse({ env, cleanup, deadlineMs: 60_000 });
 
     const resetUsers: ResetUser[] = [];
     /** Sign-ups answered 202 before a kill: each must exist after it. */

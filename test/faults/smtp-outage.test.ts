@@ -7,13 +7,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DatabaseSync } from 'node:sqlite';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
-import { randomSecret, startGatehouse, type ChildEnv } from '../helpers/process.ts';
+import { serverScratch, startGatehouse, type ChildEnv } from '../helpers/process.ts';
 import { startSmtpServer } from '../helpers/smtp.ts';
 import { call, countOutcomes, describeOutcome, sleep, type Outcome } from '../helpers/traffic.ts';
 
@@ -24,20 +22,12 @@ const OUTAGE_MS = 7_000;
 
 describe('SMTP down for a while (real process)', { timeout: 60_000 }, () => {
   it('answers as usual, loses no mail across a restart, and delivers each exactly once after recovery', { timeout: 50_000 }, async (t) => {
-    const cleanups: Array<() => unknown> = [];
-    t.after(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup();
-    });
+    const { cleanup, dataDir, env: serverEnv } = serverScratch(t, 'fault-smtp');
     const smtp = await startSmtpServer();
-    cleanups.push(() => smtp.stop());
-    const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-fault-smtp-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    cleanup(() => smtp.stop());
     const dbPath = join(dataDir, 'gatehouse.db');
     const env: ChildEnv = {
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'info',
-      AUTH_SECRET: randomSecret(),
-      DATA_DIR: dataDir,
+      ...serverEnv,
       DATABASE_URL: `sqlite:${dbPath}`,
       EMAIL_SERVER_HOST: '127.0.0.1',
       EMAIL_SERVER_PORT: String(smtp.port),
@@ -45,7 +35,7 @@ describe('SMTP down for a while (real process)', { timeout: 60_000 }, () => {
       MAIL_POLL_INTERVAL_MS: '200',
       ...GENEROUS_LIMITS,
     };
-    const start = () => startGatehouse({ env, cleanup: (fn) => cleanups.push(fn), deadlineMs: 45_000 });
+    const start = () => startGatehouse({ env, cleanup, deadlineMs: 45_000 });
 
     let server = await start();
     // An account that exists before the outage, for the reset and the "taken address" mails.

@@ -1,5 +1,5 @@
 /**
- * Real child processes for tests: the server (`node src/main.ts`) and the CLI (`node src/cli/main.ts`).
+ * Real child processes for tests: the server (`node src/start.js`, as `npm start` runs it) and the CLI (`node src/cli/main.ts`).
  * Every child has a hard deadline after which it is killed, every wait has a timeout, and every
  * child is killed when the test that started it ends (and, as a last resort, when this process
  * exits), so no process outlives its test. Children get a clean environment: only PATH plus the
@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
-import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 
 /** The repository root: the working directory of every child, as for `npm start`. */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
-export const SERVER_ENTRY = resolve(REPO_ROOT, 'src/main.ts');
+export const SERVER_ENTRY = resolve(REPO_ROOT, 'src/start.js');
 
 /**
  * The Node flags `npm start` runs the server with (package.json `scripts.start`, e.g.
@@ -23,7 +23,7 @@ export const SERVER_ENTRY = resolve(REPO_ROOT, 'src/main.ts');
 export function startScriptNodeArgs(): string[] {
   const manifest = JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
   const words = manifest.scripts.start.trim().split(/\s+/);
-  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts') throw new Error(`package.json start script is not "node [flags] src/main.ts": ${manifest.scripts.start}`);
+  if (words[0] !== 'node' || words.at(-1) !== 'src/start.js') throw new Error(`package.json start script is not "node [flags] src/start.js": ${manifest.scripts.start}`);
   return words.slice(1, -1);
 }
 export const CLI_ENTRY = resolve(REPO_ROOT, 'src/cli/main.ts');
@@ -306,6 +306,25 @@ export function randomSecret(): string {
   return randomBytes(36).toString('base64url');
 }
 
+/**
+ * What a test that runs real servers starts from: `cleanup` registers what to undo, all of it run
+ * last-registered first when the test ends; a fresh data directory, removed last; and the
+ * environment of a development server on it (a random AUTH_SECRET, logs at info).
+ */
+export function serverScratch(t: { after(fn: () => unknown): void }, name: string): { cleanup: RegisterCleanup; dataDir: string; env: ChildEnv } {
+  const cleanups: Array<() => unknown> = [];
+  t.after(async () => {
+    for (const undo of cleanups.reverse()) await undo();
+  });
+  const dataDir = mkdtempSync(join(tmpdir(), `gatehouse-${name}-`));
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  return {
+    cleanup: (fn) => void cleanups.push(fn),
+    dataDir,
+    env: { NODE_ENV: 'development', LOG_LEVEL: 'info', AUTH_SECRET: randomSecret(), DATA_DIR: dataDir },
+  };
+}
+
 export interface RunningGatehouse {
   readonly child: Child;
   readonly port: number;
@@ -318,7 +337,7 @@ export interface RunningGatehouse {
 export const LISTENING_MESSAGE = 'Gatehouse listening';
 
 /**
- * Starts `node src/main.ts` on a free loopback port and waits for it to listen. PORT and HOST are
+ * Starts `node src/start.js` on a free loopback port and waits for it to listen. PORT and HOST are
  * set here; AUTH_URL defaults to `http://127.0.0.1:<port>` unless `env` sets it. A start lost to
  * another process taking the port in between is retried with a new port.
  */

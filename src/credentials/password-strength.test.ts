@@ -1,0 +1,56 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createStrengthEstimator } from './password-strength.ts';
+import { UnavailableError } from '../errors.ts';
+
+describe('the password strength worker', () => {
+  it('estimates in a worker that starts on demand and ends when idle', async () => {
+    const estimator = createStrengthEstimator({ idleMs: 200 });
+    assert.equal(estimator.isRunning(), false, 'nothing runs before the first estimate');
+    const [weak, strong, personal] = await Promise.all([
+      estimator.estimate('password1', []),
+      estimator.estimate('violet harbour lantern quietly 42', []),
+      estimator.estimate('ada.lovelace1815', ['ada.lovelace', 'lovelace']),
+    ]);
+    assert.ok(weak.score <= 1 && weak.dictionaryNames.some((name) => name.startsWith('passwords')), JSON.stringify(weak));
+    assert.equal(strong.score, 4, JSON.stringify(strong));
+    assert.ok(personal.dictionaryNames.includes('userInputs'), JSON.stringify(personal));
+    assert.equal(estimator.isRunning(), true);
+
+    await sleep(600);
+    assert.equal(estimator.isRunning(), false, 'the idle worker has ended');
+    // And a new one starts for the next estimate.
+    assert.equal((await estimator.estimate('password1', [])).score, weak.score);
+  });
+
+  it('keeps the event loop free while it estimates', async () => {
+    const estimator = createStrengthEstimator({ idleMs: 200 });
+    await estimator.estimate('warm up', []);
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 1);
+    // A long keyboard walk is zxcvbn's worst case (the better part of a second on this machine's
+    // main thread); the main thread keeps turning meanwhile.
+    const walk = '1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik,9ol.0p;/'.repeat(3).slice(0, 100);
+    assert.equal((await estimator.estimate(walk, [])).score, 4);
+    clearInterval(ticker);
+    assert.ok(ticks > 0, 'timers ran while the estimates were computed');
+  });
+
+  it('answers "unavailable" (503) past its queue or its time bound, and recovers with a fresh worker', async () => {
+    const walk = '1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik,9ol.0p;/'.repeat(3).slice(0, 100);
+    const queued = createStrengthEstimator({ idleMs: 200, maxPending: 2 });
+    const first = queued.estimate(walk, []);
+    const second = queued.estimate('second', []);
+    await assert.rejects(queued.estimate('third', []), UnavailableError);
+    assert.equal((await first).score, 4);
+    assert.ok((await second).score >= 0);
+
+    const hurried = createStrengthEstimator({ idleMs: 200, timeoutMs: 50 });
+    await hurried.estimate('warm up', []).catch(() => {});
+    await assert.rejects(hurried.estimate(walk, []), UnavailableError);
+    assert.equal(hurried.isRunning(), false, 'the worker that did not answer was ended');
+    const quick = createStrengthEstimator({ idleMs: 200 });
+    assert.equal((await quick.estimate('password1', [])).score <= 1, true);
+  });
+});

@@ -1,0 +1,35 @@
+/**
+ * zxcvbn-ts in a worker thread (started by password-strength.ts): its dictionaries take about 55 MB
+ * and one estimate can take tens of milliseconds, so they live here, off the event loop, and leave
+ * memory when the worker does. Plain JavaScript so the worker needs no TypeScript compiler of its
+ * own (worker threads do not share the main thread's compile cache).
+ *
+ * In:  { id, password, userInputs }     Out: { id, estimate } or { id, error }
+ */
+import { parentPort } from 'node:worker_threads';
+import { ZxcvbnFactory } from '@zxcvbn-ts/core';
+import * as common from '@zxcvbn-ts/language-common';
+import * as english from '@zxcvbn-ts/language-en';
+
+const zxcvbn = new ZxcvbnFactory({
+  dictionary: { ...common.dictionary, ...english.dictionary },
+  graphs: common.adjacencyGraphs,
+  translations: english.translations,
+});
+
+parentPort?.on('message', ({ id, password, userInputs }) => {
+  try {
+    const result = zxcvbn.check(password, userInputs);
+    parentPort?.postMessage({
+      id,
+      estimate: {
+        score: result.score,
+        dictionaryNames: result.sequence.map((match) => ('dictionaryName' in match ? String(match.dictionaryName) : '')),
+        warning: result.feedback.warning ?? null,
+        suggestion: result.feedback.suggestions[0] ?? null,
+      },
+    });
+  } catch (error) {
+    parentPort?.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
+  }
+});

@@ -1,0 +1,46 @@
+/**
+ * Hashes run below the event loop: the server process lowers its thread pool's threads to
+ * HASH_THREAD_NICE (Linux), so a flood of sign-ins cannot take the CPU from cheap requests
+ * (src/lib/thread-pool-priority.ts). Read from the kernel's own view of the process's threads.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomSecret, startGatehouse } from './helpers/process.ts';
+
+/** name → nice values of the process's threads, from /proc/<pid>/task/<tid>/stat. */
+function threadNiceValues(pid: number): Map<string, number[]> {
+  const byName = new Map<string, number[]>();
+  for (const threadId of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${threadId}/stat`, 'utf8');
+    // "tid (comm) state ppid …": fields after the closing parenthesis; nice is field 19.
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    byName.set(name, [...(byName.get(name) ?? []), Number(fields[16])]);
+  }
+  return byName;
+}
+
+describe('hash thread priority', { skip: process.platform !== 'linux' && 'the thread pool is lowered on Linux only' }, () => {
+  for (const [setting, expected] of [[undefined, 10], ['15', 15], ['0', 0]] as const) {
+    it(`HASH_THREAD_NICE=${setting ?? '(default)'}: the thread pool runs at nice ${expected}, the event loop at 0`, async (t) => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-nice-'));
+      t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+      const server = await startGatehouse({
+        env: { NODE_ENV: 'test', AUTH_SECRET: randomSecret(), DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(setting !== undefined && { HASH_THREAD_NICE: setting }) },
+        cleanup: (fn) => t.after(fn),
+      });
+      const threads = threadNiceValues(server.child.pid);
+      // Relative to the nice value the test runs under (0 unless started with `nice`).
+      const [loop] = threads.get('MainThread') ?? [NaN];
+      assert.equal(loop, threadNiceValues(process.pid).get('MainThread')?.[0] ?? loop, 'the event loop keeps its priority');
+      const pool = threads.get('libuv-worker') ?? [];
+      assert.ok(pool.length >= 1, `the process has thread-pool threads: ${[...threads.keys()].join(', ')}`);
+      assert.deepEqual(pool, pool.map(() => Math.max(expected, loop!)));
+      const started = server.child.output();
+      if (expected > 0) assert.match(started, /hash threads run below the event loop/);
+    });
+  }
+});
