@@ -3,6 +3,7 @@
  * instance every store uses.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
@@ -80,6 +81,9 @@ const READ_TIMEOUT_MESSAGE = 'Query read timeout';
 /** pg-pool's errors for a connection not had in time (none free, or the server silent at connect). */
 const CONNECT_TIMEOUT = /timeout exceeded when trying to connect|Connection terminated due to connection timeout/;
 
+/** How soon, while the database counts as hung, the background probe tries it again. */
+const HUNG_PROBE_INTERVAL_MS = 250;
+
 /**
  * The pool as Kysely sees it, bounded against a PostgreSQL that accepts connections but never
  * answers (a partition, a frozen host), which would otherwise hold every request that touches it:
@@ -89,51 +93,83 @@ const CONNECT_TIMEOUT = /timeout exceeded when trying to connect|Connection term
  *   could end a transaction that is no longer ours.
  * - Once a query or a connection attempt has waited `timeoutMs` and the database has answered
  *   nothing at all meanwhile (no other query either: not one slow query, a silent server), it
- *   counts as hung: one checkout at a time goes ahead to find out, every other fails at once as
- *   UnavailableError, until the first answer. Without that, a request that makes several queries
- *   waited one timeout for each (a sign-in counts its rate limits in storage, and each counter
- *   falls back to memory only after its own timeout: 30 s and more).
+ *   counts as hung: every checkout and every further query fails at once as UnavailableError, and
+ *   a probe of its own (`select 1`, same bounds) tries the database in the background until it
+ *   answers. Requests never probe: a request whose query found the hang (a sign-in's rate-limit
+ *   counter, which then falls back to memory and goes on) must not wait a second timeout on its
+ *   next query. So no request waits on a silent database for more than one timeout.
  */
 function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
   let lastAnswerAt = performance.now();
   let isHung = false;
-  let isProbing = false;
+  let isEnded = false;
   const heard = () => {
     lastAnswerAt = performance.now();
     isHung = false;
   };
   /** Something started at `startedAt` ran out of time: the database is hung if it has said nothing since. */
   const timedOut = (startedAt: number) => {
-    if (lastAnswerAt < startedAt) isHung = true;
+    if (isHung || lastAnswerAt >= startedAt) return;
+    isHung = true;
+    void probeUntilAnswered();
   };
+  const probeUntilAnswered = async () => {
+    while (isHung && !isEnded) {
+      const startedAt = performance.now();
+      await probe();
+      if (isHung && !isEnded) await sleep(Math.max(0, HUNG_PROBE_INTERVAL_MS - (performance.now() - startedAt)), undefined, { ref: false });
+    }
+  };
+  /** One `select 1`, bounded like any query; an answer (an error from the server too) ends the hang. */
+  const probe = async () => {
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch {
+      return;
+    }
+    try {
+      const config: pg.QueryConfig & { query_timeout: number } = { text: 'select 1', query_timeout: timeoutMs };
+      await client.query(config);
+      heard();
+      client.release();
+    } catch (error) {
+      if (error instanceof pg.DatabaseError) heard();
+      client.release(true);
+    }
+  };
+  const notAnswering = () => new UnavailableError('PostgreSQL is not answering');
   // A new connection that completed its start-up is an answer too.
   pool.on('connect', heard);
 
   return {
     options: pool.options,
-    end: () => pool.end(),
+    end: () => {
+      isEnded = true;
+      return pool.end();
+    },
     async connect(): Promise<PostgresPoolClient> {
       if (unboundedQueries.getStore() === true) return pool.connect();
-      if (isHung && isProbing) throw new UnavailableError('PostgreSQL is not answering');
-      const isProbe = isHung;
-      if (isProbe) isProbing = true;
-      const endProbe = () => {
-        if (isProbe) isProbing = false;
-      };
+      if (isHung) throw notAnswering();
       const connectStartedAt = performance.now();
       let client: pg.PoolClient;
       try {
         client = await pool.connect();
       } catch (error) {
-        endProbe();
         if (error instanceof Error && CONNECT_TIMEOUT.test(error.message)) timedOut(connectStartedAt);
         throw error;
       }
-      let hasTimedOut = false;
+      /** Not to be handed out again: a query is still unanswered on it, or a transaction may be open. */
+      let mustDrop = false;
       const unanswered = (cause?: unknown) => new UnavailableError(`PostgreSQL did not answer within ${timeoutMs} ms`, { cause });
       const query = async (text: string, values: readonly unknown[]) => {
         // After a timeout (a transaction's ROLLBACK, say) this connection would only wait again.
-        if (hasTimedOut) throw unanswered();
+        if (mustDrop) throw unanswered();
+        // Hung since this checkout began: the next query would only wait out its timeout too.
+        if (isHung) {
+          mustDrop = true;
+          throw notAnswering();
+        }
         const startedAt = performance.now();
         try {
           // Per-query `query_timeout`: documented by pg, missing from its types.
@@ -144,7 +180,7 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
         } catch (error) {
           if (error instanceof pg.DatabaseError) heard();
           if (!(error instanceof Error) || error.message !== READ_TIMEOUT_MESSAGE) throw error;
-          hasTimedOut = true;
+          mustDrop = true;
           timedOut(startedAt);
           throw unanswered(error);
         }
@@ -152,8 +188,7 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
       return {
         query: query as PostgresPoolClient['query'],
         release(destroy?: boolean) {
-          endProbe();
-          client.release(destroy === true || hasTimedOut);
+          client.release(destroy === true || mustDrop);
         },
       };
     },
