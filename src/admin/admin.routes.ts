@@ -17,6 +17,7 @@ import { AUDIT_EVENT_TYPES, type AuditEvent, type AuditSource } from '../audit/a
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { AdminService } from './admin.service.ts';
+import { isoTime } from '../lib/clock.ts';
 
 export interface AdminRouteOptions {
   admin: AdminService;
@@ -29,7 +30,6 @@ export const MAX_PAGE_SIZE = 200;
 export const MAX_ROLES = 50;
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
 
-const iso = (epochMs: number) => new Date(epochMs).toISOString();
 const required = (issue: { input: unknown }) => (issue.input === undefined ? 'is required' : 'must be a string');
 
 const adminUser = z
@@ -138,24 +138,24 @@ function toAdminUser(user: User) {
     roles: user.roles,
     emailVerified: user.emailVerifiedAt !== null,
     disabled: user.disabledAt !== null,
-    createdAt: iso(user.createdAt),
-    updatedAt: iso(user.updatedAt),
+    createdAt: isoTime(user.createdAt),
+    updatedAt: isoTime(user.updatedAt),
   };
 }
 
 function toAdminSession(session: SessionSummary) {
   return {
     id: session.id,
-    createdAt: iso(session.createdAt),
-    lastSeenAt: iso(session.lastSeenAt),
-    expiresAt: iso(session.expiresAt),
+    createdAt: isoTime(session.createdAt),
+    lastSeenAt: isoTime(session.lastSeenAt),
+    expiresAt: isoTime(session.expiresAt),
     ip: session.ip,
     userAgent: session.userAgent,
   };
 }
 
 function toAuditEvent(event: AuditEvent) {
-  return { ...event, createdAt: iso(event.createdAt) };
+  return { ...event, createdAt: isoTime(event.createdAt) };
 }
 
 const nextCursor = (next: KeysetPosition | null) => (next === null ? null : encodeCursor(next));

@@ -30,12 +30,11 @@ describe('checkPassword', () => {
     });
   }
 
-  it('accepts 128 characters by default and a long passphrase quickly', async () => {
-    await checkPassword('warm up the estimator', policy);
+  // Its cost is the worker's concern (password-strength.test.ts: the event loop stays free).
+  it('accepts a long passphrase of exactly 128 characters by default', async () => {
     const long = 'the quick brown fox jumps over the lazy dog while seven wizards quietly box '.repeat(2).slice(0, 128);
-    const started = performance.now();
+    assert.equal([...long].length, 128);
     assert.equal(await checkPassword(long, policy), null);
-    assert.ok(performance.now() - started < 2_000);
   });
 
   it('gives a reason a person can act on', async () => {

@@ -15,7 +15,7 @@ import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
-import type { Clock } from '../lib/clock.ts';
+import { isoTime, type Clock } from '../lib/clock.ts';
 import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
@@ -77,7 +77,7 @@ function toResponse({ user, session }: Extract<SignInResult, { ok: true }>) {
     token: session.accessToken,
     user: { id: user.id, email: user.email, name: user.name },
     refreshToken: session.refreshToken,
-    expiresAt: new Date(session.accessTokenExpiresAt).toISOString(),
+    expiresAt: isoTime(session.accessTokenExpiresAt),
   };
 }
 

@@ -2,3 +2,6 @@
 export type Clock = () => number;
 
 export const systemClock: Clock = () => Date.now();
+
+/** An epoch-millisecond time as the API writes it: ISO 8601 in UTC. */
+export const isoTime = (epochMs: number): string => new Date(epochMs).toISOString();

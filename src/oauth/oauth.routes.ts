@@ -14,7 +14,7 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import type { Clock } from '../lib/clock.ts';
+import { isoTime, type Clock } from '../lib/clock.ts';
 import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
@@ -70,7 +70,6 @@ const linkedAccounts = z
   })
   .meta({ id: 'LinkedAccounts' });
 
-const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
 function errorPage(code: string): string {
   return `${AUTH_ERROR_PAGE}?${new URLSearchParams({ error: code })}`;
@@ -208,7 +207,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
       const auth = await authenticate(request, reply);
       if (auth === null) throw new AppError('UNAUTHENTICATED');
       const accounts = await oauth.listLinkedAccounts(auth.userId);
-      return { accounts: accounts.map((account) => ({ ...account, createdAt: iso(account.createdAt), lastUsedAt: iso(account.lastUsedAt) })) };
+      return { accounts: accounts.map((account) => ({ ...account, createdAt: isoTime(account.createdAt), lastUsedAt: isoTime(account.lastUsedAt) })) };
     },
   );
 

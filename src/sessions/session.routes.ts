@@ -14,6 +14,7 @@ import type { RequestAuthenticator } from '../http/authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { SessionService } from './session.service.ts';
+import { isoTime } from '../lib/clock.ts';
 
 interface SessionRouteOptions {
   sessions: SessionService;
@@ -23,7 +24,6 @@ interface SessionRouteOptions {
   limits: RequestLimits;
 }
 
-const iso = (epochMs: number) => new Date(epochMs).toISOString();
 
 const sessionResponse = z
   .object({
@@ -82,7 +82,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
     async (request, reply) => {
       const view = await sessions.describeSession(await requireAuth(request, reply));
       if (view === null) throw new AppError('UNAUTHENTICATED');
-      return { user: view.user, session: { id: view.session.id, expiresAt: iso(view.session.expiresAt) } };
+      return { user: view.user, session: { id: view.session.id, expiresAt: isoTime(view.session.expiresAt) } };
     },
   );
 
@@ -106,7 +106,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       const result = await sessions.refresh(request.body.refreshToken, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
       if (!result.ok) throw new AppError(result.reason);
       const { session } = result;
-      return { token: session.accessToken, refreshToken: session.refreshToken, expiresAt: iso(session.accessTokenExpiresAt) };
+      return { token: session.accessToken, refreshToken: session.refreshToken, expiresAt: isoTime(session.accessTokenExpiresAt) };
     },
   );
 
@@ -120,9 +120,9 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
         sessions: list.map((s) => ({
           id: s.id,
           current: s.id === auth.sessionId,
-          createdAt: iso(s.createdAt),
-          lastSeenAt: iso(s.lastSeenAt),
-          expiresAt: iso(s.expiresAt),
+          createdAt: isoTime(s.createdAt),
+          lastSeenAt: isoTime(s.lastSeenAt),
+          expiresAt: isoTime(s.expiresAt),
           ip: s.ip,
           userAgent: s.userAgent,
         })),

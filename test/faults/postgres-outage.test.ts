@@ -42,10 +42,9 @@ type Strategy = 'database' | 'jwt';
  * the mirror is stale (30 s after the cut at the latest), then 503.
  */
 function allowedWhileDown(strategy: Strategy, kind: string, sinceCutMs: number): number[] {
-  // 429: sign-in attempts that ended in a 503 are never given back to the (in-memory, while
-  // storage is down) per-account attempt counter, so after SIGNIN_LOCK_AFTER_FAILURES of them an
-  // account is refused with 429 instead. Still closed; see RELIABILITY.md, "Known issues".
-  if (kind === 'signin') return [503, 429];
+  // Never 429: a sign-in that ended in 503 gives its attempt back (to the in-memory counter while
+  // storage is down), so an outage never locks an account.
+  if (kind === 'signin') return [503];
   // jwt: the session endpoint shows a profile it read less than PROFILE_TTL_MS ago without reading
   // storage (the token and the revocation mirror decide access), then needs storage again.
   if (strategy === 'jwt' && kind === 'session' && sinceCutMs <= PROFILE_TTL_MS + SLACK_MS) return [200, 503];
