@@ -13,12 +13,11 @@
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { backends } from '../helpers/databases.ts';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
 import { serverScratch, startGatehouse } from '../helpers/process.ts';
-import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+import { startProxiedPostgres } from '../helpers/proxied-postgres.ts';
 import { PROFILE_TTL_MS } from '../../src/sessions/session.service.ts';
 import { call, countOutcomes, describeOutcome, runLoops, sleep, waitUntil, type Outcome } from '../helpers/traffic.ts';
 
@@ -70,18 +69,13 @@ interface Figures {
 async function runOutage(t: TestContext, strategy: Strategy, cutMs: number): Promise<Figures> {
   const { cleanup, env: serverEnv } = serverScratch(t, 'fault-pg');
 
-  const database = await postgres!.create();
-  cleanup(() => database.drop());
-  const direct = new URL(database.url);
-  const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-  cleanup(() => proxy.close());
-  const proxied = new URL(database.url);
-  proxied.port = String(proxy.port);
+  // Cleanups run last-registered first: the proxy closes before the database is dropped.
+  const { proxy, url } = await startProxiedPostgres(postgres!, cleanup);
 
   const server = await startGatehouse({
     env: {
       ...serverEnv,
-      DATABASE_URL: proxied.toString(),
+      DATABASE_URL: url,
       SESSION_STRATEGY: strategy,
       ...GENEROUS_LIMITS,
     },
