@@ -5,10 +5,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomSecret, startGatehouse } from './helpers/process.ts';
+import { readdirSync, readFileSync } from 'node:fs';
+import { serverScratch, startGatehouse } from './helpers/process.ts';
 
 /** name → nice values of the process's threads, from /proc/<pid>/task/<tid>/stat. */
 function threadNiceValues(pid: number): Map<string, number[]> {
@@ -26,19 +24,20 @@ function threadNiceValues(pid: number): Map<string, number[]> {
 describe('hash thread priority', { skip: process.platform !== 'linux' && 'the thread pool is lowered on Linux only' }, () => {
   for (const [setting, expected] of [[undefined, 10], ['15', 15], ['0', 0]] as const) {
     it(`HASH_THREAD_NICE=${setting ?? '(default)'}: the thread pool runs at nice ${expected}, the event loop at 0`, async (t) => {
-      const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-nice-'));
-      t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+      const { cleanup, env } = serverScratch(t, 'nice');
       const server = await startGatehouse({
-        env: { NODE_ENV: 'test', AUTH_SECRET: randomSecret(), DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(setting !== undefined && { HASH_THREAD_NICE: setting }) },
-        cleanup: (fn) => t.after(fn),
+        env: { ...env, NODE_ENV: 'test', ...(setting !== undefined && { HASH_THREAD_NICE: setting }) },
+        cleanup,
       });
       const threads = threadNiceValues(server.child.pid);
       // Relative to the nice value the test runs under (0 unless started with `nice`).
-      const [loop] = threads.get('MainThread') ?? [NaN];
-      assert.equal(loop, threadNiceValues(process.pid).get('MainThread')?.[0] ?? loop, 'the event loop keeps its priority');
+      const [loop] = threads.get('MainThread') ?? [];
+      const [ownLoop] = threadNiceValues(process.pid).get('MainThread') ?? [];
+      assert.ok(loop !== undefined && ownLoop !== undefined, `both processes name their event-loop thread MainThread: ${[...threads.keys()].join(', ')}`);
+      assert.equal(loop, ownLoop, 'the event loop keeps its priority');
       const pool = threads.get('libuv-worker') ?? [];
       assert.ok(pool.length >= 1, `the process has thread-pool threads: ${[...threads.keys()].join(', ')}`);
-      assert.deepEqual(pool, pool.map(() => Math.max(expected, loop!)));
+      assert.deepEqual(pool, pool.map(() => Math.max(expected, loop)));
       const started = server.child.output();
       if (expected > 0) assert.match(started, /hash threads run below the event loop/);
     });

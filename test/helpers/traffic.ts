@@ -3,6 +3,7 @@
  * reset connection is an outcome too: status 0 with the error's code), every call timed, and a
  * log of outcomes that can be counted by kind, phase and status. Loopback only.
  */
+import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
 
@@ -132,7 +133,8 @@ export function describeOutcome(outcome: Outcome): string {
   return `${outcome.kind} ${outcome.status}${outcome.code === undefined ? '' : ` ${outcome.code}`}`;
 }
 
-export type FaultPhase = 'before' | 'at-fault' | 'during' | 'recovering' | 'after';
+export const FAULT_PHASES = ['before', 'at-fault', 'during', 'recovering', 'after'] as const;
+export type FaultPhase = (typeof FAULT_PHASES)[number];
 
 /**
  * Where an outcome falls around a fault: answered before it began; in flight when it began;
@@ -144,6 +146,23 @@ export function faultPhase(outcome: Outcome, times: { faultAt: number; endAt: nu
   if (outcome.doneAt <= times.endAt) return 'during';
   if (outcome.sentAt < times.recoveredAt) return 'recovering';
   return 'after';
+}
+
+/** Outcomes counted by kind and status, phase by phase. */
+export function countByPhase(outcomes: readonly Outcome[], phaseOf: (o: Outcome) => FaultPhase): Record<FaultPhase, Record<string, number>> {
+  return Object.fromEntries(FAULT_PHASES.map((phase) => [phase, countOutcomes(outcomes.filter((o) => phaseOf(o) === phase))])) as Record<FaultPhase, Record<string, number>>;
+}
+
+/** What a fault may never cause, in any phase: a 500, a dropped connection, a 503 without its code and Retry-After. */
+export function assertFailedSafely(outcomes: readonly Outcome[], phaseOf: (o: Outcome) => FaultPhase): void {
+  for (const o of outcomes) {
+    assert.notEqual(o.status, 500, `500 in phase ${phaseOf(o)}: ${describeOutcome(o)}`);
+    assert.notEqual(o.status, 0, `no HTTP answer in phase ${phaseOf(o)}: ${describeOutcome(o)}`);
+    if (o.status === 503) {
+      assert.equal(o.code, 'SERVICE_UNAVAILABLE', describeOutcome(o));
+      assert.ok(o.retryAfter !== null && Number(o.retryAfter) >= 1, `503 with Retry-After: ${describeOutcome(o)}`);
+    }
+  }
 }
 
 /** Runs `worker(index)` in `concurrency` loops until `shouldStop()` says so. */
