@@ -695,7 +695,8 @@ function parseAuthUrl(value: string, isProduction: boolean, problems: string[]):
   try {
     url = new URL(value);
   } catch {
-    problems.push(`AUTH_URL must be an absolute http(s) URL (got "${value}")`);
+    // Never the value itself: it may hold credentials.
+    problems.push('AUTH_URL must be an absolute http(s) URL');
     return undefined;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {

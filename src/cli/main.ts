@@ -14,7 +14,7 @@ import { isValidRole, type User } from '../users/user.service.ts';
 import { CLI_SOURCE } from '../audit/audit.service.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import { describeSigningKeys, rotateSigningKey } from '../sessions/signing-keys.ts';
-import { systemClock } from '../lib/clock.ts';
+import { isoTime, systemClock } from '../lib/clock.ts';
 
 const USAGE = `Usage:
   gatehouse [serve]                 start the server (same as npm start)
@@ -123,7 +123,7 @@ const KEY_COMMANDS: Record<string, (io: Io) => Promise<void>> = {
     try {
       await migrateToLatest(storage.db);
       const { kid, activeFrom } = await rotateSigningKey({ db: storage.db, authSecret: config.authSecret, clock: systemClock });
-      io.stdout.write(`New signing key ${kid}: published now, signing from ${new Date(activeFrom).toISOString()}.\n`);
+      io.stdout.write(`New signing key ${kid}: published now, signing from ${isoTime(activeFrom)}.\n`);
     } finally {
       await storage.close();
     }
@@ -134,7 +134,7 @@ const KEY_COMMANDS: Record<string, (io: Io) => Promise<void>> = {
     try {
       await migrateToLatest(storage.db);
       for (const key of await describeSigningKeys(storage.db, Date.now())) {
-        io.stdout.write(`${key.kid}  created ${new Date(key.createdAt).toISOString()}  ${key.state}\n`);
+        io.stdout.write(`${key.kid}  created ${isoTime(key.createdAt)}  ${key.state}\n`);
       }
     } finally {
       await storage.close();

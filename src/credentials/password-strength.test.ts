@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createStrengthEstimator } from './password-strength.ts';
 import { UnavailableError } from '../errors.ts';
@@ -52,5 +53,24 @@ describe('the password strength worker', () => {
     assert.equal(hurried.isRunning(), false, 'the worker that did not answer was ended');
     const quick = createStrengthEstimator({ idleMs: 200 });
     assert.equal((await quick.estimate('password1', [])).score <= 1, true);
+  });
+
+  it('tells a long queue from a stuck worker: waiting for a turn never ends the worker', async () => {
+    const walk = '1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik,9ol.0p;/'.repeat(3).slice(0, 100);
+    const probe = createStrengthEstimator({ idleMs: 200 });
+    await probe.estimate('warm up', []);
+    const startedAt = performance.now();
+    await probe.estimate(walk, []);
+    const oneWalkMs = performance.now() - startedAt;
+    // Each walk gets three times what one took; five queued take five times that in all, so the
+    // last ones wait past the bound for their turn. They are refused (503); the worker, which
+    // answers every estimate it is given in time, is not ended for it.
+    const estimator = createStrengthEstimator({ idleMs: 60_000, timeoutMs: Math.ceil(3 * oneWalkMs) });
+    await estimator.estimate('warm up', []);
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => estimator.estimate(walk, [])));
+    assert.equal(outcomes[0]!.status, 'fulfilled');
+    assert.equal(outcomes[1]!.status, 'fulfilled');
+    for (const outcome of outcomes) if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof UnavailableError, String(outcome.reason));
+    assert.equal(estimator.isRunning(), true, 'the worker was never taken for stuck');
   });
 });

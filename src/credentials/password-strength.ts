@@ -8,6 +8,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../errors.ts';
+import { BoundedConcurrency, CapacityExceededError } from '../lib/bounded-concurrency.ts';
 
 export interface StrengthEstimate {
   /** zxcvbn's score, 0 (guessed at once) to 4. */
@@ -27,9 +28,11 @@ export interface StrengthEstimator {
 
 const WORKER_URL = new URL('./password-strength.worker.js', import.meta.url);
 /**
- * Estimates are computed one at a time (the worst, a long keyboard walk, takes most of a second).
- * Like the hash queue, the wait is bounded: past these, a password-setting request gets 503 with
- * Retry-After instead of piling up, and a worker that does not answer is replaced.
+ * The worker computes estimates one at a time (the worst, a long keyboard walk, takes most of a
+ * second). Like the hash queue, the wait is bounded: at most `maxPending` in all (one computing,
+ * the rest waiting, each at most `timeoutMs` for its turn), past which a password-setting request
+ * gets 503 with Retry-After instead of piling up. A worker that does not answer one estimate
+ * within `timeoutMs` of receiving it is stuck, and is replaced; a long queue is not a stuck worker.
  */
 const DEFAULT_MAX_PENDING = 32;
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -40,28 +43,29 @@ type Reply = { id: number; estimate: StrengthEstimate } | { id: number; error: s
 
 interface Running {
   worker: Worker;
-  pending: Map<number, { resolve(estimate: StrengthEstimate): void; reject(error: Error): void; timer: NodeJS.Timeout }>;
+  /** The estimate the worker is computing, if any: there is never more than one. */
+  asked: { id: number; resolve(estimate: StrengthEstimate): void; reject(error: Error): void; timer: NodeJS.Timeout } | null;
   idleTimer: NodeJS.Timeout | null;
 }
 
 export function createStrengthEstimator(options: { idleMs: number; maxPending?: number; timeoutMs?: number }): StrengthEstimator {
-  const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const turns = new BoundedConcurrency({ maxConcurrent: 1, maxQueued: Math.max(0, (options.maxPending ?? DEFAULT_MAX_PENDING) - 1), queueTimeoutMs: timeoutMs });
   let running: Running | null = null;
   let nextId = 1;
 
   function start(): Running {
     const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
-    const state: Running = { worker, pending: new Map(), idleTimer: null };
+    const state: Running = { worker, asked: null, idleTimer: null };
     worker.on('message', (reply: Reply) => {
-      const waiting = state.pending.get(reply.id);
-      if (waiting === undefined) return;
-      state.pending.delete(reply.id);
-      clearTimeout(waiting.timer);
-      if ('error' in reply) waiting.reject(new Error(`password strength estimate failed: ${reply.error}`));
-      else waiting.resolve(reply.estimate);
-      if (state.pending.size > 0) return;
-      // Idle: it must not keep the process alive, and it ends if nothing comes.
+      const asked = state.asked;
+      if (asked === null || asked.id !== reply.id) return;
+      state.asked = null;
+      clearTimeout(asked.timer);
+      if ('error' in reply) asked.reject(new Error(`password strength estimate failed: ${reply.error}`));
+      else asked.resolve(reply.estimate);
+      // Idle unless the next estimate is asked (it clears this): it must not keep the process
+      // alive, and it ends if nothing comes.
       worker.unref();
       state.idleTimer = setTimeout(() => stop(state), options.idleMs);
       state.idleTimer.unref();
@@ -69,11 +73,11 @@ export function createStrengthEstimator(options: { idleMs: number; maxPending?: 
     const fail = (error: Error) => {
       if (running === state) running = null;
       if (state.idleTimer !== null) clearTimeout(state.idleTimer);
-      for (const waiting of state.pending.values()) {
-        clearTimeout(waiting.timer);
-        waiting.reject(error);
+      if (state.asked !== null) {
+        clearTimeout(state.asked.timer);
+        state.asked.reject(error);
+        state.asked = null;
       }
-      state.pending.clear();
     };
     worker.on('error', (error) => fail(new UnavailableError(`password strength worker failed: ${error.message}`)));
     worker.on('exit', (code) => fail(new UnavailableError(`password strength worker exited (code ${code})`)));
@@ -85,26 +89,35 @@ export function createStrengthEstimator(options: { idleMs: number; maxPending?: 
     void state.worker.terminate();
   }
 
+  /** Sends one estimate to the worker (starting one if none runs); called only on this estimator's turn. */
+  function ask(password: string, userInputs: readonly string[]): Promise<StrengthEstimate> {
+    const current = (running ??= start());
+    if (current.idleTimer !== null) {
+      clearTimeout(current.idleTimer);
+      current.idleTimer = null;
+    }
+    // While an estimate is awaited, the worker keeps the process alive (a CLI has nothing else).
+    current.worker.ref();
+    const id = nextId++;
+    return new Promise((resolve, reject) => {
+      // No answer in time: the worker is stuck; this request gets 503 and the next estimate starts
+      // a fresh worker.
+      const timer = setTimeout(() => stop(current), timeoutMs);
+      current.asked = { id, resolve, reject, timer };
+      current.worker.postMessage({ id, password, userInputs: [...userInputs] });
+    });
+  }
+
   return {
-    estimate(password, userInputs) {
-      if (running !== null && running.pending.size >= maxPending) {
-        return Promise.reject(new UnavailableError('too many password strength estimates waiting'));
+    async estimate(password, userInputs) {
+      try {
+        return await turns.run(() => ask(password, userInputs));
+      } catch (error) {
+        if (error instanceof CapacityExceededError) {
+          throw new UnavailableError('too many password strength estimates waiting', { retryAfterSeconds: 1, cause: error });
+        }
+        throw error;
       }
-      const current = (running ??= start());
-      if (current.idleTimer !== null) {
-        clearTimeout(current.idleTimer);
-        current.idleTimer = null;
-      }
-      // While an estimate is awaited, the worker keeps the process alive (a CLI has nothing else).
-      current.worker.ref();
-      const id = nextId++;
-      return new Promise((resolve, reject) => {
-        // No answer in time: the worker is stuck (or hopelessly behind); every waiting request gets
-        // 503 and the next estimate starts a fresh worker.
-        const timer = setTimeout(() => stop(current), timeoutMs);
-        current.pending.set(id, { resolve, reject, timer });
-        current.worker.postMessage({ id, password, userInputs: [...userInputs] });
-      });
     },
     isRunning: () => running !== null,
   };

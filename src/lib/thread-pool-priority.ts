@@ -19,7 +19,7 @@ const POOL_THREAD_NAME = 'libuv-worker';
 
 /**
  * Lowers the thread pool's threads to `nice` (never raises them: a process started under a higher
- * nice value keeps it). How many threads the pool has, or null where this cannot be done.
+ * nice value keeps it). How many threads it lowered, or null where none could be.
  */
 export async function lowerThreadPoolPriority(nice: number): Promise<number | null> {
   if (process.platform !== 'linux') return null;
@@ -41,5 +41,5 @@ export async function lowerThreadPoolPriority(nice: number): Promise<number | nu
       // A thread that ended meanwhile, or one we may not change: the others still are.
     }
   }
-  return threads;
+  return threads === 0 ? null : threads;
 }

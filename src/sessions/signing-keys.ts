@@ -21,7 +21,7 @@ import {
 } from 'jose';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../storage/database.ts';
-import type { Clock } from '../lib/clock.ts';
+import { isoTime, type Clock } from '../lib/clock.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import { findPublishableKeys, insertSigningKey, listSigningKeys, retireKeysInService } from './signing-key.store.ts';
 
@@ -200,7 +200,7 @@ export async function describeSigningKeys(db: Db, now: number): Promise<Array<{ 
       row.retired_at === null
         ? 'in service'
         : row.retired_at > now
-          ? `retiring ${new Date(row.retired_at).toISOString()}`
-          : `retired ${new Date(row.retired_at).toISOString()}`,
+          ? `retiring ${isoTime(row.retired_at)}`
+          : `retired ${isoTime(row.retired_at)}`,
   }));
 }

@@ -102,6 +102,7 @@ const HUNG_PROBE_INTERVAL_MS = 250;
 function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
   let lastAnswerAt = performance.now();
   let isHung = false;
+  let isProbing = false;
   let isEnded = false;
   const heard = () => {
     lastAnswerAt = performance.now();
@@ -111,16 +112,24 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
   const timedOut = (startedAt: number) => {
     if (isHung || lastAnswerAt >= startedAt) return;
     isHung = true;
+    // One probe loop at most: one still waiting from a hang that ended meanwhile goes on with this one.
+    if (isProbing) return;
+    isProbing = true;
     void probeUntilAnswered();
   };
   const probeUntilAnswered = async () => {
-    while (isHung && !isEnded) {
-      const startedAt = performance.now();
-      await probe();
-      if (isHung && !isEnded) await sleep(Math.max(0, HUNG_PROBE_INTERVAL_MS - (performance.now() - startedAt)), undefined, { ref: false });
+    try {
+      while (isHung && !isEnded) {
+        const startedAt = performance.now();
+        await probe();
+        if (isHung && !isEnded) await sleep(Math.max(0, HUNG_PROBE_INTERVAL_MS - (performance.now() - startedAt)), undefined, { ref: false });
+      }
+    } finally {
+      // In the same step as the last look at isHung: a hang found after it starts a new loop.
+      isProbing = false;
     }
   };
-  /** One `select 1`, bounded like any query; an answer (an error from the server too) ends the hang. */
+  /** One `select 1`, bounded like any query; an answer (an error from the server too) ends the hang. Never rejects. */
   const probe = async () => {
     let client: pg.PoolClient;
     try {
@@ -128,14 +137,17 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
     } catch {
       return;
     }
+    let isAnswered = false;
     try {
       const config: pg.QueryConfig & { query_timeout: number } = { text: 'select 1', query_timeout: timeoutMs };
       await client.query(config);
+      isAnswered = true;
       heard();
-      client.release();
     } catch (error) {
       if (error instanceof pg.DatabaseError) heard();
-      client.release(true);
+    } finally {
+      // A connection whose probe went unanswered still has it pending: never reused.
+      client.release(!isAnswered);
     }
   };
   const notAnswering = () => new UnavailableError('PostgreSQL is not answering');
