@@ -11,7 +11,6 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { availableParallelism, cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { HashBound } from './hash-bound.ts';
 import type { ProbeReport } from './probe.ts';
-import { startScriptNodeArgs } from '../test/helpers/process.ts';
+import { freePort, randomSecret, startScriptNodeArgs } from '../test/helpers/process.ts';
 
 export const HOST = '127.0.0.1';
 export const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -48,7 +47,7 @@ export interface Settings {
   connections: number;
   /** Sign-in is measured at each of these (BENCH_SIGNIN_CONNECTIONS, e.g. "8,64"). */
   signinConnections: number[];
-  /** Run servers under `--cpu-prof` and summarise the profiles (BENCH_CPU_PROF=1). */
+  /** Profile the servers' measured windows (bench/probe.ts, node:inspector) and summarise them (BENCH_CPU_PROF=1). */
   cpuProfile: boolean;
 }
 
@@ -219,7 +218,7 @@ export function collectOutput(...streams: (NodeJS.ReadableStream | null)[]): () 
 export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    // SIGTERM lets the server close gracefully (and write a CPU profile); SIGKILL if it hangs.
+    // SIGTERM lets the server close gracefully; SIGKILL if it hangs.
     const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
     child.once('exit', () => {
       clearTimeout(timer);
@@ -227,17 +226,6 @@ export function stopChild(child: ChildProcess): Promise<void> {
     });
     child.kill('SIGTERM');
   });
-}
-
-/** A port the kernel just handed out; free unless something grabs it in the next milliseconds. */
-export async function findFreePort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, HOST);
-  await once(probe, 'listening');
-  const address = probe.address();
-  probe.close();
-  if (address === null || typeof address === 'string') throw new Error('could not find a free port');
-  return address.port;
 }
 
 /** A process the bench loads: a Gatehouse server, a baseline app, a downstream app. */
@@ -627,7 +615,7 @@ export async function createStore(name: string, database: 'sqlite' | 'postgres')
   return {
     dataDir,
     databaseUrl,
-    authSecret: randomBytes(36).toString('base64url'),
+    authSecret: randomSecret(),
     admin: { email: 'bench-admin@example.com', password: `bench-${randomBytes(24).toString('base64url')}` },
   };
 }
@@ -662,7 +650,7 @@ export function gatehouseEnv(store: GatehouseStore, port: number, options: Pick<
 
 export async function startGatehouse(options: GatehouseOptions): Promise<Gatehouse> {
   const store = options.store ?? (await createStore(options.name, options.database));
-  const port = await findFreePort();
+  const port = await freePort();
   const env = gatehouseEnv(store, port, options);
   const url = `http://${HOST}:${port}`;
   const app = await startApp({

@@ -1,9 +1,9 @@
 /**
  * The hash-bound limit: argon2id verifies per second with the server's own parameters and its own
  * cap on hashes in flight. A sign-in costs one verify, so no server on the same CPUs can sign in
- * faster than this; `signin.ts` divides its measured rate by this figure.
+ * faster than this; the sign-in scenarios (scenarios.ts) divide their measured rate by it.
  *
- * Run as a child process by `signin.ts`, pinned to the server's CPU(s) and given the server's
+ * Run as a child process by the sign-in scenarios, pinned to the server's CPU(s) and given the server's
  * environment, so that it measures the same cores with the same configuration. Usage:
  *   node bench/hash-bound.ts <warm-up seconds> <measured seconds> [single-verify seconds, default 1; 0 skips]
  * Prints one JSON line (`HashBound`) on standard output.

@@ -107,8 +107,8 @@ export function renderMarkdown(results: ScenarioResult[]): string {
       lines.push(
         '',
         `Hash bound: argon2id m=${h.argon2.memoryKib} KiB t=${h.argon2.iterations} p=${h.argon2.parallelism}, ${h.concurrency} verifies in flight; ` +
-          `measured ${r.hashBound.map((b) => `${b.verifiesPerSecond}/s on ${b.availableParallelism} CPU${b.availableParallelism === 1 ? '' : 's'}`).join(', ')}; ` +
-          (single === undefined ? '' : `one verify alone ${single.singleVerifyMs} ms.`),
+          `measured ${r.hashBound.map((b) => `${b.verifiesPerSecond}/s on ${b.availableParallelism} CPU${b.availableParallelism === 1 ? '' : 's'}`).join(', ')}` +
+          (single === undefined ? '.' : `; one verify alone ${single.singleVerifyMs} ms.`),
       );
     }
     const servers = [...new Set(r.runs.map((run) => run.server))];

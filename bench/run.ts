@@ -8,13 +8,16 @@
  * Environment:
  *   BENCH_ONLY=<name>[,<name>]   run only these scenarios (signin, signin-workers, session,
  *                                protected, jwks, protect, flood, growth); default: all but growth
- *   BENCH_SECONDS=8              measured seconds of each load run (plus a short warm-up)
+ *   BENCH_SECONDS=9              measured seconds of each load run (plus a short warm-up)
  *   BENCH_CONNECTIONS=32         connections for the fast endpoints
  *   BENCH_SIGNIN_CONNECTIONS=8,64  sign-in concurrencies
  *   BENCH_ROUNDS=3               rounds each figure is split into, interleaved with its baseline
- *   BENCH_CPU_PROF=1             run the servers with --cpu-prof; summaries and this run's results go
+ *   BENCH_CPU_PROF=1             profile the servers (bench/probe.ts); summaries and this run's results go
  *                                to bench/results/profiles/ (BENCHMARKS.md is left alone)
  *   SEED_COUNT=1000000           users and sessions the growth scenario seeds
+ *   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
+ *                                where the PostgreSQL scenarios (session, growth) make scratch
+ *                                databases; PostgreSQL must be reachable there
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -76,7 +79,7 @@ async function main(): Promise<void> {
   const profileRoot = settings.cpuProfile ? makeTempDir('gatehouse-cpu-prof-') : null;
   const resultsDir = settings.cpuProfile ? summaryDir : RESULTS_DIR;
   if (settings.cpuProfile) mkdirSync(summaryDir, { recursive: true });
-  // Generous: growth seeds for minutes; the default suite takes about five.
+  // Generous: growth seeds for minutes; the default suite takes about nine.
   installEmergencyStop((scenarios.includes('growth') ? 60 : 15) * 60_000);
 
   process.stdout.write(

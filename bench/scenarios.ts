@@ -13,7 +13,6 @@ import {
   BENCH_DIR,
   HOST,
   REPO_DIR,
-  findFreePort,
   aggregate,
   getJson,
   measureHashBound,
@@ -38,12 +37,13 @@ import {
   waitForQuiet,
   warmUp,
 } from './harness.ts';
+import { freePort } from '../test/helpers/process.ts';
 
 export interface Context {
   settings: Settings;
   pinning: Pinning | null;
   machine: Machine;
-  /** Where `--cpu-prof` profiles go, one folder per server; null without BENCH_CPU_PROF. */
+  /** Where CPU profiles (bench/probe.ts) go, one folder per server; null without BENCH_CPU_PROF. */
   profileRoot: string | null;
   /** Sign-in figures of this run's `signin` scenario, reused by `signin-workers`. */
   signInOneWorker?: { hashBound: HashBound[]; runs: RunRecord[] };
@@ -110,7 +110,7 @@ async function gatehouse(ctx: Context, name: string, options: Omit<GatehouseOpti
 
 /** The unprotected baseline: bare Fastify answering `routes` (path -> JSON), on the server's core. */
 async function startBare(ctx: Context, routes: Record<string, unknown>): Promise<App & { url: string }> {
-  const port = await findFreePort();
+  const port = await freePort();
   const app = await startApp({
     name: 'bare',
     script: join(BENCH_DIR, 'bare-app.ts'),
@@ -396,7 +396,7 @@ const PROTECTED_PATH = '/api/admin/users?limit=1';
 
 /** The guard alone on a bare app, for the diagnosis (see guard-app.ts). */
 async function startGuardApp(ctx: Context, server: Gatehouse, routes: Record<string, unknown>): Promise<App & { url: string }> {
-  const port = await findFreePort();
+  const port = await freePort();
   const app = await startApp({
     name: `guard-${server.options.strategy}`,
     script: join(BENCH_DIR, 'guard-app.ts'),
@@ -513,7 +513,7 @@ export async function protectScenario(ctx: Context): Promise<ScenarioResult> {
     const server = await gatehouse(ctx, 'protect-issuer', { database: 'sqlite', strategy: 'jwt' });
     apps.push(server);
     const { token } = await signIn(server);
-    const [fastifyPort, nodePort, nodeOpenPort] = [await findFreePort(), await findFreePort(), await findFreePort()];
+    const [fastifyPort, nodePort, nodeOpenPort] = [await freePort(), await freePort(), await freePort()];
     const downstream = await startApp({
       name: 'downstream',
       script: join(BENCH_DIR, 'downstream-app.ts'),
