@@ -57,6 +57,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   if (config.sessionStrategy === 'jwt') await revocations.start();
   const sessions = createSessionService({
     db,
+    isPostgres: storage.dialect === 'postgres',
     keys,
     users,
     revocations,

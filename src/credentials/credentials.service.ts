@@ -156,14 +156,20 @@ export function createCredentialsService(deps: {
         // Only someone who knows the password learns the account is disabled.
         if (credentials.disabledAt !== null) return refuse('ACCOUNT_DISABLED', credentials.id);
 
-        if (hasher.needsRehash(credentials.passwordHash)) {
-          await users.setPasswordHash(credentials.id, await hasher.hash(input.password));
+        let verifiedHash = credentials.passwordHash;
+        if (hasher.needsRehash(verifiedHash)) {
+          // Only over the hash just verified: a password changed meanwhile must not be put back.
+          const rehashed = await hasher.hash(input.password);
+          if (await users.replacePasswordHash(credentials.id, verifiedHash, rehashed)) verifiedHash = rehashed;
         }
         const user = await users.findUserById(credentials.id);
         if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
         // Like a disabled account: only someone who knows the password learns the address is unverified.
         if (deps.requireEmailVerification === true && user.emailVerifiedAt === null) return refuse('EMAIL_NOT_VERIFIED', user.id);
-        const session = await sessions.startSession({ userId: user.id, roles: user.roles, ip: input.ip, userAgent: input.userAgent });
+        const session = await sessions.startSession({ userId: user.id, roles: user.roles, verifiedPasswordHash: verifiedHash, ip: input.ip, userAgent: input.userAgent });
+        // The password was changed, reset or locked, or the account disabled, while it was being
+        // checked: what was verified is no longer the account's, so nobody is signed in.
+        if (session === null) return refuse('INVALID_CREDENTIALS', user.id);
         await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId } });
         return { ok: true, user, session };
       } finally {

@@ -81,7 +81,9 @@ export function createOAuthService(deps: {
   }
 
   async function startSession(user: User, identity: ProviderIdentity, source: AuditSource, isNewUser: boolean): Promise<OAuthSignInResult> {
-    const session = await sessions.startSession({ userId: user.id, roles: user.roles, ip: source.ip, userAgent: source.userAgent });
+    const session = await sessions.startSession({ userId: user.id, roles: user.roles, verifiedPasswordHash: null, ip: source.ip, userAgent: source.userAgent });
+    // Disabled while the provider was answering: the same refusal as a disabled account.
+    if (session === null) return refuse('AccountDisabled', identity, source, user.id);
     await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId, provider: identity.provider } });
     return { ok: true, user, session, isNewUser };
   }

@@ -96,6 +96,8 @@ export type SessionService = ReturnType<typeof createSessionService>;
 
 export interface SessionServiceDeps {
   db: Db;
+  /** PostgreSQL: a new session's insert locks its user's row (see `insertSessionIfCurrent`). */
+  isPostgres: boolean;
   keys: SigningKeys;
   users: UserService;
   revocations: RevocationList;
@@ -108,7 +110,7 @@ export interface SessionServiceDeps {
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
-  const { db, keys, users, revocations, audit, clock, strategy, tokens, sessions: limits } = deps;
+  const { db, isPostgres, keys, users, revocations, audit, clock, strategy, tokens, sessions: limits } = deps;
   const refreshKey = deriveRefreshTokenKey(deps.authSecret);
   const verifyAccessToken = createAccessTokenVerifier({ keys, issuer: tokens.issuer, audience: tokens.audience, clock });
   const idleMs = limits.idleTimeoutSeconds * 1000;
@@ -184,24 +186,33 @@ export function createSessionService(deps: SessionServiceDeps) {
   }
 
   return {
-    async startSession(input: { userId: string; roles: readonly string[] } & ClientInfo): Promise<StartedSession> {
+    /**
+     * Starts a session for a sign-in that has just verified the account; null, and nothing
+     * written, when the account is no longer as the sign-in found it: disabled meanwhile, or (with
+     * `verifiedPasswordHash`, the hash the password was checked against) its password changed,
+     * reset or locked. A sign-in racing such a change cannot outlive the change's "every session
+     * ended".
+     */
+    async startSession(input: { userId: string; roles: readonly string[]; verifiedPasswordHash: string | null } & ClientInfo): Promise<StartedSession | null> {
       const now = clock();
       const sessionId = randomId();
       const seed = randomSecret();
       const sessionExpiresAt = now + limits.maxAgeSeconds * 1000;
-      await store.insertSession(db, {
-        id: sessionId,
-        user_id: input.userId,
-        refresh_seed: seed,
-        refresh_generation: 0,
-        refresh_rotated_at: null,
-        created_at: now,
-        expires_at: sessionExpiresAt,
-        last_seen_at: now,
-        revoked_at: null,
-        ip: input.ip,
-        user_agent: input.userAgent === null ? null : truncate(input.userAgent, MAX_USER_AGENT_LENGTH),
-      });
+      const isWritten = await store.insertSessionIfCurrent(
+        db,
+        isPostgres,
+        {
+          id: sessionId,
+          user_id: input.userId,
+          refresh_seed: seed,
+          created_at: now,
+          expires_at: sessionExpiresAt,
+          ip: input.ip,
+          user_agent: input.userAgent === null ? null : truncate(input.userAgent, MAX_USER_AGENT_LENGTH),
+        },
+        input.verifiedPasswordHash,
+      );
+      if (!isWritten) return null;
       const { token, expiresAt } = await issueAccessToken(input.userId, sessionId, input.roles, now, sessionExpiresAt);
       return {
         sessionId,

@@ -2,24 +2,71 @@
 import { sql } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
-import { preparedInsert, preparedQuery } from '../storage/prepared.ts';
+import { preparedQuery } from '../storage/prepared.ts';
 
-const insertSessionRow = preparedInsert('sessions', {
-  id: true,
-  user_id: true,
-  refresh_seed: true,
-  refresh_generation: true,
-  refresh_rotated_at: true,
-  created_at: true,
-  expires_at: true,
-  last_seen_at: true,
-  revoked_at: true,
-  ip: true,
-  user_agent: true,
-});
+const SESSION_COLUMNS = ['id', 'user_id', 'refresh_seed', 'refresh_generation', 'refresh_rotated_at', 'created_at', 'expires_at', 'last_seen_at', 'revoked_at', 'ip', 'user_agent'] as const;
 
-export async function insertSession(db: Db, row: SessionRow): Promise<void> {
-  await insertSessionRow(db, row);
+/** A session about to be written: the rest of its row is fixed (generation 0, not rotated, not revoked). */
+export type NewSession = Pick<SessionRow, 'id' | 'user_id' | 'refresh_seed' | 'created_at' | 'expires_at' | 'ip' | 'user_agent'>;
+
+type NewSessionArgs = [id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null];
+
+/**
+ * `insert into sessions select … from users where <the account is as the sign-in saw it>`: one
+ * statement, so a password change, reset or disable that commits between the sign-in's check and
+ * this write leaves no session behind. On PostgreSQL the users row is read `for share`: the insert
+ * waits for a change in progress and then sees its result, and a change that starts after it waits
+ * for the insert to commit, so its "end every session" finds this one. (SQLite has one writer: the
+ * statement and a change's transaction cannot interleave.)
+ */
+function sessionFromUser(db: Db, lock: boolean, [id, userId, seed, createdAt, expiresAt, ip, userAgent]: NewSessionArgs, passwordHash?: string) {
+  return db
+    .insertInto('sessions')
+    .columns(SESSION_COLUMNS)
+    .expression((eb) => {
+      let query = eb
+        .selectFrom('users')
+        .select([
+          eb.val(id).as('id'),
+          'users.id as user_id',
+          eb.val(seed).as('refresh_seed'),
+          eb.lit(0).as('refresh_generation'),
+          eb.lit(null).as('refresh_rotated_at'),
+          eb.val(createdAt).as('created_at'),
+          eb.val(expiresAt).as('expires_at'),
+          eb.val(createdAt).as('last_seen_at'),
+          eb.lit(null).as('revoked_at'),
+          eb.val(ip).as('ip'),
+          eb.val(userAgent).as('user_agent'),
+        ])
+        .where('users.id', '=', userId)
+        .where('users.disabled_at', 'is', null);
+      if (passwordHash !== undefined) query = query.where('users.password_hash', '=', passwordHash).where('users.password_locked_at', 'is', null);
+      return lock ? query.forShare() : query;
+    });
+}
+
+// Parameters spelled out: `preparedQuery` learns the arity from them.
+const insertSessionOfEnabledUser = [false, true].map((lock) =>
+  preparedQuery((db, id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null) =>
+    sessionFromUser(db, lock, [id, userId, seed, createdAt, expiresAt, ip, userAgent]),
+  ),
+);
+const insertSessionOfPassword = [false, true].map((lock) =>
+  preparedQuery((db, id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null, passwordHash: string) =>
+    sessionFromUser(db, lock, [id, userId, seed, createdAt, expiresAt, ip, userAgent], passwordHash),
+  ),
+);
+
+/**
+ * Writes the session only while its user is enabled and, with `passwordHash`, still has that
+ * password (unlocked); false when the account changed since the sign-in checked it.
+ */
+export async function insertSessionIfCurrent(db: Db, isPostgres: boolean, row: NewSession, passwordHash: string | null): Promise<boolean> {
+  const args: NewSessionArgs = [row.id, row.user_id, row.refresh_seed, row.created_at, row.expires_at, row.ip, row.user_agent];
+  const lock = Number(isPostgres);
+  const result = passwordHash === null ? await insertSessionOfEnabledUser[lock]!(db, ...args) : await insertSessionOfPassword[lock]!(db, ...args, passwordHash);
+  return (result.numAffectedRows ?? 0n) > 0n;
 }
 
 const selectSessionById = preparedQuery((db, id: string) => db.selectFrom('sessions').selectAll().where('id', '=', id));

@@ -158,6 +158,11 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       await store.updatePasswordHash(options.db ?? db, userId, passwordHash, clock());
     },
 
+    /** The same password hashed anew (stronger parameters), only while `expected` is still the stored hash. */
+    async replacePasswordHash(userId: string, expected: string, passwordHash: string): Promise<boolean> {
+      return store.replacePasswordHash(db, userId, expected, passwordHash, clock());
+    },
+
     /**
      * Records that the user controls their address (the first time only). Pass the transaction
      * that consumes the token proving it. True when it was not verified before.

@@ -36,6 +36,17 @@ export async function updatePasswordHash(db: Db, userId: string, passwordHash: s
   await db.updateTable('users').set({ password_hash: passwordHash, password_locked_at: null, updated_at: updatedAt }).where('id', '=', userId).execute();
 }
 
+/** Replaces the hash only while it is still `expected`; false when another change came first. */
+export async function replacePasswordHash(db: Db, userId: string, expected: string, passwordHash: string, updatedAt: number): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ password_hash: passwordHash, updated_at: updatedAt })
+    .where('id', '=', userId)
+    .where('password_hash', '=', expected)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 export async function lockPassword(db: Db, userId: string, now: number): Promise<boolean> {
   const result = await db.updateTable('users').set({ password_locked_at: now }).where('id', '=', userId).where('password_locked_at', 'is', null).executeTakeFirst();
   return result.numUpdatedRows > 0n;

@@ -1,0 +1,153 @@
+/**
+ * Finding: "a sign-in racing a password change, reset or disable survives it". A sign-in whose
+ * password check started before the change must not get a session written after the change ended
+ * every session. The race is made deterministic: the sign-in is held right after its password
+ * verified, the change is made, then the sign-in goes on.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const NEW_PASSWORD = 'a completely different passphrase';
+
+for (const backend of await backends()) {
+  for (const strategy of ['database', 'jwt'] as const) {
+    describe(`a sign-in racing a password change, reset or disable survives it (${strategy} strategy, ${backend.name})`, { skip: backend.skip }, () => {
+      let database: TestDatabase;
+      let t: TestApp;
+      let count = 0;
+
+      before(async () => {
+        database = await backend.create();
+        t = await createTestApp(database, { env: { SESSION_STRATEGY: strategy } });
+      });
+      after(async () => {
+        await t?.close();
+        await database?.drop();
+      });
+
+      async function newUser(roles: string[] = []) {
+        const email = `race${++count}@example.com`;
+        const user = await createUser(t.services, { email, password: PASSWORD, roles });
+        return { ...user, email };
+      }
+
+      async function signIn(email: string, password = PASSWORD) {
+        return t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password } });
+      }
+
+      /**
+       * Starts a sign-in, holds it once its password has verified, runs `change`, then lets it
+       * finish; returns its response.
+       */
+      async function signInAround(email: string, change: () => Promise<void>) {
+        const { hasher } = t.services;
+        const verify = hasher.verify;
+        let verified!: () => void;
+        const isVerified = new Promise<void>((resolve) => (verified = resolve));
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        hasher.verify = async (hash, password) => {
+          const result = await verify.call(hasher, hash, password);
+          hasher.verify = verify; // only the racing sign-in is held
+          verified();
+          await released;
+          return result;
+        };
+        try {
+          const pending = signIn(email);
+          await isVerified;
+          await change();
+          release();
+          return await pending;
+        } finally {
+          hasher.verify = verify;
+          release();
+        }
+      }
+
+      async function assertNoSessionBut(userId: string, keptSessionId: string | null) {
+        const live = await t.services.sessions.listSessions(userId);
+        assert.deepEqual(
+          live.map((s) => s.id),
+          keptSessionId === null ? [] : [keptSessionId],
+          'no session was written after the change',
+        );
+      }
+
+      it('a password change: the racing sign-in is refused, and only the changing session is left', async () => {
+        const user = await newUser();
+        const first = (await signIn(user.email)).json();
+        const raced = await signInAround(user.email, async () => {
+          const changed = await t.app.inject({
+            method: 'POST',
+            url: '/api/auth/change-password',
+            headers: { authorization: `Bearer ${first.token}` },
+            payload: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+          });
+          assert.equal(changed.statusCode, 200, changed.body);
+        });
+        assert.equal(raced.statusCode, 401, raced.body);
+        assert.equal(raced.json().error, 'INVALID_CREDENTIALS');
+        const session = await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${first.token}` } });
+        await assertNoSessionBut(user.id, session.json().session.id);
+        assert.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200, 'the new password works');
+      });
+
+      it('a password reset: the racing sign-in is refused, and no session is left', async () => {
+        const user = await newUser();
+        const { token } = await t.services.actionTokens.issue(t.services.storage.db, { userId: user.id, purpose: 'password_reset', ttlSeconds: 600 });
+        const raced = await signInAround(user.email, async () => {
+          const reset = await t.app.inject({ method: 'POST', url: '/api/auth/reset-password', payload: { token, password: NEW_PASSWORD } });
+          assert.equal(reset.statusCode, 200, reset.body);
+        });
+        assert.equal(raced.statusCode, 401, raced.body);
+        await assertNoSessionBut(user.id, null);
+      });
+
+      it('a disable by an admin: the racing sign-in is refused, and no session is left', async () => {
+        const admin = await newUser(['ADMIN']);
+        const adminToken = (await signIn(admin.email)).json().token;
+        const user = await newUser();
+        const raced = await signInAround(user.email, async () => {
+          const disabled = await t.app.inject({
+            method: 'PATCH',
+            url: `/api/admin/users/${user.id}`,
+            headers: { authorization: `Bearer ${adminToken}` },
+            payload: { disabled: true },
+          });
+          assert.equal(disabled.statusCode, 200, disabled.body);
+        });
+        assert.notEqual(raced.statusCode, 200, raced.body);
+        assert.equal(raced.json().refreshToken, undefined);
+        await assertNoSessionBut(user.id, null);
+      });
+
+      it('a rehash on sign-in never puts back a password changed meanwhile', async () => {
+        const user = await newUser();
+        const { hasher } = t.services;
+        const needsRehash = hasher.needsRehash;
+        hasher.needsRehash = () => true;
+        try {
+          const first = (await signIn(user.email)).json();
+          const raced = await signInAround(user.email, async () => {
+            const changed = await t.app.inject({
+              method: 'POST',
+              url: '/api/auth/change-password',
+              headers: { authorization: `Bearer ${first.token}` },
+              payload: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+            });
+            assert.equal(changed.statusCode, 200, changed.body);
+          });
+          assert.equal(raced.statusCode, 401, raced.body);
+        } finally {
+          hasher.needsRehash = needsRehash;
+        }
+        assert.equal((await signIn(user.email, PASSWORD)).statusCode, 401, 'the old password stays replaced');
+        assert.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200);
+      });
+    });
+  }
+}
