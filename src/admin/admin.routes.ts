@@ -164,14 +164,14 @@ const positionOf = (cursor: string | undefined) => (cursor === undefined ? {} : 
 export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { admin, authenticate }) => {
   // Before the body and query are validated: who may not ask learns nothing about the shape.
   app.addHook('preValidation', async (request, reply) => {
-    const auth = await authenticate(request, reply);
+    const auth = await authenticate.withCurrentRoles(request, reply);
     if (auth === null) throw new AppError('UNAUTHENTICATED');
     if (!auth.roles.includes(ADMIN_ROLE)) throw new AppError('FORBIDDEN');
   });
 
   /** The admin making this request (the hook above let them through; the answer is cached per request). */
   async function actor(request: FastifyRequest, reply: FastifyReply): Promise<AuditSource> {
-    const auth = await authenticate(request, reply);
+    const auth = await authenticate.withCurrentRoles(request, reply);
     if (auth === null) throw new AppError('UNAUTHENTICATED');
     return requestSource(request, auth.userId);
   }

@@ -9,6 +9,8 @@ import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
 import { GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type ProtectionRules } from './rules.ts';
 
+const NO_ROLES = Object.freeze({ roles: Object.freeze([]) });
+
 export function registerRouteGuard(
   app: FastifyInstance,
   options: { authenticate: RequestAuthenticator; sendForbiddenPage: (reply: FastifyReply) => FastifyReply; rules?: ProtectionRules },
@@ -21,7 +23,10 @@ export function registerRouteGuard(
     const path = readRequestPath(request.url);
     let decision = decidePath(path, null, rules);
     if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
-      const auth = await authenticate(request, reply);
+      // A path that needs a role is decided on the roles the user holds now, not those a token
+      // was issued with (jwt strategy): a role taken away takes its powers away at once.
+      const needsRole = decidePath(path, NO_ROLES, rules).action === 'deny';
+      const auth = needsRole ? await authenticate.withCurrentRoles(request, reply) : await authenticate(request, reply);
       decision = decidePath(path, auth, rules);
     }
     if (decision.action === 'allow') return;

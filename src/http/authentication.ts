@@ -15,7 +15,15 @@ export interface RequestAuth extends AuthContext {
   via: 'cookie' | 'bearer';
 }
 
-export type RequestAuthenticator = (request: FastifyRequest, reply: FastifyReply) => Promise<RequestAuth | null>;
+export interface RequestAuthenticator {
+  (request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null>;
+  /**
+   * The same, with the roles the user holds now rather than those a jwt-strategy token was issued
+   * with: for every decision that grants a role's powers (a demoted ADMIN's token must not reach
+   * the admin area, nor undo the demotion). Computed once per request.
+   */
+  withCurrentRoles(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null>;
+}
 
 /** The token of `Authorization: Bearer <token>`; null for another scheme or a malformed header. */
 export function readBearerToken(header: string | undefined): string | null | undefined {
@@ -54,7 +62,7 @@ export function createRequestAuthenticator(deps: { sessions: SessionService; con
     return auth && { ...auth, via: 'cookie' };
   }
 
-  return (request, reply) => {
+  const authenticate = (request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> => {
     let pending = resolved.get(request);
     if (pending === undefined) {
       pending = resolve(request, reply);
@@ -62,4 +70,15 @@ export function createRequestAuthenticator(deps: { sessions: SessionService; con
     }
     return pending;
   };
+  const confirmed = new WeakMap<FastifyRequest, Promise<RequestAuth | null>>();
+  return Object.assign(authenticate, {
+    withCurrentRoles(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
+      let pending = confirmed.get(request);
+      if (pending === undefined) {
+        pending = authenticate(request, reply).then((auth) => auth && sessions.withCurrentRoles(auth));
+        confirmed.set(request, pending);
+      }
+      return pending;
+    },
+  });
 }

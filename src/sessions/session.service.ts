@@ -127,10 +127,10 @@ export function createSessionService(deps: SessionServiceDeps) {
    * the database strategy, its user enabled: the jwt strategy learns of that at the next refresh).
    * One query.
    */
-  async function findLiveSession(sessionId: string, userId: string, now: number): Promise<store.SessionCheckRow | null> {
+  async function findLiveSession(sessionId: string, userId: string, now: number, options: { isUserChecked: boolean } = { isUserChecked: strategy === 'database' }): Promise<store.SessionCheckRow | null> {
     const row = await store.findSessionForCheck(db, sessionId);
     if (row === undefined || row.user_id !== userId || row.revoked_at !== null || isExpired(row, now)) return null;
-    return strategy === 'database' && row.disabled_at !== null ? null : row;
+    return options.isUserChecked && row.disabled_at !== null ? null : row;
   }
 
   /** jwt strategy: what the session endpoint shows beyond the token, by session id (see describeSession). */
@@ -238,6 +238,18 @@ export function createSessionService(deps: SessionServiceDeps) {
       const touchMs = limits.touchIntervalSeconds * 1000;
       if (row.last_seen_at + touchMs <= now) await store.touchSession(db, claims.sessionId, now, now - touchMs);
       return { ...base, roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
+    },
+
+    /**
+     * `auth` with the roles its user holds now, for decisions that grant a role's powers (the
+     * admin area): null when the session has ended or the user is disabled. The database strategy
+     * read them with the check already; the jwt strategy's token may list a role taken away since
+     * it was issued, so its session and user are read here (one query).
+     */
+    async withCurrentRoles<A extends AuthContext>(auth: A): Promise<A | null> {
+      if (strategy === 'database' && auth.profile !== undefined) return auth;
+      const row = await findLiveSession(auth.sessionId, auth.userId, clock(), { isUserChecked: true });
+      return row && { ...auth, roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
     },
 
     /**

@@ -105,7 +105,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
    * 403 page.
    */
   async function requireAdmin(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
-    const auth = await authenticate(request, reply);
+    const auth = await authenticate.withCurrentRoles(request, reply);
     if (auth === null) {
       const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
       void reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
@@ -120,7 +120,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
 
   /** The admin a handler acts as: the hook below has let only admins through. */
   async function actingAdmin(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth> {
-    const auth = await authenticate(request, reply);
+    const auth = await authenticate.withCurrentRoles(request, reply);
     if (auth === null || !auth.roles.includes(ADMIN_ROLE)) throw new Error('admin page reached without an ADMIN session');
     return auth;
   }

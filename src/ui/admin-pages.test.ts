@@ -203,7 +203,7 @@ for (const strategy of ['database', 'jwt'] as const) {
           await app.register(formbody);
           await app.register(adminPageRoutes, {
             admin: untouchable,
-            authenticate: async () => auth as RequestAuth | null,
+            authenticate: Object.assign(async () => auth as RequestAuth | null, { withCurrentRoles: async () => auth as RequestAuth | null }),
             csrf: { issueToken: () => 'token' },
             config: {} as Config,
           });
