@@ -74,7 +74,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   // Shared counters: storage by default, Redis with REDIS_URL; memory while either fails.
   const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
   const limits = createRequestLimits(rateLimiters, config.rateLimits);
-  const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle });
+  const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock });
   const credentials = createCredentialsService({
     users,
     sessions,

@@ -9,17 +9,20 @@
  *   connection open; at the NIST SP 800-63B-4 ceiling (100 consecutive failures) the password is
  *   locked until a password reset. A correct password clears the count.
  *
- * Every attempt is counted atomically *before* its hash, and given back if it turns out right or
- * is refused: concurrent requests cannot all pass a check that none of them has counted yet.
+ * Every attempt is counted atomically *before* its hash, as in flight, so concurrent requests cannot
+ * all pass a check that none of them has counted yet; only a password that turns out wrong becomes
+ * a failure. In-flight counts are leases (see `createLease`): a process killed mid-attempt leaves
+ * them behind for seconds, never for a limit's window, so a crash cannot lock people out.
  */
 import type { Config } from '../config.ts';
+import type { Clock } from '../lib/clock.ts';
 import { accountKey, clientKey, type Limiter, type RateLimiters } from '../http/rate-limit.ts';
 
 export type ThrottleCheck = { ok: true; attempt: Attempt } | { ok: false; retryAfterSeconds: number };
 
 /** An attempt that was let through: report how it went. */
 export interface Attempt {
-  /** The password was right: the account starts afresh and the IP gets its point back. */
+  /** The password was right: the account starts afresh. */
   succeeded(): Promise<void>;
   /** The password was wrong (or the address unknown): `isLocked` when this failure reached the ceiling. */
   failed(): Promise<{ isLocked: boolean; consecutiveFailures: number }>;
@@ -33,18 +36,65 @@ export interface Attempt {
 /** Long enough to count "consecutive" failures however slowly they come. */
 const FAILURE_WINDOW_SECONDS = 90 * 86_400;
 
+/**
+ * How long an attempt counts as in flight at least (it counts for one to two leases). Longer than
+ * any attempt takes: a hash waits at most HASH_QUEUE_TIMEOUT_MS (default 5 s) for its turn. After
+ * a crash, what the dead process had in flight is forgotten within two leases (40 s).
+ */
+export const IN_FLIGHT_LEASE_SECONDS = 20;
+
+/** Retry-After for an attempt refused only because others for the same key are in flight. */
+const IN_FLIGHT_WAIT_SECONDS = 1;
+
+/** Counts in flight per key that expire by themselves (see `createLease`). */
+interface Lease {
+  /** Counts one in flight for `key`; `count` is how many are now (this one included). */
+  take(key: string): Promise<{ count: number; give(): Promise<void> }>;
+}
+
+/**
+ * In-flight counts that die with their lease: one counter per key and lease-long time slot, in a
+ * shared store window of two slots. A taker counts in the current slot, reads the previous one,
+ * and gives back into the slot it took from. A count that is never given back (the process died)
+ * ends with its store window, one or two leases later; so does one given back after the window
+ * ended, which then cannot push a later count below what is in flight.
+ */
+function createLease(limiters: RateLimiters, name: string, clock: Clock): Lease {
+  const slotMs = IN_FLIGHT_LEASE_SECONDS * 1000;
+  // Counting never refuses: the limit is decided by the caller, from the count.
+  const counter = limiters.create(name, { points: Number.MAX_SAFE_INTEGER, durationSeconds: 2 * IN_FLIGHT_LEASE_SECONDS });
+  return {
+    async take(key) {
+      const slot = Math.floor(clock() / slotMs);
+      const mine = `${key}:${slot}`;
+      const [current, previous] = await Promise.all([counter.increment(mine), counter.count(`${key}:${slot - 1}`)]);
+      let isGiven = false;
+      return {
+        count: current + Math.max(0, previous),
+        async give() {
+          if (isGiven) return;
+          isGiven = true;
+          await counter.refund(mine);
+        },
+      };
+    },
+  };
+}
+
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 
-export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits: Config['rateLimits']; throttle: Config['signinThrottle'] }) {
-  const { limiters, rateLimits, throttle } = deps;
+export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits: Config['rateLimits']; throttle: Config['signinThrottle']; clock: Clock }) {
+  const { limiters, rateLimits, throttle, clock } = deps;
   const attemptsPerIp = limiters.create('signin-ip', rateLimits.signinPerIp);
+  // Failures that happened; with those in flight, at most the limit.
   const failuresPerIp = limiters.create('signin-fail-ip', rateLimits.signinFailuresPerIp);
+  const inFlightPerIp = createLease(limiters, 'signin-pending-ip', clock);
   const accountWindow = { points: throttle.lockAfterFailures, durationSeconds: FAILURE_WINDOW_SECONDS };
-  // Attempts not yet proven right: counted before the hash, so concurrent guesses cannot pass
-  // the ceiling together; a right password clears it. At the ceiling the account is locked.
-  const accountAttempts: Limiter = limiters.create('signin-attempts-account', accountWindow);
-  // Consecutive failures that have happened: what the delay grows with.
+  // Consecutive failures: what the delay grows with; at the ceiling it is set with no end (locked).
   const accountFailures: Limiter = limiters.create('signin-fail-account', accountWindow);
+  // Attempts not yet proven right or wrong: with the failures, they may not pass the ceiling, so
+  // concurrent guesses cannot go past it together.
+  const inFlightPerAccount = createLease(limiters, 'signin-pending-account', clock);
   // Once delays apply, one attempt per wait: a failure blocks the gate for the delay, and the
   // attempt after it takes the gate, so concurrent attempts cannot slip through together.
   const accountGate: Limiter = limiters.create('signin-delay-account', { points: 1, durationSeconds: 1 });
@@ -64,50 +114,48 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
       const floodWait = await attemptsPerIp.consume(client);
       if (floodWait !== null) return { ok: false, retryAfterSeconds: floodWait };
 
-      // Counted as a failure until it proves otherwise.
-      const ipWait = await failuresPerIp.consume(client);
-      if (ipWait !== null) return { ok: false, retryAfterSeconds: ipWait };
+      const ipLimit = rateLimits.signinFailuresPerIp.points;
+      const [ipFailures, ipInFlight] = await Promise.all([failuresPerIp.count(client), inFlightPerIp.take(client)]);
+      if (ipFailures + ipInFlight.count > ipLimit) {
+        await ipInFlight.give();
+        const wait = ipFailures >= ipLimit ? await failuresPerIp.check(client) : null;
+        return { ok: false, retryAfterSeconds: wait ?? IN_FLIGHT_WAIT_SECONDS };
+      }
 
-      // This attempt's number, from the same atomic write that counts it.
-      const attemptNumber = await accountAttempts.increment(account);
+      const [failures, accountInFlight] = await Promise.all([accountFailures.count(account), inFlightPerAccount.take(account)]);
       const refuse = async (retryAfterSeconds: number): Promise<ThrottleCheck> => {
-        await Promise.all([accountAttempts.refund(account), failuresPerIp.refund(client)]);
+        await Promise.all([ipInFlight.give(), accountInFlight.give()]);
         return { ok: false, retryAfterSeconds };
       };
-      // Past the ceiling (locked, or a concurrent race to it): this one does not happen.
-      if (attemptNumber > throttle.lockAfterFailures) return refuse((await accountAttempts.check(account)) ?? 1);
-      const failures = await accountFailures.count(account);
+      // Locked, or past the ceiling with those in flight: this one does not happen.
+      if (failures >= throttle.lockAfterFailures) return refuse((await accountFailures.check(account)) ?? IN_FLIGHT_WAIT_SECONDS);
+      if (failures + accountInFlight.count > throttle.lockAfterFailures) return refuse(IN_FLIGHT_WAIT_SECONDS);
       if (failures >= throttle.delayAfterFailures) {
         const gateWait = await accountGate.consume(account, 1, delaySeconds(failures));
         if (gateWait !== null) return refuse(gateWait);
       }
 
-      let isSettled = false;
+      const settle = () => Promise.all([ipInFlight.give(), accountInFlight.give()]);
       return {
         ok: true,
         attempt: {
           async succeeded() {
-            isSettled = true;
             // Only what this account has counted: a sign-in without earlier failures costs two writes.
             await Promise.all([
-              accountAttempts.reset(account),
-              failuresPerIp.refund(client),
+              settle(),
               ...(failures > 0 ? [accountFailures.reset(account)] : []),
               ...(failures >= throttle.delayAfterFailures ? [accountGate.reset(account)] : []),
             ]);
           },
           async release() {
-            if (isSettled) return;
-            isSettled = true;
-            await Promise.all([accountAttempts.refund(account), failuresPerIp.refund(client)]);
+            await settle();
           },
           async failed() {
-            isSettled = true;
-            const consecutiveFailures = await accountFailures.increment(account);
-            if (attemptNumber >= throttle.lockAfterFailures || consecutiveFailures >= throttle.lockAfterFailures) {
+            const [consecutiveFailures] = await Promise.all([accountFailures.increment(account), failuresPerIp.consume(client), settle()]);
+            if (consecutiveFailures >= throttle.lockAfterFailures) {
               // No end: only a password reset (clearAccount) lifts it.
-              await accountAttempts.set(account, throttle.lockAfterFailures, 0);
-              return { isLocked: true, consecutiveFailures: Math.max(consecutiveFailures, attemptNumber) };
+              await accountFailures.set(account, throttle.lockAfterFailures, 0);
+              return { isLocked: true, consecutiveFailures };
             }
             const wait = delaySeconds(consecutiveFailures);
             if (wait > 0) await accountGate.block(account, wait);
@@ -120,7 +168,7 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
     /** After a password reset: the account's failures no longer count, and a lock is lifted. */
     async clearAccount(email: string): Promise<void> {
       const account = accountKey(email);
-      await Promise.all([accountAttempts.reset(account), accountFailures.reset(account), accountGate.reset(account)]);
+      await Promise.all([accountFailures.reset(account), accountGate.reset(account)]);
     },
   };
 }
