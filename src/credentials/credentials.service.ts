@@ -143,11 +143,12 @@ export function createCredentialsService(deps: {
           return refuseWrongPassword(credentials?.id ?? null);
         }
         if (credentials.passwordLockedAt !== null) {
-          // Locked, though its counter was lost (a Redis flush): the same cost as any check, and
-          // the counter locks again, as it would be for an address without an account.
+          // Locked, though its counter was lost (a Redis flush, say). Answered exactly as an
+          // address without an account is after the same loss: the same cost, a wrong password
+          // whatever was typed, and a failure counted, so the counter locks again as it would for
+          // that address. A 429 here would tell which addresses have accounts.
           await hasher.verifyDummy(input.password);
-          await attempt.failed();
-          return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: 86_400 };
+          return refuseWrongPassword(credentials.id);
         }
         if (!(await hasher.verify(credentials.passwordHash, input.password))) {
           return refuseWrongPassword(credentials.id);
