@@ -7,6 +7,8 @@ import type { Storage } from './storage/database.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import { createUserService } from './users/user.service.ts';
 import { createPasswordHasher } from './credentials/password-hasher.ts';
+import { createStoredHashParametersJob } from './credentials/stored-hash-parameters.ts';
+import { deriveKey } from './lib/derive-key.ts';
 import { createCredentialsService } from './credentials/credentials.service.ts';
 import { loadSigningKeys } from './sessions/signing-keys.ts';
 import { createSessionService } from './sessions/session.service.ts';
@@ -39,7 +41,9 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   const audit = createAuditService({ db, clock, logger });
   const auditRetention = createAuditRetentionJob({ audit, clock, logger, retentionMs: config.audit.retentionSeconds * 1000 });
   const users = createUserService({ db, clock });
-  const hasher = await createPasswordHasher(config.passwords);
+  const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection') });
+  // The unknown-address dummy follows the parameters stored hashes were made with.
+  const storedHashParameters = createStoredHashParametersJob({ users, hasher, logger });
   const keys = await loadSigningKeys({
     db,
     authSecret: config.authSecret,
@@ -111,6 +115,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   const housekeeping = createHousekeepingJob({ db, clock, logger, actionTokens, idleTimeoutMs: config.sessions.idleTimeoutSeconds * 1000 });
   auditRetention.start();
   housekeeping.start();
+  storedHashParameters.start();
   mail.start();
 
   return {
@@ -133,6 +138,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     passwordReset,
     oauth,
     housekeeping,
+    storedHashParameters,
     rateLimiters,
     limits,
     logger,
@@ -140,7 +146,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     async stop() {
       revocations.stop();
       keys.stop();
-      await Promise.all([auditRetention.stop(), housekeeping.stop(), mail.stop()]);
+      await Promise.all([auditRetention.stop(), housekeeping.stop(), storedHashParameters.stop(), mail.stop()]);
       await rateLimiters.close();
     },
   };

@@ -139,7 +139,7 @@ export function createCredentialsService(deps: {
         const credentials = await users.findCredentialsByEmail(input.email);
         if (credentials === null || credentials.passwordHash === null) {
           // Same work as a wrong password, so the answer's timing does not reveal the account.
-          await hasher.verifyDummy(input.password);
+          await hasher.verifyDummy(input.password, normaliseEmail(input.email));
           return refuseWrongPassword(credentials?.id ?? null);
         }
         if (credentials.passwordLockedAt !== null) {
@@ -147,7 +147,7 @@ export function createCredentialsService(deps: {
           // address without an account is after the same loss: the same cost, a wrong password
           // whatever was typed, and a failure counted, so the counter locks again as it would for
           // that address. A 429 here would tell which addresses have accounts.
-          await hasher.verifyDummy(input.password);
+          await hasher.verifyDummy(input.password, normaliseEmail(input.email));
           return refuseWrongPassword(credentials.id);
         }
         if (!(await hasher.verify(credentials.passwordHash, input.password))) {
@@ -232,7 +232,7 @@ export function createCredentialsService(deps: {
     }): Promise<ChangePasswordResult> {
       const [user, current] = await Promise.all([users.findUserById(input.userId), users.findCredentialsById(input.userId)]);
       if (user === null || current === null || current.passwordHash === null) {
-        await hasher.verifyDummy(input.currentPassword);
+        await hasher.verifyDummy(input.currentPassword, input.userId);
         return { ok: false, reason: 'INVALID_CREDENTIALS' };
       }
       // The current password is guessed under the same limits as at sign-in (a stolen session

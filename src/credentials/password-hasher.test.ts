@@ -9,6 +9,7 @@ const options = {
   maxConcurrentHashes: 2,
   maxQueuedHashes: 16,
   queueTimeoutMs: 5_000,
+  dummySelectionKey: Buffer.alloc(32, 7),
 };
 
 describe('password hasher', () => {
@@ -52,5 +53,40 @@ describe('password hasher', () => {
     assert.equal(results[0]!.status, 'fulfilled');
     assert.equal(results[1]!.status, 'rejected');
     assert.ok((results[1] as PromiseRejectedResult).reason instanceof UnavailableError);
+  });
+
+  describe('accounts whose hash was made with older ARGON2_* settings refuse no slower than unknown addresses', () => {
+    const OLD = '$argon2id$v=19$m=8192,t=5,p=1';
+    const addresses = Array.from({ length: 400 }, (_, i) => `someone${i}@example.com`);
+
+    it('the dummy follows the mix of stored parameters, per address, the same every time and on every instance', async () => {
+      const hasher = await createPasswordHasher(options);
+      const current = '$argon2id$v=19$m=19456,t=2,p=1';
+      assert.ok(addresses.every((a) => hasher.dummyParametersFor(a) === current), 'no stored hashes: the configured parameters');
+
+      // Every stored hash is old: every unknown address must cost what those accounts cost.
+      await hasher.useStoredParameters([{ encoded: OLD, count: 12 }]);
+      assert.ok(addresses.every((a) => hasher.dummyParametersFor(a) === OLD));
+
+      // A quarter old: about a quarter of the addresses get the old dummy, each always the same one.
+      await hasher.useStoredParameters([{ encoded: OLD, count: 250 }, { encoded: current, count: 750 }]);
+      const old = addresses.filter((a) => hasher.dummyParametersFor(a) === OLD);
+      assert.ok(old.length > 60 && old.length < 140, `${old.length} of 400 addresses get the old parameters`);
+      assert.deepEqual(addresses.filter((a) => hasher.dummyParametersFor(a) === OLD), old, 'stable per address');
+      const twin = await createPasswordHasher(options);
+      await twin.useStoredParameters([{ encoded: current, count: 750 }, { encoded: OLD, count: 250 }]);
+      assert.deepEqual(addresses.filter((a) => twin.dummyParametersFor(a) === OLD), old, 'another instance (same secret) chooses alike');
+    });
+
+    it('verifies the dummy with those parameters, and ignores parameter sets it cannot or must not use', async () => {
+      const hasher = await createPasswordHasher(options);
+      await hasher.useStoredParameters([
+        { encoded: OLD, count: 1 },
+        { encoded: '$argon2id$v=19$m=99999999,t=2,p=1', count: 1000 },
+        { encoded: '$2b$10', count: 1000 },
+      ]);
+      assert.ok(addresses.every((a) => hasher.dummyParametersFor(a) === OLD), 'only the usable set counts');
+      await hasher.verifyDummy('any password', addresses[0]!);
+    });
   });
 });

@@ -5,7 +5,7 @@
  * keyboard or OS still verifies.
  */
 import { hash, verify, parseOptions, type Algorithm } from '@node-rs/argon2';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Argon2Config } from '../config.ts';
 import { UnavailableError } from '../errors.ts';
 import { BoundedConcurrency, CapacityExceededError } from '../lib/bounded-concurrency.ts';
@@ -18,15 +18,28 @@ export interface PasswordHasher {
   verify(passwordHash: string, password: string): Promise<boolean>;
   /**
    * Spends the same work as `verify` against a hash nobody's password matches. Used when there is
-   * no user (or no password) so that an unknown address takes as long as a wrong password.
+   * no user (or no password) so that an unknown address takes as long as a wrong password. The
+   * dummy's parameters follow those of the stored hashes (see `useStoredParameters`), picked for
+   * `address` by a keyed hash: an address always costs the same, and addresses without accounts
+   * are spread over the parameter sets as accounts are, so a cost tells nothing about existence.
    */
-  verifyDummy(password: string): Promise<void>;
+  verifyDummy(password: string, address: string): Promise<void>;
+  /** The encoded parameters (`$argon2id$v=19$m=…,t=…,p=…`) of the dummy `verifyDummy` uses for `address`. */
+  dummyParametersFor(address: string): string;
+  /**
+   * How many stored hashes were made with each parameter set (hashes made before a change of
+   * ARGON2_* keep theirs until their next sign-in): the dummy follows that mix. Sets that cannot
+   * be parsed or lie outside the configurable bounds are ignored.
+   */
+  useStoredParameters(mix: ReadonlyArray<{ encoded: string; count: number }>): Promise<void>;
   /** True when the hash was made with other parameters (or another algorithm) than today's. */
   needsRehash(passwordHash: string): boolean;
 }
 
 export interface PasswordHasherOptions {
   argon2: Argon2Config;
+  /** Keys the choice of a dummy per address (see `verifyDummy`); from AUTH_SECRET, so every instance chooses alike. */
+  dummySelectionKey: Buffer;
   maxConcurrentHashes: number;
   maxQueuedHashes: number;
   queueTimeoutMs: number;
@@ -56,7 +69,16 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
     }
   }
 
-  const dummyHash = await hash(randomBytes(32), parameters);
+  const currentEncoded = encodeParameters(parameters);
+  const dummies = new Map<string, string>([[currentEncoded, await hash(randomBytes(32), parameters)]]);
+  /** Cumulative shares in [0, 1] of each parameter set, in a fixed order; the last ends at 1. */
+  let mix: Array<{ encoded: string; upTo: number }> = [{ encoded: currentEncoded, upTo: 1 }];
+
+  function dummyParametersFor(address: string): string {
+    const digest = createHmac('sha256', options.dummySelectionKey).update(address).digest();
+    const point = digest.readUIntBE(0, 6) / 2 ** 48;
+    return (mix.find((entry) => point < entry.upTo) ?? mix.at(-1)!).encoded;
+  }
 
   return {
     hash: (password) => withSlot(() => hash(password.normalize('NFKC'), parameters)),
@@ -70,10 +92,30 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
         }
       }),
 
-    verifyDummy: (password) =>
+    verifyDummy: (password, address) =>
       withSlot(async () => {
-        await verify(dummyHash, password.normalize('NFKC')).catch(() => false);
+        const dummy = dummies.get(dummyParametersFor(address)) ?? dummies.get(currentEncoded)!;
+        await verify(dummy, password.normalize('NFKC')).catch(() => false);
       }),
+
+    dummyParametersFor,
+
+    async useStoredParameters(stored) {
+      const usable = stored.filter((entry) => entry.count > 0 && parseParameters(entry.encoded) !== null);
+      for (const { encoded } of usable) {
+        if (!dummies.has(encoded)) dummies.set(encoded, await hash(randomBytes(32), parseParameters(encoded)!));
+      }
+      const total = usable.reduce((sum, entry) => sum + entry.count, 0);
+      if (total === 0) {
+        mix = [{ encoded: currentEncoded, upTo: 1 }];
+        return;
+      }
+      let upTo = 0;
+      mix = [...usable]
+        .sort((a, b) => (a.encoded < b.encoded ? -1 : 1))
+        .map((entry) => ({ encoded: entry.encoded, upTo: (upTo += entry.count / total) }));
+      mix.at(-1)!.upTo = 1;
+    },
 
     needsRehash(passwordHash) {
       try {
@@ -89,4 +131,28 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
       }
     },
   };
+}
+
+interface Argon2Parameters {
+  algorithm: Algorithm;
+  memoryCost: number;
+  timeCost: number;
+  parallelism: number;
+}
+
+const ALGORITHMS: Record<string, Algorithm> = { argon2d: 0 as Algorithm, argon2i: 1 as Algorithm, argon2id: ARGON2ID };
+
+/** The PHC prefix of a hash made with `p` (what every hash with these parameters starts with). */
+function encodeParameters(p: Argon2Parameters): string {
+  const name = Object.keys(ALGORITHMS).find((key) => ALGORITHMS[key] === p.algorithm)!;
+  return `$${name}$v=19$m=${p.memoryCost},t=${p.timeCost},p=${p.parallelism}`;
+}
+
+/** The inverse of `encodeParameters`, within the bounds ARGON2_* accepts; null otherwise. */
+function parseParameters(encoded: string): Argon2Parameters | null {
+  const match = /^\$(argon2id|argon2i|argon2d)\$v=19\$m=(\d{1,7}),t=(\d{1,2}),p=(\d{1,2})$/.exec(encoded);
+  if (match === null) return null;
+  const [memoryCost, timeCost, parallelism] = [Number(match[2]), Number(match[3]), Number(match[4])];
+  if (memoryCost < 1024 || memoryCost > 4 * 1024 * 1024 || timeCost < 1 || timeCost > 20 || parallelism < 1 || parallelism > 16) return null;
+  return { algorithm: ALGORITHMS[match[1]!]!, memoryCost, timeCost, parallelism };
 }

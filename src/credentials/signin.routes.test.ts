@@ -84,9 +84,9 @@ for (const backend of await backends()) {
     it('answers a wrong password and an unknown e-mail identically, and spends a hash on both', async () => {
       let dummyVerifies = 0;
       const original = t.services.hasher.verifyDummy;
-      t.services.hasher.verifyDummy = async (password) => {
+      t.services.hasher.verifyDummy = async (password, address) => {
         dummyVerifies++;
-        return original(password);
+        return original(password, address);
       };
       try {
         const wrong = await postJson(t.app, '/api/auth', { email: 'alice@example.com', password: 'not the password' });

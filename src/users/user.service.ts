@@ -171,6 +171,11 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return store.markEmailVerified(options.db ?? db, userId, clock());
     },
 
+    /** How many password hashes use each argon2 parameter set (a scan: for background work). */
+    countPasswordHashParameters(): Promise<Array<{ encoded: string; count: number }>> {
+      return store.countPasswordHashParameters(db);
+    },
+
     async countUsers(): Promise<number> {
       return store.countUsers(db);
     },

@@ -130,3 +130,20 @@ export async function replaceRoles(db: Db, userId: string, roles: readonly strin
     await db.insertInto('user_roles').values(added.map((role) => ({ user_id: userId, role, created_at: now }))).execute();
   }
 }
+
+/** The length of what follows the parameters in our argon2 hashes: `$` + 16-byte salt + `$` + 32-byte hash, in unpadded base64. */
+const HASH_SUFFIX_LENGTH = 1 + 22 + 1 + 43;
+
+/**
+ * How many password hashes were made with each argon2 parameter set (the PHC prefix
+ * `$argon2id$v=19$m=…,t=…,p=…`). One scan of the table: for a background job, not a request.
+ */
+export async function countPasswordHashParameters(db: Db): Promise<Array<{ encoded: string; count: number }>> {
+  const rows = await db
+    .selectFrom('users')
+    .select([sql<string>`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`.as('encoded'), sql<string | number>`count(*)`.as('count')])
+    .where('password_hash', 'is not', null)
+    .groupBy(sql`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`)
+    .execute();
+  return rows.map((row) => ({ encoded: row.encoded, count: Number(row.count) }));
+}

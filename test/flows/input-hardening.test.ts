@@ -23,7 +23,7 @@ describe('input hardening', () => {
     const verify = hasher.verify.bind(hasher);
     const verifyDummy = hasher.verifyDummy.bind(hasher);
     hasher.verify = async (hash, password) => ((hashesVerified += 1), verify(hash, password));
-    hasher.verifyDummy = async (password) => ((hashesVerified += 1), verifyDummy(password));
+    hasher.verifyDummy = async (password, address) => ((hashesVerified += 1), verifyDummy(password, address));
   });
   after(async () => {
     await t?.close();
