@@ -8,7 +8,7 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
-import type { RateLimit } from '../config.ts';
+import { ConfigError, type RateLimit } from '../config.ts';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -163,6 +163,7 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
     commandTimeout: 300,
     retryStrategy: (attempt) => Math.min(attempt * 250, 2_000),
   });
+  await refuseMisconfiguredRedis(redis);
   let isDown = false;
   redis.on('error', (error: Error) => {
     if (isDown) return;
@@ -192,6 +193,40 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
       redis.disconnect();
     },
   };
+}
+
+/** How long start-up waits for Redis's first answer; an unreachable Redis does not stop the start. */
+const FIRST_CONNECTION_WAIT_MS = 3_000;
+
+/**
+ * Resolves when Redis is ready, unreachable (the limits count in memory until it is back), or slow
+ * to answer; rejects with a ConfigError when Redis itself refuses the connection's setup: a
+ * database index that does not exist (ioredis logs the refusal and goes on in database 0, where
+ * the counters of another application may live), or wrong credentials. Server replies name no secret.
+ */
+async function refuseMisconfiguredRedis(redis: Redis): Promise<void> {
+  const refusal = await new Promise<Error | null>((resolve) => {
+    const timer = setTimeout(() => finish(null), FIRST_CONNECTION_WAIT_MS);
+    const onReady = () => finish(null);
+    const onError = (error: Error) => finish(isServerReply(error) ? error : null);
+    function finish(result: Error | null) {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      resolve(result);
+    }
+    redis.on('ready', onReady);
+    redis.on('error', onError);
+  });
+  if (refusal === null) return;
+  redis.on('error', () => {}); // whatever the closing connection still reports: start-up is refused below
+  redis.disconnect();
+  throw new ConfigError([`REDIS_URL: Redis refused the connection's setup (${refusal.message.split('\n')[0]!.slice(0, 200)})`]);
+}
+
+/** An error Redis answered with (ERR…, WRONGPASS…), as opposed to one of the network. */
+function isServerReply(error: Error): boolean {
+  return error.name === 'ReplyError' || error.name === 'SimpleError' || /^(ERR|WRONGPASS|NOAUTH|NOPERM)\b/.test(error.message);
 }
 
 /**
