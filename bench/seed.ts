@@ -67,6 +67,7 @@ export async function seed(config: DatabaseConfig, count: number, batchSize: num
           name: `Seed User ${i}`,
           password_hash: passwordHash,
           email_verified_at: createdAt,
+          name_confirmed_at: createdAt,
           disabled_at: null,
           created_at: createdAt,
           updated_at: createdAt,

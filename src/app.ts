@@ -15,6 +15,7 @@ import { generateRequestId, lazyRequestLogger, loggerOptions } from './http/logg
 import { registerCsrfProtection } from './http/csrf.ts';
 import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
+import { connectionServerOptions, createClientErrorHandler, limitConnections } from './http/connections.ts';
 import { createRequestAuthenticator } from './http/authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { createForbiddenPage } from './ui/forbidden-page.ts';
@@ -59,12 +60,18 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // The client IP (rate limits, sessions, audit) is the socket's unless TRUST_PROXY trusts the peer.
     trustProxy: toTrustProxy(config.trustProxy),
     return503OnClosing: true,
+    // Deadlines for headers, whole requests and idle keep-alive connections (HEADERS_TIMEOUT_MS,
+    // REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS): a slow client cannot hold a connection forever.
+    ...connectionServerOptions(config.connections),
     // Errors Fastify raises before routing (an undecodable URL, say) get our body shape too.
     frameworkErrors: (_error, request, reply) => {
       setResponseHeaders(request, reply);
       void sendError(reply, 400, toErrorBody('BAD_REQUEST'));
     },
+    // And so do requests Node's parser refuses before Fastify sees them (400, 408, 431).
+    clientErrorHandler: createClientErrorHandler(config),
   }).withTypeProvider<ZodTypeProvider>();
+  limitConnections(app.server, config.connections, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -114,7 +121,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     await browser.register(browserSignInRoutes, routeOptions);
     await browser.register(signOutRoutes, routeOptions);
     await browser.register(uiRoutes, { ...routeOptions, oauth: services.oauth });
-    await browser.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, authenticate, config, clock, limits: services.limits });
+    await browser.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, authenticate, config, clock, limits: services.limits });
     await browser.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config });
     await browser.register(signupRoutes, { signup: services.signup, limits: services.limits });
     await browser.register(verificationRoutes, { verification: services.verification, limits: services.limits });

@@ -76,6 +76,20 @@ describe('loadConfig', () => {
     assert.ok(!('queryTimeoutMs' in sqlite.database));
   });
 
+  it('request bodies are timed out: bounds on headers, whole requests, idle keep-alive and open connections, by default and by env', () => {
+    const base = { AUTH_SECRET: SECRET, DATA_DIR: tmpdir() };
+    assert.deepEqual(loadConfig(base).connections, { headersTimeoutMs: 10_000, requestTimeoutMs: 20_000, keepAliveTimeoutMs: 72_000, maxConnections: 4_096 });
+    const custom = loadConfig({ ...base, HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '15000', KEEP_ALIVE_TIMEOUT_MS: '65000', MAX_CONNECTIONS: '20000' });
+    assert.deepEqual(custom.connections, { headersTimeoutMs: 5_000, requestTimeoutMs: 15_000, keepAliveTimeoutMs: 65_000, maxConnections: 20_000 });
+    assert.ok(Object.isFrozen(custom.connections));
+
+    // Every problem at once, each naming its variable.
+    const problems = problemsOf({ ...base, HEADERS_TIMEOUT_MS: '0', REQUEST_TIMEOUT_MS: 'forever', KEEP_ALIVE_TIMEOUT_MS: '999', MAX_CONNECTIONS: '0' });
+    assert.deepEqual(problems.map((problem) => problem.split(' ')[0]), ['HEADERS_TIMEOUT_MS', 'REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'MAX_CONNECTIONS']);
+    const inverted = problemsOf({ ...base, HEADERS_TIMEOUT_MS: '30000', REQUEST_TIMEOUT_MS: '20000' });
+    assert.deepEqual(inverted, ['HEADERS_TIMEOUT_MS must be at most REQUEST_TIMEOUT_MS (got 30000 > 20000)']);
+  });
+
   it('rejects unparseable values with the variable named', () => {
     const cases: Array<[Record<string, string>, string]> = [
       [{ DATABASE_URL: 'postgres://[bad' }, 'DATABASE_URL'],
@@ -157,6 +171,18 @@ describe('loadConfig', () => {
         assert.equal(mail.pollIntervalMs, 5_000);
         assert.equal(mail.retentionSeconds, 7 * 86_400);
       }
+    });
+
+    it('/dev/outbox trusts no address by default: its page is off unless DEV_OUTBOX_PAGE is on, which production and SMTP refuse', () => {
+      assert.equal(loadConfig({ ...base, NODE_ENV: 'development' }).mail.showOutboxPage, false);
+      assert.equal(loadConfig({ ...base, NODE_ENV: 'development', DEV_OUTBOX_PAGE: 'true' }).mail.showOutboxPage, true);
+      assert.equal(loadConfig({ ...base, ...MAIL }).mail.showOutboxPage, false);
+      assert.deepEqual(problemsOf({ ...base, ...MAIL, DEV_OUTBOX_PAGE: 'true' }), [
+        'DEV_OUTBOX_PAGE is on but EMAIL_SERVER_HOST is set: mail goes to the SMTP server, there is no dev outbox to show',
+      ]);
+      const production = problemsOf({ ...base, NODE_ENV: 'production', AUTH_URL: 'https://auth.example.com', DEV_OUTBOX_PAGE: 'true' });
+      assert.ok(production.some((problem) => problem.startsWith('DEV_OUTBOX_PAGE')), production.join('\n'));
+      assert.match(problemsOf({ ...base, DEV_OUTBOX_PAGE: 'maybe' })[0]!, /^DEV_OUTBOX_PAGE must be true or false/);
     });
 
     it('requires a mail server in production', () => {

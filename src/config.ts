@@ -67,8 +67,17 @@ interface MailSettings {
  * real mail (password reset, sign-up) check `kind`.
  */
 export type MailConfig =
-  | (MailSettings & { readonly kind: 'smtp'; readonly smtp: SmtpConfig })
-  | (MailSettings & { readonly kind: 'dev-outbox'; readonly smtp: null });
+  | (MailSettings & { readonly kind: 'smtp'; readonly smtp: SmtpConfig; readonly showOutboxPage: false })
+  | (MailSettings & {
+      readonly kind: 'dev-outbox';
+      readonly smtp: null;
+      /**
+       * `/dev/outbox` is served (DEV_OUTBOX_PAGE, off by default). It shows live reset links, and
+       * whether a request really comes from this machine cannot be known behind a local proxy or
+       * tunnel that adds no forwarding header, so it is never on by accident.
+       */
+      readonly showOutboxPage: boolean;
+    });
 
 /**
  * An OAuth / OpenID Connect provider, enabled by its client id and secret. `github` speaks plain
@@ -112,6 +121,22 @@ export interface RateLimit {
  */
 export type TrustProxy = false | number | readonly string[];
 
+/**
+ * What one client connection may hold. Without bounds, a client trickling its body a byte at a
+ * time keeps its connection (a file descriptor) open indefinitely, and enough of them lock
+ * everyone else out.
+ */
+export interface ConnectionLimits {
+  /** The request line and headers must arrive within this long of the request's first byte (or of the connection's opening). */
+  readonly headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this long of its first byte. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this long without a new request. */
+  readonly keepAliveTimeoutMs: number;
+  /** Connections open at once, per server process; further ones are closed as soon as they are accepted. */
+  readonly maxConnections: number;
+}
+
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
   readonly isProduction: boolean;
@@ -119,6 +144,7 @@ export interface Config {
   readonly host: string;
   /** Server processes sharing the port (`node:cluster`); 1 runs a single process. */
   readonly workers: number;
+  readonly connections: ConnectionLimits;
   /** Public base URL without a trailing slash, e.g. `https://auth.example.com`. */
   readonly authUrl: string;
   /** True when `authUrl` is https: cookies get `Secure` and the `__Host-` prefix. */
@@ -184,6 +210,9 @@ export interface Config {
     readonly refreshPerIp: RateLimit;
     /** Provider sign-in and link starts, per client IP. */
     readonly oauthPerIp: RateLimit;
+    /** New passwords refused by the policy, per account (change-password, reset links) and per client IP (everywhere). */
+    readonly passwordRefusalsPerAccount: RateLimit;
+    readonly passwordRefusalsPerIp: RateLimit;
   };
   /** Per account (normalised address): consecutive failed sign-ins. */
   readonly signinThrottle: {
@@ -245,6 +274,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const port = read.integer('PORT', 3000, { min: 0, max: 65535 });
   const host = read.string('HOST') ?? (isProduction ? '0.0.0.0' : '127.0.0.1');
   const workers = read.integer('WORKERS', isProduction ? availableParallelism() : 1, { min: 1, max: 64 });
+  const connections = parseConnectionLimits(read, problems);
   const configuredAuthUrl = read.string('AUTH_URL');
   if (configuredAuthUrl === undefined && port === 0) {
     problems.push('AUTH_URL is required when PORT=0: tokens must name the address clients reach');
@@ -319,6 +349,11 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     tokenPerIp: read.rateLimit('RATE_LIMIT_TOKEN_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
     refreshPerIp: read.rateLimit('RATE_LIMIT_REFRESH_PER_IP', { points: 120, durationSeconds: 60 }),
     oauthPerIp: read.rateLimit('RATE_LIMIT_OAUTH_PER_IP', { points: 30, durationSeconds: 60 }),
+    // New passwords the policy refused (sign-up, reset, change, admin create): each costs an
+    // estimate of up to half a second in the one estimator worker. A person finds an acceptable
+    // password in a few tries; these bound what one account or one address can spend on refusals.
+    passwordRefusalsPerAccount: read.rateLimit('RATE_LIMIT_PASSWORD_REFUSALS_PER_ACCOUNT', { points: 10, durationSeconds: 15 * 60 }),
+    passwordRefusalsPerIp: read.rateLimit('RATE_LIMIT_PASSWORD_REFUSALS_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
   };
   const signinThrottle = {
     delayAfterFailures: read.integer('SIGNIN_DELAY_AFTER_FAILURES', 5, { min: 1, max: 100 }),
@@ -358,6 +393,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     port,
     host,
     workers,
+    connections,
     authUrl: authUrl!,
     isSecureOrigin: authUrl!.startsWith('https://'),
     authSecret,
@@ -479,6 +515,28 @@ class EnvReader {
   }
 }
 
+/**
+ * Auth requests are small (bodies up to 16 KiB) and answered in milliseconds, so the defaults are
+ * far tighter than Node's (60 s for headers, 5 min for a request): 10 s for the headers and 20 s
+ * for the whole request still let a slow mobile link through, and cut a slow-body client in
+ * 20 s instead of never. The keep-alive default stays at Fastify's 72 s, above the 60 s idle
+ * timeout of common load balancers, so a balancer never reuses a connection we have just closed.
+ */
+function parseConnectionLimits(read: EnvReader, problems: string[]): ConnectionLimits {
+  const headersTimeoutMs = read.integer('HEADERS_TIMEOUT_MS', 10_000, { min: 1_000, max: 300_000 });
+  const requestTimeoutMs = read.integer('REQUEST_TIMEOUT_MS', 20_000, { min: 1_000, max: 600_000 });
+  const keepAliveTimeoutMs = read.integer('KEEP_ALIVE_TIMEOUT_MS', 72_000, { min: 1_000, max: 600_000 });
+  // Each connection is a file descriptor; the process also needs some for storage, Redis, SMTP and
+  // its own files. 4096 is far above what one process serves at once behind a load balancer (or
+  // from browsers, which keep a few connections each) and far below common descriptor limits.
+  const maxConnections = read.integer('MAX_CONNECTIONS', 4_096, { min: 1, max: 1_000_000 });
+  // Node measures both from the request's start: a headers deadline past the request's would never fire.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    problems.push(`HEADERS_TIMEOUT_MS must be at most REQUEST_TIMEOUT_MS (got ${headersTimeoutMs} > ${requestTimeoutMs})`);
+  }
+  return { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections };
+}
+
 const MAILBOX_ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
 const HOSTNAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$/;
 const DEV_OUTBOX_FROM: MailAddress = { name: 'Gatehouse', address: 'no-reply@localhost' };
@@ -509,6 +567,7 @@ function parseMailConfig(read: EnvReader, isProduction: boolean, problems: strin
   const user = read.string('EMAIL_SERVER_USER');
   const password = read.raw('EMAIL_SERVER_PASSWORD');
   const fromValue = read.string('EMAIL_FROM');
+  const showOutboxPage = read.boolean('DEV_OUTBOX_PAGE', false);
   const settings = {
     maxAttempts: read.integer('MAIL_MAX_ATTEMPTS', 8, { min: 1, max: 100 }),
     pollIntervalMs: read.integer('MAIL_POLL_INTERVAL_MS', 5_000, { min: 100, max: 600_000 }),
@@ -526,8 +585,11 @@ function parseMailConfig(read: EnvReader, isProduction: boolean, problems: strin
     }
     const orphans = ['EMAIL_SERVER_PORT', 'EMAIL_SERVER_USER', 'EMAIL_SERVER_PASSWORD'].filter((name) => read.raw(name) !== undefined);
     if (orphans.length > 0) problems.push(`${orphans.join(', ')} ${orphans.length === 1 ? 'is' : 'are'} set but EMAIL_SERVER_HOST is not`);
-    return from && { kind: 'dev-outbox', smtp: null, from, ...settings };
+    if (showOutboxPage && isProduction) problems.push('DEV_OUTBOX_PAGE must not be on when NODE_ENV=production: the page shows live reset links');
+    return from && { kind: 'dev-outbox', smtp: null, showOutboxPage, from, ...settings };
   }
+
+  if (showOutboxPage) problems.push('DEV_OUTBOX_PAGE is on but EMAIL_SERVER_HOST is set: mail goes to the SMTP server, there is no dev outbox to show');
 
   const bareHost = host.replace(/^\[(.*)\]$/, '$1');
   if (!HOSTNAME.test(bareHost) && !isIPv6(bareHost)) {
@@ -548,6 +610,7 @@ function parseMailConfig(read: EnvReader, isProduction: boolean, problems: strin
       requireTls: !isLoopbackHost(bareHost),
       auth: user !== undefined && password !== undefined ? { user, password } : null,
     },
+    showOutboxPage: false,
     from,
     ...settings,
   };

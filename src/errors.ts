@@ -3,7 +3,7 @@
  * `AppError` is raised only at the HTTP boundary; `registerErrorHandling` is the single place that
  * turns anything thrown into a response body, and the only one that decides what reaches a log.
  */
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isFormPost } from './http/forms.ts';
 import { toSafeLocalPath } from './http/safe-redirect.ts';
@@ -31,6 +31,7 @@ export const ERROR_CATALOGUE = {
   FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
+  REQUEST_TIMEOUT: { status: 408, message: 'The request took too long to arrive.' },
   TOKEN_EXPIRED: { status: 400, message: 'This link has expired. Ask for a new one.' },
   SIGNUP_DISABLED: { status: 403, message: 'Sign-up is disabled on this service.' },
   EMAIL_TAKEN: { status: 409, message: 'A user with this e-mail address already exists.' },
@@ -40,6 +41,7 @@ export const ERROR_CATALOGUE = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json.' },
   VALIDATION_ERROR: { status: 422, message: 'The request has invalid fields.' },
   RATE_LIMITED: { status: 429, message: 'Too many requests. Try again later.' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_ERROR: { status: 500, message: 'Something went wrong on our side.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable. Try again shortly.' },
 } as const satisfies Record<string, { status: number; message: string }>;
@@ -135,6 +137,21 @@ export function isUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|is not queryable|database is locked/i.test(message);
 }
 
+/** Codes of a stream that ended because its peer went away. */
+const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+/**
+ * The request failed because the client went away while we were reading it: the request stream
+ * itself failed, or it was torn down before it was complete and the error says the peer left.
+ * A dependency's ECONNRESET comes after the body has been read, so it is never taken for one.
+ */
+function isClientAbort(error: unknown, request: FastifyRequest): boolean {
+  const raw = request.raw;
+  if (raw.errored !== null && raw.errored === error) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return raw.destroyed && !raw.complete && typeof code === 'string' && CLIENT_GONE_CODES.has(code);
+}
+
 export function toErrorBody(code: ErrorCode, message?: string, errors?: readonly FieldError[]): ErrorBody {
   const body: ErrorBody = { error: code, message: message ?? ERROR_CATALOGUE[code].message };
   if (errors !== undefined) body.errors = [...errors];
@@ -148,6 +165,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    if (isClientAbort(error, request)) {
+      // The connection closed before the whole request arrived (the client gave up, or a
+      // request timeout cut it): its ECONNRESET is no outage and no bug, and no one is left to
+      // answer. One quiet line, without a stack.
+      request.log.info({ code: (error as { code?: unknown }).code }, 'connection closed before the whole request was read');
+      return sendError(reply, 400, toErrorBody('BAD_REQUEST'));
+    }
     const mapped = mapError(error);
     // A dependency being down is expected and is the operator's to fix, not a bug: warn, so an
     // outage under load does not bury real errors (before, 503s were logged as 'request failed').

@@ -57,7 +57,9 @@ function printBanner(config: Config, listeningOn: string, userCount: number): vo
     `  API docs: ${url}/api/docs/openapi.json`,
     config.mail.kind === 'smtp'
       ? `  Mail:     SMTP ${config.mail.smtp.host}:${config.mail.smtp.port}${config.mail.smtp.requireTls ? ' (TLS required)' : ''}`
-      : `  Mail:     not sent (EMAIL_SERVER_HOST is not set); see ${url}/dev/outbox`,
+      : config.mail.showOutboxPage
+        ? `  Mail:     not sent (EMAIL_SERVER_HOST is not set); see ${url}/dev/outbox`
+        : '  Mail:     not sent (EMAIL_SERVER_HOST is not set); links are logged, and DEV_OUTBOX_PAGE=true lists them at /dev/outbox',
   ];
   if (userCount === 0) {
     lines.push(

@@ -25,6 +25,7 @@ import { createOAuthService } from './oauth/oauth.service.ts';
 import { createRateLimiters } from './http/rate-limit.ts';
 import { createRequestLimits } from './http/request-limits.ts';
 import { createSignInThrottle } from './credentials/signin-throttle.ts';
+import { createPasswordRefusalLimits } from './credentials/password-refusals.ts';
 import { createHousekeepingJob } from './ops/housekeeping.ts';
 import { createLogger } from './http/logging.ts';
 import type { Logger } from './lib/logger.ts';
@@ -91,6 +92,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     actionTokens,
     clock,
     throttle: signInThrottle,
+    passwordRefusals: createPasswordRefusalLimits({ limiters: rateLimiters, rateLimits: config.rateLimits, clock }),
   });
   const admin = createAdminService({ users, sessions, credentials, audit });
   // Sign-up and e-mail verification.

@@ -11,6 +11,7 @@ import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
 import { emailField } from '../users/email.ts';
+import { nameField } from '../users/name.ts';
 import { ADMIN_ROLE, isValidRole, type User } from '../users/user.service.ts';
 import type { SessionSummary } from '../sessions/session.service.ts';
 import { AUDIT_EVENT_TYPES, type AuditEvent, type AuditSource } from '../audit/audit.service.ts';
@@ -88,8 +89,6 @@ const limitField = z.coerce
 const roleList = z
   .array(z.string().max(64).refine(isValidRole, 'must be a role name: A-Z, 0-9 and _, starting with a letter'), { error: 'must be an array of role names' })
   .max(MAX_ROLES, `must list at most ${MAX_ROLES} roles`);
-
-const nameField = z.string({ error: required }).trim().min(1, 'is required').max(200, 'must be at most 200 characters');
 
 const createUserBody = z
   .object(
@@ -223,6 +222,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
           ...guarded,
           409: errorResponse.describe('The address already has a user (EMAIL_TAKEN)'),
           422: errorResponse.describe('Invalid fields, or a password the policy refuses (VALIDATION_ERROR, with the reason in `errors`)'),
+          429: errorResponse.describe('Too many refused passwords from this client (RATE_LIMITED), with Retry-After'),
         },
       },
     },
@@ -234,6 +234,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       );
       if (!result.ok) {
         if (result.reason === 'EMAIL_TAKEN') throw new AppError('EMAIL_TAKEN');
+        if (result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
         const error = result.reason === 'WEAK_PASSWORD' ? { field: 'password', message: result.rejection.message } : { field: 'roles', message: 'must be role names' };
         throw new AppError('VALIDATION_ERROR', { errors: [error] });
       }
@@ -266,6 +267,8 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       if (!result.ok) {
         if (result.reason === 'NOT_FOUND') throw new AppError('NOT_FOUND', { message: 'No such user.' });
         if (result.reason === 'SELF_LOCKOUT') throw new AppError('SELF_LOCKOUT');
+        // Demoted or disabled by another admin's change that came first: as if this request came after it.
+        if (result.reason === 'FORBIDDEN') throw new AppError('FORBIDDEN');
         throw new AppError('VALIDATION_ERROR', { errors: [{ field: 'roles', message: 'must be role names' }] });
       }
       return toAdminUser(result.user);

@@ -13,13 +13,20 @@ import type { Db } from '../storage/database.ts';
 export type AdminCreateUserResult =
   | { ok: true; user: User }
   | { ok: false; reason: 'EMAIL_TAKEN' | 'INVALID_ROLE' }
-  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection }
+  /** Too many refused passwords from this administrator's client. */
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
 export type AdminUpdateUserResult =
   | { ok: true; user: User; sessionsEnded: number }
   | { ok: false; reason: 'NOT_FOUND' | 'INVALID_ROLE' }
   /** An admin may not disable themself or take away their own ADMIN role: nobody might be left to undo it. */
-  | { ok: false; reason: 'SELF_LOCKOUT' };
+  | { ok: false; reason: 'SELF_LOCKOUT' }
+  /**
+   * The acting admin was no longer an enabled ADMIN when the change was to be made: a change that
+   * came first (another admin's, at the same moment) took their role or disabled them.
+   */
+  | { ok: false; reason: 'FORBIDDEN' };
 
 export interface AdminUserChanges {
   name?: string;
@@ -65,7 +72,7 @@ export function createAdminService(deps: { users: UserService; sessions: Session
       const result =
         input.password === undefined
           ? await users.createUser({ ...fields, passwordHash: null })
-          : await credentials.createPasswordUser({ ...fields, password: input.password });
+          : await credentials.createPasswordUser({ ...fields, password: input.password }, { client: { ip: source.ip } });
       if (result.ok) {
         await audit.record({
           type: 'user.created',
@@ -81,6 +88,10 @@ export function createAdminService(deps: { users: UserService; sessions: Session
      * Changes name, roles and the disabled state in one transaction, with their audit events.
      * Disabling also ends every session of the user at once (in the jwt strategy too, through the
      * revocation list); repeating it ends any session that appeared meanwhile.
+     *
+     * An acting admin (`source.actorUserId`; none at the command line) must still be an enabled
+     * ADMIN when the change is made, not only when their request was let in: with SELF_LOCKOUT,
+     * that keeps at least one enabled ADMIN (the actor) however many admins act at once.
      */
     async updateUser(id: string, changes: AdminUserChanges, source: AuditSource): Promise<AdminUpdateUserResult> {
       if (source.actorUserId === id && (changes.disabled === true || (changes.roles !== undefined && !changes.roles.includes(ADMIN_ROLE)))) {
@@ -90,8 +101,9 @@ export function createAdminService(deps: { users: UserService; sessions: Session
         onUpdated: async (db: Db, change) => {
           for (const event of changeEvents(change, source)) await audit.record(event, { db });
         },
+        ...(source.actorUserId !== null && { actingAdminId: source.actorUserId }),
       });
-      if (!result.ok) return result;
+      if (!result.ok) return result.reason === 'ACTOR_NOT_ADMIN' ? { ok: false, reason: 'FORBIDDEN' } : result;
       const sessionsEnded = result.user.disabledAt !== null && changes.disabled === true
         ? await sessions.endAllSessions(id, { source, reason: 'ACCOUNT_DISABLED' })
         : 0;

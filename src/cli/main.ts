@@ -10,6 +10,7 @@ import { createServices, type Services } from '../services.ts';
 import { runServer } from '../main.ts';
 import { createLogger } from '../http/logging.ts';
 import { emailField } from '../users/email.ts';
+import { nameProblem } from '../users/name.ts';
 import { isValidRole, type User } from '../users/user.service.ts';
 import { CLI_SOURCE } from '../audit/audit.service.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
@@ -203,6 +204,9 @@ async function createUser(args: string[], io: Io): Promise<void> {
   });
   if (values.email === undefined) throw new CliError('--email is required', 2);
   if (values.name === undefined || values.name.trim() === '') throw new CliError('--name is required', 2);
+  // The rule every way of naming a user applies (users/name.ts); the name itself is not echoed.
+  const nameRefusal = nameProblem(values.name);
+  if (nameRefusal !== null) throw new CliError(`--name ${nameRefusal}`);
   if (!values['password-stdin']) {
     throw new CliError('--password-stdin is required: pipe the password in, never pass it as an argument', 2);
   }
@@ -224,6 +228,8 @@ async function createUser(args: string[], io: Io): Promise<void> {
     if (!result.ok) {
       if (result.reason === 'EMAIL_TAKEN') throw new CliError(`a user with the e-mail ${email} already exists`);
       if (result.reason === 'WEAK_PASSWORD') throw new CliError(`the password ${result.rejection.message}`);
+      // Not for this command (it names no client), but handled rather than called a role problem.
+      if (result.reason === 'RATE_LIMITED') throw new CliError(`too many password checks; try again in ${result.retryAfterSeconds}s`);
       throw new CliError('invalid role');
     }
     const { user } = result;

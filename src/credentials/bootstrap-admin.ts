@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import type { CredentialsService } from './credentials.service.ts';
+import { nameProblem } from '../users/name.ts';
 
 export type BootstrapAdminResult = 'created' | 'exists' | 'not-configured';
 
@@ -15,6 +16,9 @@ export async function bootstrapAdmin(deps: {
   const admin = deps.config.admin;
   if (admin === null) return 'not-configured';
   if ((await deps.users.findUserByEmail(admin.email)) !== null) return 'exists';
+  // The rule every way of naming a user applies (users/name.ts).
+  const nameRefusal = nameProblem(admin.name);
+  if (nameRefusal !== null) throw new Error(`Cannot create the admin user: ADMIN_NAME ${nameRefusal}`);
   const result = await deps.credentials.createPasswordUser({
     email: admin.email,
     name: admin.name,
@@ -33,6 +37,6 @@ export async function bootstrapAdmin(deps: {
   }
   if (result.reason === 'EMAIL_TAKEN') return 'exists';
   // Misconfiguration: stop start-up with a message that names the variable, never the value.
-  const why = result.reason === 'WEAK_PASSWORD' ? `ADMIN_PASSWORD ${result.rejection.message}` : 'invalid admin role';
+  const why = result.reason === 'WEAK_PASSWORD' ? `ADMIN_PASSWORD ${result.rejection.message}` : result.reason === 'INVALID_ROLE' ? 'invalid admin role' : 'too many password checks at once';
   throw new Error(`Cannot create the admin user: ${why}`);
 }

@@ -6,13 +6,16 @@
 import type { User, UserService } from '../users/user.service.ts';
 import type { Db } from '../storage/database.ts';
 import { normaliseEmail } from '../users/email.ts';
+import { greetingName } from '../users/name.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { SessionService, StartedSession } from '../sessions/session.service.ts';
 import type { ActionTokens } from '../tokens/action-tokens.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { PasswordHasher } from './password-hasher.ts';
-import { checkPassword, type PasswordPolicy, type PasswordRejection } from './password-policy.ts';
+import type { PasswordPolicy, PasswordRejection } from './password-policy.ts';
+import { createNewPasswordCheck, type NewPasswordCheck, type PasswordClient } from './new-password.ts';
+import type { PasswordRefusalLimits } from './password-refusals.ts';
 import type { SignInThrottle } from './signin-throttle.ts';
 
 export type SignInResult =
@@ -23,7 +26,9 @@ export type SignInResult =
 export type CreatePasswordUserResult =
   | { ok: true; user: User }
   | { ok: false; reason: 'EMAIL_TAKEN' | 'INVALID_ROLE' }
-  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection }
+  /** The client has had too many passwords refused, or has too many being judged (only with a `client`). */
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
 export type ChangePasswordResult =
   | { ok: true; sessionsEnded: number }
@@ -33,7 +38,7 @@ export type ChangePasswordResult =
 
 /** A new password for an account, stored in the caller's transaction with what goes with it. */
 export interface PasswordReplacement {
-  user: Pick<User, 'id' | 'email' | 'name'>;
+  user: Pick<User, 'id' | 'email' | 'name' | 'nameConfirmedAt'>;
   /** From `hashPassword`. */
   passwordHash: string;
   /** `password.reset` (by a mailed link, nobody signed in) or `password.changed` (by the signed-in user). */
@@ -71,12 +76,20 @@ export function createCredentialsService(deps: {
   clock: Clock;
   /** Per-IP and per-account limits on password sign-in. */
   throttle: SignInThrottle;
+  /** Per-account and per-IP limits on refused new passwords (requests from a client only). */
+  passwordRefusals?: PasswordRefusalLimits;
 }) {
   const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock, throttle } = deps;
 
-  /** Why `password` is refused as this user's new password, or null (the policy, with their e-mail and name as words to avoid). */
-  function checkNewPassword(password: string, user: Pick<User, 'email' | 'name'>): Promise<PasswordRejection | null> {
-    return checkPassword(password, policy, { email: user.email, name: user.name });
+  const newPasswordCheck = createNewPasswordCheck({ policy, refusals: deps.passwordRefusals ?? null });
+
+  /**
+   * Whether `password` may be this user's new password (the policy, with their e-mail and name as
+   * words to avoid). With the `client` asking (over HTTP), its refusals are limited and it takes
+   * turns at the estimator with the other clients: it may get RATE_LIMITED instead.
+   */
+  function checkNewPassword(password: string, user: Pick<User, 'email' | 'name'>, client?: PasswordClient): Promise<NewPasswordCheck> {
+    return newPasswordCheck(password, { email: user.email, name: user.name }, client);
   }
 
   /**
@@ -99,7 +112,7 @@ export function createCredentialsService(deps: {
     await mail.enqueue(trx, {
       to: user.email,
       template: 'password-changed',
-      data: { name: user.name, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
+      data: { name: greetingName(user), changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
     });
     const sessionsEnded = await sessions.endAllSessions(user.id, {
       db: trx,
@@ -193,10 +206,11 @@ export function createCredentialsService(deps: {
         roles?: readonly string[];
         emailVerified?: boolean;
       },
-      options: { onCreated?: (db: Db, user: User) => Promise<void> } = {},
+      /** `client`: the client asking, over HTTP (see `checkNewPassword`); none for the CLI and start-up. */
+      options: { onCreated?: (db: Db, user: User) => Promise<void>; client?: PasswordClient } = {},
     ): Promise<CreatePasswordUserResult> {
-      const rejection = await checkPassword(input.password, policy, { email: input.email, name: input.name });
-      if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
+      const checked = await checkNewPassword(input.password, input, options.client);
+      if (!checked.ok) return checked;
       return users.createUser(
         {
           email: input.email,
@@ -253,8 +267,8 @@ export function createCredentialsService(deps: {
       } finally {
         await allowed.attempt.release().catch(() => {});
       }
-      const rejection = await checkNewPassword(input.newPassword, user);
-      if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
+      const checked = await checkNewPassword(input.newPassword, user, { ip: input.source.ip, isAccountHolder: true });
+      if (!checked.ok) return checked;
       const passwordHash = await hasher.hash(input.newPassword);
       const { sessionsEnded } = await db
         .transaction()

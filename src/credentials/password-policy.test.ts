@@ -47,3 +47,55 @@ describe('checkPassword', () => {
     assert.equal((await checkPassword('violet harbour', { ...policy, minLength: 15 }))?.reason, 'TOO_SHORT');
   });
 });
+
+/** "One user stalls password-strength checks for everyone": what is cheap to decide does not wait for the estimator. */
+describe('one user cannot stall password-strength checks: checkPassword decides what is cheap before the estimator', () => {
+  const identity = { email: 'alice.liddell@example.com', name: 'Alice Liddell' };
+  const cheap = [
+    ['alice.liddell@example.com', 'CONTAINS_IDENTITY'],
+    ['Alice.Liddell', 'CONTAINS_IDENTITY'],
+    ['ALICE LIDDELL', 'CONTAINS_IDENTITY'],
+    ['Gatehouse', 'CONTAINS_IDENTITY'],
+    ['zzzzzzzzzzzz', 'TOO_GUESSABLE'],
+    ['😀'.repeat(100), 'TOO_GUESSABLE'],
+  ] as const;
+  /** An estimator that records what it is asked and answers "strong". */
+  function recorder() {
+    const asked: Array<{ password: string; caller: string | undefined }> = [];
+    const estimator = {
+      async estimate(password: string, _userInputs: readonly string[], caller?: string) {
+        asked.push({ password, caller });
+        return { score: 4, dictionaryNames: [], warning: null, suggestion: null, judgedLength: [...password].length };
+      },
+      isRunning: () => false,
+    };
+    return { asked, estimator };
+  }
+
+  it('refuses an identity word or one repeated character, and accepts anything at PASSWORD_MIN_SCORE=0, without a turn of the estimator', async () => {
+    const { asked, estimator } = recorder();
+    for (const [password, reason] of cheap) {
+      assert.equal((await checkPassword(password, policy, identity, { estimator }))?.reason, reason, password.slice(0, 20));
+    }
+    assert.equal(await checkPassword('password1234', { ...policy, minScore: 0 }, {}, { estimator }), null);
+    assert.deepEqual(asked, []);
+    // While a password that needs judging is judged by it.
+    assert.equal(await checkPassword('violet harbour lantern quietly', policy, identity, { estimator }), null);
+    assert.equal(asked.length, 1);
+  });
+
+  it('refuses them as the estimate does: the real estimator scores each below the default minimum', async () => {
+    const { strengthEstimator } = await import('./password-strength.ts');
+    const words = ['gatehouse', 'gate house', 'auth', 'login', 'signin', 'admin', 'alice.liddell@example.com', 'alice.liddell', 'alice', 'liddell', 'example', 'alice liddell'];
+    for (const [password] of cheap) {
+      const estimate = await strengthEstimator.estimate(password.normalize('NFKC'), words);
+      assert.ok(estimate.score < policy.minScore, `${password.slice(0, 20)}: score ${estimate.score}`);
+    }
+  });
+
+  it('asks the estimator with the caller, so the caller takes turns with the others', async () => {
+    const { asked, estimator } = recorder();
+    assert.equal(await checkPassword('violet harbour lantern quietly', policy, identity, { estimator, caller: '203.0.113.7' }), null);
+    assert.deepEqual(asked, [{ password: 'violet harbour lantern quietly', caller: '203.0.113.7' }]);
+  });
+});

@@ -5,8 +5,15 @@
  * keyboard walks, dates, and anything built from the account's e-mail, name or the service's name.
  * Guessability is estimated by zxcvbn-ts with its common-password and English dictionaries,
  * a maintained estimator rather than a list of our own.
+ *
+ * The estimate is the costly part (up to about half a second, in a worker shared by the whole
+ * process: password-strength.ts), so what can be decided without it is decided first: the length,
+ * a password that is the account's e-mail or name (or the service's name) as it stands, and one
+ * made of a single repeated character. The estimate would refuse these too; deciding them here
+ * saves its turn. The common-password lists stay in the worker, with the rest of the dictionaries
+ * (about 55 MB) that this process does not hold.
  */
-import { strengthEstimator, type StrengthEstimate } from './password-strength.ts';
+import { estimationInput, strengthEstimator, type StrengthEstimate, type StrengthEstimator } from './password-strength.ts';
 
 export interface PasswordPolicy {
   minLength: number;
@@ -24,14 +31,19 @@ export type PasswordRejection =
 
 /** Words of ours an attacker would try first, besides the user's own. */
 const SERVICE_WORDS = ['gatehouse', 'gate house', 'auth', 'login', 'signin', 'admin'];
-/** zxcvbn's cost grows quickly with length; past this, the rest of a long password adds strength anyway. */
-const ESTIMATED_PREFIX_LENGTH = 100;
+/** zxcvbn's English warning for a repeated character, used for the same refusal made without it. */
+const REPEATED_CHARACTER_WARNING = 'Repeated characters like "aaa" are easy to guess.';
 
-/** Returns why the password is refused, or null when it is acceptable. */
+/**
+ * Returns why the password is refused, or null when it is acceptable. `caller` (the client, by
+ * address) takes turns at the shared estimator with the other callers; a caller with too many
+ * estimates in progress gets TooManyEstimatesError. `estimator` is for tests.
+ */
 export async function checkPassword(
   password: string,
   policy: PasswordPolicy,
   identity: { email?: string; name?: string } = {},
+  options: { caller?: string; estimator?: StrengthEstimator } = {},
 ): Promise<PasswordRejection | null> {
   const normalised = password.normalize('NFKC');
   const length = [...normalised].length;
@@ -42,10 +54,25 @@ export async function checkPassword(
     return { reason: 'TOO_LONG', message: `must be at most ${policy.maxLength} characters` };
   }
 
+  // Every estimate scores at least 0: nothing to ask.
+  if (policy.minScore <= 0) return null;
+
   const userInputs = identityWords(identity);
-  const estimate = await strengthEstimator.estimate([...normalised].slice(0, ESTIMATED_PREFIX_LENGTH).join(''), userInputs);
+  // The estimate scores an identity word 0 (it is among the first words tried). Any capitalisation
+  // is refused here, as the policy means: a long address in odd capitals could pass the estimate.
+  if (userInputs.includes(normalised.toLowerCase())) return identityRejection();
+  // One character repeated, in the part that is judged, scores at most 1 (a few guesses per repetition).
+  if (policy.minScore >= 2 && new Set(estimationInput(normalised)).size === 1) {
+    return { reason: 'TOO_GUESSABLE', message: `is too easy to guess. ${REPEATED_CHARACTER_WARNING}` };
+  }
+
+  const estimate = await (options.estimator ?? strengthEstimator).estimate(normalised, userInputs, options.caller);
   if (estimate.score >= policy.minScore) return null;
   return explain(estimate);
+}
+
+function identityRejection(): PasswordRejection {
+  return { reason: 'CONTAINS_IDENTITY', message: 'must not be built from your e-mail address, your name or the name of this service' };
 }
 
 function identityWords(identity: { email?: string; name?: string }): string[] {
@@ -69,9 +96,7 @@ function identityWords(identity: { email?: string; name?: string }): string[] {
 
 function explain(estimate: StrengthEstimate): PasswordRejection {
   const dictionaries = estimate.dictionaryNames;
-  if (dictionaries.includes('userInputs')) {
-    return { reason: 'CONTAINS_IDENTITY', message: 'must not be built from your e-mail address, your name or the name of this service' };
-  }
+  if (dictionaries.includes('userInputs')) return identityRejection();
   if (dictionaries.some((name) => name.startsWith('passwords'))) {
     return { reason: 'TOO_COMMON', message: 'is too common: it is on lists of passwords attackers try first' };
   }

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createStrengthEstimator } from './password-strength.ts';
+import { createStrengthEstimator, ESTIMATED_LENGTH, estimationInput, TooManyEstimatesError } from './password-strength.ts';
 import { UnavailableError } from '../errors.ts';
 
 describe('the password strength worker', () => {
@@ -30,8 +30,8 @@ describe('the password strength worker', () => {
     await estimator.estimate('warm up', []);
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 1);
-    // A long keyboard walk is zxcvbn's worst case (the better part of a second on this machine's
-    // main thread); the main thread keeps turning meanwhile.
+    // A long keyboard walk is among zxcvbn's worst cases (about half a second on this machine's
+    // main thread, at the 64 characters judged); the main thread keeps turning meanwhile.
     const walk = '1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik,9ol.0p;/'.repeat(3).slice(0, 100);
     assert.equal((await estimator.estimate(walk, [])).score, 4);
     clearInterval(ticker);
@@ -72,5 +72,45 @@ describe('the password strength worker', () => {
     assert.equal(outcomes[1]!.status, 'fulfilled');
     for (const outcome of outcomes) if (outcome.status === 'rejected') assert.ok(outcome.reason instanceof UnavailableError, String(outcome.reason));
     assert.equal(estimator.isRunning(), true, 'the worker was never taken for stuck');
+  });
+});
+
+/**
+ * "One user stalls password-strength checks for everyone": an estimate's cost is bounded by the
+ * length it judges, and one caller's estimates cannot crowd out another's.
+ */
+describe('one user cannot stall password-strength checks: the cost of each estimate is bounded', () => {
+  const walk = '1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik,9ol.0p;/';
+
+  it('judges at most the first ESTIMATED_LENGTH characters of a very long password', async () => {
+    assert.equal(ESTIMATED_LENGTH, 64);
+    // What the worker is given.
+    assert.equal(estimationInput('short one'), 'short one');
+    const long = walk.repeat(103).slice(0, 4096);
+    assert.equal(estimationInput(long), long.slice(0, ESTIMATED_LENGTH));
+    // Counted in code points: an astral character is one, however many UTF-16 units.
+    assert.equal([...estimationInput('😀'.repeat(4096))].length, ESTIMATED_LENGTH);
+    assert.equal(estimationInput(`${'a'.repeat(63)}😀tail`), `${'a'.repeat(63)}😀`);
+
+    // And what the worker reports it judged, for passwords far past the cap.
+    const estimator = createStrengthEstimator({ idleMs: 200 });
+    for (const password of [long, '😀🙈'.repeat(2048), `${walk.slice(0, 10)}${'9'.repeat(4000)}`]) {
+      const estimate = await estimator.estimate(password, []);
+      assert.equal(estimate.judgedLength, ESTIMATED_LENGTH, `${password.slice(0, 12)}…: judged ${estimate.judgedLength}`);
+    }
+    assert.equal((await estimator.estimate('correct horse battery staple', [])).judgedLength, 28, 'a shorter one is judged whole');
+  });
+
+  it('refuses a caller past its share of estimates in progress (TooManyEstimatesError), while another caller is still served', async () => {
+    const estimator = createStrengthEstimator({ idleMs: 200, maxPendingPerCaller: 2 });
+    const slow = walk.repeat(2).slice(0, ESTIMATED_LENGTH);
+    const mine = [estimator.estimate(slow, [], 'client-a'), estimator.estimate(slow, [], 'client-a')];
+    await assert.rejects(estimator.estimate(slow, [], 'client-a'), TooManyEstimatesError);
+    const theirs = await estimator.estimate('violet harbour lantern quietly 42', [], 'client-b');
+    assert.equal(theirs.score, 4);
+    await Promise.all(mine);
+    // Without a caller (the CLI, start-up), no share applies.
+    const local = await Promise.all(Array.from({ length: 4 }, () => estimator.estimate('password1', [])));
+    assert.equal(local.length, 4);
   });
 });

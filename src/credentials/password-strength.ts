@@ -8,7 +8,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../errors.ts';
-import { BoundedConcurrency, CapacityExceededError } from '../lib/bounded-concurrency.ts';
+import { BoundedConcurrency, CapacityExceededError, KeyCapacityExceededError } from '../lib/bounded-concurrency.ts';
 
 export interface StrengthEstimate {
   /** zxcvbn's score, 0 (guessed at once) to 4. */
@@ -17,24 +17,76 @@ export interface StrengthEstimate {
   dictionaryNames: string[];
   warning: string | null;
   suggestion: string | null;
+  /** How many characters (code points) of the password were judged: at most ESTIMATED_LENGTH. */
+  judgedLength: number;
+}
+
+/** This caller already has `maxPendingPerCaller` estimates running or waiting; others are still served. */
+export class TooManyEstimatesError extends Error {
+  readonly retryAfterSeconds = 1;
+  constructor(options: { cause?: unknown } = {}) {
+    super('this caller has too many password strength estimates in progress', options);
+    this.name = 'TooManyEstimatesError';
+  }
 }
 
 export interface StrengthEstimator {
-  /** zxcvbn's estimate for `password`, with `userInputs` counted as words an attacker knows. */
-  estimate(password: string, userInputs: readonly string[]): Promise<StrengthEstimate>;
+  /**
+   * zxcvbn's estimate for the first ESTIMATED_LENGTH characters of `password`, with `userInputs`
+   * counted as words an attacker knows. `caller` (a client address, say) shares the worker fairly:
+   * callers take turns, so one with many estimates waiting delays another by one at a time.
+   */
+  estimate(password: string, userInputs: readonly string[], caller?: string): Promise<StrengthEstimate>;
   /** Whether the worker is running now. */
   isRunning(): boolean;
 }
 
 const WORKER_URL = new URL('./password-strength.worker.js', import.meta.url);
+
 /**
- * The worker computes estimates one at a time (the worst, a long keyboard walk, takes most of a
- * second). Like the hash queue, the wait is bounded: at most `maxPending` in all (one computing,
- * the rest waiting, each at most `timeoutMs` for its turn), past which a password-setting request
- * gets 503 with Retry-After instead of piling up. A worker that does not answer one estimate
- * within `timeoutMs` of receiving it is stuck, and is replaced; a long queue is not a stuck worker.
+ * Only this many characters (code points, after the policy's NFKC) are judged. zxcvbn's cost
+ * grows with length, about linearly and steeply: its dictionary matcher tries every substring up
+ * to the longest dictionary word against every dictionary, in l33t variants too. Measured on this
+ * project's 2-core machine (zxcvbn-ts 4.2, the dictionaries of the worker, CPU time of one
+ * estimate, median of five, under load), for the worst inputs found — a long random string, a
+ * keyboard walk ('1qaz2wsx3edc…'), a repeated digit run ('0123456789…', refused), a repeated
+ * short walk (refused):
+ *   16 chars: 10–50 ms;   32: 160–245 ms;   64: 310–490 ms (slowest single run 0.7 s);
+ *   100: 420–975 ms;   128: 510–1100 ms;   256: 1.1–2.1 s.
+ * Repeated single characters, dictionary words, CJK and emoji stay under 30 ms at 64.
+ * At 64 — the length SP 800-63B asks verifiers to accept at least, so any password up to that is
+ * judged whole — one estimate costs at most about half a second here, a quarter of the 256 that
+ * PASSWORD_MAX_LENGTH allows by default. Judging a prefix is safe: an attacker must guess those 64
+ * characters before the rest, so the whole is at least as strong as they are. (It can refuse a
+ * longer password whose first 64 characters alone are weak; a person can fix that.)
+ */
+export const ESTIMATED_LENGTH = 64;
+
+/** What the worker is given for `password`: its first ESTIMATED_LENGTH code points. */
+export function estimationInput(password: string): string {
+  // Cheap before the slicing: a string of at most this many UTF-16 units has at most this many code points.
+  if (password.length <= ESTIMATED_LENGTH) return password;
+  return [...password.slice(0, 2 * ESTIMATED_LENGTH)].slice(0, ESTIMATED_LENGTH).join('');
+}
+
+/**
+ * The worker computes estimates one at a time (the worst takes about half a second, see
+ * ESTIMATED_LENGTH). Like the hash queue, the wait is bounded: at most `maxPending` in all (one
+ * computing, the rest waiting, each at most `timeoutMs` for its turn), past which a
+ * password-setting request gets 503 with Retry-After instead of piling up. Callers take turns
+ * (round-robin by caller), and one caller has at most `maxPendingPerCaller` of those places: past
+ * that its next estimate is refused with TooManyEstimatesError (the routes answer 429), so one
+ * client's backlog can neither fill the queue nor stand in front of everyone else's estimate.
+ * A worker that does not answer one estimate within `timeoutMs` of receiving it is stuck, and is
+ * replaced; a long queue is not a stuck worker.
  */
 const DEFAULT_MAX_PENDING = 32;
+/**
+ * Half the places: many people behind one NAT address (an office, a campus) may set passwords at
+ * once, yet one client can never fill the queue, and with turns taken round-robin the other half
+ * is served in between its estimates.
+ */
+const DEFAULT_MAX_PENDING_PER_CALLER = DEFAULT_MAX_PENDING / 2;
 const DEFAULT_TIMEOUT_MS = 10_000;
 /** The dictionaries need about 55 MB; this bounds the worker, not the process. */
 const WORKER_HEAP_MB = 256;
@@ -48,9 +100,14 @@ interface Running {
   idleTimer: NodeJS.Timeout | null;
 }
 
-export function createStrengthEstimator(options: { idleMs: number; maxPending?: number; timeoutMs?: number }): StrengthEstimator {
+export function createStrengthEstimator(options: { idleMs: number; maxPending?: number; maxPendingPerCaller?: number; timeoutMs?: number }): StrengthEstimator {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const turns = new BoundedConcurrency({ maxConcurrent: 1, maxQueued: Math.max(0, (options.maxPending ?? DEFAULT_MAX_PENDING) - 1), queueTimeoutMs: timeoutMs });
+  const turns = new BoundedConcurrency({
+    maxConcurrent: 1,
+    maxQueued: Math.max(0, (options.maxPending ?? DEFAULT_MAX_PENDING) - 1),
+    queueTimeoutMs: timeoutMs,
+    maxPendingPerKey: options.maxPendingPerCaller ?? DEFAULT_MAX_PENDING_PER_CALLER,
+  });
   let running: Running | null = null;
   let nextId = 1;
 
@@ -109,10 +166,13 @@ export function createStrengthEstimator(options: { idleMs: number; maxPending?: 
   }
 
   return {
-    async estimate(password, userInputs) {
+    // Without a caller (the CLI, the bootstrap admin): the process's own line, not capped per caller.
+    async estimate(password, userInputs, caller) {
+      const judged = estimationInput(password);
       try {
-        return await turns.run(() => ask(password, userInputs));
+        return await turns.run(() => ask(judged, userInputs), caller);
       } catch (error) {
+        if (error instanceof KeyCapacityExceededError) throw new TooManyEstimatesError({ cause: error });
         if (error instanceof CapacityExceededError) {
           throw new UnavailableError('too many password strength estimates waiting', { retryAfterSeconds: 1, cause: error });
         }

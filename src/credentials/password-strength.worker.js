@@ -5,6 +5,8 @@
  * own (worker threads do not share the main thread's compile cache).
  *
  * In:  { id, password, userInputs }     Out: { id, estimate } or { id, error }
+ * The caller sends only the part of a password that is to be judged (password-strength.ts,
+ * ESTIMATED_LENGTH); `estimate.judgedLength` says how many code points that was.
  */
 import { parentPort } from 'node:worker_threads';
 import { ZxcvbnFactory } from '@zxcvbn-ts/core';
@@ -27,6 +29,7 @@ parentPort?.on('message', ({ id, password, userInputs }) => {
         dictionaryNames: result.sequence.map((match) => ('dictionaryName' in match ? String(match.dictionaryName) : '')),
         warning: result.feedback.warning ?? null,
         suggestion: result.feedback.suggestions[0] ?? null,
+        judgedLength: [...password].length,
       },
     });
   } catch (error) {

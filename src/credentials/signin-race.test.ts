@@ -68,6 +68,16 @@ for (const backend of await backends()) {
         }
       }
 
+      async function changePassword(token: string) {
+        const changed = await t.app.inject({
+          method: 'POST',
+          url: '/api/auth/change-password',
+          headers: { authorization: `Bearer ${token}` },
+          payload: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+        });
+        assert.equal(changed.statusCode, 200, changed.body);
+      }
+
       async function assertNoSessionBut(userId: string, keptSessionId: string | null) {
         const live = await t.services.sessions.listSessions(userId);
         assert.deepEqual(
@@ -80,15 +90,7 @@ for (const backend of await backends()) {
       it('a password change: the racing sign-in is refused, and only the changing session is left', async () => {
         const user = await newUser();
         const first = (await signIn(user.email)).json();
-        const raced = await signInAround(user.email, async () => {
-          const changed = await t.app.inject({
-            method: 'POST',
-            url: '/api/auth/change-password',
-            headers: { authorization: `Bearer ${first.token}` },
-            payload: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
-          });
-          assert.equal(changed.statusCode, 200, changed.body);
-        });
+        const raced = await signInAround(user.email, () => changePassword(first.token));
         assert.equal(raced.statusCode, 401, raced.body);
         assert.equal(raced.json().error, 'INVALID_CREDENTIALS');
         const session = await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${first.token}` } });
@@ -132,15 +134,7 @@ for (const backend of await backends()) {
         hasher.needsRehash = () => true;
         try {
           const first = (await signIn(user.email)).json();
-          const raced = await signInAround(user.email, async () => {
-            const changed = await t.app.inject({
-              method: 'POST',
-              url: '/api/auth/change-password',
-              headers: { authorization: `Bearer ${first.token}` },
-              payload: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
-            });
-            assert.equal(changed.statusCode, 200, changed.body);
-          });
+          const raced = await signInAround(user.email, () => changePassword(first.token));
           assert.equal(raced.statusCode, 401, raced.body);
         } finally {
           hasher.needsRehash = needsRehash;

@@ -16,7 +16,7 @@
  */
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
-import { accountKey, clientKey, type Limiter, type RateLimiters } from '../http/rate-limit.ts';
+import { IN_FLIGHT_WAIT_SECONDS, accountKey, clientKey, createLease, type Limiter, type RateLimiters } from '../http/rate-limit.ts';
 
 export type ThrottleCheck = { ok: true; attempt: Attempt } | { ok: false; retryAfterSeconds: number };
 
@@ -35,51 +35,6 @@ export interface Attempt {
 
 /** Long enough to count "consecutive" failures however slowly they come. */
 const FAILURE_WINDOW_SECONDS = 90 * 86_400;
-
-/**
- * How long an attempt counts as in flight at least (it counts for one to two leases). Longer than
- * any attempt takes: a hash waits at most HASH_QUEUE_TIMEOUT_MS (default 5 s) for its turn. After
- * a crash, what the dead process had in flight is forgotten within two leases (40 s).
- */
-export const IN_FLIGHT_LEASE_SECONDS = 20;
-
-/** Retry-After for an attempt refused only because others for the same key are in flight. */
-const IN_FLIGHT_WAIT_SECONDS = 1;
-
-/** Counts in flight per key that expire by themselves (see `createLease`). */
-interface Lease {
-  /** Counts one in flight for `key`; `count` is how many are now (this one included). */
-  take(key: string): Promise<{ count: number; give(): Promise<void> }>;
-}
-
-/**
- * In-flight counts that die with their lease: one counter per key and lease-long time slot, in a
- * shared store window of two slots. A taker counts in the current slot, reads the previous one,
- * and gives back into the slot it took from. A count that is never given back (the process died)
- * ends with its store window, one or two leases later; so does one given back after the window
- * ended, which then cannot push a later count below what is in flight.
- */
-function createLease(limiters: RateLimiters, name: string, clock: Clock): Lease {
-  const slotMs = IN_FLIGHT_LEASE_SECONDS * 1000;
-  // Counting never refuses: the limit is decided by the caller, from the count.
-  const counter = limiters.create(name, { points: Number.MAX_SAFE_INTEGER, durationSeconds: 2 * IN_FLIGHT_LEASE_SECONDS });
-  return {
-    async take(key) {
-      const slot = Math.floor(clock() / slotMs);
-      const mine = `${key}:${slot}`;
-      const [current, previous] = await Promise.all([counter.increment(mine), counter.count(`${key}:${slot - 1}`)]);
-      let isGiven = false;
-      return {
-        count: current + Math.max(0, previous),
-        async give() {
-          if (isGiven) return;
-          isGiven = true;
-          await counter.refund(mine);
-        },
-      };
-    },
-  };
-}
 
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 

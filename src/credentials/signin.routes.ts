@@ -11,6 +11,7 @@ import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { setBrowserSession } from '../http/session-cookie.ts';
+import type { CsrfRotation } from '../http/csrf.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
@@ -62,6 +63,7 @@ const signInErrors = {
 interface SignInRouteOptions {
   credentials: CredentialsService;
   sessions: SessionService;
+  csrf: CsrfRotation;
   config: Config;
   clock: Clock;
 }
@@ -100,7 +102,7 @@ export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async 
 };
 
 /** `POST /api/auth/signin`: JSON or an HTML form; register it where form bodies are parsed. */
-export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async (app, { credentials, sessions, config, clock }) => {
+export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async (app, { credentials, sessions, csrf, config, clock }) => {
   app.post(
     '/api/auth/signin',
     {
@@ -114,7 +116,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
     },
     async (request, reply) => {
       const result = await signIn(credentials, request, request.body.email, request.body.password);
-      await setBrowserSession(request, reply, { sessions, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
+      await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
       if (isFormPost(request)) {
         return reply.redirect(toCallbackPath(request.body.callbackUrl, config.authUrl), 303);
       }

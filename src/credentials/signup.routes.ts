@@ -8,6 +8,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
+import { MAX_NAME_LENGTH, nameField } from '../users/name.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { isFormPost } from '../http/forms.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -17,7 +18,7 @@ import type { SignupService } from './signup.service.ts';
 export const SIGNUP_PAGE = '/auth/signup';
 
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
-export const MAX_NAME_LENGTH = 200;
+export { MAX_NAME_LENGTH };
 
 const required = (issue: { input: unknown }) => (issue.input === undefined ? 'is required' : 'must be a string');
 
@@ -30,13 +31,7 @@ const signupBody = z
         .min(1, 'is required')
         .max(MAX_PASSWORD_INPUT_LENGTH, `must be at most ${MAX_PASSWORD_INPUT_LENGTH} characters`)
         .describe('Must pass the password policy (length, not easy to guess); a refusal names the reason'),
-      name: z
-        .string({ error: required })
-        .trim()
-        .min(1, 'is required')
-        .max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`)
-        .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-        .describe('Display name'),
+      name: nameField.describe('Display name: no control, invisible formatting or line separator characters'),
       csrfToken: z.string().max(200).optional().describe('Form posts: the CSRF token'),
     },
     { error: 'must be a JSON object' },
@@ -69,6 +64,7 @@ export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService; limits
           303: z.null().describe(`Form post: to ${CHECK_EMAIL_PAGE}, or to ${SIGNUP_PAGE}?error=CODE`),
           ...bodyErrorResponses,
           403: errorResponse.describe('Sign-up is turned off (SIGNUP_DISABLED); or CSRF_FAILED'),
+          429: errorResponse.describe('Too many sign-ups, or too many refused passwords, from this client (RATE_LIMITED), with Retry-After'),
         },
       },
     },
@@ -76,6 +72,7 @@ export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService; limits
       const { email, name, password } = request.body;
       const result = await signup.signUp({ email, name, password }, requestSource(request, null));
       if (!result.ok && result.reason === 'SIGNUP_DISABLED') throw new AppError('SIGNUP_DISABLED');
+      if (!result.ok && result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
       if (!result.ok) {
         if (isFormPost(request)) {
           // The page explains the reason by its code; nothing the person typed goes in the URL.

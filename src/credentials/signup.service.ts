@@ -12,6 +12,7 @@ import type { Db } from '../storage/database.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { UserService } from '../users/user.service.ts';
+import { greetingName } from '../users/name.ts';
 import type { VerificationService } from '../verification/verification.service.ts';
 import type { CredentialsService } from './credentials.service.ts';
 import type { PasswordRejection } from './password-policy.ts';
@@ -26,7 +27,9 @@ export interface SignUpInput {
 export type SignUpResult =
   | { ok: true }
   | { ok: false; reason: 'SIGNUP_DISABLED' }
-  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection }
+  /** Too many refused passwords from this client; the same for a new and a taken address. */
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
 export type SignupService = ReturnType<typeof createSignupService>;
 
@@ -50,8 +53,9 @@ export function createSignupService(deps: {
       await mail.enqueue(trx, {
         to: owner.email,
         template: 'signup-existing-account',
-        // The account's own name, never the one in the request.
-        data: { name: owner.name, signInUrl: mail.link('/auth/signin'), forgotPasswordUrl: mail.link('/auth/forgot-password') },
+        // Never the name in the request, nor the account's own unless confirmed: the account may
+        // itself have been made by a stranger signing up with this address (see greetingName).
+        data: { name: greetingName(owner), signInUrl: mail.link('/auth/signin'), forgotPasswordUrl: mail.link('/auth/forgot-password') },
       });
       await audit.record({ type: 'signup.existing_account', userId: owner.id, source }, { db: trx });
     });
@@ -76,9 +80,11 @@ export function createSignupService(deps: {
             await verification.sendVerificationMail(trx, user);
             await audit.record({ type: 'user.created', userId: user.id, source, details: { via: 'signup' } }, { db: trx });
           },
+          // Refusals count against the client's address, not the address typed: that may be someone else's.
+          client: { ip: source.ip },
         },
       );
-      if (!created.ok && created.reason === 'WEAK_PASSWORD') return created;
+      if (!created.ok && (created.reason === 'WEAK_PASSWORD' || created.reason === 'RATE_LIMITED')) return created;
       if (!created.ok && created.reason === 'INVALID_ROLE') throw new Error('sign-up asked for no roles, yet a role was refused');
       if (!created.ok) await notifyOwner(input.email, source);
       mail.wake();

@@ -8,6 +8,9 @@
  *     the per-browser secret in our signed, HttpOnly CSRF cookie.
  * JSON requests authenticated by a Bearer token need neither: a cross-site page cannot add that
  * header without a CORS preflight, which we do not grant.
+ * The secret is replaced whenever the browser signs in (`rotateSecret`), like the session: a token
+ * obtained before sign-in (or planted, with its cookie, by someone who shared the browser or
+ * could set cookies for it) is worthless afterwards.
  */
 import csrfTokens from '@fastify/csrf';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -24,11 +27,21 @@ export interface Csrf {
   issueToken(request: FastifyRequest, reply: FastifyReply): string;
 }
 
-export function registerCsrfProtection(app: FastifyInstance, config: Config): Csrf {
+export interface CsrfRotation {
+  /**
+   * Gives this browser a new secret (call when a new session starts): tokens made from the old
+   * one stop verifying; tokens issued later in this request and on later pages use the new one.
+   */
+  rotateSecret(request: FastifyRequest, reply: FastifyReply): void;
+}
+
+export function registerCsrfProtection(app: FastifyInstance, config: Config): Csrf & CsrfRotation {
   const tokens = csrfTokens({ secretLength: 32, saltLength: 16 });
   const names = cookieNames(config);
   const expectedOrigin = new URL(config.authUrl).origin;
   const pending = new WeakSet<FastifyRequest>();
+  /** Secrets set by `rotateSecret` in this request's response, which its cookie header predates. */
+  const rotated = new WeakMap<FastifyRequest, string>();
 
   function readSecret(request: FastifyRequest): string | null {
     const raw = request.cookies[names.csrf];
@@ -76,14 +89,21 @@ export function registerCsrfProtection(app: FastifyInstance, config: Config): Cs
     }
   });
 
+  function setSecret(request: FastifyRequest, reply: FastifyReply): string {
+    const secret = tokens.secretSync();
+    rotated.set(request, secret);
+    // A browser-session cookie: it lives as long as the tab's forms may need it.
+    void reply.setCookie(names.csrf, secret, { ...baseCookieOptions(config), signed: true });
+    return secret;
+  }
+
   return {
     issueToken(request, reply) {
-      const existing = readSecret(request);
-      if (existing !== null) return tokens.create(existing);
-      const secret = tokens.secretSync();
-      // A browser-session cookie: it lives as long as the tab's forms may need it.
-      void reply.setCookie(names.csrf, secret, { ...baseCookieOptions(config), signed: true });
-      return tokens.create(secret);
+      const existing = rotated.get(request) ?? readSecret(request);
+      return tokens.create(existing ?? setSecret(request, reply));
+    },
+    rotateSecret(request, reply) {
+      setSecret(request, reply);
     },
   };
 }

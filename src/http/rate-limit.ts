@@ -195,6 +195,52 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
   };
 }
 
+/**
+ * How long something counted as in flight (a password being checked or judged) counts at least: it
+ * counts for one to two leases. Longer than any such request takes: a hash waits at most
+ * HASH_QUEUE_TIMEOUT_MS (default 5 s) for its turn, an estimate 10 s. After a crash, what the dead
+ * process had in flight is forgotten within two leases (40 s), never kept for a limit's window.
+ */
+export const IN_FLIGHT_LEASE_SECONDS = 20;
+
+/** Retry-After for something refused only because others for the same key are in flight. */
+export const IN_FLIGHT_WAIT_SECONDS = 1;
+
+/** Counts in flight per key that expire by themselves (see `createLease`). */
+export interface Lease {
+  /** Counts one in flight for `key`; `count` is how many are now (this one included). */
+  take(key: string): Promise<{ count: number; give(): Promise<void> }>;
+}
+
+/**
+ * In-flight counts that die with their lease: one counter per key and lease-long time slot, in a
+ * shared store window of two slots. A taker counts in the current slot, reads the previous one,
+ * and gives back into the slot it took from. A count that is never given back (the process died)
+ * ends with its store window, one or two leases later; so does one given back after the window
+ * ended, which then cannot push a later count below what is in flight.
+ */
+export function createLease(limiters: RateLimiters, name: string, clock: Clock): Lease {
+  const slotMs = IN_FLIGHT_LEASE_SECONDS * 1000;
+  // Counting never refuses: the limit is decided by the caller, from the count.
+  const counter = limiters.create(name, { points: Number.MAX_SAFE_INTEGER, durationSeconds: 2 * IN_FLIGHT_LEASE_SECONDS });
+  return {
+    async take(key) {
+      const slot = Math.floor(clock() / slotMs);
+      const mine = `${key}:${slot}`;
+      const [current, previous] = await Promise.all([counter.increment(mine), counter.count(`${key}:${slot - 1}`)]);
+      let isGiven = false;
+      return {
+        count: current + Math.max(0, previous),
+        async give() {
+          if (isGiven) return;
+          isGiven = true;
+          await counter.refund(mine);
+        },
+      };
+    },
+  };
+}
+
 /** How long start-up waits for Redis's first answer; an unreachable Redis does not stop the start. */
 const FIRST_CONNECTION_WAIT_MS = 3_000;
 

@@ -59,14 +59,17 @@ function secondsUntil(epochMs: number, nowMs: number): number {
 /**
  * Gives a browser the cookies of a session it has just signed in to (password or provider). A
  * session this browser already had is ended rather than orphaned: signing in again replaces it.
+ * The CSRF secret is replaced with the session, so no token from before the sign-in (one an
+ * attacker obtained or planted in this browser) is accepted with the new session.
  */
 export async function setBrowserSession(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { sessions: SessionService; config: CookieConfig; nowMs: number },
+  deps: { sessions: SessionService; csrf: { rotateSecret(request: FastifyRequest, reply: FastifyReply): void }; config: CookieConfig; nowMs: number },
   signedIn: { userId: string; session: StartedSession },
 ): Promise<void> {
   const previousRefreshCookie = request.cookies[cookieNames(deps.config).refresh];
   if (previousRefreshCookie !== undefined) await deps.sessions.endSessionOfRefreshToken(previousRefreshCookie, requestSource(request, signedIn.userId));
   setSessionCookies(reply, deps.config, signedIn.session, deps.nowMs);
+  deps.csrf.rotateSecret(request, reply);
 }

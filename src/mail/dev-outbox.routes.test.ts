@@ -31,7 +31,7 @@ for (const backend of await backends()) {
     }
 
     it('keeps mail in the outbox in development and lists it at /dev/outbox', async () => {
-      await withApp({ NODE_ENV: 'development' }, async ({ app, services }) => {
+      await withApp({ NODE_ENV: 'development', DEV_OUTBOX_PAGE: 'true' }, async ({ app, services }) => {
         assert.equal(services.config.mail.kind, 'dev-outbox');
         const { mail } = services;
         const { id } = await mail.enqueue(services.storage.db, {
@@ -61,6 +61,56 @@ for (const backend of await backends()) {
         const remote = await app.inject({ method: 'GET', url: '/dev/outbox', remoteAddress: '10.1.2.3' });
         assert.equal(remote.statusCode, 404);
         assert.ok(!remote.body.includes(TOKEN));
+      });
+    });
+
+    async function withOneMessage(env: Record<string, string>, fn: (test: TestApp) => Promise<void>) {
+      await withApp({ NODE_ENV: 'development', ...env }, async (test) => {
+        const { mail } = test.services;
+        await mail.enqueue(test.services.storage.db, {
+          to: 'grace@example.test',
+          template: 'password-reset',
+          data: { name: 'Grace', resetUrl: mail.link('/auth/reset-password', { token: TOKEN }), expiresInMinutes: 30 },
+        });
+        await mail.runOnce();
+        await fn(test);
+      });
+    }
+
+    it('/dev/outbox is off unless DEV_OUTBOX_PAGE is on: a local proxy or tunnel makes every request look local', async () => {
+      await withOneMessage({}, async ({ app }) => {
+        const response = await app.inject({ method: 'GET', url: '/dev/outbox' });
+        assert.equal(response.statusCode, 404);
+        assert.ok(!response.body.includes(TOKEN));
+        assert.ok(!app.printRoutes().includes('outbox'));
+      });
+    });
+
+    it('/dev/outbox honours TRUST_PROXY and forwarding headers: a request a local proxy forwards from a remote client is refused', async () => {
+      const get = (app: TestApp['app'], headers: Record<string, string>, remoteAddress = '127.0.0.1') =>
+        app.inject({ method: 'GET', url: '/dev/outbox', headers, remoteAddress });
+      const assertRefused = (response: Awaited<ReturnType<typeof get>>, label: string) => {
+        assert.equal(response.statusCode, 404, label);
+        assert.ok(!response.body.includes(TOKEN), label);
+      };
+      // A trusted local proxy: the client is the forwarded address.
+      await withOneMessage({ DEV_OUTBOX_PAGE: 'true', TRUST_PROXY: 'loopback' }, async ({ app }) => {
+        assertRefused(await get(app, { 'x-forwarded-for': '203.0.113.7' }), 'forwarded from a remote client');
+        assertRefused(await get(app, { 'x-forwarded-for': '203.0.113.7, 127.0.0.1' }), 'through two local proxies');
+        const local = await get(app, { 'x-forwarded-for': '127.0.0.1' });
+        assert.equal(local.statusCode, 200, 'a local proxy in front of a local browser still works');
+        assert.ok(local.body.includes(TOKEN));
+        // A remote peer is no trusted proxy: its claim to forward for loopback changes nothing.
+        assertRefused(await get(app, { 'x-forwarded-for': '127.0.0.1' }, '10.1.2.3'), 'a remote peer claiming loopback');
+      });
+      // A local proxy the operator did not declare: the socket is loopback, the headers say otherwise.
+      await withOneMessage({ DEV_OUTBOX_PAGE: 'true' }, async ({ app }) => {
+        assertRefused(await get(app, { 'x-forwarded-for': '203.0.113.7' }), 'X-Forwarded-For without TRUST_PROXY');
+        assertRefused(await get(app, { 'x-real-ip': '203.0.113.7' }), 'X-Real-IP');
+        assertRefused(await get(app, { forwarded: 'for="[2001:db8::1]:4711";proto=https' }), 'Forwarded');
+        assertRefused(await get(app, { forwarded: 'for=unknown' }), 'an obfuscated Forwarded client');
+        assert.equal((await get(app, { forwarded: 'for=127.0.0.1:5000' })).statusCode, 200, 'Forwarded for this machine');
+        assert.equal((await get(app, {})).statusCode, 200, 'straight from this machine');
       });
     });
 

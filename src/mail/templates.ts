@@ -6,10 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Eta } from 'eta/core';
+import { isValidName } from '../users/name.ts';
 
 const TEMPLATES_DIR = join(import.meta.dirname, 'templates');
 
-/** What each template reads. Every `…Url` must be a full link under AUTH_URL (`MailService.link`). */
+/**
+ * What each template reads. Every `…Url` must be a full link under AUTH_URL (`MailService.link`).
+ * Every `name` is the account's name only when a mail may greet by it (`greetingName` in
+ * users/name.ts), else null: the greeting is then a neutral "Hello,".
+ */
 export interface MailTemplates {
   /** A link that lets the holder set a new password: a secret until it is used or expires. */
   'password-reset': { name: string | null; resetUrl: string; expiresInMinutes: number };
@@ -19,7 +24,7 @@ export interface MailTemplates {
   'verify-email': { name: string | null; verifyUrl: string; expiresInMinutes: number };
   /**
    * Someone tried to sign up with an address that has an account. `name` is the account's own
-   * name, never one from the sign-up request (a stranger must not be able to put words in it).
+   * confirmed name, never one from the sign-up request (a stranger must not be able to put words in it).
    * The links are plain pages: a live reset token must not be minted by an unauthenticated request.
    */
   'signup-existing-account': { name: string | null; signInUrl: string; forgotPasswordUrl: string };
@@ -78,10 +83,14 @@ export function createMailRenderer(options: { authUrl: string; dir?: string }): 
   };
 }
 
-/** The wording helpers every template shares: a greeting, durations and times in words. */
+/**
+ * The wording helpers every template shares: a greeting, durations and times in words. A name the
+ * name rule refuses (stored before the rule, say: a bidi override, a line break) is never put in
+ * a mail: the greeting is then neutral, as without a name.
+ */
 function presentable(data: MailTemplates[TemplateName]): Record<string, unknown> {
   const model: Record<string, unknown> = { ...data };
-  const name = typeof data.name === 'string' ? data.name.replace(/\s+/g, ' ').trim() : '';
+  const name = typeof data.name === 'string' && isValidName(data.name) ? data.name.replace(/\s+/g, ' ').trim() : '';
   model.greeting = name === '' ? 'Hello,' : `Hello ${name},`;
   if ('expiresInMinutes' in data) model.expiresIn = formatMinutes(data.expiresInMinutes);
   if ('changedAt' in data) model.changedAt = formatUtc(data.changedAt);

@@ -10,12 +10,12 @@ import { z } from 'zod';
 import type { OAuthProviderConfig } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
 import { MAX_EMAIL_LENGTH, normaliseEmail } from '../users/email.ts';
+import { toValidName } from '../users/name.ts';
 
 /** Outbound calls to a provider (discovery, token, API) give up after this long. */
 const PROVIDER_TIMEOUT_SECONDS = 10;
 /** After a failed discovery, wait this long before asking again, so an outage is not a fetch storm. */
 const DISCOVERY_RETRY_MS = 5_000;
-const MAX_NAME_LENGTH = 200;
 
 /** Who the provider says the person is. Only `providerUserId` identifies them. */
 export interface ProviderIdentity {
@@ -302,9 +302,10 @@ function toEmail(value: string): string | null {
   return email.length <= MAX_EMAIL_LENGTH && z.regexes.html5Email.test(email) ? email : null;
 }
 
-/** A display name from a provider: trimmed, no control characters, bounded. */
+/**
+ * A display name from a provider, made to pass the name rule (users/name.ts) rather than refused:
+ * the characters it forbids dropped, trimmed, bounded.
+ */
 function toName(value: string | null): string | null {
-  if (value === null) return null;
-  const name = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim().slice(0, MAX_NAME_LENGTH);
-  return name === '' ? null : name;
+  return value === null ? null : toValidName(value);
 }

@@ -19,6 +19,7 @@ import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
 import type { RequestAuthenticator } from '../http/authentication.ts';
+import type { CsrfRotation } from '../http/csrf.ts';
 import { baseCookieOptions, cookieNames, setBrowserSession } from '../http/session-cookie.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
@@ -30,6 +31,7 @@ import type { OAuthService } from './oauth.service.ts';
 export interface OAuthRouteOptions {
   oauth: OAuthService;
   sessions: SessionService;
+  csrf: CsrfRotation;
   authenticate: RequestAuthenticator;
   config: Config;
   clock: Clock;
@@ -80,7 +82,7 @@ function dashboardWith(kind: 'error' | 'notice', code: string): string {
 }
 
 export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app, options) => {
-  const { oauth, sessions, authenticate, config, clock, limits } = options;
+  const { oauth, sessions, csrf, authenticate, config, clock, limits } = options;
   const flowCookie = cookieNames(config).oauthFlow;
   const cookieOptions = baseCookieOptions(config);
 
@@ -188,7 +190,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
 
       const signedIn = await oauth.signInWithIdentity(identity, requestSource(request, null));
       if (!signedIn.ok) return reply.redirect(errorPage(signedIn.reason), 303);
-      await setBrowserSession(request, reply, { sessions, config, nowMs: clock() }, { userId: signedIn.user.id, session: signedIn.session });
+      await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: signedIn.user.id, session: signedIn.session });
       return reply.redirect(flow?.callbackUrl ?? DASHBOARD_PAGE, 303);
     },
   );

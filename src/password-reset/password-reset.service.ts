@@ -8,15 +8,15 @@
  * Asking for a link never says whether the address has an account: the answer is the same, and
  * so is its timing (see `requestReset`). Outcomes are return values; the routes map them to HTTP.
  */
-import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../storage/database.ts';
 import type { User, UserService } from '../users/user.service.ts';
+import { greetingName } from '../users/name.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { ActionTokens } from '../tokens/action-tokens.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { PasswordRejection } from '../credentials/password-policy.ts';
+import { ACCOUNT_NEUTRAL_MIN_RESPONSE_MS, createResponseFloor } from '../lib/response-floor.ts';
 
 export { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
 
@@ -25,12 +25,9 @@ export const RESET_PASSWORD_PAGE = '/auth/reset-password';
 
 /**
  * Every request for a link is answered no sooner than this after it arrived, whatever happened:
- * an account, no account, a disabled one, or a failure. The real work for an existing account
- * (token, rendering and sealing the mail, three inserts) takes a few milliseconds; padding every
- * answer to one fixed duration hides that difference, and any other we have not thought of,
- * far better than imitating the work on the other path. It costs a timer, not a thread.
+ * an account, no account, a disabled one, or a failure (see `lib/response-floor.ts`).
  */
-export const FORGOT_PASSWORD_MIN_RESPONSE_MS = 250;
+export const FORGOT_PASSWORD_MIN_RESPONSE_MS = ACCOUNT_NEUTRAL_MIN_RESPONSE_MS;
 
 const PURPOSE = 'password_reset';
 
@@ -41,7 +38,9 @@ export type ResetTokenCheck =
 export type ResetPasswordResult =
   | { ok: true; userId: string; sessionsEnded: number }
   | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' }
-  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection };
+  | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection }
+  /** Too many new passwords refused for this account or from this client (the token stays usable). */
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
 export type PasswordResetService = ReturnType<typeof createPasswordResetService>;
 
@@ -58,7 +57,7 @@ export function createPasswordResetService(deps: {
   minResponseMs?: number;
 }) {
   const { db, users, credentials, tokens, mail, audit, ttlSeconds } = deps;
-  const minResponseMs = deps.minResponseMs ?? FORGOT_PASSWORD_MIN_RESPONSE_MS;
+  const answerNoSooner = createResponseFloor(deps.minResponseMs ?? FORGOT_PASSWORD_MIN_RESPONSE_MS);
   // Never promise a link longer life than it has.
   const expiresInMinutes = Math.max(1, Math.floor(ttlSeconds / 60));
 
@@ -83,8 +82,7 @@ export function createPasswordResetService(deps: {
      * Nothing here waits on SMTP: the mail goes to the outbox.
      */
     async requestReset(input: { email: string; source: AuditSource }): Promise<void> {
-      const answerAt = performance.now() + minResponseMs;
-      try {
+      await answerNoSooner(async () => {
         const user = await users.findUserByEmail(input.email);
         const isQueued = await db.transaction().execute(async (trx) => {
           const event = { type: 'password.reset_requested' as const, source: input.source };
@@ -102,17 +100,15 @@ export function createPasswordResetService(deps: {
             // The stored address, never the one typed: the link goes only to the account's own mailbox.
             to: user.email,
             template: 'password-reset',
-            // From AUTH_URL only: a Host or X-Forwarded-Host header never shapes the link.
-            data: { name: user.name, resetUrl: mail.link(RESET_PASSWORD_PAGE, { token }), expiresInMinutes },
+            // From AUTH_URL only: a Host or X-Forwarded-Host header never shapes the link. The name
+            // only when confirmed: whoever signed up with this address may not own it.
+            data: { name: greetingName(user), resetUrl: mail.link(RESET_PASSWORD_PAGE, { token }), expiresInMinutes },
           });
           await audit.record({ ...event, userId: user.id }, { db: trx });
           return true;
         });
         if (isQueued) mail.wake();
-      } finally {
-        const wait = answerAt - performance.now();
-        if (wait > 0) await sleep(wait);
-      }
+      });
     },
 
     /** Whether the link still works, without using it up (the reset page checks before showing its form). */
@@ -130,8 +126,9 @@ export function createPasswordResetService(deps: {
       const checked = await checkToken(input.token);
       if (!checked.ok) return checked;
       const { user } = checked;
-      const rejection = await credentials.checkNewPassword(input.password, user);
-      if (rejection !== null) return { ok: false, reason: 'WEAK_PASSWORD', rejection };
+      // The link came from the account's mailbox: its refusals count against the account too.
+      const judged = await credentials.checkNewPassword(input.password, user, { ip: input.source.ip, isAccountHolder: true });
+      if (!judged.ok) return judged;
       // Hashed before the transaction: argon2 takes tens of milliseconds, and on SQLite an open
       // transaction holds the only connection.
       const passwordHash = await credentials.hashPassword(input.password);

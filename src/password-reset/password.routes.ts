@@ -147,7 +147,15 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
           'The token is checked first (400), then the password policy (422; the token stays usable). On success the token is ' +
           'used up, the password replaced, every session of the account ended and a notice mailed, all at once. Nobody is signed in.',
         body: resetBody,
-        response: { 200: ok, 303: formRedirect(RESET_PASSWORD_DONE_PAGE), ...bodyErrorResponses, ...tokenErrors, ...weakPassword, 403: errorResponse.describe('CSRF_FAILED') },
+        response: {
+          200: ok,
+          303: formRedirect(RESET_PASSWORD_DONE_PAGE),
+          ...bodyErrorResponses,
+          ...tokenErrors,
+          ...weakPassword,
+          403: errorResponse.describe('CSRF_FAILED'),
+          429: errorResponse.describe('Too many uses of links from this client, or too many refused new passwords for this account or from this client (RATE_LIMITED), with Retry-After'),
+        },
       },
     },
     async (request, reply) => {
@@ -160,6 +168,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
         if (isForm) return reply.redirect(`${RESET_PASSWORD_PAGE}?${new URLSearchParams({ token, ...refusalQuery(result.rejection) })}`, 303);
         throw refusedPassword('password', result.rejection);
       }
+      if (result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
       // A form post goes to the page with ?error=CODE (formErrorPage), without the dead token.
       throw linkError(result.reason);
     },
@@ -182,7 +191,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
           ...weakPassword,
           401: errorResponse.describe('No valid session (UNAUTHENTICATED), or a wrong current password (INVALID_CREDENTIALS)'),
           403: errorResponse.describe('Cookie-authenticated request without a valid CSRF token (CSRF_FAILED)'),
-          429: errorResponse.describe('Too many wrong current passwords, or the password is locked (RATE_LIMITED), with Retry-After'),
+          429: errorResponse.describe('Too many wrong current passwords, the password is locked, or too many refused new passwords (RATE_LIMITED), with Retry-After'),
         },
       },
     },

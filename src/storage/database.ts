@@ -19,6 +19,7 @@ import * as actionTokens from './migrations/0005-action-tokens.ts';
 import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
 import * as rateLimits from './migrations/0007-rate-limits.ts';
 import * as sessionHousekeeping from './migrations/0008-session-housekeeping.ts';
+import * as userNameConfirmed from './migrations/0009-user-name-confirmed.ts';
 
 export type Db = Kysely<Database>;
 
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0006-oauth-accounts': oauthAccounts,
   '0007-rate-limits': rateLimits,
   '0008-session-housekeeping': sessionHousekeeping,
+  '0009-user-name-confirmed': userNameConfirmed,
 };
 
 const PG_INT8_OID = 20;

@@ -15,6 +15,8 @@ export interface UsersTable {
   updated_at: number;
   /** Set after too many consecutive failed sign-ins; the password is refused until a reset. */
   password_locked_at: number | null;
+  /** When the name became one mails may greet the user by; null while only a sign-up typed it (see users/name.ts). */
+  name_confirmed_at: number | null;
 }
 
 export interface UserRolesTable {

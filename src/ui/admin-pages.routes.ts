@@ -250,6 +250,8 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
     const result = await admin.updateUser(id, changes, requestSource(request, auth.userId));
     if (result.ok) return back(reply, id, { notice });
     if (result.reason === 'NOT_FOUND') return noSuchUser(reply);
+    // Demoted or disabled by another admin's change that came first: what the hook shows a non-admin.
+    if (result.reason === 'FORBIDDEN') return sendForbiddenPage(reply);
     return back(reply, id, { error: result.reason });
   }
 

@@ -19,6 +19,11 @@ export interface User {
   name: string;
   roles: string[];
   emailVerifiedAt: number | null;
+  /**
+   * When the name became one mails may greet the user by; null while it is only what a
+   * self-service sign-up typed (see `greetingName` in name.ts).
+   */
+  nameConfirmedAt: number | null;
   disabledAt: number | null;
   createdAt: number;
   updatedAt: number;
@@ -42,6 +47,10 @@ export interface NewUser {
   name: string;
   passwordHash: string | null;
   roles?: readonly string[];
+  /**
+   * Whoever vouches for the address (an administrator, the CLI, ADMIN_EMAIL, a provider that
+   * verified it) also gave the name: with a verified address, the name counts as confirmed too.
+   */
   emailVerified?: boolean;
 }
 
@@ -60,7 +69,11 @@ export interface UserChange {
   after: User;
 }
 
-export type UpdateUserResult = ({ ok: true; user: User } & UserChange) | { ok: false; reason: 'NOT_FOUND' | 'INVALID_ROLE' };
+export type UpdateUserResult =
+  | ({ ok: true; user: User } & UserChange)
+  | { ok: false; reason: 'NOT_FOUND' | 'INVALID_ROLE' }
+  /** `actingAdminId` was no longer an enabled ADMIN when the change was to be made. */
+  | { ok: false; reason: 'ACTOR_NOT_ADMIN' };
 
 export type UserService = ReturnType<typeof createUserService>;
 
@@ -93,6 +106,7 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
         name: input.name.trim(),
         password_hash: input.passwordHash,
         email_verified_at: input.emailVerified ? now : null,
+        name_confirmed_at: input.emailVerified ? now : null,
         disabled_at: null,
         password_locked_at: null,
         created_at: now,
@@ -171,6 +185,16 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return store.markEmailVerified(options.db ?? db, userId, clock());
     },
 
+    /**
+     * Records that the account's owner accepts its name (the first time only): they followed
+     * the verification link, whose mail tells whoever did not create the account to ignore it.
+     * A password reset proves the address too, but says nothing of a name a stranger may have
+     * chosen at sign-up: it does not confirm it.
+     */
+    async confirmName(userId: string, options: { db?: Db } = {}): Promise<void> {
+      await store.confirmName(options.db ?? db, userId, clock());
+    },
+
     /** How many password hashes use each argon2 parameter set (a scan: for background work). */
     countPasswordHashParameters(): Promise<Array<{ encoded: string; count: number }>> {
       return store.countPasswordHashParameters(db);
@@ -200,22 +224,34 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
      * Applies `changes` in one transaction. Disabling stamps `disabledAt`; enabling clears it.
      * When something changed, `onUpdated` runs inside the same transaction with its `db` (to record
      * the change, say): if it throws, nothing is changed.
+     *
+     * With `actingAdminId`, the change is made only while that user is still an enabled ADMIN
+     * (ACTOR_NOT_ADMIN otherwise), judged inside the transaction. A change of roles or of the
+     * disabled state first takes the lock of the ADMIN role's holders, so such changes run one at a
+     * time and each judges its actor by what the previous one committed: two admins taking each
+     * other's ADMIN role (or disabling each other) at once cannot both succeed, as they could when
+     * each was judged only before its transaction began.
      */
     async updateUser(
       id: string,
       changes: UserChanges,
-      options: { onUpdated?: (db: Db, change: UserChange) => Promise<void> } = {},
+      options: { onUpdated?: (db: Db, change: UserChange) => Promise<void>; actingAdminId?: string } = {},
     ): Promise<UpdateUserResult> {
       const roles = changes.roles === undefined ? undefined : [...new Set(changes.roles)].sort();
       if (roles !== undefined && !roles.every(isValidRole)) return { ok: false, reason: 'INVALID_ROLE' };
+      const { actingAdminId } = options;
       return db.transaction().execute(async (trx): Promise<UpdateUserResult> => {
+        // First, before anything is read: see store.lockRoleHolders.
+        if (roles !== undefined || changes.disabled !== undefined) await store.lockRoleHolders(trx, ADMIN_ROLE);
+        if (actingAdminId !== undefined && !(await store.isEnabledHolder(trx, actingAdminId, ADMIN_ROLE))) return { ok: false, reason: 'ACTOR_NOT_ADMIN' };
         const row = await store.findUserById(trx, id);
         if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
         const before = await toUser(row, trx);
         const now = clock();
-        const fields: { name?: string; disabled_at?: number | null } = {};
+        const fields: { name?: string; name_confirmed_at?: number; disabled_at?: number | null } = {};
         const name = changes.name?.trim();
-        if (name !== undefined && name !== row.name) fields.name = name;
+        // Only administrators change names (there is no self-service rename): a name set here is confirmed.
+        if (name !== undefined && name !== row.name) Object.assign(fields, { name, name_confirmed_at: now });
         if (changes.disabled !== undefined && changes.disabled !== (row.disabled_at !== null)) fields.disabled_at = changes.disabled ? now : null;
         const isRolesChanged = roles !== undefined && roles.join(',') !== [...before.roles].sort().join(',');
         if (Object.keys(fields).length === 0 && !isRolesChanged) return { ok: true, user: before, before, after: before };
@@ -241,6 +277,7 @@ function toUserWithRoles(row: UserRow, roles: string[]): User {
     name: row.name,
     roles,
     emailVerifiedAt: row.email_verified_at,
+    nameConfirmedAt: row.name_confirmed_at,
     disabledAt: row.disabled_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

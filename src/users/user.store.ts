@@ -1,5 +1,5 @@
 /** Queries on users and their roles. No logic: the service decides, the store reads and writes. */
-import { sql, type SqlBool } from 'kysely';
+import { SqliteAdapter, sql, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
 import type { NewUserRow, UserRow } from '../storage/schema.ts';
@@ -63,6 +63,11 @@ export async function markEmailVerified(db: Db, id: string, now: number): Promis
   return result.numUpdatedRows > 0n;
 }
 
+/** Stamps the name confirmed unless it already is (the first stamp stays). */
+export async function confirmName(db: Db, id: string, now: number): Promise<void> {
+  await db.updateTable('users').set({ name_confirmed_at: now, updated_at: now }).where('id', '=', id).where('name_confirmed_at', 'is', null).execute();
+}
+
 /** True when the user exists (and is now locked until the end of the caller's transaction). */
 export async function touchUser(db: Db, id: string, now: number): Promise<boolean> {
   const result = await db.updateTable('users').set({ updated_at: now }).where('id', '=', id).executeTakeFirst();
@@ -114,8 +119,43 @@ export async function findUsers(
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
 
-export async function updateUserFields(db: Db, id: string, fields: { name?: string; disabled_at?: number | null }, updatedAt: number): Promise<void> {
+export async function updateUserFields(
+  db: Db,
+  id: string,
+  fields: { name?: string; name_confirmed_at?: number; disabled_at?: number | null },
+  updatedAt: number,
+): Promise<void> {
   await db.updateTable('users').set({ ...fields, updated_at: updatedAt }).where('id', '=', id).execute();
+}
+
+/**
+ * Takes, until the end of the caller's transaction, the one lock that every change of who is an
+ * enabled holder of `role` takes first; call it as the transaction's first statement, so that what
+ * the transaction reads afterwards is what the previous holder of the lock committed. PostgreSQL:
+ * a transaction-scoped advisory lock named after the role (one key: no lock-order deadlocks
+ * between many changes). SQLite: a write that changes nothing, which takes the database's single
+ * write lock at once, so that a deferred transaction of another process (the CLI) cannot read
+ * before it and write after it.
+ */
+export async function lockRoleHolders(db: Db, role: string): Promise<void> {
+  if (db.getExecutor().adapter instanceof SqliteAdapter) {
+    await sql`update user_roles set role = role where 0 = 1`.execute(db);
+    return;
+  }
+  await sql`select pg_advisory_xact_lock(hashtext(${`gatehouse.role-holders.${role}`}))`.execute(db);
+}
+
+/** Whether the user exists, is not disabled and holds `role`. */
+export async function isEnabledHolder(db: Db, userId: string, role: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('users')
+    .innerJoin('user_roles', 'user_roles.user_id', 'users.id')
+    .select('users.id')
+    .where('users.id', '=', userId)
+    .where('user_roles.role', '=', role)
+    .where('users.disabled_at', 'is', null)
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Makes the user's roles exactly `roles`: removes the others, adds the missing ones. */

@@ -13,9 +13,17 @@ import type { ActionTokens } from '../tokens/action-tokens.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { User, UserService } from '../users/user.service.ts';
+import { ACCOUNT_NEUTRAL_MIN_RESPONSE_MS, createResponseFloor, type ResponseFloor } from '../lib/response-floor.ts';
 
 /** The page a verification link opens; it shows a button that posts the token. */
 export const VERIFY_EMAIL_PAGE = '/auth/verify-email';
+
+/**
+ * A request for a new link is answered no sooner than this after it arrived, whatever the address
+ * (see `lib/response-floor.ts`): only an unverified account's request issues a token and enqueues
+ * a mail, which took measurably longer than looking up an address with none.
+ */
+export const VERIFICATION_RESEND_MIN_RESPONSE_MS = ACCOUNT_NEUTRAL_MIN_RESPONSE_MS;
 
 export type VerifyEmailResult = { ok: true; userId: string } | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' };
 
@@ -29,8 +37,11 @@ export function createVerificationService(deps: {
   audit: AuditService;
   /** VERIFICATION_TOKEN_TTL. */
   ttlSeconds: number;
+  /** Holds the answer to a resend request; tests pass one with their own timer. */
+  resendFloor?: ResponseFloor;
 }) {
   const { db, users, tokens, mail, audit, ttlSeconds } = deps;
+  const answerNoSooner = deps.resendFloor ?? createResponseFloor(VERIFICATION_RESEND_MIN_RESPONSE_MS);
   const expiresInMinutes = Math.max(1, Math.floor(ttlSeconds / 60));
 
   /**
@@ -59,14 +70,17 @@ export function createVerificationService(deps: {
     },
 
     /**
-     * Consumes the token and stamps its user's address verified, with the `email.verified` audit
-     * event, in one transaction. A user who was verified already stays so (the token is still used up).
+     * Consumes the token and stamps its user's address verified and name confirmed, with the
+     * `email.verified` audit event, in one transaction. A user who was verified already stays so
+     * (the token is still used up).
      */
     async verifyEmail(token: unknown, source: AuditSource): Promise<VerifyEmailResult> {
       return db.transaction().execute(async (trx): Promise<VerifyEmailResult> => {
         const consumed = await tokens.consume(trx, token, 'email_verification');
         if (!consumed.ok) return consumed;
         const wasUnverified = await users.markEmailVerified(consumed.userId, { db: trx });
+        // The mail this link came in asks whoever did not create the account to ignore it: following it accepts the name.
+        await users.confirmName(consumed.userId, { db: trx });
         await audit.record({ type: 'email.verified', userId: consumed.userId, source, details: { wasUnverified } }, { db: trx });
         return { ok: true, userId: consumed.userId };
       });
@@ -74,13 +88,16 @@ export function createVerificationService(deps: {
 
     /**
      * Sends a new verification mail when the address belongs to an enabled, unverified user, and
-     * does nothing otherwise; the caller answers the same either way.
+     * does nothing otherwise. Resolves the same way in every case, no sooner than the floor after
+     * the call (an error too, after that wait), so the caller's answer says nothing by its timing.
      */
     async resendVerificationMail(email: string): Promise<void> {
-      const user = await users.findUserByEmail(email);
-      if (user === null || user.emailVerifiedAt !== null || user.disabledAt !== null) return;
-      await db.transaction().execute((trx) => sendVerificationMail(trx, user));
-      mail.wake();
+      await answerNoSooner(async () => {
+        const user = await users.findUserByEmail(email);
+        if (user === null || user.emailVerifiedAt !== null || user.disabledAt !== null) return;
+        await db.transaction().execute((trx) => sendVerificationMail(trx, user));
+        mail.wake();
+      });
     },
   };
 }

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { GENEROUS_LIMITS } from '../helpers/app.ts';
 import { serverScratch, startGatehouse, type ChildEnv } from '../helpers/process.ts';
 import { call, describeOutcome, sleep, type Outcome } from '../helpers/traffic.ts';
-import { IN_FLIGHT_LEASE_SECONDS } from '../../src/credentials/signin-throttle.ts';
+import { IN_FLIGHT_LEASE_SECONDS } from '../../src/http/rate-limit.ts';
 
 const EMAIL = 'crash-burst@example.test';
 const PASSWORD = 'granite-meadow-compass-19';

@@ -136,10 +136,10 @@ for (const backend of await backends()) {
       it('records a browser replacing its session when it signs in again', async () => {
         const user = await newUser();
         const jar = new CookieJar();
-        const csrf = await t.app.inject({ method: 'GET', url: '/api/auth/csrf' });
-        jar.store(csrf);
         const first = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email: user.email, password: PASSWORD } });
         jar.store(first);
+        const csrf = await t.app.inject({ method: 'GET', url: '/api/auth/csrf', headers: { cookie: jar.header() } });
+        jar.store(csrf);
         secrets.add(first.json().refreshToken);
         const firstSession = decodeJwt(first.json().token).sid;
         const second = await t.app.inject({ method: 'POST', url: '/api/auth/signin', headers: { cookie: jar.header(), 'x-csrf-token': csrf.json().csrfToken }, payload: { email: user.email, password: PASSWORD } });

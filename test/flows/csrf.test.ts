@@ -28,7 +28,7 @@ for (const backend of await backends()) {
       await database?.drop();
     });
 
-    /** A browser that has fetched a CSRF token and signed in through the form. */
+    /** A browser that has fetched a CSRF token, signed in through the form, and has the token of its new CSRF secret. */
     async function signedInBrowser() {
       const jar = new CookieJar();
       const csrf = await t.app.inject({ method: 'GET', url: '/api/auth/csrf' });
@@ -44,7 +44,11 @@ for (const backend of await backends()) {
       assert.equal(signIn.headers.location, '/dashboard');
       jar.store(signIn);
       assert.ok(jar.has('gatehouse.session') && jar.has('gatehouse.refresh'));
-      return { jar, csrfToken };
+      // Signing in replaced the CSRF secret (src/http/csrf.test.ts): later requests need a fresh token.
+      const fresh = await t.app.inject({ method: 'GET', url: '/api/auth/csrf', headers: { cookie: jar.header() } });
+      jar.store(fresh);
+      assert.notEqual(fresh.json().csrfToken, csrfToken);
+      return { jar, csrfToken: fresh.json().csrfToken as string };
     }
 
     async function isSignedIn(jar: CookieJar): Promise<boolean> {

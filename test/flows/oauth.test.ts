@@ -10,6 +10,7 @@ import { decodeJwt } from 'jose';
 import { backends, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import { CookieJar } from '../helpers/cookie-jar.ts';
+import { hiddenValue } from '../helpers/pages.ts';
 import { peerEnv, startGitHubPeer, startOidcPeer, type GitHubAccount, type GitHubPeer, type OidcAccount, type OidcPeer } from '../helpers/oauth-peers.ts';
 import type { Env } from '../../src/config.ts';
 
@@ -177,6 +178,28 @@ for (const backend of await backends()) {
       assert.equal(again.response.headers.location, '/dashboard');
       assert.equal((await sessionOf(again.jar)).json().user.id, user.id);
       assert.equal((await linkedAccounts(user.id)).length, 1);
+    });
+
+    it('the CSRF secret is rotated at a provider sign-in: a token from before the callback is refused (403 CSRF_FAILED), the next page\'s token works', async () => {
+      google.signInAs(uniqueOidcAccount());
+      const browser = await newBrowser();
+      const cookieBefore = browser.jar.get('gatehouse.csrf');
+      const { location } = await startAt(browser, '/api/auth/signin/google');
+      const response = await callback(browser.jar, await authorize(location));
+      assert.equal(response.statusCode, 303, response.body);
+      const replaced = response.cookies.find((cookie) => cookie.name === 'gatehouse.csrf');
+      assert.ok(replaced && replaced.value !== cookieBefore, 'the callback sets a new CSRF cookie');
+      assert.equal((await sessionOf(browser.jar)).statusCode, 200);
+
+      const endOthers = (csrfToken: string) =>
+        t.app.inject({ method: 'DELETE', url: '/api/auth/sessions?keepCurrent=true', headers: { origin: ORIGIN, cookie: browser.jar.header(), 'x-csrf-token': csrfToken } });
+      const stale = await endOthers(browser.csrfToken);
+      assert.equal(stale.statusCode, 403, stale.body);
+      assert.equal(stale.json().error, 'CSRF_FAILED');
+      const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: browser.jar.header() } });
+      browser.jar.store(dashboard);
+      const fresh = await endOthers(hiddenValue(dashboard.body, 'csrfToken'));
+      assert.equal(fresh.statusCode, 200, fresh.body);
     });
 
     it('keys identities by provider and subject, never by e-mail: a changed address still finds the user', async () => {
@@ -419,6 +442,9 @@ for (const backend of await backends()) {
       browser.jar.store(signIn);
       const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: browser.jar.header() } });
       assert.match(dashboard.body, /action="\/api\/auth\/link\/github"/);
+      // Signing in replaced the CSRF secret: the dashboard's forms carry a token of the new one.
+      browser.jar.store(dashboard);
+      browser.csrfToken = hiddenValue(dashboard.body, 'csrfToken');
       github.signInAs(gh);
       const { location } = await startAt(browser, '/api/auth/link/github');
       const linked = await callback(browser.jar, await authorize(location));
@@ -455,11 +481,13 @@ for (const backend of await backends()) {
       const refused = await t.app.inject({ method: 'DELETE', url: '/api/auth/accounts/google', headers: { authorization: `Bearer ${onlyToken}` } });
       assert.equal(refused.statusCode, 409);
       assert.equal(refused.json().error, 'LAST_SIGN_IN_METHOD');
+      const providerDashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: provider.jar.header() } });
+      provider.jar.store(providerDashboard);
       const form = await t.app.inject({
         method: 'POST',
         url: '/dashboard/accounts/unlink',
         headers: { origin: ORIGIN, cookie: provider.jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ provider: 'google', csrfToken: provider.csrfToken }).toString(),
+        payload: new URLSearchParams({ provider: 'google', csrfToken: hiddenValue(providerDashboard.body, 'csrfToken') }).toString(),
       });
       assert.equal(form.headers.location, '/dashboard?error=LAST_SIGN_IN_METHOD');
       const onlyId = decodeJwt(onlyToken).sub!;

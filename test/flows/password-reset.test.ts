@@ -457,7 +457,11 @@ for (const backend of await backends()) {
         jar.store(signedIn);
         const body = { currentPassword: PASSWORD, newPassword: NEW_PASSWORD };
         assertError(await change(body, { cookie: jar.header() }), 403, 'CSRF_FAILED');
-        const withToken = await change(body, { cookie: jar.header(), 'x-csrf-token': hiddenValue(page.body, 'csrfToken'), origin: AUTH_URL });
+        // Signing in replaced the CSRF secret: the sign-in page's token is void, the next page's works.
+        assertError(await change(body, { cookie: jar.header(), 'x-csrf-token': hiddenValue(page.body, 'csrfToken'), origin: AUTH_URL }), 403, 'CSRF_FAILED');
+        const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: jar.header() } });
+        jar.store(dashboard);
+        const withToken = await change(body, { cookie: jar.header(), 'x-csrf-token': hiddenValue(dashboard.body, 'csrfToken'), origin: AUTH_URL });
         assert.equal(withToken.statusCode, 200, withToken.body);
       });
     });
