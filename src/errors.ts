@@ -60,6 +60,8 @@ export class AppError extends Error {
   readonly status: number;
   readonly errors: readonly FieldError[] | undefined;
   readonly retryAfterSeconds: number | undefined;
+  /** Fields the contract adds to this error's body (a sign-in challenge's token, say); never a secret of the account. */
+  readonly fields: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
     code: ErrorCode,
@@ -69,6 +71,7 @@ export class AppError extends Error {
       retryAfterSeconds?: number;
       /** The endpoint's own status for this code, where the contract says so (INVALID_TOKEN is 401 on refresh, 400 on reset). */
       status?: number;
+      fields?: Readonly<Record<string, unknown>>;
       cause?: unknown;
     } = {},
   ) {
@@ -78,6 +81,7 @@ export class AppError extends Error {
     this.status = options.status ?? ERROR_CATALOGUE[code].status;
     this.errors = options.errors;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.fields = options.fields;
   }
 }
 
@@ -214,7 +218,8 @@ function mapError(error: FastifyError | Error): MappedError {
     return {
       status: error.status,
       code: error.code,
-      body: toErrorBody(error.code, error.message, error.errors),
+      // The stable keys last: a field can never replace the code or the message.
+      body: { ...error.fields, ...toErrorBody(error.code, error.message, error.errors) },
       ...(error.retryAfterSeconds !== undefined && { retryAfterSeconds: error.retryAfterSeconds }),
     };
   }

@@ -10,6 +10,7 @@ import { createPasswordHasher } from './credentials/password-hasher.ts';
 import { createStoredHashParametersJob } from './credentials/stored-hash-parameters.ts';
 import { deriveKey } from './lib/derive-key.ts';
 import { createCredentialsService } from './credentials/credentials.service.ts';
+import { createSignInPipeline } from './signin/signin-pipeline.ts';
 import { loadSigningKeys } from './sessions/signing-keys.ts';
 import { createSessionService } from './sessions/session.service.ts';
 import { createRevocationList } from './sessions/revocation-list.ts';
@@ -80,13 +81,22 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
   const limits = createRequestLimits(rateLimiters, config.rateLimits);
   const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock });
+  // Where every sign-in ends, whatever its first factor. No module registers a step yet.
+  const signInPipeline = createSignInPipeline({
+    users,
+    sessions,
+    audit,
+    clock,
+    requireEmailVerification: config.accounts.requireEmailVerification,
+    steps: [],
+  });
   const credentials = createCredentialsService({
     users,
     sessions,
     hasher,
     policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength, minScore: config.passwords.minScore },
     audit,
-    requireEmailVerification: config.accounts.requireEmailVerification,
+    pipeline: signInPipeline,
     db,
     mail,
     actionTokens,
@@ -112,7 +122,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     clock,
     logger,
     allowSignup: config.accounts.allowSignup,
-    requireEmailVerification: config.accounts.requireEmailVerification,
+    pipeline: signInPipeline,
   });
   const housekeeping = createHousekeepingJob({ db, clock, logger, actionTokens, idleTimeoutMs: config.sessions.idleTimeoutSeconds * 1000 });
   auditRetention.start();
@@ -129,6 +139,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     keys,
     revocations,
     sessions,
+    signInPipeline,
     credentials,
     audit,
     auditRetention,

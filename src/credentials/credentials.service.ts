@@ -17,9 +17,12 @@ import type { PasswordPolicy, PasswordRejection } from './password-policy.ts';
 import { createNewPasswordCheck, type NewPasswordCheck, type PasswordClient } from './new-password.ts';
 import type { PasswordRefusalLimits } from './password-refusals.ts';
 import type { SignInThrottle } from './signin-throttle.ts';
+import type { SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
 
 export type SignInResult =
   | { ok: true; user: User; session: StartedSession }
+  /** A step of the sign-in pipeline asks for more (see signin/signin-pipeline.ts). */
+  | { ok: false; reason: 'CHALLENGE'; challenge: SignInChallenge }
   | { ok: false; reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED' }
   | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
@@ -66,8 +69,8 @@ export function createCredentialsService(deps: {
   hasher: PasswordHasher;
   policy: PasswordPolicy;
   audit: AuditService;
-  /** REQUIRE_EMAIL_VERIFICATION: a correct password of an unverified address gets EMAIL_NOT_VERIFIED. */
-  requireEmailVerification?: boolean;
+  /** Where a verified password ends: the account checks, the registered steps, the session. */
+  pipeline: SignInPipeline;
   /** For password changes: their transaction, notice mail and its time. */
   db: Db;
   mail: MailService;
@@ -79,7 +82,7 @@ export function createCredentialsService(deps: {
   /** Per-account and per-IP limits on refused new passwords (requests from a client only). */
   passwordRefusals?: PasswordRefusalLimits;
 }) {
-  const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock, throttle } = deps;
+  const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock, throttle, pipeline } = deps;
 
   const newPasswordCheck = createNewPasswordCheck({ policy, refusals: deps.passwordRefusals ?? null });
 
@@ -132,7 +135,7 @@ export function createCredentialsService(deps: {
      */
     async signIn(input: SignInInput): Promise<SignInResult> {
       const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent };
-      async function refuse(reason: 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED', userId: string | null): Promise<SignInResult> {
+      async function refuse(reason: 'INVALID_CREDENTIALS', userId: string | null): Promise<SignInResult> {
         await audit.record({ type: 'signin.failure', userId, email: normaliseEmail(input.email), source, reason });
         return { ok: false, reason };
       }
@@ -167,25 +170,19 @@ export function createCredentialsService(deps: {
           return refuseWrongPassword(credentials.id);
         }
         await attempt.succeeded();
-        // Only someone who knows the password learns the account is disabled.
-        if (credentials.disabledAt !== null) return refuse('ACCOUNT_DISABLED', credentials.id);
 
         let verifiedHash = credentials.passwordHash;
-        if (hasher.needsRehash(verifiedHash)) {
+        if (credentials.disabledAt === null && hasher.needsRehash(verifiedHash)) {
           // Only over the hash just verified: a password changed meanwhile must not be put back.
           const rehashed = await hasher.hash(input.password);
           if (await users.replacePasswordHash(credentials.id, verifiedHash, rehashed)) verifiedHash = rehashed;
         }
         const user = await users.findUserById(credentials.id);
         if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
-        // Like a disabled account: only someone who knows the password learns the address is unverified.
-        if (deps.requireEmailVerification === true && user.emailVerifiedAt === null) return refuse('EMAIL_NOT_VERIFIED', user.id);
-        const session = await sessions.startSession({ userId: user.id, roles: user.roles, verifiedPasswordHash: verifiedHash, ip: input.ip, userAgent: input.userAgent });
-        // The password was changed, reset or locked, or the account disabled, while it was being
-        // checked: what was verified is no longer the account's, so nobody is signed in.
-        if (session === null) return refuse('INVALID_CREDENTIALS', user.id);
-        await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId } });
-        return { ok: true, user, session };
+        const outcome = await pipeline.complete({ user, factor: { kind: 'password', email: normaliseEmail(input.email), verifiedPasswordHash: verifiedHash }, source });
+        if (outcome.ok) return outcome;
+        if ('challenge' in outcome) return { ok: false, reason: 'CHALLENGE', challenge: outcome.challenge };
+        return { ok: false, reason: toSignInFailure(outcome.refusal) };
       } finally {
         // An attempt whose password was never judged (a 503: no hashing slot, storage down) is
         // given back: people typing the right password must not be locked out by an overload.
@@ -283,4 +280,12 @@ export function createCredentialsService(deps: {
       await throttle.clearAccount(email);
     },
   };
+}
+
+/**
+ * The answer to a refusal of the sign-in pipeline. A password changed, reset or locked while it
+ * was being checked (CREDENTIALS_CHANGED) was a wrong password by the time it counted.
+ */
+function toSignInFailure(refusal: string): 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED' {
+  return refusal === 'ACCOUNT_DISABLED' || refusal === 'EMAIL_NOT_VERIFIED' ? refusal : 'INVALID_CREDENTIALS';
 }

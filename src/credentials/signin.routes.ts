@@ -56,7 +56,10 @@ const signInResponse = z
 const signInErrors = {
   ...bodyErrorResponses,
   401: errorResponse.describe('Wrong e-mail or password (INVALID_CREDENTIALS); identical for unknown addresses'),
-  403: errorResponse.describe('Correct password, but the account is disabled (ACCOUNT_DISABLED) or its address unverified under REQUIRE_EMAIL_VERIFICATION (EMAIL_NOT_VERIFIED); or CSRF_FAILED'),
+  // Loose: a step of the sign-in pipeline that asks for more adds the fields of its challenge.
+  403: errorResponse
+    .loose()
+    .describe('Correct password, but the account is disabled (ACCOUNT_DISABLED) or its address unverified under REQUIRE_EMAIL_VERIFICATION (EMAIL_NOT_VERIFIED); or CSRF_FAILED'),
   429: errorResponse.describe('Too many attempts from this address, or too many consecutive failures for this account (RATE_LIMITED), with Retry-After; the same for addresses with and without an account'),
 };
 
@@ -70,8 +73,9 @@ interface SignInRouteOptions {
 
 async function signIn(credentials: CredentialsService, request: FastifyRequest, email: string, password: string): Promise<Extract<SignInResult, { ok: true }>> {
   const result = await credentials.signIn({ email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
-  if (!result.ok) throw new AppError(result.reason, result.reason === 'RATE_LIMITED' ? { retryAfterSeconds: result.retryAfterSeconds } : {});
-  return result;
+  if (result.ok) return result;
+  if (result.reason === 'CHALLENGE') throw new AppError(result.challenge.code, { fields: result.challenge.fields });
+  throw new AppError(result.reason, result.reason === 'RATE_LIMITED' ? { retryAfterSeconds: result.retryAfterSeconds } : {});
 }
 
 function toResponse({ user, session }: Extract<SignInResult, { ok: true }>) {

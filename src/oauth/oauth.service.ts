@@ -22,11 +22,14 @@ import type { OAuthProviderConfig } from '../config.ts';
 import { createOAuthProviders, type OAuthProvider, type ProviderFailure, type ProviderIdentity } from './oauth-providers.ts';
 import { createFlowCookieSeal, type OAuthFlow } from './oauth-flow-cookie.ts';
 import * as store from './oauth-account.store.ts';
+import type { SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
 
 export type OAuthSignInFailure = 'AccountNotFound' | 'OAuthAccountNotLinked' | 'AccountDisabled' | 'EmailNotVerified' | 'OAuthEmailUnverified';
 
 export type OAuthSignInResult =
   | { ok: true; user: User; session: StartedSession; isNewUser: boolean }
+  /** A step of the sign-in pipeline asks for more (see signin/signin-pipeline.ts). */
+  | { ok: false; reason: 'CHALLENGE'; challenge: SignInChallenge }
   | { ok: false; reason: OAuthSignInFailure };
 
 export type LinkResult = { ok: true } | { ok: false; reason: 'IdentityInUse' | 'ProviderAlreadyLinked' | 'EmailNotVerified' };
@@ -68,11 +71,12 @@ export function createOAuthService(deps: {
   clock: Clock;
   logger: Logger;
   allowSignup: boolean;
-  requireEmailVerification: boolean;
+  /** Where every provider sign-in ends: the account checks, the registered steps, the session. */
+  pipeline: SignInPipeline;
   /** For tests: providers other than the configured ones. */
   providerOverrides?: Map<string, OAuthProvider>;
 }) {
-  const { db, users, sessions, audit, clock, logger, authUrl } = deps;
+  const { db, users, sessions, audit, clock, logger, authUrl, pipeline } = deps;
   const providers = deps.providerOverrides ?? createOAuthProviders(deps.providers, authUrl, clock);
   const flowSeal = createFlowCookieSeal(deps.authSecret);
 
@@ -80,29 +84,19 @@ export function createOAuthService(deps: {
     return providers.get(id)?.name ?? id;
   }
 
-  async function startSession(user: User, identity: ProviderIdentity, source: AuditSource, isNewUser: boolean): Promise<OAuthSignInResult> {
-    const session = await sessions.startSession({ userId: user.id, roles: user.roles, verifiedPasswordHash: null, ip: source.ip, userAgent: source.userAgent });
-    // Disabled while the provider was answering: the same refusal as a disabled account.
-    if (session === null) return refuse('AccountDisabled', identity, source, user.id);
-    await audit.record({ type: 'signin.success', userId: user.id, source, details: { sessionId: session.sessionId, provider: identity.provider } });
-    return { ok: true, user, session, isNewUser };
+  /** Every sign-in of a user found (or just created) by their identity ends in the sign-in pipeline. */
+  async function completeSignIn(user: User, identity: ProviderIdentity, source: AuditSource, isNewUser: boolean): Promise<OAuthSignInResult> {
+    const provesEmail = identity.isEmailVerified && identity.email === user.email;
+    const outcome = await pipeline.complete({ user, factor: { kind: 'provider', provider: identity.provider, provesEmail, isNewUser }, source });
+    if (outcome.ok) return { ...outcome, isNewUser };
+    if ('challenge' in outcome) return { ok: false, reason: 'CHALLENGE', challenge: outcome.challenge };
+    // CREDENTIALS_CHANGED: disabled while the provider was answering, the same as a disabled account.
+    return { ok: false, reason: outcome.refusal === 'EMAIL_NOT_VERIFIED' ? 'EmailNotVerified' : 'AccountDisabled' };
   }
 
   async function refuse(reason: OAuthSignInFailure, identity: ProviderIdentity, source: AuditSource, userId: string | null): Promise<OAuthSignInResult> {
     await audit.record({ type: 'signin.failure', userId, source, reason: toAuditReason(reason), details: { provider: identity.provider } });
     return { ok: false, reason };
-  }
-
-  /** The checks every sign-in of an existing user passes, whichever way it was found. */
-  async function signInExisting(user: User, identity: ProviderIdentity, source: AuditSource): Promise<OAuthSignInResult> {
-    if (user.disabledAt !== null) return refuse('AccountDisabled', identity, source, user.id);
-    if (user.emailVerifiedAt === null && identity.isEmailVerified && identity.email === user.email) {
-      // The provider has just proved the address: as good as a verification link.
-      await users.markEmailVerified(user.id);
-      user = { ...user, emailVerifiedAt: clock() };
-    }
-    if (deps.requireEmailVerification && user.emailVerifiedAt === null) return refuse('EmailNotVerified', identity, source, user.id);
-    return startSession(user, identity, source, false);
   }
 
   async function linkWithin(trx: Db, userId: string, identity: ProviderIdentity, source: AuditSource, how: 'AUTOMATIC' | 'BY_USER' | 'SIGNUP'): Promise<void> {
@@ -125,7 +119,7 @@ export function createOAuthService(deps: {
       const user = await users.findUserById(account.user_id);
       if (user !== null) {
         await store.touchAccount(db, account.id, identity.email, clock());
-        return signInExisting(user, identity, source);
+        return completeSignIn(user, identity, source, false);
       }
     }
     const existing = identity.email === null ? null : await users.findUserByEmail(identity.email);
@@ -143,7 +137,7 @@ export function createOAuthService(deps: {
         }
         return signInOrCreate(identity, source, true);
       }
-      return signInExisting(existing, identity, source);
+      return completeSignIn(existing, identity, source, false);
     }
 
     if (!deps.allowSignup) return refuse('AccountNotFound', identity, source, null);
@@ -163,7 +157,7 @@ export function createOAuthService(deps: {
       if (isRetry) return refuse('OAuthAccountNotLinked', identity, source, null);
       return signInOrCreate(identity, source, true);
     }
-    return startSession(created.user, identity, source, true);
+    return completeSignIn(created.user, identity, source, true);
   }
 
   return {

@@ -1,0 +1,131 @@
+/**
+ * The one place every sign-in ends. A first factor (a password, a provider, later a passkey)
+ * identifies the account and proves something; it then calls `complete`, which runs, in order:
+ * 1. the account checks: disabled (ACCOUNT_DISABLED), the address proved by the first factor
+ *    stamped verified, and the e-mail verification policy (EMAIL_NOT_VERIFIED);
+ * 2. the steps modules registered (`SignInStep`), in order: each may let the sign-in go on, refuse
+ *    it, or stop it with a challenge (a second factor, say) that a later request answers;
+ * 3. the session, written only if the account is still as the first factor found it (see
+ *    `SessionService.startSession`);
+ * and records the outcome in the audit log once. Outcomes are values; the routes (JSON API, form
+ * posts, provider callbacks) turn them into answers and set the browser's cookies in one place
+ * (`setBrowserSession`).
+ */
+import type { User, UserService } from '../users/user.service.ts';
+import type { SessionService, StartedSession } from '../sessions/session.service.ts';
+import type { AuditService, AuditSource } from '../audit/audit.service.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { ErrorCode } from '../errors.ts';
+
+/** How the account was identified, and what that proved. */
+export type FirstFactor =
+  | {
+      kind: 'password';
+      /** The normalised address tried (the audit log records it). */
+      email: string;
+      /** The hash the password was verified against: the session is written only while it is still the account's. */
+      verifiedPasswordHash: string;
+    }
+  | {
+      kind: 'provider';
+      provider: string;
+      /** The provider vouched for the account's own address: as good as a verification link. */
+      provesEmail: boolean;
+      isNewUser: boolean;
+    };
+
+export interface SignInAttempt {
+  user: User;
+  factor: FirstFactor;
+  source: AuditSource;
+}
+
+/** Why a sign-in whose first factor succeeded is refused. */
+export type SignInRefusal = 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED' | 'CREDENTIALS_CHANGED';
+
+/**
+ * What a step asks for before the sign-in may go on. Every sign-in route answers it the same way:
+ * `code`'s status with `{error: code, message, ...fields}` and no session, no cookie; the step's
+ * module answers the follow-up at routes of its own.
+ */
+export interface SignInChallenge {
+  /** The step that asked, e.g. `second-factor`. */
+  step: string;
+  code: ErrorCode;
+  /** What the client needs to answer it (a token for the follow-up, the methods it may use); never a secret of the account. */
+  fields: Record<string, unknown>;
+}
+
+export type StepDecision = { action: 'continue' } | { action: 'refuse'; reason: string } | { action: 'challenge'; challenge: SignInChallenge };
+
+/** A step a module adds to every sign-in, after the account checks and before the session. */
+export interface SignInStep {
+  readonly name: string;
+  decide(attempt: SignInAttempt): Promise<StepDecision>;
+}
+
+export type SignInOutcome =
+  | { ok: true; user: User; session: StartedSession }
+  /** A `SignInRefusal`, or the reason a step refused with. */
+  | { ok: false; refusal: string }
+  | { ok: false; challenge: SignInChallenge };
+
+export type SignInPipeline = ReturnType<typeof createSignInPipeline>;
+
+export function createSignInPipeline(deps: {
+  users: UserService;
+  sessions: SessionService;
+  audit: AuditService;
+  clock: Clock;
+  /** REQUIRE_EMAIL_VERIFICATION. */
+  requireEmailVerification: boolean;
+  steps: readonly SignInStep[];
+}) {
+  const { users, sessions, audit, clock, steps } = deps;
+
+  /** Provider sign-ins name their provider in the audit log; password sign-ins the address tried. */
+  function auditFields(factor: FirstFactor) {
+    return factor.kind === 'password' ? { email: factor.email } : { details: { provider: factor.provider } };
+  }
+
+  async function refuse(attempt: SignInAttempt, reason: string): Promise<SignInOutcome> {
+    const fields = auditFields(attempt.factor);
+    await audit.record({ type: 'signin.failure', userId: attempt.user.id, source: attempt.source, reason, ...fields });
+    return { ok: false, refusal: reason };
+  }
+
+  return {
+    /** Ends a sign-in whose first factor identified `attempt.user`: a session, a refusal or a challenge. */
+    async complete(attempt: SignInAttempt): Promise<SignInOutcome> {
+      let { user } = attempt;
+      const { factor, source } = attempt;
+      // Only someone who passed the first factor learns the account is disabled or unverified.
+      if (user.disabledAt !== null) return refuse(attempt, 'ACCOUNT_DISABLED');
+      if (factor.kind === 'provider' && factor.provesEmail && user.emailVerifiedAt === null) {
+        await users.markEmailVerified(user.id);
+        user = { ...user, emailVerifiedAt: clock() };
+      }
+      if (deps.requireEmailVerification && user.emailVerifiedAt === null) return refuse(attempt, 'EMAIL_NOT_VERIFIED');
+
+      for (const step of steps) {
+        const decision = await step.decide({ ...attempt, user });
+        if (decision.action === 'refuse') return refuse(attempt, decision.reason);
+        if (decision.action === 'challenge') return { ok: false, challenge: decision.challenge };
+      }
+
+      const session = await sessions.startSession({
+        userId: user.id,
+        roles: user.roles,
+        verifiedPasswordHash: factor.kind === 'password' ? factor.verifiedPasswordHash : null,
+        ip: source.ip,
+        userAgent: source.userAgent,
+      });
+      // The password was changed, reset or locked, or the account disabled, while the first
+      // factor was being checked: what was verified is no longer the account's.
+      if (session === null) return refuse(attempt, 'CREDENTIALS_CHANGED');
+      const details = factor.kind === 'provider' ? { sessionId: session.sessionId, provider: factor.provider } : { sessionId: session.sessionId };
+      await audit.record({ type: 'signin.success', userId: user.id, source, details });
+      return { ok: true, user, session };
+    },
+  };
+}
