@@ -21,6 +21,8 @@ import { registerErrorHandling } from '../src/errors.ts';
 const config = loadConfig(process.env);
 const storage = openStorage(config.database);
 const services = await createServices({ config, storage });
+// The jwt strategy's revocation mirror is one of the jobs a served app runs.
+await services.startJobs();
 const routes = JSON.parse(process.env.BARE_ROUTES ?? '{}') as Record<string, unknown>;
 
 const app = Fastify({ logger: false });

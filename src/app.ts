@@ -8,6 +8,7 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
+import type { ModuleRoutes, RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
 import { registerErrorHandling, sendError, toErrorBody } from './errors.ts';
 import { deriveKey } from './lib/derive-key.ts';
@@ -19,21 +20,6 @@ import { connectionServerOptions, createClientErrorHandler, limitConnections } f
 import { createRequestAuthenticator } from './http/authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { createForbiddenPage } from './ui/forbidden-page.ts';
-import { apiSignInRoutes, browserSignInRoutes } from './credentials/signin.routes.ts';
-import { sessionRoutes, signOutRoutes } from './sessions/session.routes.ts';
-import { jwksRoutes } from './sessions/jwks.routes.ts';
-import { adminRoutes } from './admin/admin.routes.ts';
-import { healthRoutes } from './ops/health.routes.ts';
-import { uiRoutes } from './ui/ui.routes.ts';
-import { adminPageRoutes } from './ui/admin-pages.routes.ts';
-import { assetRoutes } from './ui/asset.routes.ts';
-import { devOutboxRoutes } from './mail/dev-outbox.routes.ts';
-import { signupRoutes } from './credentials/signup.routes.ts';
-import { verificationRoutes } from './verification/verification.routes.ts';
-import { signupPageRoutes } from './ui/signup-pages.routes.ts';
-import { passwordRoutes } from './password-reset/password.routes.ts';
-import { passwordPageRoutes } from './ui/password-pages.routes.ts';
-import { oauthRoutes } from './oauth/oauth.routes.ts';
 
 /** Fastify's `trustProxy` for ours: a hop count trusts that many proxies nearest to us. */
 function toTrustProxy(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -110,31 +96,20 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     transformObject: jsonSchemaTransformObject,
   });
 
-  const routeOptions = { credentials: services.credentials, sessions: services.sessions, authenticate, csrf, config, clock, limits: services.limits };
-  await app.register(healthRoutes, { storage: services.storage });
-  await app.register(jwksRoutes, { keys: services.keys });
-  await app.register(apiSignInRoutes, routeOptions);
-  await app.register(sessionRoutes, routeOptions);
-  await app.register(adminRoutes, { admin: services.admin, authenticate });
+  // Every module's routes: JSON-only ones at the top level, the browser's where form bodies parse too.
+  const routeContext: RouteContext = { services, storage: services.storage, config, clock, authenticate, csrf };
+  const routesOf = (scope: ModuleRoutes['scope']) => services.modules.flatMap((module) => (module.routes ?? []).filter((routes) => routes.scope === scope));
+  for (const routes of routesOf('api')) await routes.register(app, routeContext);
   await app.register(async (browser) => {
     await browser.register(formbody, { bodyLimit: BODY_LIMIT_BYTES });
-    await browser.register(browserSignInRoutes, routeOptions);
-    await browser.register(signOutRoutes, routeOptions);
-    await browser.register(uiRoutes, { ...routeOptions, oauth: services.oauth });
-    await browser.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, authenticate, config, clock, limits: services.limits });
-    await browser.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config });
-    await browser.register(signupRoutes, { signup: services.signup, limits: services.limits });
-    await browser.register(verificationRoutes, { verification: services.verification, limits: services.limits });
-    await browser.register(signupPageRoutes, { verification: services.verification, csrf, config });
-    await browser.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate, limits: services.limits });
-    await browser.register(passwordPageRoutes, { passwordReset: services.passwordReset, csrf, config });
+    for (const routes of routesOf('browser')) await routes.register(browser, routeContext);
   });
-  await app.register(assetRoutes);
-  // Development and tests without EMAIL_SERVER_HOST only; never registered in production.
-  await app.register(devOutboxRoutes, { mail: services.mail, config });
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 
   await app.ready();
+  // Only a built app runs the modules' background work (the mail worker, housekeeping…); the
+  // CLI builds the same services and starts none of it. They stop with the app (onClose).
+  await services.startJobs();
   return app;
 }

@@ -1,166 +1,102 @@
 /**
- * Wires features together in one place: stores get storage, services get their stores, clock and
- * each other. `buildApp` receives the result; the CLI uses the same wiring without HTTP.
+ * Builds every module's services, in the order of `modules.ts`, with nothing started: the app
+ * starts the background jobs (`startJobs`) when it serves, so the CLI, which uses the same wiring,
+ * runs no worker. `buildApp` receives the result.
  */
 import type { Config } from './config.ts';
 import type { Storage } from './storage/database.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
-import { createUserService } from './users/user.service.ts';
-import { createPasswordHasher } from './credentials/password-hasher.ts';
-import { createStoredHashParametersJob } from './credentials/stored-hash-parameters.ts';
-import { deriveKey } from './lib/derive-key.ts';
-import { createCredentialsService } from './credentials/credentials.service.ts';
-import { createSignInPipeline } from './signin/signin-pipeline.ts';
-import { loadSigningKeys } from './sessions/signing-keys.ts';
-import { createSessionService } from './sessions/session.service.ts';
-import { createRevocationList } from './sessions/revocation-list.ts';
-import { createAuditService } from './audit/audit.service.ts';
-import { createAuditRetentionJob } from './audit/audit-retention.ts';
-import { createAdminService } from './admin/admin.service.ts';
-import { createMailService } from './mail/mail.service.ts';
-import { createActionTokens } from './tokens/action-tokens.ts';
-import { createVerificationService } from './verification/verification.service.ts';
-import { createSignupService } from './credentials/signup.service.ts';
-import { createPasswordResetService } from './password-reset/password-reset.service.ts';
-import { createOAuthService } from './oauth/oauth.service.ts';
-import { createRateLimiters } from './http/rate-limit.ts';
-import { createRequestLimits } from './http/request-limits.ts';
-import { createSignInThrottle } from './credentials/signin-throttle.ts';
-import { createPasswordRefusalLimits } from './credentials/password-refusals.ts';
-import { createHousekeepingJob } from './ops/housekeeping.ts';
-import { createLogger } from './http/logging.ts';
 import type { Logger } from './lib/logger.ts';
+import { createLogger } from './http/logging.ts';
+import type { BackgroundJob, GatehouseModule, ModuleContext, ServiceRegistry } from './module.ts';
+import type { SignInStep } from './signin/signin-pipeline.ts';
+import { MODULES } from './modules.ts';
 
-export type Services = Awaited<ReturnType<typeof createServices>>;
+export type Services = ServiceRegistry & {
+  readonly config: Config;
+  readonly storage: Storage;
+  readonly clock: Clock;
+  /** For work outside a request: background jobs, audit writes that failed. */
+  readonly logger: Logger;
+  readonly modules: readonly GatehouseModule[];
+  /** Starts every module's background jobs, in list order (each start awaited). */
+  startJobs(): Promise<void>;
+  /** Stops the jobs (waiting for a run in progress) and releases what modules opened; storage is closed by its owner. */
+  stop(): Promise<void>;
+};
 
-export async function createServices(deps: { config: Config; storage: Storage; clock?: Clock; logger?: Logger }) {
+export async function createServices(deps: { config: Config; storage: Storage; clock?: Clock; logger?: Logger; modules?: readonly GatehouseModule[] }): Promise<Services> {
   const { config, storage } = deps;
   const clock = deps.clock ?? systemClock;
-  /** For work outside a request: background jobs, audit writes that failed. */
   const logger = deps.logger ?? createLogger(config);
-  const { db } = storage;
+  const modules = deps.modules ?? MODULES;
 
-  const audit = createAuditService({ db, clock, logger });
-  const auditRetention = createAuditRetentionJob({ audit, clock, logger, retentionMs: config.audit.retentionSeconds * 1000 });
-  const users = createUserService({ db, clock });
-  const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection') });
-  // The unknown-address dummy follows the parameters stored hashes were made with.
-  const storedHashParameters = createStoredHashParametersJob({ users, hasher, logger });
-  const keys = await loadSigningKeys({
-    db,
-    authSecret: config.authSecret,
-    clock,
-    retentionMs: config.tokens.accessTokenTtlSeconds * 1000,
-  });
-  const revocations = createRevocationList({
-    db,
-    clock,
-    syncIntervalMs: config.sessions.revocationSyncIntervalMs,
-    // Fail closed when this instance has not heard from storage for a while.
-    staleAfterMs: Math.max(30_000, 10 * config.sessions.revocationSyncIntervalMs),
-  });
-  // Only the jwt strategy reads the mirror; the database strategy reads session rows instead.
-  if (config.sessionStrategy === 'jwt') await revocations.start();
-  const sessions = createSessionService({
-    db,
-    isPostgres: storage.dialect === 'postgres',
-    keys,
-    users,
-    revocations,
-    audit,
-    clock,
-    strategy: config.sessionStrategy,
-    authSecret: config.authSecret,
-    tokens: config.tokens,
-    sessions: config.sessions,
-  });
-  // Before credentials: a password change queues its notice mail in its own transaction.
-  const mail = createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger });
-  const actionTokens = createActionTokens({ clock });
-  // Shared counters: storage by default, Redis with REDIS_URL; memory while either fails.
-  const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
-  const limits = createRequestLimits(rateLimiters, config.rateLimits);
-  const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock });
-  // Where every sign-in ends, whatever its first factor. No module registers a step yet.
-  const signInPipeline = createSignInPipeline({
-    users,
-    sessions,
-    audit,
-    clock,
-    requireEmailVerification: config.accounts.requireEmailVerification,
-    steps: [],
-  });
-  const credentials = createCredentialsService({
-    users,
-    sessions,
-    hasher,
-    policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength, minScore: config.passwords.minScore },
-    audit,
-    pipeline: signInPipeline,
-    db,
-    mail,
-    actionTokens,
-    clock,
-    throttle: signInThrottle,
-    passwordRefusals: createPasswordRefusalLimits({ limiters: rateLimiters, rateLimits: config.rateLimits, clock }),
-  });
-  const admin = createAdminService({ users, sessions, credentials, audit });
-  // Sign-up and e-mail verification.
-  const verification = createVerificationService({ db, users, tokens: actionTokens, mail, audit, ttlSeconds: config.accounts.verificationTokenTtlSeconds });
-  const signup = createSignupService({ db, allowSignup: config.accounts.allowSignup, credentials, users, verification, mail, audit });
-  // Password reset by e-mail link.
-  const passwordReset = createPasswordResetService({ db, users, credentials, tokens: actionTokens, mail, audit, ttlSeconds: config.accounts.resetTokenTtlSeconds });
-  // Sign-in with GitHub, Google and a generic OpenID Connect provider.
-  const oauth = createOAuthService({
-    db,
-    providers: config.oauth.providers,
-    authUrl: config.authUrl,
-    authSecret: config.authSecret,
-    users,
-    sessions,
-    audit,
+  const registry: Record<string, unknown> = {};
+  // While building, a module that asks for a service no module above it provided is a wiring
+  // mistake: say which, at start, rather than fail later on `undefined`.
+  const available = new Proxy(registry, {
+    get(target, name) {
+      if (typeof name === 'string' && !(name in target)) throw new Error(`a module asked for the service "${name}" before any module provided it: check the order in modules.ts`);
+      return Reflect.get(target, name);
+    },
+  }) as unknown as ServiceRegistry;
+  let steps: readonly SignInStep[] | null = null;
+  const context: ModuleContext = {
+    config,
+    storage,
+    db: storage.db,
     clock,
     logger,
-    allowSignup: config.accounts.allowSignup,
-    pipeline: signInPipeline,
-  });
-  const housekeeping = createHousekeepingJob({ db, clock, logger, actionTokens, idleTimeoutMs: config.sessions.idleTimeoutSeconds * 1000 });
-  auditRetention.start();
-  housekeeping.start();
-  storedHashParameters.start();
-  mail.start();
+    services: available,
+    signInSteps: () => {
+      if (steps === null) throw new Error('sign-in steps are known once every module is built');
+      return steps;
+    },
+  };
 
-  return {
+  const built: GatehouseModule[] = [];
+  try {
+    for (const module of modules) {
+      const provided = (await module.provide?.(context)) ?? {};
+      for (const [name, service] of Object.entries(provided)) {
+        if (name in registry) throw new Error(`modules.ts: the service "${name}" of the module "${module.name}" is provided twice`);
+        registry[name] = service;
+      }
+      built.push(module);
+    }
+  } catch (error) {
+    await closeModules(built, registry as unknown as ServiceRegistry, logger);
+    throw error;
+  }
+  const services = registry as unknown as ServiceRegistry;
+  steps = modules.flatMap((module) => module.signInSteps?.(services) ?? []);
+  const jobs: BackgroundJob[] = modules.flatMap((module) => module.jobs?.(services, context) ?? []);
+  const started: BackgroundJob[] = [];
+
+  return Object.assign(registry as unknown as ServiceRegistry, {
     config,
     storage,
     clock,
-    users,
-    hasher,
-    keys,
-    revocations,
-    sessions,
-    signInPipeline,
-    credentials,
-    audit,
-    auditRetention,
-    mail,
-    admin,
-    actionTokens,
-    verification,
-    signup,
-    passwordReset,
-    oauth,
-    housekeeping,
-    storedHashParameters,
-    rateLimiters,
-    limits,
     logger,
-    /** Stops background work and waits for a purge in progress; storage is closed by its owner. */
-    async stop() {
-      revocations.stop();
-      keys.stop();
-      await Promise.all([auditRetention.stop(), housekeeping.stop(), storedHashParameters.stop(), mail.stop()]);
-      await rateLimiters.close();
+    modules,
+    async startJobs() {
+      for (const job of jobs) {
+        if (started.includes(job)) continue;
+        await job.start();
+        started.push(job);
+      }
     },
-  };
+    async stop() {
+      // Every job's `stop` (a job that was never started stops at once), then what modules opened.
+      await Promise.all(jobs.map(async (job) => job.stop()));
+      started.length = 0;
+      await closeModules(modules, services, logger);
+    },
+  });
+}
+
+async function closeModules(modules: readonly GatehouseModule[], services: ServiceRegistry, logger: Logger): Promise<void> {
+  for (const module of [...modules].reverse()) {
+    await module.close?.(services).catch((error: unknown) => logger.error({ err: error, module: module.name }, 'module did not close cleanly'));
+  }
 }

@@ -28,7 +28,7 @@ for (const backend of await backends()) {
 
     function pipelineWith(steps: SignInStep[], options: { requireEmailVerification?: boolean } = {}) {
       const { users, sessions, audit, clock } = t.services;
-      return createSignInPipeline({ users, sessions, audit, clock, requireEmailVerification: options.requireEmailVerification ?? false, steps });
+      return createSignInPipeline({ users, sessions, audit, clock, requireEmailVerification: options.requireEmailVerification ?? false, steps: () => steps });
     }
 
     /** A step that records who reached it and answers `decision`. */
@@ -134,7 +134,7 @@ describe('a sign-in challenge over HTTP', () => {
         audit: t.services.audit,
         clock: t.services.clock,
         requireEmailVerification: false,
-        steps: [{ name: 'test-step', decide: async () => ({ action: 'challenge', challenge: { step: 'test-step', code: 'FORBIDDEN', fields: { ticket: 't-1' } } }) }],
+        steps: () => [{ name: 'test-step', decide: async () => ({ action: 'challenge', challenge: { step: 'test-step', code: 'FORBIDDEN', fields: { ticket: 't-1' } } }) }],
       });
       Object.assign(t.services.signInPipeline, challenging);
       const response = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email: 'challenged@example.com', password: PASSWORD } });

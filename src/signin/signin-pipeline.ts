@@ -79,7 +79,8 @@ export function createSignInPipeline(deps: {
   clock: Clock;
   /** REQUIRE_EMAIL_VERIFICATION. */
   requireEmailVerification: boolean;
-  steps: readonly SignInStep[];
+  /** The registered steps, in order; read at each sign-in (the modules declaring them are built after the pipeline). */
+  steps: () => readonly SignInStep[];
 }) {
   const { users, sessions, audit, clock, steps } = deps;
 
@@ -107,7 +108,7 @@ export function createSignInPipeline(deps: {
       }
       if (deps.requireEmailVerification && user.emailVerifiedAt === null) return refuse(attempt, 'EMAIL_NOT_VERIFIED');
 
-      for (const step of steps) {
+      for (const step of steps()) {
         const decision = await step.decide({ ...attempt, user });
         if (decision.action === 'refuse') return refuse(attempt, decision.reason);
         if (decision.action === 'challenge') return { ok: false, challenge: decision.challenge };

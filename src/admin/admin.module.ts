@@ -1,0 +1,20 @@
+/** The operators' area: the admin API and the /admin pages. */
+import { defineModule } from '../module.ts';
+import { createAdminService, type AdminService } from './admin.service.ts';
+import { adminRoutes } from './admin.routes.ts';
+import { adminPageRoutes } from '../ui/admin-pages.routes.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    admin: AdminService;
+  }
+}
+
+export const adminModule = defineModule({
+  name: 'admin',
+  provide: ({ services }) => ({ admin: createAdminService({ users: services.users, sessions: services.sessions, credentials: services.credentials, audit: services.audit }) }),
+  routes: [
+    { scope: 'api', register: (app, { services, authenticate }) => app.register(adminRoutes, { admin: services.admin, authenticate }) },
+    { scope: 'browser', register: (app, { services, authenticate, csrf, config }) => app.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config }) },
+  ],
+});

@@ -1,0 +1,60 @@
+/**
+ * E-mail and password: hashing, the password policy, sign-in (a first factor of the sign-in
+ * pipeline) with its brute-force throttle, sign-up, and the bootstrap of the first ADMIN.
+ */
+import { defineModule, type RouteContext } from '../module.ts';
+import { deriveKey } from '../lib/derive-key.ts';
+import { createPasswordHasher, type PasswordHasher } from './password-hasher.ts';
+import { createStoredHashParametersJob } from './stored-hash-parameters.ts';
+import { createSignInThrottle } from './signin-throttle.ts';
+import { createPasswordRefusalLimits } from './password-refusals.ts';
+import { createCredentialsService, type CredentialsService } from './credentials.service.ts';
+import { createSignupService, type SignupService } from './signup.service.ts';
+import { apiSignInRoutes, browserSignInRoutes } from './signin.routes.ts';
+import { signupRoutes } from './signup.routes.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    hasher: PasswordHasher;
+    /** Keeps the unknown-address dummy hash costing what stored hashes cost. */
+    storedHashParameters: ReturnType<typeof createStoredHashParametersJob>;
+    credentials: CredentialsService;
+    signup: SignupService;
+  }
+}
+
+const signInRouteOptions = ({ services, csrf, config, clock }: RouteContext) => ({ credentials: services.credentials, sessions: services.sessions, csrf, config, clock });
+
+export const credentialsModule = defineModule({
+  name: 'credentials',
+  async provide({ db, config, clock, logger, services }) {
+    const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
+    const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection') });
+    const credentials = createCredentialsService({
+      users,
+      sessions,
+      hasher,
+      policy: { minLength: config.passwords.minLength, maxLength: config.passwords.maxLength, minScore: config.passwords.minScore },
+      audit,
+      pipeline: signInPipeline,
+      db,
+      mail,
+      actionTokens,
+      clock,
+      throttle: createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock }),
+      passwordRefusals: createPasswordRefusalLimits({ limiters: rateLimiters, rateLimits: config.rateLimits, clock }),
+    });
+    return {
+      hasher,
+      storedHashParameters: createStoredHashParametersJob({ users, hasher, logger }),
+      credentials,
+      signup: createSignupService({ db, allowSignup: config.accounts.allowSignup, credentials, users, verification, mail, audit }),
+    };
+  },
+  jobs: ({ storedHashParameters }) => [storedHashParameters],
+  routes: [
+    { scope: 'api', register: (app, context) => app.register(apiSignInRoutes, signInRouteOptions(context)) },
+    { scope: 'browser', register: (app, context) => app.register(browserSignInRoutes, signInRouteOptions(context)) },
+    { scope: 'browser', register: (app, { services }) => app.register(signupRoutes, { signup: services.signup, limits: services.limits }) },
+  ],
+});

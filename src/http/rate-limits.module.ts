@@ -1,0 +1,20 @@
+/** Shared counters for rate limits: storage by default, Redis with REDIS_URL; memory while either fails. */
+import { defineModule } from '../module.ts';
+import { createRateLimiters, type RateLimiters } from './rate-limit.ts';
+import { createRequestLimits } from './request-limits.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    rateLimiters: RateLimiters;
+    limits: ReturnType<typeof createRequestLimits>;
+  }
+}
+
+export const rateLimitsModule = defineModule({
+  name: 'rate-limits',
+  async provide({ db, clock, logger, config }) {
+    const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
+    return { rateLimiters, limits: createRequestLimits(rateLimiters, config.rateLimits) };
+  },
+  close: ({ rateLimiters }) => rateLimiters.close(),
+});

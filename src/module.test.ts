@@ -1,0 +1,119 @@
+/**
+ * The module contract: a capability added as one more module in the list brings its service,
+ * routes, background job and sign-in step, with no other file touched; the wiring refuses a
+ * module that asks for a service before it is provided; building starts nothing.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSqliteDatabase } from '../test/helpers/databases.ts';
+import { createUser, testEnv } from '../test/helpers/app.ts';
+import { loadConfig } from './config.ts';
+import { migrateToLatest, openStorage } from './storage/database.ts';
+import { createServices } from './services.ts';
+import { buildApp } from './app.ts';
+import { MODULES } from './modules.ts';
+import { defineModule, type GatehouseModule, type ServiceRegistry } from './module.ts';
+
+const PASSWORD = 'correct horse battery staple';
+
+async function withStorage<T>(fn: (deps: Awaited<ReturnType<typeof prepare>>) => Promise<T>): Promise<T> {
+  const deps = await prepare();
+  try {
+    return await fn(deps);
+  } finally {
+    await deps.storage.close();
+    await deps.database.drop();
+    rmSync(deps.dataDir, { recursive: true, force: true });
+  }
+}
+
+async function prepare() {
+  const database = await createSqliteDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-module-'));
+  const config = loadConfig({ DATA_DIR: dataDir, ...testEnv(database) });
+  const storage = openStorage(config.database);
+  await migrateToLatest(storage.db);
+  return { database, dataDir, config, storage };
+}
+
+/** A capability of its own: a service, a JSON route, a job, and a sign-in step that refuses one address. */
+function exampleModule(events: string[]): GatehouseModule {
+  return defineModule({
+    name: 'example',
+    provide: ({ services }) => {
+      const { users } = services;
+      return { example: { countUsers: () => users.countUsers() } } as Partial<ServiceRegistry>;
+    },
+    jobs: () => [{ start: () => void events.push('job started'), stop: () => void events.push('job stopped') }],
+    routes: [
+      {
+        scope: 'api',
+        register: (app, { services }) =>
+          app.register(async (scope) => {
+            const example = (services as unknown as { example: { countUsers(): Promise<number> } }).example;
+            scope.get('/api/example', async () => ({ users: await example.countUsers() }));
+          }),
+      },
+    ],
+    signInSteps: () => [
+      {
+        name: 'example-step',
+        decide: async ({ user }) => {
+          events.push(`step saw ${user.email}`);
+          return user.email.startsWith('blocked') ? { action: 'refuse', reason: 'EXAMPLE_REFUSAL' } : { action: 'continue' };
+        },
+      },
+    ],
+  });
+}
+
+describe('module contract', () => {
+  it('a module added to the list brings its service, route, job and sign-in step', async () => {
+    await withStorage(async ({ config, storage }) => {
+      const events: string[] = [];
+      const services = await createServices({ config, storage, modules: [...MODULES, exampleModule(events)] });
+      assert.equal(events.length, 0, 'building starts nothing');
+      const app = await buildApp(services);
+      try {
+        assert.equal(events.join(), 'job started', 'the app starts the job');
+        await createUser(services, { email: 'someone@example.com', password: PASSWORD });
+        await createUser(services, { email: 'blocked@example.com', password: PASSWORD });
+        const route = await app.inject({ method: 'GET', url: '/api/example', headers: { authorization: 'Bearer x' } });
+        // /api/example is under the route guard's /api: an invalid token is refused before the route.
+        assert.equal(route.statusCode, 401);
+        const signedIn = await app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'someone@example.com', password: PASSWORD } });
+        assert.equal(signedIn.statusCode, 200, signedIn.body);
+        const answer = await app.inject({ method: 'GET', url: '/api/example', headers: { authorization: `Bearer ${signedIn.json().token}` } });
+        assert.deepEqual(answer.json(), { users: 2 });
+        const blocked = await app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'blocked@example.com', password: PASSWORD } });
+        assert.equal(blocked.statusCode, 401, 'a step refusal answers as a failed sign-in');
+        assert.deepEqual(events.filter((e) => e.startsWith('step')), ['step saw someone@example.com', 'step saw blocked@example.com']);
+      } finally {
+        await app.close();
+      }
+      assert.deepEqual(events.at(-1), 'job stopped', 'closing the app stops the job');
+    });
+  });
+
+  it('refuses, at start, a module that asks for a service no module above it provides', async () => {
+    await withStorage(async ({ config, storage }) => {
+      const early = defineModule({ name: 'too-early', provide: ({ services }) => ({ probe: services.credentials }) as Partial<ServiceRegistry> });
+      await assert.rejects(createServices({ config, storage, modules: [early, ...MODULES] }), /asked for the service "credentials" before any module provided it/);
+    });
+  });
+
+  it('refuses two modules that provide the same service', async () => {
+    await withStorage(async ({ config, storage }) => {
+      const twin = defineModule({ name: 'twin', provide: () => ({ users: {} }) as Partial<ServiceRegistry> });
+      await assert.rejects(createServices({ config, storage, modules: [...MODULES, twin] }), /the service "users" of the module "twin" is provided twice/);
+    });
+  });
+
+  it('lists every module once, by a unique name', () => {
+    const names = MODULES.map((module) => module.name);
+    assert.deepEqual([...new Set(names)], names);
+  });
+});

@@ -1,0 +1,34 @@
+/** Password reset by a mailed link, and a signed-in user's password change; their pages. */
+import { defineModule } from '../module.ts';
+import { createPasswordResetService, type PasswordResetService } from './password-reset.service.ts';
+import { passwordRoutes } from './password.routes.ts';
+import { passwordPageRoutes } from '../ui/password-pages.routes.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    passwordReset: PasswordResetService;
+  }
+}
+
+export const passwordResetModule = defineModule({
+  name: 'password-reset',
+  provide: ({ db, config, services }) => ({
+    passwordReset: createPasswordResetService({
+      db,
+      users: services.users,
+      credentials: services.credentials,
+      tokens: services.actionTokens,
+      mail: services.mail,
+      audit: services.audit,
+      ttlSeconds: config.accounts.resetTokenTtlSeconds,
+    }),
+  }),
+  routes: [
+    {
+      scope: 'browser',
+      register: (app, { services, authenticate }) =>
+        app.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate, limits: services.limits }),
+    },
+    { scope: 'browser', register: (app, { services, csrf, config }) => app.register(passwordPageRoutes, { passwordReset: services.passwordReset, csrf, config }) },
+  ],
+});

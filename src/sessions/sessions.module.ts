@@ -1,0 +1,66 @@
+/**
+ * Sessions and tokens: signing keys (published at the JWKS), the revocation list (mirrored in
+ * memory by the jwt strategy), the session service, and the session and sign-out endpoints.
+ */
+import { defineModule, type RouteContext } from '../module.ts';
+import { loadSigningKeys, type SigningKeys } from './signing-keys.ts';
+import { createRevocationList, type RevocationList } from './revocation-list.ts';
+import { createSessionService, type SessionService } from './session.service.ts';
+import { jwksRoutes } from './jwks.routes.ts';
+import { sessionRoutes, signOutRoutes } from './session.routes.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    keys: SigningKeys;
+    revocations: RevocationList;
+    sessions: SessionService;
+  }
+}
+
+const sessionRouteOptions = ({ services, authenticate, csrf, config, clock }: RouteContext) => ({
+  sessions: services.sessions,
+  authenticate,
+  csrf,
+  config,
+  clock,
+  limits: services.limits,
+});
+
+export const sessionsModule = defineModule({
+  name: 'sessions',
+  async provide({ db, storage, config, clock, services }) {
+    const keys = await loadSigningKeys({ db, authSecret: config.authSecret, clock, retentionMs: config.tokens.accessTokenTtlSeconds * 1000 });
+    const revocations = createRevocationList({
+      db,
+      clock,
+      syncIntervalMs: config.sessions.revocationSyncIntervalMs,
+      // Fail closed when this instance has not heard from storage for a while.
+      staleAfterMs: Math.max(30_000, 10 * config.sessions.revocationSyncIntervalMs),
+    });
+    const sessions = createSessionService({
+      db,
+      isPostgres: storage.dialect === 'postgres',
+      keys,
+      users: services.users,
+      revocations,
+      audit: services.audit,
+      clock,
+      strategy: config.sessionStrategy,
+      authSecret: config.authSecret,
+      tokens: config.tokens,
+      sessions: config.sessions,
+    });
+    return { keys, revocations, sessions };
+  },
+  jobs: ({ keys, revocations }, { config }) => [
+    // The keys are pulled again now and then from the moment they are loaded; stopped with the app.
+    { start() {}, stop: () => keys.stop() },
+    // Only the jwt strategy reads the mirror; the database strategy reads session rows instead.
+    ...(config.sessionStrategy === 'jwt' ? [revocations] : []),
+  ],
+  routes: [
+    { scope: 'api', register: (app, { services }) => app.register(jwksRoutes, { keys: services.keys }) },
+    { scope: 'api', register: (app, context) => app.register(sessionRoutes, sessionRouteOptions(context)) },
+    { scope: 'browser', register: (app, context) => app.register(signOutRoutes, sessionRouteOptions(context)) },
+  ],
+});

@@ -1,0 +1,29 @@
+/** E-mail verification: the link mailed at sign-up, its endpoints and pages. */
+import { defineModule } from '../module.ts';
+import { createVerificationService, type VerificationService } from './verification.service.ts';
+import { verificationRoutes } from './verification.routes.ts';
+import { signupPageRoutes } from '../ui/signup-pages.routes.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    verification: VerificationService;
+  }
+}
+
+export const verificationModule = defineModule({
+  name: 'verification',
+  provide: ({ db, config, services }) => ({
+    verification: createVerificationService({
+      db,
+      users: services.users,
+      tokens: services.actionTokens,
+      mail: services.mail,
+      audit: services.audit,
+      ttlSeconds: config.accounts.verificationTokenTtlSeconds,
+    }),
+  }),
+  routes: [
+    { scope: 'browser', register: (app, { services }) => app.register(verificationRoutes, { verification: services.verification, limits: services.limits }) },
+    { scope: 'browser', register: (app, { services, csrf, config }) => app.register(signupPageRoutes, { verification: services.verification, csrf, config }) },
+  ],
+});
