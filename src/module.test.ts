@@ -98,6 +98,56 @@ describe('module contract', () => {
     });
   });
 
+  it('a module subscribes to domain events, in the transaction of the change they describe', async () => {
+    await withStorage(async ({ config, storage }) => {
+      const seen: string[] = [];
+      const subscriber = defineModule({
+        name: 'event-log',
+        subscriptions: () => [
+          {
+            types: ['signin.success', 'user.roles_changed'],
+            async handle(event, db) {
+              seen.push(event.type);
+              // What a persisting subscriber (a webhook outbox) does: write in the event's transaction.
+              await db.insertInto('rate_limits').values({ key: `event:${event.id}`, points: 1, expire: null }).execute();
+            },
+          },
+        ],
+      });
+      const services = await createServices({ config, storage, modules: [...MODULES, subscriber] });
+      const app = await buildApp(services);
+      const written = async () => (await storage.db.selectFrom('rate_limits').select('key').where('key', 'like', 'event:%').execute()).length;
+      try {
+        const user = await createUser(services, { email: 'events@example.com', password: PASSWORD });
+        const signedIn = await app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'events@example.com', password: PASSWORD } });
+        assert.equal(signedIn.statusCode, 200);
+        assert.deepEqual(seen, ['signin.success']);
+        assert.equal(await written(), 1, 'an event recorded outside a transaction gets one with its subscribers');
+
+        // A change that fails after its event: the subscriber saw it, and nothing it wrote remains.
+        await assert.rejects(
+          services.users.updateUser(user.id, { roles: ['EDITOR'] }, {
+            onUpdated: async (db) => {
+              await services.audit.record({ type: 'user.roles_changed', userId: user.id, details: { after: ['EDITOR'] } }, { db });
+              throw new Error('the change fails after its event');
+            },
+          }),
+          /the change fails/,
+        );
+        assert.deepEqual(seen, ['signin.success', 'user.roles_changed']);
+        assert.equal(await written(), 1, 'rolled back with the change');
+        assert.deepEqual((await services.users.findUserById(user.id))!.roles, []);
+
+        const admin = await createUser(services, { email: 'events-admin@example.com', password: PASSWORD, roles: ['ADMIN'] });
+        const changed = await services.admin.updateUser(user.id, { roles: ['EDITOR'] }, { actorUserId: admin.id, ip: null, userAgent: null });
+        assert.ok(changed.ok);
+        assert.equal(await written(), 2, 'committed with the change');
+      } finally {
+        await app.close();
+      }
+    });
+  });
+
   it('refuses, at start, a module that asks for a service no module above it provides', async () => {
     await withStorage(async ({ config, storage }) => {
       const early = defineModule({ name: 'too-early', provide: ({ services }) => ({ probe: services.credentials }) as Partial<ServiceRegistry> });

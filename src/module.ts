@@ -12,8 +12,8 @@
  *
  * What a module can bring today: services (`provide`), background jobs (`jobs`, started and
  * stopped by the app, never by building), routes and pages (`routes`, in the JSON or the browser
- * scope), sign-in steps (`signInSteps`, run by the sign-in pipeline), and resources to release
- * (`close`). Config sections, migrations, error codes and audit event types are still declared
+ * scope), sign-in steps (`signInSteps`, run by the sign-in pipeline), subscriptions to domain
+ * events (`subscriptions`, run in the event's transaction), and resources to release (`close`). Config sections, migrations, error codes and audit event types are still declared
  * centrally (config.ts, storage/database.ts, errors.ts, audit/) and move here next.
  */
 import type { FastifyInstance } from 'fastify';
@@ -24,6 +24,7 @@ import type { Logger } from './lib/logger.ts';
 import type { RequestAuthenticator } from './http/authentication.ts';
 import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
+import type { EventSubscription } from './audit/audit.service.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
 export interface ServiceRegistry {}
@@ -40,6 +41,8 @@ export interface ModuleContext {
   readonly services: ServiceRegistry;
   /** Every module's sign-in steps, in list order; known once all modules are built, so call it at sign-in, not while building. */
   readonly signInSteps: () => readonly SignInStep[];
+  /** Every module's domain-event subscriptions, in list order; the same: call it when an event happens. */
+  readonly eventSubscriptions: () => readonly EventSubscription[];
 }
 
 /** Work that runs in the background while the service serves: started and stopped by the app. */
@@ -73,6 +76,8 @@ export interface GatehouseModule {
   readonly routes?: readonly ModuleRoutes[];
   /** Steps every sign-in runs after the account checks, in list order (see signin/signin-pipeline.ts). */
   signInSteps?(services: ServiceRegistry): readonly SignInStep[];
+  /** Domain events (the audit events) the module handles, inside the transaction of the change. */
+  subscriptions?(services: ServiceRegistry): readonly EventSubscription[];
   /** Releases what `provide` opened (a connection), after the jobs have stopped. */
   close?(services: ServiceRegistry): Promise<void>;
 }

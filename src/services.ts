@@ -10,6 +10,7 @@ import type { Logger } from './lib/logger.ts';
 import { createLogger } from './http/logging.ts';
 import type { BackgroundJob, GatehouseModule, ModuleContext, ServiceRegistry } from './module.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
+import type { EventSubscription } from './audit/audit.service.ts';
 import { MODULES } from './modules.ts';
 
 export type Services = ServiceRegistry & {
@@ -41,6 +42,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     },
   }) as unknown as ServiceRegistry;
   let steps: readonly SignInStep[] | null = null;
+  let subscriptions: readonly EventSubscription[] | null = null;
   const context: ModuleContext = {
     config,
     storage,
@@ -51,6 +53,10 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     signInSteps: () => {
       if (steps === null) throw new Error('sign-in steps are known once every module is built');
       return steps;
+    },
+    eventSubscriptions: () => {
+      if (subscriptions === null) throw new Error('event subscriptions are known once every module is built');
+      return subscriptions;
     },
   };
 
@@ -70,6 +76,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   }
   const services = registry as unknown as ServiceRegistry;
   steps = modules.flatMap((module) => module.signInSteps?.(services) ?? []);
+  subscriptions = modules.flatMap((module) => module.subscriptions?.(services) ?? []);
   const jobs: BackgroundJob[] = modules.flatMap((module) => module.jobs?.(services, context) ?? []);
   const started: BackgroundJob[] = [];
 

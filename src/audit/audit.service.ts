@@ -6,6 +6,13 @@
  * Recording never costs the user their action: outside a transaction a failed write is logged and
  * swallowed. A security-relevant change made in a transaction (roles, disabling, ending sessions)
  * passes its transaction, and then the event and the change commit or fail together.
+ *
+ * The audit events are Gatehouse's domain events: modules subscribe to them in-process
+ * (`EventSubscription`, declared through the module contract). A subscriber runs in the same
+ * transaction as the event (and so as the change it describes): what it writes commits with the
+ * change or not at all, so a subscriber that persists (a webhook outbox, say) never sees an event
+ * whose change rolled back. An event recorded outside a transaction gets one of its own when
+ * someone subscribes to it.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Db } from '../storage/database.ts';
@@ -88,14 +95,39 @@ export interface EventPage {
   next: KeysetPosition | null;
 }
 
+/** A module's interest in domain events; `handle` runs inside the event's transaction (`db`). */
+export interface EventSubscription {
+  readonly types: readonly AuditEventType[];
+  handle(event: AuditEvent, db: Db): Promise<void>;
+}
+
 export type AuditService = ReturnType<typeof createAuditService>;
 
 const MAX_DETAILS_LENGTH = 2_000;
 /** Belt and braces: a details key that names a secret is dropped, whatever a caller passed. */
 const SECRET_KEY = /pass(word|phrase)?|token|secret|hash|seed|cookie|authorization|credential/i;
 
-export function createAuditService(deps: { db: Db; clock: Clock; logger: Logger }) {
+export function createAuditService(deps: {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  /** Every module's subscriptions, read at each event (the modules declaring them are built later). */
+  subscriptions?: () => readonly EventSubscription[];
+}) {
   const { db, clock, logger } = deps;
+
+  /** The subscriptions to `type`, in module order. */
+  function subscribersOf(type: string): EventSubscription[] {
+    return (deps.subscriptions?.() ?? []).filter((subscription) => (subscription.types as readonly string[]).includes(type));
+  }
+
+  /** The event, and what its subscribers write, in `trx`. */
+  async function write(trx: Db, row: AuditEventRow, subscribers: readonly EventSubscription[]): Promise<void> {
+    await store.insertEvent(trx, row);
+    if (subscribers.length === 0) return;
+    const event = toEvent(row);
+    for (const subscriber of subscribers) await subscriber.handle(event, trx);
+  }
 
   function toRow(event: AuditEventInput): AuditEventRow {
     const source = event.source;
@@ -121,12 +153,15 @@ export function createAuditService(deps: { db: Db; clock: Clock; logger: Logger 
      */
     async record(event: AuditEventInput, options: { db?: Db } = {}): Promise<void> {
       const row = toRow(event);
+      const subscribers = subscribersOf(row.type);
       if (options.db !== undefined) {
-        await store.insertEvent(options.db, row);
+        await write(options.db, row, subscribers);
         return;
       }
       try {
-        await store.insertEvent(db, row);
+        // One statement needs no transaction; with subscribers, the event and their writes share one.
+        if (subscribers.length === 0) await store.insertEvent(db, row);
+        else await db.transaction().execute((trx) => write(trx, row, subscribers));
       } catch (error) {
         logger.error({ err: error, auditEvent: { type: row.type, userId: row.user_id, reason: row.reason } }, 'audit event not recorded');
       }
