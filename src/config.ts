@@ -5,136 +5,27 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { isIP, isIPv4, isIPv6 } from 'node:net';
+import { EnvReader, type Env, type RateLimit } from './config/env-reader.ts';
+import { parseMailConfig, type MailConfig } from './mail/mail.config.ts';
+import { hasExtraUrlParts, parseOAuthProviders, toBaseUrl, type OAuthProviderConfig } from './oauth/oauth.config.ts';
+import { parseConnectionLimits, parseCorsOrigins, parseTrustProxy, type ConnectionLimits, type TrustProxy } from './http/http.config.ts';
+import { parseDatabaseUrl, type DatabaseConfig } from './storage/storage.config.ts';
+
+// The sections' types, for the modules that receive them as part of `Config`.
+export type { Env, RateLimit } from './config/env-reader.ts';
+export type { MailAddress, MailConfig, SmtpConfig } from './mail/mail.config.ts';
+export type { OAuthProviderConfig } from './oauth/oauth.config.ts';
+export type { ConnectionLimits, TrustProxy } from './http/http.config.ts';
+export type { DatabaseConfig } from './storage/storage.config.ts';
 
 export type SessionStrategy = 'database' | 'jwt';
-
-export type DatabaseConfig =
-  | {
-      readonly kind: 'sqlite';
-      readonly path: string;
-      /** SQLite's page cache per connection (SQLITE_CACHE_MB). Absent: SQLite's own 2 MB. */
-      readonly cacheMib?: number;
-    }
-  | {
-      readonly kind: 'postgres';
-      readonly url: string;
-      /**
-       * How long a query may go without an answer before it fails as "unavailable" and its
-       * connection is dropped (DATABASE_QUERY_TIMEOUT_MS). Absent: no bound (scripts, bulk loads).
-       */
-      readonly queryTimeoutMs?: number;
-    };
 
 export interface Argon2Config {
   readonly memoryKib: number;
   readonly iterations: number;
   readonly parallelism: number;
-}
-
-/** A mailbox: the address, and the display name shown with it, if any. */
-export interface MailAddress {
-  readonly name: string | null;
-  readonly address: string;
-}
-
-export interface SmtpConfig {
-  readonly host: string;
-  readonly port: number;
-  /** Port 465: TLS from the first byte. Other ports start in clear and upgrade with STARTTLS when offered. */
-  readonly isImplicitTls: boolean;
-  /** Refuse to send over an unencrypted connection: true for every host but a loopback relay. */
-  readonly requireTls: boolean;
-  /** Present only when EMAIL_SERVER_USER is set. Never log it. */
-  readonly auth: { readonly user: string; readonly password: string } | null;
-}
-
-interface MailSettings {
-  readonly from: MailAddress;
-  /** Tries per message before it is marked failed. */
-  readonly maxAttempts: number;
-  /** How often the outbox worker looks for due messages (it is also woken by each enqueue). */
-  readonly pollIntervalMs: number;
-  /** Sent and failed messages older than this are deleted. */
-  readonly retentionSeconds: number;
-}
-
-/**
- * `smtp` when EMAIL_SERVER_HOST is set; otherwise `dev-outbox` (never in production): messages
- * stay in the outbox table and are listed at `/dev/outbox`. Features that cannot work without
- * real mail (password reset, sign-up) check `kind`.
- */
-export type MailConfig =
-  | (MailSettings & { readonly kind: 'smtp'; readonly smtp: SmtpConfig; readonly showOutboxPage: false })
-  | (MailSettings & {
-      readonly kind: 'dev-outbox';
-      readonly smtp: null;
-      /**
-       * `/dev/outbox` is served (DEV_OUTBOX_PAGE, off by default). It shows live reset links, and
-       * whether a request really comes from this machine cannot be known behind a local proxy or
-       * tunnel that adds no forwarding header, so it is never on by accident.
-       */
-      readonly showOutboxPage: boolean;
-    });
-
-/**
- * An OAuth / OpenID Connect provider, enabled by its client id and secret. `github` speaks plain
- * OAuth 2.0 and reads the profile from GitHub's REST API; `oidc` providers are found by discovery
- * and prove the user with an ID token.
- */
-export type OAuthProviderConfig =
-  | {
-      readonly id: 'github';
-      readonly kind: 'github';
-      readonly name: string;
-      readonly clientId: string;
-      /** Never log it. */
-      readonly clientSecret: string;
-      /** GitHub, or GitHub Enterprise Server: `${url}/login/oauth/authorize` and `/login/oauth/access_token`. */
-      readonly url: string;
-      /** The REST API root: `${apiUrl}/user` and `/user/emails`. */
-      readonly apiUrl: string;
-    }
-  | {
-      readonly id: 'google' | 'oidc';
-      readonly kind: 'oidc';
-      readonly name: string;
-      readonly clientId: string;
-      /** Never log it. */
-      readonly clientSecret: string;
-      /** The issuer identifier; its `/.well-known/openid-configuration` is fetched on first use. */
-      readonly issuer: string;
-    };
-
-/** A rate limit: at most `points` in a window of `durationSeconds` (env syntax `60/1m`). */
-export interface RateLimit {
-  readonly points: number;
-  readonly durationSeconds: number;
-}
-
-/**
- * Who the client is: the socket's address, unless requests come through trusted proxies. `false`
- * trusts no forwarding header; a number trusts that many hops of `X-Forwarded-For`; a list trusts
- * forwarding only from those addresses or CIDR ranges (names `loopback`, `linklocal`, `uniquelocal`).
- */
-export type TrustProxy = false | number | readonly string[];
-
-/**
- * What one client connection may hold. Without bounds, a client trickling its body a byte at a
- * time keeps its connection (a file descriptor) open indefinitely, and enough of them lock
- * everyone else out.
- */
-export interface ConnectionLimits {
-  /** The request line and headers must arrive within this long of the request's first byte (or of the connection's opening). */
-  readonly headersTimeoutMs: number;
-  /** The whole request, body included, must arrive within this long of its first byte. */
-  readonly requestTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this long without a new request. */
-  readonly keepAliveTimeoutMs: number;
-  /** Connections open at once, per server process; further ones are closed as soon as they are accepted. */
-  readonly maxConnections: number;
 }
 
 export interface Config {
@@ -233,8 +124,6 @@ export interface Config {
   };
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
-
-export type Env = Readonly<Record<string, string | undefined>>;
 
 export interface LoadConfigOptions {
   /** Called for conditions worth telling the operator that do not stop start-up. */
@@ -435,269 +324,6 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   });
 }
 
-/** Reads typed values from the environment, collecting problems instead of throwing at the first. */
-class EnvReader {
-  readonly #env: Env;
-  readonly #problems: string[];
-  constructor(env: Env, problems: string[]) {
-    this.#env = env;
-    this.#problems = problems;
-  }
-
-  /** A set, non-blank value exactly as given (secrets may begin or end with a space). */
-  raw(name: string): string | undefined {
-    const value = this.#env[name];
-    return value === undefined || value.trim() === '' ? undefined : value;
-  }
-
-  /** A set, non-blank value, trimmed; blank counts as unset. */
-  string(name: string): string | undefined {
-    const value = this.#env[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  }
-
-  /** `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`). */
-  boolean(name: string, fallback: boolean): boolean {
-    const value = this.string(name)?.toLowerCase();
-    if (value === undefined) return fallback;
-    if (['true', '1', 'yes', 'on'].includes(value)) return true;
-    if (['false', '0', 'no', 'off'].includes(value)) return false;
-    this.#problems.push(`${name} must be true or false (got "${value}")`);
-    return fallback;
-  }
-
-  oneOf<const T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const value = this.string(name);
-    if (value === undefined) return fallback;
-    if ((allowed as readonly string[]).includes(value)) return value as T;
-    this.#problems.push(`${name} must be one of ${allowed.join(', ')} (got "${value}")`);
-    return fallback;
-  }
-
-  integer(name: string, fallback: number, range: { min: number; max: number }): number {
-    const value = this.string(name);
-    if (value === undefined) return fallback;
-    const parsed = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-    if (!Number.isSafeInteger(parsed) || parsed < range.min || parsed > range.max) {
-      this.#problems.push(`${name} must be an integer from ${range.min} to ${range.max} (got "${value}")`);
-      return fallback;
-    }
-    return parsed;
-  }
-
-  /** `points/duration`, e.g. `60/1m`, `5/15m`, `100/1h`: at most that many in each such window. */
-  rateLimit(name: string, fallback: RateLimit): RateLimit {
-    const value = this.string(name);
-    if (value === undefined) return fallback;
-    const match = /^(\d+)\s*\/\s*(\d+)\s*([smhd]?)$/.exec(value);
-    const unitSeconds = { '': 1, s: 1, m: 60, h: 3_600, d: 86_400 } as const;
-    const points = match ? Number(match[1]) : Number.NaN;
-    const durationSeconds = match ? Number(match[2]) * unitSeconds[match[3] as keyof typeof unitSeconds] : Number.NaN;
-    if (!(points >= 1 && points <= 1_000_000) || !(durationSeconds >= 1 && durationSeconds <= 7 * 86_400)) {
-      this.#problems.push(`${name} must be a limit such as 60/1m or 5/15m: 1 to 1000000 per 1s to 7d (got "${value}")`);
-      return fallback;
-    }
-    return { points, durationSeconds };
-  }
-
-  /** Seconds, or a number with a unit: `900`, `90s`, `15m`, `12h`, `30d`. */
-  duration(name: string, fallbackSeconds: number): number {
-    const value = this.string(name);
-    if (value === undefined) return fallbackSeconds;
-    const match = /^(\d+)\s*([smhd]?)$/.exec(value);
-    const unitSeconds = { '': 1, s: 1, m: 60, h: 3_600, d: 86_400 } as const;
-    const seconds = match ? Number(match[1]) * unitSeconds[match[2] as keyof typeof unitSeconds] : Number.NaN;
-    if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds > 366 * 86_400) {
-      this.#problems.push(`${name} must be a duration from 1s to 366d such as 900, 15m, 12h or 30d (got "${value}")`);
-      return fallbackSeconds;
-    }
-    return seconds;
-  }
-}
-
-/**
- * Auth requests are small (bodies up to 16 KiB) and answered in milliseconds, so the defaults are
- * far tighter than Node's (60 s for headers, 5 min for a request): 10 s for the headers and 20 s
- * for the whole request still let a slow mobile link through, and cut a slow-body client in
- * 20 s instead of never. The keep-alive default stays at Fastify's 72 s, above the 60 s idle
- * timeout of common load balancers, so a balancer never reuses a connection we have just closed.
- */
-function parseConnectionLimits(read: EnvReader, problems: string[]): ConnectionLimits {
-  const headersTimeoutMs = read.integer('HEADERS_TIMEOUT_MS', 10_000, { min: 1_000, max: 300_000 });
-  const requestTimeoutMs = read.integer('REQUEST_TIMEOUT_MS', 20_000, { min: 1_000, max: 600_000 });
-  const keepAliveTimeoutMs = read.integer('KEEP_ALIVE_TIMEOUT_MS', 72_000, { min: 1_000, max: 600_000 });
-  // Each connection is a file descriptor; the process also needs some for storage, Redis, SMTP and
-  // its own files. 4096 is far above what one process serves at once behind a load balancer (or
-  // from browsers, which keep a few connections each) and far below common descriptor limits.
-  const maxConnections = read.integer('MAX_CONNECTIONS', 4_096, { min: 1, max: 1_000_000 });
-  // Node measures both from the request's start: a headers deadline past the request's would never fire.
-  if (headersTimeoutMs > requestTimeoutMs) {
-    problems.push(`HEADERS_TIMEOUT_MS must be at most REQUEST_TIMEOUT_MS (got ${headersTimeoutMs} > ${requestTimeoutMs})`);
-  }
-  return { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections };
-}
-
-const MAILBOX_ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
-const HOSTNAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$/;
-const DEV_OUTBOX_FROM: MailAddress = { name: 'Gatehouse', address: 'no-reply@localhost' };
-
-/**
- * True for a relay on this machine: `localhost`, 127.0.0.0/8 or ::1, as written (never resolved,
- * so a DNS answer cannot make a remote host look local). Only these may be reached without TLS.
- */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  if (bare === 'localhost' || bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true;
-  return isIPv4(bare) && bare.startsWith('127.');
-}
-
-/** `address@domain` or `Display Name <address@domain>`; undefined when it is neither. */
-export function parseMailbox(value: string): MailAddress | undefined {
-  if (/[\r\n\0]/.test(value)) return undefined;
-  const angled = /^(.*?)\s*<([^<>]*)>$/.exec(value);
-  const address = angled ? angled[2]! : value;
-  const name = angled ? angled[1]!.trim().replace(/^"(.*)"$/, '$1').trim() : '';
-  if (!MAILBOX_ADDRESS.test(address) || /["<>\\]/.test(name)) return undefined;
-  return { name: name === '' ? null : name, address };
-}
-
-function parseMailConfig(read: EnvReader, isProduction: boolean, problems: string[]): MailConfig | undefined {
-  const host = read.string('EMAIL_SERVER_HOST');
-  const port = read.integer('EMAIL_SERVER_PORT', 587, { min: 1, max: 65535 });
-  const user = read.string('EMAIL_SERVER_USER');
-  const password = read.raw('EMAIL_SERVER_PASSWORD');
-  const fromValue = read.string('EMAIL_FROM');
-  const showOutboxPage = read.boolean('DEV_OUTBOX_PAGE', false);
-  const settings = {
-    maxAttempts: read.integer('MAIL_MAX_ATTEMPTS', 8, { min: 1, max: 100 }),
-    pollIntervalMs: read.integer('MAIL_POLL_INTERVAL_MS', 5_000, { min: 100, max: 600_000 }),
-    retentionSeconds: read.duration('MAIL_RETENTION', 7 * 86_400),
-  };
-  let from: MailAddress | undefined = DEV_OUTBOX_FROM;
-  if (fromValue !== undefined) {
-    from = parseMailbox(fromValue);
-    if (from === undefined) problems.push(`EMAIL_FROM must be an address such as no-reply@example.com or "Gatehouse <no-reply@example.com>" (got "${fromValue}")`);
-  }
-
-  if (host === undefined) {
-    if (isProduction) {
-      problems.push('EMAIL_SERVER_HOST is required when NODE_ENV=production: mail is required in production for password reset and sign-up');
-    }
-    const orphans = ['EMAIL_SERVER_PORT', 'EMAIL_SERVER_USER', 'EMAIL_SERVER_PASSWORD'].filter((name) => read.raw(name) !== undefined);
-    if (orphans.length > 0) problems.push(`${orphans.join(', ')} ${orphans.length === 1 ? 'is' : 'are'} set but EMAIL_SERVER_HOST is not`);
-    if (showOutboxPage && isProduction) problems.push('DEV_OUTBOX_PAGE must not be on when NODE_ENV=production: the page shows live reset links');
-    return from && { kind: 'dev-outbox', smtp: null, showOutboxPage, from, ...settings };
-  }
-
-  if (showOutboxPage) problems.push('DEV_OUTBOX_PAGE is on but EMAIL_SERVER_HOST is set: mail goes to the SMTP server, there is no dev outbox to show');
-
-  const bareHost = host.replace(/^\[(.*)\]$/, '$1');
-  if (!HOSTNAME.test(bareHost) && !isIPv6(bareHost)) {
-    problems.push(`EMAIL_SERVER_HOST must be a host name or an IP address, without a scheme or port (got "${host}")`);
-  }
-  if (fromValue === undefined) {
-    problems.push('EMAIL_FROM is required when EMAIL_SERVER_HOST is set (e.g. "Gatehouse <no-reply@example.com>")');
-  }
-  if ((user === undefined) !== (password === undefined)) {
-    problems.push('EMAIL_SERVER_USER and EMAIL_SERVER_PASSWORD must be set together');
-  }
-  return from && {
-    kind: 'smtp',
-    smtp: {
-      host: bareHost,
-      port,
-      isImplicitTls: port === 465,
-      requireTls: !isLoopbackHost(bareHost),
-      auth: user !== undefined && password !== undefined ? { user, password } : null,
-    },
-    showOutboxPage: false,
-    from,
-    ...settings,
-  };
-}
-
-/**
- * GitHub (provider A), Google (provider B) and one generic OpenID Connect provider. Each is on
- * when its client id and secret are both set; the seed's PROVIDER_A_* / PROVIDER_B_* names are
- * accepted for the first two. Provider endpoints must be https, except on a loopback host (a
- * provider run beside Gatehouse, or a test double): tokens and secrets never cross a network in clear.
- */
-function parseOAuthProviders(read: EnvReader, problems: string[]): OAuthProviderConfig[] {
-  const providers: OAuthProviderConfig[] = [];
-  const credentials = (prefix: string, alias?: string) => {
-    const pick = (suffix: string, raw: boolean) => {
-      const primary = raw ? read.raw(`${prefix}_${suffix}`) : read.string(`${prefix}_${suffix}`);
-      if (primary !== undefined || alias === undefined) return primary;
-      return raw ? read.raw(`${alias}_${suffix}`) : read.string(`${alias}_${suffix}`);
-    };
-    const clientId = pick('CLIENT_ID', false);
-    const clientSecret = pick('CLIENT_SECRET', true);
-    const names = alias === undefined ? `${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET` : `${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET (or ${alias}_*)`;
-    if ((clientId === undefined) !== (clientSecret === undefined)) problems.push(`${names} must be set together`);
-    return clientId !== undefined && clientSecret !== undefined ? { clientId, clientSecret } : null;
-  };
-  const endpoint = (name: string, fallback: string) => parseProviderUrl(name, read.string(name) ?? fallback, problems);
-
-  const github = credentials('GITHUB', 'PROVIDER_A');
-  const githubUrl = endpoint('GITHUB_URL', 'https://github.com');
-  const githubApiUrl = endpoint('GITHUB_API_URL', 'https://api.github.com');
-  if (github !== null && githubUrl !== undefined && githubApiUrl !== undefined) {
-    providers.push({ id: 'github', kind: 'github', name: 'GitHub', ...github, url: githubUrl, apiUrl: githubApiUrl });
-  }
-
-  const google = credentials('GOOGLE', 'PROVIDER_B');
-  const googleIssuer = endpoint('GOOGLE_ISSUER', 'https://accounts.google.com');
-  if (google !== null && googleIssuer !== undefined) {
-    providers.push({ id: 'google', kind: 'oidc', name: 'Google', ...google, issuer: googleIssuer });
-  }
-
-  const oidc = credentials('OIDC');
-  const oidcIssuerValue = read.string('OIDC_ISSUER');
-  const oidcName = read.string('OIDC_NAME') ?? 'OpenID Connect';
-  if (oidcName.length > 64 || /[\u0000-\u001f\u007f]/.test(oidcName)) problems.push('OIDC_NAME must be at most 64 characters, without control characters');
-  if (oidc !== null && oidcIssuerValue === undefined) problems.push('OIDC_ISSUER is required when OIDC_CLIENT_ID is set');
-  if (oidc === null && oidcIssuerValue !== undefined) problems.push('OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are required when OIDC_ISSUER is set');
-  const oidcIssuer = oidcIssuerValue === undefined ? undefined : parseProviderUrl('OIDC_ISSUER', oidcIssuerValue, problems);
-  if (oidc !== null && oidcIssuer !== undefined) {
-    providers.push({ id: 'oidc', kind: 'oidc', name: oidcName, ...oidc, issuer: oidcIssuer });
-  }
-  return providers;
-}
-
-/**
- * A provider endpoint. Problems never quote the value: a mistyped URL may carry credentials
- * (`https://user:secret@…`), and the message is printed at start-up.
- */
-function parseProviderUrl(name: string, value: string, problems: string[]): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    problems.push(`${name} must be an absolute https URL`);
-    return undefined;
-  }
-  const isAllowedHttp = url.protocol === 'http:' && isLoopbackHost(url.hostname);
-  if (url.protocol !== 'https:' && !isAllowedHttp) {
-    problems.push(`${name} must be https (http only for a loopback host) (got ${url.protocol}//${url.host})`);
-    return undefined;
-  }
-  if (hasExtraUrlParts(url)) {
-    problems.push(`${name} must not contain credentials, a query or a fragment`);
-    return undefined;
-  }
-  return toBaseUrl(url);
-}
-
-/** Credentials, a query or a fragment: none belongs in a base URL. */
-function hasExtraUrlParts(url: URL): boolean {
-  return url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '';
-}
-
-/** The origin and path, without a trailing slash. */
-function toBaseUrl(url: URL): string {
-  return url.origin + url.pathname.replace(/\/+$/, '');
-}
-
 function parseRedisUrl(value: string | undefined, problems: string[]): string | null {
   if (value === undefined) return null;
   try {
@@ -708,49 +334,6 @@ function parseRedisUrl(value: string | undefined, problems: string[]): string | 
   }
   problems.push('REDIS_URL must be a redis:// or rediss:// URL');
   return null;
-}
-
-const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
-
-function parseTrustProxy(value: string | undefined, problems: string[]): TrustProxy {
-  if (value === undefined || value.toLowerCase() === 'false') return false;
-  if (/^\d+$/.test(value)) {
-    const hops = Number(value);
-    if (hops >= 1 && hops <= 10) return hops;
-  } else {
-    const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-    const isValid = (entry: string) => {
-      if (PROXY_NAMES.includes(entry)) return true;
-      const [address, prefix, extra] = entry.split('/');
-      const version = isIP(address ?? '');
-      if (version === 0 || extra !== undefined) return false;
-      if (prefix === undefined) return true;
-      return /^\d+$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
-    };
-    if (entries.length > 0 && entries.every(isValid)) return entries;
-  }
-  problems.push(`TRUST_PROXY must be false, a hop count from 1 to 10, or a comma-separated list of addresses, CIDR ranges or loopback/linklocal/uniquelocal (got "${value}")`);
-  return false;
-}
-
-function parseCorsOrigins(value: string | undefined, problems: string[]): string[] {
-  if (value === undefined) return [];
-  const origins: string[] = [];
-  for (const entry of value.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
-    let url: URL | undefined;
-    try {
-      url = new URL(entry);
-    } catch {
-      url = undefined;
-    }
-    // An exact origin: never `*`, never a pattern, so no origin is reflected that was not named.
-    if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== entry.replace(/\/$/, '')) {
-      problems.push(`CORS_ORIGINS must list exact origins such as https://app.example.com (got "${entry}")`);
-      continue;
-    }
-    origins.push(url.origin);
-  }
-  return origins;
 }
 
 function parseAuthUrl(value: string, isProduction: boolean, problems: string[]): string | undefined {
@@ -773,29 +356,6 @@ function parseAuthUrl(value: string, isProduction: boolean, problems: string[]):
     problems.push('AUTH_URL must not contain credentials, a query or a fragment');
   }
   return toBaseUrl(url);
-}
-
-function parseDatabaseUrl(value: string, problems: string[]): DatabaseConfig | undefined {
-  if (value.startsWith('sqlite:')) {
-    const rest = value.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    if (rest === ':memory:') return { kind: 'sqlite', path: ':memory:' };
-    if (rest === '' || rest.includes('\0')) {
-      problems.push(`DATABASE_URL must name a file: sqlite:<path> (got "${value}")`);
-      return undefined;
-    }
-    return { kind: 'sqlite', path: isAbsolute(rest) ? rest : resolve(rest) };
-  }
-  if (/^postgres(ql)?:\/\//.test(value)) {
-    try {
-      new URL(value);
-      return { kind: 'postgres', url: value };
-    } catch {
-      problems.push('DATABASE_URL is not a valid postgres:// URL');
-      return undefined;
-    }
-  }
-  problems.push('DATABASE_URL must be sqlite:<path> or postgres://user@host:port/database');
-  return undefined;
 }
 
 /**

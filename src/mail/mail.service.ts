@@ -10,7 +10,7 @@
  * rolling deploy send exactly what was enqueued, whatever templates they have.
  */
 import type { Config } from '../config.ts';
-import { parseMailbox } from '../config.ts';
+import { parseMailbox } from './mail.config.ts';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';

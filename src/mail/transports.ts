@@ -3,7 +3,8 @@
  * without EMAIL_SERVER_HOST) the dev outbox, which keeps it in the table and logs its links.
  */
 import type { SMTPTransportOptions, Transporter } from 'nodemailer';
-import { isLoopbackHost, type MailAddress, type SmtpConfig } from '../config.ts';
+import { isLoopbackHost } from '../config/env-reader.ts';
+import type { MailAddress, SmtpConfig } from './mail.config.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { RenderedMail, TemplateName } from './templates.ts';
 
