@@ -7,6 +7,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isFormPost } from './http/forms.ts';
 import { toSafeLocalPath } from './http/safe-redirect.ts';
+// The route guard's denials read the same in the service and in gatehouse/protect.
+import { DENIALS } from './authorization/contract.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -19,16 +21,16 @@ declare module 'fastify' {
 }
 
 export const ERROR_CATALOGUE = {
-  BAD_REQUEST: { status: 400, message: 'The request is malformed.' },
+  BAD_REQUEST: DENIALS.BAD_REQUEST,
   MALFORMED_JSON: { status: 400, message: 'The request body is not valid JSON.' },
   INVALID_CREDENTIALS: { status: 401, message: 'The e-mail or password is invalid.' },
-  UNAUTHENTICATED: { status: 401, message: 'Sign in to continue.' },
+  UNAUTHENTICATED: DENIALS.UNAUTHENTICATED,
   INVALID_TOKEN: { status: 401, message: 'The token is invalid or has expired.' },
   TOKEN_REUSED: { status: 401, message: 'This refresh token was already used; the session has been ended for safety.' },
   CSRF_FAILED: { status: 403, message: 'The request did not come from this site or its CSRF token is missing or invalid.' },
   ACCOUNT_DISABLED: { status: 403, message: 'This account is disabled.' },
   EMAIL_NOT_VERIFIED: { status: 403, message: 'Verify your e-mail address before signing in.' },
-  FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
+  FORBIDDEN: DENIALS.FORBIDDEN,
   NOT_FOUND: { status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
   REQUEST_TIMEOUT: { status: 408, message: 'The request took too long to arrive.' },

@@ -3,7 +3,7 @@
  * middleware and a Fastify `onRequest` hook. Both hand the verified user to the app.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatehouseUser, PresentedCredentials, Protector } from './protect.ts';
+import type { GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 
 type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; originalUrl?: string };
 type Next = (error?: unknown) => void;

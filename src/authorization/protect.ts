@@ -17,6 +17,9 @@ import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decisio
 
 export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
 export { toFastifyHook, toNodeMiddleware } from './adapters.ts';
+export type { Evaluation, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
+import type { Evaluation, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
+import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBearerToken } from './contract.ts';
 
 export interface ProtectorOptions {
   /** Gatehouse's public URL (its AUTH_URL): the token issuer and the JWKS location. */
@@ -47,53 +50,15 @@ export interface ProtectorOptions {
   fetch?: typeof fetch;
 }
 
-/** Who a verified token speaks for. */
-export interface GatehouseUser {
-  userId: string;
-  sessionId: string;
-  roles: string[];
-}
-
-/** What a request presents: its Authorization and Cookie headers (null or absent when missing). */
-export interface PresentedCredentials {
-  authorization?: string | null | undefined;
-  cookie?: string | null | undefined;
-}
-
-export interface Evaluation {
-  denial: Response | null;
-  user: GatehouseUser | null;
-  decision: Decision;
-}
-
-export interface Protector {
-  /** Null when the request may proceed; otherwise the denial to send (401/403 JSON, or a redirect / 403 for pages). */
-  check(request: Request): Promise<Response | null>;
-  /** The user behind the request's token, or null; for handlers that need more than the rules. */
-  authenticate(request: Request): Promise<GatehouseUser | null>;
-  /**
-   * `check` and the user in one pass, for adapters that hand the user on to the app. `rawPath` is
-   * the request target exactly as the server received it (adapters pass it; Web frameworks that
-   * already parsed the URL need not).
-   */
-  evaluate(request: Request, rawPath?: string): Promise<Evaluation>;
-  /**
-   * The same from the two headers that matter and the raw request target (query included), for
-   * servers that do not hold a Web `Request` (the Node and Fastify adapters).
-   */
-  evaluateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Evaluation>;
-}
-
 const MAX_TOKEN_LENGTH = 4096;
 const MAX_REMEMBERED_TOKENS = 10_000;
-const CLOCK_TOLERANCE_SECONDS = 5;
 
 export function createProtector(options: ProtectorOptions): Protector {
   const issuer = options.issuer.replace(/\/+$/, '');
   const audience = options.audience ?? issuer;
   const rules = options.rules ?? SEED_RULES;
   const signInUrl = options.signInUrl ?? `${issuer}/auth/signin`;
-  const cookieNames = options.cookieNames ?? [issuer.startsWith('https://') ? '__Host-gatehouse.session' : 'gatehouse.session'];
+  const cookieNames = options.cookieNames ?? [cookieNamesFor(issuer.startsWith('https://')).access];
   const cooldownMs = options.cooldownMs ?? 30_000;
   const fetchImpl = options.fetch ?? fetch;
   const remoteKeys = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`), {
@@ -207,14 +172,8 @@ export function createProtector(options: ProtectorOptions): Protector {
   };
 }
 
-const DENIAL_MESSAGES = {
-  UNAUTHENTICATED: { status: 401, message: 'Sign in to continue.' },
-  FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
-  BAD_REQUEST: { status: 400, message: 'The request is malformed.' },
-} as const;
-
-function denialJson(reason: keyof typeof DENIAL_MESSAGES): Response {
-  const { status, message } = DENIAL_MESSAGES[reason];
+function denialJson(reason: keyof typeof DENIALS): Response {
+  const { status, message } = DENIALS[reason];
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
   return new Response(JSON.stringify({ error: reason, message }), { status, headers });
@@ -228,11 +187,8 @@ function pathAndQuery(url: string): string {
 
 /** `Authorization: Bearer <token>`, else one of our session cookies; an explicit header never falls back. */
 function readToken(credentials: PresentedCredentials, cookieNames: readonly string[]): string | null {
-  const { authorization } = credentials;
-  if (authorization !== null && authorization !== undefined) {
-    const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization);
-    return match ? match[1]! : null;
-  }
+  const bearer = readBearerToken(credentials.authorization);
+  if (bearer !== undefined) return bearer;
   const cookies = parseCookies(credentials.cookie ?? null);
   for (const name of cookieNames) {
     const value = cookies.get(name);

@@ -16,6 +16,7 @@
  * looser than the router behind it. So `/Admin`, `/%61dmin`, `//admin`, `/admin/.`, `/admin;x`
  * and `/dashboard/../admin` are all `/admin` here.
  */
+import { ADMIN_ROLE } from './contract.ts';
 
 export interface ProtectionRules {
   /** Path prefixes the guard applies to (a prefix matches itself and everything below it). */
@@ -26,7 +27,7 @@ export interface ProtectionRules {
   readonly roleRequirements: readonly { readonly prefix: string; readonly role: string }[];
 }
 
-export const ADMIN_ROLE = 'ADMIN';
+export { ADMIN_ROLE };
 
 /** The seed's rules exactly: no exemptions. The default for downstream apps (`gatehouse/protect`). */
 export const SEED_RULES: ProtectionRules = Object.freeze({

@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { AuthContext, SessionService } from '../sessions/session.service.ts';
 import { clearSessionCookies, cookieNames, setSessionCookies } from './session-cookie.ts';
+import { readBearerToken } from '../authorization/contract.ts';
 
 export interface RequestAuth extends AuthContext {
   /** How the credentials came: a browser cookie (CSRF rules apply) or a Bearer header. */
@@ -25,12 +26,8 @@ export interface RequestAuthenticator {
   withCurrentRoles(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null>;
 }
 
-/** The token of `Authorization: Bearer <token>`; null for another scheme or a malformed header. */
-export function readBearerToken(header: string | undefined): string | null | undefined {
-  if (header === undefined) return undefined;
-  const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(header);
-  return match ? match[1]! : null;
-}
+// Read exactly as gatehouse/protect reads it (authorization/contract.ts).
+export { readBearerToken } from '../authorization/contract.ts';
 
 export function createRequestAuthenticator(deps: { sessions: SessionService; config: Config; clock: Clock }): RequestAuthenticator {
   const { sessions, config, clock } = deps;

@@ -7,25 +7,19 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { SessionService, StartedSession } from '../sessions/session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { cookieNames as sharedCookieNames, type CookieNames as SharedCookieNames } from '../authorization/contract.ts';
 
-export interface CookieNames {
-  access: string;
-  refresh: string;
-  csrf: string;
+export interface CookieNames extends SharedCookieNames {
   /** An OAuth authorization in progress (see `oauth/oauth-flow-cookie.ts`). */
   oauthFlow: string;
 }
 
 type CookieConfig = Pick<Config, 'isSecureOrigin'>;
 
+/** The names `gatehouse/protect` also knows (authorization/contract.ts), and the service's own. */
 export function cookieNames(config: CookieConfig): CookieNames {
-  const prefix = config.isSecureOrigin ? '__Host-' : '';
-  return {
-    access: `${prefix}gatehouse.session`,
-    refresh: `${prefix}gatehouse.refresh`,
-    csrf: `${prefix}gatehouse.csrf`,
-    oauthFlow: `${prefix}gatehouse.oauth`,
-  };
+  const shared = sharedCookieNames(config.isSecureOrigin);
+  return { ...shared, oauthFlow: `${config.isSecureOrigin ? '__Host-' : ''}gatehouse.oauth` };
 }
 
 export function baseCookieOptions(config: CookieConfig) {

@@ -1,0 +1,39 @@
+/** The types `protect()` and its adapters share (kept apart so that neither imports the other). */
+import type { Decision } from './rules.ts';
+
+/** Who a verified token speaks for. */
+export interface GatehouseUser {
+  userId: string;
+  sessionId: string;
+  roles: string[];
+}
+
+/** What a request presents: its Authorization and Cookie headers (null or absent when missing). */
+export interface PresentedCredentials {
+  authorization?: string | null | undefined;
+  cookie?: string | null | undefined;
+}
+
+export interface Evaluation {
+  denial: Response | null;
+  user: GatehouseUser | null;
+  decision: Decision;
+}
+
+export interface Protector {
+  /** Null when the request may proceed; otherwise the denial to send (401/403 JSON, or a redirect / 403 for pages). */
+  check(request: Request): Promise<Response | null>;
+  /** The user behind the request's token, or null; for handlers that need more than the rules. */
+  authenticate(request: Request): Promise<GatehouseUser | null>;
+  /**
+   * `check` and the user in one pass, for adapters that hand the user on to the app. `rawPath` is
+   * the request target exactly as the server received it (adapters pass it; Web frameworks that
+   * already parsed the URL need not).
+   */
+  evaluate(request: Request, rawPath?: string): Promise<Evaluation>;
+  /**
+   * The same from the two headers that matter and the raw request target (query included), for
+   * servers that do not hold a Web `Request` (the Node and Fastify adapters).
+   */
+  evaluateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Evaluation>;
+}
