@@ -10,14 +10,15 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, val
 import type { Services } from './services.ts';
 import type { ModuleRoutes, RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
-import { registerErrorHandling, sendError, toErrorBody } from './errors.ts';
+import { toErrorBody } from './errors.ts';
+import { registerErrorHandling, sendError } from './http/error-handler.ts';
 import { deriveKey } from './lib/derive-key.ts';
 import { generateRequestId, lazyRequestLogger, loggerOptions } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
 import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
 import { connectionServerOptions, createClientErrorHandler, limitConnections } from './http/connections.ts';
-import { createRequestAuthenticator } from './http/authentication.ts';
+import { createRequestAuthenticator } from './sessions/request-authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { createForbiddenPage } from './ui/forbidden-page.ts';
 

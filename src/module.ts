@@ -21,7 +21,7 @@ import type { Config } from './config.ts';
 import type { Db, Storage } from './storage/database.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
-import type { RequestAuthenticator } from './http/authentication.ts';
+import type { RequestAuthenticator } from './sessions/request-authentication.ts';
 import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { EventSubscription } from './audit/audit.service.ts';

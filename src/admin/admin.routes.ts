@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import type { RequestAuthenticator } from '../http/authentication.ts';
+import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import { ADMIN_ROLE, isValidRole, type User } from '../users/user.service.ts';

@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import { setBrowserSession } from '../http/session-cookie.ts';
+import { setBrowserSession } from '../sessions/session-cookie.ts';
 import type { CsrfRotation } from '../http/csrf.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';

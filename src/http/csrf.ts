@@ -16,7 +16,7 @@ import csrfTokens from '@fastify/csrf';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
-import { baseCookieOptions, cookieNames } from './session-cookie.ts';
+import { baseCookieOptions, cookieNames } from './cookies.ts';
 import { mediaType } from './forms.ts';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -37,7 +37,7 @@ export interface CsrfRotation {
 
 export function registerCsrfProtection(app: FastifyInstance, config: Config): Csrf & CsrfRotation {
   const tokens = csrfTokens({ secretLength: 32, saltLength: 16 });
-  const names = cookieNames(config);
+  const names = cookieNames(config.isSecureOrigin);
   const expectedOrigin = new URL(config.authUrl).origin;
   const pending = new WeakSet<FastifyRequest>();
   /** Secrets set by `rotateSecret` in this request's response, which its cookie header predates. */

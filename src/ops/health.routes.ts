@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Storage } from '../storage/database.ts';
-import { sendError, toErrorBody } from '../errors.ts';
+import { toErrorBody } from '../errors.ts';
+import { sendError } from '../http/error-handler.ts';
 import { errorResponse } from '../http/schemas.ts';
 
 const HEALTH_TIMEOUT_MS = 2_000;

@@ -16,7 +16,7 @@ import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { isFormPost } from '../http/forms.ts';
-import type { RequestAuthenticator } from '../http/authentication.ts';
+import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { PasswordRejection } from '../credentials/password-policy.ts';

@@ -17,7 +17,7 @@ import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { assertHtmlPage, hiddenValue, unescapeHtml } from '../../test/helpers/pages.ts';
 import type { AdminService } from '../admin/admin.service.ts';
 import type { Config } from '../config.ts';
-import type { RequestAuth } from '../http/authentication.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
 import { ADMIN_PAGE_SIZE, adminPageRoutes } from './admin-pages.routes.ts';
 
 const PASSWORD = 'correct horse battery staple';

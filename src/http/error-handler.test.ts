@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { connect, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
-import { registerErrorHandling } from './errors.ts';
-import { lazyRequestLogger, loggerOptions } from './http/logging.ts';
-import { createClientErrorHandler } from './http/connections.ts';
+import { registerErrorHandling } from './error-handler.ts';
+import { lazyRequestLogger, loggerOptions } from './logging.ts';
+import { createClientErrorHandler } from './connections.ts';
 
 interface LogLine {
   level: number;

@@ -5,8 +5,9 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import type { SessionService, StartedSession } from '../sessions/session.service.ts';
+import type { SessionService, StartedSession } from './session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { baseCookieOptions } from '../http/cookies.ts';
 import { cookieNames as sharedCookieNames, type CookieNames as SharedCookieNames } from '../authorization/contract.ts';
 
 export interface CookieNames extends SharedCookieNames {
@@ -22,9 +23,7 @@ export function cookieNames(config: CookieConfig): CookieNames {
   return { ...shared, oauthFlow: `${config.isSecureOrigin ? '__Host-' : ''}gatehouse.oauth` };
 }
 
-export function baseCookieOptions(config: CookieConfig) {
-  return { httpOnly: true, sameSite: 'lax', path: '/', secure: config.isSecureOrigin } as const;
-}
+export { baseCookieOptions };
 
 /** Sets the access and refresh cookies of a new or refreshed session. */
 export function setSessionCookies(

@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { AuthContext, SessionService } from '../sessions/session.service.ts';
+import type { AuthContext, SessionService } from './session.service.ts';
 import { clearSessionCookies, cookieNames, setSessionCookies } from './session-cookie.ts';
 import { readBearerToken } from '../authorization/contract.ts';
 
