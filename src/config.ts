@@ -177,7 +177,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const queryTimeoutMs = read.integer('DATABASE_QUERY_TIMEOUT_MS', 5_000, { min: 100, max: 600_000 });
   // SQLite's default page cache (2 MB) stops holding a varied set of sessions once the tables are
   // large: at 1,000,000 sessions, 2,000 different session checks cost 27 µs each against 20 µs with
-  // 32 MB (bench/analysis.md, growth). Pages are cached as they are read, so a small store uses less.
+  // 32 MB (perf/analysis.md, growth). Pages are cached as they are read, so a small store uses less.
   const database =
     parsedDatabase?.kind === 'postgres'
       ? { ...parsedDatabase, queryTimeoutMs }

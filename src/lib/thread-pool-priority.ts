@@ -4,7 +4,7 @@
  * other request (session checks, JWKS, health) waits for the hashes' slices: measured on one pinned
  * core with 64 sign-ins in flight, the event loop spent 2.4 s of 6 s waiting for the CPU, and a
  * JWKS client got 1,800–2,700 req/s. With the pool's threads at nice 10 the loop waited 0.5–0.8 s
- * and the same client got 15,000 req/s (bench/analysis.md). Hashes still get every cycle the loop
+ * and the same client got 15,000 req/s (perf/analysis.md). Hashes still get every cycle the loop
  * does not use; they only stop taking it from cheap requests.
  *
  * Linux only: a thread's nice value is its own there (setpriority on a thread id), and the pool's

@@ -1,7 +1,7 @@
 /**
  * Hot queries, compiled once instead of rebuilt on every call. Kysely's builder (node trees, frozen
  * copies, the compiler's visitor) was 15–21 % of a request's time in the profiles of the session
- * check and sign-in (bench/analysis.md); the SQL it produces never changes, only the values.
+ * check and sign-in (perf/analysis.md); the SQL it produces never changes, only the values.
  *
  *   const findById = preparedQuery((db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id));
  *   const { rows } = await findById(db, userId);

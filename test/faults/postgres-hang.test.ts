@@ -8,7 +8,7 @@
  * While it hangs, every request that needs storage is answered 503 SERVICE_UNAVAILABLE with
  * Retry-After within a bound (DATABASE_QUERY_TIMEOUT_MS, 5 s by default, plus slack), never 500,
  * never a grant; /api/health says 503. When the proxy resumes, the same process serves again.
- * Figures are printed for RELIABILITY.md.
+ * Figures are printed for docs/operations/reliability.md.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -9,7 +9,7 @@
  * The jwt strategy may let a valid, unrevoked token through the route guard from its in-memory
  * revocation mirror, until that mirror is 30 s stale; then it fails closed too. Its session
  * endpoint may answer from a profile read less than PROFILE_TTL_MS (5 s) before the cut. After the restore
- * the same process serves again by itself. Figures are printed for RELIABILITY.md.
+ * the same process serves again by itself. Figures are printed for docs/operations/reliability.md.
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';

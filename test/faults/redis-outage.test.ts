@@ -9,7 +9,7 @@
  * storage, not Redis). After the restart the process counts in Redis again by itself: its new
  * counters appear there, and a counter written there by someone else (another instance) is
  * honoured. The lock, being in storage too, outlives the in-memory count. Figures are printed for
- * RELIABILITY.md.
+ * docs/operations/reliability.md.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,0 +1,120 @@
+/**
+ * `npm run bench`: the benchmark suite. Autocannon on loopback drives the real server (pinned to
+ * one CPU with taskset; the load generator, this process, on another) and sets every figure
+ * beside a baseline measured in the same run: the hash-bound limit for sign-in, a bare Fastify app
+ * answering the same JSON for the other routes. Results go to perf/results/<scenario>.json and
+ * the results part of docs/operations/performance.md is written from every result file there.
+ *
+ * Environment:
+ *   BENCH_ONLY=<name>[,<name>]   run only these scenarios (signin, signin-workers, session,
+ *                                protected, jwks, protect, flood, growth); default: all but growth
+ *   BENCH_SECONDS=9              measured seconds of each load run (plus a short warm-up)
+ *   BENCH_CONNECTIONS=32         connections for the fast endpoints
+ *   BENCH_SIGNIN_CONNECTIONS=8,64  sign-in concurrencies
+ *   BENCH_ROUNDS=3               rounds each figure is split into, interleaved with its baseline
+ *   BENCH_CPU_PROF=1             profile the servers (perf/probe.ts); summaries and this run's results go
+ *                                to perf/results/profiles/ (docs/operations/performance.md is left alone)
+ *   SEED_COUNT=1000000           users and sessions the growth scenario seeds
+ *   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
+ *                                where the PostgreSQL scenarios (session, growth) make scratch
+ *                                databases; PostgreSQL must be reachable there
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  RESULTS_DIR,
+  choosePinning,
+  cleanUp,
+  describeMachine,
+  installEmergencyStop,
+  makeTempDir,
+  pinThisProcess,
+  readSettings,
+} from './harness.ts';
+import {
+  DEFAULT_SCENARIOS,
+  floodScenario,
+  jwksScenario,
+  protectScenario,
+  protectedScenario,
+  sessionScenario,
+  signInScenario,
+  signInWorkersScenario,
+  type Context,
+  type ScenarioName,
+  type ScenarioResult,
+} from './scenarios.ts';
+import { growthScenario } from './growth.ts';
+import { summariseProfiles } from './profile-summary.ts';
+import { writeBenchmarksMarkdown } from './report.ts';
+
+const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> = {
+  signin: signInScenario,
+  'signin-workers': signInWorkersScenario,
+  session: sessionScenario,
+  protected: protectedScenario,
+  jwks: jwksScenario,
+  protect: protectScenario,
+  flood: floodScenario,
+  growth: growthScenario,
+};
+
+function selectScenarios(only: string | undefined): ScenarioName[] {
+  if (only === undefined || only.trim() === '') return DEFAULT_SCENARIOS;
+  const names = only.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !(name in RUNNERS));
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown scenario ${unknown.join(', ')} (known: ${Object.keys(RUNNERS).join(', ')})`);
+  return names as ScenarioName[];
+}
+
+async function main(): Promise<void> {
+  const settings = readSettings(process.env);
+  const scenarios = selectScenarios(process.env.BENCH_ONLY);
+  const pinning = choosePinning();
+  if (pinning !== null) pinThisProcess(pinning.load);
+  const machine = describeMachine();
+  // Profiled runs are slower: their results go beside the profile summaries, never over the
+  // figures of docs/operations/performance.md. Raw profiles (large) stay in a temp dir; summaries are kept.
+  const summaryDir = join(RESULTS_DIR, 'profiles');
+  const profileRoot = settings.cpuProfile ? makeTempDir('gatehouse-cpu-prof-') : null;
+  const resultsDir = settings.cpuProfile ? summaryDir : RESULTS_DIR;
+  if (settings.cpuProfile) mkdirSync(summaryDir, { recursive: true });
+  // Generous: growth seeds for minutes; the default suite takes about nine.
+  installEmergencyStop((scenarios.includes('growth') ? 60 : 15) * 60_000);
+
+  process.stdout.write(
+    `${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load average ${machine.loadAverage1m}; ` +
+      `${pinning === null ? 'no pinning' : `server on CPU ${pinning.server}, load generator on CPU ${pinning.load}`}; ` +
+      `${settings.seconds} s per run; scenarios: ${scenarios.join(', ')}\n`,
+  );
+  const ctx: Context = { settings, pinning, machine, profileRoot };
+  mkdirSync(resultsDir, { recursive: true });
+  let failed = false;
+  try {
+    for (const name of scenarios) {
+      const started = Date.now();
+      const scenarioResult = await RUNNERS[name](ctx);
+      const file = join(resultsDir, `${name}.json`);
+      writeFileSync(file, `${JSON.stringify(scenarioResult, null, 2)}\n`);
+      for (const target of scenarioResult.targets) {
+        process.stdout.write(`  [${target.met ? 'met' : 'MISSED'}] ${target.target}: ${target.measured}\n`);
+      }
+      process.stdout.write(`  wrote ${file} (${Math.round((Date.now() - started) / 1000)} s)\n`);
+      if (scenarioResult.runs.some((r) => r.non2xx + r.errors + r.timeouts > 0)) failed = true;
+    }
+    if (profileRoot !== null) summariseProfiles(profileRoot, summaryDir);
+  } finally {
+    await cleanUp();
+  }
+  if (profileRoot === null) process.stdout.write(`wrote ${writeBenchmarksMarkdown()}\n`);
+  if (failed) {
+    process.stderr.write('bench: some requests did not answer 2xx (see the !! lines above)\n');
+    process.exitCode = 1;
+  }
+}
+
+await main().catch(async (error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  await cleanUp();
+  process.exitCode = 1;
+});
