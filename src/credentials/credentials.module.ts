@@ -41,7 +41,7 @@ export const credentialsModule = defineModule({
       mail,
       actionTokens,
       clock,
-      throttle: createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock }),
+      throttle: createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs }),
       passwordRefusals: createPasswordRefusalLimits({ limiters: rateLimiters, rateLimits: config.rateLimits, clock }),
     });
     return {

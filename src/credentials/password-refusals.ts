@@ -17,7 +17,9 @@
  */
 import type { Config, RateLimit } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
-import { IN_FLIGHT_WAIT_SECONDS, accountKey, clientKey, createLease, type RateLimiters } from '../http/rate-limit.ts';
+import { accountKey, clientKey, createLease, enterWithin, type RateLimiters } from '../http/rate-limit.ts';
+
+const ESTIMATE_LEASE_SECONDS = 30;
 
 export type RefusalCheck = { ok: true; attempt: RefusalAttempt } | { ok: false; retryAfterSeconds: number };
 
@@ -35,20 +37,13 @@ export function createPasswordRefusalLimits(deps: { limiters: RateLimiters; rate
   const { limiters, rateLimits, clock } = deps;
   const counter = (by: 'account' | 'ip', limit: RateLimit) => ({
     refusals: limiters.create(`password-refusals-${by}`, limit),
-    inFlight: createLease(limiters, `password-pending-${by}`, clock),
+    // An estimate waits at most 10 s for its turn and is judged within 10 s: 30 s outlasts both.
+    inFlight: createLease(limiters, `password-pending-${by}`, clock, ESTIMATE_LEASE_SECONDS),
     limit: limit.points,
   });
   const perAccount = counter('account', rateLimits.passwordRefusalsPerAccount);
   const perIp = counter('ip', rateLimits.passwordRefusalsPerIp);
-
-  /** Takes a place in flight for `key`, or says how long to wait: refusals plus those in flight stay within the limit. */
-  async function take(counter: typeof perIp, key: string): Promise<{ ok: true; give(): Promise<void> } | { ok: false; retryAfterSeconds: number }> {
-    const [refusals, inFlight] = await Promise.all([counter.refusals.count(key), counter.inFlight.take(key)]);
-    if (refusals + inFlight.count <= counter.limit) return { ok: true, give: inFlight.give };
-    await inFlight.give();
-    const wait = refusals >= counter.limit ? await counter.refusals.check(key) : null;
-    return { ok: false, retryAfterSeconds: wait ?? IN_FLIGHT_WAIT_SECONDS };
-  }
+  const enter = (of: typeof perIp, key: string) => enterWithin(of.inFlight, of.refusals, key, of.limit);
 
   return {
     /**
@@ -58,14 +53,21 @@ export function createPasswordRefusalLimits(deps: { limiters: RateLimiters; rate
     async checkAttempt(email: string | null, ip: string | null): Promise<RefusalCheck> {
       const account = email === null ? null : accountKey(email);
       const client = clientKey(ip);
-      const byIp = await take(perIp, client);
+      const byIp = await enter(perIp, client);
       if (!byIp.ok) return byIp;
-      const byAccount = account === null ? null : await take(perAccount, account);
+      const byAccount =
+        account === null
+          ? null
+          : await enter(perAccount, account).catch(async (error: unknown) => {
+              await byIp.give().catch(() => {});
+              throw error;
+            });
       if (byAccount !== null && !byAccount.ok) {
         await byIp.give();
         return byAccount;
       }
       let isRefused = false;
+      let isReleased = false;
       return {
         ok: true,
         attempt: {
@@ -73,10 +75,14 @@ export function createPasswordRefusalLimits(deps: { limiters: RateLimiters; rate
             isRefused = true;
           },
           async release() {
-            await Promise.all([byIp.give(), byAccount?.give()]);
-            if (!isRefused) return;
-            isRefused = false;
-            await Promise.all([perIp.refusals.consume(client), account === null ? null : perAccount.refusals.consume(account)]);
+            if (isReleased) return;
+            isReleased = true;
+            try {
+              // The refusal is written before the places in flight are given back (see enterWithin).
+              if (isRefused) await Promise.all([perIp.refusals.consume(client), account === null ? null : perAccount.refusals.consume(account)]);
+            } finally {
+              await Promise.all([byIp.give(), byAccount?.give()]);
+            }
           },
         },
       };

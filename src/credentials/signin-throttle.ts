@@ -16,7 +16,7 @@
  */
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
-import { IN_FLIGHT_WAIT_SECONDS, accountKey, clientKey, createLease, type Limiter, type RateLimiters } from '../http/rate-limit.ts';
+import { IN_FLIGHT_LEASE_SECONDS, accountKey, clientKey, createLease, enterWithin, type Limiter, type RateLimiters } from '../http/rate-limit.ts';
 
 export type ThrottleCheck = { ok: true; attempt: Attempt } | { ok: false; retryAfterSeconds: number };
 
@@ -38,18 +38,27 @@ const FAILURE_WINDOW_SECONDS = 90 * 86_400;
 
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 
-export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits: Config['rateLimits']; throttle: Config['signinThrottle']; clock: Clock }) {
+export function createSignInThrottle(deps: {
+  limiters: RateLimiters;
+  rateLimits: Config['rateLimits'];
+  throttle: Config['signinThrottle'];
+  clock: Clock;
+  /** HASH_QUEUE_TIMEOUT_MS: an attempt may wait that long for its hash, and must count in flight all the while. */
+  hashQueueTimeoutMs: number;
+}) {
   const { limiters, rateLimits, throttle, clock } = deps;
+  // Longer than the longest attempt: its wait for a hash, the hash, and its reads and writes.
+  const leaseSeconds = Math.max(IN_FLIGHT_LEASE_SECONDS, Math.ceil(deps.hashQueueTimeoutMs / 1000) + 15);
   const attemptsPerIp = limiters.create('signin-ip', rateLimits.signinPerIp);
   // Failures that happened; with those in flight, at most the limit.
   const failuresPerIp = limiters.create('signin-fail-ip', rateLimits.signinFailuresPerIp);
-  const inFlightPerIp = createLease(limiters, 'signin-pending-ip', clock);
+  const inFlightPerIp = createLease(limiters, 'signin-pending-ip', clock, leaseSeconds);
   const accountWindow = { points: throttle.lockAfterFailures, durationSeconds: FAILURE_WINDOW_SECONDS };
   // Consecutive failures: what the delay grows with; at the ceiling it is set with no end (locked).
   const accountFailures: Limiter = limiters.create('signin-fail-account', accountWindow);
   // Attempts not yet proven right or wrong: with the failures, they may not pass the ceiling, so
   // concurrent guesses cannot go past it together.
-  const inFlightPerAccount = createLease(limiters, 'signin-pending-account', clock);
+  const inFlightPerAccount = createLease(limiters, 'signin-pending-account', clock, leaseSeconds);
   // Once delays apply, one attempt per wait: a failure blocks the gate for the delay, and the
   // attempt after it takes the gate, so concurrent attempts cannot slip through together.
   const accountGate: Limiter = limiters.create('signin-delay-account', { points: 1, durationSeconds: 1 });
@@ -69,52 +78,57 @@ export function createSignInThrottle(deps: { limiters: RateLimiters; rateLimits:
       const floodWait = await attemptsPerIp.consume(client);
       if (floodWait !== null) return { ok: false, retryAfterSeconds: floodWait };
 
-      const ipLimit = rateLimits.signinFailuresPerIp.points;
-      const [ipFailures, ipInFlight] = await Promise.all([failuresPerIp.count(client), inFlightPerIp.take(client)]);
-      if (ipFailures + ipInFlight.count > ipLimit) {
-        await ipInFlight.give();
-        const wait = ipFailures >= ipLimit ? await failuresPerIp.check(client) : null;
-        return { ok: false, retryAfterSeconds: wait ?? IN_FLIGHT_WAIT_SECONDS };
+      const byIp = await enterWithin(inFlightPerIp, failuresPerIp, client, rateLimits.signinFailuresPerIp.points);
+      if (!byIp.ok) return byIp;
+      // Locked (the failures set at the ceiling with no end), or past it with those in flight.
+      const byAccount = await enterWithin(inFlightPerAccount, accountFailures, account, throttle.lockAfterFailures).catch(async (error: unknown) => {
+        await byIp.give().catch(() => {});
+        throw error;
+      });
+      if (!byAccount.ok) {
+        await byIp.give();
+        return byAccount;
       }
-
-      const [failures, accountInFlight] = await Promise.all([accountFailures.count(account), inFlightPerAccount.take(account)]);
+      const failures = byAccount.happened;
+      const settle = () => Promise.all([byIp.give(), byAccount.give()]);
       const refuse = async (retryAfterSeconds: number): Promise<ThrottleCheck> => {
-        await Promise.all([ipInFlight.give(), accountInFlight.give()]);
+        await settle();
         return { ok: false, retryAfterSeconds };
       };
-      // Locked, or past the ceiling with those in flight: this one does not happen.
-      if (failures >= throttle.lockAfterFailures) return refuse((await accountFailures.check(account)) ?? IN_FLIGHT_WAIT_SECONDS);
-      if (failures + accountInFlight.count > throttle.lockAfterFailures) return refuse(IN_FLIGHT_WAIT_SECONDS);
       if (failures >= throttle.delayAfterFailures) {
         const gateWait = await accountGate.consume(account, 1, delaySeconds(failures));
         if (gateWait !== null) return refuse(gateWait);
       }
 
-      const settle = () => Promise.all([ipInFlight.give(), accountInFlight.give()]);
       return {
         ok: true,
         attempt: {
           async succeeded() {
             // Only what this account has counted: a sign-in without earlier failures costs two writes.
             await Promise.all([
-              settle(),
               ...(failures > 0 ? [accountFailures.reset(account)] : []),
               ...(failures >= throttle.delayAfterFailures ? [accountGate.reset(account)] : []),
             ]);
+            await settle();
           },
           async release() {
             await settle();
           },
           async failed() {
-            const [consecutiveFailures] = await Promise.all([accountFailures.increment(account), failuresPerIp.consume(client), settle()]);
-            if (consecutiveFailures >= throttle.lockAfterFailures) {
-              // No end: only a password reset (clearAccount) lifts it.
-              await accountFailures.set(account, throttle.lockAfterFailures, 0);
-              return { isLocked: true, consecutiveFailures };
+            // The failure is written before the place in flight is given back (see enterWithin).
+            try {
+              const [consecutiveFailures] = await Promise.all([accountFailures.increment(account), failuresPerIp.consume(client)]);
+              if (consecutiveFailures >= throttle.lockAfterFailures) {
+                // No end: only a password reset (clearAccount) lifts it.
+                await accountFailures.set(account, throttle.lockAfterFailures, 0);
+                return { isLocked: true, consecutiveFailures };
+              }
+              const wait = delaySeconds(consecutiveFailures);
+              if (wait > 0) await accountGate.block(account, wait);
+              return { isLocked: false, consecutiveFailures };
+            } finally {
+              await settle();
             }
-            const wait = delaySeconds(consecutiveFailures);
-            if (wait > 0) await accountGate.block(account, wait);
-            return { isLocked: false, consecutiveFailures };
           },
         },
       };

@@ -217,12 +217,13 @@ export interface Lease {
  * shared store window of two slots. A taker counts in the current slot, reads the previous one,
  * and gives back into the slot it took from. A count that is never given back (the process died)
  * ends with its store window, one or two leases later; so does one given back after the window
- * ended, which then cannot push a later count below what is in flight.
+ * ended, which then cannot push a later count below what is in flight. `leaseSeconds` must be
+ * longer than anything counted takes (the default suits a sign-in with the default hash queue).
  */
-export function createLease(limiters: RateLimiters, name: string, clock: Clock): Lease {
-  const slotMs = IN_FLIGHT_LEASE_SECONDS * 1000;
+export function createLease(limiters: RateLimiters, name: string, clock: Clock, leaseSeconds = IN_FLIGHT_LEASE_SECONDS): Lease {
+  const slotMs = leaseSeconds * 1000;
   // Counting never refuses: the limit is decided by the caller, from the count.
-  const counter = limiters.create(name, { points: Number.MAX_SAFE_INTEGER, durationSeconds: 2 * IN_FLIGHT_LEASE_SECONDS });
+  const counter = limiters.create(name, { points: Number.MAX_SAFE_INTEGER, durationSeconds: 2 * leaseSeconds });
   return {
     async take(key) {
       const slot = Math.floor(clock() / slotMs);
@@ -239,6 +240,30 @@ export function createLease(limiters: RateLimiters, name: string, clock: Clock):
       };
     },
   };
+}
+
+export type Entry = { ok: true; happened: number; give(): Promise<void> } | { ok: false; retryAfterSeconds: number };
+
+/**
+ * A place under a limit on what happened (`happened`: failures, refusals) plus what is in flight
+ * (`lease`). The place is taken *before* what happened is read, and the caller must record what
+ * happened (if it did) *before* giving the place back: so at every moment an attempt is visible
+ * to the others either in flight or as what it led to, and concurrent attempts cannot pass the
+ * limit together. Refused (with the wait) when the two would pass `limit`.
+ */
+export async function enterWithin(lease: Lease, happened: Limiter, key: string, limit: number): Promise<Entry> {
+  const place = await lease.take(key);
+  let count: number;
+  try {
+    count = await happened.count(key);
+  } catch (error) {
+    await place.give().catch(() => {});
+    throw error;
+  }
+  if (count + place.count <= limit) return { ok: true, happened: count, give: place.give };
+  await place.give();
+  const wait = count >= limit ? await happened.check(key) : null;
+  return { ok: false, retryAfterSeconds: wait ?? IN_FLIGHT_WAIT_SECONDS };
 }
 
 /** How long start-up waits for Redis's first answer; an unreachable Redis does not stop the start. */
