@@ -179,7 +179,19 @@ export function createCredentialsService(deps: {
         }
         const user = await users.findUserById(credentials.id);
         if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
-        const outcome = await pipeline.complete({ user, factor: { kind: 'password', email: normaliseEmail(input.email), verifiedPasswordHash: verifiedHash }, source });
+        const complete = (hash: string) => pipeline.complete({ user, factor: { kind: 'password', email: normaliseEmail(input.email), verifiedPasswordHash: hash }, source });
+        let outcome = await complete(verifiedHash);
+        if (!outcome.ok && 'refusal' in outcome && outcome.refusal === 'CREDENTIALS_CHANGED') {
+          // The account changed while the password was checked. Disabled: answered as a disabled
+          // account is. Rehashed by a concurrent sign-in with the same password (after ARGON2_*
+          // changed): that password still opens it, so once more with the new hash. Otherwise the
+          // password was changed, reset or locked: it no longer counts.
+          const now = await users.findCredentialsById(user.id);
+          if (now?.disabledAt !== null && now?.disabledAt !== undefined) return { ok: false, reason: 'ACCOUNT_DISABLED' };
+          if (now !== null && now.passwordHash !== null && now.passwordHash !== verifiedHash && now.passwordLockedAt === null && (await hasher.verify(now.passwordHash, input.password))) {
+            outcome = await complete(now.passwordHash);
+          }
+        }
         if (outcome.ok) return outcome;
         if ('challenge' in outcome) return { ok: false, reason: 'CHALLENGE', challenge: outcome.challenge };
         return { ok: false, reason: toSignInFailure(outcome.refusal) };
