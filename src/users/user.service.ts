@@ -188,8 +188,9 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     },
 
     /**
-     * Records that the account's owner accepts its name (the first time only): they followed
-     * the verification link, whose mail tells whoever did not create the account to ignore it.
+     * Marks the name trusted for mails (the first time only) when the address is verified by its
+     * link, whose mail tells whoever did not create the account to ignore it (the mail does not
+     * show the name, so this trusts the verified owner, not a name they have seen).
      * A password reset proves the address too, but says nothing of a name a stranger may have
      * chosen at sign-up: it does not confirm it.
      */

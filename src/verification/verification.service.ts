@@ -79,7 +79,9 @@ export function createVerificationService(deps: {
         const consumed = await tokens.consume(trx, token, 'email_verification');
         if (!consumed.ok) return consumed;
         const wasUnverified = await users.markEmailVerified(consumed.userId, { db: trx });
-        // The mail this link came in asks whoever did not create the account to ignore it: following it accepts the name.
+        // A verified address counts as a trusted name (issue 15's rule): the mail this link came in
+        // asks whoever did not create the account to ignore it. It does not show the name, so an
+        // owner who follows it anyway confirms a name they have not seen.
         await users.confirmName(consumed.userId, { db: trx });
         await audit.record({ type: 'email.verified', userId: consumed.userId, source, details: { wasUnverified } }, { db: trx });
         return { ok: true, userId: consumed.userId };
