@@ -20,11 +20,11 @@ import assert from 'node:assert/strict';
 import { METHODS } from 'node:http';
 import fc from 'fast-check';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { startGitHubPeer, startOidcPeer, type GitHubPeer, type OidcPeer, peerEnv } from '../helpers/oauth-peers.ts';
-import { BODY_LIMIT_BYTES, OPENAPI_PATH } from '../../src/app.ts';
-import { ERROR_CATALOGUE } from '../../src/errors.ts';
+import { createSqliteDatabase, type TestDatabase } from '../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../test/helpers/app.ts';
+import { startGitHubPeer, startOidcPeer, type GitHubPeer, type OidcPeer, peerEnv } from '../test/helpers/oauth-peers.ts';
+import { BODY_LIMIT_BYTES, OPENAPI_PATH } from './app.ts';
+import { ERROR_CATALOGUE } from './errors.ts';
 
 const AUTH_URL = 'http://localhost:3000';
 const ORIGIN = AUTH_URL;

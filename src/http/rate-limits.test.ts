@@ -5,10 +5,10 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { fakeClock } from '../helpers/clock.ts';
-import type { Env } from '../../src/config.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
+import type { Env } from '../config.ts';
 
 const PASSWORD = 'correct horse battery staple';
 

@@ -7,8 +7,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
 // Beyond the usual seven: methods Node's parser accepts that a rule keyed on a method list could

@@ -5,8 +5,8 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
+import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
 

@@ -5,11 +5,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { CookieJar } from '../helpers/cookie-jar.ts';
-import { bootstrapAdmin } from '../../src/credentials/bootstrap-admin.ts';
-import type { AuditEvent } from '../../src/audit/audit.service.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { bootstrapAdmin } from '../credentials/bootstrap-admin.ts';
+import type { AuditEvent } from './audit.service.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const WRONG_PASSWORD = 'wrong horse battery staple';

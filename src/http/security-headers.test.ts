@@ -4,9 +4,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
-import type { Env } from '../../src/config.ts';
+import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, type TestApp } from '../../test/helpers/app.ts';
+import type { Env } from '../config.ts';
 
 describe('security headers and CORS', () => {
   let database: TestDatabase;

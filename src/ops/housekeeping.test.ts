@@ -4,11 +4,11 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { fakeClock } from '../helpers/clock.ts';
-import { createHousekeepingJob } from '../../src/ops/housekeeping.ts';
-import { silentLogger } from '../../src/lib/logger.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
+import { createHousekeepingJob } from './housekeeping.ts';
+import { silentLogger } from '../lib/logger.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const HOUR = 3_600_000;

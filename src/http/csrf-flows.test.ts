@@ -4,9 +4,9 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { CookieJar } from '../helpers/cookie-jar.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const EVIL = 'https://evil.example';

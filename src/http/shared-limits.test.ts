@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { freePort } from '../helpers/process.ts';
-import { redisSkip, startRedis, stopRedis } from '../helpers/redis.ts';
-import type { Env } from '../../src/config.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { freePort } from '../../test/helpers/process.ts';
+import { redisSkip, startRedis, stopRedis } from '../../test/helpers/redis.ts';
+import type { Env } from '../config.ts';
 
 const PASSWORD = 'correct horse battery staple';
 

@@ -10,11 +10,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { fakeClock } from '../helpers/clock.ts';
-import type { Env } from '../../src/config.ts';
-import { strengthEstimator } from '../../src/credentials/password-strength.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
+import type { Env } from '../config.ts';
+import { strengthEstimator } from './password-strength.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const GOOD_NEW_PASSWORD = 'violet harbour lantern forty-two';

@@ -7,12 +7,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
-import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { CookieJar } from '../helpers/cookie-jar.ts';
-import { hiddenValue } from '../helpers/pages.ts';
-import { peerEnv, startGitHubPeer, startOidcPeer, type GitHubAccount, type GitHubPeer, type OidcAccount, type OidcPeer } from '../helpers/oauth-peers.ts';
-import type { Env } from '../../src/config.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { hiddenValue } from '../../test/helpers/pages.ts';
+import { peerEnv, startGitHubPeer, startOidcPeer, type GitHubAccount, type GitHubPeer, type OidcAccount, type OidcPeer } from '../../test/helpers/oauth-peers.ts';
+import type { Env } from '../config.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const AUTH_URL = 'http://localhost:3000';
