@@ -95,7 +95,8 @@ async function main(): Promise<void> {
       const started = Date.now();
       const scenarioResult = await RUNNERS[name](ctx);
       const file = join(resultsDir, `${name}.json`);
-      writeFileSync(file, `${JSON.stringify(scenarioResult, null, 2)}\n`);
+      // The machine's PATH says nothing about the result and names this machine's folders: left out.
+      writeFileSync(file, `${JSON.stringify(scenarioResult, (key, value: unknown) => (key === 'PATH' ? undefined : value), 2)}\n`);
       for (const target of scenarioResult.targets) {
         process.stdout.write(`  [${target.met ? 'met' : 'MISSED'}] ${target.target}: ${target.measured}\n`);
       }

@@ -25,6 +25,7 @@ import { createTestApp, createUser, type TestApp } from '../test/helpers/app.ts'
 import { startGitHubPeer, startOidcPeer, type GitHubPeer, type OidcPeer, peerEnv } from '../test/helpers/oauth-peers.ts';
 import { BODY_LIMIT_BYTES, OPENAPI_PATH } from './app.ts';
 import { ERROR_CATALOGUE } from './errors.ts';
+import { REPO_ROOT } from '../test/helpers/process.ts';
 
 const AUTH_URL = 'http://localhost:3000';
 const ORIGIN = AUTH_URL;
@@ -38,7 +39,7 @@ const runs = (count: number) => Math.max(1, Math.round(count * RUNS_FACTOR));
 const RUN_TIMEOUT_MS = 10_000;
 
 /** What an answer must never show (unless the request itself carried it, to be echoed back). */
-const LEAKS = ['    at ', '/work/', '/src/', '.ts:', 'node_modules', 'TypeError', 'ReferenceError', 'SyntaxError', 'RangeError', 'SQLITE_'];
+const LEAKS = ['    at ', REPO_ROOT, '/src/', '.ts:', 'node_modules', 'TypeError', 'ReferenceError', 'SyntaxError', 'RangeError', 'SQLITE_'];
 
 // ---------------------------------------------------------------------------------------------
 // The routes, from the running app
