@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
 import { createSqliteDatabase } from '../test/helpers/databases.ts';
 import { createUser, testEnv } from '../test/helpers/app.ts';
 import { loadConfig } from './config.ts';
@@ -144,6 +145,30 @@ describe('module contract', () => {
         assert.equal(await written(), 2, 'committed with the change');
       } finally {
         await app.close();
+      }
+    });
+  });
+
+  it('building the services (as the CLI does) opens no Redis connection and starts no job; the app does', async () => {
+    await withStorage(async ({ config, storage, database }) => {
+      // A TCP listener standing in for Redis: it only counts who connects.
+      let connections = 0;
+      const listener = createServer((socket) => {
+        connections++;
+        socket.on('error', () => {});
+      });
+      await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = listener.address() as AddressInfo;
+        const withRedis = loadConfig({ DATA_DIR: config.dataDir, ...testEnv(database, { REDIS_URL: `redis://127.0.0.1:${port}/0` }) });
+        const services = await createServices({ config: withRedis, storage });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.equal(connections, 0, 'built: nothing connected');
+        await services.startJobs(); // waits at most a few seconds for a Redis that never answers
+        assert.ok(connections >= 1, 'started: the rate limits connect');
+        await services.stop();
+      } finally {
+        listener.close();
       }
     });
   });

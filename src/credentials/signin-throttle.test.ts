@@ -53,6 +53,7 @@ function memoryLimiters(clock: () => number) {
         },
       };
     },
+    async start() {},
     async close() {},
   };
   return {

@@ -67,6 +67,12 @@ export interface Limiter {
 export interface RateLimiters {
   readonly backend: 'storage' | 'redis';
   create(name: string, limit: RateLimit): Limiter;
+  /**
+   * Connects the shared store when it is Redis, and refuses a Redis that refuses the connection's
+   * setup (see `refuseMisconfiguredRedis`). Until then (and in the CLI, which never starts it)
+   * every limiter counts in memory. Nothing to do for storage.
+   */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -124,7 +130,7 @@ function wrap(limiter: RateLimiterAbstract, points: number): Limiter {
   };
 }
 
-/** ioredis is loaded only when REDIS_URL is set (it holds about 6 MB a process that never uses it would carry). */
+/** ioredis is loaded only when REDIS_URL is set (it holds about 6 MB a process that never uses it would carry); it connects at `start`. */
 export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: Logger; redisUrl: string | null }): Promise<RateLimiters> {
   const { db, clock, logger } = deps;
   // In memory a window is a timer, and timers end at 2^31 ms (24.8 days): longer windows would end
@@ -147,6 +153,7 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
         });
         return wrap(store, limit.points);
       },
+      async start() {},
       async close() {},
     };
   }
@@ -162,8 +169,9 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
     // counter before the in-memory twin takes over.
     commandTimeout: 300,
     retryStrategy: (attempt) => Math.min(attempt * 250, 2_000),
+    // Connected by `start`, when the app serves: building the services (the CLI does) opens nothing.
+    lazyConnect: true,
   });
-  await refuseMisconfiguredRedis(redis);
   let isDown = false;
   redis.on('error', (error: Error) => {
     if (isDown) return;
@@ -188,6 +196,12 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
         insuranceLimiter: insurance(name, limit),
       });
       return wrap(limiter, limit.points);
+    },
+    async start() {
+      const verdict = refuseMisconfiguredRedis(redis);
+      // Unreachable is not a refusal: ioredis keeps retrying, and the limits count in memory meanwhile.
+      redis.connect().catch(() => {});
+      await verdict;
     },
     async close() {
       redis.disconnect();

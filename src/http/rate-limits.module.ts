@@ -16,5 +16,7 @@ export const rateLimitsModule = defineModule({
     const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
     return { rateLimiters, limits: createRequestLimits(rateLimiters, config.rateLimits) };
   },
+  // Redis is connected (and a misconfigured one refused) when the app starts serving, not when built.
+  jobs: ({ rateLimiters }) => [{ start: () => rateLimiters.start(), stop() {} }],
   close: ({ rateLimiters }) => rateLimiters.close(),
 });

@@ -38,7 +38,8 @@ describe('REDIS_URL naming a database that does not exist is refused at start', 
   });
 
   it('refuses database 99 with a ConfigError that names REDIS_URL, not the URL', async () => {
-    await assert.rejects(createRateLimiters({ ...deps, redisUrl: `redis://:s3cret-pass@127.0.0.1:${redisPort}/99` }), (error: unknown) => {
+    const limiters = await createRateLimiters({ ...deps, redisUrl: `redis://:s3cret-pass@127.0.0.1:${redisPort}/99` });
+    await assert.rejects(limiters.start(), (error: unknown) => {
       assert.ok(error instanceof ConfigError, String(error));
       assert.match(error.message, /REDIS_URL/);
       assert.match(error.message, /DB index is out of range/);
@@ -49,11 +50,13 @@ describe('REDIS_URL naming a database that does not exist is refused at start', 
 
   it('accepts a database that exists', async () => {
     const limiters = await createRateLimiters({ ...deps, redisUrl: `redis://127.0.0.1:${redisPort}/2` });
+    await limiters.start();
     await limiters.close();
   });
 
   it('starts when Redis cannot be reached (a closed port)', async () => {
     const limiters = await createRateLimiters({ ...deps, redisUrl: `redis://127.0.0.1:${await freePort()}/0` });
+    await limiters.start();
     await limiters.close();
   });
 
@@ -63,6 +66,7 @@ describe('REDIS_URL naming a database that does not exist is refused at start', 
     const { port } = silent.address() as { port: number };
     try {
       const limiters = await createRateLimiters({ ...deps, redisUrl: `redis://127.0.0.1:${port}/0` });
+      await limiters.start();
       await limiters.close();
     } finally {
       silent.close();

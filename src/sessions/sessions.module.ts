@@ -53,8 +53,8 @@ export const sessionsModule = defineModule({
     return { keys, revocations, sessions };
   },
   jobs: ({ keys, revocations }, { config }) => [
-    // The keys are pulled again now and then from the moment they are loaded; stopped with the app.
-    { start() {}, stop: () => keys.stop() },
+    // The keys are pulled again now and then, so every instance sees a rotation.
+    keys,
     // Only the jwt strategy reads the mirror; the database strategy reads session rows instead.
     ...(config.sessionStrategy === 'jwt' ? [revocations] : []),
   ],

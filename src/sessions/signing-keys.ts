@@ -57,6 +57,8 @@ export interface SigningKeys {
    * stream of tokens with made-up kids costs one storage read per interval, not one per token.
    */
   reloadForUnknownKid(): Promise<void>;
+  /** Starts pulling the keys again now and then (every instance sees a rotation); a served app does, the CLI does not. */
+  start(): void;
   /** Stops the periodic reload. */
   stop(): void;
 }
@@ -112,13 +114,7 @@ export async function loadSigningKeys(deps: {
   }
 
   const reloadIntervalMs = deps.reloadIntervalMs ?? KEY_RELOAD_INTERVAL_MS;
-  const timer =
-    reloadIntervalMs > 0
-      ? setInterval(() => {
-          // A failed read keeps the keys we have; the next interval tries again.
-          reload().catch(() => {});
-        }, reloadIntervalMs).unref()
-      : undefined;
+  let timer: NodeJS.Timeout | undefined;
 
   return {
     current: () => state!.current,
@@ -134,8 +130,16 @@ export async function loadSigningKeys(deps: {
       reloading = pending;
       return pending;
     },
+    start() {
+      if (timer !== undefined || reloadIntervalMs <= 0) return;
+      timer = setInterval(() => {
+        // A failed read keeps the keys we have; the next interval tries again.
+        reload().catch(() => {});
+      }, reloadIntervalMs).unref();
+    },
     stop() {
       clearInterval(timer);
+      timer = undefined;
     },
   };
 }
