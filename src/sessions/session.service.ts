@@ -22,57 +22,8 @@ import * as store from './session.store.ts';
 
 const MAX_USER_AGENT_LENGTH = 512;
 
-export interface StartedSession {
-  sessionId: string;
-  accessToken: string;
-  /** Epoch ms. */
-  accessTokenExpiresAt: number;
-  refreshToken: string;
-  /** Epoch ms: the absolute end of the session. */
-  sessionExpiresAt: number;
-}
-
-/** Who a valid access token speaks for. */
-export interface AuthContext {
-  userId: string;
-  sessionId: string;
-  roles: readonly string[];
-  /** Epoch ms: when the presented access token expires. */
-  accessTokenExpiresAt: number;
-  /** Database strategy: the profile the check read with the session, so the session endpoint need not read it again. */
-  profile?: SessionProfileView;
-}
-
-/** What the session endpoint shows beyond ids and roles. */
-export interface SessionProfileView {
-  email: string;
-  name: string;
-  /** Epoch ms: the absolute end of the session. */
-  expiresAt: number;
-}
-
-export interface SessionView {
-  user: { id: string; email: string; name: string; roles: string[] };
-  session: { id: string; expiresAt: number };
-}
-
-export interface SessionSummary {
-  id: string;
-  createdAt: number;
-  lastSeenAt: number;
-  expiresAt: number;
-  ip: string | null;
-  userAgent: string | null;
-}
-
-export type RefreshResult =
-  | { ok: true; session: StartedSession }
-  | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_REUSED' };
-
-export interface ClientInfo {
-  ip: string | null;
-  userAgent: string | null;
-}
+export type { AuthContext, ClientInfo, RefreshResult, SessionProfileView, SessionSummary, SessionView, StartedSession } from './session.types.ts';
+import type { AuthContext, ClientInfo, RefreshResult, SessionProfileView, SessionSummary, SessionView, StartedSession } from './session.types.ts';
 
 const UNKNOWN_CLIENT: ClientInfo = { ip: null, userAgent: null };
 
