@@ -2,7 +2,7 @@
 import { defineModule } from '../module.ts';
 import { createAdminService, type AdminService } from './admin.service.ts';
 import { adminRoutes } from './admin.routes.ts';
-import { adminPageRoutes } from '../ui/admin-pages.routes.ts';
+import { adminPageRoutes } from './admin-pages.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {

@@ -2,7 +2,7 @@
 import { defineModule } from '../module.ts';
 import { createPasswordResetService, type PasswordResetService } from './password-reset.service.ts';
 import { passwordRoutes } from './password.routes.ts';
-import { passwordPageRoutes } from '../ui/password-pages.routes.ts';
+import { passwordPageRoutes } from './password-pages.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {

@@ -2,7 +2,7 @@
 import { defineModule } from '../module.ts';
 import { createVerificationService, type VerificationService } from './verification.service.ts';
 import { verificationRoutes } from './verification.routes.ts';
-import { signupPageRoutes } from '../ui/signup-pages.routes.ts';
+import { signupPageRoutes } from './signup-pages.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {

@@ -17,16 +17,16 @@ import type { RequestAuth, RequestAuthenticator } from '../sessions/request-auth
 import type { Csrf } from '../http/csrf.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
-import type { AdminService } from '../admin/admin.service.ts';
-import { MAX_ROLES } from '../admin/admin.routes.ts';
+import type { AdminService } from './admin.service.ts';
+import { MAX_ROLES } from './admin.routes.ts';
 import { AUDIT_EVENT_TYPES, type AuditEvent } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
-import { createForbiddenPage } from './forbidden-page.ts';
-import { adminErrorMessage, adminNoticeMessage } from './messages.ts';
-import { queryText, shownCode } from './page-query.ts';
-import { createPageRenderer, formatTime, sendPage, toSessionItems, type AdminEventItem, type PageAlert } from './render.ts';
+import { createForbiddenPage } from '../ui/forbidden-page.ts';
+import { adminErrorMessage, adminNoticeMessage } from '../ui/messages.ts';
+import { queryText, shownCode } from '../ui/page-query.ts';
+import { createPageRenderer, formatTime, sendPage, toSessionItems, type AdminEventItem, type PageAlert } from '../ui/render.ts';
 
 export interface AdminPageOptions {
   admin: AdminService;

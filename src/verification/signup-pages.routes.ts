@@ -12,11 +12,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { MAX_NAME_LENGTH, SIGNUP_PAGE } from '../credentials/signup.routes.ts';
-import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from '../verification/verification.routes.ts';
-import type { VerificationService } from '../verification/verification.service.ts';
-import { signupErrorMessage, verifyEmailErrorMessage } from './messages.ts';
-import { createPageRenderer, PAGE_HEADERS, sendPage } from './render.ts';
-import { firstValue, shownCode } from './page-query.ts';
+import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from './verification.routes.ts';
+import type { VerificationService } from './verification.service.ts';
+import { signupErrorMessage, verifyEmailErrorMessage } from '../ui/messages.ts';
+import { createPageRenderer, PAGE_HEADERS, sendPage } from '../ui/render.ts';
+import { firstValue, shownCode } from '../ui/page-query.ts';
 
 /** A page-level message: what went wrong, with its code. */
 interface PageError {
@@ -24,7 +24,7 @@ interface PageError {
   message: string;
 }
 
-declare module './render.ts' {
+declare module '../ui/render.ts' {
   interface PageModels {
     signup: {
       csrfToken: string;

@@ -10,11 +10,11 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
-import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from '../password-reset/password-reset.service.ts';
-import { FORGOT_PASSWORD_SENT_PAGE, RESET_PASSWORD_DONE_PAGE } from '../password-reset/password.routes.ts';
-import { forgotPasswordErrorMessage, resetPasswordErrorMessage } from './messages.ts';
-import { createPageRenderer, PAGE_HEADERS, sendPage } from './render.ts';
-import { firstValue, shownCode } from './page-query.ts';
+import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from './password-reset.service.ts';
+import { FORGOT_PASSWORD_SENT_PAGE, RESET_PASSWORD_DONE_PAGE } from './password.routes.ts';
+import { forgotPasswordErrorMessage, resetPasswordErrorMessage } from '../ui/messages.ts';
+import { createPageRenderer, PAGE_HEADERS, sendPage } from '../ui/render.ts';
+import { firstValue, shownCode } from '../ui/page-query.ts';
 
 /** A page-level message: what went wrong, with its code. */
 interface PageError {
@@ -22,7 +22,7 @@ interface PageError {
   message: string;
 }
 
-declare module './render.ts' {
+declare module '../ui/render.ts' {
   interface PageModels {
     'forgot-password': { csrfToken: string; error: PageError | null };
     'forgot-password-sent': { expiresIn: string };

@@ -15,7 +15,7 @@ import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/data
 import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { assertHtmlPage, hiddenValue, unescapeHtml } from '../../test/helpers/pages.ts';
-import type { AdminService } from '../admin/admin.service.ts';
+import type { AdminService } from './admin.service.ts';
 import type { Config } from '../config.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
 import { ADMIN_PAGE_SIZE, adminPageRoutes } from './admin-pages.routes.ts';
