@@ -7,10 +7,10 @@
  * caller no longer an enabled ADMIN and is refused, exactly as if the two had come one after the
  * other. Many rounds through the admin API, on both databases and in both session strategies.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { backends } from '../../test/helpers/databases.ts';
+import { createSignedInUser, useTestApp } from '../../test/helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const ROUNDS = 12;
@@ -25,26 +25,10 @@ const VARIANTS: Array<{ name: string; aToB: Change; bToA: Change }> = [
 for (const backend of await backends()) {
   for (const strategy of ['database', 'jwt'] as const) {
     describe(`two ADMINs demoting or disabling each other at once leave an ADMIN (${strategy} strategy, ${backend.name})`, { skip: backend.skip }, () => {
-      let database: TestDatabase;
-      let t: TestApp;
+      const t = useTestApp(backend, { env: { SESSION_STRATEGY: strategy } });
       let count = 0;
 
-      before(async () => {
-        database = await backend.create();
-        t = await createTestApp(database, { env: { SESSION_STRATEGY: strategy } });
-      });
-      after(async () => {
-        await t?.close();
-        await database?.drop();
-      });
-
-      async function newAdmin() {
-        const email = `admin${++count}@example.com`;
-        const user = await createUser(t.services, { email, password: PASSWORD, roles: ['ADMIN'] });
-        const response = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } });
-        assert.equal(response.statusCode, 200, response.body);
-        return { id: user.id, token: response.json().token as string };
-      }
+      const newAdmin = () => createSignedInUser(t, { email: `admin${++count}@example.com`, password: PASSWORD, roles: ['ADMIN'] });
 
       const patch = (id: string, token: string, payload: Change) =>
         t.app.inject({ method: 'PATCH', url: `/api/admin/users/${id}`, headers: { authorization: `Bearer ${token}` }, payload });

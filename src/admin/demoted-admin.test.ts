@@ -3,36 +3,20 @@
  * user, the token they still hold must not reach the admin API or pages, in either strategy,
  * although it stays valid for everything else until it expires.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { backends } from '../../test/helpers/databases.ts';
+import { createSignedInUser, useTestApp } from '../../test/helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
 for (const backend of await backends()) {
   for (const strategy of ['database', 'jwt'] as const) {
     describe(`a demoted ADMIN cannot use or undo the demotion (${strategy} strategy, ${backend.name})`, { skip: backend.skip }, () => {
-      let database: TestDatabase;
-      let t: TestApp;
+      const t = useTestApp(backend, { env: { SESSION_STRATEGY: strategy } });
       let count = 0;
 
-      before(async () => {
-        database = await backend.create();
-        t = await createTestApp(database, { env: { SESSION_STRATEGY: strategy } });
-      });
-      after(async () => {
-        await t?.close();
-        await database?.drop();
-      });
-
-      async function newAdmin() {
-        const email = `admin${++count}@example.com`;
-        const user = await createUser(t.services, { email, password: PASSWORD, roles: ['ADMIN'] });
-        const response = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } });
-        assert.equal(response.statusCode, 200, response.body);
-        return { id: user.id, token: response.json().token as string };
-      }
+      const newAdmin = () => createSignedInUser(t, { email: `admin${++count}@example.com`, password: PASSWORD, roles: ['ADMIN'] });
 
       const call = (method: 'GET' | 'PATCH', url: string, token: string, payload?: object) =>
         t.app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload && { payload }) });

@@ -4,27 +4,17 @@
  * counters are deleted, which is the same loss); a real account's lock survives in its row. Its
  * answers must still be those of an address without an account that went through the same.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const LOCK_AFTER = 10;
 
 for (const backend of await backends()) {
   describe(`after the rate-limit counters are lost, a locked account answers like a locked unknown address (${backend.name})`, { skip: backend.skip }, () => {
-    let database: TestDatabase;
-    let t: TestApp;
-
-    before(async () => {
-      database = await backend.create();
-      t = await createTestApp(database, { env: { SIGNIN_LOCK_AFTER_FAILURES: String(LOCK_AFTER), SIGNIN_DELAY_AFTER_FAILURES: '100' } });
-    });
-    after(async () => {
-      await t?.close();
-      await database?.drop();
-    });
+    const t = useTestApp(backend, { env: { SIGNIN_LOCK_AFTER_FAILURES: String(LOCK_AFTER), SIGNIN_DELAY_AFTER_FAILURES: '100' } });
 
     const signIn = (email: string, password: string) => t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password } });
 

@@ -4,10 +4,10 @@
  * every session. The race is made deterministic: the sign-in is held right after its password
  * verified, the change is made, then the sign-in goes on.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'a completely different passphrase';
@@ -15,18 +15,8 @@ const NEW_PASSWORD = 'a completely different passphrase';
 for (const backend of await backends()) {
   for (const strategy of ['database', 'jwt'] as const) {
     describe(`a sign-in racing a password change, reset or disable survives it (${strategy} strategy, ${backend.name})`, { skip: backend.skip }, () => {
-      let database: TestDatabase;
-      let t: TestApp;
+      const t = useTestApp(backend, { env: { SESSION_STRATEGY: strategy } });
       let count = 0;
-
-      before(async () => {
-        database = await backend.create();
-        t = await createTestApp(database, { env: { SESSION_STRATEGY: strategy } });
-      });
-      after(async () => {
-        await t?.close();
-        await database?.drop();
-      });
 
       async function newUser(roles: string[] = []) {
         const email = `race${++count}@example.com`;

@@ -3,27 +3,17 @@
  * unknown addresses". The job reads the parameter mix of the stored hashes (SQLite and PostgreSQL)
  * and the unknown-address dummy follows it.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { hash } from '@node-rs/argon2';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
 
 const OLD = { algorithm: 2, memoryCost: 8192, timeCost: 5, parallelism: 1 } as const;
 
 for (const backend of await backends()) {
   describe(`stored hash parameters steer the unknown-address dummy (${backend.name})`, { skip: backend.skip }, () => {
-    let database: TestDatabase;
-    let t: TestApp;
-
-    before(async () => {
-      database = await backend.create();
-      t = await createTestApp(database);
-    });
-    after(async () => {
-      await t?.close();
-      await database?.drop();
-    });
+    const t = useTestApp(backend);
 
     it('counts the hashes per parameter set, and unknown addresses then cost like the accounts', async () => {
       const ids: string[] = [];

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { backends, createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
-import { startSmtpServer, type TestSmtpServer } from '../../test/helpers/smtp.ts';
+import { startSmtpServer, type TestSmtpServer, smtpEnv } from '../../test/helpers/smtp.ts';
 import { MAIL_WAIT_MS, mailTo, resetLink, tokenOf } from '../../test/helpers/mail-links.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { hiddenValue } from '../../test/helpers/pages.ts';
@@ -84,10 +84,7 @@ for (const backend of await backends()) {
         clock,
         env: {
           AUTH_URL,
-          EMAIL_SERVER_HOST: smtp.host,
-          EMAIL_SERVER_PORT: String(smtp.port),
-          EMAIL_FROM: 'Gatehouse <no-reply@example.test>',
-          MAIL_POLL_INTERVAL_MS: '100',
+          ...smtpEnv(smtp),
         },
       });
     });

@@ -4,32 +4,22 @@
  * Without the lock it reads the last committed row, passes, and writes a session that the
  * change's "end every session" (run before its commit) can no longer see.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { insertSessionIfCurrent } from './session.store.ts';
 
 const postgres = (await backends()).find((backend) => backend.name === 'postgres')!;
 
 describe('a session insert waits for an uncommitted change of its user (PostgreSQL)', { skip: postgres.skip }, () => {
-  let database: TestDatabase;
-  let t: TestApp;
-
-  before(async () => {
-    database = await postgres.create();
-    t = await createTestApp(database);
-  });
-  after(async () => {
-    await t?.close();
-    await database?.drop();
-  });
+  const t = useTestApp(postgres);
 
   it('is not written when the password changes in a transaction that was open while it ran', async () => {
     const user = await createUser(t.services, { email: 'locked-row@example.com', password: 'correct horse battery staple' });
     const { passwordHash } = (await t.services.users.findCredentialsById(user.id))!;
-    const change = new pg.Client({ connectionString: database.url });
+    const change = new pg.Client({ connectionString: t.database.url });
     await change.connect();
     try {
       await change.query('begin');

@@ -2,10 +2,10 @@
  * The sign-in pipeline on real storage: account checks, registered steps, the session, and one
  * audit event per outcome, whatever the first factor.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
+import { backends } from '../../test/helpers/databases.ts';
+import { createTestApp, createUser, useTestApp } from '../../test/helpers/app.ts';
 import { createSignInPipeline, type SignInAttempt, type SignInStep, type StepDecision } from './signin-pipeline.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -13,18 +13,8 @@ const SOURCE = { actorUserId: null, ip: '203.0.113.9', userAgent: 'pipeline-test
 
 for (const backend of await backends()) {
   describe(`sign-in pipeline (${backend.name})`, { skip: backend.skip }, () => {
-    let database: TestDatabase;
-    let t: TestApp;
+    const t = useTestApp(backend);
     let count = 0;
-
-    before(async () => {
-      database = await backend.create();
-      t = await createTestApp(database);
-    });
-    after(async () => {
-      await t?.close();
-      await database?.drop();
-    });
 
     function pipelineWith(steps: SignInStep[], options: { requireEmailVerification?: boolean } = {}) {
       const { users, sessions, audit, clock } = t.services;

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, TEST_SECRET, type TestApp } from '../../test/helpers/app.ts';
-import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from '../../test/helpers/smtp.ts';
+import { startSmtpServer, type ReceivedMail, type TestSmtpServer, smtpEnv } from '../../test/helpers/smtp.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { hiddenValue } from '../../test/helpers/pages.ts';
 import { runCli } from '../../test/helpers/process.ts';
@@ -73,10 +73,7 @@ for (const backend of await backends()) {
         env: {
           ...peerEnv({ google }),
           AUTH_URL,
-          EMAIL_SERVER_HOST: smtp.host,
-          EMAIL_SERVER_PORT: String(smtp.port),
-          EMAIL_FROM: 'Gatehouse <no-reply@example.test>',
-          MAIL_POLL_INTERVAL_MS: '100',
+          ...smtpEnv(smtp),
         },
       });
     });

@@ -13,7 +13,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from '../helpers/smtp.ts';
+import { startSmtpServer, type ReceivedMail, type TestSmtpServer, smtpEnv } from '../helpers/smtp.ts';
 import { freePort } from '../helpers/process.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, type Browser, type Page, watchConsole } from '../helpers/browser.ts';
 
@@ -61,10 +61,7 @@ describe('password reset in Chromium', { skip: chromium.ok ? false : chromium.re
     server = await createTestApp(database, {
       env: {
         AUTH_URL: baseURL,
-        EMAIL_SERVER_HOST: smtp.host,
-        EMAIL_SERVER_PORT: String(smtp.port),
-        EMAIL_FROM: 'Gatehouse <no-reply@example.test>',
-        MAIL_POLL_INTERVAL_MS: '100',
+        ...smtpEnv(smtp),
       },
     });
     await server.app.listen({ port, host: '127.0.0.1' });

@@ -8,7 +8,8 @@ import { migrateToLatest, openStorage } from '../../src/storage/database.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { buildApp } from '../../src/app.ts';
 import type { Clock } from '../../src/lib/clock.ts';
-import type { TestDatabase } from './databases.ts';
+import { after, before } from 'node:test';
+import type { Backend, TestDatabase } from './databases.ts';
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-0123456789abcdef';
 
@@ -75,4 +76,48 @@ export async function createUser(
   const result = await services.credentials.createPasswordUser({ name: 'Test User', emailVerified: true, ...input });
   if (!result.ok) throw new Error(`could not create test user: ${result.reason}`);
   return result.user;
+}
+
+/**
+ * Inside a `describe`: a database of its own on `backend` and the app built on it, made before the
+ * tests and dropped after. The result stands for that app (and its `database`) once `before` ran.
+ */
+export function useTestApp(backend: Backend, options: { env?: Env; clock?: Clock } = {}): TestApp & { readonly database: TestDatabase } {
+  let database: TestDatabase | undefined;
+  let built: TestApp | undefined;
+  before(async () => {
+    database = await backend.create();
+    built = await createTestApp(database, options);
+  });
+  after(async () => {
+    await built?.close();
+    await database?.drop();
+  });
+  const ready = () => {
+    if (built === undefined || database === undefined) throw new Error('useTestApp: the app is built in `before`; use it inside a test');
+    return { built, database };
+  };
+  return {
+    get app() {
+      return ready().built.app;
+    },
+    get services() {
+      return ready().built.services;
+    },
+    get config() {
+      return ready().built.config;
+    },
+    get database() {
+      return ready().database;
+    },
+    close: () => ready().built.close(),
+  };
+}
+
+/** Creates a password user and signs them in with `POST /api/auth`; their id and access token. */
+export async function createSignedInUser(t: TestApp, input: { email: string; password: string; roles?: string[] }): Promise<{ id: string; email: string; token: string }> {
+  const user = await createUser(t.services, input);
+  const response = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: input.email, password: input.password } });
+  if (response.statusCode !== 200) throw new Error(`could not sign in the test user: ${response.statusCode} ${response.body}`);
+  return { id: user.id, email: input.email, token: response.json().token as string };
 }

@@ -185,3 +185,13 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
     },
   };
 }
+
+/** The environment that sends Gatehouse's mail to `smtp`, with a short poll so tests do not wait. */
+export function smtpEnv(smtp: Pick<TestSmtpServer, 'host' | 'port'>): Record<string, string> {
+  return {
+    EMAIL_SERVER_HOST: smtp.host,
+    EMAIL_SERVER_PORT: String(smtp.port),
+    EMAIL_FROM: 'Gatehouse <no-reply@example.test>',
+    MAIL_POLL_INTERVAL_MS: '100',
+  };
+}
