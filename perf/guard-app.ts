@@ -10,12 +10,12 @@
 import './probe.ts';
 import Fastify from 'fastify';
 import cookie from '@fastify/cookie';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/modules.ts';
 import { openStorage } from '../src/storage/database.ts';
 import { createServices } from '../src/services.ts';
 import { createRequestAuthenticator } from '../src/sessions/request-authentication.ts';
 import { registerRouteGuard } from '../src/authorization/route-guard.ts';
-import { createForbiddenPage } from '../src/ui/forbidden-page.ts';
+import { createForbiddenPage } from '../src/web/forbidden-page.ts';
 import { registerErrorHandling } from '../src/http/error-handler.ts';
 
 const config = loadConfig(process.env);

@@ -10,7 +10,7 @@
  */
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
 import { availableParallelism } from 'node:os';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/modules.ts';
 
 // `Algorithm` is a const enum, which erasable syntax cannot reference; the server does the same.
 const ARGON2ID = 2 as Algorithm;

@@ -16,7 +16,8 @@ import { hash, type Algorithm } from '@node-rs/argon2';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { DatabaseConfig } from '../src/config.ts';
-import { migrateToLatest, openStorage, type Db } from '../src/storage/database.ts';
+import { openStorage, type Db } from '../src/storage/database.ts';
+import { migrateToLatest } from '../src/modules.ts';
 import type { SessionRow, UserRow } from '../src/storage/schema.ts';
 
 const ARGON2ID = 2 as Algorithm;

@@ -24,7 +24,7 @@ import { createSqliteDatabase, type TestDatabase } from '../test/helpers/databas
 import { createTestApp, createUser, type TestApp } from '../test/helpers/app.ts';
 import { startGitHubPeer, startOidcPeer, type GitHubPeer, type OidcPeer, peerEnv } from '../test/helpers/oauth-peers.ts';
 import { BODY_LIMIT_BYTES, OPENAPI_PATH } from './app.ts';
-import { ERROR_CATALOGUE } from './errors.ts';
+import { errorCatalogue } from './modules.ts';
 import { REPO_ROOT } from '../test/helpers/process.ts';
 
 const AUTH_URL = 'http://localhost:3000';
@@ -528,7 +528,7 @@ function buildRequest(spec: RequestSpec, context: Context): InjectOptions & { ur
 // What every answer must be
 // ---------------------------------------------------------------------------------------------
 
-const KNOWN_CODES = new Set(Object.keys(ERROR_CATALOGUE));
+const KNOWN_CODES = new Set(Object.keys(errorCatalogue()));
 
 /** Percent-decoded where the escapes are valid, as a page echoing a query value shows it. */
 function decodeLeniently(text: string): string {

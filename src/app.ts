@@ -20,7 +20,7 @@ import { createResponseHeaderSetter, registerSecurityHeaders } from './http/secu
 import { connectionServerOptions, createClientErrorHandler, limitConnections } from './http/connections.ts';
 import { createRequestAuthenticator } from './sessions/request-authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
-import { createForbiddenPage } from './ui/forbidden-page.ts';
+import { createForbiddenPage } from './web/forbidden-page.ts';
 
 /** Fastify's `trustProxy` for ours: a hop count trusts that many proxies nearest to us. */
 function toTrustProxy(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {

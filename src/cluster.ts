@@ -11,7 +11,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from './config.ts';
-import { migrateToLatest, openStorage } from './storage/database.ts';
+import { openStorage } from './storage/database.ts';
+import { migrateToLatest } from './modules.ts';
 import { loadSigningKeys } from './sessions/signing-keys.ts';
 import { systemClock } from './lib/clock.ts';
 

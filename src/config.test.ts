@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError } from './config.ts';
+import { loadConfig } from './modules.ts';
 
 const SECRET = 'x'.repeat(48);
 /** Production needs a mail server; tests about other settings give it one. */

@@ -1,22 +1,23 @@
 /**
- * The only reader of the environment. `loadConfig()` validates every variable at once, reports
- * every problem in one message, and returns a frozen `Config` that the rest of the code receives
- * as an argument.
+ * The only reader of the environment. `readConfig()` reads the core's variables and every
+ * module's config section (`modules.ts`'s `loadConfig` passes them all), validates them at once,
+ * reports every problem in one message, and returns a frozen `Config` that the rest of the code
+ * receives as an argument. A module's section adds its key to `Config` where it is declared:
+ *
+ *   declare module '../config.ts' {
+ *     interface Config { readonly mfa: MfaConfig }
+ *   }
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { EnvReader, type Env, type RateLimit } from './config/env-reader.ts';
-import { parseMailConfig, type MailConfig } from './mail/mail.config.ts';
-import { hasExtraUrlParts, parseOAuthProviders, toBaseUrl, type OAuthProviderConfig } from './oauth/oauth.config.ts';
+import { EnvReader, hasExtraUrlParts, toBaseUrl, type Env, type RateLimit } from './config/env-reader.ts';
 import { parseConnectionLimits, parseCorsOrigins, parseTrustProxy, type ConnectionLimits, type TrustProxy } from './http/http.config.ts';
 import { parseDatabaseUrl, type DatabaseConfig } from './storage/storage.config.ts';
 
 // The sections' types, for the modules that receive them as part of `Config`.
 export type { Env, RateLimit } from './config/env-reader.ts';
-export type { MailAddress, MailConfig, SmtpConfig } from './mail/mail.config.ts';
-export type { OAuthProviderConfig } from './oauth/oauth.config.ts';
 export type { ConnectionLimits, TrustProxy } from './http/http.config.ts';
 export type { DatabaseConfig } from './storage/storage.config.ts';
 
@@ -82,11 +83,6 @@ export interface Config {
     readonly resetTokenTtlSeconds: number;
     readonly verificationTokenTtlSeconds: number;
   };
-  readonly audit: {
-    /** Audit events older than this are deleted by a background job. */
-    readonly retentionSeconds: number;
-  };
-  readonly mail: MailConfig;
   readonly rateLimits: {
     /** Every sign-in attempt (password, either endpoint), per client IP: stops floods. */
     readonly signinPerIp: RateLimit;
@@ -118,10 +114,6 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   /** Origins allowed to call the JSON API from a browser (CORS), without cookies. Empty: CORS off. */
   readonly corsOrigins: readonly string[];
-  readonly oauth: {
-    /** In the order they are shown on the sign-in page. */
-    readonly providers: readonly OAuthProviderConfig[];
-  };
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -129,6 +121,21 @@ export interface LoadConfigOptions {
   /** Called for conditions worth telling the operator that do not stop start-up. */
   onWarning?: (message: string) => void;
 }
+
+/** What a module's config section may depend on: read before every section. */
+export interface ConfigBasis {
+  readonly env: Config['env'];
+  readonly isProduction: boolean;
+  /** Undefined when AUTH_URL itself is invalid (already reported). */
+  readonly authUrl: string | undefined;
+}
+
+/**
+ * A module's part of the configuration: reads its variables with `read` (whose problems are
+ * reported with everyone else's) and returns its key(s) of `Config`. Invalid values are reported,
+ * not thrown; what it returns then is never used.
+ */
+export type ConfigSection = (read: EnvReader, basis: ConfigBasis, problems: string[]) => Partial<Config>;
 
 /** Thrown by `loadConfig` with every problem found; `problems` lists them one per entry. */
 export class ConfigError extends Error {
@@ -153,7 +160,7 @@ export function loadDotEnv(path = '.env'): void {
   }
 }
 
-export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}): Config {
+export function readConfig(env: Env, options: LoadConfigOptions & { sections?: readonly ConfigSection[] } = {}): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -226,9 +233,6 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     problems.push('ADMIN_EMAIL and ADMIN_PASSWORD must be set together');
   }
 
-  const auditRetentionSeconds = read.duration('AUDIT_RETENTION', 90 * 86_400);
-  const mail = parseMailConfig(read, isProduction, problems);
-  const oauthProviders = parseOAuthProviders(read, problems);
   const rateLimits = {
     signinPerIp: read.rateLimit('RATE_LIMIT_SIGNIN_PER_IP', { points: 60, durationSeconds: 60 }),
     signinFailuresPerIp: read.rateLimit('RATE_LIMIT_SIGNIN_FAILURES_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
@@ -270,6 +274,9 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     verificationTokenTtlSeconds: read.duration('VERIFICATION_TOKEN_TTL', 24 * 3_600),
   };
 
+  const basis: ConfigBasis = { env: nodeEnv, isProduction, authUrl };
+  const sections: Partial<Config>[] = (options.sections ?? []).map((section) => section(read, basis, problems));
+
   if (problems.length > 0) throw new ConfigError(problems);
 
   if (authSecret === undefined) {
@@ -277,6 +284,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   }
 
   return deepFreeze<Config>({
+    ...(Object.assign({}, ...sections) as Config),
     env: nodeEnv,
     isProduction,
     port,
@@ -311,15 +319,12 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       adminEmail !== undefined && adminPassword !== undefined
         ? { email: adminEmail, password: adminPassword, name: read.string('ADMIN_NAME') ?? 'Administrator' }
         : null,
-    audit: { retentionSeconds: auditRetentionSeconds },
     accounts,
-    mail: mail!,
     rateLimits,
     signinThrottle,
     redisUrl,
     trustProxy,
     corsOrigins,
-    oauth: { providers: oauthProviders },
     logLevel,
   });
 }

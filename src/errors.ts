@@ -6,25 +6,25 @@
 // The route guard's denials read the same in the service and in gatehouse/protect.
 import { DENIALS } from './authorization/contract.ts';
 
-export const ERROR_CATALOGUE = {
+export interface ErrorDefinition {
+  readonly status: number;
+  readonly message: string;
+}
+
+/**
+ * The codes of the HTTP plumbing, which no module owns: malformed requests, route-guard denials,
+ * limits, failures. Every other code is declared by the module whose routes answer it, with
+ * `defineErrorCodes` in its own `<module>.errors.ts`, and listed in its module definition.
+ */
+export const CORE_ERRORS = {
   BAD_REQUEST: DENIALS.BAD_REQUEST,
   MALFORMED_JSON: { status: 400, message: 'The request body is not valid JSON.' },
-  INVALID_CREDENTIALS: { status: 401, message: 'The e-mail or password is invalid.' },
   UNAUTHENTICATED: DENIALS.UNAUTHENTICATED,
-  INVALID_TOKEN: { status: 401, message: 'The token is invalid or has expired.' },
-  TOKEN_REUSED: { status: 401, message: 'This refresh token was already used; the session has been ended for safety.' },
   CSRF_FAILED: { status: 403, message: 'The request did not come from this site or its CSRF token is missing or invalid.' },
-  ACCOUNT_DISABLED: { status: 403, message: 'This account is disabled.' },
-  EMAIL_NOT_VERIFIED: { status: 403, message: 'Verify your e-mail address before signing in.' },
   FORBIDDEN: DENIALS.FORBIDDEN,
   NOT_FOUND: { status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
   REQUEST_TIMEOUT: { status: 408, message: 'The request took too long to arrive.' },
-  TOKEN_EXPIRED: { status: 400, message: 'This link has expired. Ask for a new one.' },
-  SIGNUP_DISABLED: { status: 403, message: 'Sign-up is disabled on this service.' },
-  EMAIL_TAKEN: { status: 409, message: 'A user with this e-mail address already exists.' },
-  LAST_SIGN_IN_METHOD: { status: 409, message: 'This is your last way to sign in: set a password or link another provider first.' },
-  SELF_LOCKOUT: { status: 409, message: 'You cannot disable your own account or remove your own ADMIN role.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json.' },
   VALIDATION_ERROR: { status: 422, message: 'The request has invalid fields.' },
@@ -32,9 +32,52 @@ export const ERROR_CATALOGUE = {
   HEADERS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_ERROR: { status: 500, message: 'Something went wrong on our side.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable. Try again shortly.' },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, ErrorDefinition>;
 
-export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+type CoreErrorCodes = typeof CORE_ERRORS;
+
+/**
+ * Every code, by name: the core's, and each module's, which its errors file adds to this type:
+ *
+ *   export const MFA_ERRORS = defineErrorCodes('mfa', { INVALID_CODE: { status: 400, message: '…' } });
+ *   type MfaErrorCodes = typeof MFA_ERRORS;
+ *   declare module '../errors.ts' {
+ *     interface ErrorCodes extends MfaErrorCodes {}
+ *   }
+ */
+export interface ErrorCodes extends CoreErrorCodes {}
+
+export type ErrorCode = keyof ErrorCodes & string;
+
+/** Every code declared so far, with the module that declared it (`http` for the core). */
+const declared = new Map<string, ErrorDefinition & { readonly module: string }>(Object.entries(CORE_ERRORS).map(([code, definition]) => [code, { ...definition, module: 'http' }]));
+
+/**
+ * Declares a module's codes (at import of its errors file); returns them, for its module
+ * definition's `errors`. A code is UPPER_SNAKE and owned by one module: declaring it again
+ * elsewhere is a mistake, refused at start.
+ */
+export function defineErrorCodes<const T extends Record<string, ErrorDefinition>>(module: string, codes: T): T {
+  for (const [code, definition] of Object.entries(codes)) {
+    if (!/^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/.test(code)) throw new Error(`error code "${code}" of the module "${module}" is not UPPER_SNAKE`);
+    const owner = declared.get(code);
+    if (owner !== undefined && owner.module !== module) throw new Error(`error code "${code}" is declared by both "${owner.module}" and "${module}"`);
+    declared.set(code, { status: definition.status, message: definition.message, module });
+  }
+  return codes;
+}
+
+/** A declared code's status and message; a code no loaded module declared is a programming error. */
+export function errorDefinition(code: ErrorCode): ErrorDefinition {
+  const definition = declared.get(code);
+  if (definition === undefined) throw new Error(`error code "${code}" is not declared: is its module's errors file imported by its module?`);
+  return definition;
+}
+
+/** Every declared code, with its owner: the catalogue `docs/errors.md` is generated from. */
+export function declaredErrorCodes(): ReadonlyMap<string, ErrorDefinition & { readonly module: string }> {
+  return declared;
+}
 
 export interface FieldError {
   field: string;
@@ -63,10 +106,10 @@ export class AppError extends Error {
       cause?: unknown;
     } = {},
   ) {
-    super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
+    super(options.message ?? errorDefinition(code).message, { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
-    this.status = options.status ?? ERROR_CATALOGUE[code].status;
+    this.status = options.status ?? errorDefinition(code).status;
     this.errors = options.errors;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.fields = options.fields;
@@ -93,7 +136,7 @@ export interface ErrorBody {
 }
 
 export function toErrorBody(code: ErrorCode, message?: string, errors?: readonly FieldError[]): ErrorBody {
-  const body: ErrorBody = { error: code, message: message ?? ERROR_CATALOGUE[code].message };
+  const body: ErrorBody = { error: code, message: message ?? errorDefinition(code).message };
   if (errors !== undefined) body.errors = [...errors];
   return body;
 }

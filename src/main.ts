@@ -4,7 +4,8 @@
  * primary and each worker runs the server; the primary loads only what it needs (config, storage
  * for migrations, the cluster), not the app.
  */
-import { ConfigError, loadConfig, loadDotEnv, type Config } from './config.ts';
+import { ConfigError, loadDotEnv, type Config } from './config.ts';
+import { loadConfig } from './modules.ts';
 import { isClusterWorker, runPrimary } from './cluster.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;

@@ -11,12 +11,17 @@ import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { createSqliteDatabase } from '../test/helpers/databases.ts';
 import { createUser, testEnv } from '../test/helpers/app.ts';
-import { loadConfig } from './config.ts';
-import { migrateToLatest, openStorage } from './storage/database.ts';
+import { openStorage } from './storage/database.ts';
+import { migrateToLatest, loadConfig } from './modules.ts';
 import { createServices } from './services.ts';
 import { buildApp } from './app.ts';
 import { MODULES } from './modules.ts';
-import { defineModule, type GatehouseModule, type ServiceRegistry } from './module.ts';
+import { collectAuditEventTypes, collectErrorCatalogue, collectMigrations, defineModule, type GatehouseModule, type ServiceRegistry } from './module.ts';
+import { AppError, defineErrorCodes, type ErrorCode } from './errors.ts';
+import { ConfigError, type Config } from './config.ts';
+import type { AuditEventType } from './audit/audit.service.ts';
+import { decodeJwt } from 'jose';
+import { sql } from 'kysely';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -71,7 +76,110 @@ function exampleModule(events: string[]): GatehouseModule {
   });
 }
 
+/** What a module declares beside its services: config, a migration, an error code, an audit event type, a token claim. */
+const EXAMPLE_ERRORS = defineErrorCodes('declaring', { EXAMPLE_REFUSED: { status: 409, message: 'The example refuses.' } });
+const declaringModule = defineModule({
+  name: 'declaring',
+  config: (read) => ({ example: { limit: read.integer('EXAMPLE_LIMIT', 5, { min: 1, max: 10 }) } }) as Partial<Config>,
+  migrations: {
+    '20261124-declaring-notes': {
+      up: async (db) => void (await db.schema.createTable('example_notes').addColumn('id', 'text', (column) => column.primaryKey()).execute()),
+      down: async (db) => void (await db.schema.dropTable('example_notes').execute()),
+    },
+  },
+  errors: EXAMPLE_ERRORS,
+  auditEvents: ['example.noted' as AuditEventType],
+  tokenClaims: () => async ({ userId }) => ({ example_claim: `for ${userId}` }),
+  routes: [
+    {
+      scope: 'api',
+      register: (app, { config }) =>
+        app.register(async (scope) => {
+          scope.get('/api/example/refuse', async () => {
+            throw new AppError('EXAMPLE_REFUSED' as ErrorCode, { message: `limit ${(config as unknown as { example: { limit: number } }).example.limit}` });
+          });
+        }),
+    },
+  ],
+});
+
 describe('module contract', () => {
+  it('a module brings its config section, migration, error code, audit event type and token claim', async () => {
+    await withStorage(async ({ config, storage, database, dataDir }) => {
+      const modules = [...MODULES, declaringModule];
+      // Its config is read with the rest: one error lists its problem beside the core's.
+      assert.throws(
+        () => loadConfig({ DATA_DIR: dataDir, ...testEnv(database, { EXAMPLE_LIMIT: '99', PORT: 'eighty' }) }, {}, modules),
+        (error: unknown) => error instanceof ConfigError && error.problems.some((p) => p.startsWith('EXAMPLE_LIMIT')) && error.problems.some((p) => p.startsWith('PORT')),
+      );
+      const withExample = loadConfig({ DATA_DIR: dataDir, ...testEnv(database, { EXAMPLE_LIMIT: '7' }) }, {}, modules);
+      assert.deepEqual((withExample as unknown as { example: unknown }).example, { limit: 7 });
+      assert.ok(Object.isFrozen((withExample as unknown as { example: object }).example), 'frozen with the rest');
+
+      // Its migration runs with everyone's, once.
+      const applied = await migrateToLatest(storage.db, modules);
+      assert.deepEqual(applied.results?.map((r) => r.migrationName), ['20261124-declaring-notes']);
+      await sql`insert into example_notes (id) values ('one')`.execute(storage.db);
+      assert.deepEqual((await migrateToLatest(storage.db, modules)).results, []);
+
+      const services = await createServices({ config: withExample, storage, modules });
+      const app = await buildApp(services);
+      try {
+        const admin = await createUser(services, { email: 'declaring-admin@example.com', password: PASSWORD, roles: ['ADMIN'] });
+        const signedIn = await app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'declaring-admin@example.com', password: PASSWORD } });
+        assert.equal(signedIn.statusCode, 200, signedIn.body);
+        const { token, refreshToken } = signedIn.json();
+        const authorization = `Bearer ${token}`;
+
+        // Its error code answers with its status and message.
+        const refused = await app.inject({ method: 'GET', url: '/api/example/refuse', headers: { authorization } });
+        assert.equal(refused.statusCode, 409);
+        assert.deepEqual(refused.json(), { error: 'EXAMPLE_REFUSED', message: 'limit 7' });
+
+        // Its audit event type is known to the log and its filters.
+        await services.audit.record({ type: 'example.noted' as AuditEventType, userId: admin.id });
+        const events = await app.inject({ method: 'GET', url: '/api/admin/events?type=example.noted', headers: { authorization } });
+        assert.equal(events.statusCode, 200, events.body);
+        assert.deepEqual(events.json().events.map((e: { type: string }) => e.type), ['example.noted']);
+        const unknown = await app.inject({ method: 'GET', url: '/api/admin/events?type=example.unheard', headers: { authorization } });
+        assert.equal(unknown.statusCode, 422);
+
+        // Its claim is in every access token: at sign-in and after a refresh.
+        assert.equal(decodeJwt(token).example_claim, `for ${admin.id}`);
+        const refreshed = await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken } });
+        assert.equal(refreshed.statusCode, 200, refreshed.body);
+        assert.equal(decodeJwt(refreshed.json().token).example_claim, `for ${admin.id}`);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+
+  it('refuses a module claim that would overwrite one every token carries', async () => {
+    await withStorage(async ({ config, storage }) => {
+      const overreaching = defineModule({ name: 'overreaching', tokenClaims: () => () => ({ roles: ['ADMIN'] }) });
+      const services = await createServices({ config, storage, modules: [...MODULES, overreaching] });
+      const app = await buildApp(services);
+      try {
+        await createUser(services, { email: 'plain@example.com', password: PASSWORD });
+        const signIn = await app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'plain@example.com', password: PASSWORD } });
+        assert.equal(signIn.statusCode, 500, 'a wiring mistake, never a token with the module\'s roles');
+        assert.equal(signIn.json().error, 'INTERNAL_ERROR');
+      } finally {
+        await app.close();
+      }
+    });
+  });
+
+  it('refuses two modules that declare the same migration, error code or audit event type', () => {
+    const twin = (declares: Partial<GatehouseModule>) => [declaringModule, defineModule({ name: 'twin', ...declares })];
+    assert.throws(() => collectMigrations(twin({ migrations: declaringModule.migrations })), /migration "20261124-declaring-notes" is declared by both "declaring" and "twin"/);
+    assert.throws(() => collectErrorCatalogue(twin({ errors: { EXAMPLE_REFUSED: { status: 400, message: 'x' } } })), /error code "EXAMPLE_REFUSED" is declared by both "declaring" and "twin"/);
+    assert.throws(() => collectErrorCatalogue(twin({ errors: { NOT_FOUND: { status: 404, message: 'x' } } })), /error code "NOT_FOUND" is declared by both "http" and "twin"/);
+    assert.throws(() => collectAuditEventTypes(twin({ auditEvents: ['example.noted' as AuditEventType] })), /audit event type "example.noted" is declared by both "declaring" and "twin"/);
+    assert.throws(() => defineErrorCodes('another', { EXAMPLE_REFUSED: { status: 400, message: 'x' } }), /declared by both "declaring" and "another"/);
+  });
+
   it('a module added to the list brings its service, route, job and sign-in step', async () => {
     await withStorage(async ({ config, storage }) => {
       const events: string[] = [];

@@ -10,21 +10,27 @@
  *     interface ServiceRegistry { verification: VerificationService }
  *   }
  *
- * What a module can bring today: services (`provide`), background jobs (`jobs`, started and
- * stopped by the app, never by building), routes and pages (`routes`, in the JSON or the browser
- * scope), sign-in steps (`signInSteps`, run by the sign-in pipeline), subscriptions to domain
- * events (`subscriptions`, run in the event's transaction), and resources to release (`close`). Config sections, migrations, error codes and audit event types are still declared
- * centrally (config.ts, storage/database.ts, errors.ts, audit/) and move here next.
+ * What a module brings, all optional: its config section (`config`, read and validated with the
+ * rest), migrations (`migrations`), error codes (`errors`) and audit event types (`auditEvents`,
+ * the domain events), services (`provide`), background jobs (`jobs`, started and stopped by the
+ * app, never by building), routes and pages (`routes`, in the JSON or the browser scope), sign-in
+ * steps (`signInSteps`, run by the sign-in pipeline), access-token claims (`tokenClaims`),
+ * subscriptions to domain events (`subscriptions`, run in the event's transaction), and resources
+ * to release (`close`). Its rate limits are read in its config section and counted with the
+ * `rateLimiters` service. docs/architecture.md walks through adding one.
  */
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config.ts';
+import type { Migration } from 'kysely/migration';
+import type { Config, ConfigSection } from './config.ts';
 import type { Db, Storage } from './storage/database.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import type { RequestAuthenticator } from './sessions/request-authentication.ts';
 import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
-import type { EventSubscription } from './audit/audit.service.ts';
+import type { TokenClaimsSource } from './sessions/access-token.ts';
+import { CORE_ERRORS, type ErrorDefinition } from './errors.ts';
+import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
 export interface ServiceRegistry {}
@@ -37,12 +43,16 @@ export interface ModuleContext {
   readonly clock: Clock;
   /** For work outside a request: background jobs, audit writes that failed. */
   readonly logger: Logger;
+  /** Every module in the list (what they declare: audit event types, say). */
+  readonly modules: readonly GatehouseModule[];
   /** The services of the modules listed before this one; asking for a later one's is an error at start. */
   readonly services: ServiceRegistry;
   /** Every module's sign-in steps, in list order; known once all modules are built, so call it at sign-in, not while building. */
   readonly signInSteps: () => readonly SignInStep[];
   /** Every module's domain-event subscriptions, in list order; the same: call it when an event happens. */
   readonly eventSubscriptions: () => readonly EventSubscription[];
+  /** Every module's access-token claims, in list order; the same: call it when a token is issued. */
+  readonly tokenClaims: () => readonly TokenClaimsSource[];
 }
 
 /** Work that runs in the background while the service serves: started and stopped by the app. */
@@ -70,12 +80,30 @@ export interface ModuleRoutes {
 export interface GatehouseModule {
   /** kebab-case, unique in the list. */
   readonly name: string;
+  /**
+   * The module's schema changes, by name. Names sort lexically across every module and are
+   * recorded once applied: never rename or edit one that has shipped. A new one is named
+   * `YYYYMMDD-<module>-<what>` (those shipped before modules are `0001-…` to `0009-…`), so two
+   * modules never pick the same number and every new name sorts after the shipped ones.
+   */
+  readonly migrations?: Readonly<Record<string, Migration>>;
+  /** Its part of the configuration, read and validated with the rest (one error lists every problem). */
+  readonly config?: ConfigSection;
+  /** The error codes its routes answer with, declared in its errors file by `defineErrorCodes` (see errors.ts). */
+  readonly errors?: Readonly<Record<string, ErrorDefinition>>;
+  /**
+   * The audit event types (domain events) it records, stable and lower-case dotted; the type
+   * `AuditEventType` learns them where the module declares them (see audit/audit.service.ts).
+   */
+  readonly auditEvents?: readonly AuditEventType[];
   /** Builds the module's services, with no side effects (no timers, no connections that a job should open). */
   provide?(context: ModuleContext): Partial<ServiceRegistry> | Promise<Partial<ServiceRegistry>>;
   jobs?(services: ServiceRegistry, context: ModuleContext): readonly BackgroundJob[];
   readonly routes?: readonly ModuleRoutes[];
   /** Steps every sign-in runs after the account checks, in list order (see signin/signin-pipeline.ts). */
   signInSteps?(services: ServiceRegistry): readonly SignInStep[];
+  /** Claims the module adds to every access token (see sessions/access-token.ts). */
+  tokenClaims?(services: ServiceRegistry): TokenClaimsSource;
   /** Domain events (the audit events) the module handles, inside the transaction of the change. */
   subscriptions?(services: ServiceRegistry): readonly EventSubscription[];
   /** Releases what `provide` opened (a connection), after the jobs have stopped. */
@@ -85,4 +113,49 @@ export interface GatehouseModule {
 /** Declares a module; the identity function, for the contract's type checking at the definition. */
 export function defineModule(module: GatehouseModule): GatehouseModule {
   return module;
+}
+
+/**
+ * What the modules declare of one kind, by name, each with its owner: a name two modules claim
+ * is a mistake, refused at start with both their names.
+ */
+function claimed<T>(kind: string, owners: Iterable<readonly [owner: string, entries: Iterable<readonly [string, T]>]>): Map<string, { readonly value: T; readonly module: string }> {
+  const all = new Map<string, { readonly value: T; readonly module: string }>();
+  for (const [module, entries] of owners) {
+    for (const [name, value] of entries) {
+      const other = all.get(name);
+      if (other !== undefined) throw new Error(`modules: the ${kind} "${name}" is declared by both "${other.module}" and "${module}"`);
+      all.set(name, { value, module });
+    }
+  }
+  return all;
+}
+
+/** Every module's config section, in list order. */
+export function collectConfigSections(modules: readonly GatehouseModule[]): ConfigSection[] {
+  return modules.flatMap((module) => (module.config === undefined ? [] : [module.config]));
+}
+
+/** Every module's migrations, by name. */
+export function collectMigrations(modules: readonly GatehouseModule[]): Record<string, Migration> {
+  const all = claimed<Migration>('migration', modules.map((module) => [module.name, Object.entries(module.migrations ?? {})] as const));
+  return Object.fromEntries([...all].map(([name, { value }]) => [name, value]));
+}
+
+export interface CatalogueEntry extends ErrorDefinition {
+  /** The module that declares it; `http` for the plumbing's own (errors.ts). */
+  readonly module: string;
+}
+
+/** Every error code a client can see, by code: the core's, then each module's, in list order. */
+export function collectErrorCatalogue(modules: readonly GatehouseModule[]): Record<string, CatalogueEntry> {
+  const owners = [['http', Object.entries(CORE_ERRORS)] as const, ...modules.map((module) => [module.name, Object.entries(module.errors ?? {})] as const)];
+  const all = claimed<ErrorDefinition>('error code', owners);
+  return Object.fromEntries([...all].map(([code, { value, module }]) => [code, { status: value.status, message: value.message, module }]));
+}
+
+/** Every audit event type (domain event), in list order. */
+export function collectAuditEventTypes(modules: readonly GatehouseModule[]): readonly AuditEventType[] {
+  const all = claimed('audit event type', modules.map((module) => [module.name, (module.auditEvents ?? []).map((type) => [type, type] as const)] as const));
+  return [...all.keys()] as AuditEventType[];
 }

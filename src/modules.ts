@@ -2,7 +2,10 @@
  * Every capability of Gatehouse, in order: a module may use the services of those above it.
  * Adding a capability is a folder with its module and one line here (and its migration).
  */
-import type { GatehouseModule } from './module.ts';
+import type { MigrationResultSet } from 'kysely/migration';
+import { readConfig, type Config, type Env, type LoadConfigOptions } from './config.ts';
+import { collectConfigSections, collectErrorCatalogue, collectMigrations, type CatalogueEntry, type GatehouseModule } from './module.ts';
+import { applyMigrations, type Db } from './storage/database.ts';
 import { auditModule } from './audit/audit.module.ts';
 import { usersModule } from './users/users.module.ts';
 import { mailModule } from './mail/mail.module.ts';
@@ -16,7 +19,7 @@ import { passwordResetModule } from './password-reset/password-reset.module.ts';
 import { oauthModule } from './oauth/oauth.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
-import { pagesModule } from './ui/pages.module.ts';
+import { pagesModule } from './pages/pages.module.ts';
 
 export const MODULES: readonly GatehouseModule[] = [
   auditModule,
@@ -34,3 +37,18 @@ export const MODULES: readonly GatehouseModule[] = [
   opsModule,
   pagesModule,
 ];
+
+/** Applies every pending migration of every module (in the lexical order of their names). */
+export async function migrateToLatest(db: Db, modules: readonly GatehouseModule[] = MODULES): Promise<MigrationResultSet> {
+  return applyMigrations(db, collectMigrations(modules));
+}
+
+/** Every error code a client can see, with its owner: the core's, then each listed module's. */
+export function errorCatalogue(modules: readonly GatehouseModule[] = MODULES): Record<string, CatalogueEntry> {
+  return collectErrorCatalogue(modules);
+}
+
+/** Reads and validates the configuration: the core's and every listed module's section, at once. */
+export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}, modules: readonly GatehouseModule[] = MODULES): Config {
+  return readConfig(env, { ...options, sections: collectConfigSections(modules) });
+}

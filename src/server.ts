@@ -4,7 +4,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
-import { migrateToLatest, openStorage } from './storage/database.ts';
+import { openStorage } from './storage/database.ts';
+import { migrateToLatest } from './modules.ts';
 import { createServices } from './services.ts';
 import { buildApp } from './app.ts';
 import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';

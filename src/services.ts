@@ -11,6 +11,7 @@ import { createLogger } from './http/logging.ts';
 import type { BackgroundJob, GatehouseModule, ModuleContext, ServiceRegistry } from './module.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { EventSubscription } from './audit/audit.service.ts';
+import type { TokenClaimsSource } from './sessions/access-token.ts';
 import { MODULES } from './modules.ts';
 
 export type Services = ServiceRegistry & {
@@ -43,7 +44,9 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   }) as unknown as ServiceRegistry;
   let steps: readonly SignInStep[] | null = null;
   let subscriptions: readonly EventSubscription[] | null = null;
+  let claims: readonly TokenClaimsSource[] | null = null;
   const context: ModuleContext = {
+    modules,
     config,
     storage,
     db: storage.db,
@@ -57,6 +60,10 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     eventSubscriptions: () => {
       if (subscriptions === null) throw new Error('event subscriptions are known once every module is built');
       return subscriptions;
+    },
+    tokenClaims: () => {
+      if (claims === null) throw new Error('token claims are known once every module is built');
+      return claims;
     },
   };
 
@@ -77,6 +84,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   const services = registry as unknown as ServiceRegistry;
   steps = modules.flatMap((module) => module.signInSteps?.(services) ?? []);
   subscriptions = modules.flatMap((module) => module.subscriptions?.(services) ?? []);
+  claims = modules.flatMap((module) => (module.tokenClaims === undefined ? [] : [module.tokenClaims(services)]));
   const jobs: BackgroundJob[] = modules.flatMap((module) => module.jobs?.(services, context) ?? []);
   const started: BackgroundJob[] = [];
 

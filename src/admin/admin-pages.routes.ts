@@ -9,6 +9,7 @@
  * ADMIN only. The route guard already refuses `/admin/**` to everyone else; the hook below checks
  * again, before any request body or query is read, so a route added here can never be looser.
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -19,14 +20,17 @@ import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { AdminService } from './admin.service.ts';
 import { MAX_ROLES } from './admin.routes.ts';
-import { AUDIT_EVENT_TYPES, type AuditEvent } from '../audit/audit.service.ts';
+import type { AuditEvent } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
-import { createForbiddenPage } from '../ui/forbidden-page.ts';
-import { adminErrorMessage, adminNoticeMessage } from '../ui/messages.ts';
-import { queryText, shownCode } from '../ui/page-query.ts';
-import { createPageRenderer, formatTime, sendPage, toSessionItems, type AdminEventItem, type PageAlert } from '../ui/render.ts';
+import { toSessionItems } from '../sessions/session-items.ts';
+import { createForbiddenPage } from '../web/forbidden-page.ts';
+import { queryText, shownCode } from '../web/page-query.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { formatTime } from '../web/time-text.ts';
+import { adminErrorMessage, adminNoticeMessage } from './admin-pages.messages.ts';
+import type { AdminEventItem, AdminPages, PageAlert } from './admin-pages.types.ts';
 
 export interface AdminPageOptions {
   admin: AdminService;
@@ -96,7 +100,7 @@ const userParams = z.object({ id: z.string().min(1).max(64) });
 
 export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (app, options) => {
   const { admin, authenticate, csrf, config } = options;
-  const pages = createPageRenderer();
+  const pages = createPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const sendForbiddenPage = createForbiddenPage();
 
   /**
@@ -212,7 +216,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
     { schema: { ...hidden, querystring: z.object({ userId: queryText(64), type: queryText(64), cursor: cursorQuery, ...pageQuery }) } },
     async (request, reply) => {
       const { userId, type: requestedType, cursor, ...codes } = request.query;
-      const isKnownType = requestedType !== undefined && (AUDIT_EVENT_TYPES as readonly string[]).includes(requestedType);
+      const isKnownType = requestedType !== undefined && (options.admin.eventTypes as readonly string[]).includes(requestedType);
       const type = isKnownType ? requestedType : undefined;
       const before = positionOf(cursor);
       const alerts = alertsOf(codes);
@@ -227,7 +231,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
           section: 'events',
           alerts,
           filter: { userId: userId ?? '', type: type ?? '' },
-          types: AUDIT_EVENT_TYPES,
+          types: options.admin.eventTypes,
           isFiltered: userId !== undefined || type !== undefined,
           events: page.events.map(toEventItem),
           nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { userId, type, cursor: encodeCursor(page.next) }),

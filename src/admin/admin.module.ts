@@ -1,5 +1,6 @@
 /** The operators' area: the admin API and the /admin pages. */
 import { defineModule } from '../module.ts';
+import { ADMIN_ERRORS } from './admin.errors.ts';
 import { createAdminService, type AdminService } from './admin.service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { adminPageRoutes } from './admin-pages.routes.ts';
@@ -12,6 +13,7 @@ declare module '../module.ts' {
 
 export const adminModule = defineModule({
   name: 'admin',
+  errors: ADMIN_ERRORS,
   provide: ({ services }) => ({ admin: createAdminService({ users: services.users, sessions: services.sessions, credentials: services.credentials, audit: services.audit }) }),
   routes: [
     { scope: 'api', register: (app, { services, authenticate }) => app.register(adminRoutes, { admin: services.admin, authenticate }) },

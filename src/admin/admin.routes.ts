@@ -14,7 +14,7 @@ import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import { ADMIN_ROLE, isValidRole, type User } from '../users/user.service.ts';
 import type { SessionSummary } from '../sessions/session.service.ts';
-import { AUDIT_EVENT_TYPES, type AuditEvent, type AuditSource } from '../audit/audit.service.ts';
+import type { AuditEvent, AuditEventType, AuditSource } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { AdminService } from './admin.service.ts';
@@ -317,7 +317,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
         summary: 'The audit log, newest first',
         querystring: z.object({
           userId: z.string().min(1).max(64).optional(),
-          type: z.enum(AUDIT_EVENT_TYPES, { error: 'is not a known event type' }).optional(),
+          type: z.enum(admin.eventTypes as [AuditEventType, ...AuditEventType[]], { error: 'is not a known event type' }).optional(),
           cursor: cursorField,
           limit: limitField,
         }),

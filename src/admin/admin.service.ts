@@ -122,5 +122,7 @@ export function createAdminService(deps: { users: UserService; sessions: Session
     },
 
     listEvents: audit.listEvents,
+    /** The audit event types the modules declare, for the log's filter. */
+    eventTypes: audit.eventTypes,
   };
 }

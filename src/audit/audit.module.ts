@@ -1,7 +1,17 @@
 /** The audit log: every security-relevant event (the domain events modules subscribe to), and its retention. */
-import { defineModule } from '../module.ts';
+import { collectAuditEventTypes, defineModule } from '../module.ts';
+import * as auditEvents from './migrations/0002-audit-events.ts';
 import { createAuditService, type AuditService } from './audit.service.ts';
 import { createAuditRetentionJob, type AuditRetentionJob } from './audit-retention.ts';
+
+declare module '../config.ts' {
+  interface Config {
+    readonly audit: {
+      /** Audit events older than this are deleted by a background job. */
+      readonly retentionSeconds: number;
+    };
+  }
+}
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -12,8 +22,10 @@ declare module '../module.ts' {
 
 export const auditModule = defineModule({
   name: 'audit',
-  provide({ db, clock, logger, config, eventSubscriptions }) {
-    const audit = createAuditService({ db, clock, logger, subscriptions: eventSubscriptions });
+  migrations: { '0002-audit-events': auditEvents },
+  config: (read) => ({ audit: { retentionSeconds: read.duration('AUDIT_RETENTION', 90 * 86_400) } }),
+  provide({ db, clock, logger, config, eventSubscriptions, modules }) {
+    const audit = createAuditService({ db, clock, logger, subscriptions: eventSubscriptions, eventTypes: collectAuditEventTypes(modules) });
     return { audit, auditRetention: createAuditRetentionJob({ audit, clock, logger, retentionMs: config.audit.retentionSeconds * 1000 }) };
   },
   jobs: (services) => [services.auditRetention],

@@ -1,7 +1,8 @@
 import { describe, it, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { migrateToLatest, openStorage, type Storage } from '../storage/database.ts';
+import { openStorage, type Storage } from '../storage/database.ts';
+import { migrateToLatest } from '../modules.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createAuditService, SYSTEM_SOURCE, type AuditService } from './audit.service.ts';
 import { createAuditRetentionJob } from './audit-retention.ts';

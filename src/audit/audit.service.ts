@@ -23,30 +23,19 @@ import { randomId } from '../lib/random.ts';
 import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import * as store from './audit.store.ts';
 
-/** Every event type, stable and lower-case dotted. Add new ones at the end; never rename one. */
-export const AUDIT_EVENT_TYPES = [
-  'signin.success',
-  'signin.failure',
-  'signout',
-  'session.ended',
-  'refresh.reuse_detected',
-  'user.created',
-  'user.updated',
-  'user.roles_changed',
-  'user.disabled',
-  'user.enabled',
-  'user.sessions_ended',
-  'password.reset',
-  'password.changed',
-  'oauth.linked',
-  'email.verified',
-  'signup.existing_account',
-  'password.reset_requested',
-  'oauth.unlinked',
-  'user.password_locked',
-] as const;
+/**
+ * Every event type, by name: stable, lower-case dotted, never renamed. Each module declares the
+ * types it records, in its module definition (`auditEvents`) and in this type:
+ *
+ *   const AUDIT_EVENTS = ['mfa.enabled', 'mfa.disabled'] as const;
+ *   type MfaAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+ *   declare module '../audit/audit.service.ts' {
+ *     interface AuditEventTypes extends MfaAuditEvents {}
+ *   }
+ */
+export interface AuditEventTypes {}
 
-export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+export type AuditEventType = keyof AuditEventTypes & string;
 
 /** Where an action came from: who did it (null: nobody signed in, or the CLI) and their client. */
 export interface AuditSource {
@@ -113,6 +102,8 @@ export function createAuditService(deps: {
   logger: Logger;
   /** Every module's subscriptions, read at each event (the modules declaring them are built later). */
   subscriptions?: () => readonly EventSubscription[];
+  /** Every type the modules declare, in list order (the admin filters offer them). */
+  eventTypes?: readonly AuditEventType[];
 }) {
   const { db, clock, logger } = deps;
 
@@ -147,6 +138,7 @@ export function createAuditService(deps: {
   }
 
   return {
+    eventTypes: deps.eventTypes ?? [],
     /**
      * Writes one event. With `options.db` (a transaction) a failure propagates, so the change it
      * describes is rolled back with it; without, a failure is logged and the caller carries on.

@@ -4,8 +4,9 @@
  * an argument would be visible to every user of the machine in the process list and shell history.
  */
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { ConfigError, loadConfig, loadDotEnv, type Config } from '../config.ts';
-import { migrateToLatest, openStorage } from '../storage/database.ts';
+import { ConfigError, loadDotEnv, type Config } from '../config.ts';
+import { openStorage } from '../storage/database.ts';
+import { migrateToLatest, loadConfig } from '../modules.ts';
 import { createServices, type Services } from '../services.ts';
 import { runServer } from '../main.ts';
 import { createLogger } from '../http/logging.ts';

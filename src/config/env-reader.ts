@@ -21,6 +21,16 @@ export function isLoopbackHost(host: string): boolean {
   return isIPv4(bare) && bare.startsWith('127.');
 }
 
+/** Credentials, a query or a fragment: none belongs in a base URL. */
+export function hasExtraUrlParts(url: URL): boolean {
+  return url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '';
+}
+
+/** The origin and path, without a trailing slash. */
+export function toBaseUrl(url: URL): string {
+  return url.origin + url.pathname.replace(/\/+$/, '');
+}
+
 /** Reads typed values from the environment, collecting problems instead of throwing at the first. */
 export class EnvReader {
   readonly #env: Env;

@@ -3,6 +3,7 @@
  * pipeline) with its brute-force throttle, sign-up, and the bootstrap of the first ADMIN.
  */
 import { defineModule, type RouteContext } from '../module.ts';
+import { CREDENTIALS_ERRORS } from './credentials.errors.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import { createPasswordHasher, type PasswordHasher } from './password-hasher.ts';
 import { createStoredHashParametersJob } from './stored-hash-parameters.ts';
@@ -25,8 +26,17 @@ declare module '../module.ts' {
 
 const signInRouteOptions = ({ services, csrf, config, clock }: RouteContext) => ({ credentials: services.credentials, sessions: services.sessions, csrf, config, clock });
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['password.changed', 'signup.existing_account', 'user.password_locked'] as const;
+type CredentialsAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends CredentialsAuditEvents {}
+}
+
 export const credentialsModule = defineModule({
   name: 'credentials',
+  errors: CREDENTIALS_ERRORS,
+  auditEvents: AUDIT_EVENTS,
   async provide({ db, config, clock, logger, services }) {
     const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
     const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection') });

@@ -14,7 +14,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Config, ConnectionLimits } from '../config.ts';
-import { ERROR_CATALOGUE, toErrorBody, type ErrorCode } from '../errors.ts';
+import { errorDefinition, toErrorBody, type ErrorCode } from '../errors.ts';
 import { generateRequestId } from './logging.ts';
 import { staticSecurityHeaders } from './security-headers.ts';
 
@@ -83,7 +83,7 @@ export function createClientErrorHandler(config: Pick<Config, 'isSecureOrigin'>)
     // A reset connection has no one to answer (nor is it worth a line).
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     const code = PARSER_ERRORS[error.code ?? ''] ?? 'BAD_REQUEST';
-    const status = ERROR_CATALOGUE[code].status;
+    const status = errorDefinition(code).status;
     const requestId = generateRequestId();
     // Scanners and broken clients send these all day: no stack, which would say only "Node's
     // parser". A client that closed its side mid-request has just given up: quieter still.

@@ -7,7 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AppError, ERROR_CATALOGUE, UnavailableError, toErrorBody, type ErrorBody, type ErrorCode, type FieldError } from '../errors.ts';
+import { AppError, errorDefinition, UnavailableError, toErrorBody, type ErrorBody, type ErrorCode, type FieldError } from '../errors.ts';
 import { isFormPost } from './forms.ts';
 import { toSafeLocalPath } from './safe-redirect.ts';
 
@@ -147,7 +147,7 @@ function mapError(error: FastifyError | Error): MappedError {
   }
   const fastifyCode = (error as FastifyError).code;
   const known = fastifyCode !== undefined ? FASTIFY_CODES[fastifyCode] : undefined;
-  if (known !== undefined) return { status: ERROR_CATALOGUE[known].status, code: known, body: toErrorBody(known) };
+  if (known !== undefined) return { status: errorDefinition(known).status, code: known, body: toErrorBody(known) };
 
   // JSON.parse and secure-json-parse (prototype poisoning) throw SyntaxErrors carrying a 400.
   const statusCode = (error as FastifyError).statusCode;
@@ -157,7 +157,7 @@ function mapError(error: FastifyError | Error): MappedError {
   if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
     const code: ErrorCode =
       statusCode === 404 ? 'NOT_FOUND' : statusCode === 405 ? 'METHOD_NOT_ALLOWED' : statusCode === 413 ? 'PAYLOAD_TOO_LARGE' : statusCode === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'BAD_REQUEST';
-    return { status: ERROR_CATALOGUE[code].status, code, body: toErrorBody(code) };
+    return { status: errorDefinition(code).status, code, body: toErrorBody(code) };
   }
   // Anything else is our bug: the body says nothing about it; the log has it.
   return { status: 500, code: 'INTERNAL_ERROR', body: toErrorBody('INTERNAL_ERROR') };

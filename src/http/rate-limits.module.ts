@@ -1,5 +1,6 @@
 /** Shared counters for rate limits: storage by default, Redis with REDIS_URL; memory while either fails. */
 import { defineModule } from '../module.ts';
+import * as rateLimitsTable from './migrations/0007-rate-limits.ts';
 import { createRateLimiters, type RateLimiters } from './rate-limit.ts';
 import { createRequestLimits } from './request-limits.ts';
 
@@ -12,6 +13,7 @@ declare module '../module.ts' {
 
 export const rateLimitsModule = defineModule({
   name: 'rate-limits',
+  migrations: { '0007-rate-limits': rateLimitsTable },
   async provide({ db, clock, logger, config }) {
     const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });
     return { rateLimiters, limits: createRequestLimits(rateLimiters, config.rateLimits) };

@@ -1,6 +1,6 @@
 /**
  * Headers on every response: no sniffing, no framing, no referrer to other sites, a CSP that lets a
- * JSON answer do nothing if a browser ever renders it (pages send their own, see `ui/render.ts`),
+ * JSON answer do nothing if a browser ever renders it (pages send their own, see `web/render.ts`),
  * HSTS for a year when AUTH_URL is https, `Cache-Control: no-store` unless a route says otherwise
  * (the JWKS and the stylesheet do), and the request id. CORS is off unless CORS_ORIGINS names
  * origins: then exactly those may call the API from a browser, without cookies (Bearer tokens

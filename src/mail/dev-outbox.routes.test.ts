@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, TEST_SECRET, type TestApp } from '../../test/helpers/app.ts';
-import { loadConfig } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createMailService } from './mail.service.ts';
-import { migrateToLatest, openStorage } from '../storage/database.ts';
+import { openStorage } from '../storage/database.ts';
+import { migrateToLatest, loadConfig } from '../modules.ts';
 import { createMailRenderer, TEMPLATE_NAMES } from './templates.ts';
 
 const TOKEN = 'dev-outbox-token-0123456789';

@@ -5,16 +5,20 @@
  * turns it on: in production, and by default, the route does not exist (404). It shows live
  * links, so it must never be reachable by anyone but the developer's own machine.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Eta } from 'eta/core';
 import type { Config } from '../config.ts';
-import { sendPage } from '../ui/render.ts';
-import { DEV_OUTBOX_PATH, type MailService } from './mail.service.ts';
+import { createPageRenderer, sendPage } from '../web/render.ts';
+import type { TimeText } from '../web/time-text.ts';
+import { DEV_OUTBOX_PATH, type MailService, type OutboxEntry } from './mail.service.ts';
 
 const SHOWN_MESSAGES = 50;
+
+/** What `dev-outbox.eta` reads: the newest messages, each with its time to the second. */
+interface OutboxPages {
+  'dev-outbox': { messages: Array<Omit<OutboxEntry, 'createdAt'> & { createdAt: TimeText }> };
+}
 
 export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pick<Config, 'isProduction' | 'mail'> }> = async (app, { mail, config }) => {
   // Off unless asked for: behind a local reverse proxy or tunnel (ngrok, cloudflared, an SSH
@@ -24,20 +28,18 @@ export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pi
   if (config.isProduction || mail.kind !== 'dev-outbox' || !config.mail.showOutboxPage) return;
 
   // The hosted pages' layout, so the outbox looks like the rest; same escaping rules.
-  const eta = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
-  eta.loadTemplate('layout', readFileSync(join(import.meta.dirname, '../ui/templates/layout.eta'), 'utf8'));
-  eta.loadTemplate('dev-outbox', readFileSync(join(import.meta.dirname, 'dev-outbox.eta'), 'utf8'));
+  const pages = createPageRenderer<OutboxPages>([join(import.meta.dirname, 'dev-outbox.eta')]);
 
   app.get(DEV_OUTBOX_PATH, { schema: { hide: true } }, async (request, reply) => {
     // Live reset links: shown only to the developer's own machine, even on a dev box others reach.
     if (!isFromThisMachine(request)) return reply.callNotFound();
     const entries = await mail.listRecent(SHOWN_MESSAGES);
     const messages = entries.map((entry) => ({ ...entry, createdAt: formatTime(entry.createdAt) }));
-    return sendPage(reply, eta.render('dev-outbox', { title: 'Dev outbox', isWide: true, messages }));
+    return sendPage(reply, pages.render('dev-outbox', { title: 'Dev outbox', isWide: true, messages }));
   });
 };
 
-function formatTime(epochMs: number): { iso: string; text: string } {
+function formatTime(epochMs: number): TimeText {
   const iso = new Date(epochMs).toISOString();
   return { iso, text: `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` };
 }

@@ -1,6 +1,16 @@
 /** The mail section of the configuration: SMTP, or the dev outbox. */
 import { isIPv6 } from 'node:net';
 import { EnvReader, HOSTNAME, isLoopbackHost } from '../config/env-reader.ts';
+import type { ConfigSection } from '../config.ts';
+
+declare module '../config.ts' {
+  interface Config {
+    readonly mail: MailConfig;
+  }
+}
+
+/** The mail module's section: SMTP or the dev outbox, and the outbox's pace. */
+export const mailConfigSection: ConfigSection = (read, { isProduction }, problems) => ({ mail: parseMailConfig(read, isProduction, problems)! });
 
 /** A mailbox: the address, and the display name shown with it, if any. */
 export interface MailAddress {

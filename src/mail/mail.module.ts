@@ -1,5 +1,7 @@
 /** Mail: the durable outbox, its worker (SMTP or the dev outbox), and the dev outbox page. */
+import { mailConfigSection } from './mail.config.ts';
 import { defineModule } from '../module.ts';
+import * as mailOutbox from './migrations/0004-mail-outbox.ts';
 import { createMailService, type MailService } from './mail.service.ts';
 import { devOutboxRoutes } from './dev-outbox.routes.ts';
 
@@ -11,6 +13,8 @@ declare module '../module.ts' {
 
 export const mailModule = defineModule({
   name: 'mail',
+  migrations: { '0004-mail-outbox': mailOutbox },
+  config: mailConfigSection,
   provide: ({ db, storage, config, clock, logger }) => ({ mail: createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger }) }),
   jobs: ({ mail }) => [mail],
   routes: [

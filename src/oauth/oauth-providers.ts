@@ -7,7 +7,7 @@
  */
 import * as client from 'openid-client';
 import { z } from 'zod';
-import type { OAuthProviderConfig } from '../config.ts';
+import type { OAuthProviderConfig } from './oauth.config.ts';
 import type { Clock } from '../lib/clock.ts';
 import { MAX_EMAIL_LENGTH, normaliseEmail } from '../users/email.ts';
 import { toValidName } from '../users/name.ts';

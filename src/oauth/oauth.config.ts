@@ -1,5 +1,18 @@
 /** The providers section of the configuration: GitHub, Google and a generic OpenID Connect provider. */
-import { EnvReader, isLoopbackHost } from '../config/env-reader.ts';
+import { EnvReader, hasExtraUrlParts, isLoopbackHost, toBaseUrl } from '../config/env-reader.ts';
+import type { ConfigSection } from '../config.ts';
+
+declare module '../config.ts' {
+  interface Config {
+    readonly oauth: {
+      /** In the order they are shown on the sign-in page. */
+      readonly providers: readonly OAuthProviderConfig[];
+    };
+  }
+}
+
+/** The oauth module's section: the providers that are on. */
+export const oauthConfigSection: ConfigSection = (read, _basis, problems) => ({ oauth: { providers: parseOAuthProviders(read, problems) } });
 
 /**
  * An OAuth / OpenID Connect provider, enabled by its client id and secret. `github` speaks plain
@@ -100,14 +113,4 @@ export function parseProviderUrl(name: string, value: string, problems: string[]
     return undefined;
   }
   return toBaseUrl(url);
-}
-
-/** Credentials, a query or a fragment: none belongs in a base URL. */
-export function hasExtraUrlParts(url: URL): boolean {
-  return url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '';
-}
-
-/** The origin and path, without a trailing slash. */
-export function toBaseUrl(url: URL): string {
-  return url.origin + url.pathname.replace(/\/+$/, '');
 }

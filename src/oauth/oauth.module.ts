@@ -1,5 +1,8 @@
 /** Sign-in with GitHub, Google and a generic OpenID Connect provider (a first factor), and linking. */
+import { oauthConfigSection } from './oauth.config.ts';
 import { defineModule } from '../module.ts';
+import { OAUTH_ERRORS } from './oauth.errors.ts';
+import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
 import { createOAuthService, type OAuthService } from './oauth.service.ts';
 import { oauthRoutes } from './oauth.routes.ts';
 
@@ -9,8 +12,19 @@ declare module '../module.ts' {
   }
 }
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['oauth.linked', 'oauth.unlinked'] as const;
+type OAuthAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends OAuthAuditEvents {}
+}
+
 export const oauthModule = defineModule({
   name: 'oauth',
+  migrations: { '0006-oauth-accounts': oauthAccounts },
+  config: oauthConfigSection,
+  errors: OAUTH_ERRORS,
+  auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, clock, logger, services }) => ({
     oauth: createOAuthService({
       db,

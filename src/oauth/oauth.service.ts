@@ -18,7 +18,7 @@ import { randomId } from '../lib/random.ts';
 import type { User, UserService } from '../users/user.service.ts';
 import type { SessionService, StartedSession } from '../sessions/session.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
-import type { OAuthProviderConfig } from '../config.ts';
+import type { OAuthProviderConfig } from './oauth.config.ts';
 import { createOAuthProviders, type OAuthProvider, type ProviderFailure, type ProviderIdentity } from './oauth-providers.ts';
 import { createFlowCookieSeal, type OAuthFlow } from './oauth-flow-cookie.ts';
 import * as store from './oauth-account.store.ts';

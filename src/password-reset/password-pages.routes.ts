@@ -6,35 +6,30 @@
  * with the browser's CSRF token. Register this plugin where form bodies are parsed; its routes are
  * hidden from the OpenAPI document.
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from './password-reset.service.ts';
 import { FORGOT_PASSWORD_SENT_PAGE, RESET_PASSWORD_DONE_PAGE } from './password.routes.ts';
-import { forgotPasswordErrorMessage, resetPasswordErrorMessage } from '../ui/messages.ts';
-import { createPageRenderer, PAGE_HEADERS, sendPage } from '../ui/render.ts';
-import { firstValue, shownCode } from '../ui/page-query.ts';
+import { forgotPasswordErrorMessage, resetPasswordErrorMessage } from './password-pages.messages.ts';
+import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
+import type { PageError } from '../web/messages.ts';
+import { firstValue, shownCode } from '../web/page-query.ts';
 
-/** A page-level message: what went wrong, with its code. */
-interface PageError {
-  code: string;
-  message: string;
-}
-
-declare module '../ui/render.ts' {
-  interface PageModels {
-    'forgot-password': { csrfToken: string; error: PageError | null };
-    'forgot-password-sent': { expiresIn: string };
-    'reset-password': {
-      csrfToken: string;
-      /** Only for a live token: the form that sets the password with it. */
-      form: { token: string; email: string } | null;
-      error: PageError | null;
-      minPasswordLength: number;
-    };
-    'reset-password-done': Record<never, never>;
-  }
+/** Each page's template (in `templates/`) and the data it reads. */
+interface PasswordPages {
+  'forgot-password': { csrfToken: string; error: PageError | null };
+  'forgot-password-sent': { expiresIn: string };
+  'reset-password': {
+    csrfToken: string;
+    /** Only for a live token: the form that sets the password with it. */
+    form: { token: string; email: string } | null;
+    error: PageError | null;
+    minPasswordLength: number;
+  };
+  'reset-password-done': Record<never, never>;
 }
 
 export interface PasswordPageRouteOptions {
@@ -54,7 +49,7 @@ const linkToken = z.preprocess(firstValue, z.string()).optional();
 const LINK_PAGE_HEADERS = { ...PAGE_HEADERS, 'referrer-policy': 'no-referrer' };
 
 export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, csrf, config }) => {
-  const pages = createPageRenderer();
+  const pages = createPageRenderer<PasswordPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
   const { minLength, maxLength } = config.passwords;
 

@@ -10,8 +10,16 @@ declare module '../module.ts' {
   }
 }
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['password.reset_requested', 'password.reset'] as const;
+type PasswordResetAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends PasswordResetAuditEvents {}
+}
+
 export const passwordResetModule = defineModule({
   name: 'password-reset',
+  auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, services }) => ({
     passwordReset: createPasswordResetService({
       db,

@@ -24,6 +24,16 @@ export interface AccessTokenClaims {
   roles: readonly string[];
 }
 
+/** Claims every token carries, which no module may set (see `TokenClaimsSource`). */
+export const RESERVED_CLAIMS: ReadonlySet<string> = new Set(['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'sid', 'roles', 'typ', 'kid', 'alg']);
+
+/**
+ * A module's claims for an access token being issued (at sign-in and at each refresh), e.g. how
+ * the session was authenticated. Small, never personal data: tokens are readable by anyone who
+ * holds them. A reserved claim is a mistake, refused when the token is signed.
+ */
+export type TokenClaimsSource = (subject: AccessTokenClaims) => Readonly<Record<string, unknown>> | Promise<Readonly<Record<string, unknown>>>;
+
 export interface VerifiedAccessToken extends AccessTokenClaims {
   /** Epoch ms. */
   expiresAt: number;
@@ -31,11 +41,14 @@ export interface VerifiedAccessToken extends AccessTokenClaims {
 
 export async function signAccessToken(
   claims: AccessTokenClaims,
-  options: { key: SigningKey; issuer: string; audience: string; issuedAtMs: number; ttlSeconds: number },
+  options: { key: SigningKey; issuer: string; audience: string; issuedAtMs: number; ttlSeconds: number; extraClaims?: Readonly<Record<string, unknown>> },
 ): Promise<{ token: string; expiresAt: number }> {
   const issuedAt = Math.floor(options.issuedAtMs / 1000);
   const expiresAtSeconds = issuedAt + options.ttlSeconds;
-  const token = await new SignJWT({ sid: claims.sessionId, roles: [...claims.roles] })
+  const extra = options.extraClaims ?? {};
+  const reserved = Object.keys(extra).filter((name) => RESERVED_CLAIMS.has(name));
+  if (reserved.length > 0) throw new Error(`a module may not set the access token claim(s) ${reserved.join(', ')}`);
+  const token = await new SignJWT({ ...extra, sid: claims.sessionId, roles: [...claims.roles] })
     .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid: options.key.kid, typ: ACCESS_TOKEN_TYPE })
     .setIssuer(options.issuer)
     .setAudience(options.audience)

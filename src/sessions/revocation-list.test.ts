@@ -2,7 +2,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { migrateToLatest, openStorage, type Storage } from '../storage/database.ts';
+import { openStorage, type Storage } from '../storage/database.ts';
+import { migrateToLatest } from '../modules.ts';
 import { UnavailableError } from '../errors.ts';
 import { createRevocationList } from './revocation-list.ts';
 

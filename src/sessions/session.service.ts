@@ -14,7 +14,7 @@ import type { Clock } from '../lib/clock.ts';
 import { randomId, randomSecret } from '../lib/random.ts';
 import type { UserService } from '../users/user.service.ts';
 import { SYSTEM_SOURCE, type AuditEventInput, type AuditService, type AuditSource } from '../audit/audit.service.ts';
-import { CLOCK_TOLERANCE_SECONDS, createAccessTokenVerifier, signAccessToken } from './access-token.ts';
+import { CLOCK_TOLERANCE_SECONDS, createAccessTokenVerifier, signAccessToken, type TokenClaimsSource } from './access-token.ts';
 import { deriveRefreshTokenKey, isGenuineRefreshToken, makeRefreshToken, parseRefreshToken } from './refresh-token.ts';
 import type { RevocationList } from './revocation-list.ts';
 import type { SigningKeys } from './signing-keys.ts';
@@ -58,6 +58,8 @@ export interface SessionServiceDeps {
   authSecret: string;
   tokens: Config['tokens'];
   sessions: Config['sessions'];
+  /** The modules' token claims, read at each issue (the modules declaring them are built after sessions). */
+  claims?: () => readonly TokenClaimsSource[];
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
@@ -90,10 +92,10 @@ export function createSessionService(deps: SessionServiceDeps) {
   /** Signs an access token that never outlives its session. */
   async function issueAccessToken(userId: string, sessionId: string, roles: readonly string[], now: number, sessionExpiresAt: number) {
     const ttlSeconds = Math.max(1, Math.min(accessTokenTtlSeconds, Math.floor((sessionExpiresAt - now) / 1000)));
-    return signAccessToken(
-      { userId, sessionId, roles },
-      { key: keys.current(), issuer: tokens.issuer, audience: tokens.audience, issuedAtMs: now, ttlSeconds },
-    );
+    const subject = { userId, sessionId, roles };
+    const sources = deps.claims?.() ?? [];
+    const extraClaims = sources.length === 0 ? undefined : Object.assign({}, ...(await Promise.all(sources.map(async (source) => source(subject)))));
+    return signAccessToken(subject, { key: keys.current(), issuer: tokens.issuer, audience: tokens.audience, issuedAtMs: now, ttlSeconds, extraClaims });
   }
 
   /**

@@ -3,6 +3,8 @@
  * memory by the jwt strategy), the session service, and the session and sign-out endpoints.
  */
 import { defineModule, type RouteContext } from '../module.ts';
+import { SESSIONS_ERRORS } from './sessions.errors.ts';
+import * as sessionHousekeeping from './migrations/0008-session-housekeeping.ts';
 import { loadSigningKeys, type SigningKeys } from './signing-keys.ts';
 import { createRevocationList, type RevocationList } from './revocation-list.ts';
 import { createSessionService, type SessionService } from './session.service.ts';
@@ -26,9 +28,19 @@ const sessionRouteOptions = ({ services, authenticate, csrf, config, clock }: Ro
   limits: services.limits,
 });
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['signout', 'session.ended', 'refresh.reuse_detected', 'user.sessions_ended'] as const;
+type SessionsAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends SessionsAuditEvents {}
+}
+
 export const sessionsModule = defineModule({
   name: 'sessions',
-  async provide({ db, storage, config, clock, services }) {
+  migrations: { '0008-session-housekeeping': sessionHousekeeping },
+  errors: SESSIONS_ERRORS,
+  auditEvents: AUDIT_EVENTS,
+  async provide({ db, storage, config, clock, services, tokenClaims }) {
     const keys = await loadSigningKeys({ db, authSecret: config.authSecret, clock, retentionMs: config.tokens.accessTokenTtlSeconds * 1000 });
     const revocations = createRevocationList({
       db,
@@ -49,6 +61,7 @@ export const sessionsModule = defineModule({
       authSecret: config.authSecret,
       tokens: config.tokens,
       sessions: config.sessions,
+      claims: tokenClaims,
     });
     return { keys, revocations, sessions };
   },

@@ -1,5 +1,6 @@
 /** The sign-in pipeline every first factor ends in; its steps come from the modules that declare them. */
 import { defineModule } from '../module.ts';
+import { SIGNIN_ERRORS } from './signin.errors.ts';
 import { createSignInPipeline, type SignInPipeline } from './signin-pipeline.ts';
 
 declare module '../module.ts' {
@@ -8,8 +9,17 @@ declare module '../module.ts' {
   }
 }
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['signin.success', 'signin.failure'] as const;
+type SignInAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends SignInAuditEvents {}
+}
+
 export const signInModule = defineModule({
   name: 'signin',
+  errors: SIGNIN_ERRORS,
+  auditEvents: AUDIT_EVENTS,
   provide: ({ services, clock, config, signInSteps }) => ({
     signInPipeline: createSignInPipeline({
       users: services.users,

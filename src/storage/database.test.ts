@@ -11,7 +11,8 @@ import { backends } from '../../test/helpers/databases.ts';
 import { startProxiedPostgres, type ProxiedPostgres } from '../../test/helpers/proxied-postgres.ts';
 import { waitUntil } from '../../test/helpers/traffic.ts';
 import { UnavailableError } from '../errors.ts';
-import { migrateToLatest, openStorage, type Storage } from './database.ts';
+import { openStorage, type Storage } from './database.ts';
+import { migrateToLatest } from '../modules.ts';
 
 const [, postgres] = await backends();
 const QUERY_TIMEOUT_MS = 300;

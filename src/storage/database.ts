@@ -11,15 +11,6 @@ import type { DatabaseConfig } from '../config.ts';
 import { UnavailableError } from '../errors.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite.ts';
-import * as initial from './migrations/0001-initial.ts';
-import * as auditEvents from './migrations/0002-audit-events.ts';
-import * as usersCreatedAt from './migrations/0003-users-created-at.ts';
-import * as mailOutbox from './migrations/0004-mail-outbox.ts';
-import * as actionTokens from './migrations/0005-action-tokens.ts';
-import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
-import * as rateLimits from './migrations/0007-rate-limits.ts';
-import * as sessionHousekeeping from './migrations/0008-session-housekeeping.ts';
-import * as userNameConfirmed from './migrations/0009-user-name-confirmed.ts';
 
 export type Db = Kysely<Database>;
 
@@ -30,19 +21,6 @@ export interface Storage {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
-
-/** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
-const MIGRATIONS: Record<string, Migration> = {
-  '0001-initial': initial,
-  '0002-audit-events': auditEvents,
-  '0003-users-created-at': usersCreatedAt,
-  '0004-mail-outbox': mailOutbox,
-  '0005-action-tokens': actionTokens,
-  '0006-oauth-accounts': oauthAccounts,
-  '0007-rate-limits': rateLimits,
-  '0008-session-housekeeping': sessionHousekeeping,
-  '0009-user-name-confirmed': userNameConfirmed,
-};
 
 const PG_INT8_OID = 20;
 
@@ -222,11 +200,14 @@ function wrap(db: Db, dialect: DatabaseConfig['kind']): Storage {
   };
 }
 
-/** Applies every pending migration; throws with the failing migration's name on error. */
-export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
+/**
+ * Applies every pending migration of `migrations` (the modules' own, gathered by `modules.ts`'s
+ * `migrateToLatest`), in the lexical order of their names; throws with the failing one's name.
+ */
+export async function applyMigrations(db: Db, migrations: Readonly<Record<string, Migration>>): Promise<MigrationResultSet> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => MIGRATIONS },
+    provider: { getMigrations: async () => ({ ...migrations }) },
   });
   // Unbounded: a migration building an index on a large table may rightly take minutes.
   const result = await unboundedQueries.run(true, () => migrator.migrateToLatest());

@@ -2,7 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { migrateToLatest, openStorage, type Storage } from './database.ts';
+import { openStorage, type Storage } from './database.ts';
+import { migrateToLatest } from '../modules.ts';
 import { preparedInsert, preparedQuery } from './prepared.ts';
 
 for (const backend of await backends()) {

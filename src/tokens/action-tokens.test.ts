@@ -1,7 +1,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { migrateToLatest, openStorage, type Storage } from '../storage/database.ts';
+import { openStorage, type Storage } from '../storage/database.ts';
+import { migrateToLatest } from '../modules.ts';
 import { createUserService } from '../users/user.service.ts';
 import { sha256Base64url } from '../lib/random.ts';
 import { createActionTokens, type ActionTokens } from './action-tokens.ts';

@@ -1,5 +1,7 @@
 /** Single-use tokens mailed to people (password reset, e-mail verification), stored hashed. */
 import { defineModule } from '../module.ts';
+import { TOKENS_ERRORS } from './tokens.errors.ts';
+import * as actionTokens from './migrations/0005-action-tokens.ts';
 import { createActionTokens, type ActionTokens } from './action-tokens.ts';
 
 declare module '../module.ts' {
@@ -10,5 +12,7 @@ declare module '../module.ts' {
 
 export const tokensModule = defineModule({
   name: 'tokens',
+  migrations: { '0005-action-tokens': actionTokens },
+  errors: TOKENS_ERRORS,
   provide: ({ clock }) => ({ actionTokens: createActionTokens({ clock }) }),
 });

@@ -1,7 +1,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { migrateToLatest, openStorage, type Storage } from '../storage/database.ts';
+import { openStorage, type Storage } from '../storage/database.ts';
+import { migrateToLatest } from '../modules.ts';
 import { createUserService, type UserService } from './user.service.ts';
 import { normaliseEmail } from './email.ts';
 

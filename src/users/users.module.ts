@@ -1,5 +1,8 @@
 /** Accounts: who they are, their roles, and their state (verified, disabled). */
 import { defineModule } from '../module.ts';
+import * as initial from './migrations/0001-initial.ts';
+import * as usersCreatedAt from './migrations/0003-users-created-at.ts';
+import * as userNameConfirmed from './migrations/0009-user-name-confirmed.ts';
 import { createUserService, type UserService } from './user.service.ts';
 
 declare module '../module.ts' {
@@ -8,7 +11,16 @@ declare module '../module.ts' {
   }
 }
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['user.created', 'user.updated', 'user.roles_changed', 'user.disabled', 'user.enabled'] as const;
+type UsersAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends UsersAuditEvents {}
+}
+
 export const usersModule = defineModule({
   name: 'users',
+  migrations: { '0001-initial': initial, '0003-users-created-at': usersCreatedAt, '0009-user-name-confirmed': userNameConfirmed },
+  auditEvents: AUDIT_EVENTS,
   provide: ({ db, clock }) => ({ users: createUserService({ db, clock }) }),
 });

@@ -6,6 +6,7 @@
  * token. Register this plugin where form bodies are parsed; its routes are hidden from the OpenAPI
  * document.
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -14,34 +15,28 @@ import type { Csrf } from '../http/csrf.ts';
 import { MAX_NAME_LENGTH, SIGNUP_PAGE } from '../credentials/signup.routes.ts';
 import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from './verification.routes.ts';
 import type { VerificationService } from './verification.service.ts';
-import { signupErrorMessage, verifyEmailErrorMessage } from '../ui/messages.ts';
-import { createPageRenderer, PAGE_HEADERS, sendPage } from '../ui/render.ts';
-import { firstValue, shownCode } from '../ui/page-query.ts';
+import { signupErrorMessage, verifyEmailErrorMessage } from './signup-pages.messages.ts';
+import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
+import type { PageError } from '../web/messages.ts';
+import { firstValue, shownCode } from '../web/page-query.ts';
 
-/** A page-level message: what went wrong, with its code. */
-interface PageError {
-  code: string;
-  message: string;
-}
-
-declare module '../ui/render.ts' {
-  interface PageModels {
-    signup: {
-      csrfToken: string;
-      isDisabled: boolean;
-      error: PageError | null;
-      minPasswordLength: number;
-      maxNameLength: number;
-    };
-    'check-email': { csrfToken: string; expiresIn: string };
-    'verify-email': {
-      csrfToken: string;
-      /** The link's token, only while it is live: the page then shows the button that uses it. */
-      token: string | null;
-      error: PageError | null;
-    };
-    'email-verified': Record<never, never>;
-  }
+/** Each page's template (in `templates/`) and the data it reads. */
+interface SignupPages {
+  signup: {
+    csrfToken: string;
+    isDisabled: boolean;
+    error: PageError | null;
+    minPasswordLength: number;
+    maxNameLength: number;
+  };
+  'check-email': { csrfToken: string; expiresIn: string };
+  'verify-email': {
+    csrfToken: string;
+    /** The link's token, only while it is live: the page then shows the button that uses it. */
+    token: string | null;
+    error: PageError | null;
+  };
+  'email-verified': Record<never, never>;
 }
 
 export interface SignupPageRouteOptions {
@@ -54,7 +49,7 @@ export interface SignupPageRouteOptions {
 const linkToken = z.preprocess(firstValue, z.string()).optional();
 
 export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = async (app, { verification, csrf, config }) => {
-  const pages = createPageRenderer();
+  const pages = createPageRenderer<SignupPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
   const { minLength, maxLength } = config.passwords;
 

@@ -10,8 +10,16 @@ declare module '../module.ts' {
   }
 }
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['email.verified'] as const;
+type VerificationAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends VerificationAuditEvents {}
+}
+
 export const verificationModule = defineModule({
   name: 'verification',
+  auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, services }) => ({
     verification: createVerificationService({
       db,

@@ -5,7 +5,7 @@ import { createPageRenderer, sendPage } from './render.ts';
 export const FORBIDDEN_CODE = 'FORBIDDEN';
 
 export function createForbiddenPage(): (reply: FastifyReply) => FastifyReply {
-  const html = createPageRenderer().render('error', {
+  const html = createPageRenderer([]).render('error', {
     title: 'Access denied',
     code: FORBIDDEN_CODE,
     heading: 'Access denied',

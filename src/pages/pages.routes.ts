@@ -4,6 +4,7 @@
  * (or here) with the browser's CSRF token; they work without JavaScript. Register this plugin
  * where form bodies are parsed. Its routes are hidden from the OpenAPI document, which is for the API.
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -18,12 +19,43 @@ import type { SessionService } from '../sessions/session.service.ts';
 import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
-import { authErrorExplanation, dashboardErrorMessage, signInErrorMessage } from './messages.ts';
-import { changePasswordErrorMessage, dashboardNoticeMessage } from './messages.ts';
-import { createPageRenderer, sendPage, toSessionItems } from './render.ts';
-import { firstValue, shownCode } from './page-query.ts';
+import { toSessionItems, type SessionItem } from '../sessions/session-items.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import type { PageError } from '../web/messages.ts';
+import { firstValue, shownCode } from '../web/page-query.ts';
+import { authErrorExplanation, changePasswordErrorMessage, dashboardErrorMessage, dashboardNoticeMessage, signInErrorMessage } from './pages.messages.ts';
 
-export interface UiRouteOptions {
+/** Each page's template (in `templates/`; `error` is the base's) and the data it reads. */
+interface Pages {
+  home: { isSignedIn: boolean };
+  signin: {
+    csrfToken: string;
+    callbackUrl: string;
+    error: PageError | null;
+    signedInAs: string | null;
+    /** ALLOW_SIGNUP: the page links to `/auth/signup`. */
+    isSignupAllowed: boolean;
+    /** A "Sign in with …" button each. */
+    providers: Array<{ id: string; name: string }>;
+  };
+  signout: { csrfToken: string };
+  dashboard: {
+    csrfToken: string;
+    user: { name: string; email: string; roles: string[] };
+    sessions: SessionItem[];
+    hasOtherSessions: boolean;
+    notice: PageError | null;
+    isAdmin: boolean;
+    /** What a form just did (`?notice=`): a password changed. */
+    confirmation: string | null;
+    /** For the change-password form's hint. */
+    minPasswordLength: number;
+    /** Each configured provider, with the user's identity there if linked. */
+    providers: Array<{ id: string; name: string; linked: { email: string | null } | null }>;
+  };
+}
+
+export interface PageRouteOptions {
   sessions: SessionService;
   authenticate: RequestAuthenticator;
   csrf: Csrf;
@@ -38,9 +70,9 @@ const callbackUrl = z.preprocess(firstValue, z.string()).optional();
 
 const csrfField = z.string().max(200).optional();
 
-export const uiRoutes: FastifyPluginAsyncZod<UiRouteOptions> = async (app, options) => {
+export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, options) => {
   const { sessions, authenticate, csrf, config, oauth } = options;
-  const pages = createPageRenderer();
+  const pages = createPageRenderer<Pages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
 
   /** The signed-in person, or null; a session whose user is gone counts as none. */

@@ -1,0 +1,23 @@
+/**
+ * The hosted pages that no single feature owns, and the pages' stylesheet. Home is nobody's; the
+ * sign-in page gathers the password form (credentials), a button per provider (oauth) and the
+ * sign-up link; `/auth/error` explains the codes of every way in; the dashboard shows sessions,
+ * linked providers and the change-password form (password-reset) together. So they stay one module,
+ * last in the list, using the services of the modules above it; pages that belong to one feature
+ * live in that feature's folder (admin/, password-reset/, verification/), and what every page
+ * shares (renderer, layout, stylesheet) is in web/.
+ */
+import { defineModule } from '../module.ts';
+import { assetRoutes } from '../web/asset.routes.ts';
+import { pageRoutes } from './pages.routes.ts';
+
+export const pagesModule = defineModule({
+  name: 'pages',
+  routes: [
+    {
+      scope: 'browser',
+      register: (app, { services, authenticate, csrf, config }) => app.register(pageRoutes, { sessions: services.sessions, oauth: services.oauth, authenticate, csrf, config }),
+    },
+    { scope: 'api', register: (app) => app.register(assetRoutes) },
+  ],
+});

@@ -1,0 +1,115 @@
+/**
+ * Server-rendered pages: Eta templates compiled once when a renderer is made (a broken template
+ * fails start-up, not a request), every `<%= %>` HTML-escaped. This base knows no feature: it holds
+ * the layout and the generic error page (`templates/`), and each feature hands it the paths of its
+ * own page templates together with the type of the data each one reads. Pages contain no script
+ * and no inline style, so the strict Content-Security-Policy below holds for all of them.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { FastifyReply } from 'fastify';
+// The core build has no file-system lookups: templates are only what we load, by name.
+import { Eta } from 'eta/core';
+
+const BASE_TEMPLATES_DIR = join(import.meta.dirname, 'templates');
+
+/** What every page gives the layout (`templates/layout.eta`, which each page template names itself). */
+export interface PageFrame {
+  title: string;
+  /** Wider content column (the dashboard's session list). */
+  isWide?: boolean;
+  /** The widest column, for tables (the admin pages). */
+  isFull?: boolean;
+}
+
+/** The pages of the base itself, which every renderer can render besides a feature's own. */
+export interface BasePages {
+  error: { code: string; heading: string; message: string };
+}
+
+/** Renders the pages of `Pages` (template name -> the data it reads) and those of the base. */
+export interface PageRenderer<Pages extends object> {
+  render<P extends keyof (Pages & BasePages) & string>(page: P, model: (Pages & BasePages)[P] & PageFrame): string;
+}
+
+/** The `*.eta` files in `dir`: a feature's folder of page templates. */
+export function templatesIn(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((file) => file.endsWith('.eta'))
+    .map((file) => join(dir, file));
+}
+
+/**
+ * Loads and compiles the layout, the base's pages and the page templates at `files` (each named by
+ * its file name without `.eta`, as `render` and `include` name it). A name the base or another
+ * file already uses stops the start.
+ */
+export function createPageRenderer<Pages extends object>(files: readonly string[]): PageRenderer<Pages> {
+  const eta = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
+  const loaded = new Set<string>();
+  for (const file of [...templatesIn(BASE_TEMPLATES_DIR), ...files]) {
+    const name = basename(file, '.eta');
+    if (loaded.has(name)) throw new Error(`Page templates: two templates are named ${name} (${file})`);
+    loaded.add(name);
+    eta.loadTemplate(name, readFileSync(file, 'utf8'));
+  }
+  return {
+    render(page, model) {
+      return eta.render(page, { isWide: false, isFull: false, ...model });
+    },
+  };
+}
+
+/**
+ * Headers of every HTML page. No script may run and styles come only from our stylesheet, so an
+ * injected tag can do nothing; no page may be framed (clickjacking of the sign-in and session
+ * buttons); forms may post only to us; pages carry personal data and CSRF tokens, so none is cached.
+ * Referrer-Policy is `same-origin`, not `no-referrer`: under `no-referrer` browsers send
+ * `Origin: null` on a page's form posts, which the CSRF origin check rightly refuses. Other sites
+ * still get no referrer at all.
+ */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = pageHeaders([]);
+
+/**
+ * The page headers, with form posts also allowed to end at `formActionOrigins`: a "Sign in with …"
+ * form posts to us and is redirected to the provider, and browsers apply `form-action` to that
+ * redirect too. Only the sign-in and dashboard pages, which hold those forms, widen it.
+ */
+function pageHeaders(formActionOrigins: readonly string[]): Readonly<Record<string, string>> {
+  return Object.freeze({
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': [
+      "default-src 'none'",
+      "script-src 'none'",
+      "style-src 'self'",
+      "img-src 'self'",
+      "object-src 'none'",
+      ["form-action 'self'", ...formActionOrigins].join(' '),
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+    ].join('; '),
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+    'cache-control': 'no-store',
+  });
+}
+
+/** Built once per set of provider origins (they come from the configuration; there are few). */
+const headersByOrigins = new Map<string, Readonly<Record<string, string>>>();
+
+function headersWithFormActions(origins: readonly string[]): Readonly<Record<string, string>> {
+  const key = origins.join(' ');
+  let headers = headersByOrigins.get(key);
+  if (headers === undefined) {
+    headers = pageHeaders(origins);
+    headersByOrigins.set(key, headers);
+  }
+  return headers;
+}
+
+export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[] } = {}): FastifyReply {
+  const origins = options.formActionOrigins ?? [];
+  const headers = origins.length === 0 ? PAGE_HEADERS : headersWithFormActions(origins);
+  return reply.code(status).headers(headers).send(html);
+}
