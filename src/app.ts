@@ -98,7 +98,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
 
   // Every module's routes: JSON-only ones at the top level, the browser's where form bodies parse too.
-  const routeContext: RouteContext = { services, storage: services.storage, config, clock, authenticate, csrf };
+  const sections = services.modules.flatMap((module) => module.pageSections?.(services) ?? []);
+  const routeContext: RouteContext = {
+    services,
+    storage: services.storage,
+    config,
+    clock,
+    authenticate,
+    csrf,
+    pageSections: (page) => sections.filter((section) => section.page === page),
+  };
   const routesOf = (scope: ModuleRoutes['scope']) => services.modules.flatMap((module) => (module.routes ?? []).filter((routes) => routes.scope === scope));
   for (const routes of routesOf('api')) await routes.register(app, routeContext);
   await app.register(async (browser) => {

@@ -90,6 +90,12 @@ const declaringModule = defineModule({
   errors: EXAMPLE_ERRORS,
   auditEvents: ['example.noted' as AuditEventType],
   tokenClaims: () => async ({ userId }) => ({ example_claim: `for ${userId}` }),
+  pageSections: () => [
+    { page: 'dashboard', render: async ({ userId, csrfToken }) => `<section id="example-dashboard">for ${userId}, csrf ${csrfToken.length > 0}</section>` },
+    // Nothing to show for this user: no trace on the page.
+    { page: 'dashboard', render: async () => null },
+    { page: 'admin-user', render: async ({ userId, viewerId }) => `<section id="example-admin">about ${userId}, seen by ${viewerId}</section>` },
+  ],
   routes: [
     {
       scope: 'api',
@@ -104,7 +110,7 @@ const declaringModule = defineModule({
 });
 
 describe('module contract', () => {
-  it('a module brings its config section, migration, error code, audit event type and token claim', async () => {
+  it('a module brings its config section, migration, error code, audit event type, page sections and token claim', async () => {
     await withStorage(async ({ config, storage, database, dataDir }) => {
       const modules = [...MODULES, declaringModule];
       // Its config is read with the rest: one error lists its problem beside the core's.
@@ -143,6 +149,18 @@ describe('module contract', () => {
         assert.deepEqual(events.json().events.map((e: { type: string }) => e.type), ['example.noted']);
         const unknown = await app.inject({ method: 'GET', url: '/api/admin/events?type=example.unheard', headers: { authorization } });
         assert.equal(unknown.statusCode, 422);
+
+        // Its sections are on the dashboard and on the admin's page of a user.
+        const browserSignIn = await app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email: 'declaring-admin@example.com', password: PASSWORD } });
+        const cookie = browserSignIn.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+        const dashboard = await app.inject({ method: 'GET', url: '/dashboard', headers: { cookie } });
+        assert.equal(dashboard.statusCode, 200);
+        assert.match(dashboard.body, new RegExp(`<section id="example-dashboard">for ${admin.id}, csrf true</section>\\s*<section aria-labelledby="sessions-heading">`));
+        const other = await createUser(services, { email: 'declaring-other@example.com', password: PASSWORD });
+        const adminPage = await app.inject({ method: 'GET', url: `/admin/users/${other.id}`, headers: { cookie } });
+        assert.equal(adminPage.statusCode, 200);
+        assert.ok(adminPage.body.includes(`<section id="example-admin">about ${other.id}, seen by ${admin.id}</section>`), adminPage.body);
+        assert.ok(!adminPage.body.includes('example-dashboard'), 'each section on its own page');
 
         // Its claim is in every access token: at sign-in and after a refresh.
         assert.equal(decodeJwt(token).example_claim, `for ${admin.id}`);

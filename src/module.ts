@@ -15,6 +15,7 @@
  * the domain events), services (`provide`), background jobs (`jobs`, started and stopped by the
  * app, never by building), routes and pages (`routes`, in the JSON or the browser scope), sign-in
  * steps (`signInSteps`, run by the sign-in pipeline), access-token claims (`tokenClaims`),
+ * sections of the dashboard and the admin's user page (`pageSections`),
  * subscriptions to domain events (`subscriptions`, run in the event's transaction), and resources
  * to release (`close`). Its rate limits are read in its config section and counted with the
  * `rateLimiters` service. docs/architecture.md walks through adding one.
@@ -69,6 +70,39 @@ export interface RouteContext {
   readonly clock: Clock;
   readonly authenticate: RequestAuthenticator;
   readonly csrf: Csrf & CsrfRotation;
+  /** The sections modules add to `page`, in list order (to render inside it). */
+  readonly pageSections: (page: SectionedPage) => readonly PageSection[];
+}
+
+/** The pages of other modules a module may add a section to. */
+export type SectionedPage = 'dashboard' | 'admin-user';
+
+/**
+ * A module's part of a page another module serves: the account dashboard (what the user manages
+ * of the module's: their second factors, say), or the administrators' page of one user (what an
+ * administrator may see or reset). It renders its own HTML with its own template (web/render.ts,
+ * escaped there); its forms post to its own routes.
+ */
+export interface PageSection {
+  readonly page: SectionedPage;
+  /** Its HTML, or null to show nothing for this user. */
+  render(context: PageSectionContext): Promise<string | null>;
+}
+
+export interface PageSectionContext {
+  /** Whom the page is about: on the dashboard, the signed-in user. */
+  readonly userId: string;
+  /** The signed-in user (the administrator, on the admin pages) and their session. */
+  readonly viewerId: string;
+  readonly sessionId: string;
+  /** For the section's forms (the page issued it). */
+  readonly csrfToken: string;
+}
+
+/** The sections' HTML for one page, in list order, leaving out those with nothing to show. */
+export async function renderPageSections(sections: readonly PageSection[], context: PageSectionContext): Promise<string[]> {
+  const rendered = await Promise.all(sections.map(async (section) => section.render(context)));
+  return rendered.filter((html): html is string => html !== null);
 }
 
 export interface ModuleRoutes {
@@ -102,6 +136,8 @@ export interface GatehouseModule {
   readonly routes?: readonly ModuleRoutes[];
   /** Steps every sign-in runs after the account checks, in list order (see signin/signin-pipeline.ts). */
   signInSteps?(services: ServiceRegistry): readonly SignInStep[];
+  /** Sections it adds to other modules' pages (the dashboard, the admin's user page). */
+  pageSections?(services: ServiceRegistry): readonly PageSection[];
   /** Claims the module adds to every access token (see sessions/access-token.ts). */
   tokenClaims?(services: ServiceRegistry): TokenClaimsSource;
   /** Domain events (the audit events) the module handles, inside the transaction of the change. */

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
+import { renderPageSections, type PageSection } from '../module.ts';
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
@@ -37,6 +38,8 @@ export interface AdminPageOptions {
   authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
+  /** What other modules add to the page of one user. */
+  sections: readonly PageSection[];
 }
 
 export const ADMIN_PAGE = '/admin';
@@ -178,6 +181,8 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const { user } = found;
       const isSelf = user.id === auth.userId;
       const base = adminUserPage(user.id);
+      const csrfToken = csrf.issueToken(request, reply);
+      const sections = await renderPageSections(options.sections, { userId: user.id, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken });
       return sendPage(
         reply,
         pages.render('admin-user', {
@@ -185,7 +190,8 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
           isWide: true,
           section: 'users',
           alerts: alertsOf(request.query),
-          csrfToken: csrf.issueToken(request, reply),
+          csrfToken,
+          sections,
           user: {
             id: user.id,
             name: user.name,

@@ -206,6 +206,7 @@ for (const strategy of ['database', 'jwt'] as const) {
             authenticate: Object.assign(async () => auth as RequestAuth | null, { withCurrentRoles: async () => auth as RequestAuth | null }),
             csrf: { issueToken: () => 'token' },
             config: {} as Config,
+            sections: [],
           });
           const { pages, forms } = everyRoute('someone', 'some-session');
           for (const url of pages) {

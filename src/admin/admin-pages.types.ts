@@ -47,6 +47,8 @@ export interface AdminPages {
     firstHref: string | null;
   };
   'admin-user': AdminFrame & {
+    /** The sections other modules add (their own HTML), before the sessions. */
+    sections: string[];
     csrfToken: string;
     user: {
       id: string;

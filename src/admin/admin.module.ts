@@ -17,6 +17,10 @@ export const adminModule = defineModule({
   provide: ({ services }) => ({ admin: createAdminService({ users: services.users, sessions: services.sessions, credentials: services.credentials, audit: services.audit }) }),
   routes: [
     { scope: 'api', register: (app, { services, authenticate }) => app.register(adminRoutes, { admin: services.admin, authenticate }) },
-    { scope: 'browser', register: (app, { services, authenticate, csrf, config }) => app.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config }) },
+    {
+      scope: 'browser',
+      register: (app, { services, authenticate, csrf, config, pageSections }) =>
+        app.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config, sections: pageSections('admin-user') }),
+    },
   ],
 });

@@ -16,7 +16,8 @@ export const pagesModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config }) => app.register(pageRoutes, { sessions: services.sessions, oauth: services.oauth, authenticate, csrf, config }),
+      register: (app, { services, authenticate, csrf, config, pageSections }) =>
+        app.register(pageRoutes, { sessions: services.sessions, oauth: services.oauth, authenticate, csrf, config, sections: pageSections('dashboard') }),
     },
     { scope: 'api', register: (app) => app.register(assetRoutes) },
   ],

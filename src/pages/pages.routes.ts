@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
+import { renderPageSections, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
@@ -52,6 +53,8 @@ interface Pages {
     minPasswordLength: number;
     /** Each configured provider, with the user's identity there if linked. */
     providers: Array<{ id: string; name: string; linked: { email: string | null } | null }>;
+    /** The sections other modules add (their own HTML), before the sessions. */
+    sections: string[];
   };
 }
 
@@ -61,6 +64,8 @@ export interface PageRouteOptions {
   csrf: Csrf;
   config: Config;
   oauth: OAuthService;
+  /** What other modules add to the dashboard. */
+  sections: readonly PageSection[];
 }
 
 export const DASHBOARD_PAGE = '/dashboard';
@@ -135,12 +140,14 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     const { error, reason, notice } = request.query;
     // The change-password form (it posts to /api/auth/change-password) comes back with its own codes.
     const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords) ?? dashboardErrorMessage(code);
+    const csrfToken = csrf.issueToken(request, reply);
+    const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken };
     return sendPage(
       reply,
       pages.render('dashboard', {
         title: 'Dashboard',
         isWide: true,
-        csrfToken: csrf.issueToken(request, reply),
+        csrfToken,
         user: view.user,
         isAdmin: view.user.roles.includes(ADMIN_ROLE),
         sessions: items,
@@ -149,6 +156,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
         confirmation: notice === undefined ? null : dashboardNoticeMessage(notice),
         minPasswordLength: config.passwords.minLength,
         providers,
+        sections: await renderPageSections(options.sections, context),
       }),
       200,
       { formActionOrigins: oauth.formActionOrigins() },
