@@ -87,6 +87,8 @@ export async function seed(config: DatabaseConfig, count: number, batchSize: num
           revoked_at: null,
           ip: '203.0.113.7',
           user_agent: 'seed/1.0',
+          amr: 'pwd',
+          auth_time: now - 20 * DAY_MS,
         });
       }
       return { users, sessions };

@@ -74,7 +74,7 @@ for (const backend of await backends()) {
         assert.equal(event.userAgent, USER_AGENT);
         assert.equal(event.email, null);
         assert.equal(event.actorUserId, null);
-        assert.deepEqual(event.details, { sessionId: session.sessionId });
+        assert.deepEqual(event.details, { sessionId: session.sessionId, amr: ['pwd'] });
       });
 
       it('records failures alike for an unknown address and a wrong password, with the normalised address tried', async () => {

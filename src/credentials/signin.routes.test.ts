@@ -52,7 +52,9 @@ for (const backend of await backends()) {
         assert.equal(protectedHeader.kid, jwks.keys[0].kid);
         assert.equal(payload.sub, alice.id);
         assert.deepEqual(payload.roles, []);
-        assert.deepEqual(Object.keys(payload).sort(), ['aud', 'exp', 'iat', 'iss', 'jti', 'roles', 'sid', 'sub']);
+        assert.deepEqual(Object.keys(payload).sort(), ['amr', 'aud', 'auth_time', 'exp', 'iat', 'iss', 'jti', 'roles', 'sid', 'sub']);
+        assert.deepEqual(payload.amr, ['pwd'], 'RFC 8176: a password');
+        assert.equal(payload.auth_time, payload.iat, 'authenticated when the token was issued');
         assert.ok(!JSON.stringify(payload).includes('alice'), 'no personal data in claims');
         assert.equal(new Date(body.expiresAt).getTime(), payload.exp! * 1000);
         assert.equal(payload.sid, body.refreshToken.split('.')[0]);

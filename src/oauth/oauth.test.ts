@@ -300,7 +300,9 @@ for (const backend of await backends()) {
       const account = uniqueOidcAccount();
       google.signInAs(account);
       const first = await signInWith('google');
-      const userId = (await sessionOf(first.jar)).json().user.id as string;
+      const view = (await sessionOf(first.jar)).json();
+      const userId = view.user.id as string;
+      assert.deepEqual(view.session.amr, ['fed'], 'a provider vouched for the user (no RFC 8176 value says which way)');
       await t.services.admin.updateUser(userId, { disabled: true }, { actorUserId: null, ip: null, userAgent: null });
       await assertErrorWithoutSession(await signInWith('google'), 'AccountDisabled');
       const events = await t.services.audit.listEvents({ userId, limit: 20 });
@@ -310,6 +312,7 @@ for (const backend of await backends()) {
       assert.ok(types.includes('signin.failure:ACCOUNT_DISABLED'), types.join());
       const success = events.events.find((e) => e.type === 'signin.success')!;
       assert.equal(success.details?.provider, 'google');
+      assert.deepEqual(success.details?.amr, ['fed']);
     });
 
     it('answers access_denied with AccessDenied', async () => {

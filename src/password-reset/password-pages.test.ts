@@ -178,7 +178,7 @@ describe('password pages', () => {
 
   it('sets the password through the form: a refusal comes back to the same link with its reason; success lands on the sign-in prompt', async () => {
     const user = await newUser();
-    const other = (await t.services.sessions.startSession({ userId: user.id, roles: [], verifiedPasswordHash: null, ip: null, userAgent: null }))!;
+    const other = (await t.services.sessions.startSession({ userId: user.id, roles: [], verifiedPasswordHash: null, amr: ['pwd'], ip: null, userAgent: null }))!;
     const path = await requestLinkWithForm(user.email);
     const jar = new CookieJar();
     const page = await open(path, jar);

@@ -22,10 +22,14 @@ export interface AccessTokenClaims {
   userId: string;
   sessionId: string;
   roles: readonly string[];
+  /** `amr` (RFC 8176): how the user proved who they are in this session; empty when not known. */
+  amr: readonly string[];
+  /** `auth_time`, in epoch ms (whole seconds in the token): when they last did. */
+  authTime: number;
 }
 
 /** Claims every token carries, which no module may set (see `TokenClaimsSource`). */
-export const RESERVED_CLAIMS: ReadonlySet<string> = new Set(['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'sid', 'roles', 'typ', 'kid', 'alg']);
+export const RESERVED_CLAIMS: ReadonlySet<string> = new Set(['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'sid', 'roles', 'amr', 'auth_time', 'typ', 'kid', 'alg']);
 
 /**
  * A module's claims for an access token being issued (at sign-in and at each refresh), e.g. how
@@ -48,7 +52,7 @@ export async function signAccessToken(
   const extra = options.extraClaims ?? {};
   const reserved = Object.keys(extra).filter((name) => RESERVED_CLAIMS.has(name));
   if (reserved.length > 0) throw new Error(`a module may not set the access token claim(s) ${reserved.join(', ')}`);
-  const token = await new SignJWT({ ...extra, sid: claims.sessionId, roles: [...claims.roles] })
+  const token = await new SignJWT({ ...extra, sid: claims.sessionId, roles: [...claims.roles], amr: [...claims.amr], auth_time: Math.floor(claims.authTime / 1000) })
     .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid: options.key.kid, typ: ACCESS_TOKEN_TYPE })
     .setIssuer(options.issuer)
     .setAudience(options.audience)
@@ -122,11 +126,22 @@ export function createAccessTokenVerifier(options: {
     } catch {
       return null;
     }
-    const { sub, sid, roles, exp } = payload;
+    const { sub, sid, roles, exp, iat } = payload;
     if (typeof sub !== 'string' || typeof sid !== 'string' || typeof exp !== 'number') return null;
     if (!Array.isArray(roles) || !roles.every((role) => typeof role === 'string')) return null;
+    // Tokens issued before `amr` and `auth_time` were: no method known, proved when issued.
+    const amr = payload.amr ?? [];
+    const authTime = payload.auth_time ?? iat;
+    if (!Array.isArray(amr) || !amr.every((method) => typeof method === 'string') || typeof authTime !== 'number') return null;
 
-    const verified: VerifiedAccessToken = { userId: sub, sessionId: sid, roles: Object.freeze([...roles]), expiresAt: exp * 1000 };
+    const verified: VerifiedAccessToken = {
+      userId: sub,
+      sessionId: sid,
+      roles: Object.freeze([...roles]),
+      amr: Object.freeze([...amr]),
+      authTime: authTime * 1000,
+      expiresAt: exp * 1000,
+    };
     if (cache.size >= maxCachedTokens) cache.delete(cache.keys().next().value!);
     cache.set(token, Object.freeze(verified));
     return verified;

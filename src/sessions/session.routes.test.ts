@@ -79,6 +79,22 @@ for (const backend of await backends()) {
         assert.deepEqual(body.user, { id: user.id, email: user.email, name: 'Test User', roles: ['EDITOR'] });
         assert.equal(body.session.id, tokens.sessionId);
         assert.equal(new Date(body.session.expiresAt).getTime(), clock() + 86_400_000);
+        assert.deepEqual(body.session.amr, ['pwd'], 'how the user proved who they are (RFC 8176)');
+        assert.equal(new Date(body.session.authTime).getTime(), Math.floor(clock() / 1000) * 1000, 'and when, to the second (as in the token)');
+      });
+
+      it('keeps how and when the user signed in through refreshes: amr and auth_time in every token', async () => {
+        const user = await newUser();
+        const first = await signIn(user.email);
+        const signedInAt = Math.floor(clock() / 1000);
+        clock.advance(60_000);
+        const refreshed = (await refresh(first.refreshToken)).json();
+        const claims = decodeJwt(refreshed.token);
+        assert.deepEqual(claims.amr, ['pwd']);
+        assert.equal(claims.auth_time, signedInAt, 'a refresh is not a sign-in');
+        assert.ok(claims.iat! > signedInAt);
+        const view = (await getSession(refreshed.token)).json();
+        assert.equal(new Date(view.session.authTime).getTime(), signedInAt * 1000);
       });
 
       it('answers 401 UNAUTHENTICATED without a token or with a malformed header', async () => {
@@ -374,7 +390,7 @@ describe('jwt strategy across instances', async () => {
     const signIn = await first.app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'shared@example.com', password: PASSWORD } });
     const { sid, sub } = decodeJwt(signIn.json().token);
     const { token } = await signAccessToken(
-      { userId: sub!, sessionId: sid as string, roles: [] },
+      { userId: sub!, sessionId: sid as string, roles: [], amr: ['pwd'], authTime: Date.now() },
       { key: laterKeys.current(), issuer: second.config.tokens.issuer, audience: second.config.tokens.audience, issuedAtMs: Date.now(), ttlSeconds: 60 },
     );
     const check = await second.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${token}` } });

@@ -28,7 +28,12 @@ interface SessionRouteOptions {
 const sessionResponse = z
   .object({
     user: z.object({ id: z.string(), email: z.string(), name: z.string(), roles: z.array(z.string()) }),
-    session: z.object({ id: z.string(), expiresAt: z.iso.datetime().describe('Absolute end of the session') }),
+    session: z.object({
+      id: z.string(),
+      expiresAt: z.iso.datetime().describe('Absolute end of the session'),
+      amr: z.array(z.string()).describe('How the user proved who they are in this session (RFC 8176): pwd, fed, otp, hwk, swk, user, mfa; empty for sessions from before this was recorded'),
+      authTime: z.iso.datetime().describe('When they last did: the sign-in, or a later step-up'),
+    }),
   })
   .meta({ id: 'Session' });
 
@@ -82,7 +87,8 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
     async (request, reply) => {
       const view = await sessions.describeSession(await requireAuth(request, reply));
       if (view === null) throw new AppError('UNAUTHENTICATED');
-      return { user: view.user, session: { id: view.session.id, expiresAt: isoTime(view.session.expiresAt) } };
+      const { id, expiresAt, amr, authTime } = view.session;
+      return { user: view.user, session: { id, expiresAt: isoTime(expiresAt), amr, authTime: isoTime(authTime) } };
     },
   );
 

@@ -39,9 +39,22 @@ interface SessionProfile extends SessionProfileView {
 function toSessionView(auth: AuthContext, roles: readonly string[], profile: SessionProfileView): SessionView {
   return {
     user: { id: auth.userId, email: profile.email, name: profile.name, roles: [...roles] },
-    session: { id: auth.sessionId, expiresAt: profile.expiresAt },
+    session: { id: auth.sessionId, expiresAt: profile.expiresAt, amr: [...auth.amr], authTime: auth.authTime },
   };
 }
+
+/** The `amr` column: `,`-separated methods (none ever holds a comma). */
+const toAmr = (column: string | null): readonly string[] => (column === null || column === '' ? [] : column.split(','));
+
+/**
+ * How and when a stored session's user proved themselves (sessions from before this was recorded:
+ * nothing known, at its start), in whole seconds like the token's `auth_time`, so both strategies
+ * tell the same time.
+ */
+const authenticationOf = (row: { amr: string | null; auth_time: number | null; created_at: number }) => ({
+  amr: toAmr(row.amr),
+  authTime: Math.floor((row.auth_time ?? row.created_at) / 1000) * 1000,
+});
 
 export type SessionService = ReturnType<typeof createSessionService>;
 
@@ -90,9 +103,16 @@ export function createSessionService(deps: SessionServiceDeps) {
   const profiles = new Map<string, SessionProfile>();
 
   /** Signs an access token that never outlives its session. */
-  async function issueAccessToken(userId: string, sessionId: string, roles: readonly string[], now: number, sessionExpiresAt: number) {
+  async function issueAccessToken(
+    userId: string,
+    sessionId: string,
+    roles: readonly string[],
+    authentication: { amr: readonly string[]; authTime: number },
+    now: number,
+    sessionExpiresAt: number,
+  ) {
     const ttlSeconds = Math.max(1, Math.min(accessTokenTtlSeconds, Math.floor((sessionExpiresAt - now) / 1000)));
-    const subject = { userId, sessionId, roles };
+    const subject = { userId, sessionId, roles, ...authentication };
     const sources = deps.claims?.() ?? [];
     const extraClaims = sources.length === 0 ? undefined : Object.assign({}, ...(await Promise.all(sources.map(async (source) => source(subject)))));
     return signAccessToken(subject, { key: keys.current(), issuer: tokens.issuer, audience: tokens.audience, issuedAtMs: now, ttlSeconds, extraClaims });
@@ -146,7 +166,15 @@ export function createSessionService(deps: SessionServiceDeps) {
      * reset or locked. A sign-in racing such a change cannot outlive the change's "every session
      * ended".
      */
-    async startSession(input: { userId: string; roles: readonly string[]; verifiedPasswordHash: string | null } & ClientInfo): Promise<StartedSession | null> {
+    async startSession(
+      input: {
+        userId: string;
+        roles: readonly string[];
+        verifiedPasswordHash: string | null;
+        /** How the user proved who they are (RFC 8176 values): the session's `amr`. */
+        amr: readonly string[];
+      } & ClientInfo,
+    ): Promise<StartedSession | null> {
       const now = clock();
       const sessionId = randomId();
       const seed = randomSecret();
@@ -162,11 +190,12 @@ export function createSessionService(deps: SessionServiceDeps) {
           expires_at: sessionExpiresAt,
           ip: input.ip,
           user_agent: input.userAgent === null ? null : truncate(input.userAgent, MAX_USER_AGENT_LENGTH),
+          amr: input.amr.join(','),
         },
         input.verifiedPasswordHash,
       );
       if (!isWritten) return null;
-      const { token, expiresAt } = await issueAccessToken(input.userId, sessionId, input.roles, now, sessionExpiresAt);
+      const { token, expiresAt } = await issueAccessToken(input.userId, sessionId, input.roles, { amr: input.amr, authTime: now }, now, sessionExpiresAt);
       return {
         sessionId,
         accessToken: token,
@@ -180,7 +209,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     async authenticate(token: string): Promise<AuthContext | null> {
       const claims = await verifyAccessToken(token);
       if (claims === null) return null;
-      const base = { userId: claims.userId, sessionId: claims.sessionId, accessTokenExpiresAt: claims.expiresAt };
+      const base = { userId: claims.userId, sessionId: claims.sessionId, amr: claims.amr, authTime: claims.authTime, accessTokenExpiresAt: claims.expiresAt };
       if (strategy === 'jwt') {
         return revocations.isRevoked(claims.sessionId) ? null : { ...base, roles: claims.roles };
       }
@@ -190,7 +219,8 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (row === null) return null;
       const touchMs = limits.touchIntervalSeconds * 1000;
       if (row.last_seen_at + touchMs <= now) await store.touchSession(db, claims.sessionId, now, now - touchMs);
-      return { ...base, roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
+      // The stored proof, not the token's: a step-up since the token was issued counts at once.
+      return { ...base, ...authenticationOf(row), roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
     },
 
     /**
@@ -282,7 +312,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         );
         return { ok: false, reason: 'INVALID_TOKEN' };
       }
-      const { token, expiresAt } = await issueAccessToken(user.id, row.id, user.roles, now, row.expires_at);
+      const { token, expiresAt } = await issueAccessToken(user.id, row.id, user.roles, authenticationOf(row), now, row.expires_at);
       return {
         ok: true,
         session: {

@@ -30,7 +30,7 @@ describe('a session insert waits for an uncommitted change of its user (PostgreS
       const insert = insertSessionIfCurrent(
         t.services.storage.db,
         true,
-        { id: 'racing-session-0001', user_id: user.id, refresh_seed: 'seed', created_at: now, expires_at: now + 60_000, ip: null, user_agent: null },
+        { id: 'racing-session-0001', user_id: user.id, refresh_seed: 'seed', created_at: now, expires_at: now + 60_000, ip: null, user_agent: null, amr: 'pwd' },
         passwordHash!,
       ).finally(() => (isSettled = true));
       await new Promise((resolve) => setTimeout(resolve, 300));

@@ -4,12 +4,12 @@ import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
 import { preparedQuery } from '../storage/prepared.ts';
 
-const SESSION_COLUMNS = ['id', 'user_id', 'refresh_seed', 'refresh_generation', 'refresh_rotated_at', 'created_at', 'expires_at', 'last_seen_at', 'revoked_at', 'ip', 'user_agent'] as const;
+const SESSION_COLUMNS = ['id', 'user_id', 'refresh_seed', 'refresh_generation', 'refresh_rotated_at', 'created_at', 'expires_at', 'last_seen_at', 'revoked_at', 'ip', 'user_agent', 'amr', 'auth_time'] as const;
 
-/** A session about to be written: the rest of its row is fixed (generation 0, not rotated, not revoked). */
-export type NewSession = Pick<SessionRow, 'id' | 'user_id' | 'refresh_seed' | 'created_at' | 'expires_at' | 'ip' | 'user_agent'>;
+/** A session about to be written: the rest of its row is fixed (generation 0, not rotated, not revoked, authenticated when created). */
+export type NewSession = Pick<SessionRow, 'id' | 'user_id' | 'refresh_seed' | 'created_at' | 'expires_at' | 'ip' | 'user_agent'> & { amr: string };
 
-type NewSessionArgs = [id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null];
+type NewSessionArgs = [id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null, amr: string];
 
 /**
  * `insert into sessions select … from users where <the account is as the sign-in saw it>`: one
@@ -19,7 +19,7 @@ type NewSessionArgs = [id: string, userId: string, seed: string, createdAt: numb
  * for the insert to commit, so its "end every session" finds this one. (SQLite has one writer: the
  * statement and a change's transaction cannot interleave.)
  */
-function sessionFromUser(db: Db, lock: boolean, [id, userId, seed, createdAt, expiresAt, ip, userAgent]: NewSessionArgs, passwordHash?: string) {
+function sessionFromUser(db: Db, lock: boolean, [id, userId, seed, createdAt, expiresAt, ip, userAgent, amr]: NewSessionArgs, passwordHash?: string) {
   return db
     .insertInto('sessions')
     .columns(SESSION_COLUMNS)
@@ -38,6 +38,8 @@ function sessionFromUser(db: Db, lock: boolean, [id, userId, seed, createdAt, ex
           eb.lit(null).as('revoked_at'),
           eb.val(ip).as('ip'),
           eb.val(userAgent).as('user_agent'),
+          eb.val(amr).as('amr'),
+          eb.val(createdAt).as('auth_time'),
         ])
         .where('users.id', '=', userId)
         .where('users.disabled_at', 'is', null);
@@ -48,13 +50,13 @@ function sessionFromUser(db: Db, lock: boolean, [id, userId, seed, createdAt, ex
 
 // Parameters spelled out: `preparedQuery` learns the arity from them.
 const insertSessionOfEnabledUser = [false, true].map((lock) =>
-  preparedQuery((db, id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null) =>
-    sessionFromUser(db, lock, [id, userId, seed, createdAt, expiresAt, ip, userAgent]),
+  preparedQuery((db, id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null, amr: string) =>
+    sessionFromUser(db, lock, [id, userId, seed, createdAt, expiresAt, ip, userAgent, amr]),
   ),
 );
 const insertSessionOfPassword = [false, true].map((lock) =>
-  preparedQuery((db, id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null, passwordHash: string) =>
-    sessionFromUser(db, lock, [id, userId, seed, createdAt, expiresAt, ip, userAgent], passwordHash),
+  preparedQuery((db, id: string, userId: string, seed: string, createdAt: number, expiresAt: number, ip: string | null, userAgent: string | null, amr: string, passwordHash: string) =>
+    sessionFromUser(db, lock, [id, userId, seed, createdAt, expiresAt, ip, userAgent, amr], passwordHash),
   ),
 );
 
@@ -63,7 +65,7 @@ const insertSessionOfPassword = [false, true].map((lock) =>
  * password (unlocked); false when the account changed since the sign-in checked it.
  */
 export async function insertSessionIfCurrent(db: Db, isPostgres: boolean, row: NewSession, passwordHash: string | null): Promise<boolean> {
-  const args: NewSessionArgs = [row.id, row.user_id, row.refresh_seed, row.created_at, row.expires_at, row.ip, row.user_agent];
+  const args: NewSessionArgs = [row.id, row.user_id, row.refresh_seed, row.created_at, row.expires_at, row.ip, row.user_agent, row.amr];
   const lock = Number(isPostgres);
   const result = passwordHash === null ? await insertSessionOfEnabledUser[lock]!(db, ...args) : await insertSessionOfPassword[lock]!(db, ...args, passwordHash);
   return (result.numAffectedRows ?? 0n) > 0n;
@@ -87,6 +89,9 @@ const selectSessionForCheck = preparedQuery((db, id: string) =>
       'sessions.expires_at',
       'sessions.last_seen_at',
       'sessions.revoked_at',
+      'sessions.created_at',
+      'sessions.amr',
+      'sessions.auth_time',
       'users.disabled_at',
       'users.email',
       'users.name',
@@ -100,6 +105,9 @@ export interface SessionCheckRow {
   expires_at: number;
   last_seen_at: number;
   revoked_at: number | null;
+  created_at: number;
+  amr: string | null;
+  auth_time: number | null;
   disabled_at: number | null;
   email: string;
   name: string;
@@ -183,4 +191,13 @@ export async function deleteExpiredRevocations(db: Db, now: number, limit: numbe
   const seqs = (await db.selectFrom('revoked_sessions').select('seq').where('expires_at', '<', now).limit(limit).execute()).map((row) => row.seq);
   if (seqs.length > 0) await db.deleteFrom('revoked_sessions').where('seq', 'in', seqs).execute();
   return seqs.length;
+}
+
+/**
+ * A step-up: the user proved themselves again in this session (with `amr`, the methods of the
+ * whole session now); false when the session has ended.
+ */
+export async function recordReauthentication(db: Db, id: string, amr: string, now: number): Promise<boolean> {
+  const result = await db.updateTable('sessions').set({ amr, auth_time: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }

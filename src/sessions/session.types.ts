@@ -15,6 +15,10 @@ export interface AuthContext {
   userId: string;
   sessionId: string;
   roles: readonly string[];
+  /** How the user proved who they are in this session (RFC 8176 `amr` values); empty when not known. */
+  amr: readonly string[];
+  /** Epoch ms: when they last did (sign-in or step-up). */
+  authTime: number;
   /** Epoch ms: when the presented access token expires. */
   accessTokenExpiresAt: number;
   /** Database strategy: the profile the check read with the session, so the session endpoint need not read it again. */
@@ -31,7 +35,7 @@ export interface SessionProfileView {
 
 export interface SessionView {
   user: { id: string; email: string; name: string; roles: string[] };
-  session: { id: string; expiresAt: number };
+  session: { id: string; expiresAt: number; amr: string[]; authTime: number };
 }
 
 export interface SessionSummary {

@@ -5,6 +5,7 @@
 import { defineModule, type RouteContext } from '../module.ts';
 import { SESSIONS_ERRORS } from './sessions.errors.ts';
 import * as sessionHousekeeping from './migrations/0008-session-housekeeping.ts';
+import * as sessionAuthentication from './migrations/20261124-sessions-authentication.ts';
 import { loadSigningKeys, type SigningKeys } from './signing-keys.ts';
 import { createRevocationList, type RevocationList } from './revocation-list.ts';
 import { createSessionService, type SessionService } from './session.service.ts';
@@ -37,7 +38,7 @@ declare module '../audit/audit.service.ts' {
 
 export const sessionsModule = defineModule({
   name: 'sessions',
-  migrations: { '0008-session-housekeeping': sessionHousekeeping },
+  migrations: { '0008-session-housekeeping': sessionHousekeeping, '20261124-sessions-authentication': sessionAuthentication },
   errors: SESSIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   async provide({ db, storage, config, clock, services, tokenClaims }) {

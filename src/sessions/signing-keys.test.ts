@@ -56,7 +56,7 @@ for (const backend of await backends()) {
     it('signs tokens that verify against the published keys only', async () => {
       const keys = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000 });
       const { token, expiresAt } = await signAccessToken(
-        { userId: 'u1', sessionId: 's1', roles: ['ADMIN'] },
+        { userId: 'u1', sessionId: 's1', roles: ['ADMIN'], amr: ['pwd'], authTime: Date.now() },
         { key: keys.current(), issuer: 'https://issuer.test', audience: 'aud', issuedAtMs: Date.now(), ttlSeconds: 60 },
       );
       const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: [...keys.publicJwks()] }), { issuer: 'https://issuer.test', audience: 'aud' });
@@ -76,13 +76,13 @@ for (const backend of await backends()) {
       await Promise.all([a.reload(), b.reload()]);
       assert.equal(a.current().kid, oldKid, 'still signing with the old key during the activation delay');
       assert.deepEqual(new Set(b.publicJwks().map((k) => k.kid)), new Set([oldKid, newKid]), 'the new key is published at once');
-      const byOld = await signAccessToken({ userId: 'u', sessionId: 's', roles: [] }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
+      const byOld = await signAccessToken({ userId: 'u', sessionId: 's', roles: [], amr: ['pwd'], authTime: time() }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
 
       time.advance(KEY_ACTIVATION_DELAY_MS);
       await Promise.all([a.reload(), b.reload()]);
       assert.equal(a.current().kid, newKid, 'the new key signs now');
       assert.equal(b.current().kid, newKid, 'on every instance');
-      const byNew = await signAccessToken({ userId: 'u', sessionId: 's', roles: [] }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
+      const byNew = await signAccessToken({ userId: 'u', sessionId: 's', roles: [], amr: ['pwd'], authTime: time() }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
       for (const token of [byOld.token, byNew.token]) {
         await jwtVerify(token, createLocalJWKSet({ keys: [...b.publicJwks()] }), { issuer: 'i', audience: 'a', currentDate: new Date(time()) });
       }

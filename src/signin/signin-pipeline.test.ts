@@ -66,6 +66,32 @@ for (const backend of await backends()) {
       assert.deepEqual(await eventsOf(user.id), []);
     });
 
+    it('resumes after a challenge is met: account checks again, the steps after it only, and the methods of both factors', async () => {
+      const { user, passwordHash } = await newUser();
+      const challenge = { step: 'test-step', code: 'FORBIDDEN' as const, fields: {} };
+      const asking = recordingStep({ action: 'challenge', challenge });
+      const after = recordingStep({ action: 'continue' });
+      const afterStep: SignInStep = { ...after.step, name: 'after-step' };
+      const pipeline = pipelineWith([asking.step, afterStep]);
+      const attempt = { user, factor: { kind: 'password' as const, email: user.email, verifiedPasswordHash: passwordHash }, source: SOURCE };
+      assert.deepEqual(await pipeline.complete(attempt), { ok: false, challenge });
+      assert.equal(after.seen.length, 0, 'a challenge stops the steps after it');
+
+      const resumed = await pipeline.complete(attempt, { step: 'test-step', amr: ['otp', 'mfa'] });
+      assert.ok(resumed.ok);
+      assert.equal(asking.seen.length, 1, 'the step whose challenge was met is not asked again');
+      assert.equal(after.seen.length, 1, 'the steps after it run');
+      const auth = await t.services.sessions.authenticate(resumed.session.accessToken);
+      assert.deepEqual(auth?.amr, ['pwd', 'otp', 'mfa']);
+      assert.deepEqual(await eventsOf(user.id), [{ type: 'signin.success', reason: null }], 'one event, for the sign-in that ended');
+
+      // Disabled while the second factor was being typed: the account checks run again.
+      await t.services.admin.updateUser(user.id, { disabled: true }, SOURCE);
+      const late = await pipeline.complete({ ...attempt, user: (await t.services.users.findUserById(user.id))! }, { step: 'test-step', amr: ['otp'] });
+      assert.deepEqual(late, { ok: false, refusal: 'ACCOUNT_DISABLED' });
+      await assert.rejects(pipeline.complete(attempt, { step: 'no-such-step', amr: [] }), /no sign-in step is named "no-such-step"/);
+    });
+
     it('a step that refuses is audited once, with its reason, for a provider sign-in too', async () => {
       const { user } = await newUser();
       const { step } = recordingStep({ action: 'refuse', reason: 'TEST_REFUSAL' });

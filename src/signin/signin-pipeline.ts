@@ -10,6 +10,11 @@
  * and records the outcome in the audit log once. Outcomes are values; the routes (JSON API, form
  * posts, provider callbacks) turn them into answers and set the browser's cookies in one place
  * (`setBrowserSession`).
+ *
+ * A challenge is answered at the asking module's own routes; when it is met, that module calls
+ * `complete` again with `resume`: the account checks run again (the account may have been
+ * disabled meanwhile), the steps up to and including the one that asked are skipped, and the
+ * session records the methods of both factors (`amr`).
  */
 import type { User, UserService } from '../users/user.service.ts';
 import type { SessionService, StartedSession } from '../sessions/session.service.ts';
@@ -38,6 +43,17 @@ export interface SignInAttempt {
   user: User;
   factor: FirstFactor;
   source: AuditSource;
+}
+
+/** The RFC 8176 `amr` values a first factor proves: a password `pwd`; a provider `fed` (federated, ours). */
+export function firstFactorAmr(factor: FirstFactor): readonly string[] {
+  return factor.kind === 'password' ? ['pwd'] : ['fed'];
+}
+
+/** A sign-in going on after the challenge of `step` was met with `amr` (e.g. `['otp', 'mfa']`). */
+export interface ResumedSignIn {
+  step: string;
+  amr: readonly string[];
 }
 
 /** Why a sign-in whose first factor succeeded is refused. */
@@ -97,7 +113,7 @@ export function createSignInPipeline(deps: {
 
   return {
     /** Ends a sign-in whose first factor identified `attempt.user`: a session, a refusal or a challenge. */
-    async complete(attempt: SignInAttempt): Promise<SignInOutcome> {
+    async complete(attempt: SignInAttempt, resume?: ResumedSignIn): Promise<SignInOutcome> {
       let { user } = attempt;
       const { factor, source } = attempt;
       // Only someone who passed the first factor learns the account is disabled or unverified.
@@ -108,15 +124,20 @@ export function createSignInPipeline(deps: {
       }
       if (deps.requireEmailVerification && user.emailVerifiedAt === null) return refuse(attempt, 'EMAIL_NOT_VERIFIED');
 
-      for (const step of steps()) {
+      const all = steps();
+      const resumeAt = resume === undefined ? 0 : all.findIndex((step) => step.name === resume.step) + 1;
+      if (resumeAt === 0 && resume !== undefined) throw new Error(`no sign-in step is named "${resume.step}"`);
+      for (const step of all.slice(resumeAt)) {
         const decision = await step.decide({ ...attempt, user });
         if (decision.action === 'refuse') return refuse(attempt, decision.reason);
         if (decision.action === 'challenge') return { ok: false, challenge: decision.challenge };
       }
 
+      const amr = [...new Set([...firstFactorAmr(factor), ...(resume?.amr ?? [])])];
       const session = await sessions.startSession({
         userId: user.id,
         roles: user.roles,
+        amr,
         verifiedPasswordHash: factor.kind === 'password' ? factor.verifiedPasswordHash : null,
         ip: source.ip,
         userAgent: source.userAgent,
@@ -124,7 +145,7 @@ export function createSignInPipeline(deps: {
       // The password was changed, reset or locked, or the account disabled, while the first
       // factor was being checked: what was verified is no longer the account's.
       if (session === null) return refuse(attempt, 'CREDENTIALS_CHANGED');
-      const details = factor.kind === 'provider' ? { sessionId: session.sessionId, provider: factor.provider } : { sessionId: session.sessionId };
+      const details = factor.kind === 'provider' ? { sessionId: session.sessionId, provider: factor.provider, amr } : { sessionId: session.sessionId, amr };
       await audit.record({ type: 'signin.success', userId: user.id, source, details });
       return { ok: true, user, session };
     },

@@ -39,6 +39,10 @@ export interface SessionsTable {
   revoked_at: number | null;
   ip: string | null;
   user_agent: string | null;
+  /** How the user proved who they are (RFC 8176 values, `,`-separated); null before it was recorded. */
+  amr: string | null;
+  /** Epoch ms of the last proof (sign-in or step-up); null before it was recorded: read `created_at`. */
+  auth_time: number | null;
 }
 
 export interface SigningKeysTable {
