@@ -20,6 +20,7 @@ import { createResponseHeaderSetter, registerSecurityHeaders } from './http/secu
 import { connectionServerOptions, createClientErrorHandler, limitConnections } from './http/connections.ts';
 import { createRequestAuthenticator } from './sessions/request-authentication.ts';
 import { registerRouteGuard } from './authorization/route-guard.ts';
+import { registerAccessPolicies } from './authorization/access-policies.ts';
 import { createForbiddenPage } from './web/forbidden-page.ts';
 
 /** Fastify's `trustProxy` for ours: a hop count trusts that many proxies nearest to us. */
@@ -78,7 +79,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const csrf = registerCsrfProtection(app, config);
   const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock });
   // After CSRF: a forged cross-site request is refused before any session work.
-  registerRouteGuard(app, { authenticate, sendForbiddenPage: createForbiddenPage() });
+  const sendForbiddenPage = createForbiddenPage();
+  registerRouteGuard(app, { authenticate, sendForbiddenPage });
+  // Then the modules' policies for signed-in users (an enrolment policy, say).
+  const policies = services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []);
+  registerAccessPolicies(app, { policies, authenticate, sendForbiddenPage });
 
   await app.register(swagger, {
     openapi: {

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { EnvReader, hasExtraUrlParts, toBaseUrl, type Env, type RateLimit } from './config/env-reader.ts';
+import { EnvReader, hasExtraUrlParts, toBaseUrl, type Env } from './config/env-reader.ts';
 import { parseConnectionLimits, parseCorsOrigins, parseTrustProxy, type ConnectionLimits, type TrustProxy } from './http/http.config.ts';
 import { parseDatabaseUrl, type DatabaseConfig } from './storage/storage.config.ts';
 
@@ -20,14 +20,8 @@ import { parseDatabaseUrl, type DatabaseConfig } from './storage/storage.config.
 export type { Env, RateLimit } from './config/env-reader.ts';
 export type { ConnectionLimits, TrustProxy } from './http/http.config.ts';
 export type { DatabaseConfig } from './storage/storage.config.ts';
-
-export type SessionStrategy = 'database' | 'jwt';
-
-export interface Argon2Config {
-  readonly memoryKib: number;
-  readonly iterations: number;
-  readonly parallelism: number;
-}
+// Declared with the sessions module's section; still imported from here by sessions/session.service.ts.
+export type { SessionStrategy } from './sessions/sessions.config.ts';
 
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
@@ -44,71 +38,6 @@ export interface Config {
   readonly authSecret: string;
   readonly dataDir: string;
   readonly database: DatabaseConfig;
-  readonly sessionStrategy: SessionStrategy;
-  readonly tokens: {
-    readonly issuer: string;
-    readonly audience: string;
-    readonly accessTokenTtlSeconds: number;
-  };
-  readonly sessions: {
-    readonly maxAgeSeconds: number;
-    /** A session unused for this long ends, whatever its absolute expiry. */
-    readonly idleTimeoutSeconds: number;
-    /** Sliding expiry writes `last_seen_at` at most this often per session. */
-    readonly touchIntervalSeconds: number;
-    /** How long a just-rotated refresh token is still honoured (concurrent tabs). */
-    readonly refreshReuseGraceSeconds: number;
-    /** jwt strategy: how often each instance pulls revocations made by the others. */
-    readonly revocationSyncIntervalMs: number;
-  };
-  readonly passwords: {
-    readonly minLength: number;
-    readonly maxLength: number;
-    /** zxcvbn score (0-4) a new password must reach. */
-    readonly minScore: number;
-    readonly argon2: Argon2Config;
-    /** Hashes computed at once; the rest wait in a bounded queue. */
-    readonly maxConcurrentHashes: number;
-    readonly maxQueuedHashes: number;
-    readonly queueTimeoutMs: number;
-    /** Nice value of the thread pool that hashes run on (Linux): above 0, the event loop comes first. */
-    readonly hashThreadNice: number;
-  };
-  readonly admin: { readonly email: string; readonly password: string; readonly name: string } | null;
-  readonly accounts: {
-    /** Self-service sign-up (`POST /api/auth/signup`, `/auth/signup`). */
-    readonly allowSignup: boolean;
-    /** Sign-in refuses (403 EMAIL_NOT_VERIFIED, after a correct password) until the address is verified. */
-    readonly requireEmailVerification: boolean;
-    readonly resetTokenTtlSeconds: number;
-    readonly verificationTokenTtlSeconds: number;
-  };
-  readonly rateLimits: {
-    /** Every sign-in attempt (password, either endpoint), per client IP: stops floods. */
-    readonly signinPerIp: RateLimit;
-    /** Failed sign-ins per client IP: people at one office address who sign in correctly never count. */
-    readonly signinFailuresPerIp: RateLimit;
-    readonly signupPerIp: RateLimit;
-    /** Mails asked for (forgot-password, verification resend), per address and per client IP. */
-    readonly mailPerAddress: RateLimit;
-    readonly mailPerIp: RateLimit;
-    /** Uses of mailed tokens (reset, validate, verify), per client IP. */
-    readonly tokenPerIp: RateLimit;
-    readonly refreshPerIp: RateLimit;
-    /** Provider sign-in and link starts, per client IP. */
-    readonly oauthPerIp: RateLimit;
-    /** New passwords refused by the policy, per account (change-password, reset links) and per client IP (everywhere). */
-    readonly passwordRefusalsPerAccount: RateLimit;
-    readonly passwordRefusalsPerIp: RateLimit;
-  };
-  /** Per account (normalised address): consecutive failed sign-ins. */
-  readonly signinThrottle: {
-    /** Failures allowed before each further attempt must wait (1 s, doubling, up to `maxDelaySeconds`). */
-    readonly delayAfterFailures: number;
-    readonly maxDelaySeconds: number;
-    /** At this many consecutive failures the password is locked until a reset (SP 800-63B-4: at most 100). */
-    readonly lockAfterFailures: number;
-  };
   /** Shared counters live here when set (else in storage). */
   readonly redisUrl: string | null;
   readonly trustProxy: TrustProxy;
@@ -193,66 +122,6 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
   if (workers > 1 && database?.kind === 'sqlite' && database.path === ':memory:') {
     problems.push('WORKERS must be 1 with an in-memory SQLite database: each process would have a database of its own');
   }
-  const sessionStrategy = read.oneOf('SESSION_STRATEGY', ['database', 'jwt'] as const, 'database');
-  const sessionMaxAgeSeconds = read.duration('SESSION_MAX_AGE', 30 * 86_400);
-  const idleTimeoutSeconds = read.duration('SESSION_IDLE_TIMEOUT', 7 * 86_400);
-  const touchIntervalSeconds = read.duration('SESSION_TOUCH_INTERVAL', 5 * 60);
-  const refreshReuseGraceSeconds = read.duration('REFRESH_REUSE_GRACE', 10);
-  if (refreshReuseGraceSeconds > 60) {
-    problems.push('REFRESH_REUSE_GRACE must be at most 60s: longer would let a stolen refresh token go unnoticed');
-  }
-  if (touchIntervalSeconds * 2 > idleTimeoutSeconds) {
-    problems.push('SESSION_TOUCH_INTERVAL must be at most half of SESSION_IDLE_TIMEOUT, or sessions in use would time out');
-  }
-  const revocationSyncIntervalMs = read.integer('REVOCATION_SYNC_INTERVAL_MS', 1_000, { min: 100, max: 60_000 });
-  // In the database strategy every request checks the session row, so the token may live as long
-  // as the session; in the jwt strategy the token is the only check and must be short-lived.
-  const accessTokenTtlSeconds = read.duration(
-    'ACCESS_TOKEN_TTL',
-    sessionStrategy === 'jwt' ? 15 * 60 : sessionMaxAgeSeconds,
-  );
-  const audience = read.string('AUTH_AUDIENCE') ?? authUrl!;
-
-  // 8 is SP 800-63B-4's floor with a second factor; it asks 15 of password-only deployments.
-  const passwordMinLength = read.integer('PASSWORD_MIN_LENGTH', 8, { min: 8, max: 128 });
-  const passwordMinScore = read.integer('PASSWORD_MIN_SCORE', 3, { min: 0, max: 4 });
-  const passwordMaxLength = read.integer('PASSWORD_MAX_LENGTH', 256, { min: 128, max: 4096 });
-  const argon2: Argon2Config = {
-    memoryKib: read.integer('ARGON2_MEMORY_KIB', 19_456, { min: 1024, max: 4 * 1024 * 1024 }),
-    iterations: read.integer('ARGON2_ITERATIONS', 2, { min: 1, max: 20 }),
-    parallelism: read.integer('ARGON2_PARALLELISM', 1, { min: 1, max: 16 }),
-  };
-  const maxConcurrentHashes = read.integer('HASH_CONCURRENCY', Math.max(2, availableParallelism()), { min: 1, max: 256 });
-  const maxQueuedHashes = read.integer('HASH_QUEUE_MAX', 512, { min: 0, max: 100_000 });
-  const queueTimeoutMs = read.integer('HASH_QUEUE_TIMEOUT_MS', 5_000, { min: 1, max: 60_000 });
-  const hashThreadNice = read.integer('HASH_THREAD_NICE', 10, { min: 0, max: 19 });
-
-  const adminEmail = read.string('ADMIN_EMAIL');
-  const adminPassword = read.string('ADMIN_PASSWORD');
-  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
-    problems.push('ADMIN_EMAIL and ADMIN_PASSWORD must be set together');
-  }
-
-  const rateLimits = {
-    signinPerIp: read.rateLimit('RATE_LIMIT_SIGNIN_PER_IP', { points: 60, durationSeconds: 60 }),
-    signinFailuresPerIp: read.rateLimit('RATE_LIMIT_SIGNIN_FAILURES_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
-    signupPerIp: read.rateLimit('RATE_LIMIT_SIGNUP_PER_IP', { points: 10, durationSeconds: 3_600 }),
-    mailPerAddress: read.rateLimit('RATE_LIMIT_MAIL_PER_ADDRESS', { points: 3, durationSeconds: 3_600 }),
-    mailPerIp: read.rateLimit('RATE_LIMIT_MAIL_PER_IP', { points: 20, durationSeconds: 3_600 }),
-    tokenPerIp: read.rateLimit('RATE_LIMIT_TOKEN_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
-    refreshPerIp: read.rateLimit('RATE_LIMIT_REFRESH_PER_IP', { points: 120, durationSeconds: 60 }),
-    oauthPerIp: read.rateLimit('RATE_LIMIT_OAUTH_PER_IP', { points: 30, durationSeconds: 60 }),
-    // New passwords the policy refused (sign-up, reset, change, admin create): each costs an
-    // estimate of up to half a second in the one estimator worker. A person finds an acceptable
-    // password in a few tries; these bound what one account or one address can spend on refusals.
-    passwordRefusalsPerAccount: read.rateLimit('RATE_LIMIT_PASSWORD_REFUSALS_PER_ACCOUNT', { points: 10, durationSeconds: 15 * 60 }),
-    passwordRefusalsPerIp: read.rateLimit('RATE_LIMIT_PASSWORD_REFUSALS_PER_IP', { points: 30, durationSeconds: 15 * 60 }),
-  };
-  const signinThrottle = {
-    delayAfterFailures: read.integer('SIGNIN_DELAY_AFTER_FAILURES', 5, { min: 1, max: 100 }),
-    maxDelaySeconds: read.duration('SIGNIN_MAX_DELAY', 15 * 60),
-    lockAfterFailures: read.integer('SIGNIN_LOCK_AFTER_FAILURES', 100, { min: 10, max: 100 }),
-  };
   const redisUrl = parseRedisUrl(read.string('REDIS_URL'), problems);
   const trustProxy = parseTrustProxy(read.string('TRUST_PROXY'), problems);
   const corsOrigins = parseCorsOrigins(read.string('CORS_ORIGINS'), problems);
@@ -266,13 +135,6 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
   if (authSecret === undefined && isProduction) {
     problems.push(`AUTH_SECRET is required when NODE_ENV=production (at least ${MIN_SECRET_LENGTH} random characters; e.g. \`openssl rand -base64 48\`)`);
   }
-
-  const accounts = {
-    allowSignup: read.boolean('ALLOW_SIGNUP', true),
-    requireEmailVerification: read.boolean('REQUIRE_EMAIL_VERIFICATION', false),
-    resetTokenTtlSeconds: read.duration('RESET_TOKEN_TTL', 30 * 60),
-    verificationTokenTtlSeconds: read.duration('VERIFICATION_TOKEN_TTL', 24 * 3_600),
-  };
 
   const basis: ConfigBasis = { env: nodeEnv, isProduction, authUrl };
   const sections: Partial<Config>[] = (options.sections ?? []).map((section) => section(read, basis, problems));
@@ -296,32 +158,6 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
     authSecret,
     dataDir,
     database: database!,
-    sessionStrategy,
-    tokens: { issuer: authUrl!, audience, accessTokenTtlSeconds },
-    sessions: {
-      maxAgeSeconds: sessionMaxAgeSeconds,
-      idleTimeoutSeconds,
-      touchIntervalSeconds,
-      refreshReuseGraceSeconds,
-      revocationSyncIntervalMs,
-    },
-    passwords: {
-      minLength: passwordMinLength,
-      maxLength: passwordMaxLength,
-      minScore: passwordMinScore,
-      argon2,
-      maxConcurrentHashes,
-      maxQueuedHashes,
-      queueTimeoutMs,
-      hashThreadNice,
-    },
-    admin:
-      adminEmail !== undefined && adminPassword !== undefined
-        ? { email: adminEmail, password: adminPassword, name: read.string('ADMIN_NAME') ?? 'Administrator' }
-        : null,
-    accounts,
-    rateLimits,
-    signinThrottle,
     redisUrl,
     trustProxy,
     corsOrigins,

@@ -15,7 +15,8 @@
  * the domain events), services (`provide`), background jobs (`jobs`, started and stopped by the
  * app, never by building), routes and pages (`routes`, in the JSON or the browser scope), sign-in
  * steps (`signInSteps`, run by the sign-in pipeline), access-token claims (`tokenClaims`),
- * sections of the dashboard and the admin's user page (`pageSections`),
+ * sections of the dashboard and the admin's user page (`pageSections`), rules every signed-in
+ * request meets (`accessPolicies`),
  * subscriptions to domain events (`subscriptions`, run in the event's transaction), and resources
  * to release (`close`). Its rate limits are read in its config section and counted with the
  * `rateLimiters` service. docs/architecture.md walks through adding one.
@@ -26,11 +27,11 @@ import type { Config, ConfigSection } from './config.ts';
 import type { Db, Storage } from './storage/database.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
-import type { RequestAuthenticator } from './sessions/request-authentication.ts';
+import type { RequestAuth, RequestAuthenticator } from './sessions/request-authentication.ts';
 import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
-import { CORE_ERRORS, type ErrorDefinition } from './errors.ts';
+import { CORE_ERRORS, type ErrorCode, type ErrorDefinition } from './errors.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
@@ -74,6 +75,27 @@ export interface RouteContext {
   readonly pageSections: (page: SectionedPage) => readonly PageSection[];
 }
 
+/**
+ * A rule every request from a signed-in user meets, after the route guard: an enrolment policy,
+ * say ("holders of ADMIN reach nothing but enrolment until they have a second factor"). Run only
+ * while `isActive` (so a policy that is not configured costs nothing) and only for requests that
+ * carry a session, on paths it does not exempt.
+ */
+export interface AccessPolicy {
+  readonly name: string;
+  readonly isActive: boolean;
+  /** Paths the policy never applies to (read as both routers read them: see authorization/rules.ts). */
+  readonly exemptPrefixes: readonly string[];
+  /** Null to let the request through; else why not, and where a page load should go instead. */
+  check(auth: RequestAuth, request: { readonly path: string; readonly method: string }): Promise<AccessRefusal | null>;
+}
+
+export interface AccessRefusal {
+  readonly code: ErrorCode;
+  /** A page load is sent here (303) rather than shown a 403 page. */
+  readonly redirectTo?: string;
+}
+
 /** The pages of other modules a module may add a section to. */
 export type SectionedPage = 'dashboard' | 'admin-user';
 
@@ -115,10 +137,10 @@ export interface GatehouseModule {
   /** kebab-case, unique in the list. */
   readonly name: string;
   /**
-   * The module's schema changes, by name. Names sort lexically across every module and are
-   * recorded once applied: never rename or edit one that has shipped. A new one is named
-   * `YYYYMMDD-<module>-<what>` (those shipped before modules are `0001-…` to `0009-…`), so two
-   * modules never pick the same number and every new name sorts after the shipped ones.
+   * The module's schema changes, by name. Names are recorded once applied: never rename or edit
+   * one that has shipped. A new one is named `YYYYMMDD-<module>-<what>` (those shipped before
+   * modules are `0001-…` to `0009-…`), so two modules never pick the same name. Pending ones run
+   * in name order; one that sorts before an applied one (another module's, say) still runs.
    */
   readonly migrations?: Readonly<Record<string, Migration>>;
   /** Its part of the configuration, read and validated with the rest (one error lists every problem). */
@@ -136,6 +158,8 @@ export interface GatehouseModule {
   readonly routes?: readonly ModuleRoutes[];
   /** Steps every sign-in runs after the account checks, in list order (see signin/signin-pipeline.ts). */
   signInSteps?(services: ServiceRegistry): readonly SignInStep[];
+  /** Rules every signed-in request meets after the route guard (see `AccessPolicy`). */
+  accessPolicies?(services: ServiceRegistry): readonly AccessPolicy[];
   /** Sections it adds to other modules' pages (the dashboard, the admin's user page). */
   pageSections?(services: ServiceRegistry): readonly PageSection[];
   /** Claims the module adds to every access token (see sessions/access-token.ts). */

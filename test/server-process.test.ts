@@ -24,7 +24,7 @@ import {
 
 const STOP_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 10_000;
-const ALLOWED_CLAIMS = ['iss', 'aud', 'sub', 'sid', 'jti', 'roles', 'iat', 'exp'];
+const ALLOWED_CLAIMS = ['iss', 'aud', 'sub', 'sid', 'jti', 'roles', 'amr', 'auth_time', 'iat', 'exp'];
 
 const ADMIN_EMAIL = 'operator@example.test';
 const ADMIN_PASSWORD = 'violet-harbour-lantern-42';

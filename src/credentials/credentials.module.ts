@@ -4,10 +4,11 @@
  */
 import { defineModule, type RouteContext } from '../module.ts';
 import { CREDENTIALS_ERRORS } from './credentials.errors.ts';
+import { credentialsConfigSection } from './credentials.config.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import { createPasswordHasher, type PasswordHasher } from './password-hasher.ts';
 import { createStoredHashParametersJob } from './stored-hash-parameters.ts';
-import { createSignInThrottle } from './signin-throttle.ts';
+import { createSignInThrottle, type SignInThrottle } from './signin-throttle.ts';
 import { createPasswordRefusalLimits } from './password-refusals.ts';
 import { createCredentialsService, type CredentialsService } from './credentials.service.ts';
 import { createSignupService, type SignupService } from './signup.service.ts';
@@ -21,6 +22,8 @@ declare module '../module.ts' {
     storedHashParameters: ReturnType<typeof createStoredHashParametersJob>;
     credentials: CredentialsService;
     signup: SignupService;
+    /** Brute-force limits on secrets tried against an account: passwords here, second-factor codes in mfa. */
+    signInThrottle: SignInThrottle;
   }
 }
 
@@ -35,10 +38,12 @@ declare module '../audit/audit.service.ts' {
 
 export const credentialsModule = defineModule({
   name: 'credentials',
+  config: credentialsConfigSection,
   errors: CREDENTIALS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   async provide({ db, config, clock, logger, services }) {
     const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
+    const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs });
     const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection') });
     const credentials = createCredentialsService({
       users,
@@ -51,11 +56,12 @@ export const credentialsModule = defineModule({
       mail,
       actionTokens,
       clock,
-      throttle: createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs }),
+      throttle: signInThrottle,
       passwordRefusals: createPasswordRefusalLimits({ limiters: rateLimiters, rateLimits: config.rateLimits, clock }),
     });
     return {
       hasher,
+      signInThrottle,
       storedHashParameters: createStoredHashParametersJob({ users, hasher, logger }),
       credentials,
       signup: createSignupService({ db, allowSignup: config.accounts.allowSignup, credentials, users, verification, mail, audit }),

@@ -169,7 +169,6 @@ export function createCredentialsService(deps: {
         if (!(await hasher.verify(credentials.passwordHash, input.password))) {
           return refuseWrongPassword(credentials.id);
         }
-        await attempt.succeeded();
 
         let verifiedHash = credentials.passwordHash;
         if (credentials.disabledAt === null && hasher.needsRehash(verifiedHash)) {
@@ -192,8 +191,11 @@ export function createCredentialsService(deps: {
             outcome = await complete(now.passwordHash);
           }
         }
-        if (outcome.ok) return outcome;
+        // A challenge (a second factor) is not yet a success: the account's failures, which its
+        // wrong codes add to, must not be cleared by retyping the password between guesses.
         if ('challenge' in outcome) return { ok: false, reason: 'CHALLENGE', challenge: outcome.challenge };
+        await attempt.succeeded();
+        if (outcome.ok) return outcome;
         return { ok: false, reason: toSignInFailure(outcome.refusal) };
       } finally {
         // An attempt whose password was never judged (a 503: no hashing slot, storage down) is

@@ -6,7 +6,7 @@
  */
 import { hash, verify, parseOptions, type Algorithm } from '@node-rs/argon2';
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Argon2Config } from '../config.ts';
+import type { Argon2Config } from './credentials.config.ts';
 import { UnavailableError } from '../errors.ts';
 import { BoundedConcurrency, CapacityExceededError } from '../lib/bounded-concurrency.ts';
 

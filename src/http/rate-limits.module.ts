@@ -3,6 +3,7 @@ import { defineModule } from '../module.ts';
 import * as rateLimitsTable from './migrations/0007-rate-limits.ts';
 import { createRateLimiters, type RateLimiters } from './rate-limit.ts';
 import { createRequestLimits } from './request-limits.ts';
+import { rateLimitsConfigSection } from './rate-limits.config.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -13,6 +14,7 @@ declare module '../module.ts' {
 
 export const rateLimitsModule = defineModule({
   name: 'rate-limits',
+  config: rateLimitsConfigSection,
   migrations: { '0007-rate-limits': rateLimitsTable },
   async provide({ db, clock, logger, config }) {
     const rateLimiters = await createRateLimiters({ db, clock, logger, redisUrl: config.redisUrl });

@@ -175,6 +175,13 @@ describe('mail templates', () => {
       renderer.render('password-changed', { name: null, changedAt: Date.UTC(2026, 10, 21, 14, 5), forgotPasswordUrl: url('/auth/forgot-password') }),
       renderer.render('verify-email', { name: 'Ada', verifyUrl: url('/auth/verify-email'), expiresInMinutes: 1440 }),
       renderer.render('signup-existing-account', { name: 'Ada', signInUrl: url('/auth/signin'), forgotPasswordUrl: url('/auth/forgot-password') }),
+      renderer.render('security-notice', {
+        name: 'Ada',
+        subject: 'An authenticator app was added',
+        change: 'An app <b>was</b> added',
+        changedAt: Date.UTC(2026, 10, 24, 9, 30),
+        forgotPasswordUrl: url('/auth/forgot-password'),
+      }),
     ];
     assert.equal(rendered.length, TEMPLATE_NAMES.length);
     for (const mail of rendered) {
@@ -190,5 +197,8 @@ describe('mail templates', () => {
     assert.ok(rendered[1]!.text.includes('2026-11-21 at 14:05 UTC'));
     assert.ok(rendered[2]!.text.includes('within 24 hours'));
     assert.ok(rendered[3]!.text.includes('/auth/signin') && rendered[3]!.text.includes('/auth/forgot-password'));
+    assert.equal(rendered[4]!.subject, 'An authenticator app was added', 'a notice names its own subject');
+    assert.ok(rendered[4]!.text.includes('An app <b>was</b> added on 2026-11-24 at 09:30 UTC.'), rendered[4]!.text);
+    assert.ok(rendered[4]!.html.includes('An app &lt;b&gt;was&lt;/b&gt; added on 2026-11-24 at 09:30 UTC.'), rendered[4]!.html);
   });
 });

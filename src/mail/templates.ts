@@ -28,13 +28,20 @@ export interface MailTemplates {
    * The links are plain pages: a live reset token must not be minted by an unauthenticated request.
    */
   'signup-existing-account': { name: string | null; signInUrl: string; forgotPasswordUrl: string };
+  /**
+   * A security-relevant change to the account that the owner should hear of (a second factor added
+   * or removed, say), in the words of the module that made it: `change` completes "… on <time>."
+   * (e.g. "An authenticator app was added to your Gatehouse account"); never user-supplied text.
+   */
+  'security-notice': { name: string | null; subject: string; change: string; changedAt: number; forgotPasswordUrl: string };
 }
 
 export type TemplateName = keyof MailTemplates;
 
-export const TEMPLATE_NAMES: readonly TemplateName[] = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account'];
+export const TEMPLATE_NAMES: readonly TemplateName[] = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account', 'security-notice'];
 
-const SUBJECTS: Record<TemplateName, string> = {
+/** The subject of each template; `security-notice` takes its own from the data. */
+const SUBJECTS: Record<Exclude<TemplateName, 'security-notice'>, string> = {
   'password-reset': 'Reset your Gatehouse password',
   'password-changed': 'Your Gatehouse password was changed',
   'verify-email': 'Confirm your e-mail address for Gatehouse',
@@ -72,7 +79,7 @@ export function createMailRenderer(options: { authUrl: string; dir?: string }): 
 
   return {
     render(template, data) {
-      const subject = SUBJECTS[template];
+      const subject = 'subject' in data ? data.subject : SUBJECTS[template as Exclude<TemplateName, 'security-notice'>];
       const model = { ...presentable(data), subject, authUrl: options.authUrl };
       return {
         subject,

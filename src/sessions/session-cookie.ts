@@ -38,6 +38,11 @@ export function setSessionCookies(
   void reply.setCookie(names.refresh, session.refreshToken, { ...options, maxAge: secondsUntil(session.sessionExpiresAt, nowMs) });
 }
 
+/** Replaces the access cookie alone (a step-up's new token); the refresh cookie stays. */
+export function setAccessCookie(reply: FastifyReply, config: CookieConfig, access: { accessToken: string; accessTokenExpiresAt: number }, nowMs: number): void {
+  void reply.setCookie(cookieNames(config).access, access.accessToken, { ...baseCookieOptions(config), maxAge: secondsUntil(access.accessTokenExpiresAt, nowMs) });
+}
+
 export function clearSessionCookies(reply: FastifyReply, config: CookieConfig): void {
   const names = cookieNames(config);
   const options = baseCookieOptions(config);

@@ -205,6 +205,22 @@ export function createSessionService(deps: SessionServiceDeps) {
       };
     },
 
+    /**
+     * A step-up: the user proved themselves again in this session with `amr` (a second factor,
+     * say). The session's methods become those it had plus these, its `auth_time` now; returns a
+     * new access token carrying them (the jwt strategy has no other way to learn them), or null
+     * when the session has ended.
+     */
+    async reauthenticate(auth: AuthContext, amr: readonly string[]): Promise<{ accessToken: string; accessTokenExpiresAt: number } | null> {
+      const now = clock();
+      const row = await findLiveSession(auth.sessionId, auth.userId, now, { isUserChecked: true });
+      if (row === null) return null;
+      const methods = [...new Set([...toAmr(row.amr), ...amr])];
+      if (!(await store.recordReauthentication(db, auth.sessionId, methods.join(','), now))) return null;
+      const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, { amr: methods, authTime: Math.floor(now / 1000) * 1000 }, now, row.expires_at);
+      return { accessToken: token, accessTokenExpiresAt: expiresAt };
+    },
+
     /** Checks an access token by the configured strategy; null when it does not grant access. */
     async authenticate(token: string): Promise<AuthContext | null> {
       const claims = await verifyAccessToken(token);

@@ -4,6 +4,7 @@
  */
 import { defineModule, type RouteContext } from '../module.ts';
 import { SESSIONS_ERRORS } from './sessions.errors.ts';
+import { sessionsConfigSection } from './sessions.config.ts';
 import * as sessionHousekeeping from './migrations/0008-session-housekeeping.ts';
 import * as sessionAuthentication from './migrations/20261124-sessions-authentication.ts';
 import { loadSigningKeys, type SigningKeys } from './signing-keys.ts';
@@ -38,6 +39,7 @@ declare module '../audit/audit.service.ts' {
 
 export const sessionsModule = defineModule({
   name: 'sessions',
+  config: sessionsConfigSection,
   migrations: { '0008-session-housekeeping': sessionHousekeeping, '20261124-sessions-authentication': sessionAuthentication },
   errors: SESSIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,

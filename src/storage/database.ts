@@ -208,6 +208,9 @@ export async function applyMigrations(db: Db, migrations: Readonly<Record<string
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => ({ ...migrations }) },
+    // Each module has its own: one added later may sort before another module's applied one
+    // (both named by date). Pending ones still run in name order; applied ones never run again.
+    allowUnorderedMigrations: true,
   });
   // Unbounded: a migration building an index on a large table may rightly take minutes.
   const result = await unboundedQueries.run(true, () => migrator.migrateToLatest());

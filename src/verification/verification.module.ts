@@ -1,5 +1,6 @@
 /** E-mail verification: the link mailed at sign-up, its endpoints and pages. */
 import { defineModule } from '../module.ts';
+import { verificationConfigSection } from './verification.config.ts';
 import { createVerificationService, type VerificationService } from './verification.service.ts';
 import { verificationRoutes } from './verification.routes.ts';
 import { signupPageRoutes } from './signup-pages.routes.ts';
@@ -19,6 +20,7 @@ declare module '../audit/audit.service.ts' {
 
 export const verificationModule = defineModule({
   name: 'verification',
+  config: verificationConfigSection,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, services }) => ({
     verification: createVerificationService({

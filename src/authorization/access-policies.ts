@@ -1,0 +1,41 @@
+/**
+ * The modules' access policies (see `AccessPolicy` in module.ts), applied to every request after
+ * the route guard. A request without a session passes (its route decides); a path a policy exempts
+ * passes that policy only if both readings of the path (resolved and literal) are under an exempt
+ * prefix, so `/api/auth/mfa/../../admin` is not exempt. API paths are refused with the policy's
+ * code; a page load goes where the policy says, or gets the 403 page.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { AppError } from '../errors.ts';
+import type { AccessPolicy } from '../module.ts';
+import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { isApiRequestPath, isUnder, readRequestPath, type RequestPath } from './rules.ts';
+
+function isExempt(path: RequestPath | null, prefixes: readonly string[]): boolean {
+  return path !== null && prefixes.some((prefix) => isUnder(path.resolved, prefix) && isUnder(path.literal, prefix));
+}
+
+export function registerAccessPolicies(
+  app: FastifyInstance,
+  options: { policies: readonly AccessPolicy[]; authenticate: RequestAuthenticator; sendForbiddenPage: (reply: FastifyReply) => FastifyReply },
+): void {
+  const policies = options.policies.filter((policy) => policy.isActive);
+  if (policies.length === 0) return;
+  const { authenticate, sendForbiddenPage } = options;
+
+  app.addHook('onRequest', async (request, reply) => {
+    const path = readRequestPath(request.url);
+    const applicable = policies.filter((policy) => !isExempt(path, policy.exemptPrefixes));
+    if (applicable.length === 0) return;
+    const auth = await authenticate(request, reply);
+    if (auth === null) return;
+    for (const policy of applicable) {
+      const refusal = await policy.check(auth, { path: path?.resolved ?? request.url, method: request.method });
+      if (refusal === null) continue;
+      if (isApiRequestPath(path)) throw new AppError(refusal.code);
+      const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
+      if (isPageLoad && refusal.redirectTo !== undefined) return reply.redirect(refusal.redirectTo, 303);
+      return sendForbiddenPage(reply);
+    }
+  });
+}

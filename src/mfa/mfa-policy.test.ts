@@ -1,0 +1,122 @@
+/**
+ * MFA_REQUIRED_ROLES on real storage, with both strategies: an ADMIN without a factor reaches
+ * nothing but enrolment; the admin area needs a session that used a second factor (step-up);
+ * sensitive changes need a recent one; users without the role are not affected.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
+
+const PASSWORD = 'correct horse battery staple';
+
+for (const backend of await backends()) {
+  for (const strategy of ['database', 'jwt'] as const) {
+    describe(`MFA_REQUIRED_ROLES, ${strategy} strategy, on ${backend.name}`, { skip: backend.skip }, () => {
+      const clock = fakeClock();
+      const t = useTestApp(backend, { clock, env: { SESSION_STRATEGY: strategy, MFA_REQUIRED_ROLES: 'ADMIN, AUDITOR' } });
+      let count = 0;
+
+      const get = (url: string, token: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
+      const post = (url: string, payload: object, token: string) => t.app.inject({ method: 'POST', url, payload, headers: { authorization: `Bearer ${token}` } });
+
+      async function signedIn(roles: string[]) {
+        const email = `policy${++count}@example.com`;
+        const user = await createUser(t.services, { email, password: PASSWORD, roles });
+        const response = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } });
+        assert.equal(response.statusCode, 200, response.body);
+        return { user, email, token: response.json().token as string };
+      }
+
+      async function enrol(token: string) {
+        const { secret } = (await post('/api/auth/mfa/totp/setup', {}, token)).json();
+        const enabled = await post('/api/auth/mfa/totp/enable', { code: totpCode(secret, clock()) }, token);
+        assert.equal(enabled.statusCode, 200, enabled.body);
+        clock.advance(TOTP_STEP_MS);
+        return secret as string;
+      }
+
+      it('lets a role holder without a factor sign in, but reach nothing but enrolment', async () => {
+        const { email, token } = await signedIn(['ADMIN']);
+        for (const url of ['/api/admin/users', '/api/auth/sessions', '/api/auth/accounts']) {
+          const response = await get(url, token);
+          assert.equal(response.statusCode, 403, url);
+          assert.equal(response.json().error, 'MFA_ENROLLMENT_REQUIRED', url);
+        }
+        assert.equal((await get('/api/auth/session', token)).statusCode, 200, 'who am I still answers');
+        assert.equal((await get('/api/auth/mfa', token)).statusCode, 200, 'enrolment is reachable');
+
+        const jar = new CookieJar().store(await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email, password: PASSWORD } }));
+        const adminPage = await t.app.inject({ method: 'GET', url: '/admin', headers: { cookie: jar.header() } });
+        assert.equal(adminPage.statusCode, 303);
+        assert.equal(adminPage.headers.location, '/dashboard#mfa-heading', 'pages go to enrolment');
+        assert.equal((await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: jar.header() } })).statusCode, 200);
+      });
+
+      it('does not let a path that resolves elsewhere pass as an exempt one', async () => {
+        const { token } = await signedIn(['ADMIN']);
+        for (const url of ['/api/auth/mfa/../../admin/users', '/api/auth/mfa/%2e%2e/%2e%2e/admin/users', '/api/auth/mfa/..%2F..%2Fadmin/users']) {
+          const response = await get(url, token);
+          assert.notEqual(response.statusCode, 200, url);
+          assert.ok(response.statusCode >= 400 && response.statusCode < 500, `${url}: ${response.statusCode}`);
+        }
+      });
+
+      it('asks a session from before enrolment to step up for the admin area; the step-up is recorded in the session', async () => {
+        const { token } = await signedIn(['ADMIN']);
+        const secret = await enrol(token);
+        const before = await get('/api/admin/users', token);
+        assert.equal(before.statusCode, 403);
+        assert.equal(before.json().error, 'STEP_UP_REQUIRED');
+        assert.equal((await get('/api/auth/sessions', token)).statusCode, 200, 'enrolled: the rest is reachable again');
+
+        const wrong = await post('/api/auth/mfa/step-up', { code: totpCode(secret, clock(), 3) }, token);
+        assert.equal(wrong.statusCode, 400);
+        const stepped = await post('/api/auth/mfa/step-up', { code: totpCode(secret, clock()) }, token);
+        assert.equal(stepped.statusCode, 200, stepped.body);
+        const fresh = stepped.json().token as string;
+        assert.equal((await get('/api/admin/users', fresh)).statusCode, 200);
+        const view = (await get('/api/auth/session', fresh)).json();
+        assert.deepEqual(view.session.amr, ['pwd', 'otp', 'mfa']);
+        // The database strategy reads the session row: the older token benefits at once.
+        assert.equal((await get('/api/admin/users', token)).statusCode, strategy === 'database' ? 200 : 403);
+      });
+
+      it('signs an enrolled role holder in with the second factor, straight into the admin area', async () => {
+        const { email, token } = await signedIn(['ADMIN']);
+        const secret = await enrol(token);
+        const challenge = (await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } })).json();
+        assert.equal(challenge.error, 'MFA_REQUIRED');
+        const verified = await t.app.inject({ method: 'POST', url: '/api/auth/mfa/verify', payload: { mfaToken: challenge.mfaToken, code: totpCode(secret, clock()) } });
+        assert.equal((await get('/api/admin/users', verified.json().token)).statusCode, 200);
+      });
+
+      it('needs a recent second factor for sensitive changes', async () => {
+        const { token } = await signedIn(['AUDITOR']);
+        const secret = await enrol(token);
+        const change = (newPassword: string, with_: string) => post('/api/auth/change-password', { currentPassword: PASSWORD, newPassword }, with_);
+        const withoutFactor = await change('a brand new horse battery staple', token);
+        assert.equal(withoutFactor.statusCode, 403, 'this session never used the second factor');
+        assert.equal(withoutFactor.json().error, 'REAUTH_REQUIRED');
+
+        const stepped = (await post('/api/auth/mfa/step-up', { code: totpCode(secret, clock()) }, token)).json().token as string;
+        clock.advance(11 * 60_000);
+        const stale = await change('a brand new horse battery staple', stepped);
+        assert.equal(stale.json().error, 'REAUTH_REQUIRED', 'longer ago than REAUTH_WINDOW');
+        const again = (await post('/api/auth/mfa/step-up', { code: totpCode(secret, clock()) }, stepped)).json().token as string;
+        const changed = await change('a brand new horse battery staple', again);
+        assert.equal(changed.statusCode, 200, changed.body);
+      });
+
+      it('leaves users without a listed role alone', async () => {
+        const { token } = await signedIn(['EDITOR']);
+        assert.equal((await get('/api/auth/sessions', token)).statusCode, 200);
+        const change = await post('/api/auth/change-password', { currentPassword: PASSWORD, newPassword: 'another brand new horse battery' }, token);
+        assert.equal(change.statusCode, 200, change.body);
+      });
+    });
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The MFA policy (MFA_REQUIRED_ROLES), applied to every signed-in request (see `AccessPolicy`):
+ * - a holder of a listed role who has no second factor reaches nothing but enrolment: API paths
+ *   answer 403 MFA_ENROLLMENT_REQUIRED, pages go to the enrolment page;
+ * - the admin area (`/admin`, `/api/admin`) needs a session that used a second factor (`mfa` in
+ *   its `amr`): one signed in before the factor was set up answers 403 STEP_UP_REQUIRED until the
+ *   user steps up (`POST /api/auth/mfa/step-up`);
+ * - sensitive changes (a new password, an administrator's change to a user) need a second factor
+ *   within REAUTH_WINDOW: otherwise 403 REAUTH_REQUIRED.
+ * Off (no cost at all) while MFA_REQUIRED_ROLES is empty.
+ */
+import type { AccessPolicy, AccessRefusal } from '../module.ts';
+import { isUnder } from '../authorization/rules.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { MfaConfig } from './mfa.config.ts';
+import type { MfaService } from './mfa.service.ts';
+
+/** Where a page load goes while enrolment is required (the dashboard's second-factor section). */
+export const MFA_ENROLMENT_PAGE = '/dashboard#mfa-heading';
+
+/** What a user who must enrol still reaches: enrolment itself, signing out, and what needs no session. */
+const EXEMPT = [
+  '/api/auth/mfa',
+  '/api/auth/session',
+  '/api/auth/signout',
+  '/api/auth/csrf',
+  '/api/auth/refresh',
+  '/api/auth/signin',
+  '/api/auth/providers',
+  '/api/auth/callback',
+  '/auth',
+  '/dashboard',
+  '/assets',
+  '/.well-known',
+  '/api/health',
+  '/api/docs',
+] as const;
+
+const ADMIN_AREA = ['/admin', '/api/admin'] as const;
+const SENSITIVE = [
+  { method: 'POST', prefix: '/api/auth/change-password' },
+  { method: 'PATCH', prefix: '/api/admin/users' },
+  { method: 'POST', prefix: '/admin/users' },
+] as const;
+
+export function createMfaPolicy(deps: { mfa: MfaService; config: MfaConfig; clock: Clock }): AccessPolicy {
+  const { mfa, config, clock } = deps;
+  const required = new Set(config.requiredRoles);
+
+  return {
+    name: 'mfa-required-roles',
+    isActive: required.size > 0,
+    exemptPrefixes: EXEMPT,
+    async check(auth, { path, method }): Promise<AccessRefusal | null> {
+      if (!auth.roles.some((role) => required.has(role))) return null;
+      const usedSecondFactor = auth.amr.includes('mfa');
+      // A session that used a second factor belongs to a user who has one: no query.
+      if (!usedSecondFactor && (await mfa.methodsOf(auth.userId)).length === 0) {
+        // The dashboard is exempt, so the enrolment section there stays reachable.
+        return { code: 'MFA_ENROLLMENT_REQUIRED', redirectTo: MFA_ENROLMENT_PAGE };
+      }
+      if (ADMIN_AREA.some((prefix) => isUnder(path, prefix)) && !usedSecondFactor) return { code: 'STEP_UP_REQUIRED' };
+      const isSensitive = SENSITIVE.some((rule) => rule.method === method && isUnder(path, rule.prefix));
+      if (isSensitive && (!usedSecondFactor || auth.authTime < clock() - config.reauthWindowSeconds * 1000)) return { code: 'REAUTH_REQUIRED' };
+      return null;
+    },
+  };
+}

@@ -1,0 +1,251 @@
+/**
+ * Multi-factor sign-in through the API, on SQLite and PostgreSQL, with both session strategies:
+ * enrolment, the second-factor challenge and its answer, recovery codes, removal, and the hostile
+ * cases (a replayed code, guessing, a spent, exhausted, expired or stale mfaToken, enrolment
+ * without a recent sign-in, CSRF). TOTP codes are computed by the test from the secret.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeJwt } from 'jose';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
+
+const PASSWORD = 'correct horse battery staple';
+
+for (const backend of await backends()) {
+  for (const strategy of ['database', 'jwt'] as const) {
+    describe(`multi-factor sign-in, ${strategy} strategy, on ${backend.name}`, { skip: backend.skip }, () => {
+      const clock = fakeClock();
+      const t = useTestApp(backend, { clock, env: { SESSION_STRATEGY: strategy, SIGNIN_DELAY_AFTER_FAILURES: '8' } });
+      let count = 0;
+
+      const post = (url: string, payload: object, token?: string) =>
+        t.app.inject({ method: 'POST', url, payload, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+
+      async function signIn(email: string, password = PASSWORD) {
+        return t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password } });
+      }
+
+      /** A user with an authenticator app enrolled: their secret, recovery codes and a fresh token. */
+      async function enrolledUser() {
+        const email = `mfa${++count}@example.com`;
+        const user = await createUser(t.services, { email, password: PASSWORD });
+        const token = (await signIn(email)).json().token as string;
+        const setup = await post('/api/auth/mfa/totp/setup', {}, token);
+        assert.equal(setup.statusCode, 200, setup.body);
+        const { secret } = setup.json();
+        const enabled = await post('/api/auth/mfa/totp/enable', { code: totpCode(secret, clock()) }, token);
+        assert.equal(enabled.statusCode, 200, enabled.body);
+        // The enabling code's step is spent: the next code comes from the next step.
+        clock.advance(TOTP_STEP_MS);
+        return { user, email, secret, token, recoveryCodes: enabled.json().recoveryCodes as string[] };
+      }
+
+      async function challenge(email: string) {
+        const response = await signIn(email);
+        assert.equal(response.statusCode, 403, response.body);
+        assert.equal(response.json().error, 'MFA_REQUIRED');
+        return response.json().mfaToken as string;
+      }
+
+      it('enrols an authenticator app: a pending secret, then a code from it turns it on and gives ten recovery codes once', async () => {
+        const email = `mfa${++count}@example.com`;
+        await createUser(t.services, { email, password: PASSWORD });
+        const token = (await signIn(email)).json().token as string;
+        assert.deepEqual((await t.app.inject({ method: 'GET', url: '/api/auth/mfa', headers: { authorization: `Bearer ${token}` } })).json(), { totp: false, passkeys: [], recoveryCodesLeft: 0 });
+
+        const setup = await post('/api/auth/mfa/totp/setup', {}, token);
+        assert.equal(setup.statusCode, 200);
+        assert.equal(setup.headers['cache-control'], 'no-store');
+        const { secret, otpauthUrl, qrSvg } = setup.json();
+        assert.match(secret, /^[A-Z2-7]{32}$/);
+        const url = new URL(otpauthUrl);
+        assert.equal(url.protocol, 'otpauth:');
+        assert.equal(url.searchParams.get('secret'), secret);
+        assert.match(qrSvg, /^<svg[^>]*viewBox/);
+        assert.equal((await signIn(email)).statusCode, 200, 'a pending setup is not a factor yet');
+
+        const wrong = await post('/api/auth/mfa/totp/enable', { code: totpCode(secret, clock(), 5) }, token);
+        assert.equal(wrong.statusCode, 400);
+        assert.equal(wrong.json().error, 'INVALID_CODE');
+        const enabled = await post('/api/auth/mfa/totp/enable', { code: totpCode(secret, clock()) }, token);
+        assert.equal(enabled.statusCode, 200, enabled.body);
+        const codes = enabled.json().recoveryCodes as string[];
+        assert.equal(codes.length, 10);
+        assert.equal(new Set(codes).size, 10);
+        for (const code of codes) assert.match(code, /^[0-9a-z]{5}-[0-9a-z]{5}$/);
+        const stored = await t.services.storage.db.selectFrom('mfa_recovery_codes').select('code_hash').execute();
+        assert.ok(!stored.some((row) => codes.some((code) => row.code_hash.includes(code.replace('-', '')))), 'only hashes are kept');
+        const box = await t.services.storage.db.selectFrom('mfa_totp').select('secret_box').executeTakeFirstOrThrow();
+        assert.ok(!box.secret_box!.includes(secret), 'the secret is sealed');
+
+        assert.deepEqual((await t.app.inject({ method: 'GET', url: '/api/auth/mfa', headers: { authorization: `Bearer ${token}` } })).json(), { totp: true, passkeys: [], recoveryCodesLeft: 10 });
+        assert.equal((await post('/api/auth/mfa/totp/setup', {}, token)).json().error, 'TOTP_ALREADY_ENABLED');
+        const mails = await t.services.storage.db.selectFrom('mail_outbox').select(['to_address', 'template']).where('template', '=', 'security-notice').execute();
+        assert.ok(mails.some((mail) => mail.to_address === email), 'the owner is told');
+      });
+
+      it('asks for the second factor after a right password only, then gives exactly the usual sign-in answer', async () => {
+        const { user, email, secret } = await enrolledUser();
+        const wrongPassword = await signIn(email, 'not the password at all');
+        assert.equal(wrongPassword.statusCode, 401, 'a wrong password says nothing about factors');
+        assert.equal(wrongPassword.json().error, 'INVALID_CREDENTIALS');
+
+        const browser = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email, password: PASSWORD } });
+        assert.equal(browser.statusCode, 403);
+        assert.equal(browser.cookies.length, 0, 'no session, no cookie');
+        const body = browser.json();
+        assert.deepEqual(Object.keys(body).sort(), ['error', 'message', 'methods', 'mfaToken']);
+        assert.deepEqual(body.methods, ['totp', 'recovery_code']);
+
+        const mfaToken = await challenge(email);
+        const verified = await post('/api/auth/mfa/verify', { mfaToken, code: totpCode(secret, clock()) });
+        assert.equal(verified.statusCode, 200, verified.body);
+        assert.deepEqual(Object.keys(verified.json()).sort(), ['expiresAt', 'refreshToken', 'token', 'user']);
+        assert.deepEqual(verified.json().user, { id: user.id, email, name: 'Test User' });
+        assert.deepEqual(decodeJwt(verified.json().token).amr, ['pwd', 'otp', 'mfa']);
+        const session = await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${verified.json().token}` } });
+        assert.deepEqual(session.json().session.amr, ['pwd', 'otp', 'mfa']);
+        assert.equal((await post('/api/auth/refresh', { refreshToken: verified.json().refreshToken })).statusCode, 200);
+
+        const again = await post('/api/auth/mfa/verify', { mfaToken, code: totpCode(secret, clock() + TOTP_STEP_MS) });
+        assert.equal(again.statusCode, 401, 'the token was spent');
+        assert.equal(again.json().error, 'INVALID_TOKEN');
+      });
+
+      it('accepts a TOTP code once: replayed with a new sign-in it is refused', async () => {
+        const { email, secret } = await enrolledUser();
+        const code = totpCode(secret, clock());
+        assert.equal((await post('/api/auth/mfa/verify', { mfaToken: await challenge(email), code })).statusCode, 200);
+        const replay = await post('/api/auth/mfa/verify', { mfaToken: await challenge(email), code });
+        assert.equal(replay.statusCode, 401);
+        assert.equal(replay.json().error, 'INVALID_CODE');
+      });
+
+      it('accepts each recovery code once, in any case and spacing', async () => {
+        const { email, token, recoveryCodes } = await enrolledUser();
+        const typed = ` ${recoveryCodes[0]!.toUpperCase().replace('-', ' ')} `;
+        const first = await post('/api/auth/mfa/verify', { mfaToken: await challenge(email), recoveryCode: typed });
+        assert.equal(first.statusCode, 200, first.body);
+        const reused = await post('/api/auth/mfa/verify', { mfaToken: await challenge(email), recoveryCode: recoveryCodes[0] });
+        assert.equal(reused.json().error, 'INVALID_CODE');
+        const status = await t.app.inject({ method: 'GET', url: '/api/auth/mfa', headers: { authorization: `Bearer ${token}` } });
+        assert.equal(status.json().recoveryCodesLeft, 9);
+      });
+
+      it('kills an mfaToken after 5 wrong codes, and after 5 minutes', async () => {
+        const { email, secret } = await enrolledUser();
+        const mfaToken = await challenge(email);
+        for (let i = 0; i < 5; i++) {
+          const wrong = await post('/api/auth/mfa/verify', { mfaToken, code: totpCode(secret, clock(), 10 + i) });
+          assert.equal(wrong.json().error, 'INVALID_CODE', `wrong code ${i + 1}`);
+        }
+        const right = await post('/api/auth/mfa/verify', { mfaToken, code: totpCode(secret, clock()) });
+        assert.equal(right.json().error, 'INVALID_TOKEN', 'out of tries, even with the right code');
+
+        const slow = await challenge(email);
+        clock.advance(5 * 60_000);
+        const late = await post('/api/auth/mfa/verify', { mfaToken: slow, code: totpCode(secret, clock()) });
+        assert.equal(late.json().error, 'INVALID_TOKEN');
+        const events = await t.services.audit.listEvents({ type: 'signin.failure', limit: 50 });
+        assert.ok(events.events.some((event) => event.reason === 'INVALID_CODE' && event.email === email), 'wrong codes are audited');
+      });
+
+      it('counts codes against the account throttle, across mfaTokens: 429 with Retry-After', async () => {
+        const { email, secret } = await enrolledUser();
+        // Wrong codes, each time with a fresh token (5 per token): retyping the right password in
+        // between must not clear the account's failures.
+        let wrongCodes = 0;
+        let limited;
+        for (let round = 0; round < 30 && limited === undefined; round++) {
+          const signedIn = await signIn(email);
+          if (signedIn.statusCode === 429) limited = signedIn;
+          else {
+            const response = await post('/api/auth/mfa/verify', { mfaToken: signedIn.json().mfaToken, code: totpCode(secret, clock(), 20 + round) });
+            if (response.statusCode === 429) limited = response;
+            else wrongCodes++;
+          }
+        }
+        assert.ok(limited !== undefined, 'guessing is slowed down');
+        assert.equal(limited.json().error, 'RATE_LIMITED');
+        assert.ok(Number(limited.headers['retry-after']) >= 1);
+        assert.ok(wrongCodes >= 8, `not before SIGNIN_DELAY_AFTER_FAILURES wrong codes (${wrongCodes})`);
+        assert.ok(wrongCodes <= 10, `but soon after (${wrongCodes})`);
+      });
+
+      it('refuses the token of a sign-in whose password changed before it was finished', async () => {
+        const { user, email, secret } = await enrolledUser();
+        const mfaToken = await challenge(email);
+        const hash = await t.services.hasher.hash('another correct horse battery staple');
+        await t.services.users.setPasswordHash(user.id, hash);
+        const verified = await post('/api/auth/mfa/verify', { mfaToken, code: totpCode(secret, clock()) });
+        assert.equal(verified.statusCode, 401);
+        assert.equal(verified.json().error, 'INVALID_TOKEN');
+      });
+
+      it('refuses malformed answers with 4xx, never 500', async () => {
+        for (const payload of [{}, { mfaToken: 'x' }, { mfaToken: 'x', code: '123456', recoveryCode: 'aaaaa-bbbbb' }, { mfaToken: 'x'.repeat(500), code: '1' }, { mfaToken: 7, code: [] }]) {
+          const response = await post('/api/auth/mfa/verify', payload);
+          assert.ok(response.statusCode >= 400 && response.statusCode < 500, `${JSON.stringify(payload)}: ${response.statusCode}`);
+        }
+        const unknown = await post('/api/auth/mfa/verify', { mfaToken: 'not-a-token', code: '123456' });
+        assert.equal(unknown.json().error, 'INVALID_TOKEN');
+      });
+
+      it('needs a sign-in within REAUTH_WINDOW to enrol or remove a factor', async () => {
+        const { secret, token, recoveryCodes } = await enrolledUser();
+        clock.advance(11 * 60_000);
+        for (const [url, payload] of [
+          ['/api/auth/mfa/totp/setup', {}],
+          ['/api/auth/mfa/totp/disable', { code: totpCode(secret, clock()) }],
+          ['/api/auth/mfa/recovery-codes', { code: recoveryCodes[1] }],
+        ] as const) {
+          const response = await post(url, payload, token);
+          assert.equal(response.statusCode, 403, url);
+          assert.equal(response.json().error, 'REAUTH_REQUIRED', url);
+        }
+        assert.equal((await t.app.inject({ method: 'GET', url: '/api/auth/mfa', headers: { authorization: `Bearer ${token}` } })).statusCode, 200, 'reading is fine');
+      });
+
+      it('renews recovery codes (the old set dies) and removes the app with a code; then sign-in needs the password only', async () => {
+        const { email, secret, token, recoveryCodes } = await enrolledUser();
+        const renewed = await post('/api/auth/mfa/recovery-codes', { code: totpCode(secret, clock()) }, token);
+        assert.equal(renewed.statusCode, 200, renewed.body);
+        const fresh = renewed.json().recoveryCodes as string[];
+        assert.equal(fresh.length, 10);
+        const old = await post('/api/auth/mfa/verify', { mfaToken: await challenge(email), recoveryCode: recoveryCodes[2] });
+        assert.equal(old.json().error, 'INVALID_CODE', 'the old set died');
+
+        const wrong = await post('/api/auth/mfa/totp/disable', { code: '000000' }, token);
+        assert.equal(wrong.statusCode, 400);
+        const removed = await post('/api/auth/mfa/totp/disable', { code: fresh[0] }, token);
+        assert.equal(removed.statusCode, 200, removed.body);
+        assert.equal((await signIn(email)).statusCode, 200);
+        assert.deepEqual((await t.app.inject({ method: 'GET', url: '/api/auth/mfa', headers: { authorization: `Bearer ${token}` } })).json(), { totp: false, passkeys: [], recoveryCodesLeft: 0 });
+        assert.equal((await post('/api/auth/mfa/totp/disable', { code: '123456' }, token)).json().error, 'MFA_NOT_ENABLED');
+      });
+
+      it('refuses a cookie-authenticated enrolment without the CSRF token', async () => {
+        const email = `mfa${++count}@example.com`;
+        await createUser(t.services, { email, password: PASSWORD });
+        const jar = new CookieJar().store(await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email, password: PASSWORD } }));
+        const origin = new URL(t.config.authUrl).origin;
+        for (const url of ['/api/auth/mfa/totp/setup', '/api/auth/mfa/totp/enable', '/api/auth/mfa/totp/disable', '/api/auth/mfa/recovery-codes']) {
+          const response = await t.app.inject({ method: 'POST', url, payload: { code: '123456' }, headers: { cookie: jar.header(), origin } });
+          assert.equal(response.statusCode, 403, url);
+          assert.equal(response.json().error, 'CSRF_FAILED', url);
+        }
+      });
+
+      it('requires authentication', async () => {
+        for (const [method, url] of [['GET', '/api/auth/mfa'], ['POST', '/api/auth/mfa/totp/setup'], ['POST', '/api/auth/mfa/totp/enable']] as const) {
+          const response = await t.app.inject({ method, url, payload: method === 'POST' ? { code: '123456' } : undefined });
+          assert.equal(response.statusCode, 401, url);
+        }
+      });
+    });
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Multi-factor sign-in: an authenticator app (TOTP) and recovery codes, the second-factor step of
+ * every sign-in, and the API to enrol, remove and answer them.
+ */
+import { defineModule, type AccessPolicy } from '../module.ts';
+import { createPeriodicJob } from '../lib/periodic-job.ts';
+import { MFA_ERRORS } from './mfa.errors.ts';
+import { mfaConfigSection } from './mfa.config.ts';
+import * as mfaFactors from './migrations/20261124-mfa-factors.ts';
+import { createMfaService, type MfaService } from './mfa.service.ts';
+import { createSecondFactor, type SecondFactor } from './second-factor.ts';
+import { deleteExpiredChallenges } from './mfa.store.ts';
+import { mfaRoutes } from './mfa.routes.ts';
+import { createMfaPolicy } from './mfa-policy.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    mfa: MfaService;
+    secondFactor: SecondFactor;
+    /** MFA_REQUIRED_ROLES, enforced on every signed-in request. */
+    mfaPolicy: AccessPolicy;
+  }
+}
+
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['mfa.totp_enabled', 'mfa.totp_disabled', 'mfa.recovery_codes_renewed'] as const;
+type MfaAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends MfaAuditEvents {}
+}
+
+export const mfaModule = defineModule({
+  name: 'mfa',
+  config: mfaConfigSection,
+  migrations: { '20261124-mfa-factors': mfaFactors },
+  errors: MFA_ERRORS,
+  auditEvents: AUDIT_EVENTS,
+  provide({ db, clock, config, services }) {
+    const { users, audit, mail, signInThrottle, signInPipeline } = services;
+    const mfa = createMfaService({ db, clock, users, audit, mail, throttle: signInThrottle, config: config.mfa, authSecret: config.authSecret });
+    return {
+      mfa,
+      secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline }),
+      mfaPolicy: createMfaPolicy({ mfa, config: config.mfa, clock }),
+    };
+  },
+  // Challenges nobody answered are deleted once expired.
+  jobs: (_services, { db, clock, logger }) => [createPeriodicJob({ name: 'mfa-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await deleteExpiredChallenges(db, clock())) })],
+  signInSteps: ({ secondFactor }) => [secondFactor.step],
+  accessPolicies: ({ mfaPolicy }) => [mfaPolicy],
+  routes: [
+    {
+      scope: 'api',
+      register: (app, { services, authenticate, config, clock }) =>
+        app.register(mfaRoutes, {
+          mfa: services.mfa,
+          secondFactor: services.secondFactor,
+          users: services.users,
+          sessions: services.sessions,
+          authenticate,
+          config: config.mfa,
+          cookieConfig: config,
+          clock,
+        }),
+    },
+  ],
+});

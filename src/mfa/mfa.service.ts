@@ -1,0 +1,212 @@
+/**
+ * Second factors of an account: an authenticator app (TOTP, RFC 6238) and recovery codes, and the
+ * one check every use of them goes through (`checkCode`). Enrolment is two steps: `beginTotpSetup`
+ * shows a new secret (kept sealed and pending for 15 minutes), `enableTotp` turns it on once a
+ * code from it proves the app has it, and hands out the recovery codes (shown once, stored as
+ * keyed hashes). Adding or removing a factor is audited and mailed to the account's address.
+ *
+ * Every code check counts against the account's sign-in throttle (the same as password attempts),
+ * so the 10^6 TOTP codes cannot be walked, whether through sign-in or a signed-in session.
+ */
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { User, UserService } from '../users/user.service.ts';
+import type { AuditService, AuditSource } from '../audit/audit.service.ts';
+import type { MailService } from '../mail/mail.service.ts';
+import type { SignInThrottle } from '../credentials/signin-throttle.ts';
+import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
+import { greetingName } from '../users/name.ts';
+import { deriveKey } from '../lib/derive-key.ts';
+import type { MfaConfig } from './mfa.config.ts';
+import { acceptCode, createTotpSecret, totpUrl } from './totp.ts';
+import { generateRecoveryCodes, hashRecoveryCode, normalise } from './recovery-codes.ts';
+import { openSecret, sealSecret } from './secret-box.ts';
+import { otpauthQrSvg } from './qr.ts';
+import * as store from './mfa.store.ts';
+
+/** How long a setup's secret waits for the code that enables it. */
+const PENDING_SETUP_MS = 15 * 60_000;
+
+/** The second factors a sign-in may be finished with, as `methods` names them. */
+export type MfaMethod = 'totp' | 'recovery_code' | 'passkey';
+
+export interface MfaStatus {
+  totp: boolean;
+  passkeys: Array<{ id: string; name: string; createdAt: number; lastUsedAt: number | null }>;
+  recoveryCodesLeft: number;
+}
+
+export type CodeCheck =
+  | { ok: true; method: 'totp' | 'recovery_code' }
+  | { ok: false; reason: 'INVALID_CODE' }
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
+
+export type MfaService = ReturnType<typeof createMfaService>;
+
+export function createMfaService(deps: {
+  db: Db;
+  clock: Clock;
+  users: UserService;
+  audit: AuditService;
+  mail: MailService;
+  throttle: SignInThrottle;
+  config: MfaConfig;
+  authSecret: string;
+}) {
+  const { db, clock, audit, mail, throttle, config } = deps;
+  const secretKey = deriveKey(deps.authSecret, 'gatehouse mfa totp-secret v1');
+  const recoveryKey = deriveKey(deps.authSecret, 'gatehouse mfa recovery-codes v1');
+
+  /** The enabled TOTP factor of `userId`, opened; null when there is none. */
+  async function enabledTotp(userId: string, on: Db = db) {
+    const row = await store.findTotp(on, userId);
+    if (row?.secret_box == null) return null;
+    return { box: row.secret_box, secret: openSecret(row.secret_box, secretKey, userId), lastUsedStep: row.last_used_step };
+  }
+
+  /** A new set of recovery codes for `userId`, written through `trx`; returns them in clear, once. */
+  async function issueRecoveryCodes(trx: Db, userId: string): Promise<string[]> {
+    const codes = generateRecoveryCodes();
+    await store.replaceRecoveryCodes(trx, userId, codes.map((code) => hashRecoveryCode(code, recoveryKey)), clock());
+    return codes;
+  }
+
+  /** Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits). */
+  async function notify(trx: Db, user: User, subject: string, change: string): Promise<void> {
+    await mail.enqueue(trx, {
+      to: user.email,
+      template: 'security-notice',
+      data: { name: greetingName(user), subject, change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
+    });
+  }
+
+  /**
+   * Is `code` (a TOTP code, or a recovery code) a valid second factor of `user` now? A right code
+   * is spent: a TOTP code's time step, or the recovery code itself. Counted against the account's
+   * throttle either way.
+   */
+  async function checkCode(user: User, code: unknown, ip: string | null): Promise<CodeCheck> {
+    const gate = await throttle.checkAttempt(user.email, ip);
+    if (!gate.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: gate.retryAfterSeconds };
+    try {
+      const method = await spendCode(user.id, code);
+      if (method === null) {
+        await gate.attempt.failed();
+        return { ok: false, reason: 'INVALID_CODE' };
+      }
+      await gate.attempt.succeeded();
+      return { ok: true, method };
+    } finally {
+      await gate.attempt.release().catch(() => {});
+    }
+  }
+
+  /** Spends `code` if it is a valid one: which kind it was, or null. */
+  async function spendCode(userId: string, code: unknown): Promise<'totp' | 'recovery_code' | null> {
+    const recoveryCode = normalise(code);
+    if (recoveryCode !== null) {
+      return (await store.spendRecoveryCode(db, userId, hashRecoveryCode(recoveryCode, recoveryKey), clock())) ? 'recovery_code' : null;
+    }
+    const totp = await enabledTotp(userId);
+    if (totp === null) return null;
+    const accepted = acceptCode({ secret: totp.secret, code, now: clock(), lastUsedStep: totp.lastUsedStep });
+    // The step is recorded only if no other request used it (or a later one) first: a code works once.
+    if (accepted === null || !(await store.acceptTotpStep(db, userId, totp.box, accepted.step, clock()))) return null;
+    return 'totp';
+  }
+
+  return {
+    checkCode,
+
+    async status(userId: string): Promise<MfaStatus> {
+      const [totp, recoveryCodesLeft] = await Promise.all([store.findTotp(db, userId), store.countRecoveryCodesLeft(db, userId)]);
+      return { totp: totp?.secret_box != null, passkeys: [], recoveryCodesLeft };
+    },
+
+    /** The methods a sign-in of `userId` may be finished with; empty when the account has no second factor. */
+    async methodsOf(userId: string): Promise<MfaMethod[]> {
+      const status = await this.status(userId);
+      if (!status.totp) return [];
+      return status.recoveryCodesLeft > 0 ? ['totp', 'recovery_code'] : ['totp'];
+    },
+
+    /** A new pending secret for the user's authenticator app; nothing is enabled until `enableTotp`. */
+    async beginTotpSetup(user: User): Promise<{ ok: true; secret: string; otpauthUrl: string; qrSvg: string } | { ok: false; reason: 'TOTP_ALREADY_ENABLED' }> {
+      if ((await store.findTotp(db, user.id))?.secret_box != null) return { ok: false, reason: 'TOTP_ALREADY_ENABLED' };
+      const secret = createTotpSecret();
+      const now = clock();
+      await store.savePendingTotp(db, user.id, sealSecret(secret, secretKey, user.id), now + PENDING_SETUP_MS, now);
+      // The label shows the address; apps split it at a colon, which an address may (rarely) hold.
+      const otpauthUrl = totpUrl({ secret, issuer: config.issuer, email: user.email.replaceAll(':', '') });
+      return { ok: true, secret, otpauthUrl, qrSvg: otpauthQrSvg(otpauthUrl) };
+    },
+
+    /** Enables the pending secret when `code` comes from it; the new recovery codes, shown once. */
+    async enableTotp(
+      user: User,
+      code: unknown,
+      source: AuditSource,
+    ): Promise<{ ok: true; recoveryCodes: string[] } | { ok: false; reason: 'TOTP_ALREADY_ENABLED' | 'MFA_SETUP_REQUIRED' | 'INVALID_CODE' } | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number }> {
+      const row = await store.findTotp(db, user.id);
+      if (row?.secret_box != null) return { ok: false, reason: 'TOTP_ALREADY_ENABLED' };
+      if (row?.pending_box == null || row.pending_expires_at === null || row.pending_expires_at <= clock()) return { ok: false, reason: 'MFA_SETUP_REQUIRED' };
+      const pendingBox = row.pending_box;
+      const secret = openSecret(pendingBox, secretKey, user.id);
+
+      const gate = await throttle.checkAttempt(user.email, source.ip);
+      if (!gate.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: gate.retryAfterSeconds };
+      try {
+        const accepted = acceptCode({ secret, code, now: clock(), lastUsedStep: null });
+        if (accepted === null) {
+          await gate.attempt.failed();
+          return { ok: false, reason: 'INVALID_CODE' };
+        }
+        await gate.attempt.succeeded();
+        const recoveryCodes = await db.transaction().execute(async (trx) => {
+          if (!(await store.enablePendingTotp(trx, user.id, pendingBox, accepted.step, clock()))) return null;
+          const codes = await issueRecoveryCodes(trx, user.id);
+          await audit.record({ type: 'mfa.totp_enabled', userId: user.id, source }, { db: trx });
+          await notify(trx, user, 'An authenticator app was added to your Gatehouse account', 'An authenticator app was added to your Gatehouse account as a second factor');
+          return codes;
+        });
+        mail.wake();
+        // Another request enabled or replaced the pending secret meanwhile.
+        return recoveryCodes === null ? { ok: false, reason: 'MFA_SETUP_REQUIRED' } : { ok: true, recoveryCodes };
+      } finally {
+        await gate.attempt.release().catch(() => {});
+      }
+    },
+
+    /** Removes the authenticator app (and, with no factor left, the recovery codes), after a valid code. */
+    async disableTotp(user: User, code: unknown, source: AuditSource): Promise<{ ok: true } | { ok: false; reason: 'MFA_NOT_ENABLED' } | Exclude<CodeCheck, { ok: true }>> {
+      if ((await enabledTotp(user.id)) === null) return { ok: false, reason: 'MFA_NOT_ENABLED' };
+      const check = await checkCode(user, code, source.ip);
+      if (!check.ok) return check;
+      await db.transaction().execute(async (trx) => {
+        await store.deleteTotp(trx, user.id);
+        // Passkeys will count here too: recovery codes are for an account with some other factor.
+        await store.deleteRecoveryCodes(trx, user.id);
+        await store.deleteUserChallenges(trx, user.id);
+        await audit.record({ type: 'mfa.totp_disabled', userId: user.id, source, details: { with: check.method } }, { db: trx });
+        await notify(trx, user, 'An authenticator app was removed from your Gatehouse account', 'The authenticator app was removed from your Gatehouse account');
+      });
+      mail.wake();
+      return { ok: true };
+    },
+
+    /** A new set of recovery codes (the old set dies), after a valid code. */
+    async regenerateRecoveryCodes(user: User, code: unknown, source: AuditSource): Promise<{ ok: true; recoveryCodes: string[] } | { ok: false; reason: 'MFA_NOT_ENABLED' } | Exclude<CodeCheck, { ok: true }>> {
+      if ((await enabledTotp(user.id)) === null) return { ok: false, reason: 'MFA_NOT_ENABLED' };
+      const check = await checkCode(user, code, source.ip);
+      if (!check.ok) return check;
+      const recoveryCodes = await db.transaction().execute(async (trx) => {
+        const codes = await issueRecoveryCodes(trx, user.id);
+        await audit.record({ type: 'mfa.recovery_codes_renewed', userId: user.id, source }, { db: trx });
+        await notify(trx, user, 'New recovery codes for your Gatehouse account', 'A new set of recovery codes was made for your Gatehouse account, and the old set no longer works');
+        return codes;
+      });
+      mail.wake();
+      return { ok: true, recoveryCodes };
+    },
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The second-factor step of every sign-in, and the follow-up that answers it.
+ *
+ * After a right first factor, an account with a second factor gets no session: the step answers
+ * 403 MFA_REQUIRED with an `mfaToken` and the `methods` it may be finished with. The token is a
+ * 256-bit secret of which only the SHA-256 is stored, with the user, the first factor (for a
+ * password, a SHA-256 of the hash it was verified against) and a count of wrong codes. It lives
+ * 5 minutes, allows 5 wrong codes, and is spent by the sign-in it finishes; every code also counts
+ * against the account's throttle. The sign-in then resumes in the pipeline, after this step, and
+ * the session records both factors in its `amr`.
+ */
+import { createHash } from 'node:crypto';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { UserService } from '../users/user.service.ts';
+import type { AuditService, AuditSource } from '../audit/audit.service.ts';
+import type { FirstFactor, SignInOutcome, SignInPipeline, SignInStep } from '../signin/signin-pipeline.ts';
+import { randomSecret, sha256Base64url } from '../lib/random.ts';
+import type { MfaService } from './mfa.service.ts';
+import * as store from './mfa.store.ts';
+
+export const SECOND_FACTOR_STEP = 'second-factor';
+const CHALLENGE_TTL_MS = 5 * 60_000;
+const MAX_WRONG_CODES = 5;
+/** The longest `mfaToken` looked up: ours are 43 characters. */
+const MAX_TOKEN_LENGTH = 128;
+
+/** What answers a challenge: the token and one code (a TOTP or a recovery code). */
+export interface ChallengeAnswer {
+  mfaToken: string;
+  code: string;
+}
+
+export type ChallengeResult =
+  | SignInOutcome
+  | { ok: false; reason: 'INVALID_TOKEN' | 'INVALID_CODE' }
+  | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
+
+const fingerprint = (passwordHash: string) => createHash('sha256').update(passwordHash).digest('base64url');
+
+export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserService; audit: AuditService; mfa: MfaService; pipeline: SignInPipeline }) {
+  const { db, clock, users, audit, mfa, pipeline } = deps;
+
+  const step: SignInStep = {
+    name: SECOND_FACTOR_STEP,
+    async decide({ user, factor }) {
+      const methods = await mfa.methodsOf(user.id);
+      if (methods.length === 0) return { action: 'continue' };
+      const mfaToken = randomSecret();
+      const now = clock();
+      await store.insertChallenge(db, {
+        id: sha256Base64url(mfaToken),
+        user_id: user.id,
+        factor: factor.kind,
+        provider: factor.kind === 'provider' ? factor.provider : null,
+        password_fingerprint: factor.kind === 'password' ? fingerprint(factor.verifiedPasswordHash) : null,
+        failed_attempts: 0,
+        created_at: now,
+        expires_at: now + CHALLENGE_TTL_MS,
+      });
+      return { action: 'challenge', challenge: { step: SECOND_FACTOR_STEP, code: 'MFA_REQUIRED', fields: { mfaToken, methods } } };
+    },
+  };
+
+  /** The first factor the challenge was made for, as it still holds now; null when it no longer does. */
+  async function firstFactorOf(challenge: store.ChallengeRow, email: string): Promise<FirstFactor | null> {
+    if (challenge.factor === 'provider') return { kind: 'provider', provider: challenge.provider ?? '', provesEmail: false, isNewUser: false };
+    const credentials = await users.findCredentialsById(challenge.user_id);
+    const hash = credentials?.passwordHash ?? null;
+    // Changed or reset since: the session must not be started on the strength of the old one.
+    if (hash === null || challenge.password_fingerprint !== fingerprint(hash)) return null;
+    return { kind: 'password', email, verifiedPasswordHash: hash };
+  }
+
+  return {
+    step,
+
+    /** Finishes the sign-in `answer.mfaToken` waits for, when `answer.code` is a valid second factor. */
+    async answer(answer: ChallengeAnswer, source: AuditSource): Promise<ChallengeResult> {
+      if (typeof answer.mfaToken !== 'string' || answer.mfaToken.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'INVALID_TOKEN' };
+      const id = sha256Base64url(answer.mfaToken);
+      const challenge = await store.findChallenge(db, id);
+      if (challenge === undefined || challenge.expires_at <= clock()) return { ok: false, reason: 'INVALID_TOKEN' };
+      const user = await users.findUserById(challenge.user_id);
+      if (user === null) return { ok: false, reason: 'INVALID_TOKEN' };
+
+      const check = await mfa.checkCode(user, answer.code, source.ip);
+      if (!check.ok) {
+        if (check.reason === 'RATE_LIMITED') return check;
+        await store.recordChallengeFailure(db, id, MAX_WRONG_CODES);
+        await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'INVALID_CODE', details: { step: SECOND_FACTOR_STEP } });
+        return { ok: false, reason: 'INVALID_CODE' };
+      }
+      // Spent by exactly one request: another one finishing it with another code gets nothing.
+      if (!(await store.deleteChallenge(db, id))) return { ok: false, reason: 'INVALID_TOKEN' };
+      const factor = await firstFactorOf(challenge, user.email);
+      if (factor === null) {
+        await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'CREDENTIALS_CHANGED', details: { step: SECOND_FACTOR_STEP } });
+        return { ok: false, refusal: 'CREDENTIALS_CHANGED' };
+      }
+      // RFC 8176: a recovery code is a one-time password too.
+      return pipeline.complete({ user, factor, source }, { step: SECOND_FACTOR_STEP, amr: ['otp', 'mfa'] });
+    },
+  };
+}
+
+export type SecondFactor = ReturnType<typeof createSecondFactor>;
