@@ -41,6 +41,11 @@ export type CodeCheck =
   | { ok: false; reason: 'INVALID_CODE' }
   | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
+/** The user's passkeys, as the passkeys module lists them (it is built before this one). */
+export interface PasskeyDirectory {
+  listPasskeys(userId: string): Promise<MfaStatus['passkeys']>;
+}
+
 export type MfaService = ReturnType<typeof createMfaService>;
 
 export function createMfaService(deps: {
@@ -52,6 +57,7 @@ export function createMfaService(deps: {
   throttle: SignInThrottle;
   config: MfaConfig;
   authSecret: string;
+  passkeys?: PasskeyDirectory;
 }) {
   const { db, clock, audit, mail, throttle, config } = deps;
   const secretKey = deriveKey(deps.authSecret, 'gatehouse mfa totp-secret v1');
@@ -119,15 +125,30 @@ export function createMfaService(deps: {
     checkCode,
 
     async status(userId: string): Promise<MfaStatus> {
-      const [totp, recoveryCodesLeft] = await Promise.all([store.findTotp(db, userId), store.countRecoveryCodesLeft(db, userId)]);
-      return { totp: totp?.secret_box != null, passkeys: [], recoveryCodesLeft };
+      const [totp, recoveryCodesLeft, passkeys] = await Promise.all([
+        store.findTotp(db, userId),
+        store.countRecoveryCodesLeft(db, userId),
+        deps.passkeys?.listPasskeys(userId) ?? [],
+      ]);
+      return { totp: totp?.secret_box != null, passkeys, recoveryCodesLeft };
     },
 
     /** The methods a sign-in of `userId` may be finished with; empty when the account has no second factor. */
     async methodsOf(userId: string): Promise<MfaMethod[]> {
       const status = await this.status(userId);
-      if (!status.totp) return [];
-      return status.recoveryCodesLeft > 0 ? ['totp', 'recovery_code'] : ['totp'];
+      const methods: MfaMethod[] = [];
+      if (status.totp) methods.push('totp');
+      if (status.passkeys.length > 0) methods.push('passkey');
+      if (methods.length > 0 && status.recoveryCodesLeft > 0) methods.push('recovery_code');
+      return methods;
+    },
+
+    /**
+     * For a module adding a factor (a first passkey, say), in its transaction: a set of recovery
+     * codes when the account has none left, to show once; null when it still has some.
+     */
+    async issueRecoveryCodesIfNone(trx: Db, userId: string): Promise<string[] | null> {
+      return (await store.countRecoveryCodesLeft(trx, userId)) > 0 ? null : issueRecoveryCodes(trx, userId);
     },
 
     /** A new pending secret for the user's authenticator app; nothing is enabled until `enableTotp`. */
@@ -184,8 +205,8 @@ export function createMfaService(deps: {
       if (!check.ok) return check;
       await db.transaction().execute(async (trx) => {
         await store.deleteTotp(trx, user.id);
-        // Passkeys will count here too: recovery codes are for an account with some other factor.
-        await store.deleteRecoveryCodes(trx, user.id);
+        // Recovery codes back up the other factors: with none left, they go too.
+        if (((await deps.passkeys?.listPasskeys(user.id)) ?? []).length === 0) await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.totp_disabled', userId: user.id, source, details: { with: check.method } }, { db: trx });
         await notify(trx, user, 'An authenticator app was removed from your Gatehouse account', 'The authenticator app was removed from your Gatehouse account');
@@ -196,7 +217,7 @@ export function createMfaService(deps: {
 
     /** A new set of recovery codes (the old set dies), after a valid code. */
     async regenerateRecoveryCodes(user: User, code: unknown, source: AuditSource): Promise<{ ok: true; recoveryCodes: string[] } | { ok: false; reason: 'MFA_NOT_ENABLED' } | Exclude<CodeCheck, { ok: true }>> {
-      if ((await enabledTotp(user.id)) === null) return { ok: false, reason: 'MFA_NOT_ENABLED' };
+      if ((await this.methodsOf(user.id)).length === 0) return { ok: false, reason: 'MFA_NOT_ENABLED' };
       const check = await checkCode(user, code, source.ip);
       if (!check.ok) return check;
       const recoveryCodes = await db.transaction().execute(async (trx) => {

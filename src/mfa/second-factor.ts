@@ -44,6 +44,8 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
   const step: SignInStep = {
     name: SECOND_FACTOR_STEP,
     async decide({ user, factor }) {
+      // A user-verified passkey is two factors already.
+      if (factor.kind === 'passkey') return { action: 'continue' };
       const methods = await mfa.methodsOf(user.id);
       if (methods.length === 0) return { action: 'continue' };
       const mfaToken = randomSecret();
@@ -51,7 +53,7 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
       await store.insertChallenge(db, {
         id: sha256Base64url(mfaToken),
         user_id: user.id,
-        factor: factor.kind,
+        factor: factor.kind === 'provider' ? 'provider' : 'password',
         provider: factor.kind === 'provider' ? factor.provider : null,
         password_fingerprint: factor.kind === 'password' ? fingerprint(factor.verifiedPasswordHash) : null,
         failed_attempts: 0,
@@ -72,17 +74,52 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
     return { kind: 'password', email, verifiedPasswordHash: hash };
   }
 
+  /** The live challenge `mfaToken` names, and its user; null when there is none. */
+  async function openChallenge(mfaToken: unknown) {
+    if (typeof mfaToken !== 'string' || mfaToken.length > MAX_TOKEN_LENGTH) return null;
+    const id = sha256Base64url(mfaToken);
+    const challenge = await store.findChallenge(db, id);
+    if (challenge === undefined || challenge.expires_at <= clock()) return null;
+    const user = await users.findUserById(challenge.user_id);
+    return user === null ? null : { id, challenge, user };
+  }
+
+  /** Spends the challenge and resumes its sign-in in the pipeline, with the second factor's `amr`. */
+  async function finish(open: NonNullable<Awaited<ReturnType<typeof openChallenge>>>, amr: readonly string[], source: AuditSource): Promise<ChallengeResult> {
+    const { id, challenge, user } = open;
+    // Spent by exactly one request: another one finishing it with another code gets nothing.
+    if (!(await store.deleteChallenge(db, id))) return { ok: false, reason: 'INVALID_TOKEN' };
+    const factor = await firstFactorOf(challenge, user.email);
+    if (factor === null) {
+      await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'CREDENTIALS_CHANGED', details: { step: SECOND_FACTOR_STEP } });
+      return { ok: false, refusal: 'CREDENTIALS_CHANGED' };
+    }
+    return pipeline.complete({ user, factor, source }, { step: SECOND_FACTOR_STEP, amr: [...amr, 'mfa'] });
+  }
+
   return {
     step,
 
+    /** The user a live `mfaToken` is for (a passkey answer must be that user's); null otherwise. */
+    async userOf(mfaToken: unknown): Promise<string | null> {
+      return (await openChallenge(mfaToken))?.user.id ?? null;
+    },
+
+    /**
+     * Finishes the sign-in `mfaToken` waits for with a second factor another module verified for
+     * `userId` (a passkey: `amr` its `hwk`/`swk`); INVALID_TOKEN when the token is not that user's.
+     */
+    async finishWith(mfaToken: unknown, userId: string, amr: readonly string[], source: AuditSource): Promise<ChallengeResult> {
+      const open = await openChallenge(mfaToken);
+      if (open === null || open.user.id !== userId) return { ok: false, reason: 'INVALID_TOKEN' };
+      return finish(open, amr, source);
+    },
+
     /** Finishes the sign-in `answer.mfaToken` waits for, when `answer.code` is a valid second factor. */
     async answer(answer: ChallengeAnswer, source: AuditSource): Promise<ChallengeResult> {
-      if (typeof answer.mfaToken !== 'string' || answer.mfaToken.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'INVALID_TOKEN' };
-      const id = sha256Base64url(answer.mfaToken);
-      const challenge = await store.findChallenge(db, id);
-      if (challenge === undefined || challenge.expires_at <= clock()) return { ok: false, reason: 'INVALID_TOKEN' };
-      const user = await users.findUserById(challenge.user_id);
-      if (user === null) return { ok: false, reason: 'INVALID_TOKEN' };
+      const open = await openChallenge(answer.mfaToken);
+      if (open === null) return { ok: false, reason: 'INVALID_TOKEN' };
+      const { id, user } = open;
 
       const check = await mfa.checkCode(user, answer.code, source.ip);
       if (!check.ok) {
@@ -91,15 +128,8 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
         await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'INVALID_CODE', details: { step: SECOND_FACTOR_STEP } });
         return { ok: false, reason: 'INVALID_CODE' };
       }
-      // Spent by exactly one request: another one finishing it with another code gets nothing.
-      if (!(await store.deleteChallenge(db, id))) return { ok: false, reason: 'INVALID_TOKEN' };
-      const factor = await firstFactorOf(challenge, user.email);
-      if (factor === null) {
-        await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'CREDENTIALS_CHANGED', details: { step: SECOND_FACTOR_STEP } });
-        return { ok: false, refusal: 'CREDENTIALS_CHANGED' };
-      }
       // RFC 8176: a recovery code is a one-time password too.
-      return pipeline.complete({ user, factor, source }, { step: SECOND_FACTOR_STEP, amr: ['otp', 'mfa'] });
+      return finish(open, ['otp'], source);
     },
   };
 }

@@ -37,6 +37,13 @@ export type FirstFactor =
       /** The provider vouched for the account's own address: as good as a verification link. */
       provesEmail: boolean;
       isNewUser: boolean;
+    }
+  | {
+      /** A passkey (WebAuthn) with user verification: possession and a PIN or biometric, two factors in one. */
+      kind: 'passkey';
+      credentialId: string;
+      /** `hwk` for a device-bound key, `swk` for a synced one. */
+      keyKind: 'hwk' | 'swk';
     };
 
 export interface SignInAttempt {
@@ -45,9 +52,15 @@ export interface SignInAttempt {
   source: AuditSource;
 }
 
-/** The RFC 8176 `amr` values a first factor proves: a password `pwd`; a provider `fed` (federated, ours). */
+/**
+ * The RFC 8176 `amr` values a first factor proves: a password `pwd`; a provider `fed` (federated,
+ * ours); a user-verified passkey its key (`hwk`/`swk`), the user's verification (`user`) and, as
+ * that is two factors, `mfa`.
+ */
 export function firstFactorAmr(factor: FirstFactor): readonly string[] {
-  return factor.kind === 'password' ? ['pwd'] : ['fed'];
+  if (factor.kind === 'password') return ['pwd'];
+  if (factor.kind === 'provider') return ['fed'];
+  return [factor.keyKind, 'user', 'mfa'];
 }
 
 /** A sign-in going on after the challenge of `step` was met with `amr` (e.g. `['otp', 'mfa']`). */
@@ -102,7 +115,8 @@ export function createSignInPipeline(deps: {
 
   /** Provider sign-ins name their provider in the audit log; password sign-ins the address tried. */
   function auditFields(factor: FirstFactor) {
-    return factor.kind === 'password' ? { email: factor.email } : { details: { provider: factor.provider } };
+    if (factor.kind === 'password') return { email: factor.email };
+    return factor.kind === 'provider' ? { details: { provider: factor.provider } } : { details: { credentialId: factor.credentialId } };
   }
 
   async function refuse(attempt: SignInAttempt, reason: string): Promise<SignInOutcome> {
@@ -145,7 +159,12 @@ export function createSignInPipeline(deps: {
       // The password was changed, reset or locked, or the account disabled, while the first
       // factor was being checked: what was verified is no longer the account's.
       if (session === null) return refuse(attempt, 'CREDENTIALS_CHANGED');
-      const details = factor.kind === 'provider' ? { sessionId: session.sessionId, provider: factor.provider, amr } : { sessionId: session.sessionId, amr };
+      const details = {
+        sessionId: session.sessionId,
+        amr,
+        ...(factor.kind === 'provider' && { provider: factor.provider }),
+        ...(factor.kind === 'passkey' && { credentialId: factor.credentialId }),
+      };
       await audit.record({ type: 'signin.success', userId: user.id, source, details });
       return { ok: true, user, session };
     },
