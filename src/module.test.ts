@@ -95,6 +95,7 @@ const declaringModule = defineModule({
     // Nothing to show for this user: no trace on the page.
     { page: 'dashboard', render: async () => null },
     { page: 'admin-user', render: async ({ userId, viewerId }) => `<section id="example-admin">about ${userId}, seen by ${viewerId}</section>` },
+    { page: 'signin', render: async ({ callbackUrl }) => `<section id="example-signin">then ${callbackUrl}</section>`, scripts: ['/assets/example.js'] },
   ],
   routes: [
     {
@@ -161,6 +162,17 @@ describe('module contract', () => {
         assert.equal(adminPage.statusCode, 200);
         assert.ok(adminPage.body.includes(`<section id="example-admin">about ${other.id}, seen by ${admin.id}</section>`), adminPage.body);
         assert.ok(!adminPage.body.includes('example-dashboard'), 'each section on its own page');
+        assert.match(dashboard.headers['content-security-policy'] as string, /script-src 'none'/, 'no script where no section needs one');
+
+        // A section with a script: the page loads it under a nonce of its own, and may call our API.
+        const signInPage = await app.inject({ method: 'GET', url: '/auth/signin?callbackUrl=/somewhere' });
+        assert.ok(signInPage.body.includes('<section id="example-signin">then /somewhere</section>'));
+        const nonce = /<script src="\/assets\/example\.js" nonce="([^"]+)" defer><\/script>/.exec(signInPage.body)?.[1];
+        assert.ok(nonce !== undefined && nonce.length >= 22, signInPage.body);
+        const csp = signInPage.headers['content-security-policy'] as string;
+        assert.ok(csp.includes(`script-src 'nonce-${nonce}'`) && csp.includes("connect-src 'self'"), csp);
+        const again = await app.inject({ method: 'GET', url: '/auth/signin' });
+        assert.ok(!again.body.includes(`nonce="${nonce}"`), 'a new nonce for every response');
 
         // Its claim is in every access token: at sign-in and after a refresh.
         assert.equal(decodeJwt(token).example_claim, `for ${admin.id}`);

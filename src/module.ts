@@ -32,6 +32,7 @@ import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
 import { CORE_ERRORS, type ErrorCode, type ErrorDefinition } from './errors.ts';
+import { createScriptNonce } from './web/render.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
@@ -97,7 +98,7 @@ export interface AccessRefusal {
 }
 
 /** The pages of other modules a module may add a section to. */
-export type SectionedPage = 'dashboard' | 'admin-user';
+export type SectionedPage = 'dashboard' | 'admin-user' | 'signin';
 
 /**
  * A module's part of a page another module serves: the account dashboard (what the user manages
@@ -109,22 +110,37 @@ export interface PageSection {
   readonly page: SectionedPage;
   /** Its HTML, or null to show nothing for this user. */
   render(context: PageSectionContext): Promise<string | null>;
+  /**
+   * Same-origin scripts it needs (its own route serves them), loaded at the end of the page
+   * under a per-response CSP nonce, with `connect-src 'self'`; every other page runs no script.
+   */
+  readonly scripts?: readonly string[];
 }
 
 export interface PageSectionContext {
-  /** Whom the page is about: on the dashboard, the signed-in user. */
-  readonly userId: string;
-  /** The signed-in user (the administrator, on the admin pages) and their session. */
-  readonly viewerId: string;
-  readonly sessionId: string;
+  /** Whom the page is about: on the dashboard, the signed-in user; null on the sign-in page. */
+  readonly userId: string | null;
+  /** The signed-in user (the administrator, on the admin pages) and their session; null on the sign-in page. */
+  readonly viewerId: string | null;
+  readonly sessionId: string | null;
   /** For the section's forms (the page issued it). */
   readonly csrfToken: string;
+  /** The sign-in page: where to go once signed in (a same-origin path). */
+  readonly callbackUrl?: string;
 }
 
-/** The sections' HTML for one page, in list order, leaving out those with nothing to show. */
-export async function renderPageSections(sections: readonly PageSection[], context: PageSectionContext): Promise<string[]> {
-  const rendered = await Promise.all(sections.map(async (section) => section.render(context)));
-  return rendered.filter((html): html is string => html !== null);
+/**
+ * The sections' HTML for one page, in list order, leaving out those with nothing to show, and the
+ * scripts of those shown (with a nonce for the page to pass to `sendPage`; none without scripts).
+ */
+export async function renderPageSections(
+  sections: readonly PageSection[],
+  context: PageSectionContext,
+): Promise<{ html: string[]; scripts: string[]; scriptNonce: string | undefined }> {
+  const rendered = await Promise.all(sections.map(async (section) => ({ section, html: await section.render(context) })));
+  const shown = rendered.filter((entry): entry is { section: PageSection; html: string } => entry.html !== null);
+  const scripts = [...new Set(shown.flatMap((entry) => entry.section.scripts ?? []))];
+  return { html: shown.map((entry) => entry.html), scripts, scriptNonce: scripts.length === 0 ? undefined : createScriptNonce() };
 }
 
 export interface ModuleRoutes {

@@ -191,7 +191,9 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
           section: 'users',
           alerts: alertsOf(request.query),
           csrfToken,
-          sections,
+          sections: sections.html,
+          scripts: sections.scripts,
+          scriptNonce: sections.scriptNonce,
           user: {
             id: user.id,
             name: user.name,
@@ -213,6 +215,8 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
             endAllSessions: `${base}/sessions/end-all`,
           },
         }),
+        200,
+        { scriptNonce: sections.scriptNonce },
       );
     },
   );

@@ -38,6 +38,8 @@ interface Pages {
     isSignupAllowed: boolean;
     /** A "Sign in with …" button each. */
     providers: Array<{ id: string; name: string }>;
+    /** The sections other modules add (their own HTML), after the providers. */
+    sections: string[];
   };
   signout: { csrfToken: string };
   dashboard: {
@@ -66,6 +68,8 @@ export interface PageRouteOptions {
   oauth: OAuthService;
   /** What other modules add to the dashboard. */
   sections: readonly PageSection[];
+  /** What other modules add to the sign-in page (a passkey's button, say). */
+  signInSections: readonly PageSection[];
 }
 
 export const DASHBOARD_PAGE = '/dashboard';
@@ -99,19 +103,25 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     async (request, reply) => {
       const { error, callbackUrl: requested } = request.query;
       const current = await signedIn(request, reply);
+      const csrfToken = csrf.issueToken(request, reply);
+      const callbackUrl = toCallbackPath(requested, config.authUrl);
+      const sections = await renderPageSections(options.signInSections, { userId: null, viewerId: null, sessionId: null, csrfToken, callbackUrl });
       return sendPage(
         reply,
         pages.render('signin', {
           title: 'Sign in',
-          csrfToken: csrf.issueToken(request, reply),
-          callbackUrl: toCallbackPath(requested, config.authUrl),
+          csrfToken,
+          callbackUrl,
+          sections: sections.html,
+          scripts: sections.scripts,
+          scriptNonce: sections.scriptNonce,
           error: error === undefined ? null : { code: error, message: signInErrorMessage(error) },
           signedInAs: current?.view.user.email ?? null,
           isSignupAllowed: config.accounts.allowSignup,
           providers: oauth.listProviders(),
         }),
         200,
-        { formActionOrigins: oauth.formActionOrigins() },
+        { formActionOrigins: oauth.formActionOrigins(), scriptNonce: sections.scriptNonce },
       );
     },
   );
@@ -142,6 +152,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords) ?? dashboardErrorMessage(code);
     const csrfToken = csrf.issueToken(request, reply);
     const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken };
+    const sections = await renderPageSections(options.sections, context);
     return sendPage(
       reply,
       pages.render('dashboard', {
@@ -156,10 +167,12 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
         confirmation: notice === undefined ? null : dashboardNoticeMessage(notice),
         minPasswordLength: config.passwords.minLength,
         providers,
-        sections: await renderPageSections(options.sections, context),
+        sections: sections.html,
+        scripts: sections.scripts,
+        scriptNonce: sections.scriptNonce,
       }),
       200,
-      { formActionOrigins: oauth.formActionOrigins() },
+      { formActionOrigins: oauth.formActionOrigins(), scriptNonce: sections.scriptNonce },
     );
   });
 

@@ -5,6 +5,7 @@
  * own page templates together with the type of the data each one reads. Pages contain no script
  * and no inline style, so the strict Content-Security-Policy below holds for all of them.
  */
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FastifyReply } from 'fastify';
@@ -20,6 +21,9 @@ export interface PageFrame {
   isWide?: boolean;
   /** The widest column, for tables (the admin pages). */
   isFull?: boolean;
+  /** Same-origin scripts the page loads (with `scriptNonce`, which `sendPage` must be given too). */
+  scripts?: readonly string[];
+  scriptNonce?: string;
 }
 
 /** The pages of the base itself, which every renderer can render besides a feature's own. */
@@ -75,12 +79,14 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = pageHeaders([]);
  * form posts to us and is redirected to the provider, and browsers apply `form-action` to that
  * redirect too. Only the sign-in and dashboard pages, which hold those forms, widen it.
  */
-function pageHeaders(formActionOrigins: readonly string[]): Readonly<Record<string, string>> {
+function pageHeaders(formActionOrigins: readonly string[], scriptNonce?: string): Readonly<Record<string, string>> {
   return Object.freeze({
     'content-type': 'text/html; charset=utf-8',
     'content-security-policy': [
       "default-src 'none'",
-      "script-src 'none'",
+      // Pages run no script, except a page that loads one of ours (a passkey's ceremony) with
+      // this response's nonce; that script may call our own API, nothing else.
+      ...(scriptNonce === undefined ? ["script-src 'none'"] : [`script-src 'nonce-${scriptNonce}'`, "connect-src 'self'"]),
       "style-src 'self'",
       "img-src 'self'",
       "object-src 'none'",
@@ -108,8 +114,14 @@ function headersWithFormActions(origins: readonly string[]): Readonly<Record<str
   return headers;
 }
 
-export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[] } = {}): FastifyReply {
+export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[]; scriptNonce?: string } = {}): FastifyReply {
   const origins = options.formActionOrigins ?? [];
+  if (options.scriptNonce !== undefined) return reply.code(status).headers(pageHeaders(origins, options.scriptNonce)).send(html);
   const headers = origins.length === 0 ? PAGE_HEADERS : headersWithFormActions(origins);
   return reply.code(status).headers(headers).send(html);
+}
+
+/** A fresh CSP nonce for one response that loads a script (128 bits). */
+export function createScriptNonce(): string {
+  return randomBytes(16).toString('base64');
 }
