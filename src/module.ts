@@ -38,6 +38,9 @@ import type { AuditEventType, EventSubscription } from './audit/audit.service.ts
 /** Every module's services, by name; each module adds its own (see above). */
 export interface ServiceRegistry {}
 
+/** The services once every module is built, with the config and clock they were built with. */
+export type BuiltServices = ServiceRegistry & { readonly config: Config; readonly clock: Clock };
+
 /** What every module is built with. */
 export interface ModuleContext {
   readonly config: Config;
@@ -175,9 +178,9 @@ export interface GatehouseModule {
   /** Steps every sign-in runs after the account checks, in list order (see signin/signin-pipeline.ts). */
   signInSteps?(services: ServiceRegistry): readonly SignInStep[];
   /** Rules every signed-in request meets after the route guard (see `AccessPolicy`). */
-  accessPolicies?(services: ServiceRegistry): readonly AccessPolicy[];
-  /** Sections it adds to other modules' pages (the dashboard, the admin's user page). */
-  pageSections?(services: ServiceRegistry): readonly PageSection[];
+  accessPolicies?(services: BuiltServices): readonly AccessPolicy[];
+  /** Sections it adds to other modules' pages (the dashboard, the admin's user page, the sign-in page). */
+  pageSections?(services: BuiltServices): readonly PageSection[];
   /** Claims the module adds to every access token (see sessions/access-token.ts). */
   tokenClaims?(services: ServiceRegistry): TokenClaimsSource;
   /** Domain events (the audit events) the module handles, inside the transaction of the change. */

@@ -16,6 +16,7 @@ import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
+import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { isoTime, type Clock } from '../lib/clock.ts';
 import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
@@ -74,8 +75,12 @@ interface SignInRouteOptions {
 async function signIn(credentials: CredentialsService, request: FastifyRequest, email: string, password: string): Promise<Extract<SignInResult, { ok: true }>> {
   const result = await credentials.signIn({ email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
   if (result.ok) return result;
-  if (result.reason === 'CHALLENGE') throw new AppError(result.challenge.code, { fields: result.challenge.fields });
-  throw new AppError(result.reason, result.reason === 'RATE_LIMITED' ? { retryAfterSeconds: result.retryAfterSeconds } : {});
+  throw toSignInError(result);
+}
+
+function toSignInError(result: Extract<SignInResult, { ok: false }>): AppError {
+  if (result.reason === 'CHALLENGE') return new AppError(result.challenge.code, { fields: result.challenge.fields });
+  return new AppError(result.reason, result.reason === 'RATE_LIMITED' ? { retryAfterSeconds: result.retryAfterSeconds } : {});
 }
 
 function toResponse({ user, session }: Extract<SignInResult, { ok: true }>) {
@@ -119,11 +124,19 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       },
     },
     async (request, reply) => {
+      const callbackUrl = toCallbackPath(request.body.callbackUrl, config.authUrl);
+      if (isFormPost(request)) {
+        // A form cannot read a challenge's JSON: it is sent to the page that answers it.
+        const outcome = await credentials.signIn({ email: request.body.email, password: request.body.password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        if (!outcome.ok && outcome.reason === 'CHALLENGE' && redirectToChallenge(reply, outcome.challenge, callbackUrl, config)) return reply;
+        if (outcome.ok) {
+          await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: outcome.user.id, session: outcome.session });
+          return reply.redirect(callbackUrl, 303);
+        }
+        throw toSignInError(outcome);
+      }
       const result = await signIn(credentials, request, request.body.email, request.body.password);
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
-      if (isFormPost(request)) {
-        return reply.redirect(toCallbackPath(request.body.callbackUrl, config.authUrl), 303);
-      }
       return toResponse(result);
     },
   );

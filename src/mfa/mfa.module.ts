@@ -11,6 +11,7 @@ import { createMfaService, type MfaService } from './mfa.service.ts';
 import { createSecondFactor, type SecondFactor } from './second-factor.ts';
 import { deleteExpiredChallenges } from './mfa.store.ts';
 import { mfaRoutes } from './mfa.routes.ts';
+import { mfaPageRoutes, mfaPageSections } from './mfa-pages.routes.ts';
 import { createMfaPolicy } from './mfa-policy.ts';
 
 declare module '../module.ts' {
@@ -23,7 +24,7 @@ declare module '../module.ts' {
 }
 
 /** The audit events (domain events) this module records. */
-const AUDIT_EVENTS = ['mfa.totp_enabled', 'mfa.totp_disabled', 'mfa.recovery_codes_renewed'] as const;
+const AUDIT_EVENTS = ['mfa.totp_enabled', 'mfa.totp_disabled', 'mfa.recovery_codes_renewed', 'mfa.reset'] as const;
 type MfaAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
 declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends MfaAuditEvents {}
@@ -48,7 +49,13 @@ export const mfaModule = defineModule({
   jobs: (_services, { db, clock, logger }) => [createPeriodicJob({ name: 'mfa-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await deleteExpiredChallenges(db, clock())) })],
   signInSteps: ({ secondFactor }) => [secondFactor.step],
   accessPolicies: ({ mfaPolicy }) => [mfaPolicy],
+  pageSections: ({ mfa, users, config }) => mfaPageSections({ mfa, users, requiredRoles: config.mfa.requiredRoles }),
   routes: [
+    {
+      scope: 'browser',
+      register: (app, { services, authenticate, csrf, config, clock }) =>
+        app.register(mfaPageRoutes, { mfa: services.mfa, secondFactor: services.secondFactor, users: services.users, sessions: services.sessions, authenticate, csrf, config, clock }),
+    },
     {
       scope: 'api',
       register: (app, { services, authenticate, config, clock }) =>

@@ -44,6 +44,8 @@ export type CodeCheck =
 /** The user's passkeys, as the passkeys module lists them (it is built before this one). */
 export interface PasskeyDirectory {
   listPasskeys(userId: string): Promise<MfaStatus['passkeys']>;
+  /** Removes every passkey of the user, through `db` (a transaction); how many there were. */
+  removeAllPasskeys(db: Db, userId: string): Promise<number>;
 }
 
 export type MfaService = ReturnType<typeof createMfaService>;
@@ -149,6 +151,34 @@ export function createMfaService(deps: {
      */
     async issueRecoveryCodesIfNone(trx: Db, userId: string): Promise<string[] | null> {
       return (await store.countRecoveryCodesLeft(trx, userId)) > 0 ? null : issueRecoveryCodes(trx, userId);
+    },
+
+    /** The setup waiting for its first code, to show again (after a wrong code); null when there is none. */
+    async pendingSetup(user: User): Promise<{ secret: string; otpauthUrl: string; qrSvg: string } | null> {
+      const row = await store.findTotp(db, user.id);
+      if (row?.pending_box == null || row.pending_expires_at === null || row.pending_expires_at <= clock()) return null;
+      const secret = openSecret(row.pending_box, secretKey, user.id);
+      const otpauthUrl = totpUrl({ secret, issuer: config.issuer, email: user.email.replaceAll(':', '') });
+      return { secret, otpauthUrl, qrSvg: otpauthQrSvg(otpauthUrl) };
+    },
+
+    /**
+     * An administrator removes every second factor of `user` (who lost them all): the app, the
+     * passkeys, the recovery codes and pending sign-ins; audited and mailed to the user.
+     */
+    async resetFactors(user: User, source: AuditSource): Promise<{ removed: { totp: boolean; passkeys: number } }> {
+      const removed = await db.transaction().execute(async (trx) => {
+        const totp = await store.deleteTotp(trx, user.id);
+        await store.deleteTotpSetup(trx, user.id);
+        const passkeys = (await deps.passkeys?.removeAllPasskeys(trx, user.id)) ?? 0;
+        await store.deleteRecoveryCodes(trx, user.id);
+        await store.deleteUserChallenges(trx, user.id);
+        await audit.record({ type: 'mfa.reset', userId: user.id, source, details: { totp, passkeys } }, { db: trx });
+        await notify(trx, user, 'The second factors of your Gatehouse account were reset', 'An administrator removed the second factors (authenticator app, passkeys and recovery codes) of your Gatehouse account');
+        return { totp, passkeys };
+      });
+      mail.wake();
+      return { removed };
     },
 
     /** A new pending secret for the user's authenticator app; nothing is enabled until `enableTotp`. */

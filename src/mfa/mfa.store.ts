@@ -91,6 +91,11 @@ export async function deleteTotp(db: Db, userId: string): Promise<boolean> {
   return result.numDeletedRows > 0n;
 }
 
+/** Drops a pending setup (an enabled secret has none). */
+export async function deleteTotpSetup(db: Db, userId: string): Promise<void> {
+  await db.deleteFrom('mfa_totp').where('user_id', '=', userId).where('secret_box', 'is', null).execute();
+}
+
 export async function replaceRecoveryCodes(db: Db, userId: string, hashes: readonly string[], now: number): Promise<void> {
   await db.deleteFrom('mfa_recovery_codes').where('user_id', '=', userId).execute();
   await db

@@ -20,6 +20,8 @@ import type { MfaService } from './mfa.service.ts';
 import * as store from './mfa.store.ts';
 
 export const SECOND_FACTOR_STEP = 'second-factor';
+/** The page where a browser answers the challenge (mfa-pages.routes.ts). */
+export const MFA_PROMPT_PAGE = '/auth/mfa';
 const CHALLENGE_TTL_MS = 5 * 60_000;
 const MAX_WRONG_CODES = 5;
 /** The longest `mfaToken` looked up: ours are 43 characters. */
@@ -60,7 +62,10 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
         created_at: now,
         expires_at: now + CHALLENGE_TTL_MS,
       });
-      return { action: 'challenge', challenge: { step: SECOND_FACTOR_STEP, code: 'MFA_REQUIRED', fields: { mfaToken, methods } } };
+      return {
+        action: 'challenge',
+        challenge: { step: SECOND_FACTOR_STEP, code: 'MFA_REQUIRED', fields: { mfaToken, methods }, browser: { page: MFA_PROMPT_PAGE, token: mfaToken, ttlSeconds: CHALLENGE_TTL_MS / 1000 } },
+      };
     },
   };
 

@@ -10,6 +10,7 @@
  * unlink one (`DELETE /api/auth/accounts/:provider`), never their last way to sign in.
  * Register this plugin where form bodies are parsed.
  */
+import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -189,6 +190,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
       }
 
       const signedIn = await oauth.signInWithIdentity(identity, requestSource(request, null));
+      if (!signedIn.ok && signedIn.reason === 'CHALLENGE' && redirectToChallenge(reply, signedIn.challenge, flow?.callbackUrl ?? DASHBOARD_PAGE, config)) return reply;
       if (!signedIn.ok) return reply.redirect(errorPage(signedIn.reason), 303);
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: signedIn.user.id, session: signedIn.session });
       return reply.redirect(flow?.callbackUrl ?? DASHBOARD_PAGE, 303);

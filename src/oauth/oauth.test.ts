@@ -7,6 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
+import { totpCode } from '../../test/helpers/totp.ts';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
@@ -313,6 +314,24 @@ for (const backend of await backends()) {
       const success = events.events.find((e) => e.type === 'signin.success')!;
       assert.equal(success.details?.provider, 'google');
       assert.deepEqual(success.details?.amr, ['fed']);
+    });
+
+    it('sends a provider sign-in of an account with a second factor to the code page, with no session yet', async () => {
+      const account = uniqueOidcAccount();
+      google.signInAs(account);
+      const first = await signInWith('google');
+      const user = (await t.services.users.findUserById((await sessionOf(first.jar)).json().user.id))!;
+      const setup = await t.services.mfa.beginTotpSetup(user);
+      assert.ok(setup.ok);
+      const source = { actorUserId: user.id, ip: null, userAgent: null };
+      assert.ok((await t.services.mfa.enableTotp(user, totpCode(setup.secret, Date.now()), source)).ok);
+
+      const second = await signInWith('google', '/dashboard?tab=1');
+      assert.equal(second.response.statusCode, 303);
+      assert.equal(second.response.headers.location, `/auth/mfa?${new URLSearchParams({ callbackUrl: '/dashboard?tab=1' })}`);
+      assert.equal(second.jar.has('gatehouse.session'), false, 'no session before the second factor');
+      assert.ok(second.jar.has('gatehouse.challenge'), 'the challenge travels in its own cookie, not the URL');
+      assert.equal((await sessionOf(second.jar)).statusCode, 401);
     });
 
     it('answers access_denied with AccessDenied', async () => {

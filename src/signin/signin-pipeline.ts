@@ -83,6 +83,11 @@ export interface SignInChallenge {
   code: ErrorCode;
   /** What the client needs to answer it (a token for the follow-up, the methods it may use); never a secret of the account. */
   fields: Record<string, unknown>;
+  /**
+   * Where a browser answers it (a form post, a provider callback): the page, and the token the
+   * page needs, which travels in a short-lived HttpOnly cookie, never in a URL.
+   */
+  browser?: { page: string; token: string; ttlSeconds: number };
 }
 
 export type StepDecision = { action: 'continue' } | { action: 'refuse'; reason: string } | { action: 'challenge'; challenge: SignInChallenge };

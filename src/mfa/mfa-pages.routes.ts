@@ -1,0 +1,223 @@
+/**
+ * The second-factor pages (plain HTML forms, no script; the app's CSRF check covers every post):
+ * - `/auth/mfa`: where a browser whose sign-in asked for a second factor enters a code or a
+ *   recovery code (the challenge's token is in its cookie, see signin/challenge-cookie.ts);
+ *   `POST /auth/mfa` also answers JSON, setting the session cookies, for scripts in a browser;
+ * - the dashboard's forms: set up an authenticator app (QR code and key), turn it on, renew the
+ *   recovery codes (shown once, to copy or download), remove it;
+ * - `POST /admin/users/:id/mfa/reset` (and `POST /api/admin/users/:id/mfa/reset`): an
+ *   administrator removes every second factor of a user who lost them all.
+ * Register where form bodies are parsed.
+ */
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import type { Csrf, CsrfRotation } from '../http/csrf.ts';
+import { AppError } from '../errors.ts';
+import { isFormPost } from '../http/forms.ts';
+import { toCallbackPath } from '../http/safe-redirect.ts';
+import { signInRedirect, SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
+import { requestSource } from '../audit/request-source.ts';
+import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { SessionService } from '../sessions/session.service.ts';
+import { setBrowserSession } from '../sessions/session-cookie.ts';
+import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
+import type { User, UserService } from '../users/user.service.ts';
+import { isoTime, type Clock } from '../lib/clock.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import type { PageError } from '../web/messages.ts';
+import { shownCode } from '../web/page-query.ts';
+import type { PageSection } from '../module.ts';
+import type { MfaService, MfaStatus } from './mfa.service.ts';
+import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
+import { mfaPageErrorMessage, mfaPromptErrorMessage } from './mfa-pages.messages.ts';
+
+interface MfaPages {
+  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; error: PageError | null };
+  'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; error: PageError | null };
+  'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string };
+  'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean };
+  'mfa-admin-section': { csrfToken: string; status: MfaStatus; userId: string };
+}
+
+export interface MfaPageRouteOptions {
+  mfa: MfaService;
+  secondFactor: SecondFactor;
+  users: UserService;
+  sessions: SessionService;
+  authenticate: RequestAuthenticator;
+  csrf: Csrf & CsrfRotation;
+  config: Config;
+  clock: Clock;
+}
+
+const DASHBOARD_MFA = '/dashboard#mfa-heading';
+const code = z.string().max(64).optional();
+const answerBody = z.object({ code, recoveryCode: code, callbackUrl: z.string().max(2048).optional(), csrfToken: z.string().max(200).optional() }, { error: 'must be a JSON object' });
+const codeForm = z.object({ code: z.string().max(64), csrfToken: z.string().max(200).optional() }, { error: 'must be a JSON object' });
+const hidden = { hide: true } as const;
+
+const renderer = () => createPageRenderer<MfaPages>(templatesIn(join(import.meta.dirname, 'templates')));
+
+/** The key in groups of four, as apps print it and people type it. */
+const grouped = (secret: string) => secret.replace(/(.{4})/g, '$1 ').trim();
+
+export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (app, options) => {
+  const { mfa, secondFactor, users, sessions, authenticate, csrf, config, clock } = options;
+  const pages = renderer();
+
+  /** The signed-in user of a dashboard form, or null after sending the browser to sign in (or to an error page). */
+  async function dashboardUser(request: FastifyRequest, reply: FastifyReply, options: { recent: boolean }): Promise<User | null> {
+    const auth = await authenticate(request, reply);
+    const user = auth === null ? null : await users.findUserById(auth.userId);
+    if (auth === null || user === null) {
+      void reply.redirect(signInRedirect('/dashboard'), 303);
+      return null;
+    }
+    if (options.recent && auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) {
+      void showError(reply, 'REAUTH_REQUIRED', 403);
+      return null;
+    }
+    return user;
+  }
+
+  function showError(reply: FastifyReply, errorCode: string, status: number) {
+    const { heading, message } = mfaPageErrorMessage(errorCode);
+    return sendPage(reply, pages.render('error', { title: heading, heading, message, code: errorCode }), status);
+  }
+
+  function showSetup(reply: FastifyReply, request: FastifyRequest, setup: { secret: string; qrSvg: string }, error: PageError | null) {
+    const html = pages.render('mfa-setup', { title: 'Set up an authenticator app', csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), error });
+    reply.header('cache-control', 'no-store');
+    // The same setup again, with the error above its form: a page to go on from, not a failure.
+    return sendPage(reply, html);
+  }
+
+  function showRecoveryCodes(reply: FastifyReply, codes: string[], intro: string) {
+    const downloadHref = `data:text/plain;charset=utf-8,${encodeURIComponent(`Gatehouse recovery codes (each works once)\n\n${codes.join('\n')}\n`)}`;
+    return sendPage(reply, pages.render('mfa-recovery-codes', { title: 'Your recovery codes', intro, codes, downloadHref }));
+  }
+
+  app.get(MFA_PROMPT_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
+    const callbackUrl = toCallbackPath(request.query.callbackUrl, config.authUrl);
+    const userId = await secondFactor.userOf(readChallengeCookie(request, config));
+    if (userId === null) return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ error: 'MFA_EXPIRED', callbackUrl })}`, 303);
+    const { error } = request.query;
+    const html = pages.render('mfa-prompt', {
+      title: 'Two-step verification',
+      csrfToken: csrf.issueToken(request, reply),
+      callbackUrl,
+      hasTotp: (await mfa.methodsOf(userId)).includes('totp'),
+      error: error === undefined ? null : { code: error, message: mfaPromptErrorMessage(error) },
+    });
+    return sendPage(reply, html);
+  });
+
+  app.post(MFA_PROMPT_PAGE, { schema: { ...hidden, body: answerBody } }, async (request, reply) => {
+    const { code: totp, recoveryCode, callbackUrl: requested } = request.body;
+    const callbackUrl = toCallbackPath(requested, config.authUrl);
+    const isForm = isFormPost(request);
+    const result = await secondFactor.answer({ mfaToken: readChallengeCookie(request, config) ?? '', code: totp ?? recoveryCode ?? '' }, requestSource(request, null));
+    if (result.ok) {
+      clearChallengeCookie(reply, config);
+      await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
+      if (isForm) return reply.redirect(callbackUrl, 303);
+      const { user, session } = result;
+      return { token: session.accessToken, user: { id: user.id, email: user.email, name: user.name }, refreshToken: session.refreshToken, expiresAt: isoTime(session.accessTokenExpiresAt) };
+    }
+    const errorCode = 'reason' in result ? result.reason : 'refusal' in result ? result.refusal : result.challenge.code;
+    // A wrong code may be tried again on the same page; anything else ends this sign-in.
+    const isRetry = errorCode === 'INVALID_CODE' || errorCode === 'RATE_LIMITED';
+    if (!isRetry) clearChallengeCookie(reply, config);
+    if (isForm) {
+      const page = isRetry ? MFA_PROMPT_PAGE : SIGN_IN_PAGE;
+      return reply.redirect(`${page}?${new URLSearchParams({ error: errorCode === 'CREDENTIALS_CHANGED' ? 'INVALID_TOKEN' : errorCode, callbackUrl })}`, 303);
+    }
+    if ('reason' in result && result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
+    if (errorCode === 'ACCOUNT_DISABLED' || errorCode === 'EMAIL_NOT_VERIFIED') throw new AppError(errorCode);
+    throw new AppError(errorCode === 'INVALID_CODE' ? 'INVALID_CODE' : 'INVALID_TOKEN', { status: 401 });
+  });
+
+  app.post('/dashboard/mfa/totp/setup', { schema: { ...hidden, body: z.object({ csrfToken: z.string().max(200).optional() }).optional() } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply, { recent: true });
+    if (user === null) return reply;
+    const setup = await mfa.beginTotpSetup(user);
+    if (!setup.ok) return reply.redirect(DASHBOARD_MFA, 303);
+    return showSetup(reply, request, setup, null);
+  });
+
+  app.post('/dashboard/mfa/totp/enable', { schema: { ...hidden, body: codeForm } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply, { recent: true });
+    if (user === null) return reply;
+    const result = await mfa.enableTotp(user, request.body.code, requestSource(request, user.id));
+    if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'Your authenticator app is on: signing in now asks for a code from it after your password.');
+    const pending = result.reason === 'INVALID_CODE' ? await mfa.pendingSetup(user) : null;
+    if (pending !== null) return showSetup(reply, request, pending, { code: 'INVALID_CODE', message: mfaPromptErrorMessage('INVALID_CODE') });
+    return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 409);
+  });
+
+  app.post('/dashboard/mfa/totp/disable', { schema: { ...hidden, body: codeForm } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply, { recent: true });
+    if (user === null) return reply;
+    const result = await mfa.disableTotp(user, request.body.code, requestSource(request, user.id));
+    if (result.ok) return reply.redirect(DASHBOARD_MFA, 303);
+    return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 400);
+  });
+
+  app.post('/dashboard/mfa/recovery-codes', { schema: { ...hidden, body: codeForm } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply, { recent: true });
+    if (user === null) return reply;
+    const result = await mfa.regenerateRecoveryCodes(user, request.body.code, requestSource(request, user.id));
+    if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'New recovery codes: the old ones no longer work.');
+    return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 400);
+  });
+
+  // Under /admin and /api/admin: the route guard lets only current ADMINs (and MFA_REQUIRED_ROLES
+  // a second factor) this far.
+  for (const [path, isApi] of [['/admin/users/:id/mfa/reset', false], ['/api/admin/users/:id/mfa/reset', true]] as const) {
+    app.post(
+      path,
+      {
+        schema: {
+          ...(isApi ? { tags: ['admin'], summary: 'Remove every second factor of a user who lost them all (audited; the user is mailed)', security: [{ bearer: [] }] } : hidden),
+          params: z.object({ id: z.string().max(64) }),
+          ...(isApi ? { response: { 200: z.object({ ok: z.literal(true) }), 404: z.object({ error: z.string(), message: z.string() }).describe('NOT_FOUND') } } : {}),
+        },
+      },
+      async (request, reply) => {
+        const auth = await authenticate.withCurrentRoles(request, reply);
+        if (auth === null) throw new AppError('UNAUTHENTICATED');
+        const user = await users.findUserById(request.params.id);
+        if (user === null) throw new AppError('NOT_FOUND');
+        await mfa.resetFactors(user, requestSource(request, auth.userId));
+        return isApi ? { ok: true as const } : reply.redirect(`/admin/users/${encodeURIComponent(user.id)}`, 303);
+      },
+    );
+  }
+};
+
+/** The mfa module's sections of the dashboard and of the admin's page of a user. */
+export function mfaPageSections(deps: { mfa: MfaService; users: UserService; requiredRoles: readonly string[] }): PageSection[] {
+  const { mfa, users } = deps;
+  const pages = renderer();
+  return [
+    {
+      page: 'dashboard',
+      async render({ userId, csrfToken }) {
+        if (userId === null) return null;
+        const [status, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);
+        const isRequired = user !== null && user.roles.some((role) => deps.requiredRoles.includes(role));
+        return pages.render('mfa-dashboard-section', { title: '', csrfToken, status, isRequired });
+      },
+    },
+    {
+      page: 'admin-user',
+      async render({ userId, csrfToken }) {
+        if (userId === null) return null;
+        return pages.render('mfa-admin-section', { title: '', csrfToken, status: await mfa.status(userId), userId });
+      },
+    },
+  ];
+}

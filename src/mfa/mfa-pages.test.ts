@@ -1,0 +1,147 @@
+/**
+ * The second-factor pages and the administrator's reset, in-process on SQLite and PostgreSQL: a
+ * form sign-in is sent to `/auth/mfa` with the challenge in its own cookie (never the URL), the page
+ * answers forms and JSON, a wrong code may be retried while anything else ends the sign-in, the
+ * dashboard's forms need a recent sign-in, and only an ADMIN resets a user's factors (audited,
+ * mailed). The whole journey in Chromium is test/flows/mfa-browser.test.ts.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+for (const backend of await backends()) {
+  describe(`second-factor pages on ${backend.name}`, { skip: backend.skip }, () => {
+    const clock = fakeClock();
+    const t = useTestApp(backend, { clock });
+    let count = 0;
+    const origin = () => new URL(t.config.authUrl).origin;
+
+    /** A user with an authenticator app; their secret. */
+    async function enrolled(roles: string[] = []) {
+      const email = `pages${++count}@example.com`;
+      const user = await createUser(t.services, { email, password: PASSWORD, roles });
+      const setup = await t.services.mfa.beginTotpSetup(user);
+      assert.ok(setup.ok);
+      assert.ok((await t.services.mfa.enableTotp(user, totpCode(setup.secret, clock()), { actorUserId: user.id, ip: null, userAgent: null })).ok);
+      clock.advance(TOTP_STEP_MS);
+      return { user, email, secret: setup.secret };
+    }
+
+    /** A browser with a CSRF token, as a page load gives it. */
+    async function browser() {
+      const jar = new CookieJar();
+      const response = await t.app.inject({ method: 'GET', url: '/api/auth/csrf' });
+      jar.store(response);
+      return { jar, csrfToken: response.json().csrfToken as string };
+    }
+
+    async function formPost(b: { jar: CookieJar; csrfToken: string }, url: string, fields: Record<string, string>) {
+      const response = await t.app.inject({ method: 'POST', url, headers: { ...FORM, origin: origin(), cookie: b.jar.header() }, payload: new URLSearchParams({ ...fields, csrfToken: b.csrfToken }).toString() });
+      b.jar.store(response);
+      return response;
+    }
+
+    it('sends a form sign-in to the code page, the challenge in an HttpOnly cookie, no session', async () => {
+      const { email } = await enrolled();
+      const b = await browser();
+      const signIn = await formPost(b, '/api/auth/signin', { email, password: PASSWORD, callbackUrl: '/dashboard?x=1' });
+      assert.equal(signIn.statusCode, 303);
+      assert.equal(signIn.headers.location, `/auth/mfa?${new URLSearchParams({ callbackUrl: '/dashboard?x=1' })}`);
+      const challenge = signIn.cookies.find((cookie) => cookie.name === 'gatehouse.challenge');
+      assert.ok(challenge?.httpOnly && challenge.sameSite === 'Lax' && challenge.maxAge === 300);
+      assert.ok(!String(signIn.headers.location).includes(challenge.value), 'never in the URL');
+      assert.equal(b.jar.has('gatehouse.session'), false);
+
+      const page = await t.app.inject({ method: 'GET', url: '/auth/mfa?callbackUrl=%2Fdashboard', headers: { cookie: b.jar.header() } });
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, /autocomplete="one-time-code"/);
+      assert.match(page.body, /Use a recovery code/);
+      assert.match(String(page.headers['content-security-policy']), /script-src 'none'/);
+    });
+
+    it('lets a wrong code be retried, then signs the browser in at the callbackUrl', async () => {
+      const { email, secret } = await enrolled();
+      const b = await browser();
+      await formPost(b, '/api/auth/signin', { email, password: PASSWORD, callbackUrl: '/dashboard' });
+      const wrong = await formPost(b, '/auth/mfa', { code: '000000', callbackUrl: '/dashboard' });
+      assert.equal(wrong.headers.location, `/auth/mfa?${new URLSearchParams({ error: 'INVALID_CODE', callbackUrl: '/dashboard' })}`);
+      assert.ok(b.jar.has('gatehouse.challenge'), 'still there for the next try');
+      const right = await formPost(b, '/auth/mfa', { code: totpCode(secret, clock()), callbackUrl: '/dashboard' });
+      assert.equal(right.statusCode, 303);
+      assert.equal(right.headers.location, '/dashboard');
+      assert.equal(b.jar.has('gatehouse.challenge'), false, 'used up');
+      const session = await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: b.jar.header() } });
+      assert.deepEqual(session.json().session.amr, ['pwd', 'otp', 'mfa']);
+    });
+
+    it('answers JSON too (a script in the browser), setting the session cookies', async () => {
+      const { email, secret } = await enrolled();
+      const b = await browser();
+      const signIn = await t.app.inject({ method: 'POST', url: '/api/auth/signin', headers: { origin: origin(), cookie: b.jar.header(), 'x-csrf-token': b.csrfToken }, payload: { email, password: PASSWORD } });
+      assert.equal(signIn.json().error, 'MFA_REQUIRED', 'JSON callers get the challenge as JSON');
+      // A script finishes it with the token from the JSON, as /api/auth/mfa/verify would, or here with the cookie of a form sign-in.
+      await formPost(b, '/api/auth/signin', { email, password: PASSWORD });
+      const answer = await t.app.inject({ method: 'POST', url: '/auth/mfa', headers: { origin: origin(), cookie: b.jar.header(), 'x-csrf-token': b.csrfToken }, payload: { code: totpCode(secret, clock()) } });
+      assert.equal(answer.statusCode, 200, answer.body);
+      assert.deepEqual(Object.keys(answer.json()).sort(), ['expiresAt', 'refreshToken', 'token', 'user']);
+      assert.ok(answer.cookies.some((cookie) => cookie.name === 'gatehouse.session'));
+    });
+
+    it('ends the sign-in for a missing or expired challenge', async () => {
+      const b = await browser();
+      const noCookie = await t.app.inject({ method: 'GET', url: '/auth/mfa' });
+      assert.equal(noCookie.statusCode, 303);
+      assert.match(String(noCookie.headers.location), /^\/auth\/signin\?error=MFA_EXPIRED/);
+
+      const { email, secret } = await enrolled();
+      await formPost(b, '/api/auth/signin', { email, password: PASSWORD });
+      clock.advance(5 * 60_000);
+      const late = await formPost(b, '/auth/mfa', { code: totpCode(secret, clock()) });
+      assert.match(String(late.headers.location), /^\/auth\/signin\?error=INVALID_TOKEN/);
+      assert.equal(b.jar.has('gatehouse.challenge'), false);
+    });
+
+    it('asks for a recent sign-in before the dashboard changes a factor', async () => {
+      const email = `pages${++count}@example.com`;
+      await createUser(t.services, { email, password: PASSWORD });
+      const b = await browser();
+      await formPost(b, '/api/auth/signin', { email, password: PASSWORD });
+      // Signing in gives the browser a new CSRF token, as the next page load shows it.
+      b.csrfToken = (await t.app.inject({ method: 'GET', url: '/api/auth/csrf', headers: { cookie: b.jar.header() } })).json().csrfToken;
+      const fresh = await formPost(b, '/dashboard/mfa/totp/setup', {});
+      assert.equal(fresh.statusCode, 200);
+      assert.match(fresh.body, /<figure class="qr"[^>]*>\s*<svg/);
+      clock.advance(11 * 60_000);
+      const stale = await formPost(b, '/dashboard/mfa/totp/setup', {});
+      assert.equal(stale.statusCode, 403);
+      assert.match(stale.body, /REAUTH_REQUIRED/);
+    });
+
+    it('lets only an ADMIN reset a user\'s factors; audited and mailed', async () => {
+      const { user, email } = await enrolled();
+      const admin = await createUser(t.services, { email: `admin${++count}@example.com`, password: PASSWORD, roles: ['ADMIN'] });
+      const token = async (address: string) => (await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: address, password: PASSWORD } })).json().token as string;
+      const plain = await createUser(t.services, { email: `plain${++count}@example.com`, password: PASSWORD });
+      const reset = (as: string, id: string) => t.app.inject({ method: 'POST', url: `/api/admin/users/${id}/mfa/reset`, headers: { authorization: `Bearer ${as}` } });
+
+      assert.equal((await reset(await token(plain.email), user.id)).statusCode, 403);
+      const adminToken = await token(admin.email);
+      assert.equal((await reset(adminToken, 'no-such-user')).statusCode, 404);
+      const done = await reset(adminToken, user.id);
+      assert.equal(done.statusCode, 200, done.body);
+      assert.deepEqual(await t.services.mfa.methodsOf(user.id), []);
+      assert.equal((await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } })).statusCode, 200, 'the password alone again');
+      const events = await t.services.audit.listEvents({ userId: user.id, type: 'mfa.reset', limit: 5 });
+      assert.equal(events.events[0]?.actorUserId, admin.id);
+      const mails = await t.services.storage.db.selectFrom('mail_outbox').select('to_address').where('template', '=', 'security-notice').where('to_address', '=', email).execute();
+      assert.equal(mails.length, 2, 'told when the app was added and when it was reset');
+    });
+  });
+}
