@@ -22,6 +22,7 @@ export const CORE_ERRORS = {
   UNAUTHENTICATED: DENIALS.UNAUTHENTICATED,
   CSRF_FAILED: { status: 403, message: 'The request did not come from this site or its CSRF token is missing or invalid.' },
   FORBIDDEN: DENIALS.FORBIDDEN,
+  STEP_UP_REQUIRED: DENIALS.STEP_UP_REQUIRED,
   NOT_FOUND: { status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
   REQUEST_TIMEOUT: { status: 408, message: 'The request took too long to arrive.' },

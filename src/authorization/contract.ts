@@ -45,6 +45,7 @@ export const DENIALS = {
   UNAUTHENTICATED: { status: 401, message: 'Sign in to continue.' },
   FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
   BAD_REQUEST: { status: 400, message: 'The request is malformed.' },
+  STEP_UP_REQUIRED: { status: 403, message: 'Confirm it is you with your second factor to continue.' },
 } as const;
 
 export type DenialReason = keyof typeof DENIALS;

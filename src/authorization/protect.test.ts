@@ -5,6 +5,7 @@ import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { freePort } from '../../test/helpers/process.ts';
 import { createProtector } from './protect.ts';
+import { totpCode } from '../../test/helpers/totp.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -47,6 +48,37 @@ describe('createProtector against a live Gatehouse (Web Request/Response)', () =
     assert.deepEqual(await denied.json(), { error: 'UNAUTHENTICATED', message: 'Sign in to continue.' });
     const forbidden = await protector.check(request('/admin', token));
     assert.equal(forbidden?.status, 403);
+  });
+
+  it('requires a second factor under mfaPrefixes: STEP_UP_REQUIRED until the token says mfa', async () => {
+    const protector = createProtector({ issuer, rules: { protectedPrefixes: ['/api', '/app'], publicPrefixes: [], roleRequirements: [], mfaPrefixes: ['/api/payments', '/app/payments'] } });
+    const passwordOnly = await signIn();
+    assert.equal(await protector.check(request('/api/data', passwordOnly)), null, 'elsewhere a password is enough');
+    const denied = await protector.check(request('/api/payments/send', passwordOnly));
+    assert.equal(denied?.status, 403);
+    assert.deepEqual(await denied?.json(), { error: 'STEP_UP_REQUIRED', message: 'Confirm it is you with your second factor to continue.' });
+    const page = await protector.check(request('/app/payments', passwordOnly));
+    assert.equal(page?.status, 303, 'a page goes to sign in again, with the second factor');
+    assert.match(page?.headers.get('location') ?? '', /\/auth\/signin\?callbackUrl=%2Fapp%2Fpayments/);
+    assert.deepEqual((await protector.authenticate(request('/api/data', passwordOnly)))?.amr, ['pwd']);
+
+    // The same user with an authenticator app, signed in with it.
+    const user = (await t.services.users.findUserByEmail('user@example.com'))!;
+    const setup = await t.services.mfa.beginTotpSetup(user);
+    assert.ok(setup.ok);
+    assert.ok((await t.services.mfa.enableTotp(user, totpCode(setup.secret, Date.now()), { actorUserId: user.id, ip: null, userAgent: null })).ok);
+    try {
+      const challenge = (await (await fetch(`${issuer}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'user@example.com', password: PASSWORD }) })).json()) as { mfaToken: string };
+      const verified = await fetch(`${issuer}/api/auth/mfa/verify`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ mfaToken: challenge.mfaToken, code: totpCode(setup.secret, Date.now() + 30_000) }),
+      });
+      const { token } = (await verified.json()) as { token: string };
+      assert.equal(await protector.check(request('/api/payments/send', token)), null);
+    } finally {
+      await t.services.mfa.resetFactors(user, { actorUserId: null, ip: null, userAgent: null });
+    }
   });
 
   it('is stateless by default; with checkSession a signed-out token is refused at once', async () => {

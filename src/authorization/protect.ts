@@ -87,7 +87,7 @@ export function createProtector(options: ProtectorOptions): Protector {
    */
   const verified = new Map<string, { user: Readonly<GatehouseUser>; expiresAtMs: number }>();
   /** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
-  const copyOf = (user: Readonly<GatehouseUser>): GatehouseUser => ({ ...user, roles: [...user.roles] });
+  const copyOf = (user: Readonly<GatehouseUser>): GatehouseUser => ({ ...user, roles: [...user.roles], amr: [...user.amr] });
 
   async function verifyToken(token: string): Promise<GatehouseUser | null> {
     const remembered = verified.get(token);
@@ -111,9 +111,12 @@ export function createProtector(options: ProtectorOptions): Protector {
       return null;
     }
     const { sub, sid, roles, exp } = payload;
+    const amr = payload.amr ?? [];
+    const authTime = typeof payload.auth_time === 'number' ? payload.auth_time : null;
+    if (!Array.isArray(amr) || !amr.every((method) => typeof method === 'string')) return null;
     if (typeof sub !== 'string' || typeof sid !== 'string' || typeof exp !== 'number') return null;
     if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) return null;
-    const user: GatehouseUser = { userId: sub, sessionId: sid, roles: [...roles] };
+    const user: GatehouseUser = { userId: sub, sessionId: sid, roles: [...roles], amr: [...amr], authTime };
     if (verified.size >= MAX_REMEMBERED_TOKENS) verified.delete(verified.keys().next().value!);
     verified.set(token, { user: copyOf(user), expiresAtMs: exp * 1000 });
     return user;
@@ -143,6 +146,12 @@ export function createProtector(options: ProtectorOptions): Protector {
   function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, rawPath: string): Response {
     if (isApi || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
+      const target = new URL(signInUrl);
+      target.searchParams.set('callbackUrl', rawPath);
+      return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });
+    }
+    if (decision.reason === 'STEP_UP_REQUIRED') {
+      // Signing in again asks for the second factor, and the new session's token says so.
       const target = new URL(signInUrl);
       target.searchParams.set('callbackUrl', rawPath);
       return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });

@@ -6,6 +6,10 @@ export interface GatehouseUser {
   userId: string;
   sessionId: string;
   roles: string[];
+  /** How the user proved who they are (RFC 8176 `amr`: `pwd`, `otp`, `hwk`, `mfa`…); empty when the token says nothing. */
+  amr: string[];
+  /** When they last did (the token's `auth_time`), epoch seconds; null when the token says nothing. */
+  authTime: number | null;
 }
 
 /** What a request presents: its Authorization and Cookie headers (null or absent when missing). */

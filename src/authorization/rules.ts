@@ -25,6 +25,11 @@ export interface ProtectionRules {
   readonly publicPrefixes: readonly string[];
   /** Path prefixes that need a role, checked in order; the first match decides. */
   readonly roleRequirements: readonly { readonly prefix: string; readonly role: string }[];
+  /**
+   * Path prefixes that need a session whose user proved a second factor (`mfa` in the token's
+   * `amr`, RFC 8176); denied with STEP_UP_REQUIRED otherwise. None by default.
+   */
+  readonly mfaPrefixes?: readonly string[];
 }
 
 export { ADMIN_ROLE };
@@ -50,10 +55,12 @@ export const GATEHOUSE_RULES: ProtectionRules = Object.freeze({
 
 export type Decision =
   | { readonly action: 'allow' }
-  | { readonly action: 'deny'; readonly reason: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST' };
+  | { readonly action: 'deny'; readonly reason: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST' | 'STEP_UP_REQUIRED' };
 
 export interface SessionUser {
   readonly roles: readonly string[];
+  /** How the user proved who they are (the token's `amr`); absent counts as nothing proved. */
+  readonly amr?: readonly string[];
 }
 
 const ALLOW: Decision = Object.freeze({ action: 'allow' });
@@ -193,6 +200,8 @@ function decideNormalised(path: string, user: SessionUser | null, rules: Protect
   // Rule 3.
   const requirement = rules.roleRequirements.find((r) => isUnder(path, r.prefix));
   if (requirement !== undefined && !user.roles.includes(requirement.role)) return { action: 'deny', reason: 'FORBIDDEN' };
+  // A second factor, where the rules ask for one.
+  if (rules.mfaPrefixes?.some((prefix) => isUnder(path, prefix)) && !(user.amr ?? []).includes('mfa')) return { action: 'deny', reason: 'STEP_UP_REQUIRED' };
   // Rule 4.
   return ALLOW;
 }

@@ -5,7 +5,6 @@ export const MFA_ERRORS = defineErrorCodes('mfa', {
   MFA_REQUIRED: { status: 403, message: 'Enter a code from your second factor to finish signing in.' },
   INVALID_CODE: { status: 400, message: 'The code is wrong, expired or already used.' },
   REAUTH_REQUIRED: { status: 403, message: 'For this, sign in again first: it needs a recent sign-in.' },
-  STEP_UP_REQUIRED: { status: 403, message: 'Confirm with your second factor to go on (POST /api/auth/mfa/step-up).' },
   MFA_ENROLLMENT_REQUIRED: { status: 403, message: 'Set up a second factor before going on: your role requires one.' },
   MFA_SETUP_REQUIRED: { status: 409, message: 'Start the authenticator app setup first.' },
   TOTP_ALREADY_ENABLED: { status: 409, message: 'An authenticator app is already set up: remove it first.' },
