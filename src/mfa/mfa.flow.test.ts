@@ -186,6 +186,17 @@ for (const backend of await backends()) {
         assert.equal(verified.json().error, 'INVALID_TOKEN');
       });
 
+      it('keeps the factors through a password reset: a mailbox alone must not defeat the second factor', async () => {
+        const { user, email } = await enrolledUser();
+        const { token } = await t.services.actionTokens.issue(t.services.storage.db, { userId: user.id, purpose: 'password_reset', ttlSeconds: 600 });
+        const newPassword = 'a completely new horse battery staple';
+        const reset = await t.app.inject({ method: 'POST', url: '/api/auth/reset-password', payload: { token, password: newPassword } });
+        assert.equal(reset.statusCode, 200, reset.body);
+        const signIn = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: newPassword } });
+        assert.equal(signIn.statusCode, 403);
+        assert.equal(signIn.json().error, 'MFA_REQUIRED');
+      });
+
       it('refuses malformed answers with 4xx, never 500', async () => {
         for (const payload of [{}, { mfaToken: 'x' }, { mfaToken: 'x', code: '123456', recoveryCode: 'aaaaa-bbbbb' }, { mfaToken: 'x'.repeat(500), code: '1' }, { mfaToken: 7, code: [] }]) {
           const response = await post('/api/auth/mfa/verify', payload);
