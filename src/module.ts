@@ -90,6 +90,8 @@ export interface AccessPolicy {
   readonly isActive: boolean;
   /** Paths the policy never applies to (read as both routers read them: see authorization/rules.ts). */
   readonly exemptPrefixes: readonly string[];
+  /** When set, the only paths it applies to (either reading under one), so others cost nothing. */
+  readonly onlyPrefixes?: readonly string[];
   /** Null to let the request through; else why not, and where a page load should go instead. */
   check(auth: RequestAuth, request: { readonly path: string; readonly method: string }): Promise<AccessRefusal | null>;
 }

@@ -91,6 +91,8 @@ for (const backend of await backends()) {
           { method: 'POST', path: '/api/admin/users', ok: 201, request: async () => ({ url: '/api/admin/users', payload: { email: `created${++count}@example.com`, name: 'Created' } }) },
           { method: 'GET', path: '/api/admin/users/{id}', ok: 200, request: async () => ({ url: `/api/admin/users/${plain.id}` }) },
           { method: 'PATCH', path: '/api/admin/users/{id}', ok: 200, request: async () => ({ url: `/api/admin/users/${plain.id}`, payload: { name: 'Paul Plain' } }) },
+          // The mfa module's: a user's second factors, removed.
+          { method: 'POST', path: '/api/admin/users/{id}/mfa/reset', ok: 200, request: async () => ({ url: `/api/admin/users/${plain.id}/mfa/reset` }) },
           {
             method: 'DELETE',
             path: '/api/admin/users/{id}/sessions',

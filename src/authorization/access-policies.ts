@@ -15,6 +15,11 @@ function isExempt(path: RequestPath | null, prefixes: readonly string[]): boolea
   return path !== null && prefixes.some((prefix) => isUnder(path.resolved, prefix) && isUnder(path.literal, prefix));
 }
 
+/** Under one of `prefixes` by either reading (or unreadable): a policy limited to them applies. */
+function isWithin(path: RequestPath | null, prefixes: readonly string[]): boolean {
+  return path === null || prefixes.some((prefix) => isUnder(path.resolved, prefix) || isUnder(path.literal, prefix));
+}
+
 export function registerAccessPolicies(
   app: FastifyInstance,
   options: { policies: readonly AccessPolicy[]; authenticate: RequestAuthenticator; sendForbiddenPage: (reply: FastifyReply) => FastifyReply },
@@ -25,7 +30,7 @@ export function registerAccessPolicies(
 
   app.addHook('onRequest', async (request, reply) => {
     const path = readRequestPath(request.url);
-    const applicable = policies.filter((policy) => !isExempt(path, policy.exemptPrefixes));
+    const applicable = policies.filter((policy) => !isExempt(path, policy.exemptPrefixes) && (policy.onlyPrefixes === undefined || isWithin(path, policy.onlyPrefixes)));
     if (applicable.length === 0) return;
     const auth = await authenticate(request, reply);
     if (auth === null) return;

@@ -5,9 +5,11 @@
  * - the admin area (`/admin`, `/api/admin`) needs a session that used a second factor (`mfa` in
  *   its `amr`): one signed in before the factor was set up answers 403 STEP_UP_REQUIRED until the
  *   user steps up (`POST /api/auth/mfa/step-up`);
- * - sensitive changes (a new password, an administrator's change to a user) need a second factor
- *   within REAUTH_WINDOW: otherwise 403 REAUTH_REQUIRED.
  * Off (no cost at all) while MFA_REQUIRED_ROLES is empty.
+ *
+ * And the step-up policy, always on but only on the paths of sensitive changes (a new password,
+ * an administrator's change to a user): a user who has a second factor must have used it in this
+ * session within REAUTH_WINDOW (403 REAUTH_REQUIRED otherwise; `POST /api/auth/mfa/step-up`).
  */
 import type { AccessPolicy, AccessRefusal } from '../module.ts';
 import { isUnder } from '../authorization/rules.ts';
@@ -37,10 +39,11 @@ const EXEMPT = [
 ] as const;
 
 const ADMIN_AREA = ['/admin', '/api/admin'] as const;
+/** Changes that need a recent second factor from a user who has one. */
 const SENSITIVE = [
-  { method: 'POST', prefix: '/api/auth/change-password' },
-  { method: 'PATCH', prefix: '/api/admin/users' },
-  { method: 'POST', prefix: '/admin/users' },
+  { methods: ['POST'], prefix: '/api/auth/change-password' },
+  { methods: ['PATCH', 'POST', 'DELETE'], prefix: '/api/admin/users' },
+  { methods: ['POST'], prefix: '/admin/users' },
 ] as const;
 
 export function createMfaPolicy(deps: { mfa: MfaService; config: MfaConfig; clock: Clock }): AccessPolicy {
@@ -60,9 +63,24 @@ export function createMfaPolicy(deps: { mfa: MfaService; config: MfaConfig; cloc
         return { code: 'MFA_ENROLLMENT_REQUIRED', redirectTo: MFA_ENROLMENT_PAGE };
       }
       if (ADMIN_AREA.some((prefix) => isUnder(path, prefix)) && !usedSecondFactor) return { code: 'STEP_UP_REQUIRED' };
-      const isSensitive = SENSITIVE.some((rule) => rule.method === method && isUnder(path, rule.prefix));
-      if (isSensitive && (!usedSecondFactor || auth.authTime < clock() - config.reauthWindowSeconds * 1000)) return { code: 'REAUTH_REQUIRED' };
       return null;
+    },
+  };
+}
+
+export function createStepUpPolicy(deps: { mfa: MfaService; config: MfaConfig; clock: Clock }): AccessPolicy {
+  const { mfa, config, clock } = deps;
+  return {
+    name: 'step-up',
+    isActive: true,
+    exemptPrefixes: [],
+    onlyPrefixes: SENSITIVE.map((rule) => rule.prefix),
+    async check(auth, { path, method }): Promise<AccessRefusal | null> {
+      if (!SENSITIVE.some((rule) => (rule.methods as readonly string[]).includes(method) && isUnder(path, rule.prefix))) return null;
+      const isFresh = auth.amr.includes('mfa') && auth.authTime >= clock() - config.reauthWindowSeconds * 1000;
+      if (isFresh) return null;
+      // Only a user who has a second factor can be asked for one.
+      return (await mfa.methodsOf(auth.userId)).length === 0 ? null : { code: 'REAUTH_REQUIRED' };
     },
   };
 }

@@ -197,6 +197,18 @@ for (const backend of await backends()) {
         assert.equal(signIn.json().error, 'MFA_REQUIRED');
       });
 
+      it('asks a user with a second factor to use it before changing the password (step-up), within REAUTH_WINDOW', async () => {
+        const { secret, token } = await enrolledUser();
+        const change = (newPassword: string, with_: string) => post('/api/auth/change-password', { currentPassword: PASSWORD, newPassword }, with_);
+        const refused = await change('yet another horse battery staple', token);
+        assert.equal(refused.statusCode, 403, 'this session never used the second factor');
+        assert.equal(refused.json().error, 'REAUTH_REQUIRED');
+        const stepped = await post('/api/auth/mfa/step-up', { code: totpCode(secret, clock()) }, token);
+        assert.equal(stepped.statusCode, 200, stepped.body);
+        assert.deepEqual(decodeJwt(stepped.json().token).amr, ['pwd', 'otp', 'mfa']);
+        assert.equal((await change('yet another horse battery staple', stepped.json().token)).statusCode, 200);
+      });
+
       it('refuses malformed answers with 4xx, never 500', async () => {
         for (const payload of [{}, { mfaToken: 'x' }, { mfaToken: 'x', code: '123456', recoveryCode: 'aaaaa-bbbbb' }, { mfaToken: 'x'.repeat(500), code: '1' }, { mfaToken: 7, code: [] }]) {
           const response = await post('/api/auth/mfa/verify', payload);

@@ -12,14 +12,14 @@ import { createSecondFactor, type SecondFactor } from './second-factor.ts';
 import { deleteExpiredChallenges } from './mfa.store.ts';
 import { mfaRoutes } from './mfa.routes.ts';
 import { mfaPageRoutes, mfaPageSections } from './mfa-pages.routes.ts';
-import { createMfaPolicy } from './mfa-policy.ts';
+import { createMfaPolicy, createStepUpPolicy } from './mfa-policy.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
     mfa: MfaService;
     secondFactor: SecondFactor;
-    /** MFA_REQUIRED_ROLES, enforced on every signed-in request. */
-    mfaPolicy: AccessPolicy;
+    /** MFA_REQUIRED_ROLES on every signed-in request, and step-up for sensitive changes. */
+    mfaPolicies: readonly AccessPolicy[];
   }
 }
 
@@ -42,13 +42,13 @@ export const mfaModule = defineModule({
     return {
       mfa,
       secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline }),
-      mfaPolicy: createMfaPolicy({ mfa, config: config.mfa, clock }),
+      mfaPolicies: [createMfaPolicy({ mfa, config: config.mfa, clock }), createStepUpPolicy({ mfa, config: config.mfa, clock })],
     };
   },
   // Challenges nobody answered are deleted once expired.
   jobs: (_services, { db, clock, logger }) => [createPeriodicJob({ name: 'mfa-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await deleteExpiredChallenges(db, clock())) })],
   signInSteps: ({ secondFactor }) => [secondFactor.step],
-  accessPolicies: ({ mfaPolicy }) => [mfaPolicy],
+  accessPolicies: ({ mfaPolicies }) => mfaPolicies,
   pageSections: ({ mfa, users, config }) => mfaPageSections({ mfa, users, requiredRoles: config.mfa.requiredRoles }),
   routes: [
     {
