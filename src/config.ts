@@ -20,8 +20,6 @@ import { parseDatabaseUrl, type DatabaseConfig } from './storage/storage.config.
 export type { Env, RateLimit } from './config/env-reader.ts';
 export type { ConnectionLimits, TrustProxy } from './http/http.config.ts';
 export type { DatabaseConfig } from './storage/storage.config.ts';
-// Declared with the sessions module's section; still imported from here by sessions/session.service.ts.
-export type { SessionStrategy } from './sessions/sessions.config.ts';
 
 export interface Config {
   readonly env: 'development' | 'production' | 'test';

@@ -7,7 +7,8 @@
  *   revocation list, which every instance mirrors in memory.
  * Both rotate refresh tokens and detect the reuse of a rotated one.
  */
-import type { Config, SessionStrategy } from '../config.ts';
+import type { Config } from '../config.ts';
+import type { SessionStrategy } from './sessions.config.ts';
 import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
