@@ -17,6 +17,7 @@ import { verificationModule } from './verification/verification.module.ts';
 import { credentialsModule } from './credentials/credentials.module.ts';
 import { passwordResetModule } from './password-reset/password-reset.module.ts';
 import { oauthModule } from './oauth/oauth.module.ts';
+import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
@@ -34,6 +35,7 @@ export const MODULES: readonly GatehouseModule[] = [
   credentialsModule,
   passwordResetModule,
   oauthModule,
+  passkeysModule,
   mfaModule,
   adminModule,
   opsModule,

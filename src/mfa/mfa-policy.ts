@@ -23,6 +23,7 @@ export const MFA_ENROLMENT_PAGE = '/dashboard#mfa-heading';
 /** What a user who must enrol still reaches: enrolment itself, signing out, and what needs no session. */
 const EXEMPT = [
   '/api/auth/mfa',
+  '/api/auth/passkeys',
   '/api/auth/session',
   '/api/auth/signout',
   '/api/auth/csrf',

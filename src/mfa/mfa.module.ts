@@ -38,7 +38,7 @@ export const mfaModule = defineModule({
   auditEvents: AUDIT_EVENTS,
   provide({ db, clock, config, services }) {
     const { users, audit, mail, signInThrottle, signInPipeline } = services;
-    const mfa = createMfaService({ db, clock, users, audit, mail, throttle: signInThrottle, config: config.mfa, authSecret: config.authSecret });
+    const mfa = createMfaService({ db, clock, users, audit, mail, throttle: signInThrottle, config: config.mfa, authSecret: config.authSecret, passkeys: services.passkeys });
     return {
       mfa,
       secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline }),

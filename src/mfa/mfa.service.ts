@@ -43,7 +43,8 @@ export type CodeCheck =
 
 /** The user's passkeys, as the passkeys module lists them (it is built before this one). */
 export interface PasskeyDirectory {
-  listPasskeys(userId: string): Promise<MfaStatus['passkeys']>;
+  /** Through `db` when given: inside a transaction, its own (SQLite has one connection for both). */
+  listPasskeys(userId: string, db?: Db): Promise<MfaStatus['passkeys']>;
   /** Removes every passkey of the user, through `db` (a transaction); how many there were. */
   removeAllPasskeys(db: Db, userId: string): Promise<number>;
 }
@@ -236,7 +237,7 @@ export function createMfaService(deps: {
       await db.transaction().execute(async (trx) => {
         await store.deleteTotp(trx, user.id);
         // Recovery codes back up the other factors: with none left, they go too.
-        if (((await deps.passkeys?.listPasskeys(user.id)) ?? []).length === 0) await store.deleteRecoveryCodes(trx, user.id);
+        if (((await deps.passkeys?.listPasskeys(user.id, trx)) ?? []).length === 0) await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.totp_disabled', userId: user.id, source, details: { with: check.method } }, { db: trx });
         await notify(trx, user, 'An authenticator app was removed from your Gatehouse account', 'The authenticator app was removed from your Gatehouse account');

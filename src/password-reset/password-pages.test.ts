@@ -288,7 +288,7 @@ describe('password pages', () => {
       assert.equal(otherDashboard.statusCode, 303, 'the other browser is signed out');
       assert.match(String(otherDashboard.headers.location), /^\/auth\/signin/);
       // An unknown notice shows nothing.
-      assert.doesNotMatch((await get('/dashboard?notice=SOMETHING', jar)).body, /role="status"/);
+      assert.doesNotMatch((await get('/dashboard?notice=SOMETHING', jar)).body, /<div class="alert alert-info" role="status">/);
     });
   });
 });

@@ -121,7 +121,7 @@ export function createSignInPipeline(deps: {
   /** Provider sign-ins name their provider in the audit log; password sign-ins the address tried. */
   function auditFields(factor: FirstFactor) {
     if (factor.kind === 'password') return { email: factor.email };
-    return factor.kind === 'provider' ? { details: { provider: factor.provider } } : { details: { credentialId: factor.credentialId } };
+    return factor.kind === 'provider' ? { details: { provider: factor.provider } } : { details: { passkeyId: factor.credentialId } };
   }
 
   async function refuse(attempt: SignInAttempt, reason: string): Promise<SignInOutcome> {
@@ -168,7 +168,7 @@ export function createSignInPipeline(deps: {
         sessionId: session.sessionId,
         amr,
         ...(factor.kind === 'provider' && { provider: factor.provider }),
-        ...(factor.kind === 'passkey' && { credentialId: factor.credentialId }),
+        ...(factor.kind === 'passkey' && { passkeyId: factor.credentialId }),
       };
       await audit.record({ type: 'signin.success', userId: user.id, source, details });
       return { ok: true, user, session };

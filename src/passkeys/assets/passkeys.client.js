@@ -1,0 +1,171 @@
+/*
+ * Gatehouse passkeys, in the browser: the dashboard's "Add a passkey", Rename and Remove, and the
+ * sign-in page's "Sign in with a passkey". Served as /assets/passkeys.js right after the bundle
+ * of @simplewebauthn/browser (which defines `SimpleWebAuthnBrowser`), under the page's CSP nonce;
+ * it calls our own JSON API only, with the page's CSRF token. Without WebAuthn in the browser it
+ * does nothing and the passkey buttons stay hidden; the Rename and Remove forms then post as
+ * plain forms.
+ */
+(() => {
+  'use strict';
+  const webauthn = globalThis.SimpleWebAuthnBrowser;
+  if (webauthn === undefined || !webauthn.browserSupportsWebAuthn()) return;
+
+  const NOTICE_KEY = 'gatehouse.passkeys.notice';
+
+  /** A JSON call to our API; throws an Error with `code` (the API's error code) on a refusal. */
+  async function call(method, url, csrfToken, body) {
+    const headers = { accept: 'application/json', 'x-csrf-token': csrfToken };
+    const init = { method, headers, credentials: 'same-origin' };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(url, init);
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      // not JSON: described below by its status
+    }
+    if (!response.ok) {
+      const error = new Error((data && data.message) || `The request failed (${response.status}).`);
+      error.code = (data && data.error) || `HTTP_${response.status}`;
+      throw error;
+    }
+    return data;
+  }
+
+  /** What to tell the person about `error`: the browser's or the authenticator's refusal, or the API's. */
+  function describe(error) {
+    const code = error && error.code;
+    if (code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED' || (error && error.name === 'InvalidStateError')) return 'This device already holds a passkey for your account.';
+    if (error && (error.name === 'NotAllowedError' || error.name === 'AbortError')) return 'The passkey prompt was closed or timed out. Nothing was changed.';
+    if (error && error.name === 'SecurityError') return 'Passkeys do not work on this address: use the service’s own address, over https.';
+    if (code === 'REAUTH_REQUIRED') return 'For this, sign out and sign in again first: it needs a recent sign-in.';
+    if (code === 'CSRF_FAILED') return 'This page has expired. Reload it and try again.';
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]*$/.test(code)) return `${error.message} (${code})`;
+    return 'That did not work. Please try again.';
+  }
+
+  /** A same-origin path to go to after signing in (the page gave one already checked; this is belt and braces). */
+  function safePath(path) {
+    return typeof path === 'string' && /^\/(?![/\\])/.test(path) ? path : '/dashboard';
+  }
+
+  /** Reloads the page (without a query or fragment, so it always loads) and says `notice` there. */
+  function reloadWith(notice) {
+    try {
+      sessionStorage.setItem(NOTICE_KEY, notice);
+    } catch {
+      // storage refused: the reloaded list says enough
+    }
+    window.location.assign(window.location.pathname);
+  }
+
+  function manage(section) {
+    const csrfToken = section.dataset.csrfToken || '';
+    const status = section.querySelector('[data-passkey-status]');
+    const say = (text) => {
+      status.textContent = text;
+    };
+
+    let notice = null;
+    try {
+      notice = sessionStorage.getItem(NOTICE_KEY);
+      sessionStorage.removeItem(NOTICE_KEY);
+    } catch {
+      // no storage: no notice
+    }
+    if (notice) {
+      section.scrollIntoView({ block: 'start' });
+      // A live region announces changes, not what a page loaded with.
+      setTimeout(() => say(notice), 150);
+    }
+
+    const addBox = section.querySelector('[data-passkey-add]');
+    const addForm = section.querySelector('form[data-passkey-register]');
+    const addButton = addForm.querySelector('button[type="submit"]');
+    const nameInput = addForm.querySelector('input[name="name"]');
+    const codesBox = section.querySelector('[data-passkey-codes]');
+    addBox.hidden = false;
+
+    addForm.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      if (addButton.disabled) return;
+      addButton.disabled = true;
+      say('Follow your browser’s prompt to create the passkey…');
+      try {
+        const optionsJSON = await call('POST', '/api/auth/passkeys/register/options', csrfToken, {});
+        const response = await webauthn.startRegistration({ optionsJSON });
+        const name = nameInput.value.trim();
+        const result = await call('POST', '/api/auth/passkeys/register/verify', csrfToken, name === '' ? { response } : { response, name });
+        const added = `Passkey “${result.passkey.name}” added.`;
+        if (Array.isArray(result.recoveryCodes)) {
+          const list = codesBox.querySelector('[data-passkey-code-list]');
+          list.replaceChildren(...result.recoveryCodes.map((code) => Object.assign(document.createElement('li'), { textContent: code })));
+          addBox.hidden = true;
+          codesBox.hidden = false;
+          say(`${added} Save your recovery codes below.`);
+          codesBox.querySelector('[tabindex="-1"]').focus();
+          codesBox.querySelector('[data-passkey-codes-done]').addEventListener('click', () => reloadWith(added), { once: true });
+          return;
+        }
+        reloadWith(added);
+      } catch (error) {
+        say(describe(error));
+      } finally {
+        addButton.disabled = false;
+      }
+    });
+
+    for (const form of section.querySelectorAll('form[data-passkey-action]')) {
+      form.addEventListener('submit', async (event) => {
+        event.preventDefault();
+        const id = form.querySelector('input[name="id"]').value;
+        const url = `/api/auth/passkeys/${encodeURIComponent(id)}`;
+        try {
+          if (form.dataset.passkeyAction === 'rename') {
+            const result = await call('PATCH', url, csrfToken, { name: form.querySelector('input[name="name"]').value });
+            reloadWith(`Passkey renamed to “${result.passkey.name}”.`);
+          } else {
+            await call('DELETE', url, csrfToken);
+            reloadWith('Passkey removed.');
+          }
+        } catch (error) {
+          say(describe(error));
+        }
+      });
+    }
+  }
+
+  function offerSignIn(box) {
+    const csrfToken = box.dataset.csrfToken || '';
+    const callbackUrl = safePath(box.dataset.callbackUrl);
+    const button = box.querySelector('[data-passkey-signin]');
+    const status = box.querySelector('[data-passkey-status]');
+    const say = (text) => {
+      status.textContent = text;
+    };
+    box.hidden = false;
+
+    button.addEventListener('click', async () => {
+      if (button.disabled) return;
+      button.disabled = true;
+      say('Follow your browser’s prompt to use your passkey…');
+      try {
+        const optionsJSON = await call('POST', '/api/auth/passkeys/authenticate/options', csrfToken, {});
+        const response = await webauthn.startAuthentication({ optionsJSON });
+        await call('POST', '/api/auth/passkeys/authenticate/verify', csrfToken, { response });
+        say('Signed in.');
+        window.location.assign(callbackUrl);
+      } catch (error) {
+        say(describe(error));
+        button.disabled = false;
+      }
+    });
+  }
+
+  for (const section of document.querySelectorAll('[data-passkeys="manage"]')) manage(section);
+  for (const box of document.querySelectorAll('[data-passkeys="signin"]')) offerSignIn(box);
+})();

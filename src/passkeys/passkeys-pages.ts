@@ -1,0 +1,137 @@
+/**
+ * The passkeys' part of the hosted pages:
+ * - a dashboard section listing the user's passkeys, each with a Rename and a Remove form, and
+ *   "Add a passkey"; a sign-in page section with "Sign in with a passkey". Both load
+ *   `/assets/passkeys.js` (the page gives it a CSP nonce); without WebAuthn their buttons stay
+ *   hidden, and the page looks as it would without them;
+ * - `GET /assets/passkeys.js`: @simplewebauthn/browser's own browser bundle (UMD, no eval) and our
+ *   script (`assets/passkeys.client.js`), one file, read once at start;
+ * - `POST /dashboard/passkeys/rename` and `/remove`: the same forms posted without JavaScript
+ *   (the script sends them to the JSON API instead). Register where form bodies are parsed.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { PageSection } from '../module.ts';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { requestSource } from '../audit/request-source.ts';
+import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { UserService } from '../users/user.service.ts';
+import { signInRedirect } from '../http/sign-in-redirect.ts';
+import type { Clock } from '../lib/clock.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
+import { formatTime, type TimeText } from '../web/time-text.ts';
+import type { PasskeyService } from './passkeys.service.ts';
+import { MAX_PASSKEY_NAME_LENGTH, passkeyName } from './passkeys.schemas.ts';
+
+export const PASSKEYS_SCRIPT = '/assets/passkeys.js';
+const DASHBOARD = '/dashboard';
+const DASHBOARD_PASSKEYS = '/dashboard#passkeys-heading';
+const MAX_AGE_SECONDS = 3600;
+
+interface PasskeyPages {
+  'passkeys-dashboard-section': {
+    csrfToken: string;
+    maxNameLength: number;
+    passkeys: Array<{ id: string; name: string; createdAt: TimeText; lastUsedAt: TimeText | null }>;
+  };
+  'passkeys-signin-section': { csrfToken: string; callbackUrl: string };
+}
+
+const renderer = () => createPageRenderer<PasskeyPages>(templatesIn(join(import.meta.dirname, 'templates')));
+
+export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
+  const pages = renderer();
+  return [
+    {
+      page: 'dashboard',
+      scripts: [PASSKEYS_SCRIPT],
+      async render({ userId, csrfToken }) {
+        if (userId === null) return null;
+        const list = (await passkeys.listPasskeys(userId)).map((passkey) => ({
+          id: passkey.id,
+          name: passkey.name,
+          createdAt: formatTime(passkey.createdAt),
+          lastUsedAt: passkey.lastUsedAt === null ? null : formatTime(passkey.lastUsedAt),
+        }));
+        return pages.render('passkeys-dashboard-section', { title: '', csrfToken, maxNameLength: MAX_PASSKEY_NAME_LENGTH, passkeys: list });
+      },
+    },
+    {
+      page: 'signin',
+      scripts: [PASSKEYS_SCRIPT],
+      async render({ csrfToken, callbackUrl }) {
+        return pages.render('passkeys-signin-section', { title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD });
+      },
+    },
+  ];
+}
+
+/** The browser bundle @simplewebauthn/browser ships (`dist/bundle/index.umd.min.js`), then ours. */
+export function passkeysScript(): Buffer {
+  const require = createRequire(import.meta.url);
+  // The package's exports name no bundle: find it beside its CommonJS entry (`script/index.js`).
+  const packageRoot = dirname(dirname(require.resolve('@simplewebauthn/browser')));
+  const bundle = readFileSync(join(packageRoot, 'dist/bundle/index.umd.min.js'), 'utf8');
+  const ours = readFileSync(join(import.meta.dirname, 'assets/passkeys.client.js'), 'utf8');
+  const notice = '/* @simplewebauthn/browser (MIT licence, https://github.com/MasterKale/SimpleWebAuthn), then Gatehouse\'s passkeys script. */\n';
+  return Buffer.from(`${notice}${bundle}\n;\n${ours}`);
+}
+
+/** `GET /assets/passkeys.js`, revalidated by ETag after a short max-age (its URL is not versioned). */
+export const passkeyAssetRoutes: FastifyPluginAsyncZod = async (app) => {
+  const script = passkeysScript();
+  const etag = `"${createHash('sha256').update(script).digest('base64url').slice(0, 27)}"`;
+  app.get(PASSKEYS_SCRIPT, { schema: { hide: true } }, async (request, reply) => {
+    void reply.headers({ 'cache-control': `public, max-age=${MAX_AGE_SECONDS}`, etag, 'x-content-type-options': 'nosniff' });
+    const presented = request.headers['if-none-match'];
+    if (presented !== undefined && presented.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) return reply.code(304).send();
+    return reply.type('text/javascript; charset=utf-8').send(script);
+  });
+};
+
+export interface PasskeyFormRouteOptions {
+  passkeys: PasskeyService;
+  users: UserService;
+  authenticate: RequestAuthenticator;
+  config: Config;
+  clock: Clock;
+}
+
+const csrfField = z.string().max(200).optional();
+const idField = z.string().min(1).max(64);
+
+/** The dashboard's Rename and Remove forms, posted without JavaScript. */
+export const passkeyFormRoutes: FastifyPluginAsyncZod<PasskeyFormRouteOptions> = async (app, { passkeys, users, authenticate, config, clock }) => {
+  const formRoute = { config: { formErrorPage: DASHBOARD } };
+  const hidden = { hide: true } as const;
+
+  app.post(
+    '/dashboard/passkeys/rename',
+    { ...formRoute, schema: { ...hidden, body: z.object({ id: idField, name: passkeyName, csrfToken: csrfField }, { error: 'must be a JSON object' }) } },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD), 303);
+      const renamed = await passkeys.rename(auth.userId, request.body.id, request.body.name, requestSource(request, auth.userId));
+      if (renamed === null) throw new AppError('PASSKEY_NOT_FOUND');
+      return reply.redirect(DASHBOARD_PASSKEYS, 303);
+    },
+  );
+
+  app.post(
+    '/dashboard/passkeys/remove',
+    { ...formRoute, schema: { ...hidden, body: z.object({ id: idField, csrfToken: csrfField }, { error: 'must be a JSON object' }) } },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      const user = auth === null ? null : await users.findUserById(auth.userId);
+      if (auth === null || user === null) return reply.redirect(signInRedirect(DASHBOARD), 303);
+      if (auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) throw new AppError('REAUTH_REQUIRED');
+      if (!(await passkeys.remove(user, request.body.id, requestSource(request, auth.userId)))) throw new AppError('PASSKEY_NOT_FOUND');
+      return reply.redirect(DASHBOARD_PASSKEYS, 303);
+    },
+  );
+};

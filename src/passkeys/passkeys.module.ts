@@ -1,0 +1,78 @@
+/**
+ * Passkeys (WebAuthn): register them from the dashboard, sign in with one alone (a discoverable
+ * credential with user verification), use one as the second factor after a password, or to step
+ * up. Listed before the mfa module, which reads this module's passkeys (its `PasskeyDirectory`):
+ * the routes reach the mfa module's services (recovery codes, the second-factor challenge) once
+ * every module is built.
+ */
+import { defineModule } from '../module.ts';
+import { createPeriodicJob } from '../lib/periodic-job.ts';
+import type { Db } from '../storage/database.ts';
+import { PASSKEY_ERRORS } from './passkeys.errors.ts';
+import * as passkeysTables from './migrations/20261125-passkeys.ts';
+import { createPasskeyService, type PasskeyService, type RecoveryCodeIssuer } from './passkeys.service.ts';
+import { passkeyRoutes, type SecondFactorPort } from './passkeys.routes.ts';
+import { passkeyAssetRoutes, passkeyFormRoutes, passkeyPageSections } from './passkeys-pages.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    passkeys: PasskeyService;
+  }
+}
+
+/** The audit events (domain events) this module records; sign-ins are the pipeline's `signin.*`. */
+const AUDIT_EVENTS = ['passkey.added', 'passkey.renamed', 'passkey.removed'] as const;
+type PasskeyAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends PasskeyAuditEvents {}
+}
+
+/** Without the mfa module in the list: no recovery codes, and no challenge to answer. */
+const NO_RECOVERY_CODES: RecoveryCodeIssuer = { issueRecoveryCodesIfNone: async (_trx: Db, _userId: string) => null };
+const NO_SECOND_FACTOR: SecondFactorPort = { userOf: async () => null, finishWith: async () => ({ ok: false, reason: 'INVALID_TOKEN' }) };
+
+export const passkeysModule = defineModule({
+  name: 'passkeys',
+  migrations: { '20261125-passkeys': passkeysTables },
+  errors: PASSKEY_ERRORS,
+  auditEvents: AUDIT_EVENTS,
+  provide({ db, clock, logger, config, services }) {
+    const { audit, mail } = services;
+    const authUrl = new URL(config.authUrl);
+    return {
+      passkeys: createPasskeyService({ db, clock, logger, audit, mail, config: { rpId: authUrl.hostname, origin: authUrl.origin, rpName: config.mfa.issuer } }),
+    };
+  },
+  // Challenges nobody answered are deleted once expired.
+  jobs: ({ passkeys }, { logger }) => [createPeriodicJob({ name: 'passkey-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await passkeys.deleteExpiredChallenges()) })],
+  pageSections: ({ passkeys }) => passkeyPageSections(passkeys),
+  routes: [
+    {
+      scope: 'api',
+      register: async (app, { services, authenticate, csrf, config, clock }) => {
+        await app.register(passkeyRoutes, {
+          passkeys: services.passkeys,
+          users: services.users,
+          sessions: services.sessions,
+          signInPipeline: services.signInPipeline,
+          audit: services.audit,
+          rateLimiters: services.rateLimiters,
+          // Listed after this module: its services are there once all are built, as they are now.
+          mfa: () => {
+            const registry = services as Partial<typeof services>;
+            return { recoveryCodes: registry.mfa ?? NO_RECOVERY_CODES, secondFactor: registry.secondFactor ?? NO_SECOND_FACTOR };
+          },
+          authenticate,
+          csrf,
+          config,
+          clock,
+        });
+        await app.register(passkeyAssetRoutes);
+      },
+    },
+    {
+      scope: 'browser',
+      register: (app, { services, authenticate, config, clock }) => app.register(passkeyFormRoutes, { passkeys: services.passkeys, users: services.users, authenticate, config, clock }),
+    },
+  ],
+});
