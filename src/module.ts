@@ -103,7 +103,7 @@ export interface AccessRefusal {
 }
 
 /** The pages of other modules a module may add a section to. */
-export type SectionedPage = 'dashboard' | 'admin-user' | 'signin';
+export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt';
 
 /**
  * A module's part of a page another module serves: the account dashboard (what the user manages
@@ -123,7 +123,7 @@ export interface PageSection {
 }
 
 export interface PageSectionContext {
-  /** Whom the page is about: on the dashboard, the signed-in user; null on the sign-in page. */
+  /** Whom the page is about: on the dashboard, the signed-in user; on the second-factor page, the user signing in; null on the sign-in page. */
   readonly userId: string | null;
   /** The signed-in user (the administrator, on the admin pages) and their session; null on the sign-in page. */
   readonly viewerId: string | null;

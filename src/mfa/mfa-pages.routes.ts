@@ -29,13 +29,13 @@ import { isoTime, type Clock } from '../lib/clock.ts';
 import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import type { PageError } from '../web/messages.ts';
 import { shownCode } from '../web/page-query.ts';
-import type { PageSection } from '../module.ts';
+import { renderPageSections, type PageSection } from '../module.ts';
 import type { MfaService, MfaStatus } from './mfa.service.ts';
 import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
 import { mfaPageErrorMessage, mfaPromptErrorMessage } from './mfa-pages.messages.ts';
 
 interface MfaPages {
-  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; error: PageError | null };
+  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; error: PageError | null; sections: string[] };
   'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; error: PageError | null };
   'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string };
   'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean };
@@ -51,6 +51,8 @@ export interface MfaPageRouteOptions {
   csrf: Csrf & CsrfRotation;
   config: Config;
   clock: Clock;
+  /** Other ways other modules offer to answer the challenge (a passkey). */
+  promptSections: readonly PageSection[];
 }
 
 const DASHBOARD_MFA = '/dashboard#mfa-heading';
@@ -105,14 +107,19 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const userId = await secondFactor.userOf(readChallengeCookie(request, config));
     if (userId === null) return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ error: 'MFA_EXPIRED', callbackUrl })}`, 303);
     const { error } = request.query;
+    const csrfToken = csrf.issueToken(request, reply);
+    const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl });
     const html = pages.render('mfa-prompt', {
       title: 'Two-step verification',
-      csrfToken: csrf.issueToken(request, reply),
+      csrfToken,
       callbackUrl,
       hasTotp: (await mfa.methodsOf(userId)).includes('totp'),
       error: error === undefined ? null : { code: error, message: mfaPromptErrorMessage(error) },
+      sections: sections.html,
+      scripts: sections.scripts,
+      scriptNonce: sections.scriptNonce,
     });
-    return sendPage(reply, html);
+    return sendPage(reply, html, 200, { scriptNonce: sections.scriptNonce });
   });
 
   app.post(MFA_PROMPT_PAGE, { schema: { ...hidden, body: answerBody } }, async (request, reply) => {

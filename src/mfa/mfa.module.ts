@@ -53,8 +53,18 @@ export const mfaModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, clock }) =>
-        app.register(mfaPageRoutes, { mfa: services.mfa, secondFactor: services.secondFactor, users: services.users, sessions: services.sessions, authenticate, csrf, config, clock }),
+      register: (app, { services, authenticate, csrf, config, clock, pageSections }) =>
+        app.register(mfaPageRoutes, {
+          mfa: services.mfa,
+          secondFactor: services.secondFactor,
+          users: services.users,
+          sessions: services.sessions,
+          authenticate,
+          csrf,
+          config,
+          clock,
+          promptSections: pageSections('mfa-prompt'),
+        }),
     },
     {
       scope: 'api',

@@ -39,7 +39,7 @@ interface PasskeyPages {
     maxNameLength: number;
     passkeys: Array<{ id: string; name: string; createdAt: TimeText; lastUsedAt: TimeText | null }>;
   };
-  'passkeys-signin-section': { csrfToken: string; callbackUrl: string };
+  'passkeys-signin-section': { csrfToken: string; callbackUrl: string; /** On the second-factor page: answer the challenge of its cookie. */ fromChallenge: boolean };
 }
 
 const renderer = () => createPageRenderer<PasskeyPages>(templatesIn(join(import.meta.dirname, 'templates')));
@@ -65,7 +65,16 @@ export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
       page: 'signin',
       scripts: [PASSKEYS_SCRIPT],
       async render({ csrfToken, callbackUrl }) {
-        return pages.render('passkeys-signin-section', { title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD });
+        return pages.render('passkeys-signin-section', { title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: false });
+      },
+    },
+    {
+      // The second-factor page: for a user with a passkey, it may answer the challenge.
+      page: 'mfa-prompt',
+      scripts: [PASSKEYS_SCRIPT],
+      async render({ userId, csrfToken, callbackUrl }) {
+        if (userId === null || (await passkeys.listPasskeys(userId)).length === 0) return null;
+        return pages.render('passkeys-signin-section', { title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: true });
       },
     },
   ];

@@ -24,6 +24,7 @@ import { clientKey, rateLimitHook, type RateLimiters } from '../http/rate-limit.
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { setAccessCookie, setBrowserSession } from '../sessions/session-cookie.ts';
+import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
 import type { SignInOutcome, SignInPipeline } from '../signin/signin-pipeline.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -203,7 +204,15 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         summary: 'Start signing in with a passkey',
         description:
           'Without a body (or `{}`): options for a whole sign-in with any passkey the authenticator holds for us (discoverable: empty `allowCredentials`). With the `mfaToken` of a 403 MFA_REQUIRED: options for that user\'s passkeys, as the second factor. The challenge lives 5 minutes and works once.',
-        body: z.object({ mfaToken: mfaToken.optional() }, { error: 'must be a JSON object' }).nullish(),
+        body: z
+          .object(
+            {
+              mfaToken: mfaToken.optional(),
+              fromChallenge: z.literal(true).optional().describe('In a browser on the second-factor page: the mfaToken is the one in its challenge cookie'),
+            },
+            { error: 'must be a JSON object' },
+          )
+          .nullish(),
         response: {
           200: requestOptions,
           ...bodyErrorResponses,
@@ -214,7 +223,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const token = request.body?.mfaToken;
+      const token = request.body?.mfaToken ?? (request.body?.fromChallenge === true ? (readChallengeCookie(request, config) ?? '') : undefined);
       let result;
       if (token === undefined) result = await passkeys.authenticationOptions({ purpose: 'authenticate' });
       else {
@@ -237,7 +246,9 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         summary: 'Sign in with a passkey; returns a JWT and sets the session cookies',
         description:
           'The authenticator\'s answer to the options. Without `mfaToken`: a whole sign-in (the session\'s `amr` is `hwk` or `swk`, `user`, `mfa`). With it: the second factor of that sign-in, with the passkey of its user only (`amr` e.g. `pwd`, `hwk`, `mfa`). Either way the same body as POST /api/auth, and the browser session cookies as POST /api/auth/signin sets them.',
-        body: z.object({ response: authenticationResponse, mfaToken: mfaToken.optional() }, { error: 'must be a JSON object' }).meta({ id: 'PasskeyAuthenticationRequest' }),
+        body: z
+          .object({ response: authenticationResponse, mfaToken: mfaToken.optional(), fromChallenge: z.literal(true).optional() }, { error: 'must be a JSON object' })
+          .meta({ id: 'PasskeyAuthenticationRequest' }),
         response: {
           200: signInResponse,
           ...bodyErrorResponses,
@@ -252,7 +263,8 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
     async (request, reply) => {
       const response = request.body.response as unknown as AuthenticationResponseJSON;
       if (response.response.userHandle === null) delete response.response.userHandle;
-      const token = request.body.mfaToken;
+      const fromChallenge = request.body.mfaToken === undefined && request.body.fromChallenge === true;
+      const token = fromChallenge ? (readChallengeCookie(request, config) ?? '') : request.body.mfaToken;
       const source = requestSource(request, null);
       const refuse = async (userId: string | null, step?: string) => {
         await audit.record({ type: 'signin.failure', userId, source, reason: 'INVALID_PASSKEY', details: { method: 'passkey', ...(step !== undefined && { step }) } });
@@ -265,7 +277,9 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         if (userId === null) throw new AppError('INVALID_TOKEN', { status: 401 });
         const verified = await passkeys.verifyAssertion(response, { purpose: 'second-factor', userId, mfaToken: token });
         if (!verified.ok) throw await refuse(verified.userId, 'second-factor');
-        return answerSignIn(request, reply, await secondFactor.finishWith(token, userId, [verified.keyKind], source));
+        const outcome = await secondFactor.finishWith(token, userId, [verified.keyKind], source);
+        if (fromChallenge && outcome.ok) clearChallengeCookie(reply, config);
+        return answerSignIn(request, reply, outcome);
       }
 
       const verified = await passkeys.verifyAssertion(response, { purpose: 'authenticate' });

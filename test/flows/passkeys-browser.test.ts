@@ -160,6 +160,22 @@ describe('passkeys in Chromium', { skip: chromium.ok ? false : chromium.reason, 
           assert.notEqual((await services.passkeys.listPasskeys(userId))[0]!.lastUsedAt, null);
           assert.deepEqual(problems, [], 'no console errors (e.g. CSP violations) and no failed requests');
 
+          // With the password, the passkey is now the second factor: the code page offers it.
+          await page.goto('/auth/signout');
+          await page.getByRole('button', { name: 'Sign out' }).click();
+          await page.waitForURL(`${baseURL}/`);
+          await page.goto('/auth/signin');
+          await page.getByLabel('Email').fill(USER.email);
+          await page.getByLabel('Password').fill(USER.password);
+          await page.getByRole('button', { name: 'Login', exact: true }).click();
+          await page.waitForURL((url) => url.pathname === '/auth/mfa');
+          await page.getByRole('button', { name: 'Use a passkey' }).click();
+          await page.waitForURL((url) => url.pathname === '/dashboard');
+          const secondFactor = ((await (await page.context().request.get('/api/auth/session')).json()) as { session: { amr: string[] } }).session.amr;
+          assert.ok(secondFactor.includes('pwd') && secondFactor.includes('mfa') && (secondFactor.includes('hwk') || secondFactor.includes('swk')), `amr ${secondFactor.join(',')}`);
+          assert.ok(!(await page.context().cookies()).some((cookie) => cookie.name === 'gatehouse.challenge'), 'the challenge cookie is used up');
+          assert.deepEqual(problems, [], 'no console errors on the second-factor page either');
+
           // Another origin with the same RP ID gets a real assertion from the authenticator: refused.
           const fetchOptions = await fetch(`${baseURL}/api/auth/passkeys/authenticate/options`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
           const optionsJSON = await fetchOptions.json();

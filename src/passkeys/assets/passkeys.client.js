@@ -154,9 +154,11 @@
       button.disabled = true;
       say('Follow your browser’s prompt to use your passkey…');
       try {
-        const optionsJSON = await call('POST', '/api/auth/passkeys/authenticate/options', csrfToken, {});
+        // On the second-factor page, the sign-in waiting there (its token is in an HttpOnly cookie).
+        const fromChallenge = box.dataset.fromChallenge === 'true' ? { fromChallenge: true } : {};
+        const optionsJSON = await call('POST', '/api/auth/passkeys/authenticate/options', csrfToken, fromChallenge);
         const response = await webauthn.startAuthentication({ optionsJSON });
-        await call('POST', '/api/auth/passkeys/authenticate/verify', csrfToken, { response });
+        await call('POST', '/api/auth/passkeys/authenticate/verify', csrfToken, { response, ...fromChallenge });
         say('Signed in.');
         window.location.assign(callbackUrl);
       } catch (error) {
