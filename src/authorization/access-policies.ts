@@ -32,7 +32,9 @@ export function registerAccessPolicies(
     const path = readRequestPath(request.url);
     const applicable = policies.filter((policy) => !isExempt(path, policy.exemptPrefixes) && (policy.onlyPrefixes === undefined || isWithin(path, policy.onlyPrefixes)));
     if (applicable.length === 0) return;
-    const auth = await authenticate(request, reply);
+    // The roles the user holds now, not those a jwt-strategy token was issued with: a user promoted
+    // to a role the policy names is held to it at once (computed once per request).
+    const auth = await authenticate.withCurrentRoles(request, reply);
     if (auth === null) return;
     for (const policy of applicable) {
       const refusal = await policy.check(auth, { path: path?.resolved ?? request.url, method: request.method });

@@ -20,7 +20,7 @@ import { isFormPost } from '../http/forms.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
 import { signInRedirect, SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { requestSource } from '../audit/request-source.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
@@ -71,7 +71,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
   const pages = renderer();
 
   /** The signed-in user of a dashboard form, or null after sending the browser to sign in (or to an error page). */
-  async function dashboardUser(request: FastifyRequest, reply: FastifyReply, options: { recent: boolean }): Promise<User | null> {
+  async function dashboardUser(request: FastifyRequest, reply: FastifyReply, options: { recent: boolean }): Promise<(User & { auth: RequestAuth }) | null> {
     const auth = await authenticate(request, reply);
     const user = auth === null ? null : await users.findUserById(auth.userId);
     if (auth === null || user === null) {
@@ -82,7 +82,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
       void showError(reply, 'REAUTH_REQUIRED', 403);
       return null;
     }
-    return user;
+    return { ...user, auth };
   }
 
   function showError(reply: FastifyReply, errorCode: string, status: number) {
@@ -159,6 +159,8 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const user = await dashboardUser(request, reply, { recent: true });
     if (user === null) return reply;
     const result = await mfa.enableTotp(user, request.body.code, requestSource(request, user.id));
+    // The code just proved the factor: this session counts as having used it.
+    if (result.ok) await sessions.reauthenticate(user.auth, ['otp', 'mfa']);
     if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'Your authenticator app is on: signing in now asks for a code from it after your password.');
     const pending = result.reason === 'INVALID_CODE' ? await mfa.pendingSetup(user) : null;
     if (pending !== null) return showSetup(reply, request, pending, { code: 'INVALID_CODE', message: mfaPromptErrorMessage('INVALID_CODE') });

@@ -45,6 +45,16 @@ const SENSITIVE = [
   { methods: ['POST'], prefix: '/api/auth/change-password' },
   { methods: ['PATCH', 'POST', 'DELETE'], prefix: '/api/admin/users' },
   { methods: ['POST'], prefix: '/admin/users' },
+  // Adding or removing a factor without a code in the request: a stolen session that never used
+  // the user's factor must not add a factor of its own, nor remove theirs. (Removing the app and
+  // renewing recovery codes check a code in the request itself.)
+  { methods: ['POST'], prefix: '/api/auth/mfa/totp/setup' },
+  { methods: ['POST'], prefix: '/api/auth/mfa/totp/enable' },
+  { methods: ['POST'], prefix: '/api/auth/passkeys/register' },
+  { methods: ['DELETE'], prefix: '/api/auth/passkeys' },
+  { methods: ['POST'], prefix: '/dashboard/mfa/totp/setup' },
+  { methods: ['POST'], prefix: '/dashboard/mfa/totp/enable' },
+  { methods: ['POST'], prefix: '/dashboard/passkeys' },
 ] as const;
 
 export function createMfaPolicy(deps: { mfa: MfaService; config: MfaConfig; clock: Clock }): AccessPolicy {

@@ -34,6 +34,8 @@ for (const backend of await backends()) {
         const email = `mfa${++count}@example.com`;
         const user = await createUser(t.services, { email, password: PASSWORD });
         const token = (await signIn(email)).json().token as string;
+        // A session from before the factor: enrolling proves the factor in its own session only.
+        const olderToken = (await signIn(email)).json().token as string;
         const setup = await post('/api/auth/mfa/totp/setup', {}, token);
         assert.equal(setup.statusCode, 200, setup.body);
         const { secret } = setup.json();
@@ -41,7 +43,7 @@ for (const backend of await backends()) {
         assert.equal(enabled.statusCode, 200, enabled.body);
         // The enabling code's step is spent: the next code comes from the next step.
         clock.advance(TOTP_STEP_MS);
-        return { user, email, secret, token, recoveryCodes: enabled.json().recoveryCodes as string[] };
+        return { user, email, secret, token, olderToken, recoveryCodes: enabled.json().recoveryCodes as string[] };
       }
 
       async function challenge(email: string) {
@@ -83,7 +85,7 @@ for (const backend of await backends()) {
         assert.ok(!box.secret_box!.includes(secret), 'the secret is sealed');
 
         assert.deepEqual((await t.app.inject({ method: 'GET', url: '/api/auth/mfa', headers: { authorization: `Bearer ${token}` } })).json(), { totp: true, passkeys: [], recoveryCodesLeft: 10 });
-        assert.equal((await post('/api/auth/mfa/totp/setup', {}, token)).json().error, 'TOTP_ALREADY_ENABLED');
+        assert.equal((await post('/api/auth/mfa/totp/setup', {}, token)).json().error, 'TOTP_ALREADY_ENABLED', 'enabling proved the factor in this session');
         const mails = await t.services.storage.db.selectFrom('mail_outbox').select(['to_address', 'template']).where('template', '=', 'security-notice').execute();
         assert.ok(mails.some((mail) => mail.to_address === email), 'the owner is told');
       });
@@ -154,6 +156,16 @@ for (const backend of await backends()) {
         assert.ok(events.events.some((event) => event.reason === 'INVALID_CODE' && event.email === email), 'wrong codes are audited');
       });
 
+      it('checks at most 5 codes per mfaToken, even when they arrive together', async () => {
+        const { email, secret } = await enrolledUser();
+        const mfaToken = await challenge(email);
+        const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post('/api/auth/mfa/verify', { mfaToken, code: totpCode(secret, clock(), 40 + i) })));
+        const checked = answers.filter((answer) => answer.statusCode === 401 && answer.json().error === 'INVALID_CODE').length;
+        assert.ok(checked <= 5, `${checked} codes were checked against one mfaToken`);
+        assert.ok(answers.every((answer) => answer.statusCode < 500));
+        clock.advance(60 * 60_000);
+      });
+
       it('counts codes against the account throttle, across mfaTokens: 429 with Retry-After', async () => {
         const { email, secret } = await enrolledUser();
         // Wrong codes, each time with a fresh token (5 per token): retyping the right password in
@@ -198,7 +210,7 @@ for (const backend of await backends()) {
       });
 
       it('asks a user with a second factor to use it before changing the password (step-up), within REAUTH_WINDOW', async () => {
-        const { secret, token } = await enrolledUser();
+        const { secret, olderToken: token } = await enrolledUser();
         const change = (newPassword: string, with_: string) => post('/api/auth/change-password', { currentPassword: PASSWORD, newPassword }, with_);
         const refused = await change('yet another horse battery staple', token);
         assert.equal(refused.statusCode, 403, 'this session never used the second factor');

@@ -147,9 +147,11 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
       },
     },
     async (request, reply) => {
-      const { user, source } = await signedIn(request, reply, { recent: true });
+      const { auth, user, source } = await signedIn(request, reply, { recent: true });
       const result = await mfa.enableTotp(user, request.body.code, source);
       if (!result.ok) throw refusal(result);
+      // The code just proved the factor: this session counts as having used it.
+      await sessions.reauthenticate(auth, ['otp', 'mfa']);
       reply.header('cache-control', 'no-store');
       return { recoveryCodes: result.recoveryCodes };
     },

@@ -147,11 +147,18 @@ export function createMfaService(deps: {
     },
 
     /**
-     * For a module adding a factor (a first passkey, say), in its transaction: a set of recovery
-     * codes when the account has none left, to show once; null when it still has some.
+     * For a module adding a factor (a passkey), in its transaction, after writing it: a set of
+     * recovery codes to show once when the account has none left, or when this is its only factor
+     * (codes left from factors removed earlier must not come back to life unseen); null otherwise.
      */
     async issueRecoveryCodesIfNone(trx: Db, userId: string): Promise<string[] | null> {
-      return (await store.countRecoveryCodesLeft(trx, userId)) > 0 ? null : issueRecoveryCodes(trx, userId);
+      const [left, totp, passkeys] = await Promise.all([
+        store.countRecoveryCodesLeft(trx, userId),
+        store.findTotp(trx, userId),
+        deps.passkeys?.listPasskeys(userId, trx) ?? [],
+      ]);
+      const isOnlyFactor = totp?.secret_box == null && passkeys.length <= 1;
+      return left > 0 && !isOnlyFactor ? null : issueRecoveryCodes(trx, userId);
     },
 
     /** The setup waiting for its first code, to show again (after a wrong code); null when there is none. */

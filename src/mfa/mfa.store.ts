@@ -27,7 +27,7 @@ export interface MfaRecoveryCodesTable {
 }
 
 export interface MfaChallengesTable {
-  /** SHA-256 of the mfaToken, base64url. */
+  /** SHA-256 of the mfaToken, base64url. (`failed_attempts` counts the codes tried, each taken before it is checked.) */
   id: string;
   user_id: string;
   factor: 'password' | 'provider';
@@ -139,21 +139,18 @@ export async function findChallenge(db: Db, id: string): Promise<ChallengeRow | 
 }
 
 /**
- * Counts a wrong code against the challenge; at `maxFailures` the challenge is gone. Returns the
- * failures counted so far, or null when the challenge no longer exists (spent, or out of tries).
+ * Takes one of the challenge's tries before a code is checked (so parallel guesses cannot all be
+ * checked before any is counted): false when it is spent, expired or out of tries.
  */
-export async function recordChallengeFailure(db: Db, id: string, maxFailures: number): Promise<number | null> {
+export async function reserveChallengeAttempt(db: Db, id: string, maxAttempts: number, now: number): Promise<boolean> {
   const result = await db
     .updateTable('mfa_challenges')
     .set((eb) => ({ failed_attempts: eb('failed_attempts', '+', 1) }))
     .where('id', '=', id)
-    .where('failed_attempts', '<', maxFailures)
+    .where('failed_attempts', '<', maxAttempts)
+    .where('expires_at', '>', now)
     .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) return null;
-  const row = await findChallenge(db, id);
-  if (row === undefined) return null;
-  if (row.failed_attempts >= maxFailures) await deleteChallenge(db, id);
-  return row.failed_attempts;
+  return result.numUpdatedRows > 0n;
 }
 
 /** True for the one caller that spends it. */

@@ -125,11 +125,12 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
       const open = await openChallenge(answer.mfaToken);
       if (open === null) return { ok: false, reason: 'INVALID_TOKEN' };
       const { id, user } = open;
+      // One of its 5 tries, taken before the code is checked: parallel guesses count at once.
+      if (!(await store.reserveChallengeAttempt(db, id, MAX_WRONG_CODES, clock()))) return { ok: false, reason: 'INVALID_TOKEN' };
 
       const check = await mfa.checkCode(user, answer.code, source.ip);
       if (!check.ok) {
         if (check.reason === 'RATE_LIMITED') return check;
-        await store.recordChallengeFailure(db, id, MAX_WRONG_CODES);
         await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'INVALID_CODE', details: { step: SECOND_FACTOR_STEP } });
         return { ok: false, reason: 'INVALID_CODE' };
       }

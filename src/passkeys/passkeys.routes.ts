@@ -138,9 +138,11 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const { user, source } = await signedIn(request, reply, { recent: true });
+      const { auth, user, source } = await signedIn(request, reply, { recent: true });
       const result = await passkeys.register(user, request.body.response as unknown as RegistrationResponseJSON, { name: request.body.name, source, backup: options.mfa().recoveryCodes });
       if (!result.ok) throw new AppError(result.reason);
+      // The user-verified ceremony just proved the factor: this session counts as having used it.
+      await sessions.reauthenticate(auth, [result.keyKind, 'user', 'mfa']);
       reply.header('cache-control', 'no-store');
       return { passkey: toJson(result.passkey), ...(result.recoveryCodes !== null && { recoveryCodes: result.recoveryCodes }) };
     },

@@ -180,7 +180,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
       user: User,
       response: RegistrationResponseJSON,
       input: { name?: string | undefined; source: AuditSource; backup: RecoveryCodeIssuer },
-    ): Promise<{ ok: true; passkey: PasskeyView; recoveryCodes: string[] | null } | { ok: false; reason: 'PASSKEY_REGISTRATION_FAILED' | 'PASSKEY_ALREADY_REGISTERED' | 'PASSKEY_LIMIT_REACHED' }> {
+    ): Promise<{ ok: true; passkey: PasskeyView; recoveryCodes: string[] | null; keyKind: KeyKind } | { ok: false; reason: 'PASSKEY_REGISTRATION_FAILED' | 'PASSKEY_ALREADY_REGISTERED' | 'PASSKEY_LIMIT_REACHED' }> {
       const challenge = await spendChallengeOf(response, 'register', user.id, null);
       if (challenge === null) return { ok: false, reason: 'PASSKEY_REGISTRATION_FAILED' };
       let verified;
@@ -223,8 +223,9 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const recoveryCodes = await input.backup.issueRecoveryCodesIfNone(trx, user.id);
         const keyKind = keyKindOf({ deviceType: row.device_type, backedUp: row.backed_up === 1 });
         await audit.record({ type: 'passkey.added', userId: user.id, source: input.source, details: { passkeyId: row.id, keyKind } }, { db: trx });
-        await notify(trx, user, 'A passkey was added to your Gatehouse account', `A passkey ("${row.name}") was added to your Gatehouse account: it can sign in to it on its own`);
-        return { ok: true as const, passkey: toView(row), recoveryCodes };
+        // Not the passkey's name: whoever added it chose it, and this mail must speak only in our words.
+        await notify(trx, user, 'A passkey was added to your Gatehouse account', 'A passkey was added to your Gatehouse account: it can sign in to it on its own');
+        return { ok: true as const, passkey: toView(row), recoveryCodes, keyKind };
       });
       if (result.ok) mail.wake();
       return result;
@@ -297,7 +298,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const row = await store.findPasskey(trx, user.id, id);
         if (row === undefined || !(await store.deletePasskey(trx, user.id, id))) return false;
         await audit.record({ type: 'passkey.removed', userId: user.id, source, details: { passkeyId: id } }, { db: trx });
-        await notify(trx, user, 'A passkey was removed from your Gatehouse account', `A passkey ("${row.name}") was removed from your Gatehouse account: it can no longer sign in to it`);
+        await notify(trx, user, 'A passkey was removed from your Gatehouse account', 'A passkey was removed from your Gatehouse account: it can no longer sign in to it');
         return true;
       });
       if (removed) mail.wake();

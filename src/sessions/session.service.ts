@@ -249,7 +249,8 @@ export function createSessionService(deps: SessionServiceDeps) {
     async withCurrentRoles<A extends AuthContext>(auth: A): Promise<A | null> {
       if (strategy === 'database' && auth.profile !== undefined) return auth;
       const row = await findLiveSession(auth.sessionId, auth.userId, clock(), { isUserChecked: true });
-      return row && { ...auth, roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
+      // And how and when the user last proved themselves, as stored: a step-up counts at once.
+      return row && { ...auth, ...authenticationOf(row), roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
     },
 
     /**

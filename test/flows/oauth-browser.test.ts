@@ -64,7 +64,7 @@ describe('provider sign-in in Chromium', { skip: chromium.ok ? false : chromium.
       assert.match(await providers.filter({ hasText: 'GitHub' }).innerText(), /Linked/);
       await page.getByRole('button', { name: 'Link Google' }).click();
       await page.waitForURL((url) => url.pathname === '/dashboard' && url.searchParams.get('notice') === 'PROVIDER_LINKED');
-      assert.match(await page.getByRole('status').innerText(), /linked/);
+      assert.match(await page.locator('div.alert[role="status"]').innerText(), /linked/);
       assert.match(await providers.filter({ hasText: 'Google' }).innerText(), /Linked/);
       assert.equal(liveGoogle.authorizeRequests.length, 1);
       t.diagnostic(`screenshot: ${await saveScreenshot(page, 'ui-dashboard-providers')}`);

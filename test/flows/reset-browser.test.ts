@@ -143,7 +143,7 @@ describe('password reset in Chromium', { skip: chromium.ok ? false : chromium.re
       await screenshot(t, page, 'reset-dashboard-change-password');
       await page.getByRole('button', { name: 'Change password' }).click();
       await page.waitForURL((url) => url.pathname === '/dashboard' && url.searchParams.get('notice') === 'PASSWORD_CHANGED');
-      assert.match(await page.getByRole('status').innerText(), /Your password has been changed/);
+      assert.match(await page.locator('div.alert[role="status"]').innerText(), /Your password has been changed/);
       await screenshot(t, page, 'reset-dashboard-password-changed');
       await mailTo(mail, PERSON.email, 'Your Gatehouse password was changed', 2);
 
