@@ -93,7 +93,7 @@ export interface AccessPolicy {
   /** When set, the only paths it applies to (either reading under one), so others cost nothing. */
   readonly onlyPrefixes?: readonly string[];
   /** Null to let the request through; else why not, and where a page load should go instead. */
-  check(auth: RequestAuth, request: { readonly path: string; readonly method: string }): Promise<AccessRefusal | null>;
+  check(auth: RequestAuth, request: { readonly path: string; readonly method: string; /** The path as routers that do not resolve it read it. */ readonly literalPath: string }): Promise<AccessRefusal | null>;
 }
 
 export interface AccessRefusal {

@@ -37,7 +37,7 @@ export function registerAccessPolicies(
     const auth = await authenticate.withCurrentRoles(request, reply);
     if (auth === null) return;
     for (const policy of applicable) {
-      const refusal = await policy.check(auth, { path: path?.resolved ?? request.url, method: request.method });
+      const refusal = await policy.check(auth, { path: path?.resolved ?? request.url, literalPath: path?.literal ?? request.url, method: request.method });
       if (refusal === null) continue;
       if (isApiRequestPath(path)) throw new AppError(refusal.code);
       const isPageLoad = request.method === 'GET' || request.method === 'HEAD';

@@ -65,7 +65,7 @@ export function createMfaPolicy(deps: { mfa: MfaService; config: MfaConfig; cloc
     name: 'mfa-required-roles',
     isActive: required.size > 0,
     exemptPrefixes: EXEMPT,
-    async check(auth, { path, method }): Promise<AccessRefusal | null> {
+    async check(auth, { path, literalPath }): Promise<AccessRefusal | null> {
       if (!auth.roles.some((role) => required.has(role))) return null;
       const usedSecondFactor = auth.amr.includes('mfa');
       // A session that used a second factor belongs to a user who has one: no query.
@@ -73,7 +73,7 @@ export function createMfaPolicy(deps: { mfa: MfaService; config: MfaConfig; cloc
         // The dashboard is exempt, so the enrolment section there stays reachable.
         return { code: 'MFA_ENROLLMENT_REQUIRED', redirectTo: MFA_ENROLMENT_PAGE };
       }
-      if (ADMIN_AREA.some((prefix) => isUnder(path, prefix)) && !usedSecondFactor) return { code: 'STEP_UP_REQUIRED' };
+      if (ADMIN_AREA.some((prefix) => isUnder(path, prefix) || isUnder(literalPath, prefix)) && !usedSecondFactor) return { code: 'STEP_UP_REQUIRED' };
       return null;
     },
   };
@@ -86,8 +86,10 @@ export function createStepUpPolicy(deps: { mfa: MfaService; config: MfaConfig; c
     isActive: true,
     exemptPrefixes: [],
     onlyPrefixes: SENSITIVE.map((rule) => rule.prefix),
-    async check(auth, { path, method }): Promise<AccessRefusal | null> {
-      if (!SENSITIVE.some((rule) => (rule.methods as readonly string[]).includes(method) && isUnder(path, rule.prefix))) return null;
+    async check(auth, { path, literalPath, method }): Promise<AccessRefusal | null> {
+      // Either reading of the path: the stricter answer.
+      const isSensitive = SENSITIVE.some((rule) => (rule.methods as readonly string[]).includes(method) && (isUnder(path, rule.prefix) || isUnder(literalPath, rule.prefix)));
+      if (!isSensitive) return null;
       const isFresh = auth.amr.includes('mfa') && auth.authTime >= clock() - config.reauthWindowSeconds * 1000;
       if (isFresh) return null;
       // Only a user who has a second factor can be asked for one.

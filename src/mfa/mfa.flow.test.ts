@@ -12,6 +12,7 @@ import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
+import { createMfaService } from './mfa.service.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -219,6 +220,14 @@ for (const backend of await backends()) {
         assert.equal(stepped.statusCode, 200, stepped.body);
         assert.deepEqual(decodeJwt(stepped.json().token).amr, ['pwd', 'otp', 'mfa']);
         assert.equal((await change('yet another horse battery staple', stepped.json().token)).statusCode, 200);
+      });
+
+      it('treats a secret sealed under another AUTH_SECRET as one no code matches, never a 500', async () => {
+        const { user, secret } = await enrolledUser();
+        const { storage, users, audit, mail, signInThrottle } = t.services;
+        const rotated = createMfaService({ db: storage.db, clock, users, audit, mail, throttle: signInThrottle, config: t.config.mfa, authSecret: 'another-secret-that-is-long-enough-0123456789' });
+        assert.deepEqual(await rotated.checkCode(user, totpCode(secret, clock()), null), { ok: false, reason: 'INVALID_CODE' });
+        assert.deepEqual(await rotated.disableTotp(user, totpCode(secret, clock()), { actorUserId: user.id, ip: null, userAgent: null }), { ok: false, reason: 'MFA_NOT_ENABLED' });
       });
 
       it('refuses malformed answers with 4xx, never 500', async () => {

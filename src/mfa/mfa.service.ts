@@ -20,7 +20,7 @@ import { deriveKey } from '../lib/derive-key.ts';
 import type { MfaConfig } from './mfa.config.ts';
 import { acceptCode, createTotpSecret, totpUrl } from './totp.ts';
 import { generateRecoveryCodes, hashRecoveryCode, normalise } from './recovery-codes.ts';
-import { openSecret, sealSecret } from './secret-box.ts';
+import { openSecret, sealSecret, SecretBoxError } from './secret-box.ts';
 import { otpauthQrSvg } from './qr.ts';
 import * as store from './mfa.store.ts';
 
@@ -70,7 +70,20 @@ export function createMfaService(deps: {
   async function enabledTotp(userId: string, on: Db = db) {
     const row = await store.findTotp(on, userId);
     if (row?.secret_box == null) return null;
-    return { box: row.secret_box, secret: openSecret(row.secret_box, secretKey, userId), lastUsedStep: row.last_used_step };
+    const secret = openable(row.secret_box, userId);
+    // Sealed under another AUTH_SECRET: no code can match it (never a 500); an administrator's
+    // reset clears it, and the user sets the app up again.
+    return secret === null ? null : { box: row.secret_box, secret, lastUsedStep: row.last_used_step };
+  }
+
+  /** The sealed secret in clear, or null when this AUTH_SECRET cannot open it. */
+  function openable(box: string, userId: string): string | null {
+    try {
+      return openSecret(box, secretKey, userId);
+    } catch (error) {
+      if (error instanceof SecretBoxError) return null;
+      throw error;
+    }
   }
 
   /** A new set of recovery codes for `userId`, written through `trx`; returns them in clear, once. */
@@ -165,7 +178,8 @@ export function createMfaService(deps: {
     async pendingSetup(user: User): Promise<{ secret: string; otpauthUrl: string; qrSvg: string } | null> {
       const row = await store.findTotp(db, user.id);
       if (row?.pending_box == null || row.pending_expires_at === null || row.pending_expires_at <= clock()) return null;
-      const secret = openSecret(row.pending_box, secretKey, user.id);
+      const secret = openable(row.pending_box, user.id);
+      if (secret === null) return null;
       const otpauthUrl = totpUrl({ secret, issuer: config.issuer, email: user.email.replaceAll(':', '') });
       return { secret, otpauthUrl, qrSvg: otpauthQrSvg(otpauthUrl) };
     },
@@ -210,7 +224,8 @@ export function createMfaService(deps: {
       if (row?.secret_box != null) return { ok: false, reason: 'TOTP_ALREADY_ENABLED' };
       if (row?.pending_box == null || row.pending_expires_at === null || row.pending_expires_at <= clock()) return { ok: false, reason: 'MFA_SETUP_REQUIRED' };
       const pendingBox = row.pending_box;
-      const secret = openSecret(pendingBox, secretKey, user.id);
+      const secret = openable(pendingBox, user.id);
+      if (secret === null) return { ok: false, reason: 'MFA_SETUP_REQUIRED' };
 
       const gate = await throttle.checkAttempt(user.email, source.ip);
       if (!gate.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: gate.retryAfterSeconds };
