@@ -1,5 +1,5 @@
 /** The MFA module's part of the configuration. */
-import type { ConfigSection } from '../config.ts';
+import type { ConfigSection, RateLimit } from '../config.ts';
 import { isValidRole } from '../users/user.service.ts';
 
 export interface MfaConfig {
@@ -12,6 +12,12 @@ export interface MfaConfig {
    * at most this long ago (REAUTH_WINDOW); otherwise 403 REAUTH_REQUIRED.
    */
   readonly reauthWindowSeconds: number;
+  /**
+   * Codes tried per account since its last right one (RATE_LIMIT_MFA_CODES_PER_ACCOUNT, default
+   * 20 a day), on top of the sign-in throttle: a password reset does not clear it, so someone with
+   * the password and the mailbox cannot reset their way to more guesses.
+   */
+  readonly codesPerAccount: RateLimit;
 }
 
 declare module '../config.ts' {
@@ -31,5 +37,6 @@ export const mfaConfigSection: ConfigSection = (read, _basis, problems) => {
   const invalid = requiredRoles.filter((role) => !isValidRole(role));
   if (invalid.length > 0) problems.push(`MFA_REQUIRED_ROLES must be a comma-separated list of role names (not ${invalid.map((role) => `"${role}"`).join(', ')})`);
   const reauthWindowSeconds = read.duration('REAUTH_WINDOW', 10 * 60);
-  return { mfa: { issuer, requiredRoles: [...new Set(requiredRoles)], reauthWindowSeconds } };
+  const codesPerAccount = read.rateLimit('RATE_LIMIT_MFA_CODES_PER_ACCOUNT', { points: 20, durationSeconds: 86_400 });
+  return { mfa: { issuer, requiredRoles: [...new Set(requiredRoles)], reauthWindowSeconds, codesPerAccount } };
 };

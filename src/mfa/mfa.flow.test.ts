@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
 import { backends } from '../../test/helpers/databases.ts';
-import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { createUser, TEST_SECRET, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
@@ -225,9 +225,24 @@ for (const backend of await backends()) {
       it('treats a secret sealed under another AUTH_SECRET as one no code matches, never a 500', async () => {
         const { user, secret } = await enrolledUser();
         const { storage, users, audit, mail, signInThrottle } = t.services;
-        const rotated = createMfaService({ db: storage.db, clock, users, audit, mail, throttle: signInThrottle, config: t.config.mfa, authSecret: 'another-secret-that-is-long-enough-0123456789' });
+        const codeAttempts = t.services.rateLimiters.create('mfa-codes-rotated-test', { points: 20, durationSeconds: 60 });
+        const rotated = createMfaService({ db: storage.db, clock, users, audit, mail, throttle: signInThrottle, codeAttempts, config: t.config.mfa, authSecret: 'another-secret-that-is-long-enough-0123456789' });
         assert.deepEqual(await rotated.checkCode(user, totpCode(secret, clock()), null), { ok: false, reason: 'INVALID_CODE' });
         assert.deepEqual(await rotated.disableTotp(user, totpCode(secret, clock()), { actorUserId: user.id, ip: null, userAgent: null }), { ok: false, reason: 'MFA_NOT_ENABLED' });
+      });
+
+      it('limits codes per account since the last right one, and a password reset does not clear that', async () => {
+        const { user, secret } = await enrolledUser();
+        const { storage, users, audit, mail, signInThrottle } = t.services;
+        const codeAttempts = t.services.rateLimiters.create(`mfa-codes-limit-test-${user.id}`, { points: 3, durationSeconds: 3_600 });
+        const mfa = createMfaService({ db: storage.db, clock, users, audit, mail, throttle: signInThrottle, codeAttempts, config: t.config.mfa, authSecret: TEST_SECRET });
+        for (let i = 0; i < 3; i++) assert.deepEqual(await mfa.checkCode(user, '000000', null), { ok: false, reason: 'INVALID_CODE' });
+        const limited = await mfa.checkCode(user, totpCode(secret, clock()), null);
+        assert.equal(limited.ok, false);
+        assert.equal(!limited.ok && limited.reason, 'RATE_LIMITED', 'even the right code waits');
+        await signInThrottle.clearAccount(user.email); // what a password reset does
+        const afterReset = await mfa.checkCode(user, totpCode(secret, clock()), null);
+        assert.equal(!afterReset.ok && afterReset.reason, 'RATE_LIMITED', 'a password reset gives no new guesses');
       });
 
       it('refuses malformed answers with 4xx, never 500', async () => {

@@ -37,8 +37,19 @@ export const mfaModule = defineModule({
   errors: MFA_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide({ db, clock, config, services }) {
-    const { users, audit, mail, signInThrottle, signInPipeline } = services;
-    const mfa = createMfaService({ db, clock, users, audit, mail, throttle: signInThrottle, config: config.mfa, authSecret: config.authSecret, passkeys: services.passkeys });
+    const { users, audit, mail, signInThrottle, signInPipeline, rateLimiters } = services;
+    const mfa = createMfaService({
+      db,
+      clock,
+      users,
+      audit,
+      mail,
+      throttle: signInThrottle,
+      codeAttempts: rateLimiters.create('mfa-codes-account', config.mfa.codesPerAccount),
+      config: config.mfa,
+      authSecret: config.authSecret,
+      passkeys: services.passkeys,
+    });
     return {
       mfa,
       secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline }),

@@ -14,6 +14,7 @@ import type { User, UserService } from '../users/user.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { SignInThrottle } from '../credentials/signin-throttle.ts';
+import { accountKey, type Limiter } from '../http/rate-limit.ts';
 import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
 import { greetingName } from '../users/name.ts';
 import { deriveKey } from '../lib/derive-key.ts';
@@ -58,6 +59,8 @@ export function createMfaService(deps: {
   audit: AuditService;
   mail: MailService;
   throttle: SignInThrottle;
+  /** Codes tried per account since its last right one (config.codesPerAccount). */
+  codeAttempts: Limiter;
   config: MfaConfig;
   authSecret: string;
   passkeys?: PasskeyDirectory;
@@ -111,12 +114,17 @@ export function createMfaService(deps: {
     const gate = await throttle.checkAttempt(user.email, ip);
     if (!gate.ok) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: gate.retryAfterSeconds };
     try {
+      // Counted before the check (atomically, so codes sent together count too); only a right code clears it.
+      const account = accountKey(user.email);
+      const wait = await deps.codeAttempts.consume(account);
+      if (wait !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: wait };
       const method = await spendCode(user.id, code);
       if (method === null) {
         await gate.attempt.failed();
         return { ok: false, reason: 'INVALID_CODE' };
       }
       await gate.attempt.succeeded();
+      await deps.codeAttempts.reset(account);
       return { ok: true, method };
     } finally {
       await gate.attempt.release().catch(() => {});
