@@ -17,7 +17,8 @@ import { isFormPost } from '../http/forms.ts';
 import { toCallbackPath } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
-import { isoTime, type Clock } from '../lib/clock.ts';
+import { signInBody } from '../signin/signin-response.ts';
+import type { Clock } from '../lib/clock.ts';
 import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
 const MAX_PASSWORD_INPUT_LENGTH = 4096;
@@ -83,14 +84,6 @@ function toSignInError(result: Extract<SignInResult, { ok: false }>): AppError {
   return new AppError(result.reason, result.reason === 'RATE_LIMITED' ? { retryAfterSeconds: result.retryAfterSeconds } : {});
 }
 
-function toResponse({ user, session }: Extract<SignInResult, { ok: true }>) {
-  return {
-    token: session.accessToken,
-    user: { id: user.id, email: user.email, name: user.name },
-    refreshToken: session.refreshToken,
-    expiresAt: isoTime(session.accessTokenExpiresAt),
-  };
-}
 
 /** `POST /api/auth`: JSON only. */
 export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async (app, { credentials }) => {
@@ -105,7 +98,7 @@ export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async 
       },
     },
     async (request) => {
-      return toResponse(await signIn(credentials, request, request.body.email, request.body.password));
+      return signInBody(await signIn(credentials, request, request.body.email, request.body.password));
     },
   );
 };
@@ -137,7 +130,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       }
       const result = await signIn(credentials, request, request.body.email, request.body.password);
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
-      return toResponse(result);
+      return signInBody(result);
     },
   );
 };

@@ -25,7 +25,7 @@ import type { SessionService } from '../sessions/session.service.ts';
 import { setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
 import type { User, UserService } from '../users/user.service.ts';
-import { isoTime, type Clock } from '../lib/clock.ts';
+import type { Clock } from '../lib/clock.ts';
 import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import type { PageError } from '../web/messages.ts';
 import { shownCode } from '../web/page-query.ts';
@@ -33,6 +33,8 @@ import { renderPageSections, type PageSection } from '../module.ts';
 import type { MfaService, MfaStatus } from './mfa.service.ts';
 import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
 import { mfaPageErrorMessage, mfaPromptErrorMessage } from './mfa-pages.messages.ts';
+import { challengeError } from './mfa.routes.ts';
+import { signInBody } from '../signin/signin-response.ts';
 
 interface MfaPages {
   'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; error: PageError | null; sections: string[] };
@@ -131,8 +133,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
       clearChallengeCookie(reply, config);
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
       if (isForm) return reply.redirect(callbackUrl, 303);
-      const { user, session } = result;
-      return { token: session.accessToken, user: { id: user.id, email: user.email, name: user.name }, refreshToken: session.refreshToken, expiresAt: isoTime(session.accessTokenExpiresAt) };
+      return signInBody(result);
     }
     const errorCode = 'reason' in result ? result.reason : 'refusal' in result ? result.refusal : result.challenge.code;
     // A wrong code may be tried again on the same page; anything else ends this sign-in.
@@ -142,9 +143,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
       const page = isRetry ? MFA_PROMPT_PAGE : SIGN_IN_PAGE;
       return reply.redirect(`${page}?${new URLSearchParams({ error: errorCode === 'CREDENTIALS_CHANGED' ? 'INVALID_TOKEN' : errorCode, callbackUrl })}`, 303);
     }
-    if ('reason' in result && result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
-    if (errorCode === 'ACCOUNT_DISABLED' || errorCode === 'EMAIL_NOT_VERIFIED') throw new AppError(errorCode);
-    throw new AppError(errorCode === 'INVALID_CODE' ? 'INVALID_CODE' : 'INVALID_TOKEN', { status: 401 });
+    throw challengeError(result);
   });
 
   app.post('/dashboard/mfa/totp/setup', { schema: { ...hidden, body: z.object({ csrfToken: z.string().max(200).optional() }).optional() } }, async (request, reply) => {

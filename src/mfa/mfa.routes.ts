@@ -21,7 +21,8 @@ import type { SessionService } from '../sessions/session.service.ts';
 import { setAccessCookie } from '../sessions/session-cookie.ts';
 import type { MfaConfig } from './mfa.config.ts';
 import type { MfaService } from './mfa.service.ts';
-import type { SecondFactor } from './second-factor.ts';
+import type { ChallengeResult, SecondFactor } from './second-factor.ts';
+import { signInBody } from '../signin/signin-response.ts';
 
 export interface MfaRouteOptions {
   mfa: MfaService;
@@ -266,17 +267,19 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
       const { mfaToken } = request.body;
       const answer = request.body.code ?? request.body.recoveryCode!;
       const result = await secondFactor.answer({ mfaToken, code: answer }, requestSource(request, null));
-      if (result.ok) {
-        const { user, session } = result;
-        return { token: session.accessToken, user: { id: user.id, email: user.email, name: user.name }, refreshToken: session.refreshToken, expiresAt: isoTime(session.accessTokenExpiresAt) };
-      }
-      if ('challenge' in result) throw new AppError(result.challenge.code, { fields: result.challenge.fields });
-      if ('refusal' in result) {
-        if (result.refusal === 'ACCOUNT_DISABLED' || result.refusal === 'EMAIL_NOT_VERIFIED') throw new AppError(result.refusal);
-        throw new AppError('INVALID_TOKEN');
-      }
-      if (result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
-      throw new AppError(result.reason, { status: 401 });
+      if (result.ok) return signInBody(result);
+      throw challengeError(result);
     },
   );
 };
+
+/** How a refused answer to a second-factor challenge is told to a JSON client (the API, and `/auth/mfa`). */
+export function challengeError(result: Exclude<ChallengeResult, { ok: true }>): AppError {
+  if ('challenge' in result) return new AppError(result.challenge.code, { fields: result.challenge.fields });
+  if ('refusal' in result) {
+    if (result.refusal === 'ACCOUNT_DISABLED' || result.refusal === 'EMAIL_NOT_VERIFIED') return new AppError(result.refusal);
+    return new AppError('INVALID_TOKEN', { status: 401 });
+  }
+  if (result.reason === 'RATE_LIMITED') return new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
+  return new AppError(result.reason, { status: 401 });
+}

@@ -159,11 +159,12 @@ export function createMfaService(deps: {
 
     /** The methods a sign-in of `userId` may be finished with; empty when the account has no second factor. */
     async methodsOf(userId: string): Promise<MfaMethod[]> {
-      const status = await this.status(userId);
+      // Run by every sign-in: the recovery codes are counted only for an account with a factor.
+      const [totp, passkeys] = await Promise.all([store.findTotp(db, userId), deps.passkeys?.listPasskeys(userId) ?? []]);
       const methods: MfaMethod[] = [];
-      if (status.totp) methods.push('totp');
-      if (status.passkeys.length > 0) methods.push('passkey');
-      if (methods.length > 0 && status.recoveryCodesLeft > 0) methods.push('recovery_code');
+      if (totp?.secret_box != null) methods.push('totp');
+      if (passkeys.length > 0) methods.push('passkey');
+      if (methods.length > 0 && (await store.countRecoveryCodesLeft(db, userId)) > 0) methods.push('recovery_code');
       return methods;
     },
 

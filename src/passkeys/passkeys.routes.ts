@@ -25,6 +25,7 @@ import type { RequestAuth, RequestAuthenticator } from '../sessions/request-auth
 import type { SessionService } from '../sessions/session.service.ts';
 import { setAccessCookie, setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
+import { signInBody } from '../signin/signin-response.ts';
 import type { SignInOutcome, SignInPipeline } from '../signin/signin-pipeline.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -76,7 +77,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       const { user, session } = outcome;
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: user.id, session });
       reply.header('cache-control', 'no-store');
-      return { token: session.accessToken, user: { id: user.id, email: user.email, name: user.name }, refreshToken: session.refreshToken, expiresAt: isoTime(session.accessTokenExpiresAt) };
+      return signInBody({ user, session });
     }
     if ('challenge' in outcome) throw new AppError(outcome.challenge.code, { fields: outcome.challenge.fields });
     if ('refusal' in outcome) {
