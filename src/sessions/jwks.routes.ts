@@ -3,7 +3,17 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { SigningKeys } from './signing-keys.ts';
 
-const jwk = z.object({ kty: z.string(), crv: z.string(), x: z.string(), kid: z.string(), alg: z.string(), use: z.literal('sig') });
+// Ed25519 keys (`crv`, `x`) and RSA keys (`n`, `e`): only the public members, whatever else a key holds.
+const jwk = z.object({
+  kty: z.string(),
+  crv: z.string().optional(),
+  x: z.string().optional(),
+  n: z.string().optional(),
+  e: z.string().optional(),
+  kid: z.string(),
+  alg: z.string(),
+  use: z.literal('sig'),
+});
 const jwksResponse = z.object({ keys: z.array(jwk) }).meta({ id: 'JWKS' });
 
 export const jwksRoutes: FastifyPluginAsyncZod<{ keys: SigningKeys }> = async (app, { keys }) => {
@@ -13,7 +23,9 @@ export const jwksRoutes: FastifyPluginAsyncZod<{ keys: SigningKeys }> = async (a
     async (_request, reply) => {
       // Verifiers may cache briefly; a rotated key is published before it signs anything.
       void reply.header('cache-control', 'public, max-age=300');
-      return { keys: keys.publicJwks().map(({ kty, crv, x, kid, alg, use }) => ({ kty: kty!, crv: crv!, x: x!, kid, alg, use })) };
+      return {
+        keys: keys.publicJwks().map(({ kty, crv, x, n, e, kid, alg, use }) => ({ kty: kty!, ...(kty === 'RSA' ? { n: n!, e: e! } : { crv: crv!, x: x! }), kid, alg, use })),
+      };
     },
   );
 };

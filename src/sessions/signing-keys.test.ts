@@ -25,19 +25,30 @@ for (const backend of await backends()) {
       await database?.drop();
     });
 
-    it('generates one Ed25519 key on first start and reuses it afterwards', async () => {
+    it('generates one Ed25519 and one RSA key on first start and reuses them afterwards', async () => {
       const first = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000 });
       const second = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000 });
       assert.equal(first.current().kid, second.current().kid);
       const rows = await storage.db.selectFrom('signing_keys').selectAll().execute();
-      assert.equal(rows.length, 1);
-      const [jwk] = first.publicJwks();
-      assert.deepEqual({ kty: jwk!.kty, crv: jwk!.crv, alg: jwk!.alg, use: jwk!.use }, { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
-      assert.equal(jwk!.d, undefined, 'the public JWK has no private part');
+      assert.deepEqual(rows.map((row) => row.algorithm).sort(), ['EdDSA', 'RS256']);
+      const ed = first.publicJwks().find((jwk) => jwk.alg === 'EdDSA');
+      assert.deepEqual({ kty: ed!.kty, crv: ed!.crv, use: ed!.use }, { kty: 'OKP', crv: 'Ed25519', use: 'sig' });
+      assert.equal(ed!.kid, first.current().kid, 'our own tokens are signed with the Ed25519 key');
+      const rsa = first.publicJwks().find((jwk) => jwk.alg === 'RS256');
+      assert.equal(rsa!.kty, 'RSA');
+      for (const jwk of first.publicJwks()) assert.equal(jwk.d, undefined, 'the public JWK has no private part');
+      const signing = first.privateJwks().filter((jwk) => jwk.key_ops?.includes('sign'));
+      assert.deepEqual(signing.map((jwk) => jwk.kid).sort(), [ed!.kid, rsa!.kid].sort(), 'the provider signs with one key per algorithm');
+    });
+
+    it('adds the RSA key on the first start after an upgrade that had only Ed25519 keys', async () => {
+      await storage.db.deleteFrom('signing_keys').where('algorithm', '=', 'RS256').execute();
+      const keys = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000 });
+      assert.deepEqual(keys.publicJwks().map((jwk) => jwk.alg).sort(), ['EdDSA', 'RS256']);
     });
 
     it('stores the private key only encrypted, bound to its kid, under a key derived from AUTH_SECRET', async () => {
-      const [row] = await storage.db.selectFrom('signing_keys').selectAll().execute();
+      const row = await storage.db.selectFrom('signing_keys').selectAll().where('algorithm', '=', 'EdDSA').executeTakeFirst();
       assert.ok(!row!.private_jwk_encrypted.includes('"d"'));
       assert.equal(row!.private_jwk_encrypted.split('.').length, 5, 'compact JWE');
       const { plaintext, protectedHeader } = await compactDecrypt(row!.private_jwk_encrypted, deriveKeyEncryptionKey(SECRET));
@@ -71,17 +82,24 @@ for (const backend of await backends()) {
       const options = { db: storage.db, authSecret: SECRET, clock: time, retentionMs, reloadIntervalMs: 0 };
       const [a, b] = [await loadSigningKeys(options), await loadSigningKeys(options)];
       const oldKid = a.current().kid;
-      const { kid: newKid, activeFrom } = await rotateSigningKey({ db: storage.db, authSecret: SECRET, clock: time });
+      const oldRsaKid = a.privateJwks().find((jwk) => jwk.alg === 'RS256' && jwk.key_ops?.includes('sign'))!.kid;
+      const versionBefore = a.version();
+      const { kid: newKid, activeFrom, kids } = await rotateSigningKey({ db: storage.db, authSecret: SECRET, clock: time });
       assert.equal(activeFrom, time() + KEY_ACTIVATION_DELAY_MS);
       await Promise.all([a.reload(), b.reload()]);
       assert.equal(a.current().kid, oldKid, 'still signing with the old key during the activation delay');
-      assert.deepEqual(new Set(b.publicJwks().map((k) => k.kid)), new Set([oldKid, newKid]), 'the new key is published at once');
+      assert.notEqual(a.version(), versionBefore, 'a new published key is a new version');
+      assert.deepEqual(new Set(b.publicJwks().map((k) => k.kid)), new Set([oldKid, newKid, oldRsaKid, kids.RS256]), 'the new keys are published at once');
+      const signingDuringDelay = a.privateJwks().filter((jwk) => jwk.key_ops?.includes('sign')).map((jwk) => jwk.kid);
+      assert.deepEqual(signingDuringDelay.sort(), [oldKid, oldRsaKid].sort(), 'the provider too signs with the old keys until activation');
       const byOld = await signAccessToken({ userId: 'u', sessionId: 's', roles: [], amr: ['pwd'], authTime: time() }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
 
       time.advance(KEY_ACTIVATION_DELAY_MS);
       await Promise.all([a.reload(), b.reload()]);
       assert.equal(a.current().kid, newKid, 'the new key signs now');
       assert.equal(b.current().kid, newKid, 'on every instance');
+      assert.equal(b.privateJwks()[0]!.key_ops?.includes('sign'), true, 'signing keys come first');
+      assert.deepEqual(b.privateJwks().filter((jwk) => jwk.key_ops?.includes('sign')).map((jwk) => jwk.kid).sort(), [newKid, kids.RS256].sort());
       const byNew = await signAccessToken({ userId: 'u', sessionId: 's', roles: [], amr: ['pwd'], authTime: time() }, { key: a.current(), issuer: 'i', audience: 'a', issuedAtMs: time(), ttlSeconds: 900 });
       for (const token of [byOld.token, byNew.token]) {
         await jwtVerify(token, createLocalJWKSet({ keys: [...b.publicJwks()] }), { issuer: 'i', audience: 'a', currentDate: new Date(time()) });

@@ -1,7 +1,9 @@
 /**
- * Token signing keys: Ed25519 pairs generated on first start and kept in storage with the
- * private half encrypted (JWE `dir` + A256GCM, bound to its `kid`) under a key derived from
- * AUTH_SECRET with HKDF. The public halves are served as the JWKS.
+ * Token signing keys: an Ed25519 pair (our own tokens, and the OpenID Provider's by default) and an
+ * RSA pair (RS256, for relying parties that cannot verify EdDSA), generated on first start and kept
+ * in storage with the private half encrypted (JWE `dir` + A256GCM, bound to its `kid`) under a key
+ * derived from AUTH_SECRET with HKDF. The public halves are served as the JWKS. Both algorithms
+ * rotate together, by the same rules.
  *
  * Rotation (`gatehouse keys rotate`) is staged so that no instance ever meets a token signed with a
  * key it has not loaded: the new key is published at once but signs nothing until
@@ -21,11 +23,15 @@ import {
 } from 'jose';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../storage/database.ts';
+import type { SigningKeyRow } from '../storage/schema.ts';
 import { isoTime, type Clock } from '../lib/clock.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import { findPublishableKeys, insertSigningKey, listSigningKeys, retireKeysInService } from './signing-key.store.ts';
 
 export const SIGNING_ALGORITHM = 'EdDSA';
+/** Every algorithm we keep a key for; the first is SIGNING_ALGORITHM. */
+export const KEY_ALGORITHMS = ['EdDSA', 'RS256'] as const;
+export type KeyAlgorithm = (typeof KEY_ALGORITHMS)[number];
 /** How often every instance re-reads the keys from storage. */
 export const KEY_RELOAD_INTERVAL_MS = 60_000;
 /** A rotated-in key signs only after this long: two reload intervals. */
@@ -46,6 +52,14 @@ export interface PublicJwk extends JWK {
 export interface SigningKeys {
   /** The key new tokens are signed with. */
   current(): SigningKey;
+  /**
+   * Every published key with its private half, for the OpenID Provider: those that sign now first
+   * (one per algorithm, `key_ops` sign and verify), then the others (verify only: a key published
+   * ahead of its activation, or one retiring). Never served anywhere.
+   */
+  privateJwks(): readonly JWK[];
+  /** Changes whenever the published keys or the signing ones change (to rebuild what holds them). */
+  version(): string;
   /** Public keys for verification: the current one and those retired recently. */
   publicJwks(): readonly PublicJwk[];
   /** The public key with this `kid`, if it is one of ours; never fetched from anywhere else. */
@@ -61,6 +75,16 @@ export interface SigningKeys {
   start(): void;
   /** Stops the periodic reload. */
   stop(): void;
+}
+
+interface KeyState {
+  current: SigningKey;
+  jwks: PublicJwk[];
+  byKid: Map<string, CryptoKey>;
+  privateJwks: JWK[];
+  /** The algorithms with a key in service. */
+  algorithms: Set<string>;
+  version: string;
 }
 
 export function deriveKeyEncryptionKey(authSecret: string): Uint8Array {
@@ -86,26 +110,49 @@ export async function loadSigningKeys(deps: {
   let reloading: Promise<void> | undefined;
   const encryptionKey = deriveKeyEncryptionKey(deps.authSecret);
   let state = await readKeys();
-  if (state === null) {
-    await addSigningKey({ db, authSecret: deps.authSecret, clock });
+  // The first start, or the first after an upgrade that brought another algorithm: a key for
+  // every algorithm that has none in service.
+  const missing = state === null ? [...KEY_ALGORITHMS] : KEY_ALGORITHMS.filter((algorithm) => !state!.algorithms.has(algorithm));
+  if (missing.length > 0) {
+    for (const algorithm of missing) await addSigningKey({ db, authSecret: deps.authSecret, clock, algorithm });
     state = await readKeys();
   }
 
-  async function readKeys(): Promise<{ current: SigningKey; jwks: PublicJwk[]; byKid: Map<string, CryptoKey> } | null> {
+  async function readKeys(): Promise<KeyState | null> {
     const now = clock();
     const rows = await findPublishableKeys(db, now - retentionMs);
-    const active = chooseSigningKey(rows, now);
+    const active = chooseSigningKey(rows.filter((row) => row.algorithm === SIGNING_ALGORITHM), now);
     if (active === undefined) return null;
+    const signing = new Set(KEY_ALGORITHMS.map((algorithm) => chooseSigningKey(rows.filter((row) => row.algorithm === algorithm), now)?.kid));
     const jwks = rows.map((row) => JSON.parse(row.public_jwk) as PublicJwk);
-    const { plaintext, protectedHeader } = await compactDecrypt(active.private_jwk_encrypted, encryptionKey).catch((error: unknown) => {
-      throw new Error(`Cannot decrypt signing key ${active.kid}: was AUTH_SECRET changed?`, { cause: error });
-    });
-    if (protectedHeader.kid !== active.kid) throw new Error(`Signing key ${active.kid} is bound to another kid`);
-    const privateJwk = JSON.parse(new TextDecoder().decode(plaintext)) as JWK;
-    const privateKey = (await importJWK(privateJwk, active.algorithm)) as CryptoKey;
     const byKid = new Map<string, CryptoKey>();
-    for (const jwk of jwks) byKid.set(jwk.kid, (await importJWK(jwk, SIGNING_ALGORITHM)) as CryptoKey);
-    return { current: { kid: active.kid, privateKey }, jwks, byKid };
+    for (const jwk of jwks) byKid.set(jwk.kid, (await importJWK(jwk, jwk.alg)) as CryptoKey);
+    const privateJwks: JWK[] = [];
+    for (const row of rows) {
+      const jwk = await decryptPrivateJwk(row);
+      privateJwks.push({ ...jwk, kid: row.kid, alg: row.algorithm, use: 'sig', key_ops: signing.has(row.kid) ? ['sign', 'verify'] : ['verify'] });
+    }
+    // Signing keys first: a provider that picks the first key of an algorithm picks them.
+    privateJwks.sort((a, b) => Number(signing.has(b.kid)) - Number(signing.has(a.kid)));
+    const activeJwk = privateJwks.find((jwk) => jwk.kid === active.kid)!;
+    const { key_ops: _ops, ...activePrivate } = activeJwk;
+    const privateKey = (await importJWK(activePrivate, active.algorithm)) as CryptoKey;
+    return {
+      current: { kid: active.kid, privateKey },
+      jwks,
+      byKid,
+      privateJwks,
+      algorithms: new Set(rows.filter((row) => row.retired_at === null || row.retired_at > now).map((row) => row.algorithm)),
+      version: `${[...signing].join(',')}|${jwks.map((jwk) => jwk.kid).join(',')}`,
+    };
+  }
+
+  async function decryptPrivateJwk(row: SigningKeyRow): Promise<JWK> {
+    const { plaintext, protectedHeader } = await compactDecrypt(row.private_jwk_encrypted, encryptionKey).catch((error: unknown) => {
+      throw new Error(`Cannot decrypt signing key ${row.kid}: was AUTH_SECRET changed?`, { cause: error });
+    });
+    if (protectedHeader.kid !== row.kid) throw new Error(`Signing key ${row.kid} is bound to another kid`);
+    return JSON.parse(new TextDecoder().decode(plaintext)) as JWK;
   }
 
   async function reload(): Promise<void> {
@@ -119,6 +166,8 @@ export async function loadSigningKeys(deps: {
   return {
     current: () => state!.current,
     publicJwks: () => state!.jwks,
+    privateJwks: () => state!.privateJwks,
+    version: () => state!.version,
     verificationKey: (kid) => state!.byKid.get(kid),
     reload,
     reloadForUnknownKid() {
@@ -159,26 +208,28 @@ function chooseSigningKey<T extends { created_at: number; retired_at: number | n
  * service retire at that moment (and stay published while their tokens live). Returns the new kid
  * and when it starts signing.
  */
-export async function rotateSigningKey(deps: { db: Db; authSecret: string; clock: Clock }): Promise<{ kid: string; activeFrom: number }> {
+export async function rotateSigningKey(deps: { db: Db; authSecret: string; clock: Clock }): Promise<{ kid: string; activeFrom: number; kids: Record<KeyAlgorithm, string> }> {
   const now = deps.clock();
   const activeFrom = now + KEY_ACTIVATION_DELAY_MS;
-  const row = await createEncryptedKeyPair(deriveKeyEncryptionKey(deps.authSecret), now);
+  const encryptionKey = deriveKeyEncryptionKey(deps.authSecret);
+  const rows = await Promise.all(KEY_ALGORITHMS.map((algorithm) => createEncryptedKeyPair(encryptionKey, now, algorithm)));
   await deps.db.transaction().execute(async (trx) => {
     await retireKeysInService(trx, activeFrom);
-    await insertSigningKey(trx, row);
+    for (const row of rows) await insertSigningKey(trx, row);
   });
-  return { kid: row.kid, activeFrom };
+  const kids = Object.fromEntries(rows.map((row) => [row.algorithm, row.kid])) as Record<KeyAlgorithm, string>;
+  return { kid: kids[SIGNING_ALGORITHM], activeFrom, kids };
 }
 
 /** Generates a key pair and stores it; instances that load keys afterwards sign with it. */
-export async function addSigningKey(deps: { db: Db; authSecret: string; clock: Clock }): Promise<string> {
-  const row = await createEncryptedKeyPair(deriveKeyEncryptionKey(deps.authSecret), deps.clock());
+export async function addSigningKey(deps: { db: Db; authSecret: string; clock: Clock; algorithm?: KeyAlgorithm }): Promise<string> {
+  const row = await createEncryptedKeyPair(deriveKeyEncryptionKey(deps.authSecret), deps.clock(), deps.algorithm ?? SIGNING_ALGORITHM);
   await insertSigningKey(deps.db, row);
   return row.kid;
 }
 
-async function createEncryptedKeyPair(encryptionKey: Uint8Array, now: number) {
-  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALGORITHM, { crv: 'Ed25519', extractable: true });
+async function createEncryptedKeyPair(encryptionKey: Uint8Array, now: number, algorithm: KeyAlgorithm) {
+  const { publicKey, privateKey } = await generateKeyPair(algorithm, algorithm === 'EdDSA' ? { crv: 'Ed25519', extractable: true } : { modulusLength: 2048, extractable: true });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
   const privateJwk = await exportJWK(privateKey);
@@ -187,8 +238,8 @@ async function createEncryptedKeyPair(encryptionKey: Uint8Array, now: number) {
     .encrypt(encryptionKey);
   return {
     kid,
-    algorithm: SIGNING_ALGORITHM,
-    public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALGORITHM, use: 'sig' }),
+    algorithm,
+    public_jwk: JSON.stringify({ ...publicJwk, kid, alg: algorithm, use: 'sig' }),
     private_jwk_encrypted: encrypted,
     created_at: now,
     retired_at: null,
@@ -196,9 +247,10 @@ async function createEncryptedKeyPair(encryptionKey: Uint8Array, now: number) {
 }
 
 /** Every key with its state, newest first: for operators (`gatehouse keys list`). */
-export async function describeSigningKeys(db: Db, now: number): Promise<Array<{ kid: string; createdAt: number; state: string }>> {
+export async function describeSigningKeys(db: Db, now: number): Promise<Array<{ kid: string; algorithm: string; createdAt: number; state: string }>> {
   return (await listSigningKeys(db)).map((row) => ({
     kid: row.kid,
+    algorithm: row.algorithm,
     createdAt: row.created_at,
     state:
       row.retired_at === null
