@@ -19,6 +19,8 @@ import { passwordResetModule } from './password-reset/password-reset.module.ts';
 import { oauthModule } from './oauth/oauth.module.ts';
 import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
+import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
+import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
@@ -37,6 +39,8 @@ export const MODULES: readonly GatehouseModule[] = [
   oauthModule,
   passkeysModule,
   mfaModule,
+  oidcClientsModule,
+  oidcProviderModule,
   adminModule,
   opsModule,
   pagesModule,

@@ -24,6 +24,7 @@ import { MAX_ROLES } from './admin.routes.ts';
 import type { AuditEvent } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
+import { requireAdminPages } from '../authorization/admin-only.ts';
 import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
 import { toSessionItems } from '../sessions/session-items.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
@@ -105,36 +106,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
   const { admin, authenticate, csrf, config } = options;
   const pages = createPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const sendForbiddenPage = createForbiddenPage();
-
-  /**
-   * The ADMIN making this request. Anyone else gets their refusal here and null: without a
-   * session, sign-in (coming back to a page, never to a form's target); without the role, the
-   * 403 page.
-   */
-  async function requireAdmin(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
-    const auth = await authenticate.withCurrentRoles(request, reply);
-    if (auth === null) {
-      const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
-      void reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
-      return null;
-    }
-    if (!auth.roles.includes(ADMIN_ROLE)) {
-      void sendForbiddenPage(reply);
-      return null;
-    }
-    return auth;
-  }
-
-  /** The admin a handler acts as: the hook below has let only admins through. */
-  async function actingAdmin(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth> {
-    const auth = await authenticate.withCurrentRoles(request, reply);
-    if (auth === null || !auth.roles.includes(ADMIN_ROLE)) throw new Error('admin page reached without an ADMIN session');
-    return auth;
-  }
-
-  app.addHook('onRequest', async (request, reply) => {
-    if ((await requireAdmin(request, reply)) === null) return reply;
-  });
+  const actingAdmin = requireAdminPages(app, authenticate);
   /** A continuation cursor from a link: its position, none, or null for one we did not make. */
   const positionOf = (cursor: string | undefined): KeysetPosition | undefined | null => (cursor === undefined ? undefined : decodeCursor(cursor));
 

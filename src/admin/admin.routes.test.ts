@@ -5,6 +5,7 @@ import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { OPENAPI_PATH } from '../app.ts';
+import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -109,7 +110,26 @@ for (const backend of await backends()) {
             },
           },
           { method: 'GET', path: '/api/admin/events', ok: 200, request: async () => ({ url: '/api/admin/events' }) },
+          // The OpenID Provider's client registry (module oidc-clients) lives in the admin API too.
+          ...clientRoutes(),
         ];
+
+        /** A client registered for a route that changes or removes one. */
+        async function newClient(): Promise<string> {
+          const result = await t.services.oidcClients.create({ name: 'Table app', redirectUris: ['https://app.example/cb'] }, SYSTEM_SOURCE);
+          assert.ok(result.ok);
+          return result.client.id;
+        }
+        function clientRoutes(): typeof routes {
+          return [
+            { method: 'GET', path: '/api/admin/clients', ok: 200, request: async () => ({ url: '/api/admin/clients' }) },
+            { method: 'POST', path: '/api/admin/clients', ok: 201, request: async () => ({ url: '/api/admin/clients', payload: { name: 'New app', redirectUris: ['https://app.example/cb'] } }) },
+            { method: 'GET', path: '/api/admin/clients/{id}', ok: 200, request: async () => ({ url: `/api/admin/clients/${await newClient()}` }) },
+            { method: 'PATCH', path: '/api/admin/clients/{id}', ok: 200, request: async () => ({ url: `/api/admin/clients/${await newClient()}`, payload: { name: 'Renamed' } }) },
+            { method: 'POST', path: '/api/admin/clients/{id}/rotate-secret', ok: 200, request: async () => ({ url: `/api/admin/clients/${await newClient()}/rotate-secret` }) },
+            { method: 'DELETE', path: '/api/admin/clients/{id}', ok: 200, request: async () => ({ url: `/api/admin/clients/${await newClient()}` }) },
+          ];
+        }
 
         for (const route of routes) {
           it(`${route.method} ${route.path}: 401 without a session, 403 for a plain user, ${route.ok} for an ADMIN`, async () => {

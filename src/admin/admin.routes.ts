@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { requireAdminApi } from '../authorization/admin-only.ts';
 import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
@@ -161,19 +162,7 @@ const nextCursor = (next: KeysetPosition | null) => (next === null ? null : enco
 const positionOf = (cursor: string | undefined) => (cursor === undefined ? {} : { before: decodeCursor(cursor)! });
 
 export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { admin, authenticate }) => {
-  // Before the body and query are validated: who may not ask learns nothing about the shape.
-  app.addHook('preValidation', async (request, reply) => {
-    const auth = await authenticate.withCurrentRoles(request, reply);
-    if (auth === null) throw new AppError('UNAUTHENTICATED');
-    if (!auth.roles.includes(ADMIN_ROLE)) throw new AppError('FORBIDDEN');
-  });
-
-  /** The admin making this request (the hook above let them through; the answer is cached per request). */
-  async function actor(request: FastifyRequest, reply: FastifyReply): Promise<AuditSource> {
-    const auth = await authenticate.withCurrentRoles(request, reply);
-    if (auth === null) throw new AppError('UNAUTHENTICATED');
-    return requestSource(request, auth.userId);
-  }
+  const actor = requireAdminApi(app, authenticate);
 
   app.get(
     '/api/admin/users',

@@ -17,6 +17,7 @@ import { CLI_SOURCE } from '../audit/audit.service.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import { describeSigningKeys, rotateSigningKey } from '../sessions/signing-keys.ts';
 import { isoTime, systemClock } from '../lib/clock.ts';
+import { CLIENTS_USAGE, runClientsCommand } from '../oidc-clients/clients.cli.ts';
 
 const USAGE = `Usage:
   gatehouse [serve]                 start the server (same as npm start)
@@ -34,6 +35,7 @@ const USAGE = `Usage:
                                     2 minutes (every instance has loaded it by then); the old key
                                     stays published until the tokens it signed have expired
   gatehouse keys list               the signing keys: kid, created, state
+${CLIENTS_USAGE}
   gatehouse help                    show this text
 
 Reads the same environment as the server (DATABASE_URL, DATA_DIR, AUTH_SECRET, ...).`;
@@ -70,6 +72,8 @@ export async function runCli(argv: readonly string[], io: { stdin: NodeJS.Readab
         await run(io);
         return 0;
       }
+      case 'clients':
+        return await runClientsCommand(rest, io, { withServices, usage: USAGE });
       case 'help':
       case '--help':
       case '-h':
@@ -136,7 +140,7 @@ const KEY_COMMANDS: Record<string, (io: Io) => Promise<void>> = {
     try {
       await migrateToLatest(storage.db);
       for (const key of await describeSigningKeys(storage.db, Date.now())) {
-        io.stdout.write(`${key.kid}  created ${isoTime(key.createdAt)}  ${key.state}\n`);
+        io.stdout.write(`${key.kid}  ${key.algorithm}  created ${isoTime(key.createdAt)}  ${key.state}\n`);
       }
     } finally {
       await storage.close();

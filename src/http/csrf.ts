@@ -19,6 +19,13 @@ import { AppError } from '../errors.ts';
 import { baseCookieOptions, cookieNames } from './cookies.ts';
 import { mediaType } from './forms.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route protects itself against forgery (the OpenID Provider's endpoints): no check here. */
+    skipCsrf?: boolean;
+  }
+}
+
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
 
@@ -52,6 +59,9 @@ export function registerCsrfProtection(app: FastifyInstance, config: Config): Cs
 
   function needsProtection(request: FastifyRequest): boolean {
     if (SAFE_METHODS.has(request.method)) return false;
+    // Routes that protect themselves: the OpenID Provider's (its forms carry their own
+    // anti-forgery value; its token endpoints authenticate clients, which post cross-site).
+    if (request.routeOptions.config?.skipCsrf === true) return false;
     if (FORM_TYPES.has(mediaType(request))) return true;
     const hasSessionCookie = request.cookies[names.access] !== undefined || request.cookies[names.refresh] !== undefined;
     const hasBearer = /^bearer\s/i.test(request.headers.authorization ?? '');

@@ -54,10 +54,13 @@ export interface SigningKeys {
   current(): SigningKey;
   /**
    * Every published key with its private half, for the OpenID Provider: those that sign now first
-   * (one per algorithm, `key_ops` sign and verify), then the others (verify only: a key published
-   * ahead of its activation, or one retiring). Never served anywhere.
+   * (one per algorithm: a provider that takes the first key of an algorithm signs with them), then
+   * the others (a key published ahead of its activation, or one retiring), which it only verifies
+   * with. Never served anywhere.
    */
   privateJwks(): readonly JWK[];
+  /** The kids of the keys that sign now, one per algorithm. */
+  signingKids(): readonly string[];
   /** Changes whenever the published keys or the signing ones change (to rebuild what holds them). */
   version(): string;
   /** Public keys for verification: the current one and those retired recently. */
@@ -82,6 +85,7 @@ interface KeyState {
   jwks: PublicJwk[];
   byKid: Map<string, CryptoKey>;
   privateJwks: JWK[];
+  signingKids: string[];
   /** The algorithms with a key in service. */
   algorithms: Set<string>;
   version: string;
@@ -130,18 +134,17 @@ export async function loadSigningKeys(deps: {
     const privateJwks: JWK[] = [];
     for (const row of rows) {
       const jwk = await decryptPrivateJwk(row);
-      privateJwks.push({ ...jwk, kid: row.kid, alg: row.algorithm, use: 'sig', key_ops: signing.has(row.kid) ? ['sign', 'verify'] : ['verify'] });
+      privateJwks.push({ ...jwk, kid: row.kid, alg: row.algorithm, use: 'sig' });
     }
     // Signing keys first: a provider that picks the first key of an algorithm picks them.
     privateJwks.sort((a, b) => Number(signing.has(b.kid)) - Number(signing.has(a.kid)));
-    const activeJwk = privateJwks.find((jwk) => jwk.kid === active.kid)!;
-    const { key_ops: _ops, ...activePrivate } = activeJwk;
-    const privateKey = (await importJWK(activePrivate, active.algorithm)) as CryptoKey;
+    const privateKey = (await importJWK(privateJwks.find((jwk) => jwk.kid === active.kid)!, active.algorithm)) as CryptoKey;
     return {
       current: { kid: active.kid, privateKey },
       jwks,
       byKid,
       privateJwks,
+      signingKids: [...signing].filter((kid): kid is string => kid !== undefined),
       algorithms: new Set(rows.filter((row) => row.retired_at === null || row.retired_at > now).map((row) => row.algorithm)),
       version: `${[...signing].join(',')}|${jwks.map((jwk) => jwk.kid).join(',')}`,
     };
@@ -167,6 +170,7 @@ export async function loadSigningKeys(deps: {
     current: () => state!.current,
     publicJwks: () => state!.jwks,
     privateJwks: () => state!.privateJwks,
+    signingKids: () => state!.signingKids,
     version: () => state!.version,
     verificationKey: (kid) => state!.byKid.get(kid),
     reload,

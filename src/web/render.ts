@@ -121,6 +121,27 @@ export function sendPage(reply: FastifyReply, html: string, status = 200, option
   return reply.code(status).headers(headers).send(html);
 }
 
+/** The page headers for a response that is not sent through `sendPage` (a page another framework renders). */
+export function pageResponseHeaders(options: { formActionOrigins?: readonly string[] } = {}): Readonly<Record<string, string>> {
+  const origins = options.formActionOrigins ?? [];
+  return origins.length === 0 ? PAGE_HEADERS : headersWithFormActions(origins);
+}
+
+/**
+ * The CSP source that lets a form's redirect end at `url`: its origin, or for a custom scheme (a
+ * native app's `com.example.app:/callback`) the scheme. Null for what is no URL.
+ */
+export function formActionSource(url: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  if (parsed.protocol === 'http:' || parsed.protocol === 'https:') return parsed.origin;
+  return /^[a-z][a-z0-9+.-]*:$/i.test(parsed.protocol) ? parsed.protocol : null;
+}
+
 /** A fresh CSP nonce for one response that loads a script (128 bits). */
 export function createScriptNonce(): string {
   return randomBytes(16).toString('base64');

@@ -1,0 +1,217 @@
+/**
+ * What a registered client may be: the rules every way of registering one (API, page, CLI) goes
+ * through, as plain values (a problem list, never an exception). Redirect URIs follow OAuth 2.0
+ * Security BCP and RFC 8252 (native apps): absolute, https (plain http only on a loopback host),
+ * no fragment, no wildcard, and a custom scheme (a reverse domain name, `com.example.app:/cb`)
+ * only for a public client, which the provider then treats as a native app. URIs are kept exactly
+ * as written: the provider compares them character for character.
+ */
+
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+export const DEVICE_CODE_GRANT: GrantType = 'urn:ietf:params:oauth:grant-type:device_code';
+export const DEFAULT_GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token'];
+
+export const ID_TOKEN_ALGS = ['EdDSA', 'RS256'] as const;
+export type IdTokenAlg = (typeof ID_TOKEN_ALGS)[number];
+export const DEFAULT_ID_TOKEN_ALG: IdTokenAlg = 'EdDSA';
+
+export const MAX_NAME_LENGTH = 100;
+/** Per list (redirect URIs, post-logout redirect URIs). */
+export const MAX_URIS = 20;
+export const MAX_URI_LENGTH = 2000;
+/** The hosts where plain http is allowed (RFC 8252 §7.3, and what the provider calls loopback). */
+export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/** Grant types refused outright, with why: OAuth 2.0 Security BCP (RFC 9700) forbids both. */
+const REFUSED_GRANTS: Readonly<Record<string, string>> = {
+  implicit: 'the implicit grant is not supported: it leaks tokens in URLs (RFC 9700); use authorization_code with PKCE',
+  password: 'the password grant is not supported: it hands the user’s password to the client (RFC 9700); use authorization_code',
+};
+
+/** Stable codes for what is wrong with one field (the `reason` of an entry of `errors`). */
+export type ClientProblemReason =
+  | 'NAME_REQUIRED'
+  | 'NAME_TOO_LONG'
+  | 'NAME_INVALID'
+  | 'REDIRECT_URI_REQUIRED'
+  | 'TOO_MANY_URIS'
+  | 'INVALID_URI'
+  | 'HTTPS_REQUIRED'
+  | 'FRAGMENT_NOT_ALLOWED'
+  | 'WILDCARD_NOT_ALLOWED'
+  | 'CUSTOM_SCHEME_PUBLIC_ONLY'
+  | 'CUSTOM_SCHEME_NOT_REVERSE_DOMAIN'
+  | 'LOOPBACK_HTTPS_NOT_ALLOWED'
+  | 'GRANT_TYPE_REQUIRED'
+  | 'GRANT_TYPE_REFUSED'
+  | 'UNKNOWN_GRANT_TYPE'
+  | 'CLIENT_CREDENTIALS_PUBLIC'
+  | 'REFRESH_TOKEN_WITHOUT_GRANT'
+  | 'UNSUPPORTED_ALG';
+
+export interface ClientProblem {
+  /** The input field, as the API names it: `name`, `redirectUris.0`, `grantTypes`… */
+  readonly field: string;
+  readonly reason: ClientProblemReason;
+  readonly message: string;
+}
+
+/** What registering a client asks for: the API's fields, before the rules. */
+export interface ClientInput {
+  name: string;
+  redirectUris?: readonly string[];
+  postLogoutRedirectUris?: readonly string[];
+  /** Default: authorization_code and refresh_token. */
+  grantTypes?: readonly string[];
+  /** No secret; token_endpoint_auth_method `none` (PKCE). Default false. */
+  isPublic?: boolean;
+  /** Ours: the provider may skip the consent screen for it. Default false. */
+  isFirstParty?: boolean;
+  /** Default EdDSA. */
+  idTokenSignedResponseAlg?: string;
+}
+
+/** The settings once the rules accept them. */
+export interface ClientSettings {
+  name: string;
+  redirectUris: string[];
+  postLogoutRedirectUris: string[];
+  grantTypes: GrantType[];
+  isPublic: boolean;
+  isFirstParty: boolean;
+  idTokenSignedResponseAlg: IdTokenAlg;
+}
+
+export type RulesResult = { ok: true; settings: ClientSettings } | { ok: false; problems: ClientProblem[] };
+
+/** Whether a redirect URI uses a scheme other than http(s): only public (native) clients may. */
+export function isCustomScheme(uri: string): boolean {
+  const parsed = URL.parse(uri);
+  return parsed !== null && parsed.protocol !== 'https:' && parsed.protocol !== 'http:';
+}
+
+/** The name as stored (trimmed), or what is wrong with it. */
+export function checkName(name: string): { ok: true; name: string } | { ok: false; problem: ClientProblem } {
+  const trimmed = name.trim();
+  const problem = (reason: ClientProblemReason, message: string) => ({ ok: false as const, problem: { field: 'name', reason, message } });
+  if (trimmed === '') return problem('NAME_REQUIRED', 'is required');
+  if ([...trimmed].length > MAX_NAME_LENGTH) return problem('NAME_TOO_LONG', `must be at most ${MAX_NAME_LENGTH} characters`);
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed)) return problem('NAME_INVALID', 'must not contain control characters or line breaks');
+  return { ok: true, name: trimmed };
+}
+
+/**
+ * Whether the provider will see a native app: a public client with a custom-scheme URI in either
+ * list. There the provider refuses https on a loopback host (RFC 8252 §8.4: that would be a
+ * claimed https URI, not a loopback one), so the rules do too.
+ */
+export function isNativeApp(isPublic: boolean, ...lists: ReadonlyArray<readonly string[]>): boolean {
+  return isPublic && lists.some((uris) => uris.some(isCustomScheme));
+}
+
+/**
+ * The problems of one list of redirect URIs (`field` is `redirectUris` or `postLogoutRedirectUris`)
+ * for a client that is public or not (and a native app or not: see `isNativeApp`); duplicates are
+ * dropped (the first kept), the rest kept as written.
+ */
+export function checkRedirectUris(field: string, uris: readonly string[], isPublic: boolean, isNative: boolean): { uris: string[]; problems: ClientProblem[] } {
+  const problems: ClientProblem[] = [];
+  const unique = [...new Set(uris)];
+  if (unique.length > MAX_URIS) problems.push({ field, reason: 'TOO_MANY_URIS', message: `must list at most ${MAX_URIS} URIs` });
+  unique.forEach((uri, index) => {
+    const problem = uriProblem(uri, isPublic, isNative);
+    if (problem !== null) problems.push({ field: `${field}.${index}`, ...problem });
+  });
+  return { uris: unique, problems };
+}
+
+function uriProblem(uri: string, isPublic: boolean, isNative: boolean): { reason: ClientProblemReason; message: string } | null {
+  if (uri.length > MAX_URI_LENGTH) return { reason: 'INVALID_URI', message: `must be at most ${MAX_URI_LENGTH} characters` };
+  // Exactly as the provider will compare it: no spaces or controls that a parser would drop.
+  if (/[\s\u0000-\u001f\u007f]/.test(uri)) return { reason: 'INVALID_URI', message: 'must not contain spaces or control characters' };
+  if (uri.includes('*')) return { reason: 'WILDCARD_NOT_ALLOWED', message: 'must not contain a wildcard (*): register each URI exactly' };
+  if (uri.includes('#')) return { reason: 'FRAGMENT_NOT_ALLOWED', message: 'must not contain a fragment (#)' };
+  const parsed = URL.parse(uri);
+  if (parsed === null || !/^[a-z][a-z0-9+.-]*:/i.test(uri)) return { reason: 'INVALID_URI', message: 'must be an absolute URI, such as https://app.example.com/callback' };
+  if (parsed.username !== '' || parsed.password !== '') return { reason: 'INVALID_URI', message: 'must not contain a user name or password' };
+  const { protocol, hostname } = parsed;
+  if (protocol === 'https:') {
+    if (parsed.hostname === '') return { reason: 'INVALID_URI', message: 'must name a host' };
+    if (isNative && LOOPBACK_HOSTS.has(hostname)) {
+      return { reason: 'LOOPBACK_HTTPS_NOT_ALLOWED', message: 'a native app (a public client with a custom scheme) must use http, not https, on a loopback host' };
+    }
+    return null;
+  }
+  if (protocol === 'http:') {
+    if (LOOPBACK_HOSTS.has(hostname)) return null;
+    return { reason: 'HTTPS_REQUIRED', message: 'must use https (plain http only on 127.0.0.1, [::1] or localhost)' };
+  }
+  if (!isPublic) {
+    return { reason: 'CUSTOM_SCHEME_PUBLIC_ONLY', message: `uses the custom scheme "${protocol.slice(0, -1)}": only a public (native app) client may; a confidential client must use https` };
+  }
+  // RFC 8252 §7.1: a scheme based on a domain name the app controls, in reverse order. This also
+  // keeps out javascript:, data:, file: and the like.
+  if (!/^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+:$/i.test(protocol)) {
+    return { reason: 'CUSTOM_SCHEME_NOT_REVERSE_DOMAIN', message: 'a custom scheme must be a reverse domain name the app controls, such as com.example.app:/callback (RFC 8252)' };
+  }
+  return null;
+}
+
+/** The grant types as stored (each once, in the order given), or what is wrong with them. */
+export function checkGrantTypes(requested: readonly string[] | undefined, isPublic: boolean): { grantTypes: GrantType[]; problems: ClientProblem[] } {
+  const field = 'grantTypes';
+  const problems: ClientProblem[] = [];
+  const given = requested === undefined ? [...DEFAULT_GRANT_TYPES] : [...new Set(requested)];
+  if (given.length === 0) problems.push({ field, reason: 'GRANT_TYPE_REQUIRED', message: 'must list at least one grant type' });
+  const grantTypes: GrantType[] = [];
+  for (const grant of given) {
+    const refusal = Object.hasOwn(REFUSED_GRANTS, grant) ? REFUSED_GRANTS[grant] : undefined;
+    if (refusal !== undefined) problems.push({ field, reason: 'GRANT_TYPE_REFUSED', message: refusal });
+    else if (!(GRANT_TYPES as readonly string[]).includes(grant)) {
+      problems.push({ field, reason: 'UNKNOWN_GRANT_TYPE', message: `"${grant.slice(0, 100)}" is not a grant type: use ${GRANT_TYPES.join(', ')}` });
+    } else grantTypes.push(grant as GrantType);
+  }
+  if (isPublic && grantTypes.includes('client_credentials')) {
+    problems.push({ field, reason: 'CLIENT_CREDENTIALS_PUBLIC', message: 'client_credentials needs a client that can keep a secret: a public client cannot use it' });
+  }
+  if (grantTypes.includes('refresh_token') && !grantTypes.includes('authorization_code') && !grantTypes.includes(DEVICE_CODE_GRANT)) {
+    problems.push({ field, reason: 'REFRESH_TOKEN_WITHOUT_GRANT', message: `refresh_token needs authorization_code or ${DEVICE_CODE_GRANT}: nothing else issues a refresh token` });
+  }
+  return { grantTypes, problems };
+}
+
+/** Every rule on a new client at once: all of its problems, or its settings. */
+export function checkClientInput(input: ClientInput): RulesResult {
+  const isPublic = input.isPublic ?? false;
+  const problems: ClientProblem[] = [];
+  const name = checkName(input.name);
+  if (!name.ok) problems.push(name.problem);
+  const grants = checkGrantTypes(input.grantTypes, isPublic);
+  problems.push(...grants.problems);
+  const isNative = isNativeApp(isPublic, input.redirectUris ?? [], input.postLogoutRedirectUris ?? []);
+  const redirect = checkRedirectUris('redirectUris', input.redirectUris ?? [], isPublic, isNative);
+  if (grants.grantTypes.includes('authorization_code') && redirect.uris.length === 0) {
+    problems.push({ field: 'redirectUris', reason: 'REDIRECT_URI_REQUIRED', message: 'must list at least one redirect URI for the authorization_code grant' });
+  }
+  problems.push(...redirect.problems);
+  const postLogout = checkRedirectUris('postLogoutRedirectUris', input.postLogoutRedirectUris ?? [], isPublic, isNative);
+  problems.push(...postLogout.problems);
+  const alg = input.idTokenSignedResponseAlg ?? DEFAULT_ID_TOKEN_ALG;
+  if (!(ID_TOKEN_ALGS as readonly string[]).includes(alg)) {
+    problems.push({ field: 'idTokenSignedResponseAlg', reason: 'UNSUPPORTED_ALG', message: `must be one of ${ID_TOKEN_ALGS.join(', ')}` });
+  }
+  if (problems.length > 0 || !name.ok) return { ok: false, problems };
+  return {
+    ok: true,
+    settings: {
+      name: name.name,
+      redirectUris: redirect.uris,
+      postLogoutRedirectUris: postLogout.uris,
+      grantTypes: grants.grantTypes,
+      isPublic,
+      isFirstParty: input.isFirstParty ?? false,
+      idTokenSignedResponseAlg: alg as IdTokenAlg,
+    },
+  };
+}

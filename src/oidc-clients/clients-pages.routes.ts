@@ -1,0 +1,272 @@
+/**
+ * `/admin/clients`: the operators' pages of the client registry, in the admin area's frame (its
+ * header and navigation): the list with the form that registers a client, one client's page with
+ * its edit form and the buttons that rotate its secret and delete it. The forms call the service
+ * the JSON API calls, with the same audit source (the acting admin, their IP and user agent).
+ *
+ * A new secret (a new confidential client, a rotation) is shown on the page that answers the form
+ * post, once: never in a URL, never stored, `no-store` like every page. Other forms answer 303 back
+ * to a page with `?notice=CODE` or `?error=CODE`; a form the rules refuse comes back filled in,
+ * with each problem listed. Register where form bodies are parsed; CSRF (origin + token) is checked
+ * for every form post before these handlers run. Hidden from the OpenAPI document.
+ *
+ * ADMIN only: the route guard already refuses `/admin/**` to everyone else; the hook below checks
+ * again before any request body or query is read, as the admin pages do.
+ */
+import { requireAdminPages } from '../authorization/admin-only.ts';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { signInRedirect } from '../http/sign-in-redirect.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
+import { createForbiddenPage } from '../web/forbidden-page.ts';
+import { shownCode } from '../web/page-query.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { formatTime } from '../web/time-text.ts';
+import { DEFAULT_GRANT_TYPES, DEFAULT_ID_TOKEN_ALG, DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
+import type { OidcClient, OidcClientsService } from './clients.service.ts';
+import { clientsErrorMessage, clientsNoticeMessage } from './clients-pages.messages.ts';
+import type { ClientFormValues, ClientPages, PageAlert } from './clients-pages.types.ts';
+
+export interface ClientPageOptions {
+  oidcClients: OidcClientsService;
+  authenticate: RequestAuthenticator;
+  csrf: Csrf;
+}
+
+export const CLIENTS_PAGE = '/admin/clients';
+export const clientPage = (id: string) => `${CLIENTS_PAGE}/${encodeURIComponent(id)}`;
+
+/** The admin area's header and navigation, shared with the admin module's pages. */
+const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
+
+const GRANT_LABELS: Readonly<Record<string, string>> = {
+  authorization_code: 'Authorization code (sign-in in a browser, with PKCE)',
+  refresh_token: 'Refresh token',
+  client_credentials: 'Client credentials (machine to machine; confidential clients only)',
+  [DEVICE_CODE_GRANT]: 'Device code (TVs and command-line tools)',
+};
+const GRANT_CHOICES = GRANT_TYPES.map((value, index) => ({ value, label: GRANT_LABELS[value] ?? value, id: `grant-${index}` }));
+
+/** How the form names the field a problem is about. */
+function problemText(problem: ClientProblem, form: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }): string {
+  const [field, index] = problem.field.split('.');
+  const at = (list: readonly string[]) => (index === undefined ? '' : ` “${list[Number(index)] ?? ''}”`);
+  const label =
+    field === 'name'
+      ? 'Name'
+      : field === 'redirectUris'
+        ? `Redirect URI${index === undefined ? 's' : at(form.redirectUris)}`
+        : field === 'postLogoutRedirectUris'
+          ? `Post-logout redirect URI${index === undefined ? 's' : at(form.postLogoutRedirectUris)}`
+          : field === 'grantTypes'
+            ? 'Grant types'
+            : field === 'idTokenSignedResponseAlg'
+              ? 'ID token algorithm'
+              : problem.field;
+  return `${label}: ${problem.message}.`;
+}
+
+function refusal(problems: readonly ClientProblem[], form: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }): PageAlert {
+  const code = problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field)) ? 'INVALID_REDIRECT_URI' : 'INVALID_CLIENT_METADATA';
+  return { isError: true, code, message: clientsErrorMessage(code), details: problems.map((problem) => problemText(problem, form)) };
+}
+
+/** The lines of a text area that hold something, trimmed. */
+const lines = (text: string | undefined) => (text ?? '').split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '');
+
+/** A repeated form field (checkboxes) arrives as a string once, as an array more often. */
+const asList = (value: string | string[] | undefined) => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+
+function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
+  const alerts: PageAlert[] = [];
+  const notice = query.notice === undefined ? null : clientsNoticeMessage(query.notice);
+  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
+  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: clientsErrorMessage(query.error) });
+  return alerts;
+}
+
+const typeOf = (client: OidcClient) => (client.isPublic ? 'Public' : 'Confidential');
+
+const EMPTY_FORM: ClientFormValues = {
+  name: '',
+  redirectUris: '',
+  postLogoutRedirectUris: '',
+  isPublic: false,
+  grantTypes: [...DEFAULT_GRANT_TYPES],
+  isFirstParty: false,
+  idTokenSignedResponseAlg: DEFAULT_ID_TOKEN_ALG,
+};
+
+const hidden = { hide: true } as const;
+const csrfField = z.string().max(200).optional();
+const pageQuery = z.object({ notice: shownCode, error: shownCode });
+/** Room for MAX_URIS long URIs, one a line; the rules hold the real limits. */
+const uriLines = z.string().max(64_000).optional();
+const clientParams = z.object({ id: z.string().min(1).max(64) });
+
+const createForm = z.object({
+  name: z.string().max(1000).optional(),
+  redirectUris: uriLines,
+  postLogoutRedirectUris: uriLines,
+  clientType: z.enum(['confidential', 'public']).optional(),
+  grantTypes: z.union([z.string().max(200), z.array(z.string().max(200)).max(20)]).optional(),
+  firstParty: z.string().max(10).optional(),
+  idTokenSignedResponseAlg: z.string().max(20).optional(),
+  csrfToken: csrfField,
+});
+
+const updateForm = z.object({ name: z.string().max(1000).optional(), redirectUris: uriLines, postLogoutRedirectUris: uriLines, csrfToken: csrfField });
+
+export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async (app, options) => {
+  const { oidcClients, authenticate, csrf } = options;
+  const pages = createPageRenderer<ClientPages>([...templatesIn(join(import.meta.dirname, 'templates')), ADMIN_HEADER]);
+  const actingAdmin = requireAdminPages(app, authenticate);
+  const actor = async (request: FastifyRequest, reply: FastifyReply) => requestSource(request, (await actingAdmin(request, reply)).userId);
+
+  async function showList(request: FastifyRequest, reply: FastifyReply, form: ClientFormValues, alerts: PageAlert[]) {
+    const clients = await oidcClients.list();
+    return sendPage(
+      reply,
+      pages.render('admin-clients', {
+        title: 'Clients',
+        isFull: true,
+        section: 'clients',
+        alerts,
+        csrfToken: csrf.issueToken(request, reply),
+        clients: clients.map((client) => ({
+          href: clientPage(client.id),
+          id: client.id,
+          name: client.name,
+          type: typeOf(client),
+          grantTypes: client.grantTypes,
+          createdAt: formatTime(client.createdAt),
+        })),
+        form,
+        grantTypeChoices: GRANT_CHOICES,
+        algChoices: ID_TOKEN_ALGS,
+        createAction: CLIENTS_PAGE,
+      }),
+    );
+  }
+
+  function showClient(request: FastifyRequest, reply: FastifyReply, client: OidcClient, alerts: PageAlert[], form?: { name: string; redirectUris: string; postLogoutRedirectUris: string }) {
+    const base = clientPage(client.id);
+    return sendPage(
+      reply,
+      pages.render('admin-client', {
+        title: client.name,
+        isWide: true,
+        section: 'clients',
+        alerts,
+        csrfToken: csrf.issueToken(request, reply),
+        client: {
+          id: client.id,
+          name: client.name,
+          type: typeOf(client),
+          isPublic: client.isPublic,
+          isFirstParty: client.isFirstParty,
+          redirectUris: client.redirectUris,
+          postLogoutRedirectUris: client.postLogoutRedirectUris,
+          grantTypes: client.grantTypes,
+          idTokenSignedResponseAlg: client.idTokenSignedResponseAlg,
+          createdAt: formatTime(client.createdAt),
+          updatedAt: formatTime(client.updatedAt),
+          secretRotatedAt: client.secretRotatedAt === null ? null : formatTime(client.secretRotatedAt),
+        },
+        form: form ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n') },
+        actions: { update: base, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
+      }),
+    );
+  }
+
+  /** The page that shows a secret, this once (the answer to the form post: never a URL). */
+  function showSecret(reply: FastifyReply, client: OidcClient, clientSecret: string, isNew: boolean) {
+    return sendPage(
+      reply,
+      pages.render('admin-client-secret', {
+        title: isNew ? 'Client registered' : 'New client secret',
+        section: 'clients',
+        alerts: [],
+        heading: isNew ? 'Client registered' : 'New client secret',
+        intro: isNew ? `“${client.name}” is registered.` : `“${client.name}” has a new secret: the old one no longer works.`,
+        clientId: client.id,
+        clientName: client.name,
+        clientSecret,
+        clientHref: clientPage(client.id),
+      }),
+    );
+  }
+
+  const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${CLIENTS_PAGE}?${new URLSearchParams(query)}`, 303);
+
+  app.get(CLIENTS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query)));
+
+  app.get(`${CLIENTS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
+    const client = await oidcClients.show(request.params.id);
+    if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
+    return showClient(request, reply, client, alertsOf(request.query));
+  });
+
+  // The forms. What cannot be told apart by the handlers (a malformed field, a database outage)
+  // goes back to the list with the error code.
+  const formRoute = { config: { formErrorPage: CLIENTS_PAGE } };
+
+  app.post(CLIENTS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
+    const body = request.body;
+    const form: ClientFormValues = {
+      name: body.name ?? '',
+      redirectUris: body.redirectUris ?? '',
+      postLogoutRedirectUris: body.postLogoutRedirectUris ?? '',
+      isPublic: body.clientType === 'public',
+      grantTypes: asList(body.grantTypes),
+      isFirstParty: body.firstParty !== undefined,
+      idTokenSignedResponseAlg: body.idTokenSignedResponseAlg ?? DEFAULT_ID_TOKEN_ALG,
+    };
+    const input = {
+      name: form.name,
+      redirectUris: lines(form.redirectUris),
+      postLogoutRedirectUris: lines(form.postLogoutRedirectUris),
+      // Unticked boxes send nothing: here no box ticked means no grant type, not the default.
+      grantTypes: form.grantTypes,
+      isPublic: form.isPublic,
+      isFirstParty: form.isFirstParty,
+      idTokenSignedResponseAlg: form.idTokenSignedResponseAlg,
+    };
+    const result = await oidcClients.create(input, await actor(request, reply));
+    if (!result.ok) return showList(request, reply, form, [refusal(result.problems, input)]);
+    if (result.clientSecret === undefined) return reply.redirect(`${clientPage(result.client.id)}?notice=CLIENT_REGISTERED`, 303);
+    return showSecret(reply, result.client, result.clientSecret, true);
+  });
+
+  app.post(`${CLIENTS_PAGE}/:id`, { ...formRoute, schema: { ...hidden, params: clientParams, body: updateForm } }, async (request, reply) => {
+    const { id } = request.params;
+    const form = { name: request.body.name ?? '', redirectUris: request.body.redirectUris ?? '', postLogoutRedirectUris: request.body.postLogoutRedirectUris ?? '' };
+    const changes = { name: form.name, redirectUris: lines(form.redirectUris), postLogoutRedirectUris: lines(form.postLogoutRedirectUris) };
+    const result = await oidcClients.update(id, changes, await actor(request, reply));
+    if (result.ok) return reply.redirect(`${clientPage(id)}?notice=CLIENT_SAVED`, 303);
+    if (result.reason === 'NOT_FOUND') return toList(reply, { error: 'CLIENT_NOT_FOUND' });
+    const client = await oidcClients.show(id);
+    if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
+    return showClient(request, reply, client, [refusal(result.problems, changes)], form);
+  });
+
+  const stateBody = z.object({ csrfToken: csrfField }).optional();
+
+  app.post(`${CLIENTS_PAGE}/:id/rotate-secret`, { ...formRoute, schema: { ...hidden, params: clientParams, body: stateBody } }, async (request, reply) => {
+    const { id } = request.params;
+    const result = await oidcClients.rotateSecret(id, await actor(request, reply));
+    if (result.ok) return showSecret(reply, result.client, result.clientSecret, false);
+    if (result.reason === 'PUBLIC_CLIENT') return reply.redirect(`${clientPage(id)}?error=PUBLIC_CLIENT_HAS_NO_SECRET`, 303);
+    return toList(reply, { error: 'CLIENT_NOT_FOUND' });
+  });
+
+  app.post(`${CLIENTS_PAGE}/:id/delete`, { ...formRoute, schema: { ...hidden, params: clientParams, body: stateBody } }, async (request, reply) => {
+    const deleted = await oidcClients.delete(request.params.id, await actor(request, reply));
+    return toList(reply, deleted ? { notice: 'CLIENT_DELETED' } : { error: 'CLIENT_NOT_FOUND' });
+  });
+};

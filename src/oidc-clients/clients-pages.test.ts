@@ -1,0 +1,203 @@
+/**
+ * `/admin/clients` through `app.inject()` on the real app: ADMIN only (sign-in for nobody, the 403
+ * page for a non-admin), the admin frame and page checks, registering a client through the form
+ * with its CSRF token (the secret shown once on the answer to the post, never in a URL), a form
+ * the rules refuse sent back filled in, editing, rotating and deleting through the client's page.
+ */
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { backends } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { assertHtmlPage, hiddenValue, unescapeHtml } from '../../test/helpers/pages.ts';
+import { clientSecretMatches } from './clients.service.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const FORM = 'application/x-www-form-urlencoded';
+const WEB = 'https://app.example.com/callback';
+
+/** The value of the readonly text field `id` (the secret page's). */
+function fieldValue(html: string, id: string): string {
+  const match = new RegExp(`<input id="${id}" type="text" value="([^"]*)"`).exec(html);
+  assert.ok(match, `field ${id}`);
+  return unescapeHtml(match[1]!);
+}
+
+const alertCodes = (html: string) => [...html.matchAll(/role="alert">[\s\S]*?<code>([^<]*)<\/code>/g)].map((m) => m[1]!);
+
+for (const backend of await backends()) {
+  describe(`client registry pages on ${backend.name}`, { skip: backend.skip }, () => {
+    const t = useTestApp(backend);
+    let origin: string;
+    let admin: CookieJar;
+    let plain: CookieJar;
+
+    async function signIn(email: string, roles: string[]): Promise<CookieJar> {
+      await createUser(t.services, { email, password: PASSWORD, roles });
+      const response = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email, password: PASSWORD } });
+      assert.equal(response.statusCode, 200, response.body);
+      return new CookieJar().store(response);
+    }
+
+    before(async () => {
+      origin = new URL(t.config.authUrl).origin;
+      admin = await signIn('ada@example.com', ['ADMIN']);
+      plain = await signIn('paul@example.com', []);
+    });
+
+    async function get(url: string, jar?: CookieJar) {
+      const response = await t.app.inject({ method: 'GET', url, headers: jar ? { cookie: jar.header() } : {} });
+      jar?.store(response);
+      return response;
+    }
+
+    async function post(url: string, jar: CookieJar, fields: Array<[string, string]>) {
+      const response = await t.app.inject({ method: 'POST', url, headers: { 'content-type': FORM, origin, cookie: jar.header() }, payload: new URLSearchParams(fields).toString() });
+      jar.store(response);
+      return response;
+    }
+
+    /** Loads the page, then posts its form with the page's CSRF token. */
+    async function submit(pageUrl: string, action: string, fields: Array<[string, string]>, jar = admin): Promise<LightMyRequestResponse> {
+      const page = await get(pageUrl, jar);
+      assert.equal(page.statusCode, 200, page.body);
+      return post(action, jar, [['csrfToken', hiddenValue(page.body, 'csrfToken')], ...fields]);
+    }
+
+    const rowOf = (id: string) => t.services.storage.db.selectFrom('oidc_clients').selectAll().where('id', '=', id).executeTakeFirst();
+
+    it('is for admins only', async () => {
+      const anonymous = await get('/admin/clients');
+      assert.equal(anonymous.statusCode, 303);
+      assert.match(String(anonymous.headers.location), /^\/auth\/signin\?callbackUrl=\/admin\/clients$/);
+      assertHtmlPage(await get('/admin/clients', plain), 'non-admin', 403);
+      const forged = await post('/admin/clients', plain, [['csrfToken', hiddenValue((await get('/auth/signout', plain)).body, 'csrfToken')], ['name', 'X']]);
+      assert.equal(forged.statusCode, 403);
+      assert.equal((await t.services.oidcClients.list()).length, 0);
+    });
+
+    it('renders the list with the register form in the admin frame', async () => {
+      const page = await get('/admin/clients', admin);
+      assertHtmlPage(page, 'clients page');
+      assert.match(page.body, /<a href="\/admin\/clients" aria-current="page">Clients<\/a>/);
+      assert.match(page.body, /No clients are registered yet/);
+      assert.match(page.body, /<input id="grant-0" name="grantTypes" type="checkbox" value="authorization_code" checked>/);
+      assert.match(page.body, /<input id="grant-2" name="grantTypes" type="checkbox" value="client_credentials">/);
+      // The admin pages link here.
+      assert.match((await get('/admin', admin)).body, /<a href="\/admin\/clients">Clients<\/a>/);
+    });
+
+    it('registers a confidential client through the form and shows its secret once, on the answer to the post', async () => {
+      const created = await submit('/admin/clients', '/admin/clients', [
+        ['name', 'Billing <App>'],
+        ['clientType', 'confidential'],
+        ['redirectUris', `${WEB}\r\n\r\n  https://app.example.com/other  \r\n`],
+        ['postLogoutRedirectUris', 'https://app.example.com/bye'],
+        ['grantTypes', 'authorization_code'],
+        ['grantTypes', 'refresh_token'],
+        ['grantTypes', 'client_credentials'],
+        ['firstParty', '1'],
+        ['idTokenSignedResponseAlg', 'RS256'],
+      ]);
+      assertHtmlPage(created, 'secret page');
+      assert.equal(created.headers.location, undefined, 'not a redirect: the secret is never in a URL');
+      assert.match(created.body, /Billing &lt;App&gt;/, 'escaped');
+      const clientId = fieldValue(created.body, 'client-id');
+      const secret = fieldValue(created.body, 'client-secret');
+      const row = await rowOf(clientId);
+      assert.ok(row);
+      assert.ok(clientSecretMatches(secret, row.secret_hash!));
+      assert.deepEqual(JSON.parse(row.redirect_uris), [WEB, 'https://app.example.com/other']);
+      assert.deepEqual(JSON.parse(row.grant_types), ['authorization_code', 'refresh_token', 'client_credentials']);
+      assert.equal(Number(row.first_party), 1);
+      assert.equal(row.id_token_signed_response_alg, 'RS256');
+
+      const list = await get('/admin/clients', admin);
+      assertHtmlPage(list, 'list');
+      assert.ok(list.body.includes(clientId));
+      assert.ok(!list.body.includes(secret), 'the list never shows a secret');
+      const page = await get(`/admin/clients/${clientId}`, admin);
+      assertHtmlPage(page, 'client page');
+      assert.ok(!page.body.includes(secret) && !page.body.includes(row.secret_hash!), 'nor the client page');
+      assert.match(page.body, /Rotate secret/);
+    });
+
+    it('sends a refused form back filled in, with each problem', async () => {
+      const refused = await submit('/admin/clients', '/admin/clients', [
+        ['name', 'Refused App'],
+        ['clientType', 'confidential'],
+        ['redirectUris', 'http://app.example.com/cb\ncom.example.app:/cb'],
+        ['grantTypes', 'authorization_code'],
+      ]);
+      assertHtmlPage(refused, 'refused form');
+      assert.deepEqual(alertCodes(refused.body), ['INVALID_REDIRECT_URI']);
+      assert.match(refused.body, /Redirect URI “http:\/\/app.example.com\/cb”: must use https/);
+      assert.match(refused.body, /only a public \(native app\) client may/);
+      assert.match(refused.body, /value="Refused App"/, 'the name is kept');
+      assert.match(refused.body, /<textarea id="redirectUris"[^>]*>http:\/\/app.example.com\/cb\ncom.example.app:\/cb<\/textarea>/);
+      assert.match(refused.body, /<input id="grant-1" name="grantTypes" type="checkbox" value="refresh_token">/, 'the boxes as they were');
+      assert.equal((await t.services.oidcClients.list()).some((client) => client.name === 'Refused App'), false);
+
+      const implicit = await submit('/admin/clients', '/admin/clients', [['name', 'Implicit'], ['redirectUris', WEB], ['grantTypes', 'implicit']]);
+      assert.deepEqual(alertCodes(implicit.body), ['INVALID_CLIENT_METADATA']);
+      assert.match(implicit.body, /implicit grant is not supported/);
+    });
+
+    it('registers a public client without a secret and goes to its page', async () => {
+      const created = await submit('/admin/clients', '/admin/clients', [
+        ['name', 'Phone App'],
+        ['clientType', 'public'],
+        ['redirectUris', 'com.example.app:/callback'],
+        ['grantTypes', 'authorization_code'],
+      ]);
+      assert.equal(created.statusCode, 303);
+      const location = String(created.headers.location);
+      assert.match(location, /^\/admin\/clients\/[A-Za-z0-9_-]{22}\?notice=CLIENT_REGISTERED$/);
+      const page = await get(location, admin);
+      assertHtmlPage(page, 'public client page');
+      assert.match(page.body, /role="status">\s*<p>The client is registered/);
+      assert.doesNotMatch(page.body, /Rotate secret/, 'nothing to rotate');
+    });
+
+    it('refuses a form without the CSRF token', async () => {
+      const response = await post('/admin/clients', admin, [['name', 'No Token'], ['redirectUris', WEB]]);
+      assert.equal(response.statusCode, 403);
+      assert.equal((await t.services.oidcClients.list()).some((client) => client.name === 'No Token'), false);
+    });
+
+    it('edits, rotates and deletes through the client’s page', async () => {
+      const created = await t.services.oidcClients.create({ name: 'Lifecycle', redirectUris: [WEB] }, { actorUserId: null, ip: null, userAgent: null });
+      assert.ok(created.ok);
+      const id = created.client.id;
+      const pageUrl = `/admin/clients/${id}`;
+
+      const saved = await submit(pageUrl, pageUrl, [['name', 'Lifecycle 2'], ['redirectUris', 'https://new.example.com/cb'], ['postLogoutRedirectUris', '']]);
+      assert.equal(saved.statusCode, 303);
+      assert.equal(saved.headers.location, `${pageUrl}?notice=CLIENT_SAVED`);
+      assert.equal((await t.services.oidcClients.show(id))?.name, 'Lifecycle 2');
+      const badEdit = await submit(pageUrl, pageUrl, [['name', 'Lifecycle 3'], ['redirectUris', 'https://new.example.com/cb#frag']]);
+      assertHtmlPage(badEdit, 'refused edit');
+      assert.deepEqual(alertCodes(badEdit.body), ['INVALID_REDIRECT_URI']);
+      assert.equal((await t.services.oidcClients.show(id))?.name, 'Lifecycle 2', 'nothing saved');
+
+      const rotated = await submit(pageUrl, `${pageUrl}/rotate-secret`, []);
+      assertHtmlPage(rotated, 'rotated');
+      const secret = fieldValue(rotated.body, 'client-secret');
+      const row = await rowOf(id);
+      assert.ok(clientSecretMatches(secret, row!.secret_hash!));
+      assert.ok(!clientSecretMatches(created.clientSecret!, row!.secret_hash!), 'the old secret no longer works');
+
+      const deleted = await submit(pageUrl, `${pageUrl}/delete`, []);
+      assert.equal(deleted.statusCode, 303);
+      assert.equal(deleted.headers.location, '/admin/clients?notice=CLIENT_DELETED');
+      assert.equal(await rowOf(id), undefined);
+      const gone = await get(pageUrl, admin);
+      assert.equal(gone.statusCode, 303);
+      assert.equal(gone.headers.location, '/admin/clients?error=CLIENT_NOT_FOUND');
+      const notice = await get('/admin/clients?error=CLIENT_NOT_FOUND', admin);
+      assertHtmlPage(notice, 'not found notice');
+      assert.deepEqual(alertCodes(notice.body), ['CLIENT_NOT_FOUND']);
+    });
+  });
+}

@@ -1,0 +1,76 @@
+/** The client registry pages' templates (in `templates/`) and the data each one reads. */
+import type { TimeText } from '../web/time-text.ts';
+
+/** A message at the top of a page: what a form just did, or why it did not (as the admin pages show them). */
+export interface PageAlert {
+  isError: boolean;
+  code: string;
+  message: string;
+  /** What is wrong with each field, for a form sent back. */
+  details?: string[];
+}
+
+/** What every admin page gives `admin-header.eta` (the admin module's, shared). */
+interface AdminFrame {
+  section: 'clients';
+  alerts: PageAlert[];
+}
+
+/** The values of the client form, as typed (sent back with the problems when refused). */
+export interface ClientFormValues {
+  name: string;
+  redirectUris: string;
+  postLogoutRedirectUris: string;
+  isPublic: boolean;
+  grantTypes: string[];
+  isFirstParty: boolean;
+  idTokenSignedResponseAlg: string;
+}
+
+export interface ClientListItem {
+  href: string;
+  id: string;
+  name: string;
+  type: string;
+  grantTypes: string[];
+  createdAt: TimeText;
+}
+
+export interface ClientPages {
+  'admin-clients': AdminFrame & {
+    clients: ClientListItem[];
+    csrfToken: string;
+    form: ClientFormValues;
+    grantTypeChoices: Array<{ value: string; label: string; id: string }>;
+    algChoices: readonly string[];
+    createAction: string;
+  };
+  'admin-client': AdminFrame & {
+    csrfToken: string;
+    client: {
+      id: string;
+      name: string;
+      type: string;
+      isPublic: boolean;
+      isFirstParty: boolean;
+      redirectUris: string[];
+      postLogoutRedirectUris: string[];
+      grantTypes: string[];
+      idTokenSignedResponseAlg: string;
+      createdAt: TimeText;
+      updatedAt: TimeText;
+      secretRotatedAt: TimeText | null;
+    };
+    /** The edit form's values: the client's, or what was typed when refused. */
+    form: { name: string; redirectUris: string; postLogoutRedirectUris: string };
+    actions: { update: string; rotateSecret: string; delete: string };
+  };
+  'admin-client-secret': AdminFrame & {
+    heading: string;
+    intro: string;
+    clientId: string;
+    clientName: string;
+    clientSecret: string;
+    clientHref: string;
+  };
+}

@@ -1,0 +1,223 @@
+/**
+ * `gatehouse clients …`: the client registry at the command line, through the same service as the
+ * admin API and pages; changes are audited as made at the command line. A new secret is printed
+ * once, on standard output (with `--json`, as `{"clientId","clientSecret"}`), and never logged.
+ * Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the command line is wrong
+ * (a value the registry's rules refuse included, with each problem on standard error).
+ */
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import type { ServiceRegistry } from '../module.ts';
+import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { DEVICE_CODE_GRANT, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
+import type { OidcClient } from './clients.service.ts';
+import { toClientBody } from './clients.routes.ts';
+
+export interface CliIo {
+  stdin: NodeJS.ReadableStream;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+/** Runs `fn` with the server's services on the configured, migrated database (the CLI's `withServices`). */
+export type WithServices = (io: CliIo, fn: (services: ServiceRegistry) => Promise<void>) => Promise<void>;
+
+/** The lines of `gatehouse help` about these commands. */
+export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri U [--redirect-uri U]...
+                          [--post-logout-redirect-uri U]... [--public] [--grant-type G]...
+                          [--first-party] [--id-token-alg EdDSA|RS256] [--json]
+                                    register an OAuth / OIDC client; a confidential client's secret
+                                    is printed this once (G: authorization_code, refresh_token,
+                                    client_credentials, device_code; default the first two)
+  gatehouse clients list [--json]   the registered clients, newest first
+  gatehouse clients show ID [--json]
+                                    one client (never its secret)
+  gatehouse clients rotate-secret ID [--json]
+                                    a new secret, printed this once; the old one stops working
+  gatehouse clients delete ID       delete a client`;
+
+class ClientsCliError extends Error {
+  readonly exitCode: number;
+  constructor(message: string, exitCode = 1) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Short names the command line accepts for grant types. */
+const GRANT_ALIASES: Readonly<Record<string, string>> = { device_code: DEVICE_CODE_GRANT };
+
+type Command = (args: string[], io: CliIo, withServices: WithServices) => Promise<void>;
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  create: createClient,
+  list: listClients,
+  show: showClient,
+  'rotate-secret': rotateSecret,
+  delete: deleteClient,
+};
+
+/** `gatehouse clients <command> …`: the exit code; failures are written to `io.stderr`. */
+export async function runClientsCommand(args: readonly string[], io: CliIo, deps: { withServices: WithServices; usage: string }): Promise<number> {
+  const [name = '', ...rest] = args;
+  try {
+    const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+    if (command === undefined) throw new ClientsCliError(`unknown clients command "${name}"\n\n${deps.usage}`, 2);
+    await command(rest, io, deps.withServices);
+    return 0;
+  } catch (error) {
+    if (!(error instanceof ClientsCliError)) throw error;
+    io.stderr.write(`gatehouse: ${error.message}\n`);
+    return error.exitCode;
+  }
+}
+
+function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T, positionals: number) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 });
+  } catch (error) {
+    throw new ClientsCliError(`${(error as Error).message}\n\n${CLIENTS_USAGE}`, 2);
+  }
+  if (parsed.positionals.length !== positionals) {
+    throw new ClientsCliError(positionals === 0 ? 'unexpected argument' : 'name exactly one client ID', 2);
+  }
+  return parsed;
+}
+
+/** What the command line calls the field a problem is about. */
+function describeProblem(problem: ClientProblem, input: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }): string {
+  const [field, index] = problem.field.split('.');
+  const value = (list: readonly string[]) => (index === undefined ? '' : ` "${list[Number(index)] ?? ''}"`);
+  const option =
+    field === 'name'
+      ? '--name'
+      : field === 'redirectUris'
+        ? `--redirect-uri${value(input.redirectUris)}`
+        : field === 'postLogoutRedirectUris'
+          ? `--post-logout-redirect-uri${value(input.postLogoutRedirectUris)}`
+          : field === 'grantTypes'
+            ? '--grant-type'
+            : field === 'idTokenSignedResponseAlg'
+              ? '--id-token-alg'
+              : problem.field;
+  return `${option}: ${problem.message}`;
+}
+
+async function createClient(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values } = parse(
+    args,
+    {
+      name: { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
+      'post-logout-redirect-uri': { type: 'string', multiple: true },
+      public: { type: 'boolean' },
+      'grant-type': { type: 'string', multiple: true },
+      'first-party': { type: 'boolean' },
+      'id-token-alg': { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    0,
+  );
+  if (values.name === undefined || values.name.trim() === '') throw new ClientsCliError('--name is required', 2);
+  const alg = values['id-token-alg'];
+  if (alg !== undefined && !(ID_TOKEN_ALGS as readonly string[]).includes(alg)) throw new ClientsCliError(`--id-token-alg must be one of ${ID_TOKEN_ALGS.join(', ')}`, 2);
+  const input = {
+    name: values.name,
+    redirectUris: values['redirect-uri'] ?? [],
+    postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
+    ...(values['grant-type'] !== undefined && { grantTypes: values['grant-type'].map((grant) => (Object.hasOwn(GRANT_ALIASES, grant) ? GRANT_ALIASES[grant]! : grant)) }),
+    isPublic: values.public ?? false,
+    isFirstParty: values['first-party'] ?? false,
+    ...(alg !== undefined && { idTokenSignedResponseAlg: alg }),
+  };
+  await withServices(io, async ({ oidcClients }) => {
+    const result = await oidcClients.create(input, CLI_SOURCE);
+    if (!result.ok) throw new ClientsCliError(`the client was not registered:\n${result.problems.map((problem) => `  ${describeProblem(problem, input)}`).join('\n')}`, 2);
+    const { client, clientSecret } = result;
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify({ clientId: client.id, ...(clientSecret !== undefined && { clientSecret }) })}\n`);
+      return;
+    }
+    io.stdout.write(`Registered ${client.isPublic ? 'public' : 'confidential'} client ${client.id} (${client.name})\n`);
+    if (clientSecret !== undefined) io.stdout.write(`Client secret (shown only this once; Gatehouse keeps only a hash): ${clientSecret}\n`);
+  });
+}
+
+async function listClients(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } }, 0);
+  await withServices(io, async ({ oidcClients }) => {
+    const clients = await oidcClients.list();
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify(clients.map(toClientBody))}\n`);
+      return;
+    }
+    if (clients.length === 0) {
+      io.stdout.write('No clients.\n');
+      return;
+    }
+    const rows = clients.map((client) => [client.id, client.isPublic ? 'public' : 'confidential', client.grantTypes.join(','), new Date(client.createdAt).toISOString().slice(0, 16).replace('T', ' '), client.name]);
+    io.stdout.write(formatTable(['CLIENT ID', 'TYPE', 'GRANT TYPES', 'CREATED (UTC)', 'NAME'], rows));
+    io.stdout.write(`${clients.length} client${clients.length === 1 ? '' : 's'}\n`);
+  });
+}
+
+async function showClient(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  await withServices(io, async ({ oidcClients }) => {
+    const client = await oidcClients.show(id);
+    if (client === null) throw new ClientsCliError(`no client with the ID ${id}`);
+    io.stdout.write(values.json ? `${JSON.stringify(toClientBody(client))}\n` : describeClient(client));
+  });
+}
+
+async function rotateSecret(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  await withServices(io, async ({ oidcClients }) => {
+    const result = await oidcClients.rotateSecret(id, CLI_SOURCE);
+    if (!result.ok) throw new ClientsCliError(result.reason === 'PUBLIC_CLIENT' ? `${id} is a public client: it has no secret` : `no client with the ID ${id}`);
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify({ clientId: result.client.id, clientSecret: result.clientSecret })}\n`);
+      return;
+    }
+    io.stdout.write(`New secret for ${result.client.id} (${result.client.name}); the old one no longer works.\n`);
+    io.stdout.write(`Client secret (shown only this once; Gatehouse keeps only a hash): ${result.clientSecret}\n`);
+  });
+}
+
+async function deleteClient(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const id = positionals[0]!;
+  await withServices(io, async ({ oidcClients }) => {
+    const client = await oidcClients.show(id);
+    if (client === null || !(await oidcClients.delete(id, CLI_SOURCE))) throw new ClientsCliError(`no client with the ID ${id}`);
+    io.stdout.write(`Deleted client ${id} (${client.name})\n`);
+  });
+}
+
+function describeClient(client: OidcClient): string {
+  const time = (ms: number) => new Date(ms).toISOString();
+  const lines: Array<[string, string]> = [
+    ['Client ID', client.id],
+    ['Name', client.name],
+    ['Type', client.isPublic ? 'public (no secret; PKCE)' : 'confidential'],
+    ['First party', client.isFirstParty ? 'yes' : 'no'],
+    ['Grant types', client.grantTypes.join(', ')],
+    ['Redirect URIs', client.redirectUris.join(' ') || '-'],
+    ['Post-logout URIs', client.postLogoutRedirectUris.join(' ') || '-'],
+    ['ID token alg', client.idTokenSignedResponseAlg],
+    ['Created', time(client.createdAt)],
+    ['Updated', time(client.updatedAt)],
+    ...(client.isPublic ? [] : [['Secret rotated', client.secretRotatedAt === null ? 'never' : time(client.secretRotatedAt)] as [string, string]]),
+  ];
+  const width = Math.max(...lines.map(([label]) => label.length));
+  return lines.map(([label, value]) => `${`${label}:`.padEnd(width + 2)}${value}\n`).join('');
+}
+
+/** Left-aligned columns (names hold no control characters: the rules refuse them). */
+function formatTable(header: string[], rows: string[][]): string {
+  const cells = [header, ...rows];
+  const widths = header.map((_, column) => Math.max(...cells.map((row) => [...row[column]!].length)));
+  return cells.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell + ' '.repeat(widths[column]! - [...cell].length))).join('  ')).join('\n') + '\n';
+}

@@ -1,0 +1,264 @@
+/**
+ * The registry of the OAuth 2.0 / OpenID Connect clients the OpenID Provider serves: register,
+ * list, show, rotate a secret, change a name or redirect URIs, delete; and the provider's view of
+ * one client (`providerMetadata`).
+ *
+ * A confidential client gets a secret of 256 random bits, returned once by `create` and by
+ * `rotateSecret` and never stored: the row keeps its SHA-256 (hex). A fast hash is enough for a
+ * secret that random (nothing to guess); the provider checks a presented secret with
+ * `clientSecretMatches` (constant time). Rotating replaces the hash, so the old secret stops
+ * working at once. Every change is audited (the domain events `oidc_client.*`) in the transaction
+ * of the change, with the client's id and name, never its secret.
+ *
+ * Expected outcomes are values: `{ ok: false, … }` or null; only the HTTP boundary (and the CLI)
+ * turn them into errors.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { AuditService, AuditSource } from '../audit/audit.service.ts';
+import { checkClientInput, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
+import * as store from './clients.store.ts';
+
+/** A registered client, as the registry shows it: never its secret or the secret's hash. */
+export interface OidcClient {
+  /** The client_id. */
+  id: string;
+  name: string;
+  /** No secret: authenticates with nothing at the token endpoint (PKCE protects the code). */
+  isPublic: boolean;
+  /** One of ours: the provider may skip the consent screen for it. */
+  isFirstParty: boolean;
+  redirectUris: string[];
+  postLogoutRedirectUris: string[];
+  grantTypes: GrantType[];
+  idTokenSignedResponseAlg: IdTokenAlg;
+  /** Epoch ms. */
+  createdAt: number;
+  updatedAt: number;
+  /** When the secret was last rotated; null if never (or public). */
+  secretRotatedAt: number | null;
+}
+
+export type { ClientInput, ClientProblem, GrantType, IdTokenAlg } from './client-rules.ts';
+
+/** Registering a client: the client and, for a confidential one, its secret (this once). */
+export type CreateClientResult =
+  | { ok: true; client: OidcClient; clientSecret?: string }
+  | { ok: false; reason: 'INVALID_CLIENT'; problems: ClientProblem[] };
+
+export type RotateSecretResult =
+  | { ok: true; client: OidcClient; clientSecret: string }
+  | { ok: false; reason: 'NOT_FOUND' | 'PUBLIC_CLIENT' };
+
+export interface ClientChanges {
+  name?: string;
+  redirectUris?: readonly string[];
+  postLogoutRedirectUris?: readonly string[];
+}
+
+export type UpdateClientResult =
+  | { ok: true; client: OidcClient }
+  | { ok: false; reason: 'NOT_FOUND' }
+  | { ok: false; reason: 'INVALID_CLIENT'; problems: ClientProblem[] };
+
+/** A new client_id: 128 random bits, base64url (22 characters). */
+export function newClientId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** A new client secret: 256 random bits, base64url (43 characters). */
+export function newClientSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** What the registry stores of a secret (and gives the provider as `client_secret`): SHA-256, hex. */
+export function hashClientSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Whether `secret` is the one `hash` was made from; constant time in the secret. */
+export function clientSecretMatches(secret: string, hash: string): boolean {
+  if (!SHA256_HEX.test(hash)) return false;
+  return timingSafeEqual(Buffer.from(hashClientSecret(secret), 'hex'), Buffer.from(hash, 'hex'));
+}
+
+function parseList(json: string): string[] {
+  const value: unknown = JSON.parse(json);
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+function toClient(row: store.ClientRow): OidcClient {
+  return {
+    id: row.id,
+    name: row.name,
+    isPublic: Number(row.public) === 1,
+    isFirstParty: Number(row.first_party) === 1,
+    redirectUris: parseList(row.redirect_uris),
+    postLogoutRedirectUris: parseList(row.post_logout_redirect_uris),
+    grantTypes: parseList(row.grant_types) as GrantType[],
+    idTokenSignedResponseAlg: row.id_token_signed_response_alg as IdTokenAlg,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    secretRotatedAt: row.secret_rotated_at,
+  };
+}
+
+/** Ids are ours and short: a longer one names no client (and is never looked up). */
+const MAX_ID_LENGTH = 64;
+const isPlausibleId = (id: string) => id.length > 0 && id.length <= MAX_ID_LENGTH;
+
+export type OidcClientsService = ReturnType<typeof createOidcClientsService>;
+
+export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: AuditService }) {
+  const { db, clock, audit } = deps;
+
+  async function findRow(id: string, on: Db = db): Promise<store.ClientRow | undefined> {
+    return isPlausibleId(id) ? store.findClient(on, id) : undefined;
+  }
+
+  return {
+    /** Registers a client after every rule in client-rules.ts; a confidential one gets its secret, this once. */
+    async create(input: ClientInput, source: AuditSource): Promise<CreateClientResult> {
+      const checked = checkClientInput(input);
+      if (!checked.ok) return { ok: false, reason: 'INVALID_CLIENT', problems: checked.problems };
+      const { settings } = checked;
+      const now = clock();
+      const clientSecret = settings.isPublic ? undefined : newClientSecret();
+      const row: store.ClientRow = {
+        id: newClientId(),
+        name: settings.name,
+        secret_hash: clientSecret === undefined ? null : hashClientSecret(clientSecret),
+        redirect_uris: JSON.stringify(settings.redirectUris),
+        post_logout_redirect_uris: JSON.stringify(settings.postLogoutRedirectUris),
+        grant_types: JSON.stringify(settings.grantTypes),
+        public: settings.isPublic ? 1 : 0,
+        first_party: settings.isFirstParty ? 1 : 0,
+        id_token_signed_response_alg: settings.idTokenSignedResponseAlg,
+        created_at: now,
+        updated_at: now,
+        secret_rotated_at: null,
+      };
+      await db.transaction().execute(async (trx) => {
+        await store.insertClient(trx, row);
+        await audit.record(
+          {
+            type: 'oidc_client.created',
+            source,
+            details: { clientId: row.id, name: row.name, public: settings.isPublic, firstParty: settings.isFirstParty, grantTypes: settings.grantTypes },
+          },
+          { db: trx },
+        );
+      });
+      const client = toClient(row);
+      return clientSecret === undefined ? { ok: true, client } : { ok: true, client, clientSecret };
+    },
+
+    /** Every client, newest first. */
+    async list(): Promise<OidcClient[]> {
+      return (await store.listClients(db)).map(toClient);
+    },
+
+    async show(id: string): Promise<OidcClient | null> {
+      const row = await findRow(id);
+      return row === undefined ? null : toClient(row);
+    },
+
+    /** Whether the client is one of ours (the provider may skip consent); false for an unknown one. */
+    async isFirstParty(id: string): Promise<boolean> {
+      const row = await findRow(id);
+      return row !== undefined && Number(row.first_party) === 1;
+    },
+
+    /** A new secret for a confidential client: the old one stops working at once. */
+    async rotateSecret(id: string, source: AuditSource): Promise<RotateSecretResult> {
+      const clientSecret = newClientSecret();
+      return db.transaction().execute(async (trx): Promise<RotateSecretResult> => {
+        const row = await findRow(id, trx);
+        if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
+        if (Number(row.public) === 1) return { ok: false, reason: 'PUBLIC_CLIENT' };
+        const now = clock();
+        if (!(await store.replaceSecret(trx, id, hashClientSecret(clientSecret), now))) return { ok: false, reason: 'NOT_FOUND' };
+        await audit.record({ type: 'oidc_client.secret_rotated', source, details: { clientId: id, name: row.name } }, { db: trx });
+        return { ok: true, client: toClient({ ...row, updated_at: now, secret_rotated_at: now }), clientSecret };
+      });
+    },
+
+    /**
+     * Changes the name or the redirect URIs (each list replaced whole), under the same rules as
+     * registering. The type, grant types and algorithm stay: register a new client to change those.
+     */
+    async update(id: string, changes: ClientChanges, source: AuditSource): Promise<UpdateClientResult> {
+      return db.transaction().execute(async (trx): Promise<UpdateClientResult> => {
+        const row = await findRow(id, trx);
+        if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
+        const current = toClient(row);
+        const problems: ClientProblem[] = [];
+        const set: Partial<Pick<store.ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris'>> = {};
+        if (changes.name !== undefined) {
+          const name = checkName(changes.name);
+          if (name.ok) set.name = name.name;
+          else problems.push(name.problem);
+        }
+        // Both lists are checked together: a custom scheme in one makes the client a native app for both.
+        const redirectUris = changes.redirectUris ?? current.redirectUris;
+        const postLogoutRedirectUris = changes.postLogoutRedirectUris ?? current.postLogoutRedirectUris;
+        const isNative = isNativeApp(current.isPublic, redirectUris, postLogoutRedirectUris);
+        const redirect = checkRedirectUris('redirectUris', redirectUris, current.isPublic, isNative);
+        const postLogout = checkRedirectUris('postLogoutRedirectUris', postLogoutRedirectUris, current.isPublic, isNative);
+        if (current.grantTypes.includes('authorization_code') && redirect.uris.length === 0) {
+          problems.push({ field: 'redirectUris', reason: 'REDIRECT_URI_REQUIRED', message: 'must list at least one redirect URI for the authorization_code grant' });
+        }
+        problems.push(...redirect.problems, ...postLogout.problems);
+        if (problems.length > 0) return { ok: false, reason: 'INVALID_CLIENT', problems };
+        if (changes.redirectUris !== undefined) set.redirect_uris = JSON.stringify(redirect.uris);
+        if (changes.postLogoutRedirectUris !== undefined) set.post_logout_redirect_uris = JSON.stringify(postLogout.uris);
+        const changed = Object.keys(set).filter((key) => set[key as keyof typeof set] !== row[key as keyof typeof set]);
+        if (changed.length === 0) return { ok: true, client: current };
+        const now = clock();
+        if (!(await store.updateClient(trx, id, set, now))) return { ok: false, reason: 'NOT_FOUND' };
+        const fields = changed.map((key) => ({ name: 'name', redirect_uris: 'redirectUris', post_logout_redirect_uris: 'postLogoutRedirectUris' })[key]);
+        await audit.record({ type: 'oidc_client.updated', source, details: { clientId: id, name: set.name ?? row.name, fields } }, { db: trx });
+        return { ok: true, client: toClient({ ...row, ...set, updated_at: now }) };
+      });
+    },
+
+    /** Removes the client; false when there was none. Subscribers to `oidc_client.deleted` end what it was granted. */
+    async delete(id: string, source: AuditSource): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        const row = await findRow(id, trx);
+        if (row === undefined || !(await store.deleteClient(trx, id))) return false;
+        await audit.record({ type: 'oidc_client.deleted', source, details: { clientId: id, name: row.name } }, { db: trx });
+        return true;
+      });
+    },
+
+    /**
+     * The client as oidc-provider reads client metadata (its `findClient`), or undefined for an
+     * unknown id. `client_secret` is the SHA-256 of the secret: the provider must compare a
+     * presented secret with `clientSecretMatches`, never as plain text, and must not use it as a
+     * key (no client_secret_jwt, no HS256). A public client that registered a custom-scheme URI is
+     * a native app (`application_type: 'native'`), which is what lets the provider accept it.
+     */
+    async providerMetadata(clientId: string): Promise<Record<string, unknown> | undefined> {
+      const row = await findRow(clientId);
+      if (row === undefined) return undefined;
+      const client = toClient(row);
+      const isNative = isNativeApp(client.isPublic, client.redirectUris, client.postLogoutRedirectUris);
+      return {
+        client_id: client.id,
+        client_name: client.name,
+        ...(!client.isPublic && row.secret_hash !== null && { client_secret: row.secret_hash }),
+        token_endpoint_auth_method: client.isPublic ? 'none' : 'client_secret_basic',
+        ...(isNative && { application_type: 'native' }),
+        redirect_uris: client.redirectUris,
+        post_logout_redirect_uris: client.postLogoutRedirectUris,
+        grant_types: client.grantTypes,
+        response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
+        id_token_signed_response_alg: client.idTokenSignedResponseAlg,
+      };
+    },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * Queries on the registered OAuth / OIDC clients. Functions take `db` so callers can pass a
+ * transaction. Lists are stored as JSON text and booleans as 0 / 1, the same on both dialects.
+ */
+import type { Selectable } from 'kysely';
+import type { Db } from '../storage/database.ts';
+
+export interface OidcClientsTable {
+  /** The client_id. */
+  id: string;
+  name: string;
+  /** SHA-256 of the client secret, hex; null for a public client. */
+  secret_hash: string | null;
+  /** JSON array of strings. */
+  redirect_uris: string;
+  /** JSON array of strings. */
+  post_logout_redirect_uris: string;
+  /** JSON array of strings. */
+  grant_types: string;
+  /** 0 or 1. */
+  public: number;
+  /** 0 or 1. */
+  first_party: number;
+  id_token_signed_response_alg: string;
+  created_at: number;
+  updated_at: number;
+  /** Null until the secret is first rotated. */
+  secret_rotated_at: number | null;
+}
+
+declare module '../storage/schema.ts' {
+  interface Database {
+    oidc_clients: OidcClientsTable;
+  }
+}
+
+export type ClientRow = Selectable<OidcClientsTable>;
+
+export async function insertClient(db: Db, row: ClientRow): Promise<void> {
+  await db.insertInto('oidc_clients').values(row).execute();
+}
+
+export async function findClient(db: Db, id: string): Promise<ClientRow | undefined> {
+  return db.selectFrom('oidc_clients').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Every client, newest first. */
+export async function listClients(db: Db): Promise<ClientRow[]> {
+  return db.selectFrom('oidc_clients').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+/** Replaces the secret of a confidential client; false when there is no such confidential client. */
+export async function replaceSecret(db: Db, id: string, secretHash: string, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('oidc_clients')
+    .set({ secret_hash: secretHash, secret_rotated_at: now, updated_at: now })
+    .where('id', '=', id)
+    .where('public', '=', 0)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Changes the name and redirect URIs (JSON text); false when there is no such client. */
+export async function updateClient(
+  db: Db,
+  id: string,
+  changes: Partial<Pick<ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris'>>,
+  now: number,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('oidc_clients')
+    .set({ ...changes, updated_at: now })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** True when it was there. */
+export async function deleteClient(db: Db, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('oidc_clients').where('id', '=', id).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}

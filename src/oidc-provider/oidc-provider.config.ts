@@ -1,0 +1,78 @@
+/** The OpenID Provider's part of the configuration (OIDC_PROVIDER_*). */
+import type { ConfigSection, RateLimit } from '../config.ts';
+import { isLoopbackHost } from '../config/env-reader.ts';
+
+/** An API that access tokens may be issued for (RFC 8707 resource indicator). */
+export interface ResourceServer {
+  /** The resource indicator, an absolute URL without a fragment; also the tokens' `aud`. */
+  readonly indicator: string;
+  /** The scopes it defines; a token for it carries only these. */
+  readonly scopes: readonly string[];
+}
+
+export interface OidcProviderConfig {
+  /** APIs tokens may be bound to (OIDC_PROVIDER_RESOURCES): `<url>=<scope> <scope>, <url>=…`. */
+  readonly resources: readonly ResourceServer[];
+  /** Access tokens (OIDC_PROVIDER_ACCESS_TOKEN_TTL, default 10 minutes). */
+  readonly accessTokenTtlSeconds: number;
+  /** ID tokens (OIDC_PROVIDER_ID_TOKEN_TTL, default 1 hour). */
+  readonly idTokenTtlSeconds: number;
+  /** Refresh tokens, absolute (OIDC_PROVIDER_REFRESH_TOKEN_TTL, default 30 days); each use rotates it. */
+  readonly refreshTokenTtlSeconds: number;
+  /** A device code waits this long for its user (OIDC_PROVIDER_DEVICE_CODE_TTL, default 10 minutes). */
+  readonly deviceCodeTtlSeconds: number;
+  /** Requests per IP to the token, introspection, revocation, device and PAR endpoints (RATE_LIMIT_OIDC_TOKEN, default 300/min). */
+  readonly tokenEndpointLimit: RateLimit;
+  /** User codes typed on the /device page per IP (RATE_LIMIT_OIDC_USER_CODE, default 20 per 15 min): they are short. */
+  readonly userCodeLimit: RateLimit;
+}
+
+declare module '../config.ts' {
+  interface Config {
+    readonly oidcProvider: OidcProviderConfig;
+  }
+}
+
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+export function parseResources(value: string, problems: string[]): ResourceServer[] {
+  const resources: ResourceServer[] = [];
+  for (const entry of value.split(',').map((part) => part.trim()).filter((part) => part !== '')) {
+    const separator = entry.indexOf('=');
+    const indicator = (separator < 0 ? entry : entry.slice(0, separator)).trim();
+    const scopes = separator < 0 ? [] : entry.slice(separator + 1).trim().split(/\s+/).filter((scope) => scope !== '');
+    let url: URL | undefined;
+    try {
+      url = new URL(indicator);
+    } catch {
+      url = undefined;
+    }
+    const isHttps = url?.protocol === 'https:' || (url?.protocol === 'http:' && isLoopbackHost(url.hostname));
+    if (url === undefined || !isHttps || url.hash !== '' || url.search !== '') {
+      problems.push(`OIDC_PROVIDER_RESOURCES: "${indicator}" must be an https URL (http only on loopback) without query or fragment`);
+      continue;
+    }
+    if (scopes.length === 0 || !scopes.every((scope) => SCOPE_TOKEN.test(scope)) || scopes.includes('openid')) {
+      problems.push(`OIDC_PROVIDER_RESOURCES: "${indicator}" needs one or more scopes after "=" (space-separated, not "openid")`);
+      continue;
+    }
+    if (resources.some((resource) => resource.indicator === indicator)) {
+      problems.push(`OIDC_PROVIDER_RESOURCES: "${indicator}" is listed twice`);
+      continue;
+    }
+    resources.push({ indicator, scopes: [...new Set(scopes)] });
+  }
+  return resources;
+}
+
+export const oidcProviderConfigSection: ConfigSection = (read, _basis, problems) => ({
+  oidcProvider: {
+    resources: parseResources(read.string('OIDC_PROVIDER_RESOURCES') ?? '', problems),
+    accessTokenTtlSeconds: read.duration('OIDC_PROVIDER_ACCESS_TOKEN_TTL', 10 * 60),
+    idTokenTtlSeconds: read.duration('OIDC_PROVIDER_ID_TOKEN_TTL', 60 * 60),
+    refreshTokenTtlSeconds: read.duration('OIDC_PROVIDER_REFRESH_TOKEN_TTL', 30 * 86_400),
+    deviceCodeTtlSeconds: read.duration('OIDC_PROVIDER_DEVICE_CODE_TTL', 10 * 60),
+    tokenEndpointLimit: read.rateLimit('RATE_LIMIT_OIDC_TOKEN', { points: 300, durationSeconds: 60 }),
+    userCodeLimit: read.rateLimit('RATE_LIMIT_OIDC_USER_CODE', { points: 20, durationSeconds: 15 * 60 }),
+  },
+});

@@ -1,0 +1,302 @@
+/**
+ * Gatehouse as an OpenID Provider, with openid-client as the relying party over real HTTP on
+ * loopback, on SQLite and PostgreSQL: discovery and keys, the code flow through our own sign-in
+ * and consent pages (driven here by plain form posts), ID token, userinfo, refresh rotation and
+ * reuse detection, introspection, revocation, client credentials with a resource-bound JWT, the
+ * device flow, RP-initiated logout, and how Gatehouse sign-out ends the provider session.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as client from 'openid-client';
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { backends } from '../../test/helpers/databases.ts';
+import { Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER } from '../../test/helpers/oidc-rp.ts';
+
+const REDIRECT = 'http://127.0.0.1:1/callback';
+const POST_LOGOUT = 'http://127.0.0.1:1/signed-out';
+const API = 'http://127.0.0.1:1/api';
+
+/** Runs the authorization request in `browser` until the app's redirect URI; consents when asked. */
+async function authorize(
+  browser: Browser,
+  config: client.Configuration,
+  options: { scope?: string; resource?: string; consent?: 'allow' | 'deny'; extra?: Record<string, string> } = {},
+) {
+  const codeVerifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const nonce = client.randomNonce();
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT,
+    scope: options.scope ?? 'openid email profile roles offline_access',
+    // A refresh token (offline_access) is only given when consent was asked for (OpenID Connect Core 11).
+    ...((options.scope ?? 'offline_access').includes('offline_access') && { prompt: 'consent' }),
+    code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+    ...(options.resource !== undefined && { resource: options.resource }),
+    ...options.extra,
+  });
+  let step = await follow(browser, url.pathname + url.search);
+  let consentPages = 0;
+  while ('page' in step) {
+    const html = await step.page.text();
+    if (step.url.startsWith('/auth/signin')) {
+      await browser.signIn(USER.email, USER.password);
+      const callback = new URL(step.url, browser.origin).searchParams.get('callbackUrl')!;
+      step = await follow(browser, callback);
+      continue;
+    }
+    assert.match(step.url, /^\/oidc\/interaction\//, `landed on ${step.url}: ${html.slice(0, 300)}`);
+    consentPages += 1;
+    const response = await browser.post(`${step.url}/consent`, { csrfToken: hiddenValue(html, 'csrfToken'), decision: options.consent ?? 'allow' });
+    assert.equal(response.status, 303);
+    step = await follow(browser, response.headers.get('location')!);
+  }
+  return { callback: new URL(step.external), codeVerifier, state, nonce, consentPages };
+}
+
+for (const backend of await backends()) {
+  describe(`OpenID Provider on ${backend.name}`, { skip: backend.skip }, () => {
+    const server = useListeningApp(backend, { OIDC_PROVIDER_RESOURCES: `${API}=read:items write:items` });
+    let userId: string;
+    before(async () => {
+      await server.setup();
+      userId = (await createRpUser(server.get(), ['EDITOR'])).id;
+    });
+    after(() => server.teardown());
+
+    it('publishes discovery with the issuer exactly AUTH_URL and the service JWKS', async () => {
+      const t = server.get();
+      const response = await fetch(`${t.url}/.well-known/openid-configuration`);
+      assert.equal(response.status, 200);
+      const metadata = (await response.json()) as Record<string, unknown>;
+      assert.equal(metadata.issuer, t.url);
+      assert.equal(metadata.jwks_uri, `${t.url}/.well-known/jwks.json`);
+      assert.equal(metadata.authorization_endpoint, `${t.url}/oidc/auth`);
+      assert.deepEqual(metadata.response_types_supported, ['code']);
+      assert.deepEqual(metadata.code_challenge_methods_supported, ['S256']);
+      assert.equal(metadata.authorization_response_iss_parameter_supported, true);
+      assert.ok((metadata.grant_types_supported as string[]).includes('client_credentials'));
+      assert.ok(!(metadata.grant_types_supported as string[]).includes('implicit'));
+      assert.ok(!(metadata.grant_types_supported as string[]).includes('password'));
+      assert.deepEqual(new Set(metadata.id_token_signing_alg_values_supported as string[]), new Set(['EdDSA', 'RS256']));
+      const jwks = (await (await fetch(`${t.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string; alg: string }> };
+      const published = new Set(t.services.keys.publicJwks().map((jwk) => jwk.kid));
+      assert.deepEqual(new Set(jwks.keys.map((key) => key.kid)), published);
+    });
+
+    it('signs a user in to a first-party app with the code flow: ID token, userinfo, refresh rotation and reuse detection', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'First party', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const browser = new Browser(t.url);
+      const { callback, codeVerifier, state, nonce, consentPages } = await authorize(browser, config);
+      assert.equal(consentPages, 0, 'no consent page for a first-party app');
+      assert.equal(callback.searchParams.get('iss'), t.url, 'RFC 9207 iss in the response');
+
+      const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce });
+      const claims = tokens.claims()!;
+      assert.equal(claims.sub, userId);
+      assert.equal(claims.iss, t.url);
+      assert.equal(claims.aud, clientId);
+      assert.equal(decodeProtectedHeader(tokens.id_token!).alg, 'EdDSA');
+      assert.deepEqual(claims.amr, ['pwd'], JSON.stringify(claims));
+      const info = await client.fetchUserInfo(config, tokens.access_token, userId);
+      assert.equal(info.email, USER.email);
+      assert.equal(info.email_verified, true);
+      assert.equal(info.name, USER.name);
+      assert.deepEqual(info.roles, ['EDITOR']);
+
+      assert.ok(tokens.refresh_token);
+      const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token);
+      assert.ok(refreshed.refresh_token && refreshed.refresh_token !== tokens.refresh_token, 'the refresh token rotates');
+      await assert.rejects(client.refreshTokenGrant(config, tokens.refresh_token), (error: client.ResponseBodyError) => error.error === 'invalid_grant');
+      await assert.rejects(
+        client.refreshTokenGrant(config, refreshed.refresh_token!),
+        (error: client.ResponseBodyError) => error.error === 'invalid_grant',
+        'reusing a rotated token revokes the grant: its successor dies too',
+      );
+    });
+
+    it('asks a third-party app for consent, remembers it, and shows the app under Connected apps until disconnected', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Third party', redirectUris: [REDIRECT] });
+      const config = await discover(t.url, clientId, clientSecret);
+      const browser = new Browser(t.url);
+      const first = await authorize(browser, config, { scope: 'openid email' });
+      assert.equal(first.consentPages, 1);
+      const tokens = await client.authorizationCodeGrant(config, first.callback, { pkceCodeVerifier: first.codeVerifier, expectedState: first.state, expectedNonce: first.nonce });
+      assert.equal(tokens.claims()!.sub, userId);
+
+      // Another browser (a new provider session): the consent is remembered.
+      const other = new Browser(t.url);
+      const second = await authorize(other, config, { scope: 'openid email' });
+      assert.equal(second.consentPages, 0, 'remembered');
+      const more = await authorize(other, config, { scope: 'openid email profile' });
+      assert.equal(more.consentPages, 1, 'asking for more asks again');
+
+      const dashboard = await (await browser.fetch('/dashboard')).text();
+      assert.match(dashboard, /Connected apps/);
+      assert.match(dashboard, /Third party/);
+      const csrfToken = hiddenValue(dashboard, 'csrfToken');
+      const disconnected = await browser.post(`/oidc/connected-apps/${encodeURIComponent(clientId)}/disconnect`, { csrfToken });
+      assert.equal(disconnected.status, 303);
+      assert.doesNotMatch(await (await browser.fetch('/dashboard')).text(), /Third party/);
+      await assert.rejects(client.refreshTokenGrant(config, tokens.refresh_token ?? 'none'));
+      const again = await authorize(new Browser(t.url), config, { scope: 'openid email' });
+      assert.equal(again.consentPages, 1, 'consent is asked again after disconnecting');
+    });
+
+    it('answers response_mode=form_post with a self-posting page that its CSP lets post to the app', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Form post app', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const browser = new Browser(t.url);
+      await browser.signIn(USER.email, USER.password);
+      const url = client.buildAuthorizationUrl(config, {
+        redirect_uri: REDIRECT,
+        scope: 'openid',
+        response_mode: 'form_post',
+        state: 'st',
+        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      });
+      const step = await follow(browser, url.pathname + url.search);
+      assert.ok('page' in step);
+      const html = await step.page.text();
+      assert.match(html, /<form method="post" action="http:\/\/127\.0\.0\.1:1\/callback">/);
+      assert.match(html, /name="code" value="[^"]+"/);
+      assert.match(html, /name="iss" value="http:\/\/127\.0\.0\.1:\d+"/);
+      const csp = step.page.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /script-src 'self' 'sha256-[^']+'/);
+      assert.match(csp, /form-action 'self' http:\/\/127\.0\.0\.1:1/);
+    });
+
+    it('returns access_denied to the app when the user denies', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Denied app', redirectUris: [REDIRECT] });
+      const config = await discover(t.url, clientId, clientSecret);
+      const { callback } = await authorize(new Browser(t.url), config, { scope: 'openid', consent: 'deny' });
+      assert.equal(callback.searchParams.get('error'), 'access_denied');
+      assert.equal(callback.searchParams.get('iss'), t.url);
+    });
+
+    it('issues resource-bound JWT access tokens (RFC 9068) with roles, introspects and revokes them', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'API app', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const flow = await authorize(new Browser(t.url), config, { scope: 'openid read:items offline_access', resource: API });
+      const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce }, { resource: API });
+      const jwks = createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`));
+      const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, { issuer: t.url, audience: API, typ: 'at+jwt' });
+      assert.equal(protectedHeader.alg, 'EdDSA');
+      assert.equal(payload.sub, userId);
+      assert.equal(payload.client_id, clientId);
+      assert.equal(payload.scope, 'read:items');
+      assert.deepEqual(payload.roles, ['EDITOR']);
+
+      const active = await client.tokenIntrospection(config, tokens.refresh_token!);
+      assert.equal(active.active, true);
+      await client.tokenRevocation(config, tokens.refresh_token!);
+      assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, false);
+    });
+
+    it('gives a machine a token by client credentials: client_id and scope, no user', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Machine', grantTypes: ['client_credentials'] });
+      const config = await discover(t.url, clientId, clientSecret);
+      const tokens = await client.clientCredentialsGrant(config, { scope: 'read:items', resource: API });
+      const { payload } = await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`)), { issuer: t.url, audience: API, typ: 'at+jwt' });
+      assert.equal(payload.client_id, clientId);
+      assert.equal(payload.scope, 'read:items');
+      assert.equal(payload.sub, clientId);
+      assert.equal(payload.roles, undefined);
+      await assert.rejects(client.clientCredentialsGrant(config, { scope: 'read:items', resource: 'http://127.0.0.1:1/other' }), (error: client.ResponseBodyError) => error.error === 'invalid_target');
+      const wrong = await discover(t.url, clientId, 'not-the-secret');
+      await assert.rejects(
+        client.clientCredentialsGrant(wrong, { scope: 'read:items', resource: API }),
+        (error: client.WWWAuthenticateChallengeError) => error.response.status === 401 && error.cause[0]?.parameters.error === 'invalid_client',
+      );
+    });
+
+    it('signs a device in with the device flow and the /device page', async () => {
+      const t = server.get();
+      const { clientId } = await registerClient(t, { name: 'TV app', isPublic: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], isFirstParty: true });
+      const config = await discover(t.url, clientId);
+      const device = await client.initiateDeviceAuthorization(config, { scope: 'openid email' });
+      assert.equal(device.verification_uri, `${t.url}/device`);
+
+      const browser = new Browser(t.url);
+      await browser.signIn(USER.email, USER.password);
+      const input = await browser.fetch('/device');
+      assert.equal(input.status, 200);
+      const form = await input.text();
+      const submitted = await browser.post('/device', { xsrf: hiddenValue(form, 'xsrf'), user_code: device.user_code });
+      let step = submitted.status === 200 ? { page: submitted, url: '/device' } : await follow(browser, submitted.headers.get('location')!);
+      assert.ok('page' in step);
+      let html = await step.page.text();
+      if (!/name="confirm"/.test(html)) {
+        assert.fail(`expected the confirmation page, got ${html.slice(0, 300)}`);
+      }
+      const confirmed = await browser.post('/device', { xsrf: hiddenValue(html, 'xsrf'), user_code: hiddenValue(html, 'user_code'), confirm: 'yes' });
+      step = await follow(browser, confirmed.headers.get('location') ?? '/device');
+      assert.ok('page' in step);
+      html = await step.page.text();
+      assert.match(html, /Device connected/);
+
+      const tokens = await client.pollDeviceAuthorizationGrant(config, device);
+      assert.equal(tokens.claims()!.sub, userId);
+    });
+
+    it('ends the provider session when the user signs out of Gatehouse, and RP-initiated logout signs out of Gatehouse', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Logout app', redirectUris: [REDIRECT], postLogoutRedirectUris: [POST_LOGOUT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const browser = new Browser(t.url);
+      const flow = await authorize(browser, config, { scope: 'openid' });
+      const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce });
+
+      // prompt=none works while signed in to Gatehouse…
+      const silent = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid', prompt: 'none', state: 's', nonce: 'n', code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+      const silentOk = await follow(browser, silent.pathname + silent.search);
+      assert.ok('external' in silentOk && new URL(silentOk.external).searchParams.has('code'));
+      // …and not after signing out of Gatehouse.
+      const signOutPage = await (await browser.fetch('/auth/signout')).text();
+      const signedOut = await browser.post('/api/auth/signout', { csrfToken: hiddenValue(signOutPage, 'csrfToken') });
+      assert.equal(signedOut.status, 303);
+      const silentAfter = await follow(browser, silent.pathname + silent.search);
+      assert.ok('external' in silentAfter);
+      assert.equal(new URL(silentAfter.external).searchParams.get('error'), 'login_required');
+
+      // Sign in again, then log out from the app: Gatehouse's session ends with it.
+      const again = await authorize(browser, config, { scope: 'openid' });
+      const second = await client.authorizationCodeGrant(config, again.callback, { pkceCodeVerifier: again.codeVerifier, expectedState: again.state, expectedNonce: again.nonce });
+      const logoutUrl = client.buildEndSessionUrl(config, { id_token_hint: second.id_token!, post_logout_redirect_uri: POST_LOGOUT, state: 'bye' });
+      const question = await browser.fetch(logoutUrl.pathname + logoutUrl.search);
+      assert.equal(question.status, 200);
+      const page = await question.text();
+      assert.match(question.headers.get('content-security-policy') ?? '', /form-action 'self' http:\/\/127\.0\.0\.1:1/);
+      const confirmed = await browser.post('/oidc/session/end/confirm', { xsrf: hiddenValue(page, 'xsrf'), logout: 'yes' });
+      assert.equal(confirmed.status, 303);
+      const landing = new URL(confirmed.headers.get('location')!);
+      assert.equal(`${landing.origin}${landing.pathname}`, POST_LOGOUT);
+      assert.equal(landing.searchParams.get('state'), 'bye');
+      const session = await browser.fetch('/api/auth/session');
+      assert.equal(session.status, 401, 'the Gatehouse session ended with the logout');
+      assert.ok(tokens.id_token);
+    });
+
+    it('revokes the grants and refresh tokens of a user whose sessions all end', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Revoked app', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const flow = await authorize(new Browser(t.url), config, { scope: 'openid offline_access' });
+      const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce });
+      assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, true);
+      await t.services.sessions.endAllSessions(userId, { reason: 'TEST' });
+      assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, false);
+      await assert.rejects(client.refreshTokenGrant(config, tokens.refresh_token!));
+    });
+  });
+}

@@ -1,0 +1,109 @@
+/**
+ * "Sign in with Gatehouse": an OpenID Provider and OAuth 2.1 authorization server for other apps,
+ * on oidc-provider (see provider.ts for the configuration and oidc.routes.ts for how it is served).
+ * Clients are registered by the oidc-clients module; this one issues their tokens.
+ */
+import { defineModule } from '../module.ts';
+import { createPeriodicJob } from '../lib/periodic-job.ts';
+import { oidcProviderConfigSection } from './oidc-provider.config.ts';
+import * as payloads from './migrations/20261124-oidc-provider-payloads.ts';
+import * as consents from './migrations/20261124-oidc-provider-consents.ts';
+import { deleteExpiredOidcPayloads } from './oidc.store.ts';
+import { createOidcProviderService, type OidcProviderService } from './oidc-provider.service.ts';
+import { createOidcPageRenderer } from './provider-pages.ts';
+import { interactionRoutes, providerBridge } from './oidc.routes.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    oidcProvider: OidcProviderService;
+  }
+}
+
+/** Rows deleted per housekeeping statement, and statements per run at most. */
+const PURGE_BATCH = 1_000;
+const PURGE_BATCHES_PER_RUN = 50;
+
+export const oidcProviderModule = defineModule({
+  name: 'oidc-provider',
+  config: oidcProviderConfigSection,
+  migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents },
+  provide({ db, clock, config, services, logger }) {
+    const pages = createOidcPageRenderer();
+    return {
+      oidcProvider: createOidcProviderService({
+        db,
+        clock,
+        config,
+        keys: services.keys,
+        users: services.users,
+        sessions: services.sessions,
+        clients: services.oidcClients,
+        pages,
+        logger,
+      }),
+    };
+  },
+  // Expired codes, tokens, sessions and interactions are deleted in batches now and then (reads
+  // already ignore them).
+  jobs: (_services, { db, clock, logger }) => [
+    createPeriodicJob({
+      name: 'oidc-provider-purge',
+      intervalMs: 10 * 60_000,
+      firstDelayMs: 60_000,
+      logger,
+      run: async () => {
+        let deleted = 0;
+        for (let batch = 0; batch < PURGE_BATCHES_PER_RUN; batch += 1) {
+          const count = await deleteExpiredOidcPayloads(db, clock(), PURGE_BATCH);
+          deleted += count;
+          if (count < PURGE_BATCH) break;
+        }
+        return deleted;
+      },
+    }),
+  ],
+  // Ending all of a user's sessions (sign-out everywhere, a password reset, disabling the user)
+  // ends what their apps hold too, in the same transaction.
+  subscriptions: ({ oidcProvider }) => [
+    {
+      types: ['user.sessions_ended', 'password.reset', 'user.disabled'],
+      async handle(event, db) {
+        if (event.userId !== null) await oidcProvider.endAccess(event.userId, db);
+      },
+    },
+  ],
+  pageSections: ({ oidcProvider }) => {
+    const pages = createOidcPageRenderer();
+    return [
+      {
+        page: 'dashboard',
+        async render({ userId, csrfToken }) {
+          if (userId === null) return null;
+          const apps = await oidcProvider.connectedApps(userId);
+          return pages.render('oidc-connected-apps', { title: '', csrfToken, apps: apps.map((app) => ({ clientId: app.clientId, name: app.name, scopes: app.scopes.join(' ') })) });
+        },
+      },
+    ];
+  },
+  routes: [
+    {
+      scope: 'api',
+      register: (app, { services, authenticate, config }) =>
+        app.register(providerBridge, { oidc: services.oidcProvider, authenticate, config, rateLimiters: services.rateLimiters }),
+    },
+    {
+      scope: 'browser',
+      register: (app, { services, authenticate, csrf, config, clock }) =>
+        app.register(interactionRoutes, {
+          oidc: services.oidcProvider,
+          clients: services.oidcClients,
+          users: services.users,
+          authenticate,
+          csrf,
+          config,
+          clock,
+          pages: createOidcPageRenderer(),
+        }),
+    },
+  ],
+});

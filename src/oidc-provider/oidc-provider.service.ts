@@ -1,0 +1,150 @@
+/**
+ * The OpenID Provider as the rest of Gatehouse sees it: the provider instance of the current keys
+ * (rebuilt when a rotation changes them: its state is all in storage, so nothing is lost), what
+ * a user's connected apps are, and how a user's access given to apps ends.
+ */
+import type { IncomingMessage } from 'node:http';
+import type Provider from 'oidc-provider';
+import type { Config } from '../config.ts';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { SigningKeys } from '../sessions/signing-keys.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
+import type { SessionService } from '../sessions/session.service.ts';
+import type { UserService } from '../users/user.service.ts';
+import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
+import { clientSecretMatches } from '../oidc-clients/clients.service.ts';
+import { createAdapterFactory } from './oidc.adapter.ts';
+import { deleteOidcPayloadsByAccountId, deleteOidcPayloadsByGrantId, destroyOidcPayload, listGrantsByAccount } from './oidc.store.ts';
+import { findConsent, forgetConsent, listConsents, rememberConsent, type Consent } from './consents.store.ts';
+import { createProvider } from './provider.ts';
+import { createProviderPages, type OidcPageRenderer } from './provider-pages.ts';
+
+/** What the bridge knows of a request before the provider runs (keyed by the Node request). */
+interface RequestState {
+  auth: RequestAuth | null;
+  /** The Gatehouse sign-out an RP-initiated logout started; the bridge waits for it. */
+  signingOut?: Promise<unknown>;
+}
+
+export interface ConnectedApp {
+  clientId: string;
+  name: string;
+  /** What it was allowed, in scopes (OIDC and API scopes). */
+  scopes: string[];
+}
+
+export type OidcProviderService = ReturnType<typeof createOidcProviderService>;
+
+export function createOidcProviderService(deps: {
+  db: Db;
+  clock: Clock;
+  config: Config;
+  keys: SigningKeys;
+  users: UserService;
+  sessions: SessionService;
+  clients: OidcClientsService;
+  pages: OidcPageRenderer;
+  logger: Logger;
+}) {
+  const { db, clock, config, keys, sessions, clients, logger } = deps;
+  const requests = new WeakMap<IncomingMessage, RequestState>();
+  const adapter = createAdapterFactory({ db, clock, clients: { find: (clientId) => clients.providerMetadata(clientId) } });
+  const providerPages = createProviderPages(deps.pages);
+  let built: { provider: Provider; version: string; handler: ReturnType<Provider['callback']> } | undefined;
+
+  function build() {
+    const provider = createProvider({
+      config,
+      keys,
+      adapter,
+      users: deps.users,
+      pages: providerPages,
+      logger,
+      gatehouseSession: (req) => requests.get(req)?.auth,
+      clientSecretMatches,
+      onLogout(req) {
+        const state = requests.get(req);
+        if (state?.auth) state.signingOut = sessions.signOut(state.auth.userId, state.auth.sessionId);
+      },
+    });
+    // Before the provider answers: an RP-initiated logout's sign-out has ended the Gatehouse session.
+    provider.use(async (ctx, next) => {
+      await next();
+      await requests.get(ctx.req)?.signingOut;
+    });
+    return { provider, version: keys.version(), handler: provider.callback() };
+  }
+
+  function current() {
+    if (built === undefined || built.version !== keys.version()) built = build();
+    return built;
+  }
+
+  return {
+    /** The provider for the keys loaded now. */
+    provider: (): Provider => current().provider,
+
+    /** Hands a request to the provider with the Gatehouse session it carries (null: none). */
+    async handle(req: IncomingMessage, res: import('node:http').ServerResponse, auth: RequestAuth | null): Promise<void> {
+      const state: RequestState = { auth };
+      requests.set(req, state);
+      await current().handler(req, res);
+    },
+
+    async findConsent(userId: string, clientId: string): Promise<Consent | undefined> {
+      return findConsent(db, userId, clientId);
+    },
+
+    async rememberConsent(userId: string, consent: Consent): Promise<void> {
+      await rememberConsent(db, userId, consent, clock());
+    },
+
+    /** The apps the user gave access to: those with a live grant or a remembered consent. */
+    async connectedApps(userId: string): Promise<ConnectedApp[]> {
+      const scopesByClient = new Map<string, Set<string>>();
+      const add = (clientId: string, scopes: Iterable<string>) => {
+        const set = scopesByClient.get(clientId) ?? new Set<string>();
+        for (const scope of scopes) set.add(scope);
+        scopesByClient.set(clientId, set);
+      };
+      for (const row of await listGrantsByAccount(db, userId, clock())) {
+        const grant = JSON.parse(row.payload) as { clientId?: string; openid?: { scope?: string }; resources?: Record<string, string> };
+        if (typeof grant.clientId !== 'string') continue;
+        add(grant.clientId, (grant.openid?.scope ?? '').split(' ').filter(Boolean));
+        for (const scope of Object.values(grant.resources ?? {})) add(grant.clientId, scope.split(' ').filter(Boolean));
+      }
+      for (const consent of await listConsents(db, userId)) add(consent.clientId, [...consent.scopes, ...Object.values(consent.resources).flat()]);
+      const apps: ConnectedApp[] = [];
+      for (const [clientId, scopes] of scopesByClient) {
+        const client = await clients.show(clientId);
+        // A deleted client's leftovers are no connected app (its tokens no longer work).
+        if (client !== null) apps.push({ clientId, name: client.name, scopes: [...scopes].sort() });
+      }
+      return apps.sort((a, b) => a.name.localeCompare(b.name));
+    },
+
+    /** Disconnects an app: its remembered consent, its grants and every token issued under them. */
+    async disconnect(userId: string, clientId: string): Promise<boolean> {
+      let found = false;
+      await db.transaction().execute(async (trx) => {
+        found = await forgetConsent(trx, userId, clientId);
+        for (const row of await listGrantsByAccount(trx, userId)) {
+          const grant = JSON.parse(row.payload) as { clientId?: string };
+          if (grant.clientId !== clientId) continue;
+          found = true;
+          await deleteOidcPayloadsByGrantId(trx, row.id);
+          await destroyOidcPayload(trx, 'Grant', row.id);
+        }
+      });
+      if (found) logger.info({ userId, clientId }, 'app disconnected');
+      return found;
+    },
+
+    /** Ends everything the user's apps hold (provider sessions, grants, codes, tokens), in `within` (an event's transaction). */
+    async endAccess(userId: string, within: Db = db): Promise<number> {
+      return deleteOidcPayloadsByAccountId(within, userId);
+    },
+  };
+}

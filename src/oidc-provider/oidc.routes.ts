@@ -1,0 +1,279 @@
+/**
+ * The OpenID Provider on our HTTP server.
+ *
+ * - `providerBridge` (JSON scope): every provider endpoint (`/oidc/*`, `/device`, discovery) is
+ *   handed to oidc-provider untouched: no body parser of ours runs (the provider reads and limits
+ *   bodies itself), our CSRF check does not apply (its forms carry its own anti-forgery value,
+ *   its token endpoints authenticate clients), and Host and scheme are pinned to AUTH_URL so no
+ *   request can make it name another origin. Our security headers go out with its answers; its
+ *   pages replace them with the page headers. The Gatehouse session of the browser is resolved
+ *   first, for the provider's login check (provider.ts).
+ * - `interactionRoutes` (browser scope): where the provider sends the browser to sign in and to
+ *   consent: our sign-in page (password, providers, passkeys, the second factor), then the consent
+ *   page for apps that are not first-party; and the dashboard's "Connected apps" disconnect form.
+ */
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { clientKey, rateLimitHook, type RateLimiters } from '../http/rate-limit.ts';
+import { signInRedirect } from '../http/sign-in-redirect.ts';
+import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { UserService } from '../users/user.service.ts';
+import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
+import type { Clock } from '../lib/clock.ts';
+import { formActionSource, sendPage } from '../web/render.ts';
+import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider.ts';
+import { oidcErrorMessage, type OidcPageRenderer } from './provider-pages.ts';
+import type { OidcProviderService } from './oidc-provider.service.ts';
+import type { Consent } from './consents.store.ts';
+
+const hidden = { hide: true } as const;
+
+/** Paths where the provider may look at the browser's Gatehouse session. */
+const BROWSER_PATHS = [OIDC_ROUTES.authorization, OIDC_ROUTES.code_verification, OIDC_ROUTES.end_session];
+/** Client-facing endpoints, counted per IP. */
+const CLIENT_ENDPOINTS = new Set<string>([OIDC_ROUTES.token, OIDC_ROUTES.introspection, OIDC_ROUTES.revocation, OIDC_ROUTES.device_authorization, OIDC_ROUTES.pushed_authorization_request]);
+
+export interface ProviderBridgeOptions {
+  oidc: OidcProviderService;
+  authenticate: RequestAuthenticator;
+  config: Config;
+  rateLimiters: RateLimiters;
+}
+
+export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = async (app, { oidc, authenticate, config, rateLimiters }) => {
+  const authUrl = new URL(config.authUrl);
+  const perIp = config.oidcProvider.tokenEndpointLimit;
+  const clientLimit = rateLimitHook([
+    {
+      limiter: rateLimiters.create('oidc-client-endpoints', perIp),
+      key: (request) => (request.method === 'POST' && CLIENT_ENDPOINTS.has(request.url.split('?')[0]!) ? clientKey(request.ip) : null),
+    },
+    {
+      limiter: rateLimiters.create('oidc-user-code', config.oidcProvider.userCodeLimit),
+      key: (request) => (request.method === 'POST' && request.url.split('?')[0] === OIDC_ROUTES.code_verification ? clientKey(request.ip) : null),
+    },
+  ]);
+
+  // The provider reads the body itself (and refuses what it does not expect): leave the stream alone.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+
+  async function forward(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const path = request.url.split('?')[0]!;
+    const auth: RequestAuth | null = BROWSER_PATHS.some((prefix) => path === prefix || path.startsWith(`${prefix}/`)) ? await authenticate(request, reply) : null;
+    const raw = request.raw;
+    // Pin what the provider builds URLs from to AUTH_URL (it trusts these headers: provider.proxy).
+    raw.headers.host = authUrl.host;
+    raw.headers['x-forwarded-proto'] = authUrl.protocol.slice(0, -1);
+    delete raw.headers['x-forwarded-host'];
+    delete raw.headers['x-forwarded-for'];
+    reply.hijack();
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string | string[]);
+    await oidc.handle(raw, reply.raw, auth);
+  }
+
+  const routeOptions = { schema: hidden, config: { skipCsrf: true }, preHandler: clientLimit };
+  app.all('/oidc/*', routeOptions, forward);
+  app.all(OIDC_ROUTES.code_verification, routeOptions, forward);
+  app.all(`${OIDC_ROUTES.code_verification}/*`, routeOptions, forward);
+  app.all('/.well-known/openid-configuration', routeOptions, forward);
+  app.all('/.well-known/oauth-authorization-server', routeOptions, forward);
+};
+
+export interface InteractionRouteOptions {
+  oidc: OidcProviderService;
+  clients: OidcClientsService;
+  users: UserService;
+  authenticate: RequestAuthenticator;
+  csrf: Csrf;
+  config: Config;
+  clock: Clock;
+  pages: OidcPageRenderer;
+}
+
+interface MissingConsent {
+  missingOIDCScope?: string[];
+  missingOIDCClaims?: string[];
+  missingResourceScopes?: Record<string, string[]>;
+}
+
+const SCOPE_WORDS: Readonly<Record<string, string>> = {
+  openid: 'Know who you are (your Gatehouse account)',
+  profile: 'See your name',
+  email: 'See your e-mail address and whether it is verified',
+  roles: 'See the roles you hold',
+  offline_access: 'Stay connected while you are away (it gets a refresh token)',
+};
+
+/** The scopes of a consent in words, for the consent page. */
+export function consentItems(missing: MissingConsent): string[] {
+  const items = (missing.missingOIDCScope ?? []).map((scope) => SCOPE_WORDS[scope] ?? `Use the scope “${scope}”`);
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+    items.push(`Use ${indicator} with: ${scopes.join(', ')}`);
+  }
+  return items;
+}
+
+function covers(consent: Consent | undefined, missing: MissingConsent): boolean {
+  if (consent === undefined) return false;
+  if (!(missing.missingOIDCScope ?? []).every((scope) => consent.scopes.has(scope))) return false;
+  // Claims follow from scopes here (the claims parameter is off); OIDC_CLAIMS lists which.
+  const releasable = new Set<string>(Object.entries(OIDC_CLAIMS).filter(([scope]) => consent.scopes.has(scope)).flatMap(([, claims]) => claims));
+  if (!(missing.missingOIDCClaims ?? []).every((claim) => releasable.has(claim))) return false;
+  return Object.entries(missing.missingResourceScopes ?? {}).every(([indicator, scopes]) => scopes.every((scope) => consent.resources[indicator]?.includes(scope)));
+}
+
+const uidParams = z.object({ uid: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/) });
+const consentBody = z.object({ decision: z.enum(['allow', 'deny']), csrfToken: z.string().max(200).optional() });
+
+export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> = async (app, options) => {
+  const { oidc, clients, users, authenticate, csrf, config, clock, pages } = options;
+
+  function errorPage(reply: FastifyReply, code: string, status = 400): FastifyReply {
+    return sendPage(reply, pages.render('error', { title: 'Sign-in problem', heading: 'Sign-in problem', message: oidcErrorMessage(code), code: code.toUpperCase() }), status);
+  }
+
+  /** The provider's own cookie changes (set on the Node response) go out with our reply. */
+  function keepProviderCookies(reply: FastifyReply): void {
+    const cookies = reply.raw.getHeader('set-cookie');
+    if (cookies === undefined) return;
+    reply.raw.removeHeader('set-cookie');
+    const existing = reply.getHeader('set-cookie');
+    const merged = [...(existing === undefined ? [] : Array.isArray(existing) ? existing : [String(existing)]), ...(Array.isArray(cookies) ? cookies : [String(cookies)])];
+    void reply.header('set-cookie', merged);
+  }
+
+  async function details(request: FastifyRequest, reply: FastifyReply, uid: string) {
+    try {
+      const interaction = await oidc.provider().interactionDetails(request.raw, reply.raw);
+      return interaction.uid === uid ? interaction : null;
+    } catch {
+      return null;
+    }
+  }
+
+  type Interaction = NonNullable<Awaited<ReturnType<typeof details>>>;
+
+  async function finish(request: FastifyRequest, reply: FastifyReply, result: Record<string, unknown>, merge = true): Promise<string> {
+    const returnTo = await oidc.provider().interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
+    keepProviderCookies(reply);
+    return returnTo;
+  }
+
+  /** Grants what the consent prompt misses, remembering it for apps that asked for consent. */
+  async function grant(interaction: Interaction, userId: string, missing: MissingConsent, remember: boolean): Promise<Record<string, unknown>> {
+    const provider = oidc.provider();
+    const clientId = String(interaction.params.client_id);
+    const existing = interaction.grantId === undefined ? undefined : await provider.Grant.find(interaction.grantId);
+    const grant = existing ?? new provider.Grant({ accountId: userId, clientId });
+    if ((missing.missingOIDCScope ?? []).length > 0) grant.addOIDCScope(missing.missingOIDCScope!.join(' '));
+    if ((missing.missingOIDCClaims ?? []).length > 0) grant.addOIDCClaims(missing.missingOIDCClaims!);
+    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
+    const grantId = await grant.save();
+    if (remember) {
+      await oidc.rememberConsent(userId, {
+        clientId,
+        scopes: new Set(missing.missingOIDCScope ?? []),
+        resources: Object.fromEntries(Object.entries(missing.missingResourceScopes ?? {})),
+      });
+    }
+    return { consent: existing === undefined ? { grantId } : {} };
+  }
+
+  /**
+   * A page that moves on to `url` by itself. After a sign-in form, the way back to the app is a
+   * chain of redirects that browsers check against the sign-in page's `form-action`; a refresh
+   * starts a new navigation instead, so the app's address need not be allowed on our forms.
+   */
+  function continueTo(reply: FastifyReply, url: string): FastifyReply {
+    // The provider answers with an absolute URL on our origin: keep its path.
+    const target = new URL(url, config.authUrl);
+    const safe = target.origin === new URL(config.authUrl).origin ? `${target.pathname}${target.search}` : '/';
+    void reply.header('refresh', `0;url=${safe}`);
+    return sendPage(reply, pages.render('oidc-continue', { title: 'Signing you in', url: safe }));
+  }
+
+  app.get(`${INTERACTION_PATH}/:uid`, { schema: { ...hidden, params: uidParams } }, async (request, reply) => {
+    const { uid } = request.params;
+    const interaction = await details(request, reply, uid);
+    if (interaction === null) return errorPage(reply, 'expired_login_request');
+    const auth = await authenticate(request, reply);
+    const here = `${INTERACTION_PATH}/${uid}`;
+
+    if (interaction.prompt.name === 'login') {
+      const reasons = interaction.prompt.reasons;
+      const maxAge = typeof interaction.params.max_age === 'string' || typeof interaction.params.max_age === 'number' ? Number(interaction.params.max_age) : undefined;
+      const startedAt = (interaction.iat ?? 0) * 1000;
+      const isFresh =
+        auth !== null &&
+        (!reasons.includes('login_prompt') || auth.authTime >= startedAt) &&
+        (maxAge === undefined || !Number.isFinite(maxAge) || clock() - auth.authTime <= maxAge * 1000);
+      if (auth === null || !isFresh) return reply.redirect(signInRedirect(here), 303);
+      const returnTo = await finish(request, reply, {
+        login: { accountId: auth.userId, amr: [...auth.amr], ts: Math.floor(auth.authTime / 1000) },
+      });
+      return continueTo(reply, returnTo);
+    }
+
+    if (interaction.prompt.name === 'consent') {
+      const accountId = interaction.session?.accountId;
+      if (auth === null || auth.userId !== accountId) return reply.redirect(signInRedirect(here), 303);
+      const clientId = String(interaction.params.client_id);
+      const client = await clients.show(clientId);
+      if (client === null) return errorPage(reply, 'invalid_client');
+      const missing = interaction.prompt.details as MissingConsent;
+      const remembered = client.isFirstParty ? undefined : await oidc.findConsent(auth.userId, clientId);
+      if (client.isFirstParty || covers(remembered, missing)) {
+        return reply.redirect(await finish(request, reply, await grant(interaction, auth.userId, missing, false)), 303);
+      }
+      const user = await users.findUserById(auth.userId);
+      const redirectUri = typeof interaction.params.redirect_uri === 'string' ? interaction.params.redirect_uri : undefined;
+      const source = redirectUri === undefined ? null : formActionSource(redirectUri);
+      return sendPage(
+        reply,
+        pages.render('oidc-consent', {
+          title: `Allow ${client.name}?`,
+          action: `${here}/consent`,
+          csrfToken: csrf.issueToken(request, reply),
+          clientName: client.name,
+          email: user?.email ?? '',
+          items: consentItems(missing),
+          redirectOrigin: redirectUri === undefined ? 'this device' : (source ?? redirectUri),
+        }),
+        200,
+        // The answer redirects to the app (through the provider): the CSP must allow its address.
+        { formActionOrigins: source === null ? [] : [source] },
+      );
+    }
+    return errorPage(reply, 'invalid_request');
+  });
+
+  app.post(`${INTERACTION_PATH}/:uid/consent`, { schema: { ...hidden, params: uidParams, body: consentBody } }, async (request, reply) => {
+    const { uid } = request.params;
+    const interaction = await details(request, reply, uid);
+    if (interaction === null) return errorPage(reply, 'expired_login_request');
+    const auth = await authenticate(request, reply);
+    if (auth === null || interaction.prompt.name !== 'consent' || auth.userId !== interaction.session?.accountId) {
+      return reply.redirect(signInRedirect(`${INTERACTION_PATH}/${uid}`), 303);
+    }
+    if (request.body.decision === 'deny') {
+      return reply.redirect(await finish(request, reply, { error: 'access_denied', error_description: 'The user denied the request' }, false), 303);
+    }
+    const result = await grant(interaction, auth.userId, interaction.prompt.details as MissingConsent, true);
+    return reply.redirect(await finish(request, reply, result), 303);
+  });
+
+  app.post(
+    '/oidc/connected-apps/:clientId/disconnect',
+    { schema: { ...hidden, params: z.object({ clientId: z.string().min(1).max(255) }), body: z.object({ csrfToken: z.string().max(200).optional() }) } },
+    async (request, reply) => {
+      const auth = await authenticate(request, reply);
+      if (auth === null) return reply.redirect(signInRedirect('/dashboard'), 303);
+      await oidc.disconnect(auth.userId, request.params.clientId);
+      return reply.redirect('/dashboard#connected-apps-heading', 303);
+    },
+  );
+};

@@ -1,0 +1,262 @@
+/**
+ * The OpenID Provider itself: `oidc-provider` (OpenID Certified) configured for Gatehouse. This
+ * file holds the configuration; the Fastify bridge is in oidc.routes.ts, the pages it renders in
+ * provider-pages.ts.
+ *
+ * What we decide here, and why:
+ * - The issuer is AUTH_URL; every endpoint lives under `/oidc` (the device page at `/device`),
+ *   the JWKS is the one the service publishes (`/.well-known/jwks.json`, served by the sessions
+ *   module), and the provider signs with those keys (signing-keys.ts: EdDSA by default, RS256 per
+ *   client). A key rotation builds a new provider instance: all state is in storage.
+ * - Code flow only (no implicit, hybrid or password), PKCE S256 required of public clients,
+ *   client secrets compared by their SHA-256 (we never hold them in clear), exact redirect URIs.
+ * - A provider session is good only while the browser's Gatehouse session is: the `login` prompt
+ *   gets a check that compares them, so signing out of Gatehouse ends sign-in at every app.
+ * - Access tokens for an API named in OIDC_PROVIDER_RESOURCES are RFC 9068 JWTs bound to it
+ *   (`aud`), with the user's roles; without a resource they are opaque and good for userinfo only.
+ */
+import type { IncomingMessage } from 'node:http';
+import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC, type ResourceServer as ProviderResourceServer } from 'oidc-provider';
+import type { Config } from '../config.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { SigningKeys } from '../sessions/signing-keys.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
+import type { UserService } from '../users/user.service.ts';
+import { deriveKey } from '../lib/derive-key.ts';
+import { formActionSource } from '../web/render.ts';
+import type { AdapterFactory } from 'oidc-provider';
+import type { ProviderPages } from './provider-pages.ts';
+
+/** The CSP of the provider's own answers (see createProvider). */
+const PROVIDER_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** Where the provider's endpoints live (under the issuer, AUTH_URL). */
+export const OIDC_ROUTES = {
+  authorization: '/oidc/auth',
+  token: '/oidc/token',
+  userinfo: '/oidc/userinfo',
+  jwks: '/.well-known/jwks.json',
+  end_session: '/oidc/session/end',
+  introspection: '/oidc/token/introspection',
+  revocation: '/oidc/token/revocation',
+  device_authorization: '/oidc/device/auth',
+  code_verification: '/device',
+  pushed_authorization_request: '/oidc/par',
+  registration: '/oidc/reg',
+  backchannel_authentication: '/oidc/backchannel',
+  challenge: '/oidc/challenge',
+  credential: '/oidc/credential',
+} as const;
+
+export const INTERACTION_PATH = '/oidc/interaction';
+
+/** Scopes a user can grant, and the claims each releases. */
+export const OIDC_CLAIMS = {
+  // When and how the user signed in go into every ID token (oidc-provider adds them only on request otherwise).
+  openid: ['sub', 'auth_time', 'amr'],
+  profile: ['name', 'updated_at'],
+  email: ['email', 'email_verified'],
+  roles: ['roles'],
+} as const;
+
+export interface ClientLookup {
+  /** The client in oidc-provider's metadata shape (client_secret is the SHA-256 of the secret). */
+  providerMetadata(clientId: string): Promise<Record<string, unknown> | undefined>;
+}
+
+export interface ProviderDeps {
+  config: Config;
+  keys: SigningKeys;
+  adapter: AdapterFactory;
+  users: Pick<UserService, 'findUserById'>;
+  pages: ProviderPages;
+  logger: Logger;
+  /** The Gatehouse session of the browser making this request, resolved by the bridge before the provider runs. */
+  gatehouseSession(req: IncomingMessage): RequestAuth | null | undefined;
+  /** Whether a presented client secret matches the stored hash (constant time). */
+  clientSecretMatches(secret: string, hash: string): boolean;
+  /** The browser confirmed an RP-initiated logout: end its Gatehouse session too. */
+  onLogout(req: IncomingMessage): void;
+}
+
+/** A provider instance for the keys of this moment. */
+export function createProvider(deps: ProviderDeps): Provider {
+  const { config, keys, users, pages } = deps;
+  const settings = config.oidcProvider;
+  const resources = new Map(settings.resources.map((resource) => [resource.indicator, resource]));
+  const resourceScopes = [...new Set(settings.resources.flatMap((resource) => resource.scopes))];
+
+  const policy = interactionPolicy.base();
+  const login = policy.get('login')!;
+  login.checks.push(
+    new interactionPolicy.Check('gatehouse_session', 'the End-User is not signed in to Gatehouse', 'login_required', (ctx) => {
+      const accountId = ctx.oidc.session?.accountId;
+      if (accountId === undefined) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
+      const auth = deps.gatehouseSession(ctx.req);
+      return auth?.userId === accountId ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT;
+    }),
+  );
+
+  const configuration: Configuration = {
+    adapter: deps.adapter,
+    clients: [],
+    routes: OIDC_ROUTES,
+    interactions: {
+      policy,
+      url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`,
+    },
+    async findAccount(_ctx, sub) {
+      const user = await users.findUserById(sub);
+      if (user === null || user.disabledAt !== null) return undefined;
+      return {
+        accountId: user.id,
+        async claims() {
+          return {
+            sub: user.id,
+            name: user.name,
+            email: user.email,
+            email_verified: user.emailVerifiedAt !== null,
+            updated_at: Math.floor(user.updatedAt / 1000),
+            roles: user.roles,
+          };
+        },
+      };
+    },
+    claims: { acr: null, sid: null, iss: null, ...Object.fromEntries(Object.entries(OIDC_CLAIMS).map(([scope, claims]) => [scope, [...claims]])) },
+    scopes: ['openid', 'offline_access', ...Object.keys(OIDC_CLAIMS).filter((scope) => scope !== 'openid'), ...resourceScopes],
+    responseTypes: ['code'],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    clientDefaults: {
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      id_token_signed_response_alg: 'EdDSA',
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+    enabledJWA: {
+      idTokenSigningAlgValues: ['EdDSA', 'RS256'],
+      userinfoSigningAlgValues: ['EdDSA', 'RS256'],
+      introspectionSigningAlgValues: ['EdDSA', 'RS256'],
+      authorizationSigningAlgValues: ['EdDSA', 'RS256'],
+      // No client authentication by signed JWTs, no request objects signed with the secret: a
+      // secret is only ever compared by its hash, which must never serve as an HMAC key.
+      clientAuthSigningAlgValues: [],
+      requestObjectSigningAlgValues: ['EdDSA', 'ES256', 'PS256', 'RS256'],
+    },
+    jwks: { keys: keys.privateJwks().map((jwk) => ({ ...jwk })) as never },
+    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+    allowOmittingSingleRegisteredRedirectUri: false,
+    rotateRefreshToken: true,
+    cookies: {
+      keys: [deriveKey(config.authSecret, 'gatehouse oidc-provider cookies v1').toString('base64url')],
+      names: { session: 'gatehouse.oidc.session', interaction: 'gatehouse.oidc.interaction', resume: 'gatehouse.oidc.resume' },
+      long: { signed: true, httpOnly: true, sameSite: 'lax' },
+      short: { signed: true, httpOnly: true, sameSite: 'lax' },
+    },
+    ttl: {
+      AccessToken: settings.accessTokenTtlSeconds,
+      AuthorizationCode: 60,
+      ClientCredentials: settings.accessTokenTtlSeconds,
+      DeviceCode: settings.deviceCodeTtlSeconds,
+      Grant: settings.refreshTokenTtlSeconds,
+      IdToken: settings.idTokenTtlSeconds,
+      Interaction: 60 * 60,
+      PushedAuthorizationRequest: 60,
+      RefreshToken: settings.refreshTokenTtlSeconds,
+      Session: settings.refreshTokenTtlSeconds,
+    },
+    async extraTokenClaims(_ctx, token) {
+      // User tokens carry the roles the user holds when the token is issued (a refresh re-reads them).
+      const accountId = 'accountId' in token ? token.accountId : undefined;
+      if (typeof accountId !== 'string') return undefined;
+      const user = await users.findUserById(accountId);
+      return user === null ? undefined : { roles: user.roles };
+    },
+    features: {
+      devInteractions: { enabled: false },
+      claimsParameter: { enabled: false },
+      clientCredentials: { enabled: true },
+      // Introspection is for confidential clients (resource servers among them); a public client
+      // has nothing to prove who asks. Revocation keeps the default: a client revokes its own tokens.
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client) => client.clientAuthMethod !== 'none' },
+      revocation: { enabled: true },
+      userinfo: { enabled: true },
+      pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
+      registration: { enabled: false },
+      rpInitiatedLogout: {
+        enabled: true,
+        async logoutSource(ctx, form) {
+          const redirect = ctx.oidc.params?.post_logout_redirect_uri;
+          pages.logout(ctx, form, typeof redirect === 'string' ? redirect : undefined);
+        },
+        async postLogoutSuccessSource(ctx) {
+          pages.loggedOut(ctx);
+        },
+      },
+      deviceFlow: {
+        enabled: true,
+        charset: 'base-20',
+        mask: '****-****',
+        async userCodeInputSource(ctx, form, _out, error) {
+          pages.deviceInput(ctx, form, error);
+        },
+        async userCodeConfirmSource(ctx, form, client, _deviceInfo, userCode) {
+          pages.deviceConfirm(ctx, form, client.clientName ?? client.clientId, userCode);
+        },
+        async successSource(ctx) {
+          pages.deviceDone(ctx);
+        },
+      },
+      resourceIndicators: {
+        enabled: true,
+        async defaultResource(_ctx, _client, oneOf) {
+          return oneOf ?? undefined;
+        },
+        async useGrantedResource() {
+          return true;
+        },
+        async getResourceServerInfo(_ctx, indicator): Promise<ProviderResourceServer> {
+          const resource = resources.get(indicator);
+          if (resource === undefined) throw new errors.InvalidTarget();
+          return {
+            scope: resource.scopes.join(' '),
+            audience: resource.indicator,
+            accessTokenTTL: settings.accessTokenTtlSeconds,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'EdDSA' } },
+          };
+        },
+      },
+    },
+    async renderError(ctx, out) {
+      pages.error(ctx, out);
+    },
+  };
+
+  const provider = new Provider(config.authUrl, configuration);
+  const ownOrigin = new URL(config.authUrl).origin;
+  // What the provider answers itself gets a CSP first: no script but the one a `form_post`
+  // response adds (oidc-provider appends its hash to script-src) and forms only to us; a form_post
+  // answer may also post to the app's redirect URI. Our own pages replace this with the page CSP.
+  provider.use(async (ctx, next) => {
+    ctx.set('content-security-policy', PROVIDER_CSP);
+    await next();
+    const csp = ctx.response.get('content-security-policy');
+    const redirectUri = ctx.oidc?.params?.redirect_uri;
+    if (ctx.oidc?.params?.response_mode === 'form_post' && typeof redirectUri === 'string' && csp.includes("'sha256-")) {
+      const source = formActionSource(redirectUri);
+      if (source !== null && source !== ownOrigin) ctx.set('content-security-policy', csp.replace("form-action 'self'", `form-action 'self' ${source}`));
+    }
+  });
+  // The bridge pins Host and the scheme to AUTH_URL (see oidc.routes.ts), so the provider may read them.
+  provider.proxy = true;
+  // Client secrets are stored as SHA-256 hashes: compare the presented one by its hash.
+  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientSecret?: string }, actual: string) {
+    return Promise.resolve(typeof this.clientSecret === 'string' && deps.clientSecretMatches(actual, this.clientSecret));
+  };
+  // Both answers to the logout page end the app's part; only "Sign out" ends the Gatehouse session.
+  provider.on('end_session.success', (ctx: KoaContextWithOIDC) => {
+    if (ctx.oidc.params?.logout) deps.onLogout(ctx.req);
+  });
+  provider.on('server_error', (_ctx: unknown, error: Error) => deps.logger.error({ err: error }, 'OpenID Provider error'));
+  return provider;
+}
