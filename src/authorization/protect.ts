@@ -8,6 +8,9 @@
  * Verification here is stateless: a token stays valid until it expires even after sign-out.
  * Use the `jwt` session strategy's short-lived tokens for downstream apps, or set
  * `checkSession` to confirm each token with Gatehouse (`GET /api/auth/session`, cached briefly).
+ * An API that Gatehouse's OpenID Provider issues tokens for (OIDC_PROVIDER_RESOURCES) passes its
+ * resource URL as `audience`: the user's tokens an app got for it verify here too, with the app's
+ * `clientId` and `scopes`; tokens an app got for itself (client credentials) speak for no user.
  *
  *   const protector = createProtector({ issuer: 'https://auth.example.com' });
  *   const denied = await protector.check(request); // null: allowed; else a Response to return
@@ -104,7 +107,7 @@ export function createProtector(options: ProtectorOptions): Protector {
         algorithms: ['EdDSA'],
         typ: 'at+jwt',
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
-        requiredClaims: ['sub', 'sid', 'exp'],
+        requiredClaims: ['sub', 'exp'],
       }));
     } catch {
       // Bad signature, unknown kid, expired, wrong issuer, or the JWKS unreachable: no user.
@@ -114,9 +117,23 @@ export function createProtector(options: ProtectorOptions): Protector {
     const amr = payload.amr ?? [];
     const authTime = typeof payload.auth_time === 'number' ? payload.auth_time : null;
     if (!Array.isArray(amr) || !amr.every((method) => typeof method === 'string')) return null;
-    if (typeof sub !== 'string' || typeof sid !== 'string' || typeof exp !== 'number') return null;
+    if (typeof sub !== 'string' || typeof exp !== 'number') return null;
     if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) return null;
-    const user: GatehouseUser = { userId: sub, sessionId: sid, roles: [...roles], amr: [...amr], authTime };
+    // A token of Gatehouse's OpenID Provider (RFC 9068) names the app it was issued to and what it
+    // may do, and has no session; one issued to the app itself (client credentials: `sub` is the
+    // client) speaks for no user, so it is none here. Gatehouse's own tokens always name a session.
+    const clientId = payload.client_id;
+    if (clientId !== undefined && (typeof clientId !== 'string' || clientId === sub || typeof payload.scope !== 'string')) return null;
+    if (clientId === undefined && typeof sid !== 'string') return null;
+    const user: GatehouseUser = {
+      userId: sub,
+      sessionId: typeof sid === 'string' ? sid : null,
+      clientId: clientId ?? null,
+      scopes: typeof payload.scope === 'string' ? payload.scope.split(' ').filter((scope) => scope !== '') : [],
+      roles: [...roles],
+      amr: [...amr],
+      authTime,
+    };
     if (verified.size >= MAX_REMEMBERED_TOKENS) verified.delete(verified.keys().next().value!);
     verified.set(token, { user: copyOf(user), expiresAtMs: exp * 1000 });
     return user;
@@ -127,7 +144,9 @@ export function createProtector(options: ProtectorOptions): Protector {
     if (token === null || token.length > MAX_TOKEN_LENGTH) return null;
     const user = await verifyToken(token);
     if (user === null) return null;
-    if (sessionCheck !== null && !(await sessionCheck(token))) return null;
+    // The session check asks Gatehouse about the token's session; an app's token has none (it
+    // lives minutes, and its grant dies with the user's sessions: see docs/openid-provider.md).
+    if (sessionCheck !== null && user.sessionId !== null && !(await sessionCheck(token))) return null;
     return user;
   }
 

@@ -4,7 +4,12 @@ import type { Decision } from './rules.ts';
 /** Who a verified token speaks for. */
 export interface GatehouseUser {
   userId: string;
-  sessionId: string;
+  /** The Gatehouse session the token belongs to; null for a token Gatehouse's OpenID Provider issued to an app. */
+  sessionId: string | null;
+  /** The app (OAuth client) the OpenID Provider issued the token to; null for Gatehouse's own session tokens. */
+  clientId: string | null;
+  /** What the app was allowed (the token's `scope`); empty for Gatehouse's own session tokens. */
+  scopes: string[];
   roles: string[];
   /** How the user proved who they are (RFC 8176 `amr`: `pwd`, `otp`, `hwk`, `mfa`…); empty when the token says nothing. */
   amr: string[];

@@ -35,7 +35,7 @@ declare module '../config.ts' {
 
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-export function parseResources(value: string, problems: string[]): ResourceServer[] {
+export function parseResources(value: string, problems: string[], authUrl?: string): ResourceServer[] {
   const resources: ResourceServer[] = [];
   for (const entry of value.split(',').map((part) => part.trim()).filter((part) => part !== '')) {
     const separator = entry.indexOf('=');
@@ -52,6 +52,11 @@ export function parseResources(value: string, problems: string[]): ResourceServe
       problems.push(`OIDC_PROVIDER_RESOURCES: "${indicator}" must be an https URL (http only on loopback) without query or fragment`);
       continue;
     }
+    // Gatehouse's own API takes only its own session tokens: no app's token may be made for it.
+    if (authUrl !== undefined && url.origin === new URL(authUrl).origin) {
+      problems.push(`OIDC_PROVIDER_RESOURCES: "${indicator}" is on Gatehouse's own origin; list the APIs of your apps`);
+      continue;
+    }
     if (scopes.length === 0 || !scopes.every((scope) => SCOPE_TOKEN.test(scope)) || scopes.includes('openid')) {
       problems.push(`OIDC_PROVIDER_RESOURCES: "${indicator}" needs one or more scopes after "=" (space-separated, not "openid")`);
       continue;
@@ -65,9 +70,9 @@ export function parseResources(value: string, problems: string[]): ResourceServe
   return resources;
 }
 
-export const oidcProviderConfigSection: ConfigSection = (read, _basis, problems) => ({
+export const oidcProviderConfigSection: ConfigSection = (read, basis, problems) => ({
   oidcProvider: {
-    resources: parseResources(read.string('OIDC_PROVIDER_RESOURCES') ?? '', problems),
+    resources: parseResources(read.string('OIDC_PROVIDER_RESOURCES') ?? '', problems, basis.authUrl),
     accessTokenTtlSeconds: read.duration('OIDC_PROVIDER_ACCESS_TOKEN_TTL', 10 * 60),
     idTokenTtlSeconds: read.duration('OIDC_PROVIDER_ID_TOKEN_TTL', 60 * 60),
     refreshTokenTtlSeconds: read.duration('OIDC_PROVIDER_REFRESH_TOKEN_TTL', 30 * 86_400),

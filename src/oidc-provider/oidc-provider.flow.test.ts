@@ -9,6 +9,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { createProtector } from '../authorization/protect.ts';
+import { rotateSigningKey } from '../sessions/signing-keys.ts';
+import { TEST_SECRET } from '../../test/helpers/app.ts';
 import { backends } from '../../test/helpers/databases.ts';
 import { Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER } from '../../test/helpers/oidc-rp.ts';
 
@@ -148,6 +151,53 @@ for (const backend of await backends()) {
       assert.equal(again.consentPages, 1, 'consent is asked again after disconnecting');
     });
 
+    it('signs ID tokens with RS256 for a client registered for it, with the RSA key of the JWKS', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'RS256 app', redirectUris: [REDIRECT], isFirstParty: true, idTokenSignedResponseAlg: 'RS256' });
+      const config = await discover(t.url, clientId, clientSecret);
+      const flow = await authorize(new Browser(t.url), config, { scope: 'openid' });
+      const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce });
+      const { protectedHeader, payload } = await jwtVerify(tokens.id_token!, createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`)), { issuer: t.url, audience: clientId });
+      assert.equal(protectedHeader.alg, 'RS256');
+      assert.equal(payload.sub, userId);
+    });
+
+    it('takes pushed authorization requests (RFC 9126)', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'PAR app', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const codeVerifier = client.randomPKCECodeVerifier();
+      const url = await client.buildAuthorizationUrlWithPAR(config, {
+        redirect_uri: REDIRECT,
+        scope: 'openid email',
+        state: 'par-state',
+        code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+      });
+      assert.ok(url.searchParams.get('request_uri')?.startsWith('urn:ietf:params:oauth:request_uri:'));
+      assert.equal(url.searchParams.get('scope'), null, 'the parameters stay with the server');
+      const browser = new Browser(t.url);
+      await browser.signIn(USER.email, USER.password);
+      const step = await follow(browser, url.pathname + url.search);
+      assert.ok('external' in step);
+      const tokens = await client.authorizationCodeGrant(config, new URL(step.external), { pkceCodeVerifier: codeVerifier, expectedState: 'par-state' });
+      assert.equal(tokens.claims()!.sub, userId);
+    });
+
+    it('keeps working across a key rotation (the provider is rebuilt with the published keys)', async () => {
+      const t = server.get();
+      const before = t.services.oidcProvider.provider();
+      await rotateSigningKey({ db: t.services.storage.db, authSecret: TEST_SECRET, clock: Date.now });
+      await t.services.keys.reload();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Rotation app', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const flow = await authorize(new Browser(t.url), config, { scope: 'openid' });
+      const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce });
+      assert.notEqual(t.services.oidcProvider.provider(), before, 'a new provider instance');
+      const { protectedHeader } = await jwtVerify(tokens.id_token!, createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`)), { issuer: t.url, audience: clientId });
+      assert.equal(protectedHeader.kid, t.services.keys.current().kid, 'signed with the key that signs now (the old one, during the activation delay)');
+    });
+
     it('answers response_mode=form_post with a self-posting page that its CSP lets post to the app', async () => {
       const t = server.get();
       const { clientId, clientSecret } = await registerClient(t, { name: 'Form post app', redirectUris: [REDIRECT], isFirstParty: true });
@@ -195,6 +245,15 @@ for (const backend of await backends()) {
       assert.equal(payload.client_id, clientId);
       assert.equal(payload.scope, 'read:items');
       assert.deepEqual(payload.roles, ['EDITOR']);
+      // The API verifies it with gatehouse/protect, its resource URL as the audience.
+      const protector = createProtector({ issuer: t.url, audience: API });
+      const user = await protector.authenticate(new Request(`${API}/items`, { headers: { authorization: `Bearer ${tokens.access_token}` } }));
+      assert.deepEqual(
+        user && { userId: user.userId, clientId: user.clientId, scopes: user.scopes, roles: user.roles, sessionId: user.sessionId },
+        { userId, clientId, scopes: ['read:items'], roles: ['EDITOR'], sessionId: null },
+      );
+      const elsewhere = createProtector({ issuer: t.url, audience: 'http://127.0.0.1:1/other' });
+      assert.equal(await elsewhere.authenticate(new Request(`${API}/items`, { headers: { authorization: `Bearer ${tokens.access_token}` } })), null, 'bound to its API');
 
       const active = await client.tokenIntrospection(config, tokens.refresh_token!);
       assert.equal(active.active, true);
@@ -212,6 +271,8 @@ for (const backend of await backends()) {
       assert.equal(payload.scope, 'read:items');
       assert.equal(payload.sub, clientId);
       assert.equal(payload.roles, undefined);
+      const machine = await createProtector({ issuer: t.url, audience: API }).authenticate(new Request(`${API}/items`, { headers: { authorization: `Bearer ${tokens.access_token}` } }));
+      assert.equal(machine, null, 'a machine token speaks for no user');
       await assert.rejects(client.clientCredentialsGrant(config, { scope: 'read:items', resource: 'http://127.0.0.1:1/other' }), (error: client.ResponseBodyError) => error.error === 'invalid_target');
       const wrong = await discover(t.url, clientId, 'not-the-secret');
       await assert.rejects(
