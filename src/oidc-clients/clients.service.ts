@@ -119,41 +119,56 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
     return isPlausibleId(id) ? store.findClient(on, id) : undefined;
   }
 
+  /** Checks and stores a client with these credentials (a public one keeps no secret); audited. */
+  async function insert(input: ClientInput, credentials: { clientId: string; clientSecret: string | undefined }, source: AuditSource): Promise<CreateClientResult> {
+    const checked = checkClientInput(input);
+    if (!checked.ok) return { ok: false, reason: 'INVALID_CLIENT', problems: checked.problems };
+    const { settings } = checked;
+    const now = clock();
+    const clientSecret = settings.isPublic ? undefined : credentials.clientSecret;
+    if (!settings.isPublic && clientSecret === undefined) throw new Error('a confidential client needs a secret');
+    const row: store.ClientRow = {
+      id: credentials.clientId,
+      name: settings.name,
+      secret_hash: clientSecret === undefined ? null : hashClientSecret(clientSecret),
+      redirect_uris: JSON.stringify(settings.redirectUris),
+      post_logout_redirect_uris: JSON.stringify(settings.postLogoutRedirectUris),
+      grant_types: JSON.stringify(settings.grantTypes),
+      public: settings.isPublic ? 1 : 0,
+      first_party: settings.isFirstParty ? 1 : 0,
+      id_token_signed_response_alg: settings.idTokenSignedResponseAlg,
+      created_at: now,
+      updated_at: now,
+      secret_rotated_at: null,
+    };
+    await db.transaction().execute(async (trx) => {
+      await store.insertClient(trx, row);
+      await audit.record(
+        {
+          type: 'oidc_client.created',
+          source,
+          details: { clientId: row.id, name: row.name, public: settings.isPublic, firstParty: settings.isFirstParty, grantTypes: settings.grantTypes },
+        },
+        { db: trx },
+      );
+    });
+    const client = toClient(row);
+    return clientSecret === undefined ? { ok: true, client } : { ok: true, client, clientSecret };
+  }
+
   return {
     /** Registers a client after every rule in client-rules.ts; a confidential one gets its secret, this once. */
     async create(input: ClientInput, source: AuditSource): Promise<CreateClientResult> {
-      const checked = checkClientInput(input);
-      if (!checked.ok) return { ok: false, reason: 'INVALID_CLIENT', problems: checked.problems };
-      const { settings } = checked;
-      const now = clock();
-      const clientSecret = settings.isPublic ? undefined : newClientSecret();
-      const row: store.ClientRow = {
-        id: newClientId(),
-        name: settings.name,
-        secret_hash: clientSecret === undefined ? null : hashClientSecret(clientSecret),
-        redirect_uris: JSON.stringify(settings.redirectUris),
-        post_logout_redirect_uris: JSON.stringify(settings.postLogoutRedirectUris),
-        grant_types: JSON.stringify(settings.grantTypes),
-        public: settings.isPublic ? 1 : 0,
-        first_party: settings.isFirstParty ? 1 : 0,
-        id_token_signed_response_alg: settings.idTokenSignedResponseAlg,
-        created_at: now,
-        updated_at: now,
-        secret_rotated_at: null,
-      };
-      await db.transaction().execute(async (trx) => {
-        await store.insertClient(trx, row);
-        await audit.record(
-          {
-            type: 'oidc_client.created',
-            source,
-            details: { clientId: row.id, name: row.name, public: settings.isPublic, firstParty: settings.isFirstParty, grantTypes: settings.grantTypes },
-          },
-          { db: trx },
-        );
-      });
-      const client = toClient(row);
-      return clientSecret === undefined ? { ok: true, client } : { ok: true, client, clientSecret };
+      return insert(input, { clientId: newClientId(), clientSecret: newClientSecret() }, source);
+    },
+
+    /**
+     * Registers a client whose id and secret the OpenID Provider made (dynamic registration,
+     * RFC 7591, which answers the secret itself), after the same rules; never first-party.
+     */
+    async createRegistered(input: Omit<ClientInput, 'isFirstParty'>, credentials: { clientId: string; clientSecret: string | undefined }, source: AuditSource): Promise<CreateClientResult> {
+      if (!isPlausibleId(credentials.clientId)) throw new Error('a registered client id must be one of ours (newClientId)');
+      return insert({ ...input, isFirstParty: false }, credentials, source);
     },
 
     /** Every client, newest first. */

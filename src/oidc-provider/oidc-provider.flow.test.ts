@@ -338,7 +338,7 @@ for (const backend of await backends()) {
       assert.equal(question.status, 200);
       const page = await question.text();
       assert.match(question.headers.get('content-security-policy') ?? '', /form-action 'self' http:\/\/127\.0\.0\.1:1/);
-      const confirmed = await browser.post('/oidc/session/end/confirm', { xsrf: hiddenValue(page, 'xsrf'), logout: 'yes' });
+      const confirmed = await browser.post('/oidc/session/end/confirm', { xsrf: hiddenValue(page, 'xsrf'), gatehouse: hiddenValue(page, 'gatehouse'), logout: 'yes' });
       assert.equal(confirmed.status, 303);
       const landing = new URL(confirmed.headers.get('location')!);
       assert.equal(`${landing.origin}${landing.pathname}`, POST_LOGOUT);

@@ -37,6 +37,8 @@ import {
 /** Where the provider's `Client` model reads client metadata (snake_case, as registered). */
 export interface ClientSource {
   find(clientId: string): Promise<Record<string, unknown> | undefined>;
+  /** A client registered through the provider (RFC 7591); throws the provider's error when refused. Absent: refused. */
+  register?(clientId: string, metadata: Record<string, unknown>): Promise<void>;
 }
 
 export interface AdapterDeps {
@@ -131,7 +133,10 @@ function clientAdapter(clients: ClientSource): Adapter {
       // Client metadata is AdapterPayload's client half; the provider validates it on use.
       return (await clients.find(id)) as AdapterPayload | undefined;
     },
-    upsert: refuse,
+    async upsert(id, payload) {
+      if (clients.register === undefined) return refuse();
+      await clients.register(id, payload as Record<string, unknown>);
+    },
     destroy: refuse,
     // Not asked of the Client model by the provider; nothing to find or revoke.
     async findByUserCode() {

@@ -240,6 +240,13 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(async (ctx, next) => {
     ctx.set('content-security-policy', PROVIDER_CSP);
     await next();
+    // Without a provider session, oidc-provider answers a logout request with a page that submits
+    // itself: any site could sign the browser out of its apps by a link. Ask, as with a session.
+    if (ctx.path === OIDC_ROUTES.end_session && typeof ctx.body === 'string' && ctx.body.includes('document.forms[0].submit()')) {
+      const redirect = ctx.oidc?.params?.post_logout_redirect_uri;
+      pages.logout(ctx as KoaContextWithOIDC, ctx.body, typeof redirect === 'string' ? redirect : undefined);
+      return;
+    }
     const csp = ctx.response.get('content-security-policy');
     const redirectUri = ctx.oidc?.params?.redirect_uri;
     if (ctx.oidc?.params?.response_mode === 'form_post' && typeof redirectUri === 'string' && csp.includes("'sha256-")) {
@@ -253,9 +260,11 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientSecret?: string }, actual: string) {
     return Promise.resolve(typeof this.clientSecret === 'string' && deps.clientSecretMatches(actual, this.clientSecret));
   };
-  // Both answers to the logout page end the app's part; only "Sign out" ends the Gatehouse session.
+  // Both answers to the logout page end the app's part; only "Sign out" on our page ends the
+  // Gatehouse session (its form carries `gatehouse=signout`; no other form the provider makes does).
   provider.on('end_session.success', (ctx: KoaContextWithOIDC) => {
-    if (ctx.oidc.params?.logout) deps.onLogout(ctx.req);
+    const body = (ctx.oidc as { body?: Record<string, unknown> }).body;
+    if (ctx.oidc.params?.logout && body?.gatehouse === 'signout') deps.onLogout(ctx.req);
   });
   provider.on('server_error', (_ctx: unknown, error: Error) => deps.logger.error({ err: error }, 'OpenID Provider error'));
   return provider;
