@@ -42,8 +42,8 @@ export interface AuditSource {
   actorUserId: string | null;
   ip: string | null;
   userAgent: string | null;
-  /** Set for actions not made over HTTP; recorded in `details.via`. */
-  via?: 'cli' | 'bootstrap';
+  /** Set for actions not made by a user over our HTTP routes (`registration`: a client registered itself, RFC 7591); recorded in `details.via`. */
+  via?: 'cli' | 'bootstrap' | 'registration';
 }
 
 /** Gatehouse itself: no actor, no client (housekeeping, tests). */

@@ -23,6 +23,13 @@ export interface OidcProviderConfig {
   readonly deviceCodeTtlSeconds: number;
   /** Requests per IP to the token, introspection, revocation, device and PAR endpoints (RATE_LIMIT_OIDC_TOKEN, default 300/min). */
   readonly tokenEndpointLimit: RateLimit;
+  /**
+   * Dynamic client registration (RFC 7591) at /oidc/reg, for callers presenting this initial
+   * access token (OIDC_PROVIDER_REGISTRATION_TOKEN, at least 32 characters); off when unset.
+   */
+  readonly registrationToken: string | undefined;
+  /** Registrations per IP (RATE_LIMIT_OIDC_REGISTRATION, default 10 an hour). */
+  readonly registrationLimit: RateLimit;
   /** User codes typed on the /device page per IP (RATE_LIMIT_OIDC_USER_CODE, default 20 per 15 min): they are short. */
   readonly userCodeLimit: RateLimit;
 }
@@ -70,8 +77,16 @@ export function parseResources(value: string, problems: string[], authUrl?: stri
   return resources;
 }
 
+function registrationToken(value: string | undefined, problems: string[]): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.length < 32 || /\s/.test(value)) problems.push('OIDC_PROVIDER_REGISTRATION_TOKEN must be at least 32 characters without spaces (e.g. openssl rand -base64 32)');
+  return value;
+}
+
 export const oidcProviderConfigSection: ConfigSection = (read, basis, problems) => ({
   oidcProvider: {
+    registrationToken: registrationToken(read.string('OIDC_PROVIDER_REGISTRATION_TOKEN'), problems),
+    registrationLimit: read.rateLimit('RATE_LIMIT_OIDC_REGISTRATION', { points: 10, durationSeconds: 3_600 }),
     resources: parseResources(read.string('OIDC_PROVIDER_RESOURCES') ?? '', problems, basis.authUrl),
     accessTokenTtlSeconds: read.duration('OIDC_PROVIDER_ACCESS_TOKEN_TTL', 10 * 60),
     idTokenTtlSeconds: read.duration('OIDC_PROVIDER_ID_TOKEN_TTL', 60 * 60),

@@ -15,7 +15,10 @@ import type { SessionService } from '../sessions/session.service.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import { clientSecretMatches } from '../oidc-clients/clients.service.ts';
+import { errors } from 'oidc-provider';
+import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { createAdapterFactory } from './oidc.adapter.ts';
+import { CLOCK_TOLERANCE_SECONDS } from './provider.ts';
 import { deleteOidcPayloadsByAccountId, deleteOidcPayloadsByGrantId, destroyOidcPayload, listGrantsByAccount } from './oidc.store.ts';
 import { findConsent, forgetConsent, listConsents, rememberConsent, type Consent } from './consents.store.ts';
 import { createProvider } from './provider.ts';
@@ -37,6 +40,27 @@ export interface ConnectedApp {
 
 export type OidcProviderService = ReturnType<typeof createOidcProviderService>;
 
+/** The client a dynamic registration (RFC 7591) asked for, stored by the registry's rules; refused with the provider's error. */
+async function registerClient(clients: OidcClientsService, clientId: string, metadata: Record<string, unknown>): Promise<void> {
+  const strings = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? value : undefined);
+  const result = await clients.createRegistered(
+    {
+      name: typeof metadata.client_name === 'string' && metadata.client_name.trim() !== '' ? metadata.client_name : 'Unnamed app',
+      redirectUris: strings(metadata.redirect_uris) ?? [],
+      postLogoutRedirectUris: strings(metadata.post_logout_redirect_uris) ?? [],
+      grantTypes: strings(metadata.grant_types) ?? ['authorization_code'],
+      isPublic: metadata.token_endpoint_auth_method === 'none',
+      ...(typeof metadata.id_token_signed_response_alg === 'string' && { idTokenSignedResponseAlg: metadata.id_token_signed_response_alg }),
+    },
+    { clientId, clientSecret: typeof metadata.client_secret === 'string' ? metadata.client_secret : undefined },
+    { ...SYSTEM_SOURCE, via: 'registration' },
+  );
+  if (result.ok) return;
+  const description = result.problems.map((problem) => `${problem.field}: ${problem.message}`).join('; ');
+  const isAboutUris = result.problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field));
+  throw isAboutUris ? new errors.InvalidRedirectUri(description) : new errors.InvalidClientMetadata(description);
+}
+
 export function createOidcProviderService(deps: {
   db: Db;
   clock: Clock;
@@ -50,7 +74,15 @@ export function createOidcProviderService(deps: {
 }) {
   const { db, clock, config, keys, sessions, clients, logger } = deps;
   const requests = new WeakMap<IncomingMessage, RequestState>();
-  const adapter = createAdapterFactory({ db, clock, clients: { find: (clientId) => clients.providerMetadata(clientId) } });
+  const adapter = createAdapterFactory({
+    db,
+    clock,
+    clockToleranceSeconds: CLOCK_TOLERANCE_SECONDS,
+    clients: {
+      find: (clientId) => clients.providerMetadata(clientId),
+      register: (clientId, metadata) => registerClient(clients, clientId, metadata),
+    },
+  });
   const providerPages = createProviderPages(deps.pages);
   let built: { provider: Provider; version: string; handler: ReturnType<Provider['callback']> } | undefined;
 

@@ -52,6 +52,10 @@ export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = asyn
       key: (request) => (request.method === 'POST' && CLIENT_ENDPOINTS.has(request.url.split('?')[0]!) ? clientKey(request.ip) : null),
     },
     {
+      limiter: rateLimiters.create('oidc-registration', config.oidcProvider.registrationLimit),
+      key: (request) => (request.method === 'POST' && request.url.split('?')[0] === OIDC_ROUTES.registration ? clientKey(request.ip) : null),
+    },
+    {
       limiter: rateLimiters.create('oidc-user-code', config.oidcProvider.userCodeLimit),
       key: (request) => (request.method === 'POST' && request.url.split('?')[0] === OIDC_ROUTES.code_verification ? clientKey(request.ip) : null),
     },

@@ -24,8 +24,13 @@ import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { UserService } from '../users/user.service.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import { formActionSource } from '../web/render.ts';
+import { toErrorBody } from '../errors.ts';
+import { newClientId, newClientSecret } from '../oidc-clients/clients.service.ts';
 import type { AdapterFactory } from 'oidc-provider';
 import type { ProviderPages } from './provider-pages.ts';
+
+/** Leeway for clocks of relying parties (the provider's `clockTolerance`; stored rows outlive their tokens by as much). */
+export const CLOCK_TOLERANCE_SECONDS = 15;
 
 /** The CSP of the provider's own answers (see createProvider). */
 const PROVIDER_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -145,6 +150,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     jwks: { keys: keys.privateJwks().map((jwk) => ({ ...jwk })) as never },
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
     allowOmittingSingleRegisteredRedirectUri: false,
+    clockTolerance: CLOCK_TOLERANCE_SECONDS,
     rotateRefreshToken: true,
     cookies: {
       keys: [deriveKey(config.authSecret, 'gatehouse oidc-provider cookies v1').toString('base64url')],
@@ -181,7 +187,15 @@ export function createProvider(deps: ProviderDeps): Provider {
       revocation: { enabled: true },
       userinfo: { enabled: true },
       pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
-      registration: { enabled: false },
+      // Off unless OIDC_PROVIDER_REGISTRATION_TOKEN is set; registered clients follow the same
+      // rules as those an admin registers (the adapter refuses others) and are never first-party.
+      registration: {
+        enabled: settings.registrationToken !== undefined,
+        ...(settings.registrationToken !== undefined && { initialAccessToken: settings.registrationToken }),
+        issueRegistrationAccessToken: false,
+        idFactory: () => newClientId(),
+        secretFactory: async () => newClientSecret(),
+      },
       rpInitiatedLogout: {
         enabled: true,
         async logoutSource(ctx, form) {
@@ -240,6 +254,12 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(async (ctx, next) => {
     ctx.set('content-security-policy', PROVIDER_CSP);
     await next();
+    // A path the provider does not serve (registration while off, say) answers like any of ours.
+    if (ctx.status === 404 && ctx.body === undefined) {
+      ctx.status = 404;
+      ctx.body = toErrorBody('NOT_FOUND');
+      return;
+    }
     // Without a provider session, oidc-provider answers a logout request with a page that submits
     // itself: any site could sign the browser out of its apps by a link. Ask, as with a session.
     if (ctx.path === OIDC_ROUTES.end_session && typeof ctx.body === 'string' && ctx.body.includes('document.forms[0].submit()')) {
