@@ -31,10 +31,10 @@ const USAGE = `Usage:
   gatehouse users disable --email E disable a user and end all their sessions
   gatehouse users enable --email E  enable a disabled user
   gatehouse users list [--query Q]  list users, newest first; Q matches part of a name or e-mail
-  gatehouse keys rotate             add a new signing key: published now, signing new tokens in
-                                    2 minutes (every instance has loaded it by then); the old key
-                                    stays published until the tokens it signed have expired
-  gatehouse keys list               the signing keys: kid, created, state
+  gatehouse keys rotate             new signing keys (Ed25519 and RSA): published now, signing new
+                                    tokens in 2 minutes (every instance has loaded them by then);
+                                    the old keys stay published until their tokens have expired
+  gatehouse keys list               the signing keys: kid, algorithm, created, state
 ${CLIENTS_USAGE}
   gatehouse help                    show this text
 
@@ -128,8 +128,10 @@ const KEY_COMMANDS: Record<string, (io: Io) => Promise<void>> = {
     const storage = openStorage(config.database);
     try {
       await migrateToLatest(storage.db);
-      const { kid, activeFrom } = await rotateSigningKey({ db: storage.db, authSecret: config.authSecret, clock: systemClock });
-      io.stdout.write(`New signing key ${kid}: published now, signing from ${isoTime(activeFrom)}.\n`);
+      const { kids, activeFrom } = await rotateSigningKey({ db: storage.db, authSecret: config.authSecret, clock: systemClock });
+      for (const [algorithm, kid] of Object.entries(kids)) {
+        io.stdout.write(`New signing key ${kid} (${algorithm}): published now, signing from ${isoTime(activeFrom)}.\n`);
+      }
     } finally {
       await storage.close();
     }

@@ -112,6 +112,11 @@ for (const backend of await backends()) {
       assert.deepEqual(info.roles, ['EDITOR']);
 
       assert.ok(tokens.refresh_token);
+      // A copy of the database holds no usable token: codes and tokens are stored by their hash.
+      const rows = await t.services.storage.db.selectFrom('oidc_payloads').select(['id', 'payload']).execute();
+      for (const secret of [tokens.refresh_token, tokens.access_token, callback.searchParams.get('code')!]) {
+        assert.ok(!rows.some((row) => row.id.includes(secret) || row.payload.includes(secret)), 'no token in storage');
+      }
       const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token);
       assert.ok(refreshed.refresh_token && refreshed.refresh_token !== tokens.refresh_token, 'the refresh token rotates');
       await assert.rejects(client.refreshTokenGrant(config, tokens.refresh_token), (error: client.ResponseBodyError) => error.error === 'invalid_grant');
@@ -138,6 +143,8 @@ for (const backend of await backends()) {
       assert.equal(second.consentPages, 0, 'remembered');
       const more = await authorize(other, config, { scope: 'openid email profile' });
       assert.equal(more.consentPages, 1, 'asking for more asks again');
+      const forced = await authorize(other, config, { scope: 'openid email', extra: { prompt: 'consent' } });
+      assert.equal(forced.consentPages, 1, 'prompt=consent asks again, remembered or not');
 
       const dashboard = await (await browser.fetch('/dashboard')).text();
       assert.match(dashboard, /Connected apps/);

@@ -5,6 +5,7 @@
  * client-credentials token through it. The migration is not in a module's list yet, so the suite
  * applies it itself beside every module's.
  */
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -255,10 +256,13 @@ for (const backend of await backends()) {
         assert.equal(response.status, 200, JSON.stringify(body));
         assert.equal(body.token_type, 'Bearer');
         const token = body.access_token!;
-        // An opaque token (the default format) is its stored id; a JWT (three segments) is not stored.
+        // An opaque token (the default format) is stored under its SHA-256, never as itself; a JWT
+        // (three segments) is not stored.
         if (token.split('.').length !== 3) {
-          const row = await findOidcPayload(storage.db, 'ClientCredentials', token, Date.now());
+          assert.equal(await findOidcPayload(storage.db, 'ClientCredentials', token, Date.now()), undefined, 'not stored as itself');
+          const row = await findOidcPayload(storage.db, 'ClientCredentials', `sha256:${createHash('sha256').update(token).digest('base64url')}`, Date.now());
           assert.ok(row, 'a ClientCredentials row for the opaque token');
+          assert.ok(!row.payload.includes(token), 'nor in its payload');
           assert.ok(row.expires_at !== null && row.expires_at > Date.now() && row.expires_at <= Date.now() + 600_000, 'the configured ttl');
           const found = await provider.ClientCredentials.find(token);
           assert.equal(found?.clientId, CLIENT.client_id);

@@ -20,6 +20,7 @@
  * `Client` is not stored here: clients are Gatehouse's, read through a ClientSource. Dynamic
  * registration would write them through this adapter, which is refused until it is wired.
  */
+import { createHash } from 'node:crypto';
 import type { Adapter, AdapterFactory, AdapterPayload } from 'oidc-provider';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -64,15 +65,34 @@ export function createAdapterFactory(deps: AdapterDeps): AdapterFactory {
   return (model: string): Adapter => (model === 'Client' ? clientAdapter(deps.clients) : tableAdapter(model, deps));
 }
 
+/**
+ * Models whose id is the bearer token itself (an opaque access token, a refresh token, a code):
+ * stored under its SHA-256 and without the `jti` in the payload, so a copy of the database holds
+ * no usable token, as Gatehouse keeps its own refresh tokens. They are only ever found by id,
+ * which gives the `jti` back.
+ */
+export const SECRET_ID_MODELS: ReadonlySet<string> = new Set([
+  'AccessToken',
+  'RefreshToken',
+  'AuthorizationCode',
+  'ClientCredentials',
+  'InitialAccessToken',
+  'RegistrationAccessToken',
+]);
+
 function tableAdapter(model: string, deps: AdapterDeps): Adapter {
   const { db, clock } = deps;
   const toleranceMs = (deps.clockToleranceSeconds ?? 0) * 1000;
+  const isSecret = SECRET_ID_MODELS.has(model);
+  const key = (id: string) => (isSecret ? `sha256:${createHash('sha256').update(id).digest('base64url')}` : id);
   return {
     async upsert(id, payload, expiresIn) {
-      await upsertOidcPayload(db, toRow(model, id, payload, expiresAt(clock(), expiresIn, toleranceMs)));
+      const { jti: _jti, ...withoutId } = payload;
+      await upsertOidcPayload(db, toRow(model, key(id), isSecret ? withoutId : payload, expiresAt(clock(), expiresIn, toleranceMs)));
     },
     async find(id) {
-      return fromRow(await findOidcPayload(db, model, id, clock()));
+      const found = fromRow(await findOidcPayload(db, model, key(id), clock()));
+      return found !== undefined && isSecret ? { ...found, jti: id } : found;
     },
     async findByUserCode(userCode) {
       return fromRow(await findOidcPayloadByUserCode(db, model, userCode, clock()));
@@ -81,10 +101,10 @@ function tableAdapter(model: string, deps: AdapterDeps): Adapter {
       return fromRow(await findOidcPayloadByUid(db, model, uid, clock()));
     },
     async consume(id) {
-      await consumeOidcPayload(db, model, id, clock());
+      await consumeOidcPayload(db, model, key(id), clock());
     },
     async destroy(id) {
-      await destroyOidcPayload(db, model, id);
+      await destroyOidcPayload(db, model, key(id));
     },
     async revokeByGrantId(grantId) {
       await deleteOidcPayloadsByGrantId(db, grantId);

@@ -229,7 +229,9 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
       const client = await clients.show(clientId);
       if (client === null) return errorPage(reply, 'invalid_client');
       const missing = interaction.prompt.details as MissingConsent;
-      const remembered = client.isFirstParty ? undefined : await oidc.findConsent(auth.userId, clientId);
+      // A remembered consent answers for the user, unless the app asked them again (prompt=consent).
+      const isAskedAgain = interaction.prompt.reasons.includes('consent_prompt');
+      const remembered = client.isFirstParty || isAskedAgain ? undefined : await oidc.findConsent(auth.userId, clientId);
       if (client.isFirstParty || covers(remembered, missing)) {
         return reply.redirect(await finish(request, reply, await grant(interaction, auth.userId, missing, false)), 303);
       }
