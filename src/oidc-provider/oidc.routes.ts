@@ -79,12 +79,10 @@ export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = asyn
     await oidc.handle(raw, reply.raw, auth);
   }
 
-  const routeOptions = { schema: hidden, config: { skipCsrf: true }, preHandler: clientLimit };
-  app.all('/oidc/*', routeOptions, forward);
-  app.all(OIDC_ROUTES.code_verification, routeOptions, forward);
-  app.all(`${OIDC_ROUTES.code_verification}/*`, routeOptions, forward);
-  app.all('/.well-known/openid-configuration', routeOptions, forward);
-  app.all('/.well-known/oauth-authorization-server', routeOptions, forward);
+  // GET (and HEAD), POST and CORS preflights are all the provider answers; others are our 404.
+  for (const url of ['/oidc/*', OIDC_ROUTES.code_verification, `${OIDC_ROUTES.code_verification}/*`, '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+    app.route({ method: ['GET', 'POST', 'OPTIONS'], url, schema: hidden, config: { skipCsrf: true }, preHandler: clientLimit, handler: forward });
+  }
 };
 
 export interface InteractionRouteOptions {

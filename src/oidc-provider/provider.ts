@@ -253,7 +253,14 @@ export function createProvider(deps: ProviderDeps): Provider {
   // answer may also post to the app's redirect URI. Our own pages replace this with the page CSP.
   provider.use(async (ctx, next) => {
     ctx.set('content-security-policy', PROVIDER_CSP);
-    await next();
+    try {
+      await next();
+    } catch (error) {
+      // oidc-provider 9 saves a provider session it touched after the handler has answered, and
+      // throws when that session was never stored (a device-flow request without one, say): the
+      // answer is already set and right, and there is nothing to save. Anything else is a fault.
+      if (!(error instanceof TypeError && error.message.startsWith('persist can only be called on previously persisted Sessions'))) throw error;
+    }
     // A path the provider does not serve (registration while off, say) answers like any of ours.
     if (ctx.status === 404 && ctx.body === undefined) {
       ctx.status = 404;

@@ -128,7 +128,8 @@ export async function loadSigningKeys(deps: {
     const active = chooseSigningKey(rows.filter((row) => row.algorithm === SIGNING_ALGORITHM), now);
     if (active === undefined) return null;
     const signing = new Set(KEY_ALGORITHMS.map((algorithm) => chooseSigningKey(rows.filter((row) => row.algorithm === algorithm), now)?.kid));
-    const jwks = rows.map((row) => JSON.parse(row.public_jwk) as PublicJwk);
+    // Our own tokens' algorithm first, then newest first: what a reader takes for "the" key is ours.
+    const jwks = rows.map((row) => JSON.parse(row.public_jwk) as PublicJwk).sort((a, b) => Number(b.alg === SIGNING_ALGORITHM) - Number(a.alg === SIGNING_ALGORITHM));
     const byKid = new Map<string, CryptoKey>();
     for (const jwk of jwks) byKid.set(jwk.kid, (await importJWK(jwk, jwk.alg)) as CryptoKey);
     const privateJwks: JWK[] = [];
