@@ -1,5 +1,5 @@
 /**
- * A downstream app using `gatehouse/protect` (the built package export, `npm run build`), as
+ * A downstream app using `gatehouse-protect` (the built workspace package, `npm run build`), as
  * test/fixtures/downstream-app.mjs does, with an unprotected twin of each route for the baseline:
  *
  * - Fastify: `GET /api/data` behind `toFastifyHook(protector)`, and `GET /open/data`, the same
@@ -14,7 +14,9 @@ import './probe.ts';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import Fastify from 'fastify';
-import { createProtector, toFastifyHook, toNodeMiddleware } from 'gatehouse/protect';
+import { createProtector } from 'gatehouse-protect';
+import { toFastifyHook } from 'gatehouse-protect/fastify';
+import { toNodeMiddleware } from 'gatehouse-protect/node';
 
 const protector = createProtector({ issuer: process.env.GATEHOUSE_URL ?? 'http://127.0.0.1:1' });
 /** What the open routes claim as their user: the shape and size a real one has. */

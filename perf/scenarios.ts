@@ -501,12 +501,12 @@ export async function jwksScenario(ctx: Context): Promise<ScenarioResult> {
 // ---- protect() in a downstream app ---------------------------------------------------------------
 
 export async function protectScenario(ctx: Context): Promise<ScenarioResult> {
-  process.stdout.write('\nprotect() in a downstream app (dist/protect), protected vs the same route unprotected\n');
-  // `gatehouse/protect` resolves to the build; benchmarking a stale one would mislead.
-  const built = join(REPO_DIR, 'dist/protect/protect.js');
-  if (!existsSync(built)) throw new Error('dist/protect is missing: run `npm run build` first');
-  const staleNote = ['protect.ts', 'rules.ts', 'adapters.ts'].some((f) => statSync(join(REPO_DIR, 'src/authorization', f)).mtimeMs > statSync(built).mtimeMs)
-    ? ['dist/protect was older than src/authorization when this ran: these figures are of the previous build (`npm run build`).']
+  process.stdout.write('\nprotect() in a downstream app (gatehouse-protect, built), protected vs the same route unprotected\n');
+  // `gatehouse-protect` resolves to its build; benchmarking a stale one would mislead.
+  const built = join(REPO_DIR, 'packages/protect/dist/protect.js');
+  if (!existsSync(built)) throw new Error('packages/protect/dist is missing: run `npm run build` first');
+  const staleNote = ['protect.ts', 'rules.ts', 'adapters.ts'].some((f) => statSync(join(REPO_DIR, 'packages/protect/src', f)).mtimeMs > statSync(built).mtimeMs)
+    ? ['packages/protect/dist was older than its src when this ran: these figures are of the previous build (`npm run build`).']
     : [];
   const apps: App[] = [];
   return withApps(apps, async () => {
@@ -536,9 +536,9 @@ export async function protectScenario(ctx: Context): Promise<ScenarioResult> {
     await getJson(`http://${HOST}:${nodePort}/api/data`, token);
     const headers = bearer(token);
     const subjects = [
-      { app: downstream, spec: load(ctx, `${fastifyUrl}/api/data`, { headers }), name: 'protect-fastify', label: 'protect() as a Fastify onRequest hook', server: 'downstream fastify + gatehouse/protect', isService: true },
+      { app: downstream, spec: load(ctx, `${fastifyUrl}/api/data`, { headers }), name: 'protect-fastify', label: 'protect() as a Fastify onRequest hook', server: 'downstream fastify + gatehouse-protect', isService: true },
       { app: downstream, spec: load(ctx, `${fastifyUrl}/open/data`, { headers }), name: 'open-fastify', label: 'same Fastify route, no hook', server: 'downstream fastify', isService: false },
-      { app: downstream, spec: load(ctx, `http://${HOST}:${nodePort}/api/data`, { headers }), name: 'protect-node', label: 'protect() as node:http middleware', server: 'downstream node:http + gatehouse/protect', isService: true },
+      { app: downstream, spec: load(ctx, `http://${HOST}:${nodePort}/api/data`, { headers }), name: 'protect-node', label: 'protect() as node:http middleware', server: 'downstream node:http + gatehouse-protect', isService: true },
       { app: downstream, spec: load(ctx, `http://${HOST}:${nodeOpenPort}/api/data`, { headers }), name: 'open-node', label: 'same node:http handler, no middleware', server: 'downstream node:http', isService: false },
     ];
     const measured = await measureInterleaved(subjects, ctx.settings);
@@ -553,7 +553,7 @@ export async function protectScenario(ctx: Context): Promise<ScenarioResult> {
       met: run.ratio! >= 0.85,
     }));
     const notes = [...staleNote, 'One downstream process serves all four routes, pinned to the server CPU; the Gatehouse that issued the token idles on the same CPU after the first JWKS fetch. Its RSS and event-loop figures are the downstream process\'s.'];
-    return result(ctx, 'protect', 'protect() in a downstream app (gatehouse/protect from dist/)', runs, targets, { notes });
+    return result(ctx, 'protect', 'protect() in a downstream app (gatehouse-protect, built)', runs, targets, { notes });
   });
 }
 

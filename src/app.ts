@@ -63,7 +63,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  registerErrorHandling(app);
+  registerErrorHandling(app, { trustedOrigins: config.trustedOrigins });
   // First: every answer carries the headers, and a CORS preflight is answered before the CSRF
   // check and the route guard.
   await registerSecurityHeaders(app, config, setResponseHeaders);

@@ -13,7 +13,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { EnvReader, hasExtraUrlParts, toBaseUrl, type Env } from './config/env-reader.ts';
-import { parseConnectionLimits, parseCorsOrigins, parseTrustProxy, type ConnectionLimits, type TrustProxy } from './http/http.config.ts';
+import { parseConnectionLimits, parseCorsOrigins, parseTrustedOrigins, parseTrustProxy, type ConnectionLimits, type TrustProxy } from './http/http.config.ts';
 import { parseDatabaseUrl, type DatabaseConfig } from './storage/storage.config.ts';
 
 // The sections' types, for the modules that receive them as part of `Config`.
@@ -41,6 +41,11 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   /** Origins allowed to call the JSON API from a browser (CORS), without cookies. Empty: CORS off. */
   readonly corsOrigins: readonly string[];
+  /**
+   * Origins a sign-in's `callbackUrl` may name absolutely (exact origins, e.g. an app on a sibling
+   * subdomain); anything else must be a path of ours. Empty: only paths of ours.
+   */
+  readonly trustedOrigins: readonly string[];
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -123,6 +128,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
   const redisUrl = parseRedisUrl(read.string('REDIS_URL'), problems);
   const trustProxy = parseTrustProxy(read.string('TRUST_PROXY'), problems);
   const corsOrigins = parseCorsOrigins(read.string('CORS_ORIGINS'), problems);
+  const trustedOrigins = parseTrustedOrigins(read.string('TRUSTED_ORIGINS'), problems);
 
   const logLevel = read.oneOf('LOG_LEVEL', LOG_LEVELS, nodeEnv === 'test' ? 'silent' : 'info');
 
@@ -159,6 +165,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
     redisUrl,
     trustProxy,
     corsOrigins,
+    trustedOrigins,
     logLevel,
   });
 }

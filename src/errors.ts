@@ -3,8 +3,8 @@
  * `AppError` is raised only at the HTTP boundary; `http/error-handler.ts` is the single place that
  * turns anything thrown into a response body, and the only one that decides what reaches a log.
  */
-// The route guard's denials read the same in the service and in gatehouse/protect.
-import { DENIALS } from './authorization/contract.ts';
+// The route guard's denials read the same in the service and in gatehouse-protect.
+import { DENIALS } from '../packages/protect/src/contract.ts';
 
 export interface ErrorDefinition {
   readonly status: number;

@@ -88,7 +88,7 @@ export interface RouteContext {
 export interface AccessPolicy {
   readonly name: string;
   readonly isActive: boolean;
-  /** Paths the policy never applies to (read as both routers read them: see authorization/rules.ts). */
+  /** Paths the policy never applies to (read as both routers read them: see packages/protect/src/rules.ts). */
   readonly exemptPrefixes: readonly string[];
   /** When set, the only paths it applies to (either reading under one), so others cost nothing. */
   readonly onlyPrefixes?: readonly string[];
@@ -130,7 +130,7 @@ export interface PageSectionContext {
   readonly sessionId: string | null;
   /** For the section's forms (the page issued it). */
   readonly csrfToken: string;
-  /** The sign-in page: where to go once signed in (a same-origin path). */
+  /** The sign-in and second-factor pages: where to go once signed in, already judged (a path of ours, or a URL on one of TRUSTED_ORIGINS). */
   readonly callbackUrl?: string;
 }
 

@@ -1,5 +1,5 @@
 /**
- * `gatehouse/protect` in a separate downstream process against a live Gatehouse: the same rules
+ * `gatehouse-protect` (the workspace package, built) in a separate downstream process against a live Gatehouse: the same rules
  * as the service, tokens verified by the issuer's JWKS, forged signatures and unknown kids refused,
  * and no JWKS fetch storm. A counting proxy in front of Gatehouse sees every JWKS fetch.
  */
@@ -26,7 +26,7 @@ async function signInOver(base: string, email: string): Promise<string> {
   return body.token;
 }
 
-describe('gatehouse/protect in a downstream process', () => {
+describe('gatehouse-protect in a downstream process', () => {
   let database: TestDatabase;
   let gatehouse: TestApp;
   let proxy: Server;
@@ -39,9 +39,9 @@ describe('gatehouse/protect in a downstream process', () => {
   let adminToken: string;
 
   before(async () => {
-    if (!existsSync(join(REPO_ROOT, 'dist/protect/protect.js'))) {
-      const build = await runNode([join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(REPO_ROOT, 'tsconfig.protect.json')], { env: {}, timeoutMs: 60_000 });
-      assert.equal(build.code, 0, `building gatehouse/protect failed:\n${build.stdout}${build.stderr}`);
+    if (!existsSync(join(REPO_ROOT, 'packages/protect/dist/protect.js'))) {
+      const build = await runNode([join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(REPO_ROOT, 'packages/protect/tsconfig.json')], { env: {}, timeoutMs: 60_000 });
+      assert.equal(build.code, 0, `building gatehouse-protect failed:\n${build.stdout}${build.stderr}`);
     }
     const [sqlite] = await backends();
     database = await sqlite!.create();

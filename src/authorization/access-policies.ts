@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
 import type { AccessPolicy } from '../module.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
-import { isApiRequestPath, isUnder, readRequestPath, type RequestPath } from './rules.ts';
+import { isApiRequestPath, isUnder, readRequestPath, type RequestPath } from '../../packages/protect/src/rules.ts';
 
 function isExempt(path: RequestPath | null, prefixes: readonly string[]): boolean {
   return path !== null && prefixes.some((prefix) => isUnder(path.resolved, prefix) && isUnder(path.literal, prefix));

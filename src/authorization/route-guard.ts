@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
-import { GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type ProtectionRules } from './rules.ts';
+import { GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type ProtectionRules } from '../../packages/protect/src/rules.ts';
 
 const NO_ROLES = Object.freeze({ roles: Object.freeze([]) });
 

@@ -1,7 +1,8 @@
 /**
  * `POST /api/auth` (the seed's contract: JSON in, a token out, for API clients) and
  * `POST /api/auth/signin` (the same, and it sets the browser session cookies; an HTML form post
- * is answered with a 303 to a same-origin `callbackUrl`, or back to the sign-in page with the error).
+ * is answered with a 303 to the `callbackUrl`, a path of ours or a URL on one of TRUSTED_ORIGINS,
+ * or back to the sign-in page with the error).
  */
 import { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
@@ -14,7 +15,7 @@ import { setBrowserSession } from '../sessions/session-cookie.ts';
 import type { CsrfRotation } from '../http/csrf.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { isFormPost } from '../http/forms.ts';
-import { toCallbackPath } from '../http/safe-redirect.ts';
+import { toCallbackUrl } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { signInBody } from '../signin/signin-response.ts';
@@ -37,7 +38,7 @@ const browserSignInBody = z
   .object(
     {
       ...credentialsFields,
-      callbackUrl: z.string().max(2048).optional().describe('Form posts: where to go after signing in (a same-origin path)'),
+      callbackUrl: z.string().max(2048).optional().describe('Form posts: where to go after signing in (a path of ours, or an absolute URL on one of TRUSTED_ORIGINS)'),
       csrfToken: z.string().max(200).optional().describe('Form posts and cookie-carrying requests: the CSRF token'),
     },
     { error: 'must be a JSON object' },
@@ -117,7 +118,8 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       },
     },
     async (request, reply) => {
-      const callbackUrl = toCallbackPath(request.body.callbackUrl, config.authUrl);
+      // Where the browser goes now, or after the second factor (the challenge page carries it).
+      const callbackUrl = toCallbackUrl(request.body.callbackUrl, config);
       if (isFormPost(request)) {
         // A form cannot read a challenge's JSON: it is sent to the page that answers it.
         const outcome = await credentials.signIn({ email: request.body.email, password: request.body.password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });

@@ -9,7 +9,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, errorDefinition, UnavailableError, toErrorBody, type ErrorBody, type ErrorCode, type FieldError } from '../errors.ts';
 import { isFormPost } from './forms.ts';
-import { toSafeLocalPath } from './safe-redirect.ts';
+import { toSafeLocalPath, toTrustedOriginUrl } from './safe-redirect.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -73,8 +73,12 @@ function isClientAbort(error: unknown, request: FastifyRequest): boolean {
   return raw.destroyed && !raw.complete && typeof code === 'string' && CLIENT_GONE_CODES.has(code);
 }
 
-/** Installs the single error mapper and the 404 handler. */
-export function registerErrorHandling(app: FastifyInstance): void {
+/**
+ * Installs the single error mapper and the 404 handler. `trustedOrigins` (TRUSTED_ORIGINS) lets a
+ * form's `callbackUrl` on one of them ride along when the form is sent back to its page.
+ */
+export function registerErrorHandling(app: FastifyInstance, options: { trustedOrigins?: readonly string[] } = {}): void {
+  const trustedOrigins = options.trustedOrigins ?? [];
   app.setNotFoundHandler((_request, reply) => {
     void reply.code(404).send(toErrorBody('NOT_FOUND'));
   });
@@ -99,7 +103,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (formErrorPage !== undefined && mapped.code !== 'CSRF_FAILED' && isFormPost(request)) {
       // A person submitted a form: show them the form again with the reason, not a JSON body.
       const target = new URLSearchParams({ error: mapped.code });
-      const callbackUrl = toSafeLocalPath((request.body as { callbackUrl?: unknown } | null | undefined)?.callbackUrl, 'http://x', '');
+      // The redirect itself always stays on our origin (`formErrorPage`); the callback only rides
+      // along in its query, for the page to judge again. A path of ours or a URL on a trusted
+      // origin is kept (a mistyped password must not lose the way back to the app); anything
+      // else is dropped rather than carried.
+      const requested = (request.body as { callbackUrl?: unknown } | null | undefined)?.callbackUrl;
+      const callbackUrl = toTrustedOriginUrl(requested, trustedOrigins) ?? toSafeLocalPath(requested, 'http://x', '');
       if (callbackUrl !== '') target.set('callbackUrl', callbackUrl);
       if (mapped.retryAfterSeconds !== undefined) void reply.header('retry-after', retryAfterHeader(mapped.retryAfterSeconds));
       return reply.redirect(`${formErrorPage}?${target}`, 303);

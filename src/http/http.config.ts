@@ -1,4 +1,4 @@
-/** The HTTP section of the configuration: connection limits, proxy trust and CORS. */
+/** The HTTP section of the configuration: connection limits, proxy trust, CORS and the origins sign-in may return to. */
 import { isIP } from 'node:net';
 import { EnvReader } from '../config/env-reader.ts';
 
@@ -88,4 +88,58 @@ export function parseCorsOrigins(value: string | undefined, problems: string[]):
     origins.push(url.origin);
   }
   return origins;
+}
+
+/** Hosts where plain http is allowed in TRUSTED_ORIGINS: this machine, for development. */
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** A host name of letters, digits, `-` and `_` (IDNs in their `xn--` form), an IPv4 address, or a bracketed IPv6 address. */
+function isPlainHost(hostname: string): boolean {
+  if (hostname.startsWith('[')) return hostname.endsWith(']') && isIP(hostname.slice(1, -1)) === 6;
+  return /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/.test(hostname);
+}
+
+/**
+ * TRUSTED_ORIGINS: the origins a `callbackUrl` may name absolutely (an app on a sibling subdomain,
+ * say), so sign-in can end there. Each entry is an exact origin written as browsers serialise it
+ * (`https://app.example.com`, `http://localhost:5173`): lower case, no default port, no path,
+ * query, fragment or credentials, no wildcard, no trailing dot, an IDN in its `xn--` form; https
+ * unless the host is loopback. Anything else is reported, with the form to write when there is one,
+ * rather than guessed at: the list decides where a signed-in browser may be sent.
+ */
+export function parseTrustedOrigins(value: string | undefined, problems: string[]): string[] {
+  if (value === undefined) return [];
+  const origins = new Set<string>();
+  for (const entry of value.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
+    const refuse = (why: string) => problems.push(`TRUSTED_ORIGINS must list exact origins such as https://app.example.com: ${why} (got "${entry}")`);
+    let url: URL;
+    try {
+      url = new URL(entry);
+    } catch {
+      refuse('not a URL');
+      continue;
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      refuse('the scheme must be https (or http for localhost, 127.0.0.1 or [::1])');
+      continue;
+    }
+    if (url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '' || /[?#]/.test(entry)) {
+      refuse('an origin has no path, query, fragment or credentials');
+      continue;
+    }
+    if (!isPlainHost(url.hostname) || url.hostname.endsWith('.')) {
+      refuse('the host must be a plain host name or IP address (no wildcard, no trailing dot)');
+      continue;
+    }
+    if (url.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
+      refuse('https is required except for localhost, 127.0.0.1 and [::1]');
+      continue;
+    }
+    if (url.origin !== entry.replace(/\/$/, '')) {
+      refuse(`write it as ${url.origin}`);
+      continue;
+    }
+    origins.add(url.origin);
+  }
+  return [...origins];
 }

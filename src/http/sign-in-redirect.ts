@@ -2,7 +2,7 @@ export const SIGN_IN_PAGE = '/auth/signin';
 
 /**
  * The sign-in page, told where to come back to. `/` stays literal in the query (readable, and
- * the page reads the value back through toSafeLocalPath); without a path, sign-in lands on the
+ * the page reads the value back through toCallbackUrl); without a path, sign-in lands on the
  * dashboard.
  */
 export function signInRedirect(callbackPath?: string): string {

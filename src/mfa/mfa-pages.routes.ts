@@ -17,7 +17,7 @@ import type { Config } from '../config.ts';
 import type { Csrf, CsrfRotation } from '../http/csrf.ts';
 import { AppError } from '../errors.ts';
 import { isFormPost } from '../http/forms.ts';
-import { toCallbackPath } from '../http/safe-redirect.ts';
+import { callbackFormActions, toCallbackUrl } from '../http/safe-redirect.ts';
 import { signInRedirect, SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
@@ -105,7 +105,8 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
   }
 
   app.get(MFA_PROMPT_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
-    const callbackUrl = toCallbackPath(request.query.callbackUrl, config.authUrl);
+    // The sign-in's callback, carried here in the query (see redirectToChallenge) and judged again.
+    const callbackUrl = toCallbackUrl(request.query.callbackUrl, config);
     const userId = await secondFactor.userOf(readChallengeCookie(request, config));
     if (userId === null) return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ error: 'MFA_EXPIRED', callbackUrl })}`, 303);
     const { error } = request.query;
@@ -121,12 +122,14 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
       scripts: sections.scripts,
       scriptNonce: sections.scriptNonce,
     });
-    return sendPage(reply, html, 200, { scriptNonce: sections.scriptNonce });
+    // The code forms' post ends in a redirect to the callback, which browsers check against
+    // `form-action`: a trusted origin it names is allowed, that one only.
+    return sendPage(reply, html, 200, { scriptNonce: sections.scriptNonce, formActionOrigins: callbackFormActions(callbackUrl, config) });
   });
 
   app.post(MFA_PROMPT_PAGE, { schema: { ...hidden, body: answerBody } }, async (request, reply) => {
     const { code: totp, recoveryCode, callbackUrl: requested } = request.body;
-    const callbackUrl = toCallbackPath(requested, config.authUrl);
+    const callbackUrl = toCallbackUrl(requested, config);
     const isForm = isFormPost(request);
     const result = await secondFactor.answer({ mfaToken: readChallengeCookie(request, config) ?? '', code: totp ?? recoveryCode ?? '' }, requestSource(request, null));
     if (result.ok) {

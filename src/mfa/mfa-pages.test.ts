@@ -10,11 +10,10 @@ import assert from 'node:assert/strict';
 import { backends } from '../../test/helpers/databases.ts';
 import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
-import { CookieJar } from '../../test/helpers/cookie-jar.ts';
-import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
+import { CookieJar, formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
+import { enrolTotp, totpCode } from '../../test/helpers/totp.ts';
 
 const PASSWORD = 'correct horse battery staple';
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 for (const backend of await backends()) {
   describe(`second-factor pages on ${backend.name}`, { skip: backend.skip }, () => {
@@ -27,26 +26,13 @@ for (const backend of await backends()) {
     async function enrolled(roles: string[] = []) {
       const email = `pages${++count}@example.com`;
       const user = await createUser(t.services, { email, password: PASSWORD, roles });
-      const setup = await t.services.mfa.beginTotpSetup(user);
-      assert.ok(setup.ok);
-      assert.ok((await t.services.mfa.enableTotp(user, totpCode(setup.secret, clock()), { actorUserId: user.id, ip: null, userAgent: null })).ok);
-      clock.advance(TOTP_STEP_MS);
-      return { user, email, secret: setup.secret };
+      return { user, email, secret: await enrolTotp(t.services, user, clock) };
     }
 
     /** A browser with a CSRF token, as a page load gives it. */
-    async function browser() {
-      const jar = new CookieJar();
-      const response = await t.app.inject({ method: 'GET', url: '/api/auth/csrf' });
-      jar.store(response);
-      return { jar, csrfToken: response.json().csrfToken as string };
-    }
+    const browser = () => formBrowser(t.app);
 
-    async function formPost(b: { jar: CookieJar; csrfToken: string }, url: string, fields: Record<string, string>) {
-      const response = await t.app.inject({ method: 'POST', url, headers: { ...FORM, origin: origin(), cookie: b.jar.header() }, payload: new URLSearchParams({ ...fields, csrfToken: b.csrfToken }).toString() });
-      b.jar.store(response);
-      return response;
-    }
+    const formPost = (b: { jar: CookieJar; csrfToken: string }, url: string, fields: Record<string, string>) => postForm(t.app, b, url, fields, origin());
 
     it('sends a form sign-in to the code page, the challenge in an HttpOnly cookie, no session', async () => {
       const { email } = await enrolled();

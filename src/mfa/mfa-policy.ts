@@ -12,7 +12,7 @@
  * session within REAUTH_WINDOW (403 REAUTH_REQUIRED otherwise; `POST /api/auth/mfa/step-up`).
  */
 import type { AccessPolicy, AccessRefusal } from '../module.ts';
-import { isUnder } from '../authorization/rules.ts';
+import { isUnder } from '../../packages/protect/src/rules.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { MfaConfig } from './mfa.config.ts';
 import type { MfaService } from './mfa.service.ts';

@@ -18,7 +18,7 @@ export interface OAuthFlow {
   codeVerifier: string;
   /** OpenID Connect only. */
   nonce: string | null;
-  /** Where to go afterwards: a same-origin path, already checked. */
+  /** Where to go afterwards: a path of ours or a TRUSTED_ORIGINS URL, already checked (and checked again at the callback). */
   callbackUrl: string;
   /** Set when a signed-in user links the identity to their account instead of signing in. */
   linkUserId: string | null;

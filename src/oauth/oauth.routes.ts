@@ -4,8 +4,8 @@
  *   provider with `state`, PKCE S256 and, for OpenID Connect, a `nonce`, all kept in an encrypted,
  *   HttpOnly flow cookie of this browser;
  * - `GET /api/auth/callback/:provider` checks the answer against that cookie, exchanges the code,
- *   and signs the person in (session cookies, 303 to the same-origin `callbackUrl`), or ends on
- *   `/auth/error?error=CODE` with no session.
+ *   and signs the person in (session cookies, 303 to the `callbackUrl`: a path of ours or a URL on
+ *   one of TRUSTED_ORIGINS), or ends on `/auth/error?error=CODE` with no session.
  * Signed-in users link a provider (`POST /api/auth/link/:provider`, back on the dashboard) and
  * unlink one (`DELETE /api/auth/accounts/:provider`), never their last way to sign in.
  * Register this plugin where form bodies are parsed.
@@ -22,7 +22,7 @@ import { errorResponse } from '../http/schemas.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { CsrfRotation } from '../http/csrf.ts';
 import { baseCookieOptions, cookieNames, setBrowserSession } from '../sessions/session-cookie.ts';
-import { toCallbackPath } from '../http/safe-redirect.ts';
+import { toCallbackUrl } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -46,7 +46,7 @@ const providerParams = z.object({ provider: z.string().max(64) });
 
 const startBody = z
   .object({
-    callbackUrl: z.string().max(2048).optional().describe('Where to go after signing in (a same-origin path); default /dashboard'),
+    callbackUrl: z.string().max(2048).optional().describe('Where to go after signing in (a path of ours, or an absolute URL on one of TRUSTED_ORIGINS); default /dashboard'),
     csrfToken: z.string().max(200).optional().describe('The CSRF token (form field or X-CSRF-Token header)'),
   })
   .nullish();
@@ -126,7 +126,8 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
     },
     async (request, reply) => {
       return sendToProvider(request, reply, {
-        callbackUrl: toCallbackPath(request.body?.callbackUrl, config.authUrl),
+        // Sealed into the flow cookie, so it survives the round trip to the provider unchanged.
+        callbackUrl: toCallbackUrl(request.body?.callbackUrl, config),
         linkUserId: null,
         errorTarget: errorPage,
       });
@@ -150,6 +151,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
       const auth = await authenticate(request, reply);
       if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
       return sendToProvider(request, reply, {
+        // Linking starts and ends on the dashboard: no callback is taken, so it stays ours.
         callbackUrl: DASHBOARD_PAGE,
         linkUserId: auth.userId,
         errorTarget: (code) => dashboardWith('error', code),
@@ -190,10 +192,13 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
       }
 
       const signedIn = await oauth.signInWithIdentity(identity, requestSource(request, null));
-      if (!signedIn.ok && signedIn.reason === 'CHALLENGE' && redirectToChallenge(reply, signedIn.challenge, flow?.callbackUrl ?? DASHBOARD_PAGE, config)) return reply;
+      // Judged when the flow began; judged again against today's TRUSTED_ORIGINS, which a restart
+      // may have changed within the flow's 10 minutes.
+      const callbackUrl = toCallbackUrl(flow?.callbackUrl ?? DASHBOARD_PAGE, config);
+      if (!signedIn.ok && signedIn.reason === 'CHALLENGE' && redirectToChallenge(reply, signedIn.challenge, callbackUrl, config)) return reply;
       if (!signedIn.ok) return reply.redirect(errorPage(signedIn.reason), 303);
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: signedIn.user.id, session: signedIn.session });
-      return reply.redirect(flow?.callbackUrl ?? DASHBOARD_PAGE, 303);
+      return reply.redirect(callbackUrl, 303);
     },
   );
 

@@ -5,7 +5,7 @@
  * service (clients.cli.ts).
  */
 import { defineModule, type AccessPolicy, type BuiltServices } from '../module.ts';
-import { isUnder } from '../authorization/rules.ts';
+import { isUnder } from '../../packages/protect/src/rules.ts';
 import { OIDC_CLIENTS_ERRORS } from './oidc-clients.errors.ts';
 import * as registry from './migrations/20261124-oidc-clients-registry.ts';
 import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { createProtector } from '../authorization/protect.ts';
+import { createProtector } from '../../packages/protect/src/protect.ts';
 import { rotateSigningKey } from '../sessions/signing-keys.ts';
 import { TEST_SECRET } from '../../test/helpers/app.ts';
 import { backends } from '../../test/helpers/databases.ts';
@@ -252,7 +252,7 @@ for (const backend of await backends()) {
       assert.equal(payload.client_id, clientId);
       assert.equal(payload.scope, 'read:items');
       assert.deepEqual(payload.roles, ['EDITOR']);
-      // The API verifies it with gatehouse/protect, its resource URL as the audience.
+      // The API verifies it with gatehouse-protect, its resource URL as the audience.
       const protector = createProtector({ issuer: t.url, audience: API });
       const user = await protector.authenticate(new Request(`${API}/items`, { headers: { authorization: `Bearer ${tokens.access_token}` } }));
       assert.deepEqual(

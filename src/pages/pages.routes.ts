@@ -13,7 +13,7 @@ import { renderPageSections, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
-import { toCallbackPath } from '../http/safe-redirect.ts';
+import { callbackFormActions, toCallbackUrl } from '../http/safe-redirect.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
@@ -74,7 +74,7 @@ export interface PageRouteOptions {
 
 export const DASHBOARD_PAGE = '/dashboard';
 
-/** Judged by `toSafeLocalPath`, which refuses what is too long or not ours. */
+/** Judged by `toCallbackUrl`, which refuses what is too long, not ours and on no trusted origin. */
 const callbackUrl = z.preprocess(firstValue, z.string()).optional();
 
 const csrfField = z.string().max(200).optional();
@@ -104,7 +104,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
       const { error, callbackUrl: requested } = request.query;
       const current = await signedIn(request, reply);
       const csrfToken = csrf.issueToken(request, reply);
-      const callbackUrl = toCallbackPath(requested, config.authUrl);
+      const callbackUrl = toCallbackUrl(requested, config);
       const sections = await renderPageSections(options.signInSections, { userId: null, viewerId: null, sessionId: null, csrfToken, callbackUrl });
       return sendPage(
         reply,
@@ -121,7 +121,9 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           providers: oauth.listProviders(),
         }),
         200,
-        { formActionOrigins: oauth.formActionOrigins(), scriptNonce: sections.scriptNonce },
+        // The providers' buttons redirect to them, the sign-in form to the callback: a trusted
+        // origin the callback names is allowed too, that one only.
+        { formActionOrigins: [...new Set([...oauth.formActionOrigins(), ...callbackFormActions(callbackUrl, config)])], scriptNonce: sections.scriptNonce },
       );
     },
   );

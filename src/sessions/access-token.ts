@@ -14,9 +14,9 @@ const MAX_TOKEN_LENGTH = 4096;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** Header parameters that point at keys elsewhere: a token carrying one is refused outright. */
 const FORBIDDEN_HEADERS = ['jku', 'x5u', 'jwk', 'x5c', 'x5t', 'x5t#S256'] as const;
-// Shared with gatehouse/protect, which must accept exactly what the service accepts.
-export { CLOCK_TOLERANCE_SECONDS } from '../authorization/contract.ts';
-import { CLOCK_TOLERANCE_SECONDS } from '../authorization/contract.ts';
+// Shared with gatehouse-protect, which must accept exactly what the service accepts.
+export { CLOCK_TOLERANCE_SECONDS } from '../../packages/protect/src/contract.ts';
+import { CLOCK_TOLERANCE_SECONDS } from '../../packages/protect/src/contract.ts';
 
 export interface AccessTokenClaims {
   userId: string;

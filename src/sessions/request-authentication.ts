@@ -9,7 +9,7 @@ import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { AuthContext, SessionService } from './session.service.ts';
 import { clearSessionCookies, cookieNames, setSessionCookies } from './session-cookie.ts';
-import { readBearerToken } from '../authorization/contract.ts';
+import { readBearerToken } from '../../packages/protect/src/contract.ts';
 
 export interface RequestAuth extends AuthContext {
   /** How the credentials came: a browser cookie (CSRF rules apply) or a Bearer header. */
@@ -26,8 +26,8 @@ export interface RequestAuthenticator {
   withCurrentRoles(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null>;
 }
 
-// Read exactly as gatehouse/protect reads it (authorization/contract.ts).
-export { readBearerToken } from '../authorization/contract.ts';
+// Read exactly as gatehouse-protect reads it (packages/protect/src/contract.ts).
+export { readBearerToken } from '../../packages/protect/src/contract.ts';
 
 export function createRequestAuthenticator(deps: { sessions: SessionService; config: Config; clock: Clock }): RequestAuthenticator {
   const { sessions, config, clock } = deps;

@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import type { SessionService, StartedSession } from './session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { baseCookieOptions } from '../http/cookies.ts';
-import { cookieNames as sharedCookieNames, type CookieNames as SharedCookieNames } from '../authorization/contract.ts';
+import { cookieNames as sharedCookieNames, type CookieNames as SharedCookieNames } from '../../packages/protect/src/contract.ts';
 
 export interface CookieNames extends SharedCookieNames {
   /** An OAuth authorization in progress (see `oauth/oauth-flow-cookie.ts`). */
@@ -17,7 +17,7 @@ export interface CookieNames extends SharedCookieNames {
 
 type CookieConfig = Pick<Config, 'isSecureOrigin'>;
 
-/** The names `gatehouse/protect` also knows (authorization/contract.ts), and the service's own. */
+/** The names `gatehouse-protect` also knows (packages/protect/src/contract.ts), and the service's own. */
 export function cookieNames(config: CookieConfig): CookieNames {
   const shared = sharedCookieNames(config.isSecureOrigin);
   return { ...shared, oauthFlow: `${config.isSecureOrigin ? '__Host-' : ''}gatehouse.oauth` };

@@ -10,9 +10,9 @@ import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import { normaliseEmail } from './email.ts';
 import * as store from './user.store.ts';
 
-// The same role the route guard and gatehouse/protect require under /admin.
-export { ADMIN_ROLE } from '../authorization/contract.ts';
-import { ADMIN_ROLE } from '../authorization/contract.ts';
+// The same role the route guard and gatehouse-protect require under /admin.
+export { ADMIN_ROLE } from '../../packages/protect/src/contract.ts';
+import { ADMIN_ROLE } from '../../packages/protect/src/contract.ts';
 const ROLE_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 export interface User {

@@ -29,3 +29,17 @@ export function base32Decode(text: string): Buffer {
 export function totpCode(secret: string, atMs: number, steps = 0): string {
   return hotp(base32Decode(secret), Math.floor(atMs / TOTP_STEP_MS) + steps);
 }
+
+/** Turns on an authenticator app for `user` through the real service; its secret. Moves `clock` a step on, so the next code is new. */
+export async function enrolTotp(
+  services: { mfa: { beginTotpSetup(user: never): Promise<{ ok: boolean; secret?: string }>; enableTotp(user: never, code: string, source: never): Promise<{ ok: boolean }> } },
+  user: { id: string },
+  clock: { (): number; advance(ms: number): void },
+): Promise<string> {
+  const setup = await services.mfa.beginTotpSetup(user as never);
+  if (!setup.ok || setup.secret === undefined) throw new Error('TOTP setup refused');
+  const enabled = await services.mfa.enableTotp(user as never, totpCode(setup.secret, clock()), { actorUserId: user.id, ip: null, userAgent: null } as never);
+  if (!enabled.ok) throw new Error('TOTP not enabled');
+  clock.advance(TOTP_STEP_MS);
+  return setup.secret;
+}

@@ -48,9 +48,21 @@
     return 'That did not work. Please try again.';
   }
 
-  /** A same-origin path to go to after signing in (the page gave one already checked; this is belt and braces). */
-  function safePath(path) {
-    return typeof path === 'string' && /^\/(?![/\\])/.test(path) ? path : '/dashboard';
+  /**
+   * Where to go after signing in: the page gives its callback already judged by the server (a path
+   * of ours, or a URL on one of TRUSTED_ORIGINS, serialised); this is belt and braces: a path that
+   * stays on this origin, or an http(s) URL exactly as serialised and without credentials.
+   */
+  function safeTarget(value) {
+    if (typeof value !== 'string') return '/dashboard';
+    if (/^\/(?![/\\])/.test(value)) return value;
+    try {
+      const url = new URL(value);
+      if ((url.protocol === 'https:' || url.protocol === 'http:') && url.href === value && url.username === '' && url.password === '') return value;
+    } catch {
+      // not a URL
+    }
+    return '/dashboard';
   }
 
   /** Reloads the page (without a query or fragment, so it always loads) and says `notice` there. */
@@ -141,7 +153,7 @@
 
   function offerSignIn(box) {
     const csrfToken = box.dataset.csrfToken || '';
-    const callbackUrl = safePath(box.dataset.callbackUrl);
+    const callbackUrl = safeTarget(box.dataset.callbackUrl);
     const button = box.querySelector('[data-passkey-signin]');
     const status = box.querySelector('[data-passkey-status]');
     const say = (text) => {

@@ -1,5 +1,6 @@
 /**
- * `gatehouse/protect`: Gatehouse's route-protection rules for downstream apps, with the same
+ * `gatehouse-protect` (the adapters for Node/Express and Fastify are its `/node` and `/fastify`
+ * subpaths, so this entry needs no Node types: Next.js middleware, Deno, Bun, workers): Gatehouse's route-protection rules for downstream apps, with the same
  * decisions the service makes (rules.ts). Tokens are verified against the issuer's JWKS:
  * EdDSA only, `typ: at+jwt`, `iss`, `aud`, `exp`, `nbf`; keys come from
  * `${issuer}/.well-known/jwks.json` only (never from the token), cached, and refetched on an
@@ -19,7 +20,6 @@ import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKe
 import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules } from './rules.ts';
 
 export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
-export { toFastifyHook, toNodeMiddleware } from './adapters.ts';
 export type { Evaluation, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import type { Evaluation, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBearerToken } from './contract.ts';

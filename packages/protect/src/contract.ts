@@ -1,5 +1,5 @@
 /**
- * What the service and `gatehouse/protect` (in downstream apps) must agree on, written once: the
+ * What the service and `gatehouse-protect` (in downstream apps) must agree on, written once: the
  * ADMIN role, the cookie names, how a Bearer header is read, the clock tolerance for `exp`/`nbf`,
  * and the denial bodies. No dependency, so the protect build carries it as it is.
  */

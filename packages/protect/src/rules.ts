@@ -1,6 +1,6 @@
 /**
  * The route-protection rules: one implementation, used by the service's own guard and by
- * `gatehouse/protect` in downstream apps. Pure functions of a path and a user; no I/O, no framework,
+ * `gatehouse-protect` in downstream apps. Pure functions of a path and a user; no I/O, no framework,
  * no dependency, so a downstream app gets exactly the decisions the service makes.
  *
  * The seed's rules, in order, over the matcher `/dashboard/:path*`, `/admin/:path*`, `/api/:path*`:
@@ -34,7 +34,7 @@ export interface ProtectionRules {
 
 export { ADMIN_ROLE };
 
-/** The seed's rules exactly: no exemptions. The default for downstream apps (`gatehouse/protect`). */
+/** The seed's rules exactly: no exemptions. The default for downstream apps (`gatehouse-protect`). */
 export const SEED_RULES: ProtectionRules = Object.freeze({
   protectedPrefixes: Object.freeze(['/dashboard', '/admin', '/api']),
   publicPrefixes: Object.freeze([]),

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { GATEHOUSE_RULES, SEED_RULES, decide, isApiPath, literalPath, normalisePath, readRequestPath } from './rules.ts';
+import { GATEHOUSE_RULES, SEED_RULES, decide, isApiPath, literalPath, normalisePath, readRequestPath } from '../src/rules.ts';
 
 describe('normalisePath', () => {
   const cases: Array<[string, string | null]> = [

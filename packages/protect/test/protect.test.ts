@@ -1,11 +1,11 @@
 import { describe, it, before, after, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
-import { freePort } from '../../test/helpers/process.ts';
-import { createProtector } from './protect.ts';
-import { totpCode } from '../../test/helpers/totp.ts';
+import { backends, type TestDatabase } from '../../../test/helpers/databases.ts';
+import { createTestApp, createUser, type TestApp } from '../../../test/helpers/app.ts';
+import { freePort } from '../../../test/helpers/process.ts';
+import { createProtector } from '../src/protect.ts';
+import { totpCode } from '../../../test/helpers/totp.ts';
 
 const PASSWORD = 'correct horse battery staple';
 

@@ -1,0 +1,27 @@
+/**
+ * `gatehouse-protect/node`: the Express / Connect / node:http middleware, with `req.gatehouse`
+ * typed for Express (`Express.Request`) and for plain node:http handlers (`ProtectedRequest`).
+ *
+ *   import { createProtector } from 'gatehouse-protect';
+ *   import { toNodeMiddleware } from 'gatehouse-protect/node';
+ *   app.use(toNodeMiddleware(createProtector({ issuer: 'https://auth.example.com' })));
+ *   app.get('/dashboard', (req, res) => res.send(req.gatehouse?.userId));
+ */
+import type { IncomingMessage } from 'node:http';
+import type { GatehouseUser } from './protector.types.ts';
+
+export { toNodeMiddleware } from './adapters.ts';
+export type { GatehouseUser } from './protector.types.ts';
+
+/** A node:http request once the middleware let it through. */
+export type ProtectedRequest = IncomingMessage & { gatehouse?: GatehouseUser | null };
+
+declare global {
+  // Express merges its Request type from this global namespace (as @types/express documents).
+  namespace Express {
+    interface Request {
+      /** The user behind the request's token, set by toNodeMiddleware; null on paths that need no session. */
+      gatehouse?: GatehouseUser | null;
+    }
+  }
+}
