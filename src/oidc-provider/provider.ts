@@ -261,6 +261,11 @@ export function createProvider(deps: ProviderDeps): Provider {
       // answer is already set and right, and there is nothing to save. Anything else is a fault.
       if (!(error instanceof TypeError && error.message.startsWith('persist can only be called on previously persisted Sessions'))) throw error;
     }
+    // RFC 6749 §5.2 names this refusal `unauthorized_client`; oidc-provider 9 says `invalid_request`.
+    const answer = ctx.body as { error?: unknown; error_description?: unknown } | undefined;
+    if (ctx.path === OIDC_ROUTES.token && ctx.status === 400 && answer?.error === 'invalid_request' && answer.error_description === 'requested grant type is not allowed for this client') {
+      ctx.body = { ...answer, error: 'unauthorized_client' };
+    }
     // A path the provider does not serve (registration while off, say) answers like any of ours.
     if (ctx.status === 404 && ctx.body === undefined) {
       ctx.status = 404;
