@@ -139,11 +139,12 @@ describe('loadConfig', () => {
     }
   });
 
-  it('keeps access tokens short-lived by default in the jwt strategy', () => {
+  it('keeps access tokens short-lived by default in both strategies (downstream apps verify them offline)', () => {
     const jwt = loadConfig({ AUTH_SECRET: SECRET, SESSION_STRATEGY: 'jwt' });
     assert.equal(jwt.tokens.accessTokenTtlSeconds, 900);
     const database = loadConfig({ AUTH_SECRET: SECRET });
-    assert.equal(database.tokens.accessTokenTtlSeconds, database.sessions.maxAgeSeconds);
+    assert.equal(database.tokens.accessTokenTtlSeconds, 900);
+    assert.ok(database.sessions.maxAgeSeconds > database.tokens.accessTokenTtlSeconds, 'sessions outlive their tokens and go on through refresh');
   });
 
   it('generates a development secret once into DATA_DIR, readable by the owner only', () => {

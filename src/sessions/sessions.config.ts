@@ -39,9 +39,11 @@ export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems
     problems.push('SESSION_TOUCH_INTERVAL must be at most half of SESSION_IDLE_TIMEOUT, or sessions in use would time out');
   }
   const revocationSyncIntervalMs = read.integer('REVOCATION_SYNC_INTERVAL_MS', 1_000, { min: 100, max: 60_000 });
-  // In the database strategy every request checks the session row, so the token may live as long
-  // as the session; in the jwt strategy the token is the only check and must be short-lived.
-  const accessTokenTtlSeconds = read.duration('ACCESS_TOKEN_TTL', sessionStrategy === 'jwt' ? 15 * 60 : maxAgeSeconds);
+  // Minutes in both strategies. Gatehouse itself checks the session row on every request in the
+  // database strategy, but a downstream app verifying tokens offline (gatehouse-protect with its
+  // defaults) cannot: a token it accepts must stop working soon after sign-out there too. Sessions
+  // stay long through refresh (browsers refresh transparently with the refresh cookie).
+  const accessTokenTtlSeconds = read.duration('ACCESS_TOKEN_TTL', 15 * 60);
   const audience = read.string('AUTH_AUDIENCE') ?? authUrl!;
   return {
     sessionStrategy,

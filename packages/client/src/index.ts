@@ -148,7 +148,14 @@ export function memoryStorage(initial: StoredTokens | null = null): TokenStorage
  * so an XSS hole leaks a refresh token that works from anywhere until it is rotated or the session
  * ends; prefer memory storage, or cookie mode, where that matters.
  */
-export function localStorageAdapter(options: { key?: string; storage?: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> } = {}): TokenStorage {
+/** What `localStorageAdapter` needs of a Web `Storage` (`localStorage`, `sessionStorage`, or one of your own); no DOM types needed. */
+export interface KeyValueStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+export function localStorageAdapter(options: { key?: string; storage?: KeyValueStorage } = {}): TokenStorage {
   const key = options.key ?? 'gatehouse.tokens';
   const store = options.storage ?? (typeof localStorage === 'undefined' ? undefined : localStorage);
   if (store === undefined) throw new TypeError('localStorage is not available here: pass { storage } or use memoryStorage()');

@@ -38,6 +38,12 @@ export interface ProtectorOptions {
   /** Where pages send people without a session; `callbackUrl` is appended. Default: Gatehouse's sign-in page. */
   signInUrl?: string;
   /**
+   * This app's public origin (e.g. `https://app.example.com`), when it is not Gatehouse's: the
+   * `callbackUrl` given to the sign-in page is then absolute, so Gatehouse sends the user back here
+   * (list the origin in Gatehouse's TRUSTED_ORIGINS). Default: a path, for apps on Gatehouse's origin.
+   */
+  appUrl?: string;
+  /**
    * Cookie names that may carry the token, for apps on Gatehouse's own origin. Default: the one
    * Gatehouse sets for the issuer's scheme (`__Host-gatehouse.session` on https), so a sibling
    * subdomain cannot plant an unprefixed cookie and sign someone in as the attacker.
@@ -61,6 +67,9 @@ export function createProtector(options: ProtectorOptions): Protector {
   const audience = options.audience ?? issuer;
   const rules = options.rules ?? SEED_RULES;
   const signInUrl = options.signInUrl ?? `${issuer}/auth/signin`;
+  // Only the origin: the path comes from each request (its raw target, so the app's own query too).
+  const appOrigin = options.appUrl === undefined ? null : new URL(options.appUrl).origin;
+  const callbackFor = (rawPath: string) => (appOrigin === null ? rawPath : `${appOrigin}${rawPath}`);
   const cookieNames = options.cookieNames ?? [cookieNamesFor(issuer.startsWith('https://')).access];
   const cooldownMs = options.cooldownMs ?? 30_000;
   const fetchImpl = options.fetch ?? fetch;
@@ -166,13 +175,13 @@ export function createProtector(options: ProtectorOptions): Protector {
     if (isApi || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
       const target = new URL(signInUrl);
-      target.searchParams.set('callbackUrl', rawPath);
+      target.searchParams.set('callbackUrl', callbackFor(rawPath));
       return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });
     }
     if (decision.reason === 'STEP_UP_REQUIRED') {
       // Signing in again asks for the second factor, and the new session's token says so.
       const target = new URL(signInUrl);
-      target.searchParams.set('callbackUrl', rawPath);
+      target.searchParams.set('callbackUrl', callbackFor(rawPath));
       return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });
     }
     return new Response('<!doctype html><title>Access denied</title><h1>Access denied</h1><p>Your account does not have the role this page needs.</p>', {

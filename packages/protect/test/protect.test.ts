@@ -50,6 +50,18 @@ describe('createProtector against a live Gatehouse (Web Request/Response)', () =
     assert.equal(forbidden?.status, 403);
   });
 
+  it('sends a page without a session to sign in with a callbackUrl back to the page: a path, or absolute on this app with appUrl', async () => {
+    const onGatehouse = createProtector({ issuer });
+    const here = await onGatehouse.check(new Request('http://app.example/dashboard/x?tab=1'));
+    assert.equal(here?.status, 303);
+    assert.equal(new URL(here!.headers.get('location')!).searchParams.get('callbackUrl'), '/dashboard/x?tab=1');
+    const elsewhere = createProtector({ issuer, appUrl: 'https://app.example.com/ignored/path' });
+    const away = await elsewhere.check(new Request('http://127.0.0.1:9/dashboard/x?tab=1'));
+    const location = new URL(away!.headers.get('location')!);
+    assert.equal(`${location.origin}${location.pathname}`, `${issuer}/auth/signin`);
+    assert.equal(location.searchParams.get('callbackUrl'), 'https://app.example.com/dashboard/x?tab=1', 'the app origin, never the request Host');
+  });
+
   it('requires a second factor under mfaPrefixes: STEP_UP_REQUIRED until the token says mfa', async () => {
     const protector = createProtector({ issuer, rules: { protectedPrefixes: ['/api', '/app'], publicPrefixes: [], roleRequirements: [], mfaPrefixes: ['/api/payments', '/app/payments'] } });
     const passwordOnly = await signIn();
