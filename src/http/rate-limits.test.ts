@@ -176,7 +176,8 @@ for (const backend of await backends()) {
     });
 
     it('throttles a signed-in user guessing their current password, and refuses a locked one', async () => {
-      const t = await appWith({ SIGNIN_DELAY_AFTER_FAILURES: '3', SIGNIN_LOCK_AFTER_FAILURES: '10' });
+      // The token must outlive the two hours of guessing below (the default lifetime is 15 minutes).
+      const t = await appWith({ SIGNIN_DELAY_AFTER_FAILURES: '3', SIGNIN_LOCK_AFTER_FAILURES: '10', ACCESS_TOKEN_TTL: '1d' });
       const user = await newUser(t);
       const token = (await signIn(t, user.email, PASSWORD, nextIp())).json().token;
       const change = (currentPassword: string) =>
