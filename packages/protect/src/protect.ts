@@ -7,8 +7,8 @@
  * unknown `kid` at most once per `cooldownMs`, with concurrent misses sharing one fetch.
  *
  * Verification here is stateless: a token stays valid until it expires even after sign-out.
- * Use the `jwt` session strategy's short-lived tokens for downstream apps, or set
- * `checkSession` to confirm each token with Gatehouse (`GET /api/auth/session`, cached briefly).
+ * Gatehouse's access tokens live minutes (ACCESS_TOKEN_TTL, 15 by default); set `checkSession`
+ * to confirm each token with Gatehouse (`GET /api/auth/session`, cached briefly) for at once.
  * An API that Gatehouse's OpenID Provider issues tokens for (OIDC_PROVIDER_RESOURCES) passes its
  * resource URL as `audience`: the user's tokens an app got for it verify here too, with the app's
  * `clientId` and `scopes`; tokens an app got for itself (client credentials) speak for no user.
