@@ -15,7 +15,6 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
@@ -23,11 +22,9 @@ import { backends, type TestDatabase } from '../helpers/databases.ts';
 import { createUser } from '../helpers/app.ts';
 import { Browser, freePort, hiddenValue, listeningApp, type ListeningApp } from '../helpers/oidc-rp.ts';
 import { REPO_ROOT, runNode } from '../helpers/process.ts';
+import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, tail, type Ran, type Started } from '../helpers/machine.ts';
 
 /** The machine's own Node and npm: what an app's developer has, not the Node this repository pins. */
-const MACHINE_PATH = '/usr/bin:/bin';
-const MACHINE_NODE = '/usr/bin/node';
-const MACHINE_NPM = '/usr/bin/npm';
 const EXAMPLE_DIR = join(REPO_ROOT, 'examples/express');
 const PACKAGES = ['gatehouse-protect', 'gatehouse-client'] as const;
 const PASSWORD = 'correct horse battery staple 1815';
@@ -35,132 +32,7 @@ const USER_EMAIL = 'ada@example.com';
 const ADMIN_EMAIL = 'grace@example.com';
 const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
-// ---------------------------------------------------------------------------------------------
-// Children on the machine's Node: each in a process group of its own (npm and TypeScript 7's tsc
-// start children of their own), killed whole at its deadline, at the end of the suite, and when
-// this process exits.
-
-interface Ran {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-interface Started {
-  readonly child: ChildProcess;
-  output(): string;
-  readonly exited: Promise<Ran>;
-  /** Resolves once stdout matches; rejects if the process exits first or after `timeoutMs`. */
-  waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void>;
-  /** SIGTERM to the group, SIGKILL after `timeoutMs`. */
-  stop(timeoutMs: number): Promise<void>;
-}
-
-const live = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of live) killGroup(child, 'SIGKILL');
-});
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-/** Only PATH (the machine's), HOME (npm's cache and settings) and what is named: no npm_config_* of ours. */
-function machineEnv(vars: Record<string, string> = {}): Record<string, string> {
-  return {
-    PATH: MACHINE_PATH,
-    HOME: process.env.HOME ?? tmpdir(),
-    npm_config_update_notifier: 'false',
-    npm_config_fund: 'false',
-    npm_config_audit: 'false',
-    ...vars,
-  };
-}
-
-function tail(text: string, max = 4_000): string {
-  return text.length <= max ? text : `…${text.slice(-max)}`;
-}
-
-function start(command: string, args: readonly string[], options: { cwd: string; env?: Record<string, string>; deadlineMs: number }): Started {
-  const child = spawn(command, [...args], { cwd: options.cwd, env: machineEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  live.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const deadline = setTimeout(() => {
-    stderr += `\n[test: killed after its ${options.deadlineMs} ms deadline]\n`;
-    killGroup(child, 'SIGKILL');
-  }, options.deadlineMs);
-  const exited = new Promise<Ran>((resolve) => {
-    child.on('error', (error) => {
-      stderr += `\n[test: spawn error: ${error.message}]\n`;
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(deadline);
-      live.delete(child);
-      killGroup(child, 'SIGKILL'); // anything the child left behind in its group
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-  const output = () => `$ ${command} ${args.join(' ')}  (in ${options.cwd})\n--- stdout ---\n${tail(stdout)}\n--- stderr ---\n${tail(stderr)}`;
-  let done = false;
-  void exited.then(() => (done = true));
-  return {
-    child,
-    output,
-    exited,
-    waitForOutput(pattern, timeoutMs) {
-      return new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => finish(new Error(`no ${pattern} within ${timeoutMs} ms\n${output()}`)), timeoutMs);
-        const check = () => pattern.test(stdout) && finish();
-        function finish(error?: Error) {
-          clearTimeout(timer);
-          child.stdout!.off('data', check);
-          if (error) reject(error);
-          else resolve();
-        }
-        child.stdout!.on('data', check);
-        void exited.then(() => finish(new Error(`exited before printing ${pattern}\n${output()}`)));
-        check();
-      });
-    },
-    async stop(timeoutMs) {
-      if (done) return;
-      killGroup(child, 'SIGTERM');
-      const timer = setTimeout(() => killGroup(child, 'SIGKILL'), timeoutMs);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-/** Runs a command to its end (killed at `timeoutMs`). */
-function run(command: string, args: readonly string[], options: { cwd: string; env?: Record<string, string>; timeoutMs: number }): Promise<Ran & { output: string }> {
-  const started = start(command, args, { ...options, deadlineMs: options.timeoutMs });
-  return started.exited.then((ran) => ({ ...ran, output: started.output() }));
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/** True, or why this cannot run here: the machine's Node and npm, and the npm registry. */
-async function prerequisites(): Promise<true | string> {
-  if (!existsSync(MACHINE_NODE) || !existsSync(MACHINE_NPM)) return `the machine's own Node and npm are not at ${MACHINE_NODE} and ${MACHINE_NPM}`;
-  const view = await run(MACHINE_NPM, ['view', 'express', 'version'], { cwd: tmpdir(), timeoutMs: 60_000 });
-  if (view.code !== 0) {
-    const why = view.stderr.split('\n').filter((line) => line.startsWith('npm error')).slice(0, 3).join('; ') || tail(view.stderr, 300).trim();
-    return `the npm registry cannot be reached (npm view express version: exit ${view.code ?? view.signal}: ${why})`;
-  }
-  return true;
-}
-
-const unavailable = await prerequisites();
+const unavailable = await prerequisites('express');
 const skip = unavailable === true || inCi ? false : unavailable;
 
 describe("examples/express: the packages from npm pack tarballs, in a fresh project on the machine's Node", { skip, timeout: 300_000 }, () => {
@@ -255,7 +127,7 @@ describe("examples/express: the packages from npm pack tarballs, in a fresh proj
 
   after(async () => {
     await app?.stop(5_000);
-    for (const child of live) killGroup(child, 'SIGKILL');
+    killAll();
     await gatehouse?.close();
     await database?.drop();
     if (work !== undefined) rmSync(work, { recursive: true, force: true });

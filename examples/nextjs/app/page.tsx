@@ -1,0 +1,10 @@
+export default function Home() {
+  return (
+    <main>
+      <h1>Home</h1>
+      <p>
+        Public. <a href="/dashboard">Dashboard</a> · <a href="/admin">Admin</a> · <a href="/api/me">/api/me</a>
+      </p>
+    </main>
+  );
+}
