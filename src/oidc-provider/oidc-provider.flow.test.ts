@@ -13,51 +13,15 @@ import { createProtector } from '../../packages/protect/src/protect.ts';
 import { rotateSigningKey } from '../sessions/signing-keys.ts';
 import { TEST_SECRET } from '../../test/helpers/app.ts';
 import { backends } from '../../test/helpers/databases.ts';
-import { Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER } from '../../test/helpers/oidc-rp.ts';
+import { authorize as authorizeIn, Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER, type AuthorizeOptions } from '../../test/helpers/oidc-rp.ts';
 
 const REDIRECT = 'http://127.0.0.1:1/callback';
 const POST_LOGOUT = 'http://127.0.0.1:1/signed-out';
 const API = 'http://127.0.0.1:1/api';
 
-/** Runs the authorization request in `browser` until the app's redirect URI; consents when asked. */
-async function authorize(
-  browser: Browser,
-  config: client.Configuration,
-  options: { scope?: string; resource?: string; consent?: 'allow' | 'deny'; extra?: Record<string, string> } = {},
-) {
-  const codeVerifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const nonce = client.randomNonce();
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT,
-    scope: options.scope ?? 'openid email profile roles offline_access',
-    // A refresh token (offline_access) is only given when consent was asked for (OpenID Connect Core 11).
-    ...((options.scope ?? 'offline_access').includes('offline_access') && { prompt: 'consent' }),
-    code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-    ...(options.resource !== undefined && { resource: options.resource }),
-    ...options.extra,
-  });
-  let step = await follow(browser, url.pathname + url.search);
-  let consentPages = 0;
-  while ('page' in step) {
-    const html = await step.page.text();
-    if (step.url.startsWith('/auth/signin')) {
-      await browser.signIn(USER.email, USER.password);
-      const callback = new URL(step.url, browser.origin).searchParams.get('callbackUrl')!;
-      step = await follow(browser, callback);
-      continue;
-    }
-    assert.match(step.url, /^\/oidc\/interaction\//, `landed on ${step.url}: ${html.slice(0, 300)}`);
-    consentPages += 1;
-    const response = await browser.post(`${step.url}/consent`, { csrfToken: hiddenValue(html, 'csrfToken'), decision: options.consent ?? 'allow' });
-    assert.equal(response.status, 303);
-    step = await follow(browser, response.headers.get('location')!);
-  }
-  return { callback: new URL(step.external), codeVerifier, state, nonce, consentPages };
-}
+/** The shared authorization walk, for this suite's app: its redirect URI, and by default every scope with a refresh token. */
+const authorize = (browser: Browser, config: client.Configuration, options: Omit<AuthorizeOptions, 'redirectUri'> = {}) =>
+  authorizeIn(browser, config, { redirectUri: REDIRECT, scope: 'openid email profile roles offline_access', ...options });
 
 for (const backend of await backends()) {
   describe(`OpenID Provider on ${backend.name}`, { skip: backend.skip }, () => {

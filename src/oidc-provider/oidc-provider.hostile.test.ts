@@ -15,7 +15,7 @@ import * as client from 'openid-client';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { backends } from '../../test/helpers/databases.ts';
 import { createUser } from '../../test/helpers/app.ts';
-import { Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER, type ListeningApp } from '../../test/helpers/oidc-rp.ts';
+import { authorize as authorizeIn, Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER, type ListeningApp, type AuthorizeOptions } from '../../test/helpers/oidc-rp.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 
 const REDIRECT = 'http://127.0.0.1:1/callback';
@@ -29,51 +29,8 @@ const NAVIGATION = { accept: 'text/html,application/xhtml+xml,application/xml;q=
 const FORM = 'application/x-www-form-urlencoded';
 const REDIRECT_URI_MESSAGE = 'The app asked to return to an address it has not registered.';
 
-interface Credentials {
-  email: string;
-  password: string;
-}
-
-/** Runs the authorization request in `browser` until the app's redirect URI; consents when asked. */
-async function authorize(
-  browser: Browser,
-  config: client.Configuration,
-  options: { scope?: string; resource?: string; pkce?: boolean; user?: Credentials; extra?: Record<string, string> } = {},
-) {
-  const user = options.user ?? USER;
-  const codeVerifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const nonce = client.randomNonce();
-  const scope = options.scope ?? 'openid email';
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT,
-    scope,
-    // A refresh token (offline_access) is only given when consent was asked for (OpenID Connect Core 11).
-    ...(scope.includes('offline_access') && { prompt: 'consent' }),
-    ...(options.pkce !== false && { code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' }),
-    state,
-    nonce,
-    ...(options.resource !== undefined && { resource: options.resource }),
-    ...options.extra,
-  });
-  let step = await follow(browser, url.pathname + url.search);
-  let consentPages = 0;
-  while ('page' in step) {
-    const html = await step.page.text();
-    if (step.url.startsWith('/auth/signin')) {
-      await browser.signIn(user.email, user.password);
-      const callback = new URL(step.url, browser.origin).searchParams.get('callbackUrl')!;
-      step = await follow(browser, callback);
-      continue;
-    }
-    assert.match(step.url, /^\/oidc\/interaction\//, `landed on ${step.url}: ${html.slice(0, 300)}`);
-    consentPages += 1;
-    const response = await browser.post(`${step.url}/consent`, { csrfToken: hiddenValue(html, 'csrfToken'), decision: 'allow' });
-    assert.equal(response.status, 303);
-    step = await follow(browser, response.headers.get('location')!);
-  }
-  return { callback: new URL(step.external), codeVerifier, state, nonce, consentPages };
-}
+/** The shared authorization walk, for this suite's app (its redirect URI). */
+const authorize = (browser: Browser, config: client.Configuration, options: Omit<AuthorizeOptions, 'redirectUri'> = {}) => authorizeIn(browser, config, { redirectUri: REDIRECT, ...options });
 
 function basic(clientId: string, secret: string): string {
   return `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`;

@@ -4,6 +4,7 @@
  * registered through the registry, and a browser stand-in that follows the sign-in over plain
  * HTTP requests (a cookie jar, form posts with the page's CSRF token).
  */
+import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import * as client from 'openid-client';
 import type { Backend, TestDatabase } from './databases.ts';
@@ -148,4 +149,56 @@ export const USER = { email: 'ada@example.com', password: 'correct horse battery
 
 export async function createRpUser(t: TestApp, roles: string[] = []) {
   return createUser(t.services, { ...USER, roles });
+}
+
+export interface AuthorizeOptions {
+  redirectUri: string;
+  /** Default `openid email`; with `offline_access` the request also says prompt=consent (OpenID Connect Core 11). */
+  scope?: string;
+  resource?: string;
+  consent?: 'allow' | 'deny';
+  /** false: no code_challenge (to see a public client refused). */
+  pkce?: boolean;
+  user?: { email: string; password: string };
+  extra?: Record<string, string>;
+}
+
+/**
+ * Runs an authorization request in `browser` until the app's redirect URI: signs in when the
+ * sign-in page comes, answers each consent page; what comes back, with the PKCE verifier, state
+ * and nonce it sent, and how many consent pages it saw.
+ */
+export async function authorize(browser: Browser, config: client.Configuration, options: AuthorizeOptions) {
+  const user = options.user ?? USER;
+  const codeVerifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const nonce = client.randomNonce();
+  const scope = options.scope ?? 'openid email';
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: options.redirectUri,
+    scope,
+    ...(scope.includes('offline_access') && { prompt: 'consent' }),
+    ...(options.pkce !== false && { code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' }),
+    state,
+    nonce,
+    ...(options.resource !== undefined && { resource: options.resource }),
+    ...options.extra,
+  });
+  let step = await follow(browser, url.pathname + url.search);
+  let consentPages = 0;
+  while ('page' in step) {
+    const html = await step.page.text();
+    if (step.url.startsWith('/auth/signin')) {
+      await browser.signIn(user.email, user.password);
+      const callback = new URL(step.url, browser.origin).searchParams.get('callbackUrl')!;
+      step = await follow(browser, callback);
+      continue;
+    }
+    assert.match(step.url, /^\/oidc\/interaction\//, `landed on ${step.url}: ${html.slice(0, 300)}`);
+    consentPages += 1;
+    const response = await browser.post(`${step.url}/consent`, { csrfToken: hiddenValue(html, 'csrfToken'), decision: options.consent ?? 'allow' });
+    assert.equal(response.status, 303);
+    step = await follow(browser, response.headers.get('location')!);
+  }
+  return { callback: new URL(step.external), codeVerifier, state, nonce, consentPages };
 }
