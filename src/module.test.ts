@@ -180,6 +180,13 @@ describe('module contract', () => {
         const refreshed = await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken } });
         assert.equal(refreshed.statusCode, 200, refreshed.body);
         assert.equal(decodeJwt(refreshed.json().token).example_claim, `for ${admin.id}`);
+        // The session endpoint shows it (this is the database strategy: read now), and a token reissued for the session carries it.
+        const session = await app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization } });
+        assert.deepEqual(session.json().claims, { example_claim: `for ${admin.id}` });
+        const reissued = await services.sessions.reissueAccessToken({ userId: admin.id, sessionId: String(decodeJwt(token).sid) });
+        assert.ok(reissued !== null);
+        assert.equal(decodeJwt(reissued.accessToken).example_claim, `for ${admin.id}`);
+        assert.equal(decodeJwt(reissued.accessToken).sid, decodeJwt(token).sid, 'the same session');
       } finally {
         await app.close();
       }

@@ -21,6 +21,7 @@ import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
 import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
+import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
@@ -41,6 +42,7 @@ export const MODULES: readonly GatehouseModule[] = [
   mfaModule,
   oidcClientsModule,
   oidcProviderModule,
+  accountDeletionModule,
   adminModule,
   opsModule,
   pagesModule,

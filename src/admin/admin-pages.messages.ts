@@ -8,6 +8,7 @@ const ADMIN_NOTICES: Readonly<Record<string, string>> = {
   USER_ENABLED: 'The account is enabled: the user can sign in again.',
   SESSION_ENDED: 'The session has ended.',
   SESSIONS_ENDED: 'All of the user’s sessions have ended.',
+  USER_DELETED: 'The account is deleted: its sessions and app grants have ended, and its personal data is erased from the audit log.',
 };
 
 /** Codes on the admin pages' `?error=`: why a form did nothing, or what a link got wrong. */
@@ -16,6 +17,9 @@ const ADMIN_ERRORS: Readonly<Record<string, string>> = {
   INVALID_ROLE: 'Role names are capital letters A–Z, digits and _, start with a letter and are at most 64 characters long. Nothing was changed.',
   TOO_MANY_ROLES: 'That is too many roles for one user. Nothing was changed.',
   USER_NOT_FOUND: 'There is no such user.',
+  SELF_DELETION_VIA_ADMIN: 'Delete your own account from your dashboard, not here. Nothing was deleted.',
+  LAST_ADMIN: 'This is the only enabled administrator: make someone else an ADMIN first. Nothing was deleted.',
+  ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED: 'This user is the only owner of an organization with other members: an owner must be added, or the organization deleted, first. Nothing was deleted.',
   SESSION_NOT_FOUND: 'That session had already ended.',
   INVALID_CURSOR: 'That page link is not valid. Showing the first page.',
   UNKNOWN_EVENT_TYPE: 'There is no event type of that name. Showing events of every type.',

@@ -159,6 +159,11 @@ export function createAuditService(deps: {
       }
     },
 
+    /** For an account being deleted, inside its transaction: see `store.erasePersonalData`. */
+    async erasePersonalData(userId: string, email: string, options: { db: Db }): Promise<void> {
+      await store.erasePersonalData(options.db, userId, email);
+    },
+
     /** Newest first; pass the previous page's `next` as `before` to continue. */
     async listEvents(filter: { userId?: string; type?: string; before?: KeysetPosition; limit: number }): Promise<EventPage> {
       const rows = await store.findEvents(db, { ...filter, limit: filter.limit + 1 });

@@ -46,3 +46,17 @@ export async function deleteOldestBefore(db: Db, cutoff: number, batchSize: numb
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/**
+ * Erases what identifies a deleted person in the events kept about them: the address, network
+ * address and browser of every event about them or made by them, and the address of every failed
+ * sign-in that tried theirs. Ids, types, times and reasons stay: the history keeps its shape.
+ */
+export async function erasePersonalData(db: Db, userId: string, email: string): Promise<void> {
+  await db
+    .updateTable('audit_events')
+    .set({ email: null, ip: null, user_agent: null })
+    .where((eb) => eb.or([eb('user_id', '=', userId), eb('actor_user_id', '=', userId)]))
+    .execute();
+  await db.updateTable('audit_events').set({ email: null }).where('email', '=', email).execute();
+}

@@ -30,6 +30,10 @@ const USAGE = `Usage:
                                     or next token refresh with SESSION_STRATEGY=jwt)
   gatehouse users disable --email E disable a user and end all their sessions
   gatehouse users enable --email E  enable a disabled user
+  gatehouse users delete --email E --yes
+                                    delete the account for good: sessions and app grants ended,
+                                    memberships, sign-in methods and factors removed, personal
+                                    data erased from the audit log (see docs/guides/admin-and-audit.md)
   gatehouse users list [--query Q]  list users, newest first; Q matches part of a name or e-mail
   gatehouse keys rotate             new signing keys (Ed25519 and RSA): published now, signing new
                                     tokens in 2 minutes (every instance has loaded them by then);
@@ -118,6 +122,7 @@ const USER_COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> =
   create: createUser,
   roles: changeRoles,
   disable: (args, io) => setDisabled(args, io, true),
+  delete: deleteUser,
   enable: (args, io) => setDisabled(args, io, false),
   list: listUsers,
 };
@@ -277,6 +282,30 @@ async function setDisabled(args: string[], io: Io, disabled: boolean): Promise<v
       io.stdout.write(wasChanged ? `Disabled ${user.email}; ${ended}\n` : `${user.email} was already disabled; ${ended}\n`);
     } else {
       io.stdout.write(wasChanged ? `Enabled ${user.email}\n` : `${user.email} was not disabled\n`);
+    }
+  });
+}
+
+async function deleteUser(args: string[], io: Io): Promise<void> {
+  const values = parseOptions(args, { email: { type: 'string' }, yes: { type: 'boolean' } });
+  const email = parseEmail(values.email);
+  if (values.yes !== true) throw new CliError('deleting an account cannot be undone: add --yes to confirm', 2);
+  await withServices(io, async (services) => {
+    const user = await findUserOrFail(services, email);
+    const result = await services.accountDeletion.deleteUser(user.id, CLI_SOURCE);
+    if (result.ok) {
+      io.stdout.write(`Deleted ${email}\n`);
+      return;
+    }
+    switch (result.reason) {
+      case 'NOT_FOUND':
+        throw new CliError(`no user with the e-mail ${email}`);
+      case 'LAST_ADMIN':
+        throw new CliError(`${email} is the only enabled ADMIN: make someone else an ADMIN first`);
+      case 'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED':
+        throw new CliError(`${email} is the only OWNER of ${result.organizations.map((org) => org.slug).join(', ')}: transfer ownership or delete the organization first`);
+      case 'FORBIDDEN':
+        throw new CliError('not allowed');
     }
   });
 }

@@ -65,6 +65,11 @@ export interface MailService {
   wake(): void;
   /** The newest messages (development: the dev outbox page). Payloads are opened: not for logs. */
   listRecent(limit?: number): Promise<OutboxEntry[]>;
+  /**
+   * Deletes every message to `address`, sent or not (an account being deleted, in its
+   * transaction): its links are of no use any more, and the outbox keeps no trace of the address.
+   */
+  forgetRecipient(db: Db, address: string): Promise<number>;
   start(): void;
   /** Stops the worker and waits for a send in progress. */
   stop(): Promise<void>;
@@ -172,6 +177,8 @@ export function createMailService(deps: {
         };
       });
     },
+
+    forgetRecipient: (target, address) => store.deleteMessagesTo(target, address),
 
     start: () => worker.start(),
     stop: () => worker.stop(),

@@ -115,3 +115,9 @@ export async function deleteFinishedBefore(db: Db, cutoff: number, batchSize: nu
 export async function findRecent(db: Db, limit: number): Promise<MailOutboxRow[]> {
   return db.selectFrom('mail_outbox').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
 }
+
+/** Deletes every message to `address`, whatever its state; returns how many. */
+export async function deleteMessagesTo(db: Db, address: string): Promise<number> {
+  const result = await db.deleteFrom('mail_outbox').where('to_address', '=', address).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -34,11 +34,31 @@ export interface MailTemplates {
    * (e.g. "An authenticator app was added to your Gatehouse account"); never user-supplied text.
    */
   'security-notice': { name: string | null; subject: string; change: string; changedAt: number; forgotPasswordUrl: string };
+  /**
+   * An invitation to join an organization, sent to an address that may or may not have an
+   * account (the mail is the same either way). `organizationName` is the organization's name as
+   * its members set it (checked by the name rule, as a person's name is); the link is a secret
+   * until it is used, revoked or expires. `name` is always null: the invitee is not known.
+   */
+  'organization-invitation': { name: null; organizationName: string; role: string; acceptUrl: string; expiresInMinutes: number };
+  /**
+   * To the administrators: a webhook endpoint kept failing for days and was disabled. Names the
+   * endpoint by id and host only (never its secret or full URL with a query).
+   */
+  'webhook-endpoint-disabled': { name: string | null; endpointId: string; host: string; failingSinceAt: number; adminUrl: string };
 }
 
 export type TemplateName = keyof MailTemplates;
 
-export const TEMPLATE_NAMES: readonly TemplateName[] = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account', 'security-notice'];
+export const TEMPLATE_NAMES: readonly TemplateName[] = [
+  'password-reset',
+  'password-changed',
+  'verify-email',
+  'signup-existing-account',
+  'security-notice',
+  'organization-invitation',
+  'webhook-endpoint-disabled',
+];
 
 /** The subject of each template; `security-notice` takes its own from the data. */
 const SUBJECTS: Record<Exclude<TemplateName, 'security-notice'>, string> = {
@@ -46,6 +66,8 @@ const SUBJECTS: Record<Exclude<TemplateName, 'security-notice'>, string> = {
   'password-changed': 'Your Gatehouse password was changed',
   'verify-email': 'Confirm your e-mail address for Gatehouse',
   'signup-existing-account': 'You already have a Gatehouse account',
+  'organization-invitation': 'You are invited to join an organization on Gatehouse',
+  'webhook-endpoint-disabled': 'A Gatehouse webhook endpoint was disabled',
 };
 
 /** A message ready to send. */
@@ -101,6 +123,8 @@ function presentable(data: MailTemplates[TemplateName]): Record<string, unknown>
   model.greeting = name === '' ? 'Hello,' : `Hello ${name},`;
   if ('expiresInMinutes' in data) model.expiresIn = formatMinutes(data.expiresInMinutes);
   if ('changedAt' in data) model.changedAt = formatUtc(data.changedAt);
+  if ('failingSinceAt' in data) model.failingSince = formatUtc(data.failingSinceAt);
+  if ('organizationName' in data) model.organizationName = isValidName(data.organizationName) ? data.organizationName.replace(/\s+/g, ' ').trim() : 'an organization';
   return model;
 }
 

@@ -43,6 +43,8 @@ const ADMIN_AREA = ['/admin', '/api/admin'] as const;
 /** Changes that need a recent second factor from a user who has one. */
 const SENSITIVE = [
   { methods: ['POST'], prefix: '/api/auth/change-password' },
+  { methods: ['DELETE'], prefix: '/api/auth/account' },
+  { methods: ['POST'], prefix: '/dashboard/account/delete' },
   { methods: ['PATCH', 'POST', 'DELETE'], prefix: '/api/admin/users' },
   { methods: ['POST'], prefix: '/admin/users' },
   // Adding or removing a factor without a code in the request: a stolen session that never used

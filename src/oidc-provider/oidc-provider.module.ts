@@ -62,11 +62,11 @@ export const oidcProviderModule = defineModule({
       },
     }),
   ],
-  // Ending all of a user's sessions (sign-out everywhere, a password reset, disabling the user)
+  // Ending all of a user's sessions (sign-out everywhere, a password reset, disabling or deleting the user)
   // ends what their apps hold too, in the same transaction.
   subscriptions: ({ oidcProvider }) => [
     {
-      types: ['user.sessions_ended', 'password.reset', 'user.disabled'],
+      types: ['user.sessions_ended', 'password.reset', 'user.disabled', 'user.deleted'],
       async handle(event, db) {
         if (event.userId !== null) await oidcProvider.endAccess(event.userId, db);
       },

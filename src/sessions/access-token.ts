@@ -41,6 +41,13 @@ export type TokenClaimsSource = (subject: AccessTokenClaims) => Readonly<Record<
 export interface VerifiedAccessToken extends AccessTokenClaims {
   /** Epoch ms. */
   expiresAt: number;
+  /** The claims modules added (`TokenClaimsSource`): every claim that is not reserved. */
+  moduleClaims: Readonly<Record<string, unknown>>;
+}
+
+/** The claims of a verified payload that modules set: all but the reserved ones. */
+function moduleClaimsOf(payload: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+  return Object.freeze(Object.fromEntries(Object.entries(payload).filter(([name]) => !RESERVED_CLAIMS.has(name))));
 }
 
 export async function signAccessToken(
@@ -141,6 +148,7 @@ export function createAccessTokenVerifier(options: {
       amr: Object.freeze([...amr]),
       authTime: authTime * 1000,
       expiresAt: exp * 1000,
+      moduleClaims: moduleClaimsOf(payload),
     };
     if (cache.size >= maxCachedTokens) cache.delete(cache.keys().next().value!);
     cache.set(token, Object.freeze(verified));

@@ -34,6 +34,9 @@ const sessionResponse = z
       amr: z.array(z.string()).describe('How the user proved who they are in this session (RFC 8176): pwd, fed, otp, hwk, swk, user, mfa; empty for sessions from before this was recorded'),
       authTime: z.iso.datetime().describe('When they last did: the sign-in, or a later step-up'),
     }),
+    claims: z
+      .record(z.string(), z.unknown())
+      .describe('The claims modules add to access tokens, e.g. `org` ({id, slug, roles}: the active organization). SESSION_STRATEGY=jwt shows those of the presented token (current as of its last refresh); database reads them now'),
   })
   .meta({ id: 'Session' });
 
@@ -88,7 +91,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       const view = await sessions.describeSession(await requireAuth(request, reply));
       if (view === null) throw new AppError('UNAUTHENTICATED');
       const { id, expiresAt, amr, authTime } = view.session;
-      return { user: view.user, session: { id, expiresAt: isoTime(expiresAt), amr, authTime: isoTime(authTime) } };
+      return { user: view.user, session: { id, expiresAt: isoTime(expiresAt), amr, authTime: isoTime(authTime) }, claims: view.claims };
     },
   );
 

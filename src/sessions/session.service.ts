@@ -15,7 +15,7 @@ import type { Clock } from '../lib/clock.ts';
 import { randomId, randomSecret } from '../lib/random.ts';
 import type { UserService } from '../users/user.service.ts';
 import { SYSTEM_SOURCE, type AuditEventInput, type AuditService, type AuditSource } from '../audit/audit.service.ts';
-import { CLOCK_TOLERANCE_SECONDS, createAccessTokenVerifier, signAccessToken, type TokenClaimsSource } from './access-token.ts';
+import { CLOCK_TOLERANCE_SECONDS, createAccessTokenVerifier, signAccessToken, type AccessTokenClaims, type TokenClaimsSource } from './access-token.ts';
 import { deriveRefreshTokenKey, isGenuineRefreshToken, makeRefreshToken, parseRefreshToken } from './refresh-token.ts';
 import type { RevocationList } from './revocation-list.ts';
 import type { SigningKeys } from './signing-keys.ts';
@@ -37,10 +37,11 @@ interface SessionProfile extends SessionProfileView {
   until: number;
 }
 
-function toSessionView(auth: AuthContext, roles: readonly string[], profile: SessionProfileView): SessionView {
+function toSessionView(auth: AuthContext, roles: readonly string[], profile: SessionProfileView, claims: Readonly<Record<string, unknown>>): SessionView {
   return {
     user: { id: auth.userId, email: profile.email, name: profile.name, roles: [...roles] },
     session: { id: auth.sessionId, expiresAt: profile.expiresAt, amr: [...auth.amr], authTime: auth.authTime },
+    claims: { ...claims },
   };
 }
 
@@ -103,6 +104,12 @@ export function createSessionService(deps: SessionServiceDeps) {
   /** jwt strategy: what the session endpoint shows beyond the token, by session id (see describeSession). */
   const profiles = new Map<string, SessionProfile>();
 
+  /** What every module adds to a token for `subject` (none: undefined). */
+  async function moduleClaimsFor(subject: AccessTokenClaims): Promise<Readonly<Record<string, unknown>> | undefined> {
+    const sources = deps.claims?.() ?? [];
+    return sources.length === 0 ? undefined : Object.assign({}, ...(await Promise.all(sources.map(async (source) => source(subject)))));
+  }
+
   /** Signs an access token that never outlives its session. */
   async function issueAccessToken(
     userId: string,
@@ -114,9 +121,13 @@ export function createSessionService(deps: SessionServiceDeps) {
   ) {
     const ttlSeconds = Math.max(1, Math.min(accessTokenTtlSeconds, Math.floor((sessionExpiresAt - now) / 1000)));
     const subject = { userId, sessionId, roles, ...authentication };
-    const sources = deps.claims?.() ?? [];
-    const extraClaims = sources.length === 0 ? undefined : Object.assign({}, ...(await Promise.all(sources.map(async (source) => source(subject)))));
+    const extraClaims = await moduleClaimsFor(subject);
     return signAccessToken(subject, { key: keys.current(), issuer: tokens.issuer, audience: tokens.audience, issuedAtMs: now, ttlSeconds, extraClaims });
+  }
+
+  /** The database strategy's view of the module claims: read now, as a token issued now would carry them. */
+  async function currentModuleClaims(auth: AuthContext, roles: readonly string[]): Promise<Readonly<Record<string, unknown>>> {
+    return (await moduleClaimsFor({ userId: auth.userId, sessionId: auth.sessionId, roles, amr: auth.amr, authTime: auth.authTime })) ?? {};
   }
 
   /**
@@ -228,7 +239,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (claims === null) return null;
       const base = { userId: claims.userId, sessionId: claims.sessionId, amr: claims.amr, authTime: claims.authTime, accessTokenExpiresAt: claims.expiresAt };
       if (strategy === 'jwt') {
-        return revocations.isRevoked(claims.sessionId) ? null : { ...base, roles: claims.roles };
+        return revocations.isRevoked(claims.sessionId) ? null : { ...base, roles: claims.roles, moduleClaims: claims.moduleClaims };
       }
 
       const now = clock();
@@ -263,9 +274,9 @@ export function createSessionService(deps: SessionServiceDeps) {
     async describeSession(auth: AuthContext): Promise<SessionView | null> {
       const now = clock();
       if (strategy === 'database') {
-        if (auth.profile !== undefined) return toSessionView(auth, auth.roles, auth.profile);
+        if (auth.profile !== undefined) return toSessionView(auth, auth.roles, auth.profile, await currentModuleClaims(auth, auth.roles));
         const row = await findLiveSession(auth.sessionId, auth.userId, now);
-        return row && toSessionView(auth, row.roles, { email: row.email, name: row.name, expiresAt: row.expires_at });
+        return row && toSessionView(auth, row.roles, { email: row.email, name: row.name, expiresAt: row.expires_at }, await currentModuleClaims(auth, row.roles));
       }
       let profile = profiles.get(auth.sessionId);
       if (profile === undefined || profile.until <= now) {
@@ -278,7 +289,21 @@ export function createSessionService(deps: SessionServiceDeps) {
         if (profiles.size >= MAX_PROFILES) profiles.delete(profiles.keys().next().value!);
         profiles.set(auth.sessionId, profile);
       }
-      return profile.expiresAt <= now ? null : toSessionView(auth, auth.roles, profile);
+      return profile.expiresAt <= now ? null : toSessionView(auth, auth.roles, profile, auth.moduleClaims ?? {});
+    },
+
+    /**
+     * A new access token for a live session, with what it holds now (roles, how and when the
+     * user proved themselves, every module's claims): after a change a token must carry at once
+     * (an organization made active, say), since the jwt strategy learns nothing else until the
+     * next refresh. Null when the session has ended or its user is disabled.
+     */
+    async reissueAccessToken(auth: Pick<AuthContext, 'userId' | 'sessionId'>): Promise<{ accessToken: string; accessTokenExpiresAt: number } | null> {
+      const now = clock();
+      const row = await findLiveSession(auth.sessionId, auth.userId, now, { isUserChecked: true });
+      if (row === null) return null;
+      const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, authenticationOf(row), now, row.expires_at);
+      return { accessToken: token, accessTokenExpiresAt: expiresAt };
     },
 
     /**

@@ -23,6 +23,8 @@ export interface AuthContext {
   accessTokenExpiresAt: number;
   /** Database strategy: the profile the check read with the session, so the session endpoint need not read it again. */
   profile?: SessionProfileView;
+  /** jwt strategy: the claims modules put in the presented token (the active organization, say). */
+  moduleClaims?: Readonly<Record<string, unknown>>;
 }
 
 /** What the session endpoint shows beyond ids and roles. */
@@ -36,6 +38,11 @@ export interface SessionProfileView {
 export interface SessionView {
   user: { id: string; email: string; name: string; roles: string[] };
   session: { id: string; expiresAt: number; amr: string[]; authTime: number };
+  /**
+   * The claims modules add to access tokens (`org`, the active organization, say): the jwt
+   * strategy shows the presented token's, the database strategy reads them fresh.
+   */
+  claims: Record<string, unknown>;
 }
 
 export interface SessionSummary {

@@ -77,6 +77,11 @@ export type UpdateUserResult =
   /** `actingAdminId` was no longer an enabled ADMIN when the change was to be made. */
   | { ok: false; reason: 'ACTOR_NOT_ADMIN' };
 
+export type DeleteUserResult =
+  | { ok: true; user: User }
+  | { ok: false; reason: 'NOT_FOUND' | 'ACTOR_NOT_ADMIN' | 'LAST_ADMIN' }
+  | { ok: false; reason: 'REFUSED'; refusal: string };
+
 export type UserService = ReturnType<typeof createUserService>;
 
 export function isValidRole(role: string): boolean {
@@ -264,6 +269,38 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
         const after = await toUser((await store.findUserById(trx, id))!, trx);
         await options.onUpdated?.(trx, { before, after });
         return { ok: true, user: after, before, after };
+      });
+    },
+
+    /**
+     * Deletes the user, in one transaction: the role holders are locked first (as for a role
+     * change, so the last enabled ADMIN can never be deleted, however many admins act at once),
+     * an acting admin must still be one, then `check` may refuse (a reason code: nothing is
+     * written), `onDeleting` removes and records what other modules hold of the user, the row is
+     * deleted (with everything that references it on cascade) and `onDeleted` records the event.
+     */
+    async deleteUser(
+      id: string,
+      options: {
+        actingAdminId?: string;
+        check?: (db: Db, user: User) => Promise<string | null>;
+        onDeleting?: (db: Db, user: User) => Promise<void>;
+        onDeleted?: (db: Db, user: User) => Promise<void>;
+      } = {},
+    ): Promise<DeleteUserResult> {
+      return db.transaction().execute(async (trx): Promise<DeleteUserResult> => {
+        await store.lockRoleHolders(trx, ADMIN_ROLE);
+        if (options.actingAdminId !== undefined && !(await store.isEnabledHolder(trx, options.actingAdminId, ADMIN_ROLE))) return { ok: false, reason: 'ACTOR_NOT_ADMIN' };
+        const row = await store.findUserById(trx, id);
+        if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
+        const user = await toUser(row, trx);
+        if (user.disabledAt === null && user.roles.includes(ADMIN_ROLE) && (await store.countEnabledHolders(trx, ADMIN_ROLE)) <= 1) return { ok: false, reason: 'LAST_ADMIN' };
+        const refusal = (await options.check?.(trx, user)) ?? null;
+        if (refusal !== null) return { ok: false, reason: 'REFUSED', refusal };
+        await options.onDeleting?.(trx, user);
+        if (!(await store.deleteUser(trx, id))) return { ok: false, reason: 'NOT_FOUND' };
+        await options.onDeleted?.(trx, user);
+        return { ok: true, user };
       });
     },
   };

@@ -158,6 +158,24 @@ export async function isEnabledHolder(db: Db, userId: string, role: string): Pro
   return row !== undefined;
 }
 
+/** How many enabled users hold `role`. */
+export async function countEnabledHolders(db: Db, role: string): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .innerJoin('user_roles', 'user_roles.user_id', 'users.id')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('user_roles.role', '=', role)
+    .where('users.disabled_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** Deletes the user; what references them with ON DELETE CASCADE goes with them. Whether a row was deleted. */
+export async function deleteUser(db: Db, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
 /** Makes the user's roles exactly `roles`: removes the others, adds the missing ones. */
 export async function replaceRoles(db: Db, userId: string, roles: readonly string[], now: number): Promise<void> {
   let removal = db.deleteFrom('user_roles').where('user_id', '=', userId);

@@ -12,7 +12,7 @@ declare module '../module.ts' {
 }
 
 /** The audit events (domain events) this module records. */
-const AUDIT_EVENTS = ['user.created', 'user.updated', 'user.roles_changed', 'user.disabled', 'user.enabled'] as const;
+const AUDIT_EVENTS = ['user.created', 'user.updated', 'user.roles_changed', 'user.disabled', 'user.enabled', 'user.deleted'] as const;
 type UsersAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
 declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends UsersAuditEvents {}

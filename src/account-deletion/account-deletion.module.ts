@@ -1,0 +1,49 @@
+/**
+ * Account deletion: by its owner from the dashboard (`DELETE /api/auth/account`) or by an
+ * administrator (`DELETE /api/admin/users/:id`, the admin page of a user, `gatehouse users
+ * delete`). Listed after the organizations module, whose memberships it removes (see
+ * account-deletion.service.ts for all it removes, in one transaction).
+ */
+import { defineModule } from '../module.ts';
+import { ACCOUNT_DELETION_ERRORS } from './account-deletion.errors.ts';
+import { createAccountDeletionService, type AccountDeletionService, type OrganizationMemberships } from './account-deletion.service.ts';
+import { accountDeletionRoutes } from './account-deletion.routes.ts';
+import { accountDeletionPageRoutes, accountDeletionPageSections } from './account-deletion-pages.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    accountDeletion: AccountDeletionService;
+  }
+}
+
+export const accountDeletionModule = defineModule({
+  name: 'account-deletion',
+  errors: ACCOUNT_DELETION_ERRORS,
+  provide({ services }) {
+    const { users, sessions, audit, mail } = services;
+    // Without the organizations module in the list, nobody belongs to any.
+    const registry = services as { organizations?: OrganizationMemberships };
+    const organizations = () => ('organizations' in registry ? registry.organizations! : null);
+    return { accountDeletion: createAccountDeletionService({ users, sessions, audit, mail, organizations }) };
+  },
+  pageSections: ({ users }) => accountDeletionPageSections(users),
+  routes: [
+    {
+      scope: 'api',
+      register: (app, { services, authenticate, config, clock }) => app.register(accountDeletionRoutes, { accountDeletion: services.accountDeletion, authenticate, config, clock }),
+    },
+    {
+      scope: 'browser',
+      register: (app, { services, authenticate, csrf, config, clock }) =>
+        app.register(accountDeletionPageRoutes, {
+          accountDeletion: services.accountDeletion,
+          users: services.users,
+          authenticate,
+          csrf,
+          config,
+          clock,
+          hasSecondFactor: async (userId) => (await services.mfa.methodsOf(userId)).length > 0,
+        }),
+    },
+  ],
+});

@@ -1,0 +1,217 @@
+/**
+ * Account deletion, by its owner and by an administrator, on SQLite and PostgreSQL, in both
+ * session strategies: everything of the user goes (sessions, with their tokens refused at once;
+ * roles, reset tokens, factors, mails to the address, personal data in the audit log), nothing of
+ * anyone else's does, and the refusals (not recent, no factor, last ADMIN, own account through the
+ * admin API) change nothing.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { backends } from '../../test/helpers/databases.ts';
+import { createSignedInUser, createUser, useTestApp } from '../../test/helpers/app.ts';
+import { fakeClock } from '../../test/helpers/clock.ts';
+import { enrolTotp, totpCode } from '../../test/helpers/totp.ts';
+import { formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const TEN_MINUTES = 10 * 60_000;
+
+for (const backend of await backends()) {
+  for (const strategy of ['database', 'jwt'] as const) {
+    describe(`account deletion (${strategy} strategy, ${backend.name})`, { skip: backend.skip }, () => {
+      const clock = fakeClock();
+      const t = useTestApp(backend, { env: { SESSION_STRATEGY: strategy }, clock });
+      let count = 0;
+      const email = (label: string) => `${label}-${++count}@example.com`;
+      const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+      const db = () => t.services.storage.db;
+
+      /** A browser signed in with the form, holding a CSRF token of its session. */
+      async function signedInBrowser(address: string) {
+        const browser = await formBrowser(t.app);
+        const origin = new URL(t.config.authUrl).origin;
+        const signedIn = await postForm(t.app, browser, '/api/auth/signin', { email: address, password: PASSWORD }, origin);
+        assert.equal(signedIn.statusCode, 303, signedIn.body);
+        browser.csrfToken = (await t.app.inject({ method: 'GET', url: '/api/auth/csrf', headers: { cookie: browser.jar.header() } })).json().csrfToken;
+        return { browser, origin };
+      }
+
+      /** Everything of the user's in the tables that hold a user's things. */
+      async function holdings(userId: string, address: string) {
+        const countOf = async (query: string) => Number((await sql<{ n: number | string }>`${sql.raw(query)}`.execute(db())).rows[0]!.n);
+        return {
+          users: await countOf(`select count(*) as n from users where id = '${userId}'`),
+          roles: await countOf(`select count(*) as n from user_roles where user_id = '${userId}'`),
+          sessions: await countOf(`select count(*) as n from sessions where user_id = '${userId}'`),
+          actionTokens: await countOf(`select count(*) as n from action_tokens where user_id = '${userId}'`),
+          totp: await countOf(`select count(*) as n from mfa_totp where user_id = '${userId}'`),
+          recoveryCodes: await countOf(`select count(*) as n from mfa_recovery_codes where user_id = '${userId}'`),
+          mails: await countOf(`select count(*) as n from mail_outbox where to_address = '${address}'`),
+          auditWithPersonalData: await countOf(
+            `select count(*) as n from audit_events where (user_id = '${userId}' or actor_user_id = '${userId}') and (ip is not null or user_agent is not null or email is not null)`,
+          ),
+          failuresNamingAddress: await countOf(`select count(*) as n from audit_events where email = '${address}'`),
+        };
+      }
+
+      /** A user with two sessions, a reset mail (and token), a failed sign-in naming the address, audit rows with an IP and browser. */
+      async function busyUser(label: string, roles: string[] = []) {
+        const address = email(label);
+        const user = await createSignedInUser(t, { email: address, password: PASSWORD, roles });
+        const second = await t.app.inject({ method: 'POST', url: '/api/auth', headers: { 'user-agent': 'Second Browser/1.0' }, payload: { email: address, password: PASSWORD } });
+        assert.equal(second.statusCode, 200, second.body);
+        const failed = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: address, password: 'not the password at all' } });
+        assert.equal(failed.statusCode, 401);
+        const reset = await t.app.inject({ method: 'POST', url: '/api/auth/forgot-password', payload: { email: address } });
+        assert.equal(reset.statusCode, 202, reset.body);
+        return { ...user, address, secondToken: second.json().token as string, refreshToken: second.json().refreshToken as string };
+      }
+
+      it('by its owner: every session ends at once, everything of theirs is removed or erased, and nobody else’s', async () => {
+        const user = await busyUser('owner');
+        const bystander = await busyUser('bystander');
+        const before = await holdings(user.id, user.address);
+        assert.ok(before.sessions === 2 && before.actionTokens >= 1 && before.mails >= 1 && before.auditWithPersonalData > 0 && before.failuresNamingAddress === 1, JSON.stringify(before));
+        const bystanderBefore = await holdings(bystander.id, bystander.address);
+
+        const deleted = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: { ...bearer(user.token), 'user-agent': 'Deleting Browser/1.0' } });
+        assert.equal(deleted.statusCode, 200, deleted.body);
+        assert.deepEqual(deleted.json(), { ok: true });
+
+        // Both sessions' tokens are refused at once (the jwt strategy through the revocation list), and the refresh token is dead.
+        for (const token of [user.token, user.secondToken]) {
+          assert.equal((await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: bearer(token) })).statusCode, 401);
+        }
+        const refresh = await t.app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: user.refreshToken } });
+        assert.equal(refresh.statusCode, 401, refresh.body);
+        assert.deepEqual(await holdings(user.id, user.address), {
+          users: 0,
+          roles: 0,
+          sessions: 0,
+          actionTokens: 0,
+          totp: 0,
+          recoveryCodes: 0,
+          mails: 0,
+          auditWithPersonalData: 0,
+          failuresNamingAddress: 0,
+        });
+        // The history keeps its shape: the user's events are still there, by id, without personal data.
+        const kept = await db().selectFrom('audit_events').select(['type', 'details', 'ip', 'user_agent']).where('user_id', '=', user.id).orderBy('created_at').execute();
+        assert.ok(kept.some((event) => event.type === 'signin.success'), 'earlier events stay');
+        const deletion = kept.find((event) => event.type === 'user.deleted');
+        assert.ok(deletion !== undefined, 'user.deleted is recorded');
+        assert.deepEqual(JSON.parse(deletion.details!), { by: 'self' });
+        assert.equal(deletion.ip, null);
+        assert.equal(deletion.user_agent, null);
+        assert.ok(kept.some((event) => event.type === 'user.sessions_ended'), 'the sessions’ ending is recorded too');
+
+        const signIn = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: user.address, password: PASSWORD } });
+        assert.equal(signIn.statusCode, 401, 'the account is gone');
+
+        // Nothing of the bystander's changed.
+        assert.deepEqual(await holdings(bystander.id, bystander.address), bystanderBefore);
+        assert.equal((await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: bearer(bystander.token) })).statusCode, 200);
+      });
+
+      it('by its owner: needs a recent sign-in, and the second factor of an account that has one', async () => {
+        const user = await busyUser('stale');
+        clock.advance(TEN_MINUTES + 1_000);
+        const stale = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: bearer(user.token) });
+        assert.equal(stale.statusCode, 403, stale.body);
+        assert.equal(stale.json().error, 'REAUTH_REQUIRED');
+        assert.equal((await holdings(user.id, user.address)).users, 1, 'nothing deleted');
+
+        // A fresh sign-in of an account with an authenticator app, that has not used it in this session.
+        const withFactor = await createSignedInUser(t, { email: email('factor'), password: PASSWORD });
+        const secret = await enrolTotp(t.services as never, (await t.services.users.findUserById(withFactor.id))!, clock);
+        const signedIn = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: withFactor.email, password: PASSWORD } });
+        const { mfaToken } = signedIn.json();
+        assert.ok(typeof mfaToken === 'string', signedIn.body);
+        // Its older session (from before the factor) never used it: refused.
+        const noFactor = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: bearer(withFactor.token) });
+        assert.equal(noFactor.statusCode, 403, noFactor.body);
+        assert.equal(noFactor.json().error, 'REAUTH_REQUIRED');
+        // Stepping up with a code lets it through.
+        const stepUp = await t.app.inject({ method: 'POST', url: '/api/auth/mfa/step-up', headers: bearer(withFactor.token), payload: { code: totpCode(secret, clock()) } });
+        assert.equal(stepUp.statusCode, 200, stepUp.body);
+        const deleted = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: bearer(stepUp.json().token) });
+        assert.equal(deleted.statusCode, 200, deleted.body);
+        assert.deepEqual(await holdings(withFactor.id, withFactor.email), {
+          users: 0, roles: 0, sessions: 0, actionTokens: 0, totp: 0, recoveryCodes: 0, mails: 0, auditWithPersonalData: 0, failuresNamingAddress: 0,
+        });
+      });
+
+      it('by an administrator: another user’s account; never their own, never by a non-admin, never the last ADMIN', async () => {
+        const admin = await createSignedInUser(t, { email: email('admin'), password: PASSWORD, roles: ['ADMIN'] });
+        const target = await busyUser('target');
+        const plain = await createSignedInUser(t, { email: email('plain'), password: PASSWORD });
+
+        const byPlain = await t.app.inject({ method: 'DELETE', url: `/api/admin/users/${target.id}`, headers: bearer(plain.token) });
+        assert.equal(byPlain.statusCode, 403, byPlain.body);
+        const own = await t.app.inject({ method: 'DELETE', url: `/api/admin/users/${admin.id}`, headers: bearer(admin.token) });
+        assert.equal(own.statusCode, 409, own.body);
+        assert.equal(own.json().error, 'SELF_DELETION_VIA_ADMIN');
+        const unknown = await t.app.inject({ method: 'DELETE', url: '/api/admin/users/no-such-user', headers: bearer(admin.token) });
+        assert.equal(unknown.statusCode, 404, unknown.body);
+
+        const deleted = await t.app.inject({ method: 'DELETE', url: `/api/admin/users/${target.id}`, headers: bearer(admin.token) });
+        assert.equal(deleted.statusCode, 200, deleted.body);
+        assert.equal((await holdings(target.id, target.address)).users, 0);
+        assert.equal((await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: bearer(target.token) })).statusCode, 401);
+        const event = await db().selectFrom('audit_events').select(['actor_user_id', 'details']).where('type', '=', 'user.deleted').where('user_id', '=', target.id).executeTakeFirstOrThrow();
+        assert.equal(event.actor_user_id, admin.id);
+        assert.deepEqual(JSON.parse(event.details!), { by: 'admin' });
+        const again = await t.app.inject({ method: 'DELETE', url: `/api/admin/users/${target.id}`, headers: bearer(admin.token) });
+        assert.equal(again.statusCode, 404, 'already gone');
+
+        // The only enabled ADMIN cannot delete their own account either (nobody would be left to administer).
+        const onlyAdmins = await db().selectFrom('user_roles').innerJoin('users', 'users.id', 'user_roles.user_id').select('users.id').where('role', '=', 'ADMIN').where('disabled_at', 'is', null).execute();
+        for (const other of onlyAdmins.filter((row) => row.id !== admin.id)) await t.services.users.updateUser(other.id, { disabled: true });
+        const last = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: bearer(admin.token) });
+        assert.equal(last.statusCode, 409, last.body);
+        assert.equal(last.json().error, 'LAST_ADMIN');
+        assert.equal((await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: bearer(admin.token) })).statusCode, 200, 'nothing ended');
+      });
+
+      it('from the pages: the dashboard links to a confirmation page; the form deletes, clears the cookies and says so', async () => {
+        const address = email('page');
+        const user = await createUser(t.services, { email: address, password: PASSWORD });
+        const { browser, origin } = await signedInBrowser(address);
+        const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: browser.jar.header() } });
+        assert.match(dashboard.body, /href="\/dashboard\/account\/delete"/);
+        const page = await t.app.inject({ method: 'GET', url: '/dashboard/account/delete', headers: { cookie: browser.jar.header() } });
+        assert.equal(page.statusCode, 200);
+        assert.ok(page.body.includes(address) && page.body.includes('name="confirm"'), page.body);
+
+        const unconfirmed = await postForm(t.app, browser, '/dashboard/account/delete', {}, origin);
+        assert.equal(unconfirmed.statusCode, 303);
+        assert.equal(unconfirmed.headers.location, '/dashboard/account/delete?error=VALIDATION_ERROR');
+        assert.equal((await holdings(user.id, address)).users, 1);
+
+        const confirmed = await postForm(t.app, browser, '/dashboard/account/delete', { confirm: 'yes' }, origin);
+        assert.equal(confirmed.statusCode, 303, confirmed.body);
+        assert.equal(confirmed.headers.location, '/auth/account-deleted');
+        assert.ok(confirmed.cookies.some((cookie) => cookie.value === '' || (cookie.expires !== undefined && cookie.expires.getTime() < Date.now())), 'the session cookies are cleared');
+        assert.equal((await holdings(user.id, address)).users, 0);
+        const done = await t.app.inject({ method: 'GET', url: '/auth/account-deleted' });
+        assert.match(done.body, /Your account has been deleted/);
+      });
+
+      it('from the admin page of a user', async () => {
+        const adminAddress = email('page-admin');
+        await createUser(t.services, { email: adminAddress, password: PASSWORD, roles: ['ADMIN'] });
+        const target = await createUser(t.services, { email: email('page-target'), password: PASSWORD });
+        const { browser, origin } = await signedInBrowser(adminAddress);
+        const page = await t.app.inject({ method: 'GET', url: `/admin/users/${target.id}`, headers: { cookie: browser.jar.header() } });
+        assert.match(page.body, new RegExp(`action="/admin/users/${target.id}/delete"`));
+        const deleted = await postForm(t.app, browser, `/admin/users/${target.id}/delete`, { confirm: 'yes' }, origin);
+        assert.equal(deleted.statusCode, 303, deleted.body);
+        assert.equal(deleted.headers.location, '/admin?notice=USER_DELETED');
+        const list = await t.app.inject({ method: 'GET', url: '/admin?notice=USER_DELETED', headers: { cookie: browser.jar.header() } });
+        assert.match(list.body, /The account is deleted/);
+        assert.equal(await t.services.users.findUserById(target.id), null);
+      });
+    });
+  }
+}
