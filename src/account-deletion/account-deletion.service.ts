@@ -17,8 +17,8 @@ import type { UserService } from '../users/user.service.ts';
 export interface OrganizationMemberships {
   /** The organizations where the user is the only OWNER and others are members. */
   ownershipBlockers(userId: string, db?: Db): Promise<ReadonlyArray<{ id: string; slug: string; name: string }>>;
-  /** Removes the user from every organization (deleting those where they were alone), in `db`. */
-  removeUser(userId: string, db: Db): Promise<void>;
+  /** Removes the user from every organization (deleting those where they were alone), in `db`; refuses as `ownershipBlockers` does. */
+  removeUser(userId: string, db: Db): Promise<{ ok: boolean }>;
 }
 
 export type AccountDeletionResult =
@@ -51,7 +51,8 @@ export function createAccountDeletionService(deps: {
       },
       async onDeleting(trx, user) {
         await sessions.endAllSessions(userId, { source, reason: 'ACCOUNT_DELETED', db: trx });
-        if (organizations !== null) await organizations.removeUser(userId, trx);
+        // Checked above in this same transaction, so a refusal here is a bug: roll everything back.
+        if (organizations !== null && !(await organizations.removeUser(userId, trx)).ok) throw new Error('organizations refused to remove a user they had just cleared');
         await mail.forgetRecipient(trx, user.email);
         await audit.erasePersonalData(userId, user.email, { db: trx });
       },

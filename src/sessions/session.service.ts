@@ -185,14 +185,19 @@ export function createSessionService(deps: SessionServiceDeps) {
         verifiedPasswordHash: string | null;
         /** How the user proved who they are (RFC 8176 values): the session's `amr`. */
         amr: readonly string[];
+        /**
+         * Records the start (the audit event `signin.success`, which webhooks subscribe to) in the
+         * transaction that writes the session: a crash can never leave a session whose event is lost.
+         */
+        onStarted?: (db: Db, sessionId: string) => Promise<void>;
       } & ClientInfo,
     ): Promise<StartedSession | null> {
       const now = clock();
       const sessionId = randomId();
       const seed = randomSecret();
       const sessionExpiresAt = now + limits.maxAgeSeconds * 1000;
-      const isWritten = await store.insertSessionIfCurrent(
-        db,
+      const insert = (target: Db) => store.insertSessionIfCurrent(
+        target,
         isPostgres,
         {
           id: sessionId,
@@ -206,6 +211,15 @@ export function createSessionService(deps: SessionServiceDeps) {
         },
         input.verifiedPasswordHash,
       );
+      const { onStarted } = input;
+      const isWritten =
+        onStarted === undefined
+          ? await insert(db)
+          : await db.transaction().execute(async (trx) => {
+              const written = await insert(trx);
+              if (written) await onStarted(trx, sessionId);
+              return written;
+            });
       if (!isWritten) return null;
       const { token, expiresAt } = await issueAccessToken(input.userId, sessionId, input.roles, { amr: input.amr, authTime: now }, now, sessionExpiresAt);
       return {

@@ -160,17 +160,20 @@ export function createSignInPipeline(deps: {
         verifiedPasswordHash: factor.kind === 'password' ? factor.verifiedPasswordHash : null,
         ip: source.ip,
         userAgent: source.userAgent,
+        // In the session's transaction: what subscribes to sign-ins (webhooks) never misses one.
+        onStarted: async (trx, sessionId) => {
+          const details = {
+            sessionId,
+            amr,
+            ...(factor.kind === 'provider' && { provider: factor.provider }),
+            ...(factor.kind === 'passkey' && { passkeyId: factor.credentialId }),
+          };
+          await audit.record({ type: 'signin.success', userId: user.id, source, details }, { db: trx });
+        },
       });
       // The password was changed, reset or locked, or the account disabled, while the first
       // factor was being checked: what was verified is no longer the account's.
       if (session === null) return refuse(attempt, 'CREDENTIALS_CHANGED');
-      const details = {
-        sessionId: session.sessionId,
-        amr,
-        ...(factor.kind === 'provider' && { provider: factor.provider }),
-        ...(factor.kind === 'passkey' && { passkeyId: factor.credentialId }),
-      };
-      await audit.record({ type: 'signin.success', userId: user.id, source, details });
       return { ok: true, user, session };
     },
   };
