@@ -200,6 +200,12 @@ function wrap(db: Db, dialect: DatabaseConfig['kind']): Storage {
   };
 }
 
+/** The names of `migrations` not applied yet (empty: the schema is current). */
+export async function pendingMigrations(db: Db, migrations: Readonly<Record<string, Migration>>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ ...migrations }) }, allowUnorderedMigrations: true });
+  return (await migrator.getMigrations()).filter((info) => info.executedAt === undefined).map((info) => info.name);
+}
+
 /**
  * Applies every pending migration of `migrations` (the modules' own, gathered by `modules.ts`'s
  * `migrateToLatest`), in the lexical order of their names; throws with the failing one's name.
