@@ -21,6 +21,8 @@ import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
 import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
+import { organizationsModule } from './organizations/organizations.module.ts';
+import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
@@ -42,6 +44,8 @@ export const MODULES: readonly GatehouseModule[] = [
   mfaModule,
   oidcClientsModule,
   oidcProviderModule,
+  organizationsModule,
+  webhooksModule,
   accountDeletionModule,
   adminModule,
   opsModule,

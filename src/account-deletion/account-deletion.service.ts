@@ -17,8 +17,12 @@ import type { UserService } from '../users/user.service.ts';
 export interface OrganizationMemberships {
   /** The organizations where the user is the only OWNER and others are members. */
   ownershipBlockers(userId: string, db?: Db): Promise<ReadonlyArray<{ id: string; slug: string; name: string }>>;
-  /** Removes the user from every organization (deleting those where they were alone), in `db`; refuses as `ownershipBlockers` does. */
-  removeUser(userId: string, db: Db): Promise<{ ok: boolean }>;
+  /**
+   * Removes the user from every organization (deleting those where they were alone), in `db`,
+   * with the organizations locked; refuses, writing nothing, where they are the only OWNER and
+   * others are members.
+   */
+  removeUser(userId: string, db: Db, source: AuditSource): Promise<{ ok: true } | { ok: false; organizations: ReadonlyArray<{ id: string; slug: string; name: string }> }>;
 }
 
 export type AccountDeletionResult =
@@ -45,19 +49,21 @@ export function createAccountDeletionService(deps: {
     const source: AuditSource = options.by === 'self' ? { ...options.source, ip: null, userAgent: null } : options.source;
     const result = await users.deleteUser(userId, {
       ...(options.by === 'admin' && options.source.actorUserId !== null && { actingAdminId: options.source.actorUserId }),
+      // First, with the organizations locked: a refusal here writes nothing.
       async check(trx) {
-        blockers = organizations === null ? [] : await organizations.ownershipBlockers(userId, trx);
-        return blockers.length > 0 ? 'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED' : null;
+        if (organizations === null) return null;
+        const removed = await organizations.removeUser(userId, trx, source);
+        if (removed.ok) return null;
+        blockers = removed.organizations;
+        return 'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED';
       },
       async onDeleting(trx, user) {
         await sessions.endAllSessions(userId, { source, reason: 'ACCOUNT_DELETED', db: trx });
-        // Checked above in this same transaction, so a refusal here is a bug: roll everything back.
-        if (organizations !== null && !(await organizations.removeUser(userId, trx)).ok) throw new Error('organizations refused to remove a user they had just cleared');
         await mail.forgetRecipient(trx, user.email);
         await audit.erasePersonalData(userId, user.email, { db: trx });
       },
       async onDeleted(trx) {
-        await audit.record({ type: 'user.deleted', userId, source, details: { by: options.by } }, { db: trx });
+        await audit.record({ type: 'user.deleted', userId, source, reason: options.by.toUpperCase(), details: { by: options.by } }, { db: trx });
       },
     });
     if (result.ok) return { ok: true };
@@ -77,7 +83,7 @@ export function createAccountDeletionService(deps: {
     deleteOwnAccount: (userId: string, source: AuditSource) => deleteAccount(userId, { source, by: 'self' }),
     /** An administrator (or the command line: no actor) deletes someone's account. */
     deleteUser: (userId: string, source: AuditSource) => deleteAccount(userId, { source, by: source.via === 'cli' ? 'cli' : 'admin' }),
-    /** What would stop the user deleting their account now (the page lists it before they try). */
+    /** What would stop the user deleting their account now (the page lists it before they try; the deletion checks again, under lock). */
     async blockers(userId: string) {
       return (await deps.organizations()?.ownershipBlockers(userId)) ?? [];
     },

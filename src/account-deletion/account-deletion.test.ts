@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { backends } from '../../test/helpers/databases.ts';
 import { createSignedInUser, createUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
+import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { enrolTotp, totpCode } from '../../test/helpers/totp.ts';
 import { formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
 
@@ -172,6 +173,40 @@ for (const backend of await backends()) {
         assert.equal(last.statusCode, 409, last.body);
         assert.equal(last.json().error, 'LAST_ADMIN');
         assert.equal((await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: bearer(admin.token) })).statusCode, 200, 'nothing ended');
+      });
+
+      it('with organizations: the only OWNER of one with others must hand it over first; then memberships go and a solo organization with them', async () => {
+        const owner = await busyUser('org-owner');
+        const colleague = await createSignedInUser(t, { email: email('org-colleague'), password: PASSWORD });
+        const source = SYSTEM_SOURCE;
+        const organizations = t.services.organizations;
+        const shared = await organizations.create({ name: 'Shared Org' }, owner.id, source);
+        const solo = await organizations.create({ name: 'Solo Org' }, owner.id, source);
+        const theirs = await organizations.create({ name: 'Their Org' }, colleague.id, source);
+        assert.ok(shared.ok && solo.ok && theirs.ok);
+        assert.ok((await organizations.addMember(shared.organization.id, colleague.id, 'MEMBER', source)).ok);
+        assert.ok((await organizations.addMember(theirs.organization.id, owner.id, 'ADMIN', source)).ok);
+
+        const refused = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: bearer(owner.token) });
+        assert.equal(refused.statusCode, 409, refused.body);
+        assert.equal(refused.json().error, 'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED');
+        assert.equal((await holdings(owner.id, owner.address)).sessions, 2, 'nothing ended');
+        const page = await t.app.inject({ method: 'GET', url: '/dashboard/account/delete', headers: bearer(owner.token) });
+        assert.ok(page.body.includes('Shared Org') && !page.body.includes('Solo Org'), 'the page names what blocks it');
+
+        assert.ok((await organizations.transferOwnership(shared.organization.id, { userId: owner.id }, colleague.id, source)).ok);
+        const deleted = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: bearer(owner.token) });
+        assert.equal(deleted.statusCode, 200, deleted.body);
+        const memberships = await db().selectFrom('organization_members').select(['organization_id', 'user_id', 'role']).where('user_id', 'in', [owner.id, colleague.id]).orderBy('organization_id').execute();
+        assert.deepEqual(
+          memberships.map((row) => [row.organization_id, row.user_id, row.role]).sort(),
+          [[shared.organization.id, colleague.id, 'OWNER'], [theirs.organization.id, colleague.id, 'OWNER']].sort(),
+          'the owner’s memberships are gone; the colleague owns what they were handed',
+        );
+        assert.equal(await organizations.find(solo.organization.id), null, 'the organization only they belonged to is deleted');
+        // The webhooks heard of it, in the same transaction: user.deleted and the memberships' removal.
+        const types = await db().selectFrom('audit_events').select('type').where('user_id', '=', owner.id).where('created_at', '>=', 0).execute();
+        assert.ok(types.some((row) => row.type === 'organization.member.removed'), JSON.stringify(types));
       });
 
       it('from the pages: the dashboard links to a confirmation page; the form deletes, clears the cookies and says so', async () => {

@@ -18,6 +18,8 @@ import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import { describeSigningKeys, rotateSigningKey } from '../sessions/signing-keys.ts';
 import { isoTime, systemClock } from '../lib/clock.ts';
 import { CLIENTS_USAGE, runClientsCommand } from '../oidc-clients/clients.cli.ts';
+import { ORGS_USAGE, runOrgsCommand } from '../organizations/organizations.cli.ts';
+import { WEBHOOKS_USAGE, runWebhooksCommand } from '../webhooks/webhooks.cli.ts';
 
 const USAGE = `Usage:
   gatehouse [serve]                 start the server (same as npm start)
@@ -40,6 +42,8 @@ const USAGE = `Usage:
                                     the old keys stay published until their tokens have expired
   gatehouse keys list               the signing keys: kid, algorithm, created, state
 ${CLIENTS_USAGE}
+${ORGS_USAGE}
+${WEBHOOKS_USAGE}
   gatehouse help                    show this text
 
 Reads the same environment as the server (DATABASE_URL, DATA_DIR, AUTH_SECRET, ...).`;
@@ -78,6 +82,10 @@ export async function runCli(argv: readonly string[], io: { stdin: NodeJS.Readab
       }
       case 'clients':
         return await runClientsCommand(rest, io, { withServices, usage: USAGE });
+      case 'orgs':
+        return await runOrgsCommand(rest, io, { withServices, usage: USAGE });
+      case 'webhooks':
+        return await runWebhooksCommand(rest, io, { withServices, usage: USAGE });
       case 'help':
       case '--help':
       case '-h':

@@ -275,8 +275,8 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     /**
      * Deletes the user, in one transaction: the role holders are locked first (as for a role
      * change, so the last enabled ADMIN can never be deleted, however many admins act at once),
-     * an acting admin must still be one, then `check` may refuse (a reason code: nothing is
-     * written), `onDeleting` removes and records what other modules hold of the user, the row is
+     * an acting admin must still be one, then `check` may refuse (a reason code, having written
+     * nothing) or make the first changes (what must be judged under its own locks), `onDeleting` removes and records what other modules hold of the user, the row is
      * deleted (with everything that references it on cascade) and `onDeleted` records the event.
      */
     async deleteUser(

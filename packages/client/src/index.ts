@@ -12,6 +12,7 @@ import { errorFrom, errorFromBody, isCsrfFailure, isRecord, isReplayable, isRequ
 
 export type * from './types.ts';
 export { memoryStorage, localStorageAdapter, type KeyValueStorage } from './storage.ts';
+export { verifyWebhook, signWebhook, WebhookVerificationError, type WebhookEvent, type WebhookHeaders, type VerifyWebhookOptions, type WebhookVerificationReason } from './webhooks.ts';
 
 const LOADING: SessionState = { status: 'loading', session: null };
 const SIGNED_OUT: SessionState = { status: 'signed-out', session: null };

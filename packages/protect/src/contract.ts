@@ -46,6 +46,8 @@ export const DENIALS = {
   FORBIDDEN: { status: 403, message: 'You do not have access to this resource.' },
   BAD_REQUEST: { status: 400, message: 'The request is malformed.' },
   STEP_UP_REQUIRED: { status: 403, message: 'Confirm it is you with your second factor to continue.' },
+  /** A path the rules reserve for certain roles in the active organization (the token's `org` claim). */
+  ORGANIZATION_ROLE_REQUIRED: { status: 403, message: 'Your role in the active organization does not allow this.' },
 } as const;
 
 export type DenialReason = keyof typeof DENIALS;

@@ -99,7 +99,7 @@ export function createProtector(options: ProtectorOptions): Protector {
    */
   const verified = new Map<string, { user: Readonly<GatehouseUser>; expiresAtMs: number }>();
   /** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
-  const copyOf = (user: Readonly<GatehouseUser>): GatehouseUser => ({ ...user, roles: [...user.roles], amr: [...user.amr] });
+  const copyOf = (user: Readonly<GatehouseUser>): GatehouseUser => ({ ...user, roles: [...user.roles], amr: [...user.amr], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } });
 
   async function verifyToken(token: string): Promise<GatehouseUser | null> {
     const remembered = verified.get(token);
@@ -134,6 +134,9 @@ export function createProtector(options: ProtectorOptions): Protector {
     const clientId = payload.client_id;
     if (clientId !== undefined && (typeof clientId !== 'string' || clientId === sub || typeof payload.scope !== 'string')) return null;
     if (clientId === undefined && typeof sid !== 'string') return null;
+    // `org` (Gatehouse's organizations): a claim of the wrong shape is refused, never read loosely.
+    const org = readOrganizationClaim(payload.org);
+    if (org === undefined) return null;
     const user: GatehouseUser = {
       userId: sub,
       sessionId: typeof sid === 'string' ? sid : null,
@@ -142,6 +145,7 @@ export function createProtector(options: ProtectorOptions): Protector {
       roles: [...roles],
       amr: [...amr],
       authTime,
+      org,
     };
     if (verified.size >= MAX_REMEMBERED_TOKENS) verified.delete(verified.keys().next().value!);
     verified.set(token, { user: copyOf(user), expiresAtMs: exp * 1000 });
@@ -184,7 +188,8 @@ export function createProtector(options: ProtectorOptions): Protector {
       target.searchParams.set('callbackUrl', callbackFor(rawPath));
       return new Response(null, { status: 303, headers: { location: target.toString(), 'cache-control': 'no-store' } });
     }
-    return new Response('<!doctype html><title>Access denied</title><h1>Access denied</h1><p>Your account does not have the role this page needs.</p>', {
+    const text = decision.reason === 'ORGANIZATION_ROLE_REQUIRED' ? 'Your role in the active organization does not allow this page.' : 'Your account does not have the role this page needs.';
+    return new Response(`<!doctype html><title>Access denied</title><h1>Access denied</h1><p>${text}</p>`, {
       status: 403,
       headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
     });
@@ -214,6 +219,15 @@ function denialJson(reason: keyof typeof DENIALS): Response {
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
   return new Response(JSON.stringify({ error: reason, message }), { status, headers });
+}
+
+/** The token's `org` claim: null when absent, undefined when malformed (the token is then refused). */
+function readOrganizationClaim(claim: unknown): GatehouseUser['org'] | undefined {
+  if (claim === undefined || claim === null) return null;
+  if (typeof claim !== 'object' || Array.isArray(claim)) return undefined;
+  const { id, slug, roles } = claim as Record<string, unknown>;
+  if (typeof id !== 'string' || typeof slug !== 'string' || !Array.isArray(roles) || !roles.every((role) => typeof role === 'string')) return undefined;
+  return { id, slug, roles: [...roles] };
 }
 
 /** The request target of an absolute URL: its path and query. */

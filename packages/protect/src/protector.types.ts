@@ -15,6 +15,11 @@ export interface GatehouseUser {
   amr: string[];
   /** When they last did (the token's `auth_time`), epoch seconds; null when the token says nothing. */
   authTime: number | null;
+  /**
+   * The session's active organization (the token's `org` claim): its id, slug and the user's
+   * roles in it; null when none is active (or the token says nothing).
+   */
+  org: { id: string; slug: string; roles: string[] } | null;
 }
 
 /** What a request presents: its Authorization and Cookie headers (null or absent when missing). */

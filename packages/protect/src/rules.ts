@@ -30,6 +30,14 @@ export interface ProtectionRules {
    * `amr`, RFC 8176); denied with STEP_UP_REQUIRED otherwise. None by default.
    */
   readonly mfaPrefixes?: readonly string[];
+  /**
+   * Path prefixes that need a role in the session's active organization (the token's `org`
+   * claim, see Gatehouse's organizations): a user whose `org.roles` holds none of `roles`, or who
+   * has no active organization, is denied with ORGANIZATION_ROLE_REQUIRED. Every rule whose prefix
+   * covers the path must be met. A path under one of these prefixes needs a session even outside
+   * `protectedPrefixes`, and `publicPrefixes` do not exempt it. None by default.
+   */
+  readonly organizationRoles?: readonly { readonly prefix: string; readonly roles: readonly string[] }[];
 }
 
 export { ADMIN_ROLE };
@@ -55,12 +63,14 @@ export const GATEHOUSE_RULES: ProtectionRules = Object.freeze({
 
 export type Decision =
   | { readonly action: 'allow' }
-  | { readonly action: 'deny'; readonly reason: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST' | 'STEP_UP_REQUIRED' };
+  | { readonly action: 'deny'; readonly reason: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST' | 'STEP_UP_REQUIRED' | 'ORGANIZATION_ROLE_REQUIRED' };
 
 export interface SessionUser {
   readonly roles: readonly string[];
   /** How the user proved who they are (the token's `amr`); absent counts as nothing proved. */
   readonly amr?: readonly string[];
+  /** The session's active organization and the user's roles in it (the token's `org`); absent or null: none. */
+  readonly org?: { readonly roles: readonly string[] } | null;
 }
 
 const ALLOW: Decision = Object.freeze({ action: 'allow' });
@@ -192,9 +202,11 @@ export function decide(rawPath: string, user: SessionUser | null, rules: Protect
 }
 
 function decideNormalised(path: string, user: SessionUser | null, rules: ProtectionRules): Decision {
-  // Rule 1, and everything outside the matcher.
-  if (path === '/' || !isProtectedPath(path, rules)) return ALLOW;
-  if (rules.publicPrefixes.some((prefix) => isUnder(path, prefix))) return ALLOW;
+  const organizationRules = (rules.organizationRoles ?? []).filter((rule) => isUnder(path, rule.prefix));
+  // Rule 1, and everything outside the matcher (a path an organization rule covers is inside it).
+  if (path === '/' && organizationRules.length === 0) return ALLOW;
+  if (organizationRules.length === 0 && !isProtectedPath(path, rules)) return ALLOW;
+  if (organizationRules.length === 0 && rules.publicPrefixes.some((prefix) => isUnder(path, prefix))) return ALLOW;
   // Rule 2.
   if (user === null) return { action: 'deny', reason: 'UNAUTHENTICATED' };
   // Rule 3.
@@ -202,6 +214,9 @@ function decideNormalised(path: string, user: SessionUser | null, rules: Protect
   if (requirement !== undefined && !user.roles.includes(requirement.role)) return { action: 'deny', reason: 'FORBIDDEN' };
   // A second factor, where the rules ask for one.
   if (rules.mfaPrefixes?.some((prefix) => isUnder(path, prefix)) && !(user.amr ?? []).includes('mfa')) return { action: 'deny', reason: 'STEP_UP_REQUIRED' };
+  // A role in the active organization, where the rules ask for one.
+  const orgRoles = user.org?.roles ?? [];
+  if (organizationRules.some((rule) => !rule.roles.some((role) => orgRoles.includes(role)))) return { action: 'deny', reason: 'ORGANIZATION_ROLE_REQUIRED' };
   // Rule 4.
   return ALLOW;
 }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { backends, type TestDatabase } from '../../../test/helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../../../test/helpers/app.ts';
 import { freePort } from '../../../test/helpers/process.ts';
-import { createProtector } from '../src/protect.ts';
+import { createProtector, SEED_RULES } from '../src/protect.ts';
 import { totpCode } from '../../../test/helpers/totp.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -158,5 +158,33 @@ describe('createProtector against a live Gatehouse (Web Request/Response)', () =
     assert.equal(fetches, 0, 'https issuer: an unprefixed cookie is not even looked at');
     await https.check(withCookie('__Host-gatehouse.session'));
     assert.equal(fetches, 1, 'the __Host- cookie is');
+  });
+  it('reads the org claim of the active organization and applies organizationRoles (ORGANIZATION_ROLE_REQUIRED)', async () => {
+    const token = await signIn();
+    const json = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+    const created = await fetch(`${issuer}/api/organizations`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'Protected Org' }) });
+    assert.equal(created.status, 201);
+    const organization = ((await created.json()) as { organization: { id: string; slug: string } }).organization;
+    const rules = { ...SEED_RULES, organizationRoles: [{ prefix: '/billing', roles: ['OWNER', 'ADMIN'] }, { prefix: '/api/billing', roles: ['OWNER', 'ADMIN'] }] };
+    const protector = createProtector({ issuer, rules });
+    // No active organization: denied, JSON for the API, a 403 page for pages.
+    const api = await protector.check(request('/api/billing/x', token));
+    assert.equal(api?.status, 403);
+    assert.deepEqual(await api!.json(), { error: 'ORGANIZATION_ROLE_REQUIRED', message: 'Your role in the active organization does not allow this.' });
+    const page = await protector.check(request('/billing', token));
+    assert.equal(page?.status, 403);
+    assert.match(await page!.text(), /active organization/);
+    assert.equal((await protector.authenticate(request('/billing', token)))?.org, null);
+    // Active as OWNER: allowed, and the user carries org.
+    const activated = await fetch(`${issuer}/api/organizations/${organization.id}/activate`, { method: 'POST', headers: json, body: '{}' });
+    assert.equal(activated.status, 200);
+    const orgToken = ((await activated.json()) as { token: string }).token;
+    assert.equal(await protector.check(request('/billing/invoices', orgToken)), null);
+    const evaluation = await protector.evaluate(request('/api/billing/x', orgToken));
+    assert.equal(evaluation.denial, null);
+    assert.deepEqual(evaluation.user?.org, { id: organization.id, slug: organization.slug, roles: ['OWNER'] });
+    // A role that is not listed is denied.
+    const strict = createProtector({ issuer, rules: { ...SEED_RULES, organizationRoles: [{ prefix: '/api/finance', roles: ['BILLING'] }] } });
+    assert.equal((await strict.check(request('/api/finance', orgToken)))?.status, 403);
   });
 });

@@ -132,6 +132,24 @@ describe('decide (the seed rules, in order)', () => {
     assert.deepEqual(decide('/dashboard', null, rules), { action: 'allow' });
   });
 
+  it('requires a role in the active organization where organizationRoles say so', () => {
+    const rules = { ...SEED_RULES, organizationRoles: [{ prefix: '/billing', roles: ['OWNER', 'ADMIN'] }, { prefix: '/api/billing/refunds', roles: ['OWNER'] }] };
+    const deny = { action: 'deny', reason: 'ORGANIZATION_ROLE_REQUIRED' };
+    assert.deepEqual(decide('/billing', null, rules), { action: 'deny', reason: 'UNAUTHENTICATED' }, 'outside the matcher, an organization rule still needs a session');
+    assert.deepEqual(decide('/billing/invoices', { roles: [] }, rules), deny, 'no active organization');
+    assert.deepEqual(decide('/billing/invoices', { roles: [], org: null }, rules), deny, 'org: null');
+    assert.deepEqual(decide('/billing', { roles: ['ADMIN'], org: { roles: ['MEMBER'] } }, rules), deny, 'a user role is not an organization role');
+    assert.deepEqual(decide('/billing', { roles: [], org: { roles: ['ADMIN'] } }, rules), { action: 'allow' });
+    assert.deepEqual(decide('/BILLING/%2e/x', { roles: [], org: { roles: ['MEMBER'] } }, rules), deny, 'normalised like every rule');
+    assert.deepEqual(decide('/billingx', { roles: [], org: { roles: ['MEMBER'] } }, rules), { action: 'allow' }, 'a prefix covers its segments only');
+    // Every rule covering the path must be met.
+    assert.deepEqual(decide('/api/billing/refunds', { roles: [], org: { roles: ['ADMIN'] } }, rules), deny);
+    assert.deepEqual(decide('/api/billing/refunds/1', { roles: [], org: { roles: ['OWNER'] } }, rules), { action: 'allow' });
+    assert.deepEqual(decide('/api/other', { roles: [], org: null }, rules), { action: 'allow' }, 'other paths are untouched');
+    const exempting = { ...GATEHOUSE_RULES, organizationRoles: [{ prefix: '/api/auth/org-only', roles: ['OWNER'] }] };
+    assert.deepEqual(decide('/api/auth/org-only', { roles: [] }, exempting), deny, 'public prefixes do not exempt an organization rule');
+  });
+
   it('reads a path literally too: %2F stays inside its segment and .. is a name', () => {
     assert.equal(literalPath('/admin/users/42%2F..%2F..'), '/admin/users/42/../..');
     assert.equal(normalisePath('/admin/users/42%2F..%2F..'), '/admin');

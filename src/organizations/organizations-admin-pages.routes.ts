@@ -1,0 +1,103 @@
+/**
+ * `/admin/organizations`: the administrators' pages of organizations, in the admin area's frame:
+ * the list with a search, one organization with its members and a Delete button. ADMIN only (the
+ * route guard refuses `/admin/**` to everyone else; the hook checks again). Hidden from the
+ * OpenAPI document; CSRF is checked for the form post before the handler runs.
+ */
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { requireAdminPages } from '../authorization/admin-only.ts';
+import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { queryText, shownCode } from '../web/page-query.ts';
+import { formatTime, type TimeText } from '../web/time-text.ts';
+import { OPERATOR, type OrganizationsService } from './organizations.service.ts';
+import { organizationErrorMessage, organizationNoticeMessage } from './organizations-pages.messages.ts';
+import type { PageAlert } from './organizations-pages.routes.ts';
+
+export const ADMIN_ORGANIZATIONS_PAGE = '/admin/organizations';
+const adminOrganizationPage = (id: string) => `${ADMIN_ORGANIZATIONS_PAGE}/${encodeURIComponent(id)}`;
+const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
+
+interface AdminFrame {
+  section: 'organizations';
+  alerts: PageAlert[];
+}
+
+interface AdminOrganizationPages {
+  'admin-organizations': AdminFrame & {
+    query: string;
+    organizations: Array<{ href: string; name: string; slug: string; memberCount: number; createdAt: TimeText }>;
+  };
+  'admin-organization': AdminFrame & {
+    csrfToken: string;
+    organization: { id: string; name: string; slug: string; createdAt: TimeText };
+    members: Array<{ href: string; name: string; email: string; role: string; joinedAt: TimeText }>;
+    deleteAction: string;
+  };
+}
+
+function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
+  const alerts: PageAlert[] = [];
+  const notice = query.notice === undefined ? null : organizationNoticeMessage(query.notice);
+  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
+  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: organizationErrorMessage(query.error) });
+  return alerts;
+}
+
+export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; authenticate: RequestAuthenticator; csrf: Csrf }> = async (app, { organizations, authenticate, csrf }) => {
+  const pages = createPageRenderer<AdminOrganizationPages>([
+    ...templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
+    ADMIN_HEADER,
+  ]);
+  const actingAdmin = requireAdminPages(app, authenticate);
+  const hidden = { hide: true } as const;
+  const toList = (query: Record<string, string>) => `${ADMIN_ORGANIZATIONS_PAGE}?${new URLSearchParams(query)}`;
+
+  app.get(ADMIN_ORGANIZATIONS_PAGE, { schema: { ...hidden, querystring: z.object({ query: queryText(200), notice: shownCode, error: shownCode }) } }, async (request, reply) => {
+    const list = await organizations.list({ query: request.query.query, limit: 200 });
+    return sendPage(
+      reply,
+      pages.render('admin-organizations', {
+        title: 'Organizations',
+        isFull: true,
+        section: 'organizations',
+        alerts: alertsOf(request.query),
+        query: request.query.query ?? '',
+        organizations: list.map((organization) => ({ href: adminOrganizationPage(organization.id), name: organization.name, slug: organization.slug, memberCount: organization.memberCount, createdAt: formatTime(organization.createdAt) })),
+      }),
+    );
+  });
+
+  app.get(`${ADMIN_ORGANIZATIONS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), querystring: z.object({ notice: shownCode, error: shownCode }) } }, async (request, reply) => {
+    const organization = await organizations.find(request.params.id);
+    if (organization === null) return reply.redirect(toList({ error: 'ORGANIZATION_NOT_FOUND' }), 303);
+    const members = (await organizations.listMembers(organization.id, OPERATOR)) ?? [];
+    return sendPage(
+      reply,
+      pages.render('admin-organization', {
+        title: organization.name,
+        isWide: true,
+        section: 'organizations',
+        alerts: alertsOf(request.query),
+        csrfToken: csrf.issueToken(request, reply),
+        organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt) },
+        members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, role: member.role, joinedAt: formatTime(member.joinedAt) })),
+        deleteAction: `${adminOrganizationPage(organization.id)}/delete`,
+      }),
+    );
+  });
+
+  app.post(
+    `${ADMIN_ORGANIZATIONS_PAGE}/:id/delete`,
+    { config: { formErrorPage: ADMIN_ORGANIZATIONS_PAGE }, schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), body: z.object({ csrfToken: z.string().max(200).optional() }).optional() } },
+    async (request, reply) => {
+      const admin = await actingAdmin(request, reply);
+      const result = await organizations.delete(request.params.id, OPERATOR, requestSource(request, admin.userId));
+      return reply.redirect(toList(result.ok ? { notice: 'ORGANIZATION_DELETED' } : { error: 'ORGANIZATION_NOT_FOUND' }), 303);
+    },
+  );
+};

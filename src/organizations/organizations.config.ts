@@ -1,0 +1,36 @@
+/** The organizations module's part of the configuration. */
+import type { ConfigSection, RateLimit } from '../config.ts';
+
+/** Who may create an organization (ALLOW_ORGANIZATION_CREATION). */
+export const CREATION_POLICIES = ['verified', 'all', 'admins', 'none'] as const;
+export type CreationPolicy = (typeof CREATION_POLICIES)[number];
+
+export interface OrganizationsConfig {
+  /**
+   * `verified` (default): users whose e-mail address is verified; `all`: every signed-in user;
+   * `admins`: holders of ADMIN only; `none`: nobody through the API or pages (the CLI and the
+   * admin API still can).
+   */
+  readonly creation: CreationPolicy;
+  /** How long an invitation link works (ORGANIZATION_INVITATION_TTL, default 7 days). */
+  readonly invitationTtlSeconds: number;
+  /** Organizations one user may own (MAX_ORGANIZATIONS_PER_USER): creating another is refused. */
+  readonly maxOwnedPerUser: number;
+  /** Invitations sent per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS, default 100 a day). */
+  readonly invitationsPerOrganization: RateLimit;
+}
+
+declare module '../config.ts' {
+  interface Config {
+    readonly organizations: OrganizationsConfig;
+  }
+}
+
+export const organizationsConfigSection: ConfigSection = (read) => ({
+  organizations: {
+    creation: read.oneOf('ALLOW_ORGANIZATION_CREATION', CREATION_POLICIES, 'verified'),
+    invitationTtlSeconds: read.duration('ORGANIZATION_INVITATION_TTL', 7 * 86_400),
+    maxOwnedPerUser: read.integer('MAX_ORGANIZATIONS_PER_USER', 100, { min: 1, max: 100_000 }),
+    invitationsPerOrganization: read.rateLimit('RATE_LIMIT_ORGANIZATION_INVITATIONS', { points: 100, durationSeconds: 86_400 }),
+  },
+});

@@ -1,0 +1,95 @@
+/**
+ * Organizations: people grouped with roles (OWNER, ADMIN, MEMBER, custom ones), invited by e-mail,
+ * and the organization a session has made active, whose id, slug and the user's role every access
+ * token of that session carries (`org`), for apps to authorize by (gatehouse-protect's
+ * `organizationRoles` rule). Its API (`/api/organizations`), the dashboard's section, the
+ * organization and invitation pages, the admin API and pages, and the `gatehouse orgs` commands
+ * all use the `organizations` service. See docs/guides/organizations.md.
+ */
+import { defineModule } from '../module.ts';
+import { createPeriodicJob } from '../lib/periodic-job.ts';
+import { ORGANIZATIONS_ERRORS } from './organizations.errors.ts';
+import { organizationsConfigSection } from './organizations.config.ts';
+import * as tables from './migrations/20261127-organizations-tables.ts';
+import { createOrganizationsService, type OrganizationsService } from './organizations.service.ts';
+import { organizationRoutes } from './organizations.routes.ts';
+import { adminOrganizationRoutes } from './organizations-admin.routes.ts';
+import { organizationPageRoutes, organizationPageSections } from './organizations-pages.routes.ts';
+import { adminOrganizationPageRoutes } from './organizations-admin-pages.routes.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    organizations: OrganizationsService;
+  }
+}
+
+/**
+ * The audit events (domain events) this module records: ids, slugs and roles, never an invited
+ * address or a token. A webhooks module maps them 1:1 to outbound webhook types: never rename one.
+ */
+const AUDIT_EVENTS = [
+  'organization.created',
+  'organization.updated',
+  'organization.deleted',
+  'organization.member.added',
+  'organization.member.removed',
+  'organization.member.updated',
+  'organization.ownership_transferred',
+  'organization.invitation.created',
+  'organization.invitation.revoked',
+  'organization.invitation.accepted',
+  'organization.invitation.declined',
+] as const;
+type OrganizationsAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends OrganizationsAuditEvents {}
+}
+
+export const organizationsModule = defineModule({
+  name: 'organizations',
+  config: organizationsConfigSection,
+  migrations: { '20261127-organizations-tables': tables },
+  errors: ORGANIZATIONS_ERRORS,
+  auditEvents: AUDIT_EVENTS,
+  provide({ db, storage, clock, logger, config, services }) {
+    const { audit, mail, rateLimiters } = services;
+    return {
+      organizations: createOrganizationsService({
+        db,
+        isPostgres: storage.dialect === 'postgres',
+        clock,
+        logger,
+        audit,
+        mail,
+        config: config.organizations,
+        invitationLimiter: rateLimiters.create('organization-invitations', config.organizations.invitationsPerOrganization),
+      }),
+    };
+  },
+  // Invitations nobody answered are deleted once expired.
+  jobs: ({ organizations }, { logger }) => [
+    createPeriodicJob({ name: 'organization-invitation-cleanup', intervalMs: 3_600_000, firstDelayMs: 60_000, logger, run: async () => void (await organizations.purgeExpiredInvitations()) }),
+  ],
+  // `org: {id, slug, roles}` while the session has an active organization the user is a member of.
+  tokenClaims: ({ organizations }) => async ({ userId, sessionId }) => {
+    const org = await organizations.claimFor({ userId, sessionId });
+    return org === null ? {} : { org };
+  },
+  pageSections: ({ organizations, users }) => organizationPageSections({ organizations, users }),
+  routes: [
+    {
+      scope: 'api',
+      register: async (app, { services, authenticate, config, clock }) => {
+        await app.register(organizationRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, authenticate, config, clock });
+        await app.register(adminOrganizationRoutes, { organizations: services.organizations, authenticate });
+      },
+    },
+    {
+      scope: 'browser',
+      register: async (app, { services, authenticate, csrf, config, clock }) => {
+        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, authenticate, csrf, config, clock });
+        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, authenticate, csrf });
+      },
+    },
+  ],
+});

@@ -1,0 +1,693 @@
+/**
+ * Organizations: create one (its creator is its first OWNER), its members and their roles, the
+ * invitations mailed to addresses, and the organization a session has made active (its access
+ * tokens then carry the `org` claim, see `claimFor`).
+ *
+ * Roles: one per member, `OWNER`, `ADMIN`, `MEMBER` or a custom UPPER_SNAKE role (the user role
+ * rule). OWNER and ADMIN manage the members and invitations; only an OWNER grants or takes OWNER,
+ * renames nothing more than an ADMIN may, and deletes. Every organization keeps at least one OWNER:
+ * every change to members runs in a transaction that first locks the organization's row
+ * (`SELECT … FOR UPDATE` on PostgreSQL; SQLite runs one writer at a time), so two OWNERs demoting
+ * or removing each other at once run one after the other, and the owners are counted again before
+ * the commit.
+ *
+ * Who acts: a member (`{ userId }`: their role decides what they may do, and to someone who is not
+ * a member the organization does not exist), or an operator (`OPERATOR`: the CLI and the admin
+ * API, with no role needed; the rules that keep an OWNER still hold).
+ *
+ * Every change records its domain event (`organization.*`) in its transaction; events name the
+ * organization, the member concerned and roles, never an invited address (an invitation is named
+ * by its id) nor a token. Expected outcomes are values: `{ ok: false, reason }` or null.
+ */
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
+import type { AuditService, AuditSource } from '../audit/audit.service.ts';
+import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
+import type { MailService } from '../mail/mail.service.ts';
+import type { Limiter } from '../http/rate-limit.ts';
+import { isValidRole, ADMIN_ROLE, type User } from '../users/user.service.ts';
+import { nameProblem } from '../users/name.ts';
+import { normaliseEmail } from '../users/email.ts';
+import type { OrganizationsConfig } from './organizations.config.ts';
+import * as store from './organizations.store.ts';
+
+export const OWNER = 'OWNER';
+export const ADMIN = 'ADMIN';
+export const MEMBER = 'MEMBER';
+export const BUILT_IN_ROLES: readonly string[] = [OWNER, ADMIN, MEMBER];
+
+/** The page an invitation link opens (it shows Accept and Decline; a GET never uses the token). */
+export const INVITATION_PAGE = '/organizations/invitations/accept';
+
+export const MAX_SLUG_LENGTH = 48;
+/** Lower-case letters, digits and inner hyphens, 1 to 48 characters. */
+export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$/;
+/** Slugs that name pages rather than organizations. */
+const RESERVED_SLUGS = new Set(['new', 'active', 'invitations', 'admin', 'api']);
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+const MAX_ID_LENGTH = 64;
+
+export interface Organization {
+  id: string;
+  slug: string;
+  name: string;
+  /** Epoch ms. */
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One of the user's organizations, with their role in it. */
+export interface Membership extends Organization {
+  role: string;
+  joinedAt: number;
+  /** Whether it is the active organization of the session asked about. */
+  isActive: boolean;
+}
+
+export interface Member {
+  userId: string;
+  email: string;
+  name: string;
+  role: string;
+  joinedAt: number;
+}
+
+export interface Invitation {
+  id: string;
+  organizationId: string;
+  email: string;
+  role: string;
+  invitedBy: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** What an invitation link shows before it is answered. */
+export interface InvitationPreview {
+  id: string;
+  organization: Pick<Organization, 'id' | 'slug' | 'name'>;
+  email: string;
+  role: string;
+  expiresAt: number;
+}
+
+/** The `org` claim of an access token. */
+export interface OrganizationClaim {
+  id: string;
+  slug: string;
+  /** One role today; a list so that tokens need not change if members ever hold several. */
+  roles: string[];
+}
+
+/** Whoever acts: a member (their role decides), or an operator (the CLI, the admin API). */
+export type Actor = { readonly userId: string } | typeof OPERATOR;
+export const OPERATOR = Object.freeze({ operator: true as const });
+
+type NotFound = { ok: false; reason: 'ORGANIZATION_NOT_FOUND' };
+type RoleRequired = { ok: false; reason: 'ORGANIZATION_ROLE_REQUIRED' };
+type Refused = NotFound | RoleRequired;
+
+export type CreateResult =
+  | { ok: true; organization: Organization }
+  | { ok: false; reason: 'ORGANIZATION_CREATION_DISABLED' | 'ORGANIZATION_LIMIT_REACHED' | 'SLUG_TAKEN' }
+  | { ok: false; reason: 'INVALID_NAME' | 'INVALID_SLUG'; message: string };
+
+export type UpdateResult = { ok: true; organization: Organization } | Refused | { ok: false; reason: 'SLUG_TAKEN' } | { ok: false; reason: 'INVALID_NAME' | 'INVALID_SLUG'; message: string };
+export type MemberChangeResult = { ok: true; member: Member } | Refused | { ok: false; reason: 'MEMBER_NOT_FOUND' | 'LAST_OWNER' | 'INVALID_ROLE' | 'ALREADY_MEMBER' };
+export type RemoveResult = { ok: true } | Refused | { ok: false; reason: 'MEMBER_NOT_FOUND' | 'LAST_OWNER' };
+export type InviteResult = { ok: true; invitation: Invitation } | Refused | { ok: false; reason: 'ALREADY_MEMBER' | 'INVALID_ROLE' } | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
+export type InvitationLinkResult<T> = { ok: true } & T | { ok: false; reason: 'INVITATION_INVALID' | 'INVITATION_EXPIRED' | 'INVITATION_NOT_FOUND' };
+export type AcceptResult =
+  | { ok: true; organization: Organization; role: string }
+  | { ok: false; reason: 'INVITATION_INVALID' | 'INVITATION_EXPIRED' | 'INVITATION_NOT_FOUND' | 'INVITATION_EMAIL_MISMATCH' | 'INVITATION_EMAIL_UNVERIFIED' | 'ALREADY_MEMBER' };
+export type RemoveUserResult =
+  | { ok: true; membershipsRemoved: number; organizationsDeleted: number }
+  | { ok: false; reason: 'LAST_OWNER'; organizations: Array<Pick<Organization, 'id' | 'slug' | 'name'>> };
+
+/** How a referenced invitation is named: by the link's token, or by id (its invitee, signed in). */
+export type InvitationRef = { token: string } | { invitationId: string };
+
+/** The invitee as the accept and decline checks read them. */
+export type Invitee = Pick<User, 'id' | 'email' | 'emailVerifiedAt'>;
+
+class Rollback<T> extends Error {
+  readonly result: T;
+  constructor(result: T) {
+    super('rollback');
+    this.result = result;
+  }
+}
+
+const isOperator = (actor: Actor): actor is typeof OPERATOR => actor === OPERATOR;
+const isPlausibleId = (id: string) => id.length > 0 && id.length <= MAX_ID_LENGTH;
+
+/** A slug made from a name: ASCII letters and digits, the rest hyphens; `org` when nothing is left. */
+export function slugFromName(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, MAX_SLUG_LENGTH - 7)
+    .replace(/-+$/g, '');
+  return slug === '' || RESERVED_SLUGS.has(slug) ? `org${slug === '' ? '' : `-${slug}`}` : slug;
+}
+
+/** Why a slug is refused ("must …"), or null when it is valid. */
+export function slugProblem(slug: string): string | null {
+  if (!SLUG_PATTERN.test(slug)) return `must be 1 to ${MAX_SLUG_LENGTH} lower-case letters, digits or inner hyphens`;
+  if (RESERVED_SLUGS.has(slug)) return 'is reserved';
+  return null;
+}
+
+/** Whether `role` may be a member's role: a built-in one or a custom UPPER_SNAKE one. */
+export function isValidOrganizationRole(role: string): boolean {
+  return isValidRole(role);
+}
+
+function toOrganization(row: store.OrganizationRow): Organization {
+  return { id: row.id, slug: row.slug, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+function toMember(row: store.MemberWithUserRow): Member {
+  return { userId: row.user_id, email: row.email, name: row.name, role: row.role, joinedAt: row.created_at };
+}
+
+function toInvitation(row: store.InvitationRow): Invitation {
+  return { id: row.id, organizationId: row.organization_id, email: row.email, role: row.role, invitedBy: row.invited_by, createdAt: row.created_at, expiresAt: row.expires_at };
+}
+
+/** Small random suffix for a generated slug that is taken. */
+function suffix(): string {
+  return randomSecret(6).replace(/[^a-zA-Z0-9]/g, '').toLowerCase().slice(0, 6).padEnd(6, '0');
+}
+
+export type OrganizationsService = ReturnType<typeof createOrganizationsService>;
+
+export function createOrganizationsService(deps: {
+  db: Db;
+  isPostgres: boolean;
+  clock: Clock;
+  logger: Logger;
+  audit: AuditService;
+  mail: MailService;
+  config: OrganizationsConfig;
+  /** Counts invitations per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS). */
+  invitationLimiter: Limiter;
+}) {
+  const { db, isPostgres, clock, audit, mail, config, invitationLimiter } = deps;
+  const expiresInMinutes = Math.max(1, Math.floor(config.invitationTtlSeconds / 60));
+
+  /**
+   * Runs `fn` in a transaction holding the organization's lock, when the actor may act with
+   * `need`: any member, a manager (OWNER or ADMIN) or an OWNER. A result `fn` throws as a
+   * `Rollback` is returned after the transaction is rolled back.
+   */
+  async function withOrganization<T>(
+    organizationId: string,
+    actor: Actor,
+    need: 'member' | 'manager' | 'owner',
+    fn: (trx: Db, organization: store.OrganizationRow, actorRole: string | null) => Promise<T>,
+    on?: Db,
+  ): Promise<T | Refused> {
+    if (!isPlausibleId(organizationId)) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
+    const run = async (trx: Db): Promise<T | Refused> => {
+      const organization = await store.lockOrganization(trx, organizationId, isPostgres);
+      if (organization === undefined) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
+      let actorRole: string | null = null;
+      if (!isOperator(actor)) {
+        const membership = await store.findMember(trx, organizationId, actor.userId);
+        if (membership === undefined) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
+        actorRole = membership.role;
+        const allowed = need === 'member' || (need === 'manager' ? actorRole === OWNER || actorRole === ADMIN : actorRole === OWNER);
+        if (!allowed) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
+      }
+      return fn(trx, organization, actorRole);
+    };
+    try {
+      return on === undefined ? await db.transaction().execute(run) : await run(on);
+    } catch (error) {
+      if (error instanceof Rollback) return error.result as T;
+      throw error;
+    }
+  }
+
+  /** Before committing a change to members: the organization still has an OWNER, or the change is undone. */
+  async function assertOwnerRemains(trx: Db, organizationId: string): Promise<void> {
+    if ((await store.countMembers(trx, organizationId)).owners < 1) throw new Rollback({ ok: false, reason: 'LAST_OWNER' });
+  }
+
+  async function memberOf(trx: Db, organizationId: string, userId: string): Promise<Member | null> {
+    const rows = await store.listMembers(trx, organizationId);
+    const row = rows.find((candidate) => candidate.user_id === userId);
+    return row === undefined ? null : toMember(row);
+  }
+
+  const details = (organization: Pick<store.OrganizationRow, 'id' | 'slug'>, more: Record<string, unknown> = {}) => ({ organizationId: organization.id, slug: organization.slug, ...more });
+
+  async function insertWithSlug(row: Omit<store.OrganizationRow, 'slug'>, slug: string, isGenerated: boolean, ownerId: string, source: AuditSource): Promise<CreateResult> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const candidate = attempt === 0 ? slug : `${slug}-${suffix()}`;
+      if (await store.findOrganizationBySlug(db, candidate)) {
+        if (!isGenerated) return { ok: false, reason: 'SLUG_TAKEN' };
+        continue;
+      }
+      const organization: store.OrganizationRow = { ...row, slug: candidate };
+      try {
+        await db.transaction().execute(async (trx) => {
+          await store.insertOrganization(trx, organization);
+          await store.insertMember(trx, { organization_id: row.id, user_id: ownerId, role: OWNER, created_at: row.created_at, updated_at: row.created_at });
+          await audit.record({ type: 'organization.created', userId: ownerId, source, details: details(organization, { name: organization.name }) }, { db: trx });
+          await audit.record({ type: 'organization.member.added', userId: ownerId, source, details: details(organization, { role: OWNER }) }, { db: trx });
+        });
+        return { ok: true, organization: toOrganization(organization) };
+      } catch (error) {
+        // Two creations with one slug at once: the unique index decides, the loser is told (or
+        // tries another suffix, for a slug it did not choose).
+        if (!(await store.findOrganizationBySlug(db, candidate))) throw error;
+        if (!isGenerated) return { ok: false, reason: 'SLUG_TAKEN' };
+      }
+    }
+    return { ok: false, reason: 'SLUG_TAKEN' };
+  }
+
+  /** Who may create organizations by ALLOW_ORGANIZATION_CREATION. */
+  function mayCreate(user: Pick<User, 'roles' | 'emailVerifiedAt'>): boolean {
+    switch (config.creation) {
+      case 'all':
+        return true;
+      case 'verified':
+        return user.emailVerifiedAt !== null;
+      case 'admins':
+        return user.roles.includes(ADMIN_ROLE);
+      case 'none':
+        return false;
+    }
+  }
+
+  async function findInvitationRow(trx: Db, ref: InvitationRef): Promise<store.InvitationRow | undefined> {
+    if ('token' in ref) return typeof ref.token === 'string' && TOKEN_PATTERN.test(ref.token) ? store.findInvitationByHash(trx, sha256Base64url(ref.token)) : undefined;
+    return isPlausibleId(ref.invitationId) ? store.findInvitation(trx, ref.invitationId) : undefined;
+  }
+
+  /** Why this invitee may not answer this invitation, or null. By id, another's invitation is none. */
+  function inviteeProblem(row: store.InvitationRow, ref: InvitationRef, invitee: Invitee): 'INVITATION_NOT_FOUND' | 'INVITATION_EMAIL_MISMATCH' | 'INVITATION_EMAIL_UNVERIFIED' | null {
+    const matches = normaliseEmail(invitee.email) === row.email;
+    if (!matches) return 'token' in ref ? 'INVITATION_EMAIL_MISMATCH' : 'INVITATION_NOT_FOUND';
+    if (invitee.emailVerifiedAt === null) return 'INVITATION_EMAIL_UNVERIFIED';
+    return null;
+  }
+
+  const missing = (ref: InvitationRef) => ('token' in ref ? 'INVITATION_INVALID' : 'INVITATION_NOT_FOUND') as 'INVITATION_INVALID' | 'INVITATION_NOT_FOUND';
+
+  const service = {
+    /** Whether this user may create organizations (ALLOW_ORGANIZATION_CREATION); the pages show the form only then. */
+    mayCreate,
+
+    /**
+     * Creates an organization with `ownerId` as its first OWNER. The slug is checked, or made from
+     * the name (with a random suffix while taken). With `policyFor` (the API and pages), the
+     * creation policy and MAX_ORGANIZATIONS_PER_USER apply to that user; the CLI and admins skip them.
+     */
+    async create(input: { name: string; slug?: string | undefined }, ownerId: string, source: AuditSource, options: { policyFor?: Pick<User, 'roles' | 'emailVerifiedAt'> } = {}): Promise<CreateResult> {
+      const name = input.name.trim();
+      const nameIssue = nameProblem(name);
+      if (nameIssue !== null) return { ok: false, reason: 'INVALID_NAME', message: nameIssue };
+      if (input.slug !== undefined) {
+        const slugIssue = slugProblem(input.slug);
+        if (slugIssue !== null) return { ok: false, reason: 'INVALID_SLUG', message: slugIssue };
+      }
+      if (options.policyFor !== undefined) {
+        if (!mayCreate(options.policyFor)) return { ok: false, reason: 'ORGANIZATION_CREATION_DISABLED' };
+        if ((await store.countOwned(db, ownerId)) >= config.maxOwnedPerUser) return { ok: false, reason: 'ORGANIZATION_LIMIT_REACHED' };
+      }
+      const now = clock();
+      const row = { id: randomId(), name, created_at: now, updated_at: now };
+      return input.slug === undefined ? insertWithSlug(row, slugFromName(name), true, ownerId, source) : insertWithSlug(row, input.slug, false, ownerId, source);
+    },
+
+    /** The user's organizations with their role, by name; `sessionId` marks that session's active one. */
+    async listFor(userId: string, sessionId?: string): Promise<Membership[]> {
+      const [rows, activeId] = await Promise.all([store.listMemberships(db, userId), sessionId === undefined ? undefined : store.findActiveOrganizationId(db, sessionId)]);
+      return rows.map((row) => ({ ...toOrganization(row), role: row.role, joinedAt: row.joined_at, isActive: row.id === activeId }));
+    },
+
+    /** The organization and the actor's role in it (null for an operator); null when it is not one of theirs. */
+    async get(organizationId: string, actor: Actor): Promise<{ organization: Organization; role: string | null } | null> {
+      if (!isPlausibleId(organizationId)) return null;
+      const row = await store.findOrganization(db, organizationId);
+      if (row === undefined) return null;
+      if (isOperator(actor)) return { organization: toOrganization(row), role: null };
+      const membership = await store.findMember(db, organizationId, actor.userId);
+      return membership === undefined ? null : { organization: toOrganization(row), role: membership.role };
+    },
+
+    /** An operator's lookup: by id, else by slug. */
+    async find(idOrSlug: string): Promise<Organization | null> {
+      if (!isPlausibleId(idOrSlug)) return null;
+      const row = (await store.findOrganization(db, idOrSlug)) ?? (await store.findOrganizationBySlug(db, idOrSlug.toLowerCase()));
+      return row === undefined ? null : toOrganization(row);
+    },
+
+    /** Organizations, newest first, with their member counts (the admin list); `query` matches name or slug. */
+    async list(filter: { query?: string | undefined; limit?: number } = {}): Promise<Array<Organization & { memberCount: number }>> {
+      const rows = await store.listOrganizations(db, { ...(filter.query !== undefined && { query: filter.query }), limit: filter.limit ?? 100 });
+      return rows.map((row) => ({ ...toOrganization(row), memberCount: row.member_count }));
+    },
+
+    /** Renames it (OWNER or ADMIN), and changes the slug when one is given. */
+    async update(organizationId: string, actor: Actor, changes: { name?: string | undefined; slug?: string | undefined }, source: AuditSource): Promise<UpdateResult> {
+      const set: { name?: string; slug?: string } = {};
+      if (changes.name !== undefined) {
+        const name = changes.name.trim();
+        const issue = nameProblem(name);
+        if (issue !== null) return { ok: false, reason: 'INVALID_NAME', message: issue };
+        set.name = name;
+      }
+      if (changes.slug !== undefined) {
+        const issue = slugProblem(changes.slug);
+        if (issue !== null) return { ok: false, reason: 'INVALID_SLUG', message: issue };
+        set.slug = changes.slug;
+      }
+      try {
+        return await withOrganization(organizationId, actor, 'manager', async (trx, row): Promise<UpdateResult> => {
+          const fields = (Object.keys(set) as Array<'name' | 'slug'>).filter((key) => set[key] !== row[key]);
+          if (fields.length === 0) return { ok: true, organization: toOrganization(row) };
+          if (set.slug !== undefined && set.slug !== row.slug && (await store.findOrganizationBySlug(trx, set.slug))) return { ok: false, reason: 'SLUG_TAKEN' };
+          const now = clock();
+          await store.updateOrganization(trx, organizationId, set, now);
+          const after = { ...row, ...set, updated_at: now };
+          await audit.record({ type: 'organization.updated', source, details: details(after, { fields, name: after.name, ...(set.slug !== undefined && set.slug !== row.slug && { previousSlug: row.slug }) }) }, { db: trx });
+          return { ok: true, organization: toOrganization(after) };
+        });
+      } catch (error) {
+        // A concurrent change took the slug between the check and the update: the index decided.
+        if (set.slug !== undefined && (await store.findOrganizationBySlug(db, set.slug))) return { ok: false, reason: 'SLUG_TAKEN' };
+        throw error;
+      }
+    },
+
+    /** Deletes it, with its members, invitations and every session's choice of it (OWNER). */
+    async delete(organizationId: string, actor: Actor, source: AuditSource): Promise<{ ok: true } | Refused> {
+      return withOrganization(organizationId, actor, 'owner', async (trx, row) => {
+        const counts = await store.countMembers(trx, organizationId);
+        await store.deleteOrganization(trx, organizationId);
+        await audit.record({ type: 'organization.deleted', source, details: details(row, { name: row.name, memberCount: counts.members }) }, { db: trx });
+        return { ok: true as const };
+      });
+    },
+
+    /** Its members (any member may see them), by when they joined; null when it is not one of the actor's. */
+    async listMembers(organizationId: string, actor: Actor): Promise<Member[] | null> {
+      const result = await service.get(organizationId, actor);
+      if (result === null) return null;
+      return (await store.listMembers(db, organizationId)).map(toMember);
+    },
+
+    /** Adds an existing user (an operator: the CLI); refused when they are a member already. */
+    async addMember(organizationId: string, userId: string, role: string, source: AuditSource): Promise<MemberChangeResult> {
+      if (!isValidOrganizationRole(role)) return { ok: false, reason: 'INVALID_ROLE' };
+      return withOrganization(organizationId, OPERATOR, 'member', async (trx, row): Promise<MemberChangeResult> => {
+        if (await store.findMember(trx, organizationId, userId)) return { ok: false, reason: 'ALREADY_MEMBER' };
+        const now = clock();
+        await store.insertMember(trx, { organization_id: organizationId, user_id: userId, role, created_at: now, updated_at: now });
+        await audit.record({ type: 'organization.member.added', userId, source, details: details(row, { role }) }, { db: trx });
+        return { ok: true, member: (await memberOf(trx, organizationId, userId))! };
+      });
+    },
+
+    /**
+     * Changes a member's role (OWNER or ADMIN). Only an OWNER grants OWNER or changes an OWNER's
+     * role; the last OWNER keeps theirs.
+     */
+    async setRole(organizationId: string, actor: Actor, userId: string, role: string, source: AuditSource): Promise<MemberChangeResult> {
+      if (!isValidOrganizationRole(role)) return { ok: false, reason: 'INVALID_ROLE' };
+      return withOrganization(organizationId, actor, 'manager', async (trx, row, actorRole): Promise<MemberChangeResult> => {
+        const target = await store.findMember(trx, organizationId, userId);
+        if (target === undefined) return { ok: false, reason: 'MEMBER_NOT_FOUND' };
+        if (actorRole !== null && actorRole !== OWNER && (role === OWNER || target.role === OWNER)) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
+        if (target.role === role) return { ok: true, member: (await memberOf(trx, organizationId, userId))! };
+        if (target.role === OWNER && (await store.countMembers(trx, organizationId)).owners <= 1) return { ok: false, reason: 'LAST_OWNER' };
+        await store.setMemberRole(trx, organizationId, userId, role, clock());
+        await assertOwnerRemains(trx, organizationId);
+        await audit.record({ type: 'organization.member.updated', userId, source, details: details(row, { role, previousRole: target.role }) }, { db: trx });
+        return { ok: true, member: (await memberOf(trx, organizationId, userId))! };
+      });
+    },
+
+    /**
+     * Removes a member (OWNER or ADMIN; an ADMIN cannot remove an OWNER), or the actor themself
+     * (as `leave`). The last OWNER stays. Their sessions stop having it active.
+     */
+    async removeMember(organizationId: string, actor: Actor, userId: string, source: AuditSource): Promise<RemoveResult> {
+      const isSelf = !isOperator(actor) && actor.userId === userId;
+      return withOrganization(organizationId, actor, isSelf ? 'member' : 'manager', async (trx, row, actorRole): Promise<RemoveResult> => {
+        const target = await store.findMember(trx, organizationId, userId);
+        if (target === undefined) return { ok: false, reason: 'MEMBER_NOT_FOUND' };
+        if (!isSelf && actorRole !== null && actorRole !== OWNER && target.role === OWNER) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
+        if (target.role === OWNER && (await store.countMembers(trx, organizationId)).owners <= 1) return { ok: false, reason: 'LAST_OWNER' };
+        await store.deleteMember(trx, organizationId, userId);
+        await assertOwnerRemains(trx, organizationId);
+        await store.clearActiveFor(trx, organizationId, userId);
+        await audit.record({ type: 'organization.member.removed', userId, source, reason: isSelf ? 'LEFT' : 'REMOVED', details: details(row, { role: target.role }) }, { db: trx });
+        return { ok: true };
+      });
+    },
+
+    /** The actor leaves; the last OWNER cannot (they transfer ownership or delete the organization). */
+    async leave(organizationId: string, userId: string, source: AuditSource): Promise<RemoveResult> {
+      return service.removeMember(organizationId, { userId }, userId, source);
+    },
+
+    /** An OWNER makes another member OWNER and becomes ADMIN. */
+    async transferOwnership(organizationId: string, actor: { userId: string }, toUserId: string, source: AuditSource): Promise<MemberChangeResult> {
+      return withOrganization(organizationId, actor, 'owner', async (trx, row): Promise<MemberChangeResult> => {
+        if (toUserId === actor.userId) return { ok: false, reason: 'ALREADY_MEMBER' };
+        const target = await store.findMember(trx, organizationId, toUserId);
+        if (target === undefined) return { ok: false, reason: 'MEMBER_NOT_FOUND' };
+        const now = clock();
+        if (target.role !== OWNER) {
+          await store.setMemberRole(trx, organizationId, toUserId, OWNER, now);
+          await audit.record({ type: 'organization.member.updated', userId: toUserId, source, details: details(row, { role: OWNER, previousRole: target.role }) }, { db: trx });
+        }
+        await store.setMemberRole(trx, organizationId, actor.userId, ADMIN, now);
+        await audit.record({ type: 'organization.member.updated', userId: actor.userId, source, details: details(row, { role: ADMIN, previousRole: OWNER }) }, { db: trx });
+        await assertOwnerRemains(trx, organizationId);
+        await audit.record({ type: 'organization.ownership_transferred', userId: toUserId, source, details: details(row, { fromUserId: actor.userId, toUserId }) }, { db: trx });
+        return { ok: true, member: (await memberOf(trx, organizationId, toUserId))! };
+      });
+    },
+
+    /**
+     * Invites an address with a role (OWNER or ADMIN; only an OWNER invites an OWNER): a link that
+     * works once, for ORGANIZATION_INVITATION_TTL, mailed through the outbox in the transaction
+     * that stores its hash. A new invitation to the same address replaces the pending one. The
+     * answer does not depend on whether the address has an account; an address of a member is
+     * refused (ALREADY_MEMBER: who may invite sees the members anyway). Counted per organization.
+     */
+    async invite(organizationId: string, actor: Actor, input: { email: string; role: string }, source: AuditSource): Promise<InviteResult> {
+      const email = normaliseEmail(input.email);
+      const role = input.role;
+      if (!isValidOrganizationRole(role)) return { ok: false, reason: 'INVALID_ROLE' };
+      // Counted before the transaction (the counters may live in this same database, and SQLite
+      // has one connection), and only for those who may invite: nobody else can spend the limit.
+      const found = await service.get(organizationId, actor);
+      if (found === null) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
+      if (found.role !== null && found.role !== OWNER && found.role !== ADMIN) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
+      const wait = await invitationLimiter.consume(organizationId);
+      if (wait !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: wait };
+      const result = await withOrganization(organizationId, actor, 'manager', async (trx, row, actorRole): Promise<InviteResult> => {
+        if (role === OWNER && actorRole !== null && actorRole !== OWNER) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
+        if (await store.isMemberByEmail(trx, organizationId, email)) return { ok: false, reason: 'ALREADY_MEMBER' };
+        const now = clock();
+        const token = randomSecret(32);
+        const invitation: store.InvitationRow = {
+          id: randomId(),
+          organization_id: organizationId,
+          email,
+          role,
+          token_hash: sha256Base64url(token),
+          invited_by: isOperator(actor) ? null : actor.userId,
+          created_at: now,
+          expires_at: now + config.invitationTtlSeconds * 1000,
+        };
+        for (const replacedId of await store.deleteInvitationsTo(trx, organizationId, email)) {
+          await audit.record({ type: 'organization.invitation.revoked', source, reason: 'REPLACED', details: details(row, { invitationId: replacedId }) }, { db: trx });
+        }
+        await store.insertInvitation(trx, invitation);
+        await mail.enqueue(trx, {
+          to: email,
+          template: 'organization-invitation',
+          data: { name: null, organizationName: row.name, role, acceptUrl: mail.link(INVITATION_PAGE, { token }), expiresInMinutes },
+        });
+        await audit.record({ type: 'organization.invitation.created', source, details: details(row, { invitationId: invitation.id, role }) }, { db: trx });
+        return { ok: true, invitation: toInvitation(invitation) };
+      });
+      if (result.ok) mail.wake();
+      return result;
+    },
+
+    /** The organization's pending invitations, newest first (OWNER or ADMIN). */
+    async listInvitations(organizationId: string, actor: Actor): Promise<Invitation[] | Refused> {
+      return withOrganization(organizationId, actor, 'manager', async (trx) => (await store.listInvitations(trx, organizationId, clock())).map(toInvitation));
+    },
+
+    /** Ends a pending invitation (OWNER or ADMIN): its link stops working. */
+    async revokeInvitation(organizationId: string, actor: Actor, invitationId: string, source: AuditSource): Promise<{ ok: true } | Refused | { ok: false; reason: 'INVITATION_NOT_FOUND' }> {
+      return withOrganization(organizationId, actor, 'manager', async (trx, row) => {
+        const invitation = isPlausibleId(invitationId) ? await store.findInvitation(trx, invitationId) : undefined;
+        if (invitation === undefined || invitation.organization_id !== organizationId || !(await store.deleteInvitation(trx, invitationId))) return { ok: false as const, reason: 'INVITATION_NOT_FOUND' as const };
+        await audit.record({ type: 'organization.invitation.revoked', source, details: details(row, { invitationId, role: invitation.role }) }, { db: trx });
+        return { ok: true as const };
+      });
+    },
+
+    /** What an invitation link offers (the organization's name, the role), without using it. */
+    async previewInvitation(token: string): Promise<InvitationLinkResult<{ invitation: InvitationPreview }>> {
+      const row = await findInvitationRow(db, { token });
+      if (row === undefined) return { ok: false, reason: 'INVITATION_INVALID' };
+      if (row.expires_at <= clock()) return { ok: false, reason: 'INVITATION_EXPIRED' };
+      const organization = await store.findOrganization(db, row.organization_id);
+      if (organization === undefined) return { ok: false, reason: 'INVITATION_INVALID' };
+      return { ok: true, invitation: { id: row.id, organization: { id: organization.id, slug: organization.slug, name: organization.name }, email: row.email, role: row.role, expiresAt: row.expires_at } };
+    },
+
+    /** The pending invitations to the user's address, once it is verified (the dashboard lists them). */
+    async invitationsFor(user: Pick<User, 'email' | 'emailVerifiedAt'>): Promise<Array<InvitationPreview>> {
+      if (user.emailVerifiedAt === null) return [];
+      const rows = await store.listInvitationsTo(db, normaliseEmail(user.email), clock());
+      return rows.map((row) => ({ id: row.id, organization: { id: row.organization_id, slug: row.organization_slug, name: row.organization_name }, email: row.email, role: row.role, expiresAt: row.expires_at }));
+    },
+
+    /**
+     * Accepts an invitation, once: by its link's token, or by its id. The signed-in user's address
+     * must be the invited one, and verified. The user joins with the invited role.
+     */
+    async acceptInvitation(ref: InvitationRef, invitee: Invitee, source: AuditSource): Promise<AcceptResult> {
+      const row = await findInvitationRow(db, ref);
+      if (row === undefined) return { ok: false, reason: missing(ref) };
+      if (row.expires_at <= clock()) return { ok: false, reason: 'INVITATION_EXPIRED' };
+      const problem = inviteeProblem(row, ref, invitee);
+      if (problem !== null) return { ok: false, reason: problem };
+      const result = await withOrganization(row.organization_id, OPERATOR, 'member', async (trx, organization): Promise<AcceptResult> => {
+        // Used, declined or revoked meanwhile: only one answer wins.
+        if (!(await store.deleteInvitation(trx, row.id))) return { ok: false, reason: missing(ref) };
+        const eventDetails = details(organization, { invitationId: row.id, role: row.role });
+        if (await store.findMember(trx, row.organization_id, invitee.id)) {
+          await audit.record({ type: 'organization.invitation.accepted', userId: invitee.id, source, reason: 'ALREADY_MEMBER', details: eventDetails }, { db: trx });
+          return { ok: false, reason: 'ALREADY_MEMBER' };
+        }
+        const now = clock();
+        await store.insertMember(trx, { organization_id: row.organization_id, user_id: invitee.id, role: row.role, created_at: now, updated_at: now });
+        await audit.record({ type: 'organization.invitation.accepted', userId: invitee.id, source, details: eventDetails }, { db: trx });
+        await audit.record({ type: 'organization.member.added', userId: invitee.id, source, details: eventDetails }, { db: trx });
+        return { ok: true, organization: toOrganization(organization), role: row.role };
+      });
+      return result.ok || result.reason !== 'ORGANIZATION_NOT_FOUND' ? (result as AcceptResult) : { ok: false, reason: missing(ref) };
+    },
+
+    /**
+     * Declines an invitation: by its link's token (whoever holds the link: the mail's reader), or
+     * by its id (the signed-in invitee, address matching and verified). The link stops working.
+     */
+    async declineInvitation(ref: InvitationRef, invitee: Invitee | null, source: AuditSource): Promise<{ ok: true } | { ok: false; reason: 'INVITATION_INVALID' | 'INVITATION_EXPIRED' | 'INVITATION_NOT_FOUND' | 'INVITATION_EMAIL_MISMATCH' | 'INVITATION_EMAIL_UNVERIFIED' }> {
+      return db.transaction().execute(async (trx) => {
+        const row = await findInvitationRow(trx, ref);
+        if (row === undefined) return { ok: false as const, reason: missing(ref) };
+        if (row.expires_at <= clock()) return { ok: false as const, reason: 'INVITATION_EXPIRED' as const };
+        if ('invitationId' in ref) {
+          const problem = invitee === null ? 'INVITATION_NOT_FOUND' : inviteeProblem(row, ref, invitee);
+          if (problem !== null) return { ok: false as const, reason: problem };
+        }
+        if (!(await store.deleteInvitation(trx, row.id))) return { ok: false as const, reason: missing(ref) };
+        const organization = await store.findOrganization(trx, row.organization_id);
+        await audit.record(
+          { type: 'organization.invitation.declined', userId: invitee?.id ?? null, source, details: { organizationId: row.organization_id, slug: organization?.slug ?? null, invitationId: row.id, role: row.role } },
+          { db: trx },
+        );
+        return { ok: true as const };
+      });
+    },
+
+    /**
+     * Makes an organization the session's active one (the user must be a member), or clears it
+     * with null. The session's next access token carries the `org` claim (see `claimFor`).
+     */
+    async activate(auth: { userId: string; sessionId: string }, organizationId: string | null): Promise<{ ok: true; organization: Membership | null } | NotFound> {
+      if (organizationId === null) {
+        await store.clearActiveOrganization(db, auth.sessionId);
+        return { ok: true, organization: null };
+      }
+      const found = await service.get(organizationId, { userId: auth.userId });
+      if (found === null || found.role === null) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
+      const now = clock();
+      await store.setActiveOrganization(db, auth.sessionId, organizationId, now);
+      return { ok: true, organization: { ...found.organization, role: found.role, joinedAt: 0, isActive: true } };
+    },
+
+    /**
+     * The `org` claim for a token of this session: its active organization while the user is a
+     * member of it (a removed member's claim is gone from the next token), else null.
+     */
+    async claimFor(subject: { userId: string; sessionId: string }): Promise<OrganizationClaim | null> {
+      const row = await store.findActiveMembership(db, subject.sessionId, subject.userId);
+      return row === undefined ? null : { id: row.id, slug: row.slug, roles: [row.role] };
+    },
+
+    /**
+     * The organizations where this user is the only OWNER and other members remain: deleting the
+     * account must wait until they have transferred ownership (or deleted them).
+     */
+    async ownershipBlockers(userId: string, on: Db = db): Promise<Array<Pick<Organization, 'id' | 'slug' | 'name'>>> {
+      const blockers: Array<Pick<Organization, 'id' | 'slug' | 'name'>> = [];
+      for (const membership of await store.listMemberships(on, userId)) {
+        if (membership.role !== OWNER) continue;
+        const counts = await store.countMembers(on, membership.id);
+        if (counts.owners <= 1 && counts.members > 1) blockers.push({ id: membership.id, slug: membership.slug, name: membership.name });
+      }
+      return blockers;
+    },
+
+    /**
+     * For account deletion, inside the caller's transaction `trx`: removes the user from every
+     * organization (`organization.member.removed`, reason ACCOUNT_DELETED) and deletes those they
+     * were the only member of (`organization.deleted`). Refused, with nothing written, while the
+     * user is the only OWNER of an organization with other members (see `ownershipBlockers`):
+     * the caller must then roll back its deletion.
+     */
+    async removeUser(userId: string, trx: Db, source: AuditSource = SYSTEM_SOURCE): Promise<RemoveUserResult> {
+      const memberships = (await store.listMemberships(trx, userId)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const plans: Array<{ organization: store.OrganizationRow; role: string; isOnlyMember: boolean }> = [];
+      const blockers: Array<Pick<Organization, 'id' | 'slug' | 'name'>> = [];
+      for (const membership of memberships) {
+        // Locked in id order, so two deletions never wait on each other in a cycle.
+        const organization = await store.lockOrganization(trx, membership.id, isPostgres);
+        if (organization === undefined) continue;
+        const counts = await store.countMembers(trx, membership.id);
+        if (membership.role === OWNER && counts.owners <= 1 && counts.members > 1) blockers.push({ id: organization.id, slug: organization.slug, name: organization.name });
+        plans.push({ organization, role: membership.role, isOnlyMember: counts.members <= 1 });
+      }
+      if (blockers.length > 0) return { ok: false, reason: 'LAST_OWNER', organizations: blockers };
+      let organizationsDeleted = 0;
+      for (const { organization, role, isOnlyMember } of plans) {
+        await store.deleteMember(trx, organization.id, userId);
+        await audit.record({ type: 'organization.member.removed', userId, source, reason: 'ACCOUNT_DELETED', details: details(organization, { role }) }, { db: trx });
+        if (isOnlyMember) {
+          await store.deleteOrganization(trx, organization.id);
+          await audit.record({ type: 'organization.deleted', userId, source, reason: 'ACCOUNT_DELETED', details: details(organization, { name: organization.name, memberCount: 1 }) }, { db: trx });
+          organizationsDeleted++;
+        }
+      }
+      return { ok: true, membershipsRemoved: plans.length, organizationsDeleted };
+    },
+
+    /** Deletes expired invitations, at most `limit` per call (the cleanup job). */
+    purgeExpiredInvitations(limit = 1_000): Promise<number> {
+      return store.deleteExpiredInvitations(db, clock(), limit);
+    },
+  };
+  return service;
+}

@@ -1,0 +1,229 @@
+/**
+ * `/admin/webhooks`: the operators' pages of the webhook endpoints, in the admin area's frame: the
+ * list with the form that registers an endpoint, one endpoint's page with its deliveries (status,
+ * attempts, last response) and the buttons that disable or enable it, rotate its secret, delete it
+ * and redeliver a delivery. The forms call the service the JSON API calls, with the same audit
+ * source (the acting admin, their IP and user agent).
+ *
+ * A new secret (a new endpoint, a rotation) is shown on the page that answers the form post, once:
+ * never in a URL, never stored in clear, `no-store` like every page. Other forms answer 303 back to
+ * a page with `?notice=CODE` or `?error=CODE`; a form the rules refuse comes back filled in, with
+ * each problem listed. CSRF (origin + token) is checked for every form post before these handlers
+ * run. Hidden from the OpenAPI document. ADMIN only, checked before any body or query is read.
+ */
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { requireAdminPages } from '../authorization/admin-only.ts';
+import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { Csrf } from '../http/csrf.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { shownCode } from '../web/page-query.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { formatTime } from '../web/time-text.ts';
+import type { EndpointProblem, WebhookEndpoint, WebhooksService } from './webhooks.service.ts';
+import { webhooksErrorMessage, webhooksNoticeMessage } from './webhooks-pages.messages.ts';
+import type { EndpointFormValues, PageAlert, WebhookPages } from './webhooks-pages.types.ts';
+
+export interface WebhookPageOptions {
+  webhooks: WebhooksService;
+  authenticate: RequestAuthenticator;
+  csrf: Csrf;
+}
+
+export const WEBHOOKS_PAGE = '/admin/webhooks';
+export const endpointPage = (id: string) => `${WEBHOOKS_PAGE}/${encodeURIComponent(id)}`;
+
+/** The admin area's header and navigation, shared with the admin module's pages. */
+const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
+
+const FIELD_LABELS = { url: 'URL', eventTypes: 'Events', description: 'Description' } as const;
+
+function refusal(problems: readonly EndpointProblem[]): PageAlert {
+  const url = problems.find((problem) => problem.field === 'url');
+  const code =
+    url?.reason === 'URL_NOT_ALLOWED' ? 'WEBHOOK_URL_NOT_ALLOWED' : url !== undefined ? 'WEBHOOK_URL_INVALID' : problems.some((problem) => problem.reason === 'EVENT_UNKNOWN') ? 'WEBHOOK_EVENT_UNKNOWN' : 'VALIDATION_ERROR';
+  return { isError: true, code, message: webhooksErrorMessage(code), details: problems.map((problem) => `${FIELD_LABELS[problem.field]}: ${problem.message}.`) };
+}
+
+/** A repeated form field (checkboxes) arrives as a string once, as an array more often. */
+const asList = (value: string | string[] | undefined) => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+
+function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
+  const alerts: PageAlert[] = [];
+  const notice = query.notice === undefined ? null : webhooksNoticeMessage(query.notice);
+  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
+  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: webhooksErrorMessage(query.error) });
+  return alerts;
+}
+
+function stateOf(endpoint: WebhookEndpoint): string {
+  if (endpoint.isEnabled) return endpoint.failingSince === null ? 'Enabled' : 'Enabled (failing)';
+  return endpoint.disabledReason === 'FAILING' ? 'Disabled: every delivery kept failing' : 'Disabled';
+}
+
+const EMPTY_FORM: EndpointFormValues = { url: '', description: '', eventTypes: [] };
+
+const hidden = { hide: true } as const;
+const csrfField = z.string().max(200).optional();
+const pageQuery = z.object({ notice: shownCode, error: shownCode });
+const endpointParams = z.object({ id: z.string().min(1).max(64) });
+
+const createForm = z.object({
+  url: z.string().max(5000).optional(),
+  description: z.string().max(1000).optional(),
+  eventTypes: z.union([z.string().max(200), z.array(z.string().max(200)).max(100)]).optional(),
+  csrfToken: csrfField,
+});
+const stateBody = z.object({ csrfToken: csrfField }).optional();
+
+export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = async (app, options) => {
+  const { webhooks, authenticate, csrf } = options;
+  const pages = createPageRenderer<WebhookPages>([...templatesIn(join(import.meta.dirname, 'templates')), ADMIN_HEADER]);
+  const actingAdmin = requireAdminPages(app, authenticate);
+  const actor = async (request: FastifyRequest, reply: FastifyReply) => requestSource(request, (await actingAdmin(request, reply)).userId);
+  const eventTypeChoices = webhooks.eventTypes.map((value, index) => ({ value, id: `event-${index}` }));
+
+  async function showList(request: FastifyRequest, reply: FastifyReply, form: EndpointFormValues, alerts: PageAlert[]) {
+    const endpoints = await webhooks.list();
+    return sendPage(
+      reply,
+      pages.render('admin-webhooks', {
+        title: 'Webhooks',
+        isFull: true,
+        section: 'webhooks',
+        alerts,
+        csrfToken: csrf.issueToken(request, reply),
+        endpoints: endpoints.map((endpoint) => ({
+          href: endpointPage(endpoint.id),
+          id: endpoint.id,
+          url: endpoint.url,
+          description: endpoint.description,
+          eventTypes: endpoint.eventTypes,
+          state: stateOf(endpoint),
+          createdAt: formatTime(endpoint.createdAt),
+        })),
+        form,
+        eventTypeChoices,
+        createAction: WEBHOOKS_PAGE,
+      }),
+    );
+  }
+
+  async function showEndpoint(request: FastifyRequest, reply: FastifyReply, endpoint: WebhookEndpoint, alerts: PageAlert[]) {
+    const base = endpointPage(endpoint.id);
+    const deliveries = (await webhooks.listDeliveries(endpoint.id, 100)) ?? [];
+    return sendPage(
+      reply,
+      pages.render('admin-webhook', {
+        title: 'Webhook endpoint',
+        isFull: true,
+        section: 'webhooks',
+        alerts,
+        csrfToken: csrf.issueToken(request, reply),
+        endpoint: {
+          id: endpoint.id,
+          url: endpoint.url,
+          description: endpoint.description,
+          eventTypes: endpoint.eventTypes,
+          isEnabled: endpoint.isEnabled,
+          state: stateOf(endpoint),
+          failingSince: endpoint.failingSince === null ? null : formatTime(endpoint.failingSince),
+          createdAt: formatTime(endpoint.createdAt),
+          updatedAt: formatTime(endpoint.updatedAt),
+          secretRotatedAt: endpoint.secretRotatedAt === null ? null : formatTime(endpoint.secretRotatedAt),
+          previousSecretExpiresAt: endpoint.previousSecretExpiresAt === null || endpoint.previousSecretExpiresAt <= Date.now() ? null : formatTime(endpoint.previousSecretExpiresAt),
+        },
+        deliveries: deliveries.map((delivery) => ({
+          id: delivery.id,
+          eventType: delivery.eventType,
+          status: delivery.status,
+          attempts: delivery.attempts,
+          lastResponseCode: delivery.lastResponseCode,
+          lastError: delivery.lastError,
+          lastResponseSnippet: delivery.lastResponseSnippet,
+          nextAttemptAt: delivery.nextAttemptAt === null ? null : formatTime(delivery.nextAttemptAt),
+          createdAt: formatTime(delivery.createdAt),
+          isRedelivery: delivery.redeliveryOf !== null,
+          redeliverAction: delivery.status === 'pending' || !endpoint.isEnabled ? null : `${base}/deliveries/${encodeURIComponent(delivery.id)}/redeliver`,
+        })),
+        actions: { disable: `${base}/disable`, enable: `${base}/enable`, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
+      }),
+    );
+  }
+
+  /** The page that shows a secret, this once (the answer to the form post: never a URL). */
+  function showSecret(reply: FastifyReply, endpoint: WebhookEndpoint, secret: string, isNew: boolean) {
+    const heading = isNew ? 'Webhook endpoint registered' : 'New signing secret';
+    return sendPage(
+      reply,
+      pages.render('admin-webhook-secret', {
+        title: heading,
+        section: 'webhooks',
+        alerts: [],
+        heading,
+        intro: isNew ? 'The endpoint is registered: events are sent to it from now on.' : 'The endpoint has a new signing secret; the previous one keeps signing too for 24 hours.',
+        endpointId: endpoint.id,
+        url: endpoint.url,
+        secret,
+        endpointHref: endpointPage(endpoint.id),
+      }),
+    );
+  }
+
+  const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${WEBHOOKS_PAGE}?${new URLSearchParams(query)}`, 303);
+  const toEndpoint = (reply: FastifyReply, id: string, query: { notice: string } | { error: string }) => reply.redirect(`${endpointPage(id)}?${new URLSearchParams(query)}`, 303);
+
+  app.get(WEBHOOKS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query)));
+
+  app.get(`${WEBHOOKS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
+    const endpoint = await webhooks.show(request.params.id);
+    if (endpoint === null) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
+    return showEndpoint(request, reply, endpoint, alertsOf(request.query));
+  });
+
+  // What the handlers cannot tell apart (a malformed field, a database outage) goes back to the list.
+  const formRoute = { config: { formErrorPage: WEBHOOKS_PAGE } };
+
+  app.post(WEBHOOKS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
+    const form: EndpointFormValues = { url: request.body.url ?? '', description: request.body.description ?? '', eventTypes: asList(request.body.eventTypes) };
+    const result = await webhooks.create(form, await actor(request, reply));
+    if (!result.ok) return showList(request, reply, form, [refusal(result.problems)]);
+    return showSecret(reply, result.endpoint, result.secret, true);
+  });
+
+  for (const action of ['disable', 'enable'] as const) {
+    app.post(`${WEBHOOKS_PAGE}/:id/${action}`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {
+      const source = await actor(request, reply);
+      const endpoint = action === 'disable' ? await webhooks.disable(request.params.id, source) : await webhooks.enable(request.params.id, source);
+      if (endpoint === null) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
+      return toEndpoint(reply, endpoint.id, { notice: action === 'disable' ? 'WEBHOOK_DISABLED' : 'WEBHOOK_ENABLED' });
+    });
+  }
+
+  app.post(`${WEBHOOKS_PAGE}/:id/rotate-secret`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {
+    const result = await webhooks.rotateSecret(request.params.id, await actor(request, reply));
+    if (!result.ok) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
+    return showSecret(reply, result.endpoint, result.secret, false);
+  });
+
+  app.post(`${WEBHOOKS_PAGE}/:id/delete`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {
+    const deleted = await webhooks.delete(request.params.id, await actor(request, reply));
+    return toList(reply, deleted ? { notice: 'WEBHOOK_DELETED' } : { error: 'WEBHOOK_NOT_FOUND' });
+  });
+
+  app.post(
+    `${WEBHOOKS_PAGE}/:id/deliveries/:deliveryId/redeliver`,
+    { ...formRoute, schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64), deliveryId: z.string().min(1).max(64) }), body: stateBody } },
+    async (request, reply) => {
+      const { id, deliveryId } = request.params;
+      const existing = await webhooks.showDelivery(deliveryId);
+      if (existing === null || existing.endpointId !== id) return toEndpoint(reply, id, { error: 'WEBHOOK_DELIVERY_NOT_FOUND' });
+      const result = await webhooks.redeliver(deliveryId, await actor(request, reply));
+      if (result.ok) return toEndpoint(reply, id, { notice: 'WEBHOOK_REDELIVERED' });
+      const code = result.reason === 'PENDING' ? 'WEBHOOK_DELIVERY_PENDING' : result.reason === 'ENDPOINT_DISABLED' ? 'WEBHOOK_ENDPOINT_DISABLED' : 'WEBHOOK_DELIVERY_NOT_FOUND';
+      return toEndpoint(reply, id, { error: code });
+    },
+  );
+};

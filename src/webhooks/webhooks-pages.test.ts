@@ -1,0 +1,132 @@
+/**
+ * `/admin/webhooks` through `app.inject()` on the real app: ADMIN only (sign-in for nobody, the
+ * 403 page for a non-admin, a forged form refused), registering an endpoint through the form with
+ * its CSRF token (the secret shown once on the answer to the post, never in a URL or on a later
+ * page), a form the rules refuse sent back filled in with each problem, and the endpoint's page
+ * with its deliveries and its disable, enable, rotate, redeliver and delete buttons.
+ */
+import { before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { createSqliteDatabase } from '../../test/helpers/databases.ts';
+import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { CookieJar } from '../../test/helpers/cookie-jar.ts';
+import { assertHtmlPage, hiddenValue, unescapeHtml } from '../../test/helpers/pages.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const FORM = 'application/x-www-form-urlencoded';
+
+function fieldValue(html: string, id: string): string {
+  const match = new RegExp(`<input id="${id}" type="text" value="([^"]*)"`).exec(html);
+  assert.ok(match, `field ${id}`);
+  return unescapeHtml(match[1]!);
+}
+
+describe('webhook admin pages', () => {
+  const t = useTestApp({ name: 'sqlite', skip: false, create: createSqliteDatabase }, { env: { WEBHOOK_POLL_INTERVAL_MS: '600000' } });
+  let origin: string;
+  let admin: CookieJar;
+  let plain: CookieJar;
+
+  async function signIn(email: string, roles: string[]): Promise<CookieJar> {
+    await createUser(t.services, { email, password: PASSWORD, roles });
+    const response = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email, password: PASSWORD } });
+    assert.equal(response.statusCode, 200, response.body);
+    return new CookieJar().store(response);
+  }
+
+  before(async () => {
+    origin = new URL(t.config.authUrl).origin;
+    admin = await signIn('ada@example.com', ['ADMIN']);
+    plain = await signIn('paul@example.com', []);
+  });
+
+  async function get(url: string, jar?: CookieJar) {
+    const response = await t.app.inject({ method: 'GET', url, headers: jar ? { cookie: jar.header() } : {} });
+    jar?.store(response);
+    return response;
+  }
+  async function post(url: string, jar: CookieJar, fields: Array<[string, string]>) {
+    const response = await t.app.inject({ method: 'POST', url, headers: { 'content-type': FORM, origin, cookie: jar.header() }, payload: new URLSearchParams(fields).toString() });
+    jar.store(response);
+    return response;
+  }
+  async function submit(pageUrl: string, action: string, fields: Array<[string, string]>, jar = admin): Promise<LightMyRequestResponse> {
+    const page = await get(pageUrl, jar);
+    assert.equal(page.statusCode, 200, page.body);
+    return post(action, jar, [['csrfToken', hiddenValue(page.body, 'csrfToken')], ...fields]);
+  }
+
+  it('is for admins only', async () => {
+    const anonymous = await get('/admin/webhooks');
+    assert.equal(anonymous.statusCode, 303);
+    assert.match(String(anonymous.headers.location), /^\/auth\/signin\?callbackUrl=\/admin\/webhooks$/);
+    assertHtmlPage(await get('/admin/webhooks', plain), 'non-admin', 403);
+    const forged = await post('/admin/webhooks', plain, [['csrfToken', hiddenValue((await get('/auth/signout', plain)).body, 'csrfToken')], ['url', 'https://x.example.com/']]);
+    assert.equal(forged.statusCode, 403);
+    const noToken = await post('/admin/webhooks', admin, [['url', 'https://x.example.com/'], ['eventTypes', 'user.created']]);
+    assert.equal(noToken.statusCode, 403, 'no CSRF token');
+    assert.equal((await t.services.webhooks.list()).length, 0);
+  });
+
+  it('registers an endpoint through the form, shows its secret once, and sends a refused form back filled in', async () => {
+    const list = await get('/admin/webhooks', admin);
+    assertHtmlPage(list, 'list');
+    assert.match(list.body, /<a href="\/admin\/webhooks" aria-current="page">Webhooks<\/a>/);
+    assert.match(list.body, /<input id="event-0" name="eventTypes" type="checkbox" value="user.created">/);
+
+    const refused = await submit('/admin/webhooks', '/admin/webhooks', [['url', 'http://10.0.0.5/in'], ['description', 'Inner <app>'], ['eventTypes', 'user.created']]);
+    assertHtmlPage(refused, 'refused');
+    assert.match(refused.body, /WEBHOOK_URL_NOT_ALLOWED/);
+    assert.match(refused.body, /URL: must not be a private/);
+    assert.match(refused.body, /value="http:\/\/10.0.0.5\/in"/);
+    assert.match(refused.body, /Inner &lt;app&gt;/);
+    assert.match(refused.body, /value="user.created" checked>/);
+
+    const created = await submit('/admin/webhooks', '/admin/webhooks', [['url', 'https://hooks.example.com/in'], ['description', 'CRM'], ['eventTypes', 'user.created'], ['eventTypes', 'email.verified']]);
+    assertHtmlPage(created, 'secret page');
+    assert.equal(created.headers.location, undefined, 'not a redirect: the secret is never in a URL');
+    const id = fieldValue(created.body, 'endpoint-id');
+    const secret = fieldValue(created.body, 'signing-secret');
+    assert.match(secret, /^whsec_/);
+    const endpoint = await t.services.webhooks.show(id);
+    assert.deepEqual(endpoint?.eventTypes, ['user.created', 'email.verified']);
+    const page = await get(`/admin/webhooks/${id}`, admin);
+    assertHtmlPage(page, 'endpoint page');
+    assert.ok(!page.body.includes(secret.slice(6)) && !(await get('/admin/webhooks', admin)).body.includes(secret.slice(6)), 'shown once');
+    assert.match(page.body, /Nothing has been sent to this endpoint yet/);
+  });
+
+  it('shows deliveries and disables, enables, redelivers, rotates and deletes through the endpoint page', async () => {
+    const [endpoint] = await t.services.webhooks.list();
+    const pageUrl = `/admin/webhooks/${endpoint!.id}`;
+    await t.services.audit.record({ type: 'email.verified', userId: 'user-page' });
+    let page = await get(pageUrl, admin);
+    assert.match(page.body, /<tr class="delivery">\s*<td><code>email.verified<\/code><\/td>\s*<td>pending<\/td>/);
+    assert.ok(!page.body.includes('Redeliver</button>'), 'nothing to redeliver while pending');
+
+    const disabled = await submit(pageUrl, `${pageUrl}/disable`, []);
+    assert.equal(disabled.statusCode, 303);
+    assert.equal(disabled.headers.location, `${pageUrl}?notice=WEBHOOK_DISABLED`);
+    page = await get(pageUrl, admin);
+    assert.match(page.body, /<dt>State<\/dt><dd>Disabled<\/dd>/);
+    assert.match(page.body, /<td>failed<\/td>[\s\S]*ENDPOINT_DISABLED/);
+    assert.equal((await submit(pageUrl, `${pageUrl}/enable`, [])).headers.location, `${pageUrl}?notice=WEBHOOK_ENABLED`);
+    page = await get(pageUrl, admin);
+    const action = /<form method="post" action="([^"]+\/redeliver)">/.exec(page.body)?.[1];
+    assert.ok(action, 'a failed delivery can be redelivered');
+    assert.equal((await submit(pageUrl, unescapeHtml(action), [])).headers.location, `${pageUrl}?notice=WEBHOOK_REDELIVERED`);
+    assert.equal((await t.services.webhooks.listDeliveries(endpoint!.id))!.length, 2);
+    assert.match((await get(`${pageUrl}?notice=WEBHOOK_REDELIVERED`, admin)).body, /queued to be sent again/);
+
+    const rotated = await submit(pageUrl, `${pageUrl}/rotate-secret`, []);
+    assertHtmlPage(rotated, 'rotated');
+    assert.match(rotated.body, /New signing secret/);
+    assert.match(fieldValue(rotated.body, 'signing-secret'), /^whsec_/);
+    assert.match((await get(pageUrl, admin)).body, /Previous secret signs until/);
+
+    const deleted = await submit(pageUrl, `${pageUrl}/delete`, []);
+    assert.equal(deleted.headers.location, '/admin/webhooks?notice=WEBHOOK_DELETED');
+    assert.equal((await get(pageUrl, admin)).headers.location, '/admin/webhooks?error=WEBHOOK_NOT_FOUND');
+  });
+});

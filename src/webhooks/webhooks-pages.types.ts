@@ -1,0 +1,84 @@
+/** The webhook pages' templates (in `templates/`) and the data each one reads. */
+import type { TimeText } from '../web/time-text.ts';
+
+/** A message at the top of a page: what a form just did, or why it did not. */
+export interface PageAlert {
+  isError: boolean;
+  code: string;
+  message: string;
+  /** What is wrong with each field, for a form sent back. */
+  details?: string[];
+}
+
+/** What every admin page gives `admin-header.eta` (the admin module's, shared). */
+interface AdminFrame {
+  section: 'webhooks';
+  alerts: PageAlert[];
+}
+
+export interface EndpointFormValues {
+  url: string;
+  description: string;
+  eventTypes: string[];
+}
+
+export interface EndpointListItem {
+  href: string;
+  id: string;
+  url: string;
+  description: string;
+  eventTypes: string[];
+  state: string;
+  createdAt: TimeText;
+}
+
+export interface DeliveryItem {
+  id: string;
+  eventType: string;
+  status: string;
+  attempts: number;
+  lastResponseCode: number | null;
+  lastError: string | null;
+  lastResponseSnippet: string | null;
+  nextAttemptAt: TimeText | null;
+  createdAt: TimeText;
+  isRedelivery: boolean;
+  /** The redeliver form's action; null while pending (or the endpoint is disabled). */
+  redeliverAction: string | null;
+}
+
+export interface WebhookPages {
+  'admin-webhooks': AdminFrame & {
+    endpoints: EndpointListItem[];
+    csrfToken: string;
+    form: EndpointFormValues;
+    eventTypeChoices: Array<{ value: string; id: string }>;
+    createAction: string;
+  };
+  'admin-webhook': AdminFrame & {
+    csrfToken: string;
+    endpoint: {
+      id: string;
+      url: string;
+      description: string;
+      eventTypes: string[];
+      isEnabled: boolean;
+      state: string;
+      failingSince: TimeText | null;
+      createdAt: TimeText;
+      updatedAt: TimeText;
+      secretRotatedAt: TimeText | null;
+      previousSecretExpiresAt: TimeText | null;
+    };
+    deliveries: DeliveryItem[];
+    actions: { disable: string; enable: string; rotateSecret: string; delete: string };
+  };
+  'admin-webhook-secret': AdminFrame & {
+    heading: string;
+    intro: string;
+    endpointId: string;
+    url: string;
+    secret: string;
+    endpointHref: string;
+  };
+}

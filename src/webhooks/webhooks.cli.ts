@@ -1,0 +1,247 @@
+/**
+ * `gatehouse webhooks …`: webhook endpoints at the command line, through the same service as the
+ * admin API and pages; changes are audited as made at the command line. A signing secret is printed
+ * once, on standard output (with `--json`, as `{"id","secret"}`), and never logged. The CLI starts no
+ * worker: the server's delivers what it queues (a redelivery, say).
+ * Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the command line is wrong
+ * (a value the rules refuse included, with each problem on standard error).
+ */
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import type { ServiceRegistry } from '../module.ts';
+import { CLI_SOURCE } from '../audit/audit.service.ts';
+import type { EndpointProblem, WebhookDelivery, WebhookEndpoint } from './webhooks.service.ts';
+import { toDeliveryBody, toEndpointBody } from './webhooks.routes.ts';
+
+export interface CliIo {
+  stdin: NodeJS.ReadableStream;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+/** Runs `fn` with the server's services on the configured, migrated database (the CLI's `withServices`). */
+export type WithServices = (io: CliIo, fn: (services: ServiceRegistry) => Promise<void>) => Promise<void>;
+
+/** The lines of `gatehouse help` about these commands. */
+export const WEBHOOKS_USAGE = `  gatehouse webhooks create --url U --event T [--event T]... [--description D] [--json]
+                                    register a webhook endpoint; its signing secret (whsec_...)
+                                    is printed this once
+  gatehouse webhooks list [--json]  the webhook endpoints, newest first
+  gatehouse webhooks show ID [--json]
+                                    one endpoint (never its secret)
+  gatehouse webhooks disable ID     stop sending to an endpoint (its pending deliveries stop)
+  gatehouse webhooks enable ID      send to an endpoint again
+  gatehouse webhooks rotate-secret ID [--json]
+                                    a new secret, printed this once; the old one signs too for 24 h
+  gatehouse webhooks delete ID      delete an endpoint and its deliveries
+  gatehouse webhooks deliveries ID [--limit N] [--json]
+                                    an endpoint's deliveries: status, attempts, response code
+  gatehouse webhooks redeliver DELIVERY_ID
+                                    send a delivered or failed webhook again (same webhook-id)`;
+
+class WebhooksCliError extends Error {
+  readonly exitCode: number;
+  constructor(message: string, exitCode = 1) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+type Command = (args: string[], io: CliIo, withServices: WithServices) => Promise<void>;
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  create: createEndpoint,
+  list: listEndpoints,
+  show: showEndpoint,
+  disable: (args, io, withServices) => setEnabled(args, io, withServices, false),
+  enable: (args, io, withServices) => setEnabled(args, io, withServices, true),
+  'rotate-secret': rotateSecret,
+  delete: deleteEndpoint,
+  deliveries: listDeliveries,
+  redeliver,
+};
+
+/** `gatehouse webhooks <command> …`: the exit code; failures are written to `io.stderr`. */
+export async function runWebhooksCommand(args: readonly string[], io: CliIo, deps: { withServices: WithServices; usage: string }): Promise<number> {
+  const [name = '', ...rest] = args;
+  try {
+    const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+    if (command === undefined) throw new WebhooksCliError(`unknown webhooks command "${name}"\n\n${deps.usage}`, 2);
+    await command(rest, io, deps.withServices);
+    return 0;
+  } catch (error) {
+    if (!(error instanceof WebhooksCliError)) throw error;
+    io.stderr.write(`gatehouse: ${error.message}\n`);
+    return error.exitCode;
+  }
+}
+
+function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T, positionals: number, what = 'endpoint ID') {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 });
+  } catch (error) {
+    throw new WebhooksCliError(`${(error as Error).message}\n\n${WEBHOOKS_USAGE}`, 2);
+  }
+  if (parsed.positionals.length !== positionals) throw new WebhooksCliError(positionals === 0 ? 'unexpected argument' : `name exactly one ${what}`, 2);
+  return parsed;
+}
+
+const OPTION_OF = { url: '--url', eventTypes: '--event', description: '--description' } as const;
+const describeProblem = (problem: EndpointProblem) => `${OPTION_OF[problem.field]}: ${problem.message}`;
+
+/** Control characters (a receiver's answer can hold anything) shown as `?`. */
+const clean = (value: string) => value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+const time = (ms: number | null) => (ms === null ? '-' : new Date(ms).toISOString());
+const shortTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
+
+async function createEndpoint(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values } = parse(args, { url: { type: 'string' }, event: { type: 'string', multiple: true }, description: { type: 'string' }, json: { type: 'boolean' } }, 0);
+  if (values.url === undefined || values.url.trim() === '') throw new WebhooksCliError('--url is required', 2);
+  if (values.event === undefined || values.event.length === 0) throw new WebhooksCliError('name at least one --event', 2);
+  const input = { url: values.url, eventTypes: values.event, ...(values.description !== undefined && { description: values.description }) };
+  await withServices(io, async ({ webhooks }) => {
+    const result = await webhooks.create(input, CLI_SOURCE);
+    if (!result.ok) {
+      const known = result.problems.some((problem) => problem.reason === 'EVENT_UNKNOWN') ? `\n  event types: ${webhooks.eventTypes.join(', ')}` : '';
+      throw new WebhooksCliError(`the endpoint was not registered:\n${result.problems.map((problem) => `  ${describeProblem(problem)}`).join('\n')}${known}`, 2);
+    }
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify({ id: result.endpoint.id, secret: result.secret })}\n`);
+      return;
+    }
+    io.stdout.write(`Registered webhook endpoint ${result.endpoint.id} (${result.endpoint.url})\n`);
+    io.stdout.write(`Signing secret (shown only this once): ${result.secret}\n`);
+  });
+}
+
+async function listEndpoints(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } }, 0);
+  await withServices(io, async ({ webhooks }) => {
+    const endpoints = await webhooks.list();
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify(endpoints.map(toEndpointBody))}\n`);
+      return;
+    }
+    if (endpoints.length === 0) {
+      io.stdout.write('No webhook endpoints.\n');
+      return;
+    }
+    const rows = endpoints.map((endpoint) => [endpoint.id, stateOf(endpoint), shortTime(endpoint.createdAt), endpoint.eventTypes.join(','), clean(endpoint.url)]);
+    io.stdout.write(formatTable(['ID', 'STATE', 'CREATED (UTC)', 'EVENTS', 'URL'], rows));
+    io.stdout.write(`${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'}\n`);
+  });
+}
+
+function stateOf(endpoint: WebhookEndpoint): string {
+  if (endpoint.isEnabled) return endpoint.failingSince === null ? 'enabled' : 'failing';
+  return endpoint.disabledReason === 'FAILING' ? 'disabled(failing)' : 'disabled';
+}
+
+async function showEndpoint(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  await withServices(io, async ({ webhooks }) => {
+    const endpoint = await webhooks.show(id);
+    if (endpoint === null) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    io.stdout.write(values.json ? `${JSON.stringify(toEndpointBody(endpoint))}\n` : describeEndpoint(endpoint));
+  });
+}
+
+async function setEnabled(args: string[], io: CliIo, withServices: WithServices, enabled: boolean): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const id = positionals[0]!;
+  await withServices(io, async ({ webhooks }) => {
+    const before = await webhooks.show(id);
+    const after = before === null ? null : enabled ? await webhooks.enable(id, CLI_SOURCE) : await webhooks.disable(id, CLI_SOURCE);
+    if (before === null || after === null) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    const word = enabled ? 'enabled' : 'disabled';
+    io.stdout.write(before.isEnabled === enabled ? `Webhook endpoint ${id} was already ${word}\n` : `${enabled ? 'Enabled' : 'Disabled'} webhook endpoint ${id}\n`);
+  });
+}
+
+async function rotateSecret(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  await withServices(io, async ({ webhooks }) => {
+    const result = await webhooks.rotateSecret(id, CLI_SOURCE);
+    if (!result.ok) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify({ id: result.endpoint.id, secret: result.secret })}\n`);
+      return;
+    }
+    io.stdout.write(`New signing secret for ${id}; the previous one also signs until ${time(result.endpoint.previousSecretExpiresAt)}.\n`);
+    io.stdout.write(`Signing secret (shown only this once): ${result.secret}\n`);
+  });
+}
+
+async function deleteEndpoint(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const id = positionals[0]!;
+  await withServices(io, async ({ webhooks }) => {
+    if (!(await webhooks.delete(id, CLI_SOURCE))) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    io.stdout.write(`Deleted webhook endpoint ${id}\n`);
+  });
+}
+
+async function listDeliveries(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' } }, 1);
+  const id = positionals[0]!;
+  const limit = values.limit === undefined ? 50 : Number(values.limit);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw new WebhooksCliError('--limit must be an integer from 1 to 500', 2);
+  await withServices(io, async ({ webhooks }) => {
+    const deliveries = await webhooks.listDeliveries(id, limit);
+    if (deliveries === null) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify(deliveries.map(toDeliveryBody))}\n`);
+      return;
+    }
+    if (deliveries.length === 0) {
+      io.stdout.write('No deliveries.\n');
+      return;
+    }
+    io.stdout.write(formatTable(['DELIVERY ID', 'EVENT', 'STATUS', 'ATTEMPTS', 'RESPONSE', 'ERROR', 'CREATED (UTC)'], deliveries.map(deliveryRow)));
+    io.stdout.write(`${deliveries.length} deliver${deliveries.length === 1 ? 'y' : 'ies'}\n`);
+  });
+}
+
+function deliveryRow(delivery: WebhookDelivery): string[] {
+  return [delivery.id, delivery.eventType, delivery.status, String(delivery.attempts), delivery.lastResponseCode === null ? '-' : String(delivery.lastResponseCode), delivery.lastError ?? '-', shortTime(delivery.createdAt)];
+}
+
+async function redeliver(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { positionals } = parse(args, {}, 1, 'delivery ID');
+  const id = positionals[0]!;
+  await withServices(io, async ({ webhooks }) => {
+    const result = await webhooks.redeliver(id, CLI_SOURCE);
+    if (!result.ok) {
+      const message =
+        result.reason === 'PENDING' ? `delivery ${id} is still pending: it will be tried again by itself` : result.reason === 'ENDPOINT_DISABLED' ? `the endpoint of delivery ${id} is disabled: enable it first` : `no webhook delivery with the ID ${id}`;
+      throw new WebhooksCliError(message);
+    }
+    io.stdout.write(`Queued delivery ${result.delivery.id} (a redelivery of ${id}, webhook-id ${result.delivery.webhookId}); the running server sends it.\n`);
+  });
+}
+
+function describeEndpoint(endpoint: WebhookEndpoint): string {
+  const lines: Array<[string, string]> = [
+    ['ID', endpoint.id],
+    ['URL', clean(endpoint.url)],
+    ['Description', clean(endpoint.description) || '-'],
+    ['Events', endpoint.eventTypes.join(', ')],
+    ['State', stateOf(endpoint)],
+    ['Failing since', time(endpoint.failingSince)],
+    ['Created', time(endpoint.createdAt)],
+    ['Updated', time(endpoint.updatedAt)],
+    ['Secret rotated', endpoint.secretRotatedAt === null ? 'never' : time(endpoint.secretRotatedAt)],
+    ...(endpoint.previousSecretExpiresAt === null ? [] : [['Previous secret until', time(endpoint.previousSecretExpiresAt)] as [string, string]]),
+  ];
+  const width = Math.max(...lines.map(([label]) => label.length));
+  return lines.map(([label, value]) => `${`${label}:`.padEnd(width + 2)}${value}\n`).join('');
+}
+
+/** Left-aligned columns. */
+function formatTable(header: string[], rows: string[][]): string {
+  const cells = [header, ...rows];
+  const widths = header.map((_, column) => Math.max(...cells.map((row) => [...row[column]!].length)));
+  return cells.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell + ' '.repeat(widths[column]! - [...cell].length))).join('  ')).join('\n') + '\n';
+}
