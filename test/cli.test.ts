@@ -296,5 +296,28 @@ for (const backend of allBackends) {
       assert.equal(none.code, 0, describeRun(none));
       assert.equal(none.stdout, 'No users.\n');
     });
+
+    it('users delete needs --yes, then deletes the account for good (recorded as done at the command line)', async (t) => {
+      const { services } = await app();
+      const address = 'leaving@example.com';
+      const created = await services.credentials.createPasswordUser({ email: address, name: 'Leaving User', password: PASSWORD, emailVerified: true });
+      assert.ok(created.ok);
+      const unconfirmed = await cli(['users', 'delete', '--email', address], (fn) => t.after(fn));
+      assert.equal(unconfirmed.code, 2, describeRun(unconfirmed));
+      assert.match(unconfirmed.stderr, /add --yes/);
+      assert.ok((await services.users.findUserById(created.user.id)) !== null, 'nothing deleted');
+
+      const deleted = await cli(['users', 'delete', '--email', address, '--yes'], (fn) => t.after(fn));
+      assert.equal(deleted.code, 0, describeRun(deleted));
+      assert.equal(deleted.stdout, `Deleted ${address}\n`);
+      assert.equal(await services.users.findUserById(created.user.id), null);
+      const event = (await services.audit.listEvents({ userId: created.user.id, type: 'user.deleted', limit: 5 })).events[0];
+      assert.ok(event !== undefined);
+      assert.equal(event.reason, 'CLI');
+      assert.equal(event.details?.via, 'cli');
+
+      const unknown = await cli(['users', 'delete', '--email', address, '--yes'], (fn) => t.after(fn));
+      assert.equal(unknown.code, 1, describeRun(unknown));
+    });
   });
 }

@@ -112,7 +112,59 @@ for (const backend of await backends()) {
           { method: 'GET', path: '/api/admin/events', ok: 200, request: async () => ({ url: '/api/admin/events' }) },
           // The OpenID Provider's client registry (module oidc-clients) lives in the admin API too.
           ...clientRoutes(),
+          // So do account deletion, the organizations and the webhooks (their modules).
+          { method: 'DELETE', path: '/api/admin/users/{id}', ok: 200, request: async () => ({ url: `/api/admin/users/${(await newSignedInUser()).id}` }) },
+          ...organizationRoutes(),
+          ...webhookRoutes(),
         ];
+
+        /** An organization for a route that shows or deletes one. */
+        async function newOrganization(): Promise<string> {
+          const owner = await newSignedInUser();
+          const result = await t.services.organizations.create({ name: 'Table Org' }, owner.id, SYSTEM_SOURCE);
+          assert.ok(result.ok);
+          return result.organization.id;
+        }
+        function organizationRoutes(): typeof routes {
+          return [
+            { method: 'GET', path: '/api/admin/organizations', ok: 200, request: async () => ({ url: '/api/admin/organizations' }) },
+            { method: 'GET', path: '/api/admin/organizations/{id}', ok: 200, request: async () => ({ url: `/api/admin/organizations/${await newOrganization()}` }) },
+            { method: 'DELETE', path: '/api/admin/organizations/{id}', ok: 200, request: async () => ({ url: `/api/admin/organizations/${await newOrganization()}` }) },
+          ];
+        }
+
+        /** A webhook endpoint (no delivery is attempted: no worker runs here). */
+        async function newEndpoint(): Promise<string> {
+          const result = await t.services.webhooks.create({ url: 'https://hooks.example.com/in', eventTypes: ['user.created'] }, SYSTEM_SOURCE);
+          assert.ok(result.ok);
+          return result.endpoint.id;
+        }
+        /** A failed delivery of an enabled endpoint: one that may be redelivered. */
+        async function newFailedDelivery(): Promise<string> {
+          const endpointId = await newEndpoint();
+          await t.services.audit.record({ type: 'user.created', userId: (await newSignedInUser()).id });
+          await t.services.webhooks.disable(endpointId, SYSTEM_SOURCE);
+          await t.services.webhooks.enable(endpointId, SYSTEM_SOURCE);
+          const deliveries = await t.services.webhooks.listDeliveries(endpointId);
+          assert.ok(deliveries !== null && deliveries.length > 0);
+          return deliveries[0]!.id;
+        }
+        function webhookRoutes(): typeof routes {
+          const endpoint = async (suffix = '') => ({ url: `/api/admin/webhooks/${await newEndpoint()}${suffix}` });
+          return [
+            { method: 'GET', path: '/api/admin/webhooks', ok: 200, request: async () => ({ url: '/api/admin/webhooks' }) },
+            { method: 'GET', path: '/api/admin/webhooks/event-types', ok: 200, request: async () => ({ url: '/api/admin/webhooks/event-types' }) },
+            { method: 'POST', path: '/api/admin/webhooks', ok: 201, request: async () => ({ url: '/api/admin/webhooks', payload: { url: 'https://hooks.example.com/new', eventTypes: ['user.created'] } }) },
+            { method: 'GET', path: '/api/admin/webhooks/{id}', ok: 200, request: () => endpoint() },
+            { method: 'PATCH', path: '/api/admin/webhooks/{id}', ok: 200, request: async () => ({ ...(await endpoint()), payload: { description: 'Renamed' } }) },
+            { method: 'POST', path: '/api/admin/webhooks/{id}/disable', ok: 200, request: () => endpoint('/disable') },
+            { method: 'POST', path: '/api/admin/webhooks/{id}/enable', ok: 200, request: () => endpoint('/enable') },
+            { method: 'POST', path: '/api/admin/webhooks/{id}/rotate-secret', ok: 200, request: () => endpoint('/rotate-secret') },
+            { method: 'DELETE', path: '/api/admin/webhooks/{id}', ok: 200, request: () => endpoint() },
+            { method: 'GET', path: '/api/admin/webhooks/{id}/deliveries', ok: 200, request: () => endpoint('/deliveries') },
+            { method: 'POST', path: '/api/admin/webhooks/deliveries/{deliveryId}/redeliver', ok: 201, request: async () => ({ url: `/api/admin/webhooks/deliveries/${await newFailedDelivery()}/redeliver` }) },
+          ];
+        }
 
         /** A client registered for a route that changes or removes one. */
         async function newClient(): Promise<string> {

@@ -182,6 +182,14 @@ describe('mail templates', () => {
         changedAt: Date.UTC(2026, 10, 24, 9, 30),
         forgotPasswordUrl: url('/auth/forgot-password'),
       }),
+      renderer.render('organization-invitation', { name: null, organizationName: 'Acme <Labs>', role: 'ADMIN', acceptUrl: url('/organizations/invitations/accept'), expiresInMinutes: 7 * 1440 }),
+      renderer.render('webhook-endpoint-disabled', {
+        name: 'Ada',
+        endpointId: 'ep1',
+        host: 'hooks.example.com',
+        failingSinceAt: Date.UTC(2026, 10, 20, 8, 0),
+        adminUrl: url('/admin/webhooks/ep1'),
+      }),
     ];
     assert.equal(rendered.length, TEMPLATE_NAMES.length);
     for (const mail of rendered) {
@@ -200,5 +208,8 @@ describe('mail templates', () => {
     assert.equal(rendered[4]!.subject, 'An authenticator app was added', 'a notice names its own subject');
     assert.ok(rendered[4]!.text.includes('An app <b>was</b> added on 2026-11-24 at 09:30 UTC.'), rendered[4]!.text);
     assert.ok(rendered[4]!.html.includes('An app &lt;b&gt;was&lt;/b&gt; added on 2026-11-24 at 09:30 UTC.'), rendered[4]!.html);
+    assert.ok(rendered[5]!.text.startsWith('Hello,') && rendered[5]!.text.includes('join Acme <Labs> on Gatehouse as ADMIN') && rendered[5]!.text.includes('within 7 days'), rendered[5]!.text);
+    assert.ok(rendered[5]!.html.includes('Acme &lt;Labs&gt;'), 'the organization’s name is escaped in HTML');
+    assert.ok(rendered[6]!.text.includes('(hooks.example.com) has failed every delivery since 2026-11-20 at 08:00 UTC'), rendered[6]!.text);
   });
 });
