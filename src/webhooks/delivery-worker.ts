@@ -97,24 +97,58 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   let isWakeRequested = false;
   let nextPurgeAt = 0;
 
+  /**
+   * The endpoints this worker is sending to now: a lane never claims a delivery of one of them, so
+   * a slow or dead receiver holds at most one lane (per instance) and the others keep delivering.
+   */
+  const busyEndpoints = new Set<string>();
+  let claiming: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Claims the next due delivery of an endpoint no lane of this worker is sending to. Claims are
+   * taken one at a time (the set is then exact), each under a lease token of its own (the owner,
+   * then a random part): a lane whose lease ran out, and whose row another lane or instance took
+   * over, changes nothing with its later writes.
+   */
+  function claimNext(): Promise<store.DeliveryRow | null> {
+    const next = claiming.then(async () => {
+      const now = clock();
+      const token = `${owner.slice(0, 9)}:${randomId()}`;
+      const row = await store.claimNextDue(db, { now, owner: token, lockedUntil: now + lease, isPostgres, excludeEndpointIds: [...busyEndpoints] });
+      if (row !== null) busyEndpoints.add(row.endpoint_id);
+      return row;
+    });
+    claiming = next.catch(() => {});
+    return next;
+  }
+
   async function run(): Promise<DeliveryRunResult> {
     const result: DeliveryRunResult = { delivered: 0, retried: 0, failed: 0 };
     await purgeIfDue();
     let claimed = 0;
     const lane = async () => {
       while (claimed < maxPerRun && !isStopped) {
-        const now = clock();
-        const row = await store.claimNextDue(db, { now, owner, lockedUntil: now + lease, isPostgres });
+        const row = await claimNext();
         if (row === null) return;
         claimed += 1;
-        result[await attempt(row)] += 1;
+        try {
+          result[await attempt(row)] += 1;
+        } finally {
+          busyEndpoints.delete(row.endpoint_id);
+        }
       }
     };
-    await Promise.all(Array.from({ length: lanes }, lane));
+    // Every lane ends before the run does, even when one fails (a database error): a run that
+    // ended early would let the next run, or stop(), overlap attempts still in progress.
+    const lanesDone = await Promise.allSettled(Array.from({ length: lanes }, lane));
+    const failure = lanesDone.find((outcome) => outcome.status === 'rejected');
+    if (failure !== undefined) throw failure.reason;
     return result;
   }
 
   async function attempt(row: store.DeliveryRow): Promise<keyof DeliveryRunResult> {
+    // The claim's lease token: every write about this attempt names it.
+    const owner = row.locked_by!;
     const facts = { deliveryId: row.id, endpointId: row.endpoint_id, eventType: row.event_type, attempts: row.attempts };
     const endpoint = await store.findEndpoint(db, row.endpoint_id);
     if (endpoint === undefined || endpoint.disabled_at !== null) {

@@ -27,6 +27,10 @@ describe('webhook targets', () => {
     }
     for (const address of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111', '::ffff:8.8.8.8']) assert.equal(isAllowedAddress(address, false), true, address);
     for (const metadata of ['169.254.169.254', 'fd00:ec2::254', '::ffff:169.254.169.254']) assert.equal(isAllowedAddress(metadata, true), false, metadata);
+    // IPv4-compatible IPv6 (::a.b.c.d, which ipaddr.js calls unicast) is refused like the address it carries;
+    // the metadata address stays refused inside compatible, NAT64 and 6to4 forms even when private targets are allowed.
+    for (const address of ['::7f00:1', '::a00:1', '::c0a8:1']) assert.equal(isAllowedAddress(address, false), false, address);
+    for (const metadata of ['::a9fe:a9fe', '64:ff9b::a9fe:a9fe', '2002:a9fe:a9fe::1']) assert.equal(isAllowedAddress(metadata, true), false, metadata);
     assert.equal(isAllowedAddress('not an address', true), false);
   });
 
@@ -40,6 +44,9 @@ describe('webhook targets', () => {
     for (const url of ['http://127.0.0.1:8080/', 'https://2130706433/', 'https://0x7f.0.0.1/', 'https://[::1]/', 'https://[::ffff:7f00:1]/', 'https://10.1.1.1/', 'https://localhost/', 'https://api.localhost/', 'https://169.254.169.254/latest']) {
       assert.equal(reasonOf(url), 'URL_NOT_ALLOWED', url);
     }
+    assert.equal(reasonOf('https://[::7f00:1]/'), 'URL_NOT_ALLOWED');
+    // The limit holds for the URL as stored (percent-encoded), which the delivery checks again.
+    assert.equal(reasonOf(`https://hooks.example.com/${'ä'.repeat(1000)}`), 'URL_INVALID');
     assert.equal(reasonOf('http://127.0.0.1:8080/', OPEN), 'ok');
     assert.equal(reasonOf('https://169.254.169.254/', OPEN), 'URL_NOT_ALLOWED');
     assert.equal(reasonOf('http://hooks.example.com/', { allowHttp: false, allowPrivate: true }), 'URL_NOT_ALLOWED');

@@ -9,9 +9,10 @@
  * - the receiver's address must be public unicast: loopback (127/8, ::1), private (10/8,
  *   172.16/12, 192.168/16, fc00::/7), link-local (169.254/16, fe80::/10), CGNAT (100.64/10),
  *   0.0.0.0/8, multicast, broadcast, reserved and documentation ranges, NAT64 / 6to4 / Teredo
- *   prefixes, and IPv4-mapped IPv6 forms of any of these are refused, as is `localhost`;
- *   WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets them through, except the cloud metadata addresses
- *   (169.254.169.254, fd00:ec2::254), which are never a receiver.
+ *   prefixes, and IPv4-mapped and IPv4-compatible IPv6 forms of any of these are refused, as is
+ *   `localhost`; WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets them through, except the cloud metadata
+ *   addresses (169.254.169.254, fd00:ec2::254, and 169.254.169.254 inside a mapped, compatible,
+ *   NAT64 or 6to4 address), which are never a receiver.
  */
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -39,16 +40,34 @@ function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   return parsed;
 }
 
+const IPV4_COMPATIBLE = ipaddr.IPv6.parse('::');
+const NAT64 = ipaddr.IPv6.parse('64:ff9b::');
+const SIX_TO_FOUR = ipaddr.IPv6.parse('2002::');
+
+/**
+ * The IPv4 address an IPv6 address carries in a translating or tunnelling form: IPv4-compatible
+ * (::a.b.c.d, deprecated; ipaddr.js calls it unicast), NAT64 (64:ff9b::/96) and 6to4 (2002::/16).
+ */
+function embeddedIPv4(parsed: ipaddr.IPv6): ipaddr.IPv4 | null {
+  const bytes = parsed.toByteArray();
+  if (parsed.match(IPV4_COMPATIBLE, 96) || parsed.match(NAT64, 96)) return new ipaddr.IPv4(bytes.slice(12, 16));
+  if (parsed.match(SIX_TO_FOUR, 16)) return new ipaddr.IPv4(bytes.slice(2, 6));
+  return null;
+}
+
 /** Whether a receiver may be at `address` (an IPv4 or IPv6 address, brackets allowed). */
 export function isAllowedAddress(address: string, allowPrivate: boolean): boolean {
   const parsed = parseAddress(address);
   if (parsed === null) return false;
+  const embedded = parsed.kind() === 'ipv6' ? embeddedIPv4(parsed as ipaddr.IPv6) : null;
   // ipaddr.js writes IPv6 in its compact form (RFC 5952), as the set holds it.
-  if (METADATA_ADDRESSES.has(parsed.toString())) return false;
+  if (METADATA_ADDRESSES.has(parsed.toString()) || (embedded !== null && METADATA_ADDRESSES.has(embedded.toString()))) return false;
   if (allowPrivate) return true;
   if (parsed.range() !== 'unicast') return false;
-  // 6to4 (2002::/16) carries an IPv4 address of its own; ipaddr.js calls it unicast.
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).match(ipaddr.IPv6.parse('2002::'), 16)) return false;
+  // 6to4 (2002::/16) and IPv4-compatible (::/96) addresses carry an IPv4 address of their own;
+  // ipaddr.js calls them unicast.
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).match(SIX_TO_FOUR, 16)) return false;
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).match(IPV4_COMPATIBLE, 96)) return false;
   return true;
 }
 
@@ -83,7 +102,11 @@ export function checkWebhookUrl(raw: string, policy: TargetPolicy): UrlCheck {
   } else if (isLocalName(host) && !policy.allowPrivate) {
     return { ok: false, reason: 'URL_NOT_ALLOWED', message: 'must not be localhost' };
   }
-  return { ok: true, url: url.toString() };
+  // What is stored and checked again at each delivery is the normalised URL, which can be longer
+  // (non-ASCII percent-encoded, IDN hosts in punycode): the limit holds for it too.
+  const normalised = url.toString();
+  if (normalised.length > MAX_URL_LENGTH) return { ok: false, reason: 'URL_INVALID', message: `must be at most ${MAX_URL_LENGTH} characters once encoded` };
+  return { ok: true, url: normalised };
 }
 
 /** The host of a URL, for logs and mails (never its path or query, which may carry a token). */

@@ -163,7 +163,11 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
         section: 'webhooks',
         alerts: [],
         heading,
-        intro: isNew ? 'The endpoint is registered: events are sent to it from now on.' : 'The endpoint has a new signing secret; the previous one keeps signing too for 24 hours.',
+        intro: isNew
+          ? 'The endpoint is registered: events are sent to it from now on.'
+          : endpoint.previousSecretExpiresAt === null
+            ? 'The endpoint has a new signing secret; the previous one could not be opened (AUTH_SECRET changed) and no longer signs.'
+            : 'The endpoint has a new signing secret; the previous one keeps signing too for 24 hours.',
         endpointId: endpoint.id,
         url: endpoint.url,
         secret,

@@ -12,6 +12,9 @@ import { join } from 'node:path';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { randomSecret, runCli, type ChildEnv, type RegisterCleanup, type RunResult } from '../../test/helpers/process.ts';
+import { PassThrough } from 'node:stream';
+import { runWebhooksCommand } from './webhooks.cli.ts';
+import type { ServiceRegistry } from '../module.ts';
 
 const CLI_TIMEOUT_MS = 30_000;
 const URL_ = 'https://hooks.example.com/in';
@@ -122,3 +125,30 @@ for (const backend of await backends()) {
     });
   });
 }
+
+describe('gatehouse webhooks: ids that start with a dash', () => {
+  // Ids are base64url: one in 64 starts with `-`, and must not be read as an unknown option.
+  it('takes `-…` as the id, for every command that names one', async () => {
+    const id = '-bcdefghijklmnopqrstuv';
+    const seen: string[] = [];
+    const webhooks = {
+      show: async (value: string) => (seen.push(value), null),
+      delete: async (value: string) => (seen.push(value), false),
+      listDeliveries: async (value: string) => (seen.push(value), null),
+      redeliver: async (value: string) => (seen.push(value), { ok: false, reason: 'NOT_FOUND' }),
+    };
+    const run = (args: string[]) =>
+      runWebhooksCommand(args, { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough() }, {
+        usage: '',
+        withServices: async (_io, fn) => fn({ webhooks } as unknown as ServiceRegistry),
+      });
+    assert.equal(await run(['show', id, '--json']), 1);
+    assert.equal(await run(['delete', id]), 1);
+    assert.equal(await run(['deliveries', '--limit', '5', id]), 1);
+    assert.equal(await run(['redeliver', id]), 1);
+    assert.equal(await run(['show', '--', id]), 1);
+    assert.deepEqual(seen, [id, id, id, id, id]);
+    // A real option mistyped is still refused as a wrong command line.
+    assert.equal(await run(['show', 'abc', '--jsn']), 2);
+  });
+});

@@ -75,10 +75,26 @@ export async function runWebhooksCommand(args: readonly string[], io: CliIo, dep
   }
 }
 
+/**
+ * Our ids are base64url, so one in 64 starts with `-`: such an argument (a dash, then at least two
+ * id characters; never `--…`, and no option of these commands has a short form) is an id, passed
+ * to parseArgs after `--` so that it is not read as an unknown option.
+ */
+const isDashId = (arg: string) => /^-[A-Za-z0-9_-]{2,}$/.test(arg) && !arg.startsWith('--');
+
+function withDashIdsAsPositionals(args: readonly string[]): string[] {
+  const end = args.indexOf('--');
+  const head = end < 0 ? args : args.slice(0, end);
+  const tail = end < 0 ? [] : args.slice(end + 1);
+  const ids = head.filter(isDashId);
+  if (ids.length === 0) return [...args];
+  return [...head.filter((arg) => !isDashId(arg)), '--', ...ids, ...tail];
+}
+
 function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T, positionals: number, what = 'endpoint ID') {
   let parsed;
   try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 });
+    parsed = parseArgs({ args: positionals > 0 ? withDashIdsAsPositionals(args) : args, options, strict: true, allowPositionals: positionals > 0 });
   } catch (error) {
     throw new WebhooksCliError(`${(error as Error).message}\n\n${WEBHOOKS_USAGE}`, 2);
   }
@@ -169,7 +185,12 @@ async function rotateSecret(args: string[], io: CliIo, withServices: WithService
       io.stdout.write(`${JSON.stringify({ id: result.endpoint.id, secret: result.secret })}\n`);
       return;
     }
-    io.stdout.write(`New signing secret for ${id}; the previous one also signs until ${time(result.endpoint.previousSecretExpiresAt)}.\n`);
+    const previous = result.endpoint.previousSecretExpiresAt;
+    io.stdout.write(
+      previous === null
+        ? `New signing secret for ${id}; the previous one could not be opened with this AUTH_SECRET and no longer signs.\n`
+        : `New signing secret for ${id}; the previous one also signs until ${time(previous)}.\n`,
+    );
     io.stdout.write(`Signing secret (shown only this once): ${result.secret}\n`);
   });
 }

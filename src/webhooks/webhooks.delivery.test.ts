@@ -17,9 +17,12 @@ import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { startReceiver, verifyWithLibrary, type Receiver } from './test-receiver.ts';
 import { createDeliveryWorker, RETRY_WINDOW_MS } from './delivery-worker.ts';
 import { createSender } from './sender.ts';
-import { createSecretSeal } from './signing.ts';
+import { createSecretSeal, newWebhookSecret } from './signing.ts';
 import { TEST_SECRET } from '../../test/helpers/app.ts';
 import type { WebhookEventType } from './events.ts';
+import { insertDeliveries } from './webhooks.store.ts';
+import type { SendOutcome, SendRequest } from './sender.ts';
+import { randomId } from '../lib/random.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const DAY = 86_400_000;
@@ -214,6 +217,146 @@ for (const backend of await backends()) {
       for (const secret of [oldSecret, rotated.secret]) {
         assert.ok(!stored.includes(secret) && !stored.includes(secret.slice('whsec_'.length)));
       }
+    });
+
+    it('after AUTH_SECRET changed, rotating the secret makes deliveries work at once (the unreadable secret is dropped)', async (test) => {
+      const { receiver, id } = await endpointFor(test, ['email.verified']);
+      // The stored secret as another AUTH_SECRET sealed it.
+      const foreign = createSecretSeal('an AUTH_SECRET that is no longer the one in use, long enough').seal(id, newWebhookSecret());
+      await t.services.storage.db.updateTable('webhook_endpoints').set({ secret_sealed: foreign }).where('id', '=', id).execute();
+      await t.services.audit.record({ type: 'email.verified', userId: 'user-unreadable' });
+      await drain();
+      assert.equal((await deliveries(id))[0]!.lastError, 'SECRET_UNREADABLE');
+      const rotated = await t.services.webhooks.rotateSecret(id, SYSTEM_SOURCE);
+      assert.ok(rotated.ok);
+      assert.equal(rotated.endpoint.previousSecretExpiresAt, null);
+      clock.advance(1_000); // newest first
+      await t.services.audit.record({ type: 'email.verified', userId: 'user-after-rotation' });
+      await drain();
+      const [latest] = await deliveries(id);
+      assert.equal(latest!.status, 'delivered', `${latest!.status} ${latest!.lastError}`);
+      assert.equal(receiver.received.length, 1);
+      assert.equal(receiver.received[0]!.headers['webhook-signature']!.split(' ').length, 1);
+      verifyWithLibrary(receiver.received[0]!, rotated.secret);
+    });
+
+    /**
+     * Pending deliveries written straight into the outbox, due an hour from now: only the test's
+     * worker, whose clock is two hours ahead, finds them due (the app's own worker may be woken by
+     * an earlier test's events meanwhile).
+     */
+    const HOUR = 3_600_000;
+    const aheadClock = Object.assign(() => clock() + 2 * HOUR, { advance: (ms: number) => clock.advance(ms) });
+    async function queue(endpointId: string, count: number): Promise<void> {
+      const now = clock() + HOUR;
+      await insertDeliveries(
+        t.services.storage.db,
+        Array.from({ length: count }, (_, index) => ({
+          id: randomId(),
+          endpoint_id: endpointId,
+          message_id: `msg_${randomId()}`,
+          event_type: 'email.verified',
+          event_id: null,
+          payload: '{"type":"email.verified","timestamp":"2026-01-01T00:00:00.000Z","data":{}}',
+          status: 'pending' as const,
+          attempts: 0,
+          next_attempt_at: now + index,
+          first_attempt_at: null,
+          last_attempt_at: null,
+          locked_until: null,
+          locked_by: null,
+          last_response_code: null,
+          last_error: null,
+          last_response_snippet: null,
+          redelivery_of: null,
+          created_at: now,
+          delivered_at: null,
+        })),
+      );
+    }
+
+    function workerWith(sender: (request: SendRequest) => Promise<SendOutcome>, options: { lanes: number; timeoutMs?: number }) {
+      const seal = createSecretSeal(TEST_SECRET);
+      return createDeliveryWorker({
+        db: t.services.storage.db,
+        isPostgres: t.services.storage.dialect === 'postgres',
+        sender,
+        secretsOf: (endpoint) => [seal.open(endpoint.id, endpoint.secret_sealed)],
+        clock: aheadClock,
+        logger: t.services.logger,
+        pollIntervalMs: 600_000,
+        retentionMs: 30 * DAY,
+        disableAfterMs: 5 * DAY,
+        onEndpointFailing: async () => {},
+        lanes: options.lanes,
+        ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+      });
+    }
+    const delivered: SendOutcome = { delivered: true, responseCode: 204, error: null, snippet: null };
+
+    async function endpointAt(test: { after(fn: () => unknown): void }, url: string): Promise<string> {
+      const created = await t.services.webhooks.create({ url, eventTypes: ['email.verified'] }, SYSTEM_SOURCE);
+      assert.ok(created.ok, JSON.stringify(created));
+      test.after(() => t.services.webhooks.delete(created.endpoint.id, SYSTEM_SOURCE));
+      return created.endpoint.id;
+    }
+
+    it('a receiver that does not answer holds one lane, not all: other endpoints are delivered meanwhile', async (test) => {
+      const slow = await endpointAt(test, 'https://slow.example.com/in');
+      const fast = await endpointAt(test, 'https://fast.example.com/in');
+      await queue(slow, 6); // due first
+      clock.advance(10);
+      await queue(fast, 3);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let fastSent = 0;
+      let slowInFlight = 0;
+      let slowInFlightMax = 0;
+      const worker = workerWith(
+        async (request) => {
+          if (request.url.includes('fast')) {
+            fastSent += 1;
+            return delivered;
+          }
+          slowInFlight += 1;
+          slowInFlightMax = Math.max(slowInFlight, slowInFlightMax);
+          await released;
+          slowInFlight -= 1;
+          return { delivered: false, responseCode: null, error: 'TIMEOUT', snippet: null };
+        },
+        { lanes: 3 },
+      );
+      const run = worker.runOnce();
+      for (let i = 0; i < 100 && fastSent < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      const fastWhileSlowHeld = fastSent;
+      release();
+      await run;
+      assert.equal(fastWhileSlowHeld, 3, 'the healthy endpoint waited behind the one that does not answer');
+      assert.equal(slowInFlightMax, 1, 'one lane at a time for one endpoint');
+    });
+
+    it('two lanes of one worker never send the same delivery at once, even when its lease ran out mid-attempt', async (test) => {
+      const a = await endpointAt(test, 'https://a.example.com/in');
+      const b = await endpointAt(test, 'https://b.example.com/in');
+      await queue(a, 1);
+      clock.advance(10);
+      await queue(b, 1);
+      const sentTo: string[] = [];
+      const worker = workerWith(
+        async (request) => {
+          sentTo.push(new URL(request.url).hostname);
+          if (request.url.includes('a.example')) {
+            clock.advance(10_000); // a stalled attempt outlives its 3 s lease
+            await new Promise((resolve) => setTimeout(resolve, 300));
+          } else {
+            await new Promise((resolve) => setTimeout(resolve, 30));
+          }
+          return delivered;
+        },
+        { lanes: 2, timeoutMs: 1_000 },
+      );
+      await worker.runOnce();
+      assert.deepEqual(sentTo.sort(), ['a.example.com', 'b.example.com']);
     });
 
     it('redelivers a delivered or failed webhook with the same payload and webhook-id; refuses a pending one', async (test) => {

@@ -244,7 +244,13 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
         description: 'The new secret is in this answer only. During the 24 hours every webhook carries two signatures (new, then previous). Audited as `webhook.endpoint_secret_rotated`.',
         params: endpointParams,
         response: {
-          200: z.object({ id: z.string(), secret: z.string(), previousSecretExpiresAt: z.iso.datetime() }).meta({ id: 'WebhookEndpointSecret' }),
+          200: z
+            .object({
+              id: z.string(),
+              secret: z.string(),
+              previousSecretExpiresAt: z.iso.datetime().nullable().describe('Null when the previous secret could not be opened (AUTH_SECRET changed): the new one signs alone'),
+            })
+            .meta({ id: 'WebhookEndpointSecret' }),
           ...guarded,
           ...notFound,
         },
@@ -254,7 +260,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
       const result = await webhooks.rotateSecret(request.params.id, await actor(request, reply));
       if (!result.ok) throw new AppError('WEBHOOK_NOT_FOUND');
       reply.header('cache-control', 'no-store');
-      return { id: result.endpoint.id, secret: result.secret, previousSecretExpiresAt: isoTime(result.endpoint.previousSecretExpiresAt!) };
+      return { id: result.endpoint.id, secret: result.secret, previousSecretExpiresAt: time(result.endpoint.previousSecretExpiresAt) };
     },
   );
 

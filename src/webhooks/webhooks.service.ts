@@ -178,10 +178,25 @@ export function createWebhooksService(deps: {
   const { auditTypes, webhookTypes } = sourcesFor(deps.declaredAuditTypes);
   const available = new Set<string>(webhookTypes);
 
+  /** The secret sealed in `sealed`, or null when it does not open (sealed under another AUTH_SECRET). */
+  function tryOpen(endpointId: string, sealed: string): string | null {
+    try {
+      return seal.open(endpointId, sealed);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The current secret (throws when it cannot be opened), then the previous one while it still
+   * signs. A previous secret that does not open is left out: after AUTH_SECRET changed, rotating
+   * is the way back, and the unreadable secret it replaced must not fail its deliveries for 24 h.
+   */
   function secretsOf(endpoint: store.EndpointRow, now: number): string[] {
     const secrets = [seal.open(endpoint.id, endpoint.secret_sealed)];
     if (endpoint.previous_secret_sealed !== null && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now) {
-      secrets.push(seal.open(endpoint.id, endpoint.previous_secret_sealed));
+      const previous = tryOpen(endpoint.id, endpoint.previous_secret_sealed);
+      if (previous !== null) secrets.push(previous);
     }
     return secrets;
   }
@@ -405,14 +420,20 @@ export function createWebhooksService(deps: {
         const row = await findRow(id, trx);
         if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
         const now = clock();
-        const previousExpiresAt = now + SECRET_GRACE_MS;
-        // The secret being replaced is re-sealed as is (it still opens: it is ours), never shown.
-        const sealed = { sealed: seal.seal(id, secret), previousSealed: row.secret_sealed, previousExpiresAt };
+        // The secret being replaced is kept sealed as is, never shown, and signs for the grace
+        // period; unless it no longer opens (AUTH_SECRET changed): then it is dropped, and the
+        // new secret signs alone.
+        const isReadable = tryOpen(id, row.secret_sealed) !== null;
+        const previousExpiresAt = isReadable ? now + SECRET_GRACE_MS : null;
+        const sealed = { sealed: seal.seal(id, secret), previousSealed: isReadable ? row.secret_sealed : null, previousExpiresAt };
         if (!(await store.replaceSecret(trx, id, sealed, now))) return { ok: false, reason: 'NOT_FOUND' };
-        await audit.record({ type: 'webhook.endpoint_secret_rotated', source, details: { ...facts(row), previousSecretExpiresAt: new Date(previousExpiresAt).toISOString() } }, { db: trx });
+        await audit.record(
+          { type: 'webhook.endpoint_secret_rotated', source, details: { ...facts(row), previousSecretExpiresAt: previousExpiresAt === null ? null : new Date(previousExpiresAt).toISOString() } },
+          { db: trx },
+        );
         return {
           ok: true,
-          endpoint: toEndpoint({ ...row, secret_sealed: sealed.sealed, previous_secret_sealed: row.secret_sealed, previous_secret_expires_at: previousExpiresAt, secret_rotated_at: now, updated_at: now }),
+          endpoint: toEndpoint({ ...row, secret_sealed: sealed.sealed, previous_secret_sealed: sealed.previousSealed, previous_secret_expires_at: previousExpiresAt, secret_rotated_at: now, updated_at: now }),
           secret,
         };
       });

@@ -100,7 +100,7 @@ export async function updateEndpoint(
 export async function replaceSecret(
   db: Db,
   id: string,
-  secrets: { sealed: string; previousSealed: string; previousExpiresAt: number },
+  secrets: { sealed: string; previousSealed: string | null; previousExpiresAt: number | null },
   now: number,
 ): Promise<boolean> {
   const result = await db
@@ -183,11 +183,14 @@ export async function failPendingDeliveries(db: Db, endpointId: string, lastErro
 }
 
 /**
- * Takes the oldest due pending delivery of an enabled endpoint for `owner` until `lockedUntil`
- * and counts the attempt; null when nothing is due. A row whose holder died becomes claimable
- * when its lease runs out.
+ * Takes the oldest due pending delivery of an enabled endpoint (not one of `excludeEndpointIds`)
+ * for `owner` (the claim's lease token) until `lockedUntil` and counts the attempt; null when
+ * nothing is due. A row whose holder died becomes claimable when its lease runs out.
  */
-export async function claimNextDue(db: Db, options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean }): Promise<DeliveryRow | null> {
+export async function claimNextDue(
+  db: Db,
+  options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean; excludeEndpointIds?: readonly string[] },
+): Promise<DeliveryRow | null> {
   const { now, owner, lockedUntil } = options;
   const enabled = db.selectFrom('webhook_endpoints').select('webhook_endpoints.id').where('webhook_endpoints.disabled_at', 'is', null);
   let due = db
@@ -197,6 +200,7 @@ export async function claimNextDue(db: Db, options: { now: number; owner: string
     .where('next_attempt_at', '<=', now)
     .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
     .where('endpoint_id', 'in', enabled)
+    .$if((options.excludeEndpointIds ?? []).length > 0, (query) => query.where('endpoint_id', 'not in', [...options.excludeEndpointIds!]))
     .orderBy('next_attempt_at')
     .orderBy('webhook_deliveries.id')
     .limit(1);

@@ -113,8 +113,12 @@ export async function verifyWebhook<Data = Record<string, unknown>>(payload: str
   if (!id || !timestampText || !signatures) throw new WebhookVerificationError('MISSING_HEADERS', 'The webhook-id, webhook-timestamp and webhook-signature headers are required');
   if (!/^\d{1,12}$/.test(timestampText.trim())) throw new WebhookVerificationError('INVALID_TIMESTAMP', 'The webhook-timestamp header is not a number of seconds');
   const timestamp = Number(timestampText.trim());
-  const nowSeconds = Math.floor((options.now ?? Date.now()) / 1000);
+  const now = options.now ?? Date.now();
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  // NaN would make both comparisons false and switch the replay check off: fail closed instead.
+  if (!Number.isFinite(now)) throw new TypeError('verifyWebhook: `now` must be a finite number of milliseconds');
+  if (typeof tolerance !== 'number' || Number.isNaN(tolerance) || tolerance < 0) throw new TypeError('verifyWebhook: `toleranceSeconds` must be a number of seconds, 0 or more');
+  const nowSeconds = Math.floor(now / 1000);
   if (nowSeconds - timestamp > tolerance) throw new WebhookVerificationError('TIMESTAMP_TOO_OLD', 'The webhook timestamp is too old');
   if (timestamp - nowSeconds > tolerance) throw new WebhookVerificationError('TIMESTAMP_TOO_NEW', 'The webhook timestamp is too far in the future');
 
