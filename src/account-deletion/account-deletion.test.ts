@@ -209,6 +209,59 @@ for (const backend of await backends()) {
         assert.ok(types.some((row) => row.type === 'organization.member.removed'), JSON.stringify(types));
       });
 
+      it('with organizations: the invitations pending for the address go with the account, others’ stay', async () => {
+        const owner = await createSignedInUser(t, { email: email('inv-owner'), password: PASSWORD });
+        const invitee = await createSignedInUser(t, { email: email('inv-invitee'), password: PASSWORD });
+        const created = await t.services.organizations.create({ name: 'Inviting Org' }, owner.id, SYSTEM_SOURCE);
+        assert.ok(created.ok);
+        const base = `/api/organizations/${created.organization.id}/invitations`;
+        const someoneElse = email('inv-someone-else');
+        for (const address of [invitee.email, someoneElse]) {
+          const invited = await t.app.inject({ method: 'POST', url: base, headers: bearer(owner.token), payload: { email: address } });
+          assert.equal(invited.statusCode, 201, invited.body);
+        }
+        const deleted = await t.app.inject({ method: 'DELETE', url: '/api/auth/account', headers: bearer(invitee.token) });
+        assert.equal(deleted.statusCode, 200, deleted.body);
+        const pending = await db().selectFrom('organization_invitations').select('email').where('organization_id', '=', created.organization.id).execute();
+        assert.deepEqual(pending.map((row) => row.email), [someoneElse], 'only the invitation to the deleted address is gone');
+        const revoked = await db().selectFrom('audit_events').select(['reason', 'details', 'email']).where('type', '=', 'organization.invitation.revoked').where('reason', '=', 'ACCOUNT_DELETED').execute();
+        assert.equal(revoked.length, 1);
+        assert.ok(!JSON.stringify(revoked).includes(invitee.email), 'the event names the invitation, never the address');
+      });
+
+      it('with organizations: a member made OWNER while the deletion waited for the lock is judged as OWNER', async () => {
+        // The deletion lists the user's memberships, then waits for each organization's lock; a
+        // transfer holding that lock (the user made OWNER, the old OWNER made ADMIN) commits meanwhile.
+        const owner = await createUser(t.services, { email: email('race-owner'), password: PASSWORD });
+        const leaving = await createUser(t.services, { email: email('race-member'), password: PASSWORD });
+        const created = await t.services.organizations.create({ name: 'Race Org' }, owner.id, SYSTEM_SOURCE);
+        assert.ok(created.ok);
+        const id = created.organization.id;
+        assert.ok((await t.services.organizations.addMember(id, leaving.id, 'ADMIN', SYSTEM_SOURCE)).ok);
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        let locked!: () => void;
+        const isLocked = new Promise<void>((resolve) => (locked = resolve));
+        const transfer = db().transaction().execute(async (trx) => {
+          const lock = trx.selectFrom('organizations').selectAll().where('id', '=', id);
+          await (backend.name === 'postgres' ? lock.forUpdate() : lock).execute();
+          await trx.updateTable('organization_members').set({ role: 'OWNER' }).where('organization_id', '=', id).where('user_id', '=', leaving.id).execute();
+          await trx.updateTable('organization_members').set({ role: 'ADMIN' }).where('organization_id', '=', id).where('user_id', '=', owner.id).execute();
+          locked();
+          await released;
+        });
+        await isLocked;
+        const deletion = t.services.accountDeletion.deleteUser(leaving.id, SYSTEM_SOURCE);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        release();
+        await transfer;
+        const result = await deletion;
+        assert.equal(result.ok, false, 'refused: they had become the only OWNER');
+        assert.equal(!result.ok && result.reason, 'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED');
+        const owners = await db().selectFrom('organization_members').select('user_id').where('organization_id', '=', id).where('role', '=', 'OWNER').execute();
+        assert.deepEqual(owners.map((row) => row.user_id), [leaving.id], 'the organization keeps its OWNER');
+      });
+
       it('from the pages: the dashboard links to a confirmation page; the form deletes, clears the cookies and says so', async () => {
         const address = email('page');
         const user = await createUser(t.services, { email: address, password: PASSWORD });

@@ -653,8 +653,10 @@ export function createOrganizationsService(deps: {
 
     /**
      * For account deletion, inside the caller's transaction `trx`: removes the user from every
-     * organization (`organization.member.removed`, reason ACCOUNT_DELETED) and deletes those they
-     * were the only member of (`organization.deleted`). Refused, with nothing written, while the
+     * organization (`organization.member.removed`, reason ACCOUNT_DELETED), deletes those they
+     * were the only member of (`organization.deleted`) and the invitations still pending for their
+     * address (`organization.invitation.revoked`, reason ACCOUNT_DELETED). Each member's role is
+     * judged as it is once its organization is locked. Refused, with nothing written, while the
      * user is the only OWNER of an organization with other members (see `ownershipBlockers`):
      * the caller must then roll back its deletion.
      */
@@ -666,9 +668,13 @@ export function createOrganizationsService(deps: {
         // Locked in id order, so two deletions never wait on each other in a cycle.
         const organization = await store.lockOrganization(trx, membership.id, isPostgres);
         if (organization === undefined) continue;
+        // The role as it is now that the organization is locked: the list above was read before
+        // waiting for the lock, and a transfer committed meanwhile may have made this user its OWNER.
+        const current = await store.findMember(trx, membership.id, userId);
+        if (current === undefined) continue;
         const counts = await store.countMembers(trx, membership.id);
-        if (membership.role === OWNER && counts.owners <= 1 && counts.members > 1) blockers.push({ id: organization.id, slug: organization.slug, name: organization.name });
-        plans.push({ organization, role: membership.role, isOnlyMember: counts.members <= 1 });
+        if (current.role === OWNER && counts.owners <= 1 && counts.members > 1) blockers.push({ id: organization.id, slug: organization.slug, name: organization.name });
+        plans.push({ organization, role: current.role, isOnlyMember: counts.members <= 1 });
       }
       if (blockers.length > 0) return { ok: false, reason: 'LAST_OWNER', organizations: blockers };
       let organizationsDeleted = 0;
@@ -680,6 +686,13 @@ export function createOrganizationsService(deps: {
           await audit.record({ type: 'organization.deleted', userId, source, reason: 'ACCOUNT_DELETED', details: details(organization, { name: organization.name, memberCount: 1 }) }, { db: trx });
           organizationsDeleted++;
         }
+      }
+      // The invitations still waiting for the address: it is erased with the account (its mails are forgotten too).
+      for (const invitation of await store.deleteInvitationsToAddressOf(trx, userId)) {
+        await audit.record(
+          { type: 'organization.invitation.revoked', source, reason: 'ACCOUNT_DELETED', details: { organizationId: invitation.organization_id, slug: invitation.slug, invitationId: invitation.id, role: invitation.role } },
+          { db: trx },
+        );
       }
       return { ok: true, membershipsRemoved: plans.length, organizationsDeleted };
     },

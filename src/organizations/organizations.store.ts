@@ -200,6 +200,22 @@ export async function deleteInvitationsTo(db: Db, organizationId: string, email:
   return rows.map((row) => row.id);
 }
 
+/**
+ * Deletes the pending invitations to the address of this user (an account being deleted: its
+ * address is erased everywhere), with their organization's slug for the events.
+ */
+export async function deleteInvitationsToAddressOf(db: Db, userId: string): Promise<Array<{ id: string; organization_id: string; slug: string; role: string }>> {
+  const rows = await db
+    .selectFrom('organization_invitations')
+    .innerJoin('organizations', 'organizations.id', 'organization_invitations.organization_id')
+    .select(['organization_invitations.id', 'organization_invitations.organization_id', 'organizations.slug', 'organization_invitations.role'])
+    .where('organization_invitations.email', '=', (eb) => eb.selectFrom('users').select('users.email').where('users.id', '=', userId))
+    .orderBy('organization_invitations.id')
+    .execute();
+  if (rows.length > 0) await db.deleteFrom('organization_invitations').where('id', 'in', rows.map((row) => row.id)).execute();
+  return rows;
+}
+
 export async function findInvitation(db: Db, id: string): Promise<InvitationRow | undefined> {
   return db.selectFrom('organization_invitations').selectAll().where('id', '=', id).executeTakeFirst();
 }
