@@ -13,7 +13,7 @@ import type { TrustProxy } from './config.ts';
 import { toErrorBody } from './errors.ts';
 import { registerErrorHandling, sendError } from './http/error-handler.ts';
 import { deriveKey } from './lib/derive-key.ts';
-import { generateRequestId, lazyRequestLogger, loggerOptions } from './http/logging.ts';
+import { generateRequestId, lazyRequestLogger, loggerOptions, logRequestReceived, logRequestCompleted, serverLogDestination } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
 import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
@@ -38,7 +38,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const { config, clock } = services;
   const setResponseHeaders = createResponseHeaderSetter(config);
   const app = Fastify({
-    logger: loggerOptions(config),
+    logger: { ...loggerOptions(config), stream: serverLogDestination(config) },
+    // One line per request, when it is answered (below), instead of Fastify's two.
+    disableRequestLogging: true,
     genReqId: generateRequestId,
     childLoggerFactory: lazyRequestLogger,
     requestIdHeader: false,
@@ -63,6 +65,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onRequest', logRequestReceived);
+  app.addHook('onResponse', logRequestCompleted);
   registerErrorHandling(app, { trustedOrigins: config.trustedOrigins });
   // First: every answer carries the headers, and a CORS preflight is answered before the CSRF
   // check and the route guard.

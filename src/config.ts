@@ -47,6 +47,8 @@ export interface Config {
    */
   readonly trustedOrigins: readonly string[];
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** `json` (one JSON object a line, for collectors) or `pretty` (for a person at a terminal). */
+  readonly logFormat: 'json' | 'pretty';
 }
 
 export interface LoadConfigOptions {
@@ -131,6 +133,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
   const trustedOrigins = parseTrustedOrigins(read.string('TRUSTED_ORIGINS'), problems);
 
   const logLevel = read.oneOf('LOG_LEVEL', LOG_LEVELS, nodeEnv === 'test' ? 'silent' : 'info');
+  const logFormat = read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, 'json');
 
   let authSecret = read.string('AUTH_SECRET');
   if (authSecret !== undefined && authSecret.length < MIN_SECRET_LENGTH) {
@@ -167,6 +170,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
     corsOrigins,
     trustedOrigins,
     logLevel,
+    logFormat,
   });
 }
 

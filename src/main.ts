@@ -7,8 +7,13 @@
 import { ConfigError, loadDotEnv, type Config } from './config.ts';
 import { loadConfig } from './modules.ts';
 import { isClusterWorker, runPrimary } from './cluster.ts';
+import { serverLogDestination } from './http/logging.ts';
+import { startShutdownWatchdog } from './lib/shutdown-watchdog.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
+/** The watchdog thread acts this long after the main thread's own deadline. */
+const WATCHDOG_MARGIN_MS = 2_000;
+const LOG_FLUSH_MS = 1_000;
 /**
  * Requests in flight at SIGTERM get this long to finish (auth requests take milliseconds; a
  * sign-in waits at most HASH_QUEUE_TIMEOUT_MS, 5 s by default, for a hashing slot). A connection
@@ -32,7 +37,7 @@ export async function runServer(): Promise<void> {
   }
 
   if (config.workers > 1 && !isClusterWorker()) {
-    await runPrimary(config, (message) => process.stdout.write(`gatehouse: ${message}\n`)).catch((error: unknown) => {
+    await runPrimary(config, (message) => process.stderr.write(`gatehouse: ${message}\n`)).catch((error: unknown) => {
       process.stderr.write(`Gatehouse failed to start: ${describe(error)}\n`);
       process.exit(1);
     });
@@ -55,6 +60,9 @@ export async function runServer(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_TIMEOUT_MS);
     timer.unref();
+    // And a watchdog that holds whatever the main thread is doing (stuck in a system call, say,
+    // where no timer of its own can fire): a thread of its own kills the process a little later.
+    startShutdownWatchdog(SHUTDOWN_TIMEOUT_MS + WATCHDOG_MARGIN_MS);
     const drain = setTimeout(() => {
       server.app.log.warn({ drainTimeoutMs: DRAIN_TIMEOUT_MS }, 'shutdown: closing connections still open after the drain period');
       server.app.server.closeAllConnections();
@@ -62,6 +70,8 @@ export async function runServer(): Promise<void> {
     drain.unref();
     server
       .close()
+      // What is still buffered for a slow log reader gets a moment, never a wait without end.
+      .then(() => serverLogDestination(config).flush(LOG_FLUSH_MS))
       .then(() => process.exit(0))
       .catch((error: unknown) => {
         server.app.log.error({ err: error }, 'shutdown failed');

@@ -77,6 +77,7 @@ function printBanner(config: Config, listeningOn: string, userCount: number): vo
     `      -d '{"email":"you@example.com","password":"a-long-password"}'`,
     '',
   );
-  process.stdout.write(`${lines.join('\n')}\n`);
+  // Standard error: standard output carries the JSON log lines only, for collectors to parse.
+  process.stderr.write(`${lines.join('\n')}\n`);
 }
 

@@ -59,7 +59,7 @@ describe('WORKERS=2 (node:cluster) on SQLite', () => {
     const tokens = await Promise.all(Array.from({ length: 8 }, () => signIn()));
     const kids = new Set(tokens.map((token) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid));
     assert.equal(kids.size, 1, 'one signing key');
-    const served = new Set(server.child.logs().filter((e) => e.msg === 'incoming request' && (e.req as { url?: string } | undefined)?.url === '/api/auth').map((e) => e.pid));
+    const served = new Set(server.child.logs().filter((e) => e.msg === 'request completed' && (e.req as { url?: string } | undefined)?.url === '/api/auth').map((e) => e.pid));
     assert.equal(served.size, 2, `requests spread over both workers (${[...served].join(',')})`);
   });
 

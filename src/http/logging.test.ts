@@ -37,6 +37,11 @@ describe('logging', () => {
     assert.equal(maskSecretsInUrl('/x?%74oken=abc&access%5Ftoken=def'), '/x?%74oken=[REDACTED]&access%5Ftoken=[REDACTED]');
     assert.equal(maskSecretsInUrl('/x?token=a%26b=c&n=1'), '/x?token=[REDACTED]&n=1');
     assert.equal(maskSecretsInUrl('/x?%E0%A4%A=1'), '/x?%E0%A4%A=[REDACTED]');
+    // A URL in a query value (a sign-in's way back to an invitation link) has its own secrets masked.
+    const nested = maskSecretsInUrl(`/auth/signin?callbackUrl=${encodeURIComponent('/organizations/invitations/accept?token=inv-secret&x=1')}`);
+    assert.ok(!nested.includes('inv-secret'), nested);
+    assert.equal(decodeURIComponent(nested.split('callbackUrl=')[1]!), '/organizations/invitations/accept?token=[REDACTED]&x=1');
+    assert.equal(maskSecretsInUrl('/auth/signin?callbackUrl=%2Fdashboard%3Ftab%3D2'), '/auth/signin?callbackUrl=%2Fdashboard%3Ftab%3D2', 'untouched without a secret');
   });
 
   describe('redactSecrets', () => {

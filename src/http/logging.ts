@@ -4,10 +4,11 @@
  * are masked; and secrets that a handler might log by mistake are censored by key, at any depth.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
+import { logWriterFor, type LogWriter } from '../lib/log-writer.ts';
 
 const SECRET_QUERY_NAME = /^(?:token|code|state|password|csrf_?token|refresh_?token|access_?token|id_?token)$/i;
 
@@ -130,8 +131,26 @@ function redactLogObject(object: Record<string, unknown>): Record<string, unknow
 
 const redactingErrorSerializer = (error: unknown) => redactSecrets(pino.stdSerializers.err(error as Error));
 
-/** The URL with the values of secret-looking query parameters masked, however their names are encoded. */
-export function maskSecretsInUrl(url: string): string {
+/**
+ * A query value that is itself a URL or path with a query (`callbackUrl=/accept%3Ftoken%3D…`): its
+ * own secrets masked the same way, a few levels deep.
+ */
+function maskNestedUrl(rawValue: string, depth: number): string {
+  if (depth >= MAX_URL_NESTING || !/%3f|\?/i.test(rawValue)) return rawValue;
+  let value: string;
+  try {
+    value = decodeURIComponent(rawValue.replace(/\+/g, ' '));
+  } catch {
+    return rawValue;
+  }
+  const masked = maskSecretsInUrl(value, depth + 1);
+  return masked === value ? rawValue : encodeURIComponent(masked);
+}
+
+const MAX_URL_NESTING = 3;
+
+/** The URL with the values of secret-looking query parameters masked, however their names are encoded, in nested URLs too. */
+export function maskSecretsInUrl(url: string, depth = 0): string {
   const queryStart = url.indexOf('?');
   if (queryStart === -1) return url;
   const masked = url
@@ -145,7 +164,8 @@ export function maskSecretsInUrl(url: string): string {
       } catch {
         return `${rawName}=[REDACTED]`; // undecodable: do not guess
       }
-      return SECRET_QUERY_NAME.test(name) && value.length > 0 ? `${rawName}=[REDACTED]` : pair;
+      if (SECRET_QUERY_NAME.test(name) && value.length > 0) return `${rawName}=[REDACTED]`;
+      return `${rawName}${value.length > 0 ? `=${maskNestedUrl(value.join('='), depth)}` : ''}`;
     })
     .join('&');
   return `${url.slice(0, queryStart)}?${masked}`;
@@ -161,7 +181,7 @@ function baseLoggerOptions(config: Pick<Config, 'logLevel'>) {
   } satisfies pino.LoggerOptions;
 }
 
-export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<FastifyServerOptions['logger']> {
+export function loggerOptions(config: Pick<Config, 'logLevel'>): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
   const base = baseLoggerOptions(config);
   return {
     ...base,
@@ -177,12 +197,39 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>): NonNullable<Fas
 }
 
 /**
- * The logger of work outside a request (background jobs, failed audit writes): same level and
- * redaction as the request logs. The server writes to stdout like Fastify; the CLI passes 2
- * (stderr), keeping its stdout for output; tests pass a stream.
+ * Where the server's lines go: standard output through the non-blocking writer (lib/log-writer.ts),
+ * JSON lines or, with LOG_FORMAT=pretty, lines for a person. Fastify's logger and the process
+ * logger share it.
  */
-export function createLogger(config: Pick<Config, 'logLevel'>, destination: 1 | 2 | pino.DestinationStream = 1): Logger {
-  return pino(baseLoggerOptions(config), typeof destination === 'number' ? pino.destination({ dest: destination, sync: true }) : destination);
+export function serverLogDestination(config: Partial<Pick<Config, 'logFormat'>>): LogWriter {
+  return logWriterFor(1, { format: config.logFormat ?? 'json' });
+}
+
+/**
+ * The logger of work outside a request (background jobs, failed audit writes): same level and
+ * redaction as the request logs. The server writes to stdout, never blocking (see
+ * `serverLogDestination`); the CLI passes 2: stderr, written synchronously (a command's warnings
+ * must not be lost at its exit, and it serves nobody while it waits), keeping its stdout for
+ * output; tests pass a stream.
+ */
+export function createLogger(config: Pick<Config, 'logLevel'> & Partial<Pick<Config, 'logFormat'>>, destination: 1 | 2 | pino.DestinationStream = 1): Logger {
+  const stream = destination === 1 ? serverLogDestination(config) : destination === 2 ? pino.destination({ dest: 2, sync: true }) : destination;
+  return pino(baseLoggerOptions(config), stream);
+}
+
+/**
+ * At debug level only, a line as a request arrives (tests and debugging: what was in flight);
+ * at info, each request is one line when answered (`logRequestCompleted`).
+ */
+export function logRequestReceived(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  request.log.debug({ req: request }, 'incoming request');
+  done();
+}
+
+/** One line per request: method, path (secrets masked), route, status, time taken, request id. */
+export function logRequestCompleted(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  request.log.info({ req: request, route: request.routeOptions.url ?? null, statusCode: reply.statusCode, responseTime: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+  done();
 }
 
 type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';

@@ -26,6 +26,8 @@ async function start(t: TestContext): Promise<RunningGatehouse> {
   return startGatehouse({
     env: {
       ...serverEnv,
+      // At debug, a line as each request arrives ('incoming request'): what is in flight at the signal.
+      LOG_LEVEL: 'debug',
       ADMIN_EMAIL,
       ADMIN_PASSWORD,
       // One hash at a time: the sign-ins below queue up, so some are still waiting at the signal.
