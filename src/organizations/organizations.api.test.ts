@@ -91,7 +91,7 @@ for (const backend of await backends()) {
       // Any member sees the members.
       const members = await member.api.get(`${base}/members`);
       assert.equal(members.statusCode, 200);
-      assert.deepEqual(members.json().members.map((m: { role: string }) => m.role), ['OWNER', 'ADMIN', 'MEMBER']);
+      assert.deepEqual(members.json().members.map((m: { role: string }) => m.role).sort(), ['ADMIN', 'MEMBER', 'OWNER'], 'joined in one millisecond, they may list in either order');
       // MEMBER: no rename, no invitations, no role changes.
       assertError(await member.api.patch(base, { name: 'Renamed' }), 403, 'ORGANIZATION_ROLE_REQUIRED');
       assertError(await member.api.get(`${base}/invitations`), 403, 'ORGANIZATION_ROLE_REQUIRED');
@@ -186,6 +186,10 @@ for (const backend of await backends()) {
       const list = await admin.get(`/api/admin/organizations?query=${encodeURIComponent(organization.name.slice(0, 14).toLowerCase())}`);
       assert.equal(list.statusCode, 200, list.body);
       assert.ok(list.json().organizations.some((o: { id: string; memberCount: number }) => o.id === organization.id && o.memberCount === 1));
+      // LIKE's wildcards in a search are taken literally, on SQLite too.
+      const percent = await organizationWith(owner, `Growth 100%_${Date.now()}`);
+      const literal = await admin.get(`/api/admin/organizations?query=${encodeURIComponent('100%_')}`);
+      assert.deepEqual(literal.json().organizations.map((o: { id: string }) => o.id), [percent.id]);
       const shown = await admin.get(`/api/admin/organizations/${organization.slug}`);
       assert.equal(shown.statusCode, 200);
       assert.equal(shown.json().members[0].userId, owner.id);

@@ -310,7 +310,7 @@ export function createOrganizationsService(deps: {
     /**
      * Creates an organization with `ownerId` as its first OWNER. The slug is checked, or made from
      * the name (with a random suffix while taken). With `policyFor` (the API and pages), the
-     * creation policy and MAX_ORGANIZATIONS_PER_USER apply to that user; the CLI and admins skip them.
+     * creation policy and MAX_ORGANIZATIONS_PER_USER apply to that user; the CLI skips them (it passes none).
      */
     async create(input: { name: string; slug?: string | undefined }, ownerId: string, source: AuditSource, options: { policyFor?: Pick<User, 'roles' | 'emailVerifiedAt'> } = {}): Promise<CreateResult> {
       const name = input.name.trim();

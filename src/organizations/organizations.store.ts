@@ -2,7 +2,7 @@
  * Queries on organizations, their members, invitations and each session's active organization.
  * Functions take `db` so callers can pass a transaction. Only this module's service uses them.
  */
-import type { Selectable } from 'kysely';
+import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 
 export interface OrganizationsTable {
@@ -109,7 +109,8 @@ export async function listOrganizations(db: Db, filter: { query?: string; limit:
     .select((eb) => eb.selectFrom('organization_members').select(eb.fn.countAll<number>().as('n')).whereRef('organization_members.organization_id', '=', 'organizations.id').as('member_count'));
   if (filter.query !== undefined && filter.query !== '') {
     const pattern = `%${filter.query.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    query = query.where((eb) => eb.or([eb(eb.fn('lower', ['name']), 'like', eb.val(pattern)), eb('slug', 'like', pattern)]));
+    // `escape`: SQLite has no default escape character, so the backslashes above must be named one.
+    query = query.where((eb) => eb.or([sql<SqlBool>`lower(${sql.ref('name')}) like ${pattern} escape '\\'`, sql<SqlBool>`${sql.ref('slug')} like ${pattern} escape '\\'`]));
   }
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
   return rows.map((row) => ({ ...row, member_count: Number(row.member_count) }));

@@ -66,6 +66,7 @@ export function createProtector(options: ProtectorOptions): Protector {
   const issuer = options.issuer.replace(/\/+$/, '');
   const audience = options.audience ?? issuer;
   const rules = options.rules ?? SEED_RULES;
+  assertWellFormedRules(rules);
   const signInUrl = options.signInUrl ?? `${issuer}/auth/signin`;
   // Only the origin: the path comes from each request (its raw target, so the app's own query too).
   const appOrigin = options.appUrl === undefined ? null : new URL(options.appUrl).origin;
@@ -280,4 +281,26 @@ function createSessionCheck(issuer: string, fetchImpl: typeof fetch, options: { 
     cache.set(token, { live, until: now + cacheMs });
     return live;
   };
+}
+
+/**
+ * Request paths are compared lower-cased and without a trailing slash: a prefix written otherwise
+ * (`/Billing`, `/billing/`, `billing`) would never match, and a rule that silently never applies
+ * lets everything through. Refused when the protector is made instead.
+ */
+function assertWellFormedRules(rules: ProtectionRules): void {
+  const prefixes = [
+    ...rules.protectedPrefixes,
+    ...rules.publicPrefixes,
+    ...(rules.mfaPrefixes ?? []),
+    ...(rules.organizationRoles ?? []).map((rule) => rule.prefix),
+  ];
+  for (const prefix of prefixes) {
+    if (prefix !== '/' && !/^(\/[^/A-Z]+)+$/.test(prefix)) {
+      throw new TypeError(`gatehouse-protect: the rule prefix ${JSON.stringify(prefix)} must start with "/", be lower-case and not end with "/" (e.g. "/billing")`);
+    }
+  }
+  for (const rule of rules.organizationRoles ?? []) {
+    if (rule.roles.length === 0) throw new TypeError(`gatehouse-protect: the organization rule for ${rule.prefix} names no role`);
+  }
 }

@@ -50,6 +50,15 @@ describe('createProtector against a live Gatehouse (Web Request/Response)', () =
     assert.equal(forbidden?.status, 403);
   });
 
+  it('refuses, when made, a rule prefix that could never match (so a rule can never silently let everything through)', () => {
+    for (const prefix of ['/Billing', '/billing/', 'billing', '']) {
+      assert.throws(() => createProtector({ issuer, rules: { ...SEED_RULES, organizationRoles: [{ prefix, roles: ['OWNER'] }] } }), TypeError, prefix);
+      assert.throws(() => createProtector({ issuer, rules: { ...SEED_RULES, protectedPrefixes: [prefix] } }), TypeError, prefix);
+    }
+    assert.throws(() => createProtector({ issuer, rules: { ...SEED_RULES, organizationRoles: [{ prefix: '/billing', roles: [] }] } }), TypeError);
+    assert.doesNotThrow(() => createProtector({ issuer, rules: { ...SEED_RULES, organizationRoles: [{ prefix: '/billing', roles: ['OWNER'] }] } }));
+  });
+
   it('sends a page without a session to sign in with a callbackUrl back to the page: a path, or absolute on this app with appUrl', async () => {
     const onGatehouse = createProtector({ issuer });
     const here = await onGatehouse.check(new Request('http://app.example/dashboard/x?tab=1'));
