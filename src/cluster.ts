@@ -12,6 +12,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from './config.ts';
 import { openStorage } from './storage/database.ts';
+import { waitForStorage } from './storage/wait-for-storage.ts';
 import { migrateToLatest } from './modules.ts';
 import { loadSigningKeys } from './sessions/signing-keys.ts';
 import { systemClock } from './lib/clock.ts';
@@ -28,6 +29,7 @@ export function isClusterWorker(): boolean {
 export async function runPrimary(config: Config, log: (message: string) => void): Promise<void> {
   const storage = openStorage(config.database);
   try {
+    await waitForStorage(storage, { config: config.database, timeoutMs: config.databaseConnectTimeoutSeconds * 1000, onRetry: log });
     await migrateToLatest(storage.db);
     const keys = await loadSigningKeys({ db: storage.db, authSecret: config.authSecret, clock: systemClock, retentionMs: config.tokens.accessTokenTtlSeconds * 1000, reloadIntervalMs: 0 });
     keys.stop();

@@ -36,6 +36,8 @@ export interface Config {
   readonly authSecret: string;
   readonly dataDir: string;
   readonly database: DatabaseConfig;
+  /** At start, how long an unreachable PostgreSQL is retried (with backoff) before giving up. */
+  readonly databaseConnectTimeoutSeconds: number;
   /** Shared counters live here when set (else in storage). */
   readonly redisUrl: string | null;
   readonly trustProxy: TrustProxy;
@@ -116,6 +118,8 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
   // A PostgreSQL that accepts connections but never answers (a partition, a frozen host) would
   // otherwise hold every request that touches it, and the pool with it, until the path returns.
   const queryTimeoutMs = read.integer('DATABASE_QUERY_TIMEOUT_MS', 5_000, { min: 100, max: 600_000 });
+  // At start: how long an unreachable PostgreSQL is waited for (it may be starting beside us).
+  const databaseConnectTimeoutSeconds = read.duration('DATABASE_CONNECT_TIMEOUT', 30);
   // SQLite's default page cache (2 MB) stops holding a varied set of sessions once the tables are
   // large: at 1,000,000 sessions, 2,000 different session checks cost 27 µs each against 20 µs with
   // 32 MB (perf/analysis.md, growth). Pages are cached as they are read, so a small store uses less.
@@ -165,6 +169,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
     authSecret,
     dataDir,
     database: database!,
+    databaseConnectTimeoutSeconds,
     redisUrl,
     trustProxy,
     corsOrigins,

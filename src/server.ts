@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { openStorage } from './storage/database.ts';
+import { waitForStorage } from './storage/wait-for-storage.ts';
 import { migrateToLatest } from './modules.ts';
 import { createServices } from './services.ts';
 import { buildApp } from './app.ts';
@@ -20,6 +21,7 @@ export interface RunningServer {
 export async function startServer(config: Config): Promise<RunningServer> {
   const storage = openStorage(config.database);
   try {
+    await waitForStorage(storage, { config: config.database, timeoutMs: config.databaseConnectTimeoutSeconds * 1000, onRetry: (message) => process.stderr.write(`gatehouse: ${message}\n`) });
     await migrateToLatest(storage.db);
     const services = await createServices({ config, storage });
     const app = await buildApp(services);
