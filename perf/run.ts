@@ -20,6 +20,7 @@
  *                                databases; PostgreSQL must be reachable there
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { publishable } from './publishable.ts';
 import { join } from 'node:path';
 import {
   RESULTS_DIR,
@@ -95,8 +96,8 @@ async function main(): Promise<void> {
       const started = Date.now();
       const scenarioResult = await RUNNERS[name](ctx);
       const file = join(resultsDir, `${name}.json`);
-      // The machine's PATH says nothing about the result and names this machine's folders: left out.
-      writeFileSync(file, `${JSON.stringify(scenarioResult, (key, value: unknown) => (key === 'PATH' ? undefined : value), 2)}\n`);
+      // The figures and the settings that shape them; no secret, local path, port or pid.
+      writeFileSync(file, `${JSON.stringify(scenarioResult, publishable, 2)}\n`);
       for (const target of scenarioResult.targets) {
         process.stdout.write(`  [${target.met ? 'met' : 'MISSED'}] ${target.target}: ${target.measured}\n`);
       }
