@@ -24,6 +24,7 @@ import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
+import { metricsModule } from './metrics/metrics.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
@@ -47,6 +48,7 @@ export const MODULES: readonly GatehouseModule[] = [
   organizationsModule,
   webhooksModule,
   accountDeletionModule,
+  metricsModule,
   adminModule,
   opsModule,
   pagesModule,

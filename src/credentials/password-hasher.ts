@@ -34,6 +34,21 @@ export interface PasswordHasher {
   useStoredParameters(mix: ReadonlyArray<{ encoded: string; count: number }>): Promise<void>;
   /** True when the hash was made with other parameters (or another algorithm) than today's. */
   needsRehash(passwordHash: string): boolean;
+  /** The hash queue now and since start, read-only (for metrics). */
+  stats(): HashQueueStats;
+}
+
+export interface HashQueueStats {
+  /** Hashes computing now, and the most at once (HASH_CONCURRENCY). */
+  readonly running: number;
+  readonly maxConcurrent: number;
+  /** Hashes waiting for a slot now, and the most that may (HASH_QUEUE_MAX). */
+  readonly queued: number;
+  readonly maxQueued: number;
+  /** Since start: hashes that got a slot, the seconds they waited for it in all, and those refused (queue full, or waited HASH_QUEUE_TIMEOUT_MS). */
+  readonly started: number;
+  readonly waitSecondsTotal: number;
+  readonly refused: number;
 }
 
 export interface PasswordHasherOptions {
@@ -58,11 +73,19 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
     queueTimeoutMs: options.queueTimeoutMs,
   });
 
+  const counts = { started: 0, waitSecondsTotal: 0, refused: 0 };
+
   async function withSlot<T>(task: () => Promise<T>): Promise<T> {
+    const askedAt = performance.now();
     try {
-      return await slots.run(task);
+      return await slots.run(() => {
+        counts.started++;
+        counts.waitSecondsTotal += (performance.now() - askedAt) / 1000;
+        return task();
+      });
     } catch (error) {
       if (error instanceof CapacityExceededError) {
+        counts.refused++;
         throw new UnavailableError('password hashing capacity exceeded', { retryAfterSeconds: 1, cause: error });
       }
       throw error;
@@ -116,6 +139,14 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
         .map((entry) => ({ encoded: entry.encoded, upTo: (upTo += entry.count / total) }));
       mix.at(-1)!.upTo = 1;
     },
+
+    stats: () => ({
+      running: slots.running,
+      maxConcurrent: options.maxConcurrentHashes,
+      queued: slots.queued,
+      maxQueued: options.maxQueuedHashes,
+      ...counts,
+    }),
 
     needsRehash(passwordHash) {
       try {

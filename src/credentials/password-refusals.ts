@@ -79,7 +79,7 @@ export function createPasswordRefusalLimits(deps: { limiters: RateLimiters; rate
             isReleased = true;
             try {
               // The refusal is written before the places in flight are given back (see enterWithin).
-              if (isRefused) await Promise.all([perIp.refusals.consume(client), account === null ? null : perAccount.refusals.consume(account)]);
+              if (isRefused) await Promise.all([perIp.refusals.increment(client), account === null ? null : perAccount.refusals.increment(account)]);
             } finally {
               await Promise.all([byIp.give(), byAccount?.give()]);
             }

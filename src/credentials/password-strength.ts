@@ -39,6 +39,8 @@ export interface StrengthEstimator {
   estimate(password: string, userInputs: readonly string[], caller?: string): Promise<StrengthEstimate>;
   /** Whether the worker is running now. */
   isRunning(): boolean;
+  /** The estimate queue now, read-only (for metrics): computing (0 or 1), waiting, and the most that may wait. */
+  stats?(): { readonly running: number; readonly queued: number; readonly maxQueued: number };
 }
 
 const WORKER_URL = new URL('./password-strength.worker.js', import.meta.url);
@@ -180,6 +182,7 @@ export function createStrengthEstimator(options: { idleMs: number; maxPending?: 
       }
     },
     isRunning: () => running !== null,
+    stats: () => ({ running: turns.running, queued: turns.queued, maxQueued: Math.max(0, (options.maxPending ?? DEFAULT_MAX_PENDING) - 1) }),
   };
 }
 

@@ -117,7 +117,7 @@ export function createSignInThrottle(deps: {
           async failed() {
             // The failure is written before the place in flight is given back (see enterWithin).
             try {
-              const [consecutiveFailures] = await Promise.all([accountFailures.increment(account), failuresPerIp.consume(client)]);
+              const [consecutiveFailures] = await Promise.all([accountFailures.increment(account), failuresPerIp.increment(client)]);
               if (consecutiveFailures >= throttle.lockAfterFailures) {
                 // No end: only a password reset (clearAccount) lifts it.
                 await accountFailures.set(account, throttle.lockAfterFailures, 0);

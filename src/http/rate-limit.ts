@@ -46,13 +46,19 @@ export type Wait = number | null;
 export interface Limiter {
   /**
    * Counts `points` against `key` (in a window of `durationSeconds` when that starts a new one,
-   * else the limiter's); the wait when that went over the limit.
+   * else the limiter's); the wait when that went over the limit. That is a refusal, and is reported as
+   * one (see `observeRefusals`): to record something that happened, use `increment`.
    */
   consume(key: string, points?: number, durationSeconds?: number): Promise<Wait>;
   /** Counts one against `key` and returns the count just reached, atomically (over the limit or not). */
   increment(key: string): Promise<number>;
   /** Gives back points counted for something that did not happen after all. */
   refund(key: string, points?: number): Promise<void>;
+  /**
+   * Tells the refusal observer (metrics) that a request was refused on this limiter's count by a
+   * decision its caller made (`enterWithin`); a refusing `consume` reports itself.
+   */
+  reportRefusal?(): void;
   /** Whether `key` has used up its limit already, without counting anything. */
   check(key: string): Promise<Wait>;
   /** Points counted against `key` in its current window (0 when none). */
@@ -74,7 +80,15 @@ export interface RateLimiters {
    */
   start(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Sets (null: removes) the one observer told of every refusal, by limiter name: a `consume` that
+   * refused, or an `enterWithin` that did. Called in the request; it must not throw or do I/O.
+   */
+  observeRefusals?(observer: RefusalObserver | null): void;
 }
+
+/** Told the name of the limiter that refused a request (`signin-ip`, `forgot-address`…), never its key. */
+export type RefusalObserver = (limiter: string) => void;
 
 /** A limiter key for an address: its normal form, hashed, so no counter names a person. */
 export function accountKey(email: string): string {
@@ -89,17 +103,21 @@ function toWait(res: RateLimiterRes): number {
   return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
 }
 
-function wrap(limiter: RateLimiterAbstract, points: number): Limiter {
+function wrap(limiter: RateLimiterAbstract, points: number, refused: () => void = () => {}): Limiter {
   return {
     async consume(key, amount = 1, durationSeconds) {
       try {
         await limiter.consume(key, amount, durationSeconds === undefined ? {} : { customDuration: durationSeconds });
         return null;
       } catch (rejection) {
-        if (rejection instanceof RateLimiterRes) return toWait(rejection);
+        if (rejection instanceof RateLimiterRes) {
+          refused();
+          return toWait(rejection);
+        }
         throw rejection;
       }
     },
+    reportRefusal: refused,
     async check(key) {
       const res = await limiter.get(key);
       return res !== null && res.consumedPoints >= points ? toWait(res) : null;
@@ -137,6 +155,18 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
   // at once. A day is plenty for counting while a store is away.
   const insurance = (name: string, limit: RateLimit) =>
     new RateLimiterMemory({ keyPrefix: name, points: limit.points, duration: Math.min(limit.durationSeconds, MAX_MEMORY_WINDOW_SECONDS) });
+  let refusalObserver: RefusalObserver | null = null;
+  const observeRefusals = (observer: RefusalObserver | null) => {
+    refusalObserver = observer;
+  };
+  /** Tells the observer, if any, of a refusal by `name`; an observer's mistake never costs the request. */
+  const refusedBy = (name: string) => () => {
+    try {
+      refusalObserver?.(name);
+    } catch {
+      // Metrics only.
+    }
+  };
 
   if (deps.redisUrl === null) {
     // Ended windows are deleted by housekeeping (`ops/housekeeping.ts`); Redis expires its own.
@@ -151,10 +181,11 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
           clock,
           insuranceLimiter: insurance(name, limit),
         });
-        return wrap(store, limit.points);
+        return wrap(store, limit.points, refusedBy(name));
       },
       async start() {},
       async close() {},
+      observeRefusals,
     };
   }
 
@@ -195,8 +226,9 @@ export async function createRateLimiters(deps: { db: Db; clock: Clock; logger: L
         rejectIfRedisNotReady: true,
         insuranceLimiter: insurance(name, limit),
       });
-      return wrap(limiter, limit.points);
+      return wrap(limiter, limit.points, refusedBy(name));
     },
+    observeRefusals,
     async start() {
       const verdict = refuseMisconfiguredRedis(redis);
       // Unreachable is not a refusal: ioredis keeps retrying, and the limits count in memory meanwhile.
@@ -275,6 +307,7 @@ export async function enterWithin(lease: Lease, happened: Limiter, key: string, 
     throw error;
   }
   if (count + place.count <= limit) return { ok: true, happened: count, give: place.give };
+  happened.reportRefusal?.();
   await place.give();
   const wait = count >= limit ? await happened.check(key) : null;
   return { ok: false, retryAfterSeconds: wait ?? IN_FLIGHT_WAIT_SECONDS };

@@ -52,6 +52,8 @@ export interface PublicJwk extends JWK {
 export interface SigningKeys {
   /** The key new tokens are signed with. */
   current(): SigningKey;
+  /** When the current key was made (epoch ms): how long ago the last rotation was (metrics). */
+  currentCreatedAt(): number;
   /**
    * Every published key with its private half, for the OpenID Provider: those that sign now first
    * (one per algorithm: a provider that takes the first key of an algorithm signs with them), then
@@ -82,6 +84,7 @@ export interface SigningKeys {
 
 interface KeyState {
   current: SigningKey;
+  currentCreatedAt: number;
   jwks: PublicJwk[];
   byKid: Map<string, CryptoKey>;
   privateJwks: JWK[];
@@ -142,6 +145,7 @@ export async function loadSigningKeys(deps: {
     const privateKey = (await importJWK(privateJwks.find((jwk) => jwk.kid === active.kid)!, active.algorithm)) as CryptoKey;
     return {
       current: { kid: active.kid, privateKey },
+      currentCreatedAt: active.created_at,
       jwks,
       byKid,
       privateJwks,
@@ -169,6 +173,7 @@ export async function loadSigningKeys(deps: {
 
   return {
     current: () => state!.current,
+    currentCreatedAt: () => state!.currentCreatedAt,
     publicJwks: () => state!.jwks,
     privateJwks: () => state!.privateJwks,
     signingKids: () => state!.signingKids,

@@ -4,7 +4,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
+import { Kysely, PostgresDialect, sql, type CompiledQuery, type DatabaseConnection, type Dialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
@@ -20,14 +20,77 @@ export interface Storage {
   /** Resolves when the database answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Sets (null: removes) the one observer told of every statement's duration, and of each that
+   * failed (metrics). Called as each statement ends, on its path: it must be quick, never throw,
+   * do no I/O. Without one a statement costs one check more.
+   */
+  observeQueries?(observer: QueryObserver | null): void;
+}
+
+/** One statement that ended: its kind (Kysely's node: `SelectQueryNode`, `RawNode`…), how long it took, and whether it failed. */
+export type QueryObserver = (kind: string, durationMs: number, error: unknown) => void;
+
+/**
+ * `dialect` with every connection's `executeQuery` timed for the observer, when one is set (see
+ * `observeQueries`). The connection is patched in place, as Kysely's own query log does, so the
+ * driver keeps its objects; Kysely's `log` option would cost every query an extra async step
+ * even with nobody listening.
+ */
+function observable(dialect: Dialect): { dialect: Dialect; observeQueries(observer: QueryObserver | null): void } {
+  let observer: QueryObserver | null = null;
+  const report = (kind: string, startedAt: number, error: unknown) => {
+    try {
+      observer?.(kind, performance.now() - startedAt, error);
+    } catch {
+      // An observer's mistake never fails a query.
+    }
+  };
+  const patched = new WeakSet<DatabaseConnection>();
+  const patch = (connection: DatabaseConnection) => {
+    if (patched.has(connection)) return connection;
+    patched.add(connection);
+    const execute: DatabaseConnection['executeQuery'] = connection.executeQuery.bind(connection);
+    connection.executeQuery = <R>(query: CompiledQuery, options?: Parameters<DatabaseConnection['executeQuery']>[1]) => {
+      if (observer === null) return execute<R>(query, options);
+      const startedAt = performance.now();
+      return execute<R>(query, options).then(
+        (result) => {
+          report(query.query.kind, startedAt, undefined);
+          return result;
+        },
+        (error: unknown) => {
+          report(query.query.kind, startedAt, error ?? new Error('query failed'));
+          throw error;
+        },
+      );
+    };
+    return connection;
+  };
+  return {
+    dialect: {
+      createAdapter: () => dialect.createAdapter(),
+      createQueryCompiler: () => dialect.createQueryCompiler(),
+      createIntrospector: (db) => dialect.createIntrospector(db),
+      createDriver() {
+        const driver = dialect.createDriver();
+        const acquire = driver.acquireConnection.bind(driver);
+        driver.acquireConnection = async () => patch(await acquire());
+        return driver;
+      },
+    },
+    observeQueries(next) {
+      observer = next;
+    },
+  };
 }
 
 const PG_INT8_OID = 20;
 
 export function openStorage(config: DatabaseConfig, options: { poolSize?: number } = {}): Storage {
   if (config.kind === 'sqlite') {
-    const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.path, { cacheMib: config.cacheMib })) });
-    return wrap(db, 'sqlite');
+    const sqlite = observable(createSqliteDialect(openSqlite(config.path, { cacheMib: config.cacheMib })));
+    return wrap(new Kysely<Database>({ dialect: sqlite.dialect }), 'sqlite', sqlite.observeQueries);
   }
   const pool = new pg.Pool({
     connectionString: config.url,
@@ -50,7 +113,8 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
     client.on('error', () => {});
   });
   const bounded = config.queryTimeoutMs === undefined ? pool : boundQueries(pool, config.queryTimeoutMs);
-  return wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool: bounded }) }), 'postgres');
+  const postgres = observable(new PostgresDialect({ pool: bounded }));
+  return wrap(new Kysely<Database>({ dialect: postgres.dialect }), 'postgres', postgres.observeQueries);
 }
 
 /** Queries run inside it have no time bound: migrations, which may rightly take long. */
@@ -187,10 +251,11 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
   };
 }
 
-function wrap(db: Db, dialect: DatabaseConfig['kind']): Storage {
+function wrap(db: Db, dialect: DatabaseConfig['kind'], observeQueries: Storage['observeQueries']): Storage {
   return {
     db,
     dialect,
+    observeQueries,
     async ping() {
       await sql`select 1`.execute(db);
     },
