@@ -37,6 +37,9 @@ export async function runPrimary(config: Config, log: (message: string) => void)
     await storage.close();
   }
 
+  // Metrics: a worker's scrape answers for every worker (the primary gathers them).
+  if (config.metrics.isEnabled) (await import('./metrics/cluster-metrics.ts')).answerClusterScrapes();
+
   let isStopping = false;
   const fork = (index: number): Worker => cluster.fork({ GATEHOUSE_WORKER_INDEX: String(index) });
   const byIndex = new Map<number, Worker>();

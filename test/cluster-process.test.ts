@@ -11,9 +11,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createSqliteDatabase, type TestDatabase } from './helpers/databases.ts';
 import { randomSecret, startGatehouse, type ChildEnv, type RunningGatehouse } from './helpers/process.ts';
+import { parseExposition, valueOf } from '../src/metrics/exposition.ts';
 
 const ADMIN_EMAIL = 'cluster-admin@example.com';
 const ADMIN_PASSWORD = 'a cluster of unusual words';
+const METRICS_TOKEN = 'cluster-metrics-token-0123456789abcdef-0123';
 
 describe('WORKERS=2 (node:cluster) on SQLite', () => {
   let database: TestDatabase;
@@ -35,6 +37,7 @@ describe('WORKERS=2 (node:cluster) on SQLite', () => {
       WORKERS: '2',
       SESSION_STRATEGY: 'jwt',
       REVOCATION_SYNC_INTERVAL_MS: '100',
+      METRICS_TOKEN: METRICS_TOKEN,
     };
     server = await startGatehouse({ env, cleanup: (fn) => cleanups.push(fn) });
     // Both workers listening.
@@ -61,6 +64,23 @@ describe('WORKERS=2 (node:cluster) on SQLite', () => {
     assert.equal(kids.size, 1, 'one signing key');
     const served = new Set(server.child.logs().filter((e) => e.msg === 'request completed' && (e.req as { url?: string } | undefined)?.url === '/api/auth').map((e) => e.pid));
     assert.equal(served.size, 2, `requests spread over both workers (${[...served].join(',')})`);
+  });
+
+  it('a scrape answers for the whole cluster, whichever worker takes it: counts never jump back', async () => {
+    const scrape = async () => {
+      const response = await fetch(`${server.base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      assert.equal(response.status, 200);
+      return parseExposition(await response.text());
+    };
+    const served = () => scrape().then((families) => valueOf(families, 'gatehouse_http_requests_total', { method: 'GET', route: '/api/health/live', status: '200' }) ?? 0);
+    const before = await served();
+    // New connections each time, so both workers answer some.
+    await Promise.all(Array.from({ length: 40 }, () => fetch(`${server.base}/api/health/live`, { headers: { connection: 'close' } })));
+    const counts: number[] = [];
+    for (let i = 0; i < 6; i += 1) counts.push(await served());
+    assert.ok(counts.every((count) => count === before + 40), `every scrape sees all 40, whichever worker answers it: ${before} then ${counts.join(', ')}`);
+    const families = await scrape();
+    assert.equal(valueOf(families, 'gatehouse_signing_keys_signing'), 2, 'shared state is not summed over the workers');
   });
 
   it('shares sessions and sign-out between workers', async () => {

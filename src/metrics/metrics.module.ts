@@ -8,7 +8,9 @@
  * scrape time from the hash queue, the strength-estimate queue, the signing keys and the outboxes.
  */
 import { defineModule, type BackgroundJob } from '../module.ts';
+import cluster from 'node:cluster';
 import { serverLogDestination } from '../http/logging.ts';
+import { clusterScrape } from './cluster-metrics.ts';
 import { strengthEstimator } from '../credentials/password-strength.ts';
 import { metricsConfigSection } from './metrics.config.ts';
 import { createMetricsService, type MetricsService, type MetricsSources } from './metrics.service.ts';
@@ -48,6 +50,8 @@ export const metricsModule = defineModule({
       clock,
       logger,
       sources,
+      // WORKERS > 1: a scrape answers for the whole cluster (the primary gathers every worker's).
+      ...(cluster.isWorker && config.workers > 1 && { clusterScrape }),
     });
     const { port, host } = config.metrics;
     return { metrics, metricsListener: port === null ? null : createMetricsListener({ metrics, host, port, logger }) };

@@ -74,6 +74,8 @@ export function createMetricsService(deps: {
   clock: Clock;
   logger: Logger;
   sources: MetricsSources;
+  /** With WORKERS > 1, in a worker: how a scrape gets the cluster's metrics rather than this process's. */
+  clusterScrape?: (registry: Registry) => () => Promise<string>;
 }): MetricsService {
   const { db, storage, rateLimiters, clock, logger, sources } = deps;
   const registry = new Registry();
@@ -169,7 +171,8 @@ export function createMetricsService(deps: {
 
   return {
     contentType: registry.contentType,
-    scrape: () => registry.metrics(),
+    // In a cluster worker, the whole cluster's (the primary gathers every worker's): see cluster-metrics.ts.
+    scrape: deps.clusterScrape?.(registry) ?? (() => registry.metrics()),
 
     observeHttp(method, route, status, seconds) {
       const methodLabel = HTTP_METHODS.has(method) ? method : 'OTHER';
@@ -215,11 +218,12 @@ export function createMetricsService(deps: {
 }
 
 /** Gauges read from `read()` when scraped. */
-function gaugeOf(registry: Registry, metricName: string, help: string, read: () => number | undefined): void {
+function gaugeOf(registry: Registry, metricName: string, help: string, read: () => number | undefined, aggregator: 'sum' | 'max' = 'sum'): void {
   new Gauge({
     name: metricName,
     help,
     registers: [registry],
+    aggregator,
     collect() {
       const value = read();
       if (value !== undefined) this.set(value);
@@ -259,10 +263,15 @@ function registerStrengthQueue(registry: Registry, stats: () => { readonly runni
 }
 
 function registerKeys(registry: Registry, keys: NonNullable<MetricsSources['keys']>, clock: Clock): void {
-  gaugeOf(registry, `${METRIC_PREFIX}signing_keys_published`, 'Public keys published at the JWKS (signing, ahead of activation, and retiring).', () => keys.publicJwks().length);
-  gaugeOf(registry, `${METRIC_PREFIX}signing_keys_signing`, 'Keys that sign now (one per algorithm).', () => keys.signingKids().length);
-  gaugeOf(registry, `${METRIC_PREFIX}signing_key_age_seconds`, 'Seconds since the key that signs access tokens now was made (since the last rotation).', () =>
-    Math.max(0, (clock() - keys.currentCreatedAt()) / 1000),
+  // Every worker holds the same keys: across a cluster, one of them, not the sum.
+  gaugeOf(registry, `${METRIC_PREFIX}signing_keys_published`, 'Public keys published at the JWKS (signing, ahead of activation, and retiring).', () => keys.publicJwks().length, 'max');
+  gaugeOf(registry, `${METRIC_PREFIX}signing_keys_signing`, 'Keys that sign now (one per algorithm).', () => keys.signingKids().length, 'max');
+  gaugeOf(
+    registry,
+    `${METRIC_PREFIX}signing_key_age_seconds`,
+    'Seconds since the key that signs access tokens now was made (since the last rotation).',
+    () => Math.max(0, (clock() - keys.currentCreatedAt()) / 1000),
+    'max',
   );
 }
 
@@ -299,6 +308,8 @@ function registerOutboxes(
       help,
       labelNames: ['queue'] as const,
       registers: [registry],
+      // Every worker reads the same shared table: across a cluster, one of them, not the sum.
+      aggregator: 'max',
       async collect() {
         const backlogs = await readAll();
         for (const { queue } of outboxes) {
