@@ -5,8 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
-import swagger from '@fastify/swagger';
-import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
 import type { ModuleRoutes, RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
@@ -22,6 +21,8 @@ import { createRequestAuthenticator } from './sessions/request-authentication.ts
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { registerAccessPolicies } from './authorization/access-policies.ts';
 import { createForbiddenPage } from './web/forbidden-page.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { apiDocsRoutes } from './http/api-docs.routes.ts';
 
 /** Fastify's `trustProxy` for ours: a hop count trusts that many proxies nearest to us. */
 function toTrustProxy(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -89,22 +90,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const policies = services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []);
   registerAccessPolicies(app, { policies, authenticate, sendForbiddenPage });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Gatehouse',
-        version: '0.1.0',
-        description: 'Self-hosted authentication and authorization. Errors carry a stable `error` code and a `message`.',
-      },
-      servers: [{ url: config.authUrl }],
-      components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
-      },
-    },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
-  });
+  // The OpenAPI document's rules (http/openapi.ts); before the routes, which it collects.
+  await registerOpenApi(app, { authUrl: config.authUrl, rateLimitHooks: Object.values(services.limits) });
 
   // Every module's routes: JSON-only ones at the top level, the browser's where form bodies parse too.
   const sections = services.modules.flatMap((module) => module.pageSections?.(services) ?? []);
@@ -125,6 +112,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  await app.register(apiDocsRoutes, { openApiPath: OPENAPI_PATH, authUrl: config.authUrl });
 
   await app.ready();
   // Only a built app runs the modules' background work (the mail worker, housekeeping…); the

@@ -57,7 +57,7 @@ function printBanner(config: Config, listeningOn: string, userCount: number): vo
     '',
     `  Gatehouse is running at ${url}  (listening on ${listeningOn}; ${config.database.kind}, ${config.sessionStrategy} sessions)`,
     `  JWKS:     ${url}/.well-known/jwks.json`,
-    `  API docs: ${url}/api/docs/openapi.json`,
+    `  API docs: ${url}/api/docs`,
     config.mail.kind === 'smtp'
       ? `  Mail:     SMTP ${config.mail.smtp.host}:${config.mail.smtp.port}${config.mail.smtp.requireTls ? ' (TLS required)' : ''}`
       : config.mail.showOutboxPage

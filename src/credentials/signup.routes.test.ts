@@ -257,8 +257,8 @@ describe('sign-up and verification in the OpenAPI document', () => {
     const document = (await t.app.inject({ method: 'GET', url: '/api/docs/openapi.json' })).json();
     const responses = (path: string) => Object.keys(document.paths[path].post.responses).sort();
     assert.deepEqual(responses('/api/auth/signup'), ['202', '303', '400', '403', '413', '415', '422', '429', '500', '503']);
-    assert.deepEqual(responses('/api/auth/verify-email'), ['200', '303', '400', '403', '413', '415', '422', '500', '503']);
-    assert.deepEqual(responses('/api/auth/verify-email/resend'), ['202', '303', '400', '403', '413', '415', '422', '500', '503']);
+    assert.deepEqual(responses('/api/auth/verify-email'), ['200', '303', '400', '403', '413', '415', '422', '429', '500', '503']);
+    assert.deepEqual(responses('/api/auth/verify-email/resend'), ['202', '303', '400', '403', '413', '415', '422', '429', '500', '503']);
     for (const page of ['/auth/signup', '/auth/check-email', '/auth/verify-email', '/auth/email-verified']) {
       assert.ok(!(page in document.paths), `${page} is a page, not API`);
     }
