@@ -3,14 +3,17 @@
  * passwords piped on standard input, on every backend. Exit codes: 0 done, 1 failed, 2 bad usage.
  */
 import { after, before, describe, it } from 'node:test';
+import { setImmediate } from 'node:timers/promises';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { backends, type TestDatabase } from './helpers/databases.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { randomSecret, runCli, type ChildEnv, type RegisterCleanup, type RunResult } from './helpers/process.ts';
+import { freePort, randomSecret, REPO_ROOT, runCli, type ChildEnv, type RegisterCleanup, type RunResult } from './helpers/process.ts';
+import { findOnPath } from '../src/storage/backup.ts';
+import { CLI_SOURCE } from '../src/audit/audit.service.ts';
 
 const CLI_TIMEOUT_MS = 30_000;
 const PASSWORD = 'quiet-meadow-copper-kettle-7';
@@ -48,6 +51,90 @@ describe('gatehouse (no database)', () => {
     assert.equal(result.code, 2, describeRun(result));
     assert.match(result.stderr, /frobnicate/);
   });
+
+  it('--version and -v print the version from package.json; help COMMAND prints that command', async (t) => {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const result = await runCli([flag], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+      assert.equal(result.code, 0, describeRun(result));
+      assert.equal(result.stdout, `gatehouse ${version}\n`);
+    }
+    const users = await runCli(['help', 'users'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(users.code, 0, describeRun(users));
+    assert.match(users.stdout, /users create/);
+    assert.doesNotMatch(users.stdout, /webhooks/);
+    const help = await runCli(['keys', 'list', '--help'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(help.code, 0, describeRun(help));
+    assert.match(help.stdout, /keys list \[--json\]/);
+  });
+
+  it('refuses a bad option with exit 2, naming it; only a command that reads a password mentions standard input', async (t) => {
+    const cases: Array<[string[], RegExp]> = [
+      [['users', 'list', '--frobnicate'], /users list: unknown option --frobnicate; its options: --query, --json/],
+      [['keys', 'rotate', '--now'], /keys rotate: unknown option --now; this command takes no options/],
+      [['keys', 'list', '--json=yes'], /keys list: --json takes no value/],
+      [['users', 'roles', '--email'], /users roles: --email needs a value/],
+      [['migrate', '--status'], /unknown option --status; the status is `gatehouse migrate status`/],
+      [['migrate', 'status', '--verbose'], /migrate status: unknown option --verbose/],
+      [['migrate', 'sideways'], /migrate: unexpected argument/],
+      [['serve', '--port', '8080'], /serve: unknown option --port/],
+      [['doctor', '--fix'], /doctor: unknown option --fix/],
+      [['backup'], /backup: name exactly one backup file/],
+      [['restore', 'a.db', '--force-it'], /restore: unknown option --force-it/],
+      [['orgs', 'list', '--jsn'], /orgs list: unknown option --jsn/],
+      [['webhooks', 'deliveries', 'abc', '--limit'], /webhooks deliveries: --limit needs a value/],
+      [['clients', 'show', 'abc', '--secret'], /clients show: unknown option --secret/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli(args, { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+      assert.equal(result.code, 2, `${args.join(' ')}\n${describeRun(result)}`);
+      assert.match(result.stderr, message, args.join(' '));
+      assert.doesNotMatch(result.stderr, /standard input/, `${args.join(' ')} reads no password`);
+    }
+    const secret = 'a-password-on-the-command-line';
+    const password = await runCli(['users', 'create', '--email', 'x@example.test', '--name', 'X', `--password=${secret}`], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(password.code, 2, describeRun(password));
+    assert.match(password.stderr, /users create: unknown option --password \(passwords are read from standard input only: --password-stdin\)/);
+    assertNotEchoed(password, secret);
+  });
+
+  it('migrate down is refused (exit 2): migrations are forward-only, restore a backup instead', async (t) => {
+    for (const word of ['down', 'rollback']) {
+      const result = await runCli(['migrate', word], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+      assert.equal(result.code, 2, describeRun(result));
+      assert.match(result.stderr, /forward-only/);
+      assert.match(result.stderr, /gatehouse restore FILE --yes/);
+    }
+  });
+
+  it('doctor names an unreachable database and Redis (exit 1), and never prints their passwords', async (t) => {
+    const [databasePort, redisPort] = [await freePort(), await freePort()];
+    const dbPassword = 'db-Pa55word-never-shown';
+    const redisPassword = 'redis-Pa55word-never-shown';
+    const unreachable = {
+      ...env(),
+      DATABASE_URL: `postgres://gatehouse:${dbPassword}@127.0.0.1:${databasePort}/gatehouse`,
+      REDIS_URL: `redis://:${redisPassword}@127.0.0.1:${redisPort}/0`,
+    };
+    const result = await runCli(['doctor'], { env: unreachable, timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(result.code, 1, describeRun(result));
+    assert.match(result.stdout, /^config +ok/m);
+    assert.match(result.stdout, new RegExp(`^storage +FAIL: PostgreSQL gatehouse@127\\.0\\.0\\.1:${databasePort}/gatehouse is unreachable: .*ECONNREFUSED`, 'm'));
+    assert.match(result.stdout, /^migrations +skipped/m);
+    assert.match(result.stdout, new RegExp(`^redis +FAIL: 127\\.0\\.0\\.1:${redisPort} is unreachable: .*ECONNREFUSED`, 'm'));
+    assert.match(result.stdout, /^2 checks failed\.$/m);
+    assertNotEchoed(result, dbPassword, redisPassword);
+
+    const json = await runCli(['doctor', '--json'], { env: unreachable, timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(json.code, 1, describeRun(json));
+    const report = JSON.parse(json.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> };
+    assert.equal(report.ok, false);
+    assert.deepEqual(
+      report.checks.filter((check) => check.status === 'fail').map((check) => check.name),
+      ['storage', 'redis'],
+    );
+    assertNotEchoed(json, dbPassword, redisPassword);
+  });
 });
 
 const allBackends = await backends();
@@ -82,13 +169,35 @@ for (const backend of allBackends) {
       return runCli(args, { env, timeoutMs: CLI_TIMEOUT_MS, cleanup, ...(stdin !== undefined && { stdin }) });
     }
 
-    it('migrate applies the migrations, then reports the database up to date', async (t) => {
+    it('migrate status lists every migration pending; migrate applies them, then reports the database up to date and status says when each was applied', async (t) => {
+      const before = await cli(['migrate', 'status', '--json'], (fn) => t.after(fn));
+      assert.equal(before.code, 0, describeRun(before));
+      const pending = JSON.parse(before.stdout) as { applied: number; pending: number; migrations: Array<{ name: string; status: string; appliedAt: string | null }> };
+      assert.equal(pending.applied, 0);
+      assert.ok(pending.pending > 0);
+      assert.ok(pending.migrations.every((m) => m.status === 'pending' && m.appliedAt === null));
+      assert.ok(pending.migrations.some((m) => m.name === '0001-initial'));
+
       const first = await cli(['migrate'], (fn) => t.after(fn));
       assert.equal(first.code, 0, describeRun(first));
       assert.doesNotMatch(first.stdout, /up to date/i, 'the first run applied something');
       const second = await cli(['migrate'], (fn) => t.after(fn));
       assert.equal(second.code, 0, describeRun(second));
       assert.match(second.stdout, /up to date/i);
+
+      const after = await cli(['migrate', 'status', '--json'], (fn) => t.after(fn));
+      assert.equal(after.code, 0, describeRun(after));
+      const applied = JSON.parse(after.stdout) as typeof pending;
+      assert.deepEqual([applied.applied, applied.pending], [pending.pending, 0]);
+      assert.deepEqual(applied.migrations.map((m) => m.name), pending.migrations.map((m) => m.name));
+      for (const migration of applied.migrations) {
+        assert.equal(migration.status, 'applied');
+        assert.ok(migration.appliedAt !== null && !Number.isNaN(Date.parse(migration.appliedAt)), migration.name);
+      }
+      const text = await cli(['migrate', 'status'], (fn) => t.after(fn));
+      assert.equal(text.code, 0, describeRun(text));
+      assert.match(text.stdout, /^0001-initial +applied \d{4}-\d\d-\d\dT/m);
+      assert.match(text.stdout, new RegExp(`^${pending.pending} applied, 0 pending$`, 'm'));
     });
 
     it('keys rotate adds a key that the JWKS publishes at once; keys list shows both', async (t) => {
@@ -296,6 +405,135 @@ for (const backend of allBackends) {
       assert.equal(none.code, 0, describeRun(none));
       assert.equal(none.stdout, 'No users.\n');
     });
+
+    it('users list --json and keys list --json print stable JSON, without secrets', async (t) => {
+      const users = await cli(['users', 'list', '--json'], (fn) => t.after(fn));
+      assert.equal(users.code, 0, describeRun(users));
+      const list = JSON.parse(users.stdout) as Array<Record<string, unknown>>;
+      const alice = list.find((user) => user.email === EMAIL);
+      assert.ok(alice, users.stdout);
+      assert.deepEqual(Object.keys(alice), ['id', 'email', 'name', 'roles', 'emailVerified', 'disabled', 'createdAt', 'updatedAt']);
+      assert.deepEqual([alice.name, alice.roles, alice.disabled], ['Alice Example', ['ADMIN', 'EDITOR'], false]);
+      assert.doesNotMatch(users.stdout, /hash|argon2/i);
+      const none = await cli(['users', 'list', '--query', 'nobody-matches', '--json'], (fn) => t.after(fn));
+      assert.equal(none.stdout, '[]\n');
+
+      const keys = await cli(['keys', 'list', '--json'], (fn) => t.after(fn));
+      assert.equal(keys.code, 0, describeRun(keys));
+      const listed = JSON.parse(keys.stdout) as Array<Record<string, unknown>>;
+      assert.ok(listed.length >= 4, keys.stdout);
+      for (const key of listed) {
+        assert.deepEqual(Object.keys(key), ['kid', 'algorithm', 'createdAt', 'state', 'retiredAt']);
+        assert.ok(['in service', 'retiring', 'retired'].includes(key.state as string), keys.stdout);
+        assert.equal(key.retiredAt === null, key.state === 'in service');
+      }
+      assert.deepEqual(new Set(listed.filter((key) => key.state === 'in service').map((key) => key.algorithm)), new Set(['EdDSA', 'RS256']));
+    });
+
+    it('doctor passes on a healthy setup, one line per check', async (t) => {
+      const result = await cli(['doctor'], (fn) => t.after(fn));
+      assert.equal(result.code, 0, describeRun(result));
+      for (const check of ['config', 'storage', 'migrations', 'signing keys']) assert.match(result.stdout, new RegExp(`^${check} +ok`, 'm'));
+      for (const check of ['smtp', 'redis', 'oauth']) assert.match(result.stdout, new RegExp(`^${check} +skipped: `, 'm'));
+      assert.match(result.stdout, /^All checks passed\.$/m);
+      assert.ok(!result.stdout.includes(authSecret) && !result.stderr.includes(authSecret));
+      const json = await cli(['doctor', '--json'], (fn) => t.after(fn));
+      assert.equal(json.code, 0, describeRun(json));
+      assert.equal((JSON.parse(json.stdout) as { ok: boolean }).ok, true);
+    });
+
+    const canDump = backend.name === 'sqlite' || (findOnPath('pg_dump') !== null && findOnPath('pg_restore') !== null);
+
+    it('backup copies the live database while it is being written; restore puts it in place elsewhere with the data', { skip: canDump ? false : 'pg_dump or pg_restore is not on PATH' }, async (t) => {
+      const { services } = await app();
+      const alice = (await services.users.findUserByEmail(EMAIL))!;
+      const countEvents = async () => Number((await services.storage.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      const file = join(dataDir, backend.name === 'sqlite' ? 'backup.db' : 'backup.dump');
+      // Writes go on, one after another, for as long as the backup runs.
+      let writing = true;
+      let written = 0;
+      const writer = (async () => {
+        while (writing) {
+          await services.audit.record({ type: 'user.created', userId: alice.id, source: CLI_SOURCE, details: { roles: [], signIn: 'password' } });
+          written++;
+          // SQLite answers synchronously: without a turn of the event loop the child's exit would never be heard.
+          await setImmediate();
+        }
+      })();
+      const atStart = await countEvents();
+      const backedUp = await cli(['backup', file], (fn) => t.after(fn));
+      writing = false;
+      await writer;
+      const atEnd = await countEvents();
+      assert.equal(backedUp.code, 0, describeRun(backedUp));
+      assert.ok(written > 0, 'writes happened while the backup ran');
+      assert.ok(backedUp.stdout.startsWith('Backed up ') && backedUp.stdout.includes(` to ${file} (`), backedUp.stdout);
+      assert.ok(statSync(file).size > 0);
+
+      const again = await cli(['backup', file], (fn) => t.after(fn));
+      assert.equal(again.code, 1, describeRun(again));
+      assert.match(again.stderr, /exists: choose another name, or add --force/);
+
+      // Restored into another database: a fresh DATA_DIR (SQLite) or a fresh database (PostgreSQL).
+      const restoredDir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-restored-'));
+      t.after(() => rmSync(restoredDir, { recursive: true, force: true }));
+      let target: TestDatabase | undefined;
+      if (backend.name === 'postgres') {
+        target = await backend.create();
+        t.after(() => target!.drop());
+      }
+      const restoredEnv: ChildEnv = { ...env, DATA_DIR: restoredDir, DATABASE_URL: target?.url };
+      const run = (args: string[]) => runCli(args, { env: restoredEnv, timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+      const restored = await run(backend.name === 'sqlite' ? ['restore', file] : ['restore', file, '--yes']);
+      assert.equal(restored.code, 0, describeRun(restored));
+      assert.match(restored.stdout, /^Restored /m);
+      assert.match(restored.stdout, /up to date/);
+      if (backend.name === 'sqlite') assert.ok(existsSync(join(restoredDir, 'gatehouse.db')));
+
+      const users = await run(['users', 'list', '--json']);
+      assert.equal(users.code, 0, describeRun(users));
+      assert.ok((JSON.parse(users.stdout) as Array<{ email: string }>).some((user) => user.email === EMAIL), users.stdout);
+      const doctor = await run(['doctor', '--json']);
+      assert.equal(doctor.code, 0, describeRun(doctor));
+      // A consistent snapshot from one moment of the run: every event before it, none after it.
+      const restoredApp = await createTestApp(target ?? { config: { kind: 'sqlite', path: join(restoredDir, 'gatehouse.db') }, url: `sqlite:${join(restoredDir, 'gatehouse.db')}`, drop: async () => {} }, { env: { AUTH_SECRET: authSecret } });
+      try {
+        const events = Number((await restoredApp.services.storage.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+        assert.ok(events >= atStart && events <= atEnd, `${atStart} <= ${events} <= ${atEnd}`);
+      } finally {
+        await restoredApp.close();
+      }
+
+      // Restoring over the database in use: confirmation needed, and (SQLite) refused while it is open.
+      const unconfirmed = await cli(['restore', file], (fn) => t.after(fn));
+      assert.equal(unconfirmed.code, 2, describeRun(unconfirmed));
+      assert.match(unconfirmed.stderr, /add --yes/);
+      if (backend.name === 'sqlite') {
+        const inUse = await cli(['restore', file, '--yes'], (fn) => t.after(fn));
+        assert.equal(inUse.code, 1, describeRun(inUse));
+        assert.match(inUse.stderr, /is in use \(is the server running\?\)/);
+      } else {
+        await countEvents(); // the app's pool holds a connection to this database
+        const busy = await cli(['restore', file, '--yes'], (fn) => t.after(fn));
+        assert.equal(busy.code, 1, describeRun(busy));
+        assert.match(busy.stderr, /other sessions? (is|are) connected/);
+      }
+    });
+
+    if (backend.name === 'postgres') {
+      it('backup and restore without pg_dump / pg_restore on PATH exit 1 and say what to do', async (t) => {
+        const noTools = { ...env, PATH: '/nonexistent' };
+        for (const [args, tool] of [
+          [['backup', join(dataDir, 'x.dump')], 'pg_dump'],
+          [['restore', join(dataDir, 'x.dump'), '--yes'], 'pg_restore'],
+        ] as const) {
+          const result = await runCli(args, { env: noTools, timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+          assert.equal(result.code, 1, describeRun(result));
+          assert.match(result.stderr, new RegExp(`${tool} is not on PATH`));
+          assert.match(result.stderr, /PGPASSWORD=… /);
+        }
+      });
+    }
 
     it('users delete needs --yes, then deletes the account for good (recorded as done at the command line)', async (t) => {
       const { services } = await app();

@@ -149,7 +149,7 @@ for (const backend of await backends()) {
       const before = (await (await app()).services.oidcClients.list()).length;
       const cases: Array<[string[], RegExp]> = [
         [['frobnicate'], /unknown clients command "frobnicate"/],
-        [['create', '--name', 'X', '--redirect-uri', WEB, '--colour', 'blue'], /Unknown option '--colour'/],
+        [['create', '--name', 'X', '--redirect-uri', WEB, '--colour', 'blue'], /clients create: unknown option --colour/],
         [['create', '--redirect-uri', WEB], /--name is required/],
         [['create', '--name', 'X', '--redirect-uri', WEB, '--id-token-alg', 'HS256'], /--id-token-alg must be one of EdDSA, RS256/],
         [['create', '--name', 'X', '--redirect-uri', 'http://app.example.com/cb'], /--redirect-uri "http:\/\/app\.example\.com\/cb": must use https/],

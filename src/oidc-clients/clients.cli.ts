@@ -5,12 +5,19 @@
  * Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the command line is wrong
  * (a value the registry's rules refuse included, with each problem on standard error).
  */
-import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import type { ServiceRegistry } from '../module.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
-import { DEVICE_CODE_GRANT, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
+import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
+import type { ClientProblem } from './client-rules.ts';
 import type { OidcClient } from './clients.service.ts';
-import { toClientBody } from './clients.routes.ts';
+
+/**
+ * What the commands use besides the services, loaded when one runs: `gatehouse help` imports this
+ * file for its usage lines and must not load the routes and rules with it.
+ */
+const runtime = async () => {
+  const [{ CLI_SOURCE }, { DEVICE_CODE_GRANT, ID_TOKEN_ALGS }, { toClientBody }] = await Promise.all([import('../audit/audit.service.ts'), import('./client-rules.ts'), import('./clients.routes.ts')]);
+  return { CLI_SOURCE, DEVICE_CODE_GRANT, ID_TOKEN_ALGS, toClientBody };
+};
 
 export interface CliIo {
   stdin: NodeJS.ReadableStream;
@@ -35,16 +42,8 @@ export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri
                                     a new secret, printed this once; the old one stops working
   gatehouse clients delete ID       delete a client`;
 
-class ClientsCliError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode = 1) {
-    super(message);
-    this.exitCode = exitCode;
-  }
-}
-
 /** Short names the command line accepts for grant types. */
-const GRANT_ALIASES: Readonly<Record<string, string>> = { device_code: DEVICE_CODE_GRANT };
+const grantAliases = (deviceCodeGrant: string): Readonly<Record<string, string>> => ({ device_code: deviceCodeGrant });
 
 type Command = (args: string[], io: CliIo, withServices: WithServices) => Promise<void>;
 
@@ -61,27 +60,18 @@ export async function runClientsCommand(args: readonly string[], io: CliIo, deps
   const [name = '', ...rest] = args;
   try {
     const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (command === undefined) throw new ClientsCliError(`unknown clients command "${name}"\n\n${deps.usage}`, 2);
+    if (command === undefined) throw new CliError(`unknown clients command "${name}"\n\nUsage:\n${deps.usage}`, 2);
     await command(rest, io, deps.withServices);
     return 0;
   } catch (error) {
-    if (!(error instanceof ClientsCliError)) throw error;
+    if (!(error instanceof CliError)) throw error;
     io.stderr.write(`gatehouse: ${error.message}\n`);
     return error.exitCode;
   }
 }
 
-function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T, positionals: number) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 });
-  } catch (error) {
-    throw new ClientsCliError(`${(error as Error).message}\n\n${CLIENTS_USAGE}`, 2);
-  }
-  if (parsed.positionals.length !== positionals) {
-    throw new ClientsCliError(positionals === 0 ? 'unexpected argument' : 'name exactly one client ID', 2);
-  }
-  return parsed;
+function parse<const T extends OptionSpecs>(command: string, args: string[], options: T, positionals: number) {
+  return parseCommandLine(args, options, { command: `clients ${command}`, usage: CLIENTS_USAGE, positionals, what: 'client ID' });
 }
 
 /** What the command line calls the field a problem is about. */
@@ -105,6 +95,7 @@ function describeProblem(problem: ClientProblem, input: { redirectUris: readonly
 
 async function createClient(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
   const { values } = parse(
+    'create',
     args,
     {
       name: { type: 'string' },
@@ -118,9 +109,11 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
     },
     0,
   );
-  if (values.name === undefined || values.name.trim() === '') throw new ClientsCliError('--name is required', 2);
+  if (values.name === undefined || values.name.trim() === '') throw new CliError('--name is required', 2);
   const alg = values['id-token-alg'];
-  if (alg !== undefined && !(ID_TOKEN_ALGS as readonly string[]).includes(alg)) throw new ClientsCliError(`--id-token-alg must be one of ${ID_TOKEN_ALGS.join(', ')}`, 2);
+  const { CLI_SOURCE, DEVICE_CODE_GRANT, ID_TOKEN_ALGS } = await runtime();
+  const GRANT_ALIASES = grantAliases(DEVICE_CODE_GRANT);
+  if (alg !== undefined && !(ID_TOKEN_ALGS as readonly string[]).includes(alg)) throw new CliError(`--id-token-alg must be one of ${ID_TOKEN_ALGS.join(', ')}`, 2);
   const input = {
     name: values.name,
     redirectUris: values['redirect-uri'] ?? [],
@@ -132,7 +125,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
   };
   await withServices(io, async ({ oidcClients }) => {
     const result = await oidcClients.create(input, CLI_SOURCE);
-    if (!result.ok) throw new ClientsCliError(`the client was not registered:\n${result.problems.map((problem) => `  ${describeProblem(problem, input)}`).join('\n')}`, 2);
+    if (!result.ok) throw new CliError(`the client was not registered:\n${result.problems.map((problem) => `  ${describeProblem(problem, input)}`).join('\n')}`, 2);
     const { client, clientSecret } = result;
     if (values.json) {
       io.stdout.write(`${JSON.stringify({ clientId: client.id, ...(clientSecret !== undefined && { clientSecret }) })}\n`);
@@ -144,7 +137,8 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
 }
 
 async function listClients(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values } = parse(args, { json: { type: 'boolean' } }, 0);
+  const { values } = parse('list', args, { json: { type: 'boolean' } }, 0);
+  const { toClientBody } = await runtime();
   await withServices(io, async ({ oidcClients }) => {
     const clients = await oidcClients.list();
     if (values.json) {
@@ -162,21 +156,23 @@ async function listClients(args: string[], io: CliIo, withServices: WithServices
 }
 
 async function showClient(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse('show', args, { json: { type: 'boolean' } }, 1);
+  const { toClientBody } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ oidcClients }) => {
     const client = await oidcClients.show(id);
-    if (client === null) throw new ClientsCliError(`no client with the ID ${id}`);
+    if (client === null) throw new CliError(`no client with the ID ${id}`);
     io.stdout.write(values.json ? `${JSON.stringify(toClientBody(client))}\n` : describeClient(client));
   });
 }
 
 async function rotateSecret(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse('rotate-secret', args, { json: { type: 'boolean' } }, 1);
+  const { CLI_SOURCE } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ oidcClients }) => {
     const result = await oidcClients.rotateSecret(id, CLI_SOURCE);
-    if (!result.ok) throw new ClientsCliError(result.reason === 'PUBLIC_CLIENT' ? `${id} is a public client: it has no secret` : `no client with the ID ${id}`);
+    if (!result.ok) throw new CliError(result.reason === 'PUBLIC_CLIENT' ? `${id} is a public client: it has no secret` : `no client with the ID ${id}`);
     if (values.json) {
       io.stdout.write(`${JSON.stringify({ clientId: result.client.id, clientSecret: result.clientSecret })}\n`);
       return;
@@ -187,11 +183,12 @@ async function rotateSecret(args: string[], io: CliIo, withServices: WithService
 }
 
 async function deleteClient(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { positionals } = parse(args, {}, 1);
+  const { positionals } = parse('delete', args, {}, 1);
+  const { CLI_SOURCE } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ oidcClients }) => {
     const client = await oidcClients.show(id);
-    if (client === null || !(await oidcClients.delete(id, CLI_SOURCE))) throw new ClientsCliError(`no client with the ID ${id}`);
+    if (client === null || !(await oidcClients.delete(id, CLI_SOURCE))) throw new CliError(`no client with the ID ${id}`);
     io.stdout.write(`Deleted client ${id} (${client.name})\n`);
   });
 }

@@ -70,6 +70,8 @@ for (const backend of await backends()) {
       const shown = await cli(['show', 'acme'], cleanup);
       assert.match(shown.stdout, /Members:\s+2\n/);
       assert.match(shown.stdout, /Owners:\s+owner@example.com\n/);
+      const shownJson = JSON.parse((await cli(['show', 'acme', '--json'], cleanup)).stdout) as { id: string; slug: string; memberCount: number };
+      assert.deepEqual([shownJson.id, shownJson.slug, shownJson.memberCount], [organization.id, 'acme', 2]);
 
       // The last OWNER stays.
       const refused = await cli(['set-role', 'acme', '--email', 'owner@example.com', '--role', 'MEMBER'], cleanup);
@@ -89,6 +91,9 @@ for (const backend of await backends()) {
     it('refuses a wrong command line with exit 2 and what fails with exit 1', async (context) => {
       const cleanup: RegisterCleanup = (fn) => context.after(fn);
       assert.equal((await cli(['frobnicate'], cleanup)).code, 2);
+      const badOption = await cli(['members', 'acme', '--jsn'], cleanup);
+      assert.equal(badOption.code, 2, describeRun(badOption));
+      assert.match(badOption.stderr, /orgs members: unknown option --jsn; its options: --json/);
       assert.equal((await cli(['create', '--name', 'X'], cleanup)).code, 2, '--owner-email is required');
       assert.equal((await cli(['create', '--name', 'X', '--slug', 'Bad Slug', '--owner-email', 'owner@example.com'], cleanup)).code, 2);
       assert.equal((await cli(['show'], cleanup)).code, 2);

@@ -5,12 +5,23 @@
  * e-mail address. Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the
  * command line is wrong.
  */
-import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import type { ServiceRegistry } from '../module.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
 import { isoTime } from '../lib/clock.ts';
-import { MEMBER, OPERATOR, type Member, type Organization } from './organizations.service.ts';
-import { toMemberJson, toOrganizationJson } from './organizations.schemas.ts';
+import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
+import type { Member, Organization } from './organizations.service.ts';
+
+/**
+ * What the commands use besides the services, loaded when one runs: `gatehouse help` imports this
+ * file for its usage lines and must not load the service and schemas with it.
+ */
+const runtime = async () => {
+  const [{ CLI_SOURCE }, { MEMBER, OPERATOR }, { toMemberJson, toOrganizationJson }] = await Promise.all([
+    import('../audit/audit.service.ts'),
+    import('./organizations.service.ts'),
+    import('./organizations.schemas.ts'),
+  ]);
+  return { CLI_SOURCE, MEMBER, OPERATOR, toMemberJson, toOrganizationJson };
+};
 
 export interface CliIo {
   stdin: NodeJS.ReadableStream;
@@ -35,14 +46,6 @@ export const ORGS_USAGE = `  gatehouse orgs list [--json]      organizations, ne
   gatehouse orgs remove-member ORG --email E
                                     remove a member (an organization keeps at least one OWNER)
   gatehouse orgs delete ORG         delete an organization with its members and invitations`;
-
-class OrgsCliError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode = 1) {
-    super(message);
-    this.exitCode = exitCode;
-  }
-}
 
 type Command = (args: string[], io: CliIo, withServices: WithServices) => Promise<void>;
 
@@ -72,52 +75,46 @@ export async function runOrgsCommand(args: readonly string[], io: CliIo, deps: {
   const [name = '', ...rest] = args;
   try {
     const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (command === undefined) throw new OrgsCliError(`unknown orgs command "${name}"\n\n${deps.usage}`, 2);
+    if (command === undefined) throw new CliError(`unknown orgs command "${name}"\n\nUsage:\n${deps.usage}`, 2);
     await command(rest, io, deps.withServices);
     return 0;
   } catch (error) {
-    if (!(error instanceof OrgsCliError)) throw error;
+    if (!(error instanceof CliError)) throw error;
     io.stderr.write(`gatehouse: ${error.message}\n`);
     return error.exitCode;
   }
 }
 
-function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T, positionals: number) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 });
-  } catch (error) {
-    throw new OrgsCliError(`${(error as Error).message}\n\n${ORGS_USAGE}`, 2);
-  }
-  if (parsed.positionals.length !== positionals) throw new OrgsCliError(positionals === 0 ? 'unexpected argument' : 'name exactly one organization (its id or slug)', 2);
-  return parsed;
+function parse<const T extends OptionSpecs>(command: string, args: string[], options: T, positionals: number) {
+  return parseCommandLine(args, options, { command: `orgs ${command}`, usage: ORGS_USAGE, positionals, what: 'organization (its id or slug)' });
 }
 
 function required(value: string | undefined, option: string): string {
-  if (value === undefined || value.trim() === '') throw new OrgsCliError(`${option} is required`, 2);
+  if (value === undefined || value.trim() === '') throw new CliError(`${option} is required`, 2);
   return value;
 }
 
-function refused(reason: string, exitCode = reason === 'INVALID_ROLE' || reason === 'INVALID_NAME' || reason === 'INVALID_SLUG' ? 2 : 1): OrgsCliError {
-  return new OrgsCliError(REASONS[reason] ?? reason, exitCode);
+function refused(reason: string, exitCode = reason === 'INVALID_ROLE' || reason === 'INVALID_NAME' || reason === 'INVALID_SLUG' ? 2 : 1): CliError {
+  return new CliError(REASONS[reason] ?? reason, exitCode);
 }
 
 async function findOrganization(services: ServiceRegistry, key: string): Promise<Organization> {
   const organization = await services.organizations.find(key);
-  if (organization === null) throw new OrgsCliError(`no organization with the id or slug ${key}`);
+  if (organization === null) throw new CliError(`no organization with the id or slug ${key}`);
   return organization;
 }
 
 async function findUserId(services: ServiceRegistry, email: string): Promise<string> {
   const user = await services.users.findUserByEmail(email);
-  if (user === null) throw new OrgsCliError(`no user with the e-mail ${email}`);
+  if (user === null) throw new CliError(`no user with the e-mail ${email}`);
   return user.id;
 }
 
 const time = (ms: number) => isoTime(ms).slice(0, 16).replace('T', ' ');
 
 async function listOrganizations(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values } = parse(args, { json: { type: 'boolean' } }, 0);
+  const { values } = parse('list', args, { json: { type: 'boolean' } }, 0);
+  const { toOrganizationJson } = await runtime();
   await withServices(io, async ({ organizations }) => {
     const list = await organizations.list({ limit: 10_000 });
     if (values.json) {
@@ -134,7 +131,8 @@ async function listOrganizations(args: string[], io: CliIo, withServices: WithSe
 }
 
 async function showOrganization(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse('show', args, { json: { type: 'boolean' } }, 1);
+  const { OPERATOR, toOrganizationJson } = await runtime();
   await withServices(io, async (services) => {
     const organization = await findOrganization(services, positionals[0]!);
     const members = (await services.organizations.listMembers(organization.id, OPERATOR)) ?? [];
@@ -157,15 +155,16 @@ async function showOrganization(args: string[], io: CliIo, withServices: WithSer
 }
 
 async function createOrganization(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values } = parse(args, { name: { type: 'string' }, slug: { type: 'string' }, 'owner-email': { type: 'string' }, json: { type: 'boolean' } }, 0);
+  const { values } = parse('create', args, { name: { type: 'string' }, slug: { type: 'string' }, 'owner-email': { type: 'string' }, json: { type: 'boolean' } }, 0);
+  const { CLI_SOURCE, toOrganizationJson } = await runtime();
   const name = required(values.name, '--name');
   const ownerEmail = required(values['owner-email'], '--owner-email');
   await withServices(io, async (services) => {
     const ownerId = await findUserId(services, ownerEmail);
     const result = await services.organizations.create({ name, ...(values.slug !== undefined && { slug: values.slug }) }, ownerId, CLI_SOURCE);
     if (!result.ok) {
-      if (result.reason === 'INVALID_NAME') throw new OrgsCliError(`--name ${result.message}`, 2);
-      if (result.reason === 'INVALID_SLUG') throw new OrgsCliError(`--slug ${result.message}`, 2);
+      if (result.reason === 'INVALID_NAME') throw new CliError(`--name ${result.message}`, 2);
+      if (result.reason === 'INVALID_SLUG') throw new CliError(`--slug ${result.message}`, 2);
       throw refused(result.reason);
     }
     const { organization } = result;
@@ -175,7 +174,8 @@ async function createOrganization(args: string[], io: CliIo, withServices: WithS
 }
 
 async function listMembers(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse('members', args, { json: { type: 'boolean' } }, 1);
+  const { OPERATOR, toMemberJson } = await runtime();
   await withServices(io, async (services) => {
     const organization = await findOrganization(services, positionals[0]!);
     const members: Member[] = (await services.organizations.listMembers(organization.id, OPERATOR)) ?? [];
@@ -189,7 +189,8 @@ async function listMembers(args: string[], io: CliIo, withServices: WithServices
 }
 
 async function addMember(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { email: { type: 'string' }, role: { type: 'string' } }, 1);
+  const { values, positionals } = parse('add-member', args, { email: { type: 'string' }, role: { type: 'string' } }, 1);
+  const { CLI_SOURCE, MEMBER } = await runtime();
   const email = required(values.email, '--email');
   const role = values.role ?? MEMBER;
   await withServices(io, async (services) => {
@@ -201,7 +202,8 @@ async function addMember(args: string[], io: CliIo, withServices: WithServices):
 }
 
 async function setRole(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { email: { type: 'string' }, role: { type: 'string' } }, 1);
+  const { values, positionals } = parse('set-role', args, { email: { type: 'string' }, role: { type: 'string' } }, 1);
+  const { CLI_SOURCE, OPERATOR } = await runtime();
   const email = required(values.email, '--email');
   const role = required(values.role, '--role');
   await withServices(io, async (services) => {
@@ -213,7 +215,8 @@ async function setRole(args: string[], io: CliIo, withServices: WithServices): P
 }
 
 async function removeMember(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { email: { type: 'string' } }, 1);
+  const { values, positionals } = parse('remove-member', args, { email: { type: 'string' } }, 1);
+  const { CLI_SOURCE, OPERATOR } = await runtime();
   const email = required(values.email, '--email');
   await withServices(io, async (services) => {
     const organization = await findOrganization(services, positionals[0]!);
@@ -224,7 +227,8 @@ async function removeMember(args: string[], io: CliIo, withServices: WithService
 }
 
 async function deleteOrganization(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { positionals } = parse(args, {}, 1);
+  const { positionals } = parse('delete', args, {}, 1);
+  const { CLI_SOURCE, OPERATOR } = await runtime();
   await withServices(io, async (services) => {
     const organization = await findOrganization(services, positionals[0]!);
     const result = await services.organizations.delete(organization.id, OPERATOR, CLI_SOURCE);

@@ -6,11 +6,18 @@
  * Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the command line is wrong
  * (a value the rules refuse included, with each problem on standard error).
  */
-import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import type { ServiceRegistry } from '../module.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
 import type { EndpointProblem, WebhookDelivery, WebhookEndpoint } from './webhooks.service.ts';
-import { toDeliveryBody, toEndpointBody } from './webhooks.routes.ts';
+
+/**
+ * What the commands use besides the services, loaded when one runs: `gatehouse help` imports this
+ * file for its usage lines and must not load the routes with it.
+ */
+const runtime = async () => {
+  const [{ CLI_SOURCE }, { toDeliveryBody, toEndpointBody }] = await Promise.all([import('../audit/audit.service.ts'), import('./webhooks.routes.ts')]);
+  return { CLI_SOURCE, toDeliveryBody, toEndpointBody };
+};
 
 export interface CliIo {
   stdin: NodeJS.ReadableStream;
@@ -38,14 +45,6 @@ export const WEBHOOKS_USAGE = `  gatehouse webhooks create --url U --event T [--
   gatehouse webhooks redeliver DELIVERY_ID
                                     send a delivered or failed webhook again (same webhook-id)`;
 
-class WebhooksCliError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode = 1) {
-    super(message);
-    this.exitCode = exitCode;
-  }
-}
-
 type Command = (args: string[], io: CliIo, withServices: WithServices) => Promise<void>;
 
 const COMMANDS: Readonly<Record<string, Command>> = {
@@ -65,41 +64,22 @@ export async function runWebhooksCommand(args: readonly string[], io: CliIo, dep
   const [name = '', ...rest] = args;
   try {
     const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (command === undefined) throw new WebhooksCliError(`unknown webhooks command "${name}"\n\n${deps.usage}`, 2);
+    if (command === undefined) throw new CliError(`unknown webhooks command "${name}"\n\nUsage:\n${deps.usage}`, 2);
     await command(rest, io, deps.withServices);
     return 0;
   } catch (error) {
-    if (!(error instanceof WebhooksCliError)) throw error;
+    if (!(error instanceof CliError)) throw error;
     io.stderr.write(`gatehouse: ${error.message}\n`);
     return error.exitCode;
   }
 }
 
 /**
- * Our ids are base64url, so one in 64 starts with `-`: such an argument (a dash, then at least two
- * id characters; never `--…`, and no option of these commands has a short form) is an id, passed
- * to parseArgs after `--` so that it is not read as an unknown option.
+ * Our ids are base64url, so one in 64 starts with `-`: where a command names an id, the parser
+ * takes such an argument as the id (see `parseCommandLine`); `--` also ends the options.
  */
-const isDashId = (arg: string) => /^-[A-Za-z0-9_-]{2,}$/.test(arg) && !arg.startsWith('--');
-
-function withDashIdsAsPositionals(args: readonly string[]): string[] {
-  const end = args.indexOf('--');
-  const head = end < 0 ? args : args.slice(0, end);
-  const tail = end < 0 ? [] : args.slice(end + 1);
-  const ids = head.filter(isDashId);
-  if (ids.length === 0) return [...args];
-  return [...head.filter((arg) => !isDashId(arg)), '--', ...ids, ...tail];
-}
-
-function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T, positionals: number, what = 'endpoint ID') {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: positionals > 0 ? withDashIdsAsPositionals(args) : args, options, strict: true, allowPositionals: positionals > 0 });
-  } catch (error) {
-    throw new WebhooksCliError(`${(error as Error).message}\n\n${WEBHOOKS_USAGE}`, 2);
-  }
-  if (parsed.positionals.length !== positionals) throw new WebhooksCliError(positionals === 0 ? 'unexpected argument' : `name exactly one ${what}`, 2);
-  return parsed;
+function parse<const T extends OptionSpecs>(command: string, args: string[], options: T, positionals: number, what = 'endpoint ID') {
+  return parseCommandLine(args, options, { command: `webhooks ${command}`, usage: WEBHOOKS_USAGE, positionals, what });
 }
 
 const OPTION_OF = { url: '--url', eventTypes: '--event', description: '--description' } as const;
@@ -111,15 +91,16 @@ const time = (ms: number | null) => (ms === null ? '-' : new Date(ms).toISOStrin
 const shortTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
 
 async function createEndpoint(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values } = parse(args, { url: { type: 'string' }, event: { type: 'string', multiple: true }, description: { type: 'string' }, json: { type: 'boolean' } }, 0);
-  if (values.url === undefined || values.url.trim() === '') throw new WebhooksCliError('--url is required', 2);
-  if (values.event === undefined || values.event.length === 0) throw new WebhooksCliError('name at least one --event', 2);
+  const { values } = parse('create', args, { url: { type: 'string' }, event: { type: 'string', multiple: true }, description: { type: 'string' }, json: { type: 'boolean' } }, 0);
+  const { CLI_SOURCE } = await runtime();
+  if (values.url === undefined || values.url.trim() === '') throw new CliError('--url is required', 2);
+  if (values.event === undefined || values.event.length === 0) throw new CliError('name at least one --event', 2);
   const input = { url: values.url, eventTypes: values.event, ...(values.description !== undefined && { description: values.description }) };
   await withServices(io, async ({ webhooks }) => {
     const result = await webhooks.create(input, CLI_SOURCE);
     if (!result.ok) {
       const known = result.problems.some((problem) => problem.reason === 'EVENT_UNKNOWN') ? `\n  event types: ${webhooks.eventTypes.join(', ')}` : '';
-      throw new WebhooksCliError(`the endpoint was not registered:\n${result.problems.map((problem) => `  ${describeProblem(problem)}`).join('\n')}${known}`, 2);
+      throw new CliError(`the endpoint was not registered:\n${result.problems.map((problem) => `  ${describeProblem(problem)}`).join('\n')}${known}`, 2);
     }
     if (values.json) {
       io.stdout.write(`${JSON.stringify({ id: result.endpoint.id, secret: result.secret })}\n`);
@@ -131,7 +112,8 @@ async function createEndpoint(args: string[], io: CliIo, withServices: WithServi
 }
 
 async function listEndpoints(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values } = parse(args, { json: { type: 'boolean' } }, 0);
+  const { values } = parse('list', args, { json: { type: 'boolean' } }, 0);
+  const { toEndpointBody } = await runtime();
   await withServices(io, async ({ webhooks }) => {
     const endpoints = await webhooks.list();
     if (values.json) {
@@ -154,33 +136,36 @@ function stateOf(endpoint: WebhookEndpoint): string {
 }
 
 async function showEndpoint(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse('show', args, { json: { type: 'boolean' } }, 1);
+  const { toEndpointBody } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ webhooks }) => {
     const endpoint = await webhooks.show(id);
-    if (endpoint === null) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    if (endpoint === null) throw new CliError(`no webhook endpoint with the ID ${id}`);
     io.stdout.write(values.json ? `${JSON.stringify(toEndpointBody(endpoint))}\n` : describeEndpoint(endpoint));
   });
 }
 
 async function setEnabled(args: string[], io: CliIo, withServices: WithServices, enabled: boolean): Promise<void> {
-  const { positionals } = parse(args, {}, 1);
+  const { positionals } = parse(enabled ? 'enable' : 'disable', args, {}, 1);
+  const { CLI_SOURCE } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ webhooks }) => {
     const before = await webhooks.show(id);
     const after = before === null ? null : enabled ? await webhooks.enable(id, CLI_SOURCE) : await webhooks.disable(id, CLI_SOURCE);
-    if (before === null || after === null) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    if (before === null || after === null) throw new CliError(`no webhook endpoint with the ID ${id}`);
     const word = enabled ? 'enabled' : 'disabled';
     io.stdout.write(before.isEnabled === enabled ? `Webhook endpoint ${id} was already ${word}\n` : `${enabled ? 'Enabled' : 'Disabled'} webhook endpoint ${id}\n`);
   });
 }
 
 async function rotateSecret(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse('rotate-secret', args, { json: { type: 'boolean' } }, 1);
+  const { CLI_SOURCE } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ webhooks }) => {
     const result = await webhooks.rotateSecret(id, CLI_SOURCE);
-    if (!result.ok) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    if (!result.ok) throw new CliError(`no webhook endpoint with the ID ${id}`);
     if (values.json) {
       io.stdout.write(`${JSON.stringify({ id: result.endpoint.id, secret: result.secret })}\n`);
       return;
@@ -196,22 +181,24 @@ async function rotateSecret(args: string[], io: CliIo, withServices: WithService
 }
 
 async function deleteEndpoint(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { positionals } = parse(args, {}, 1);
+  const { positionals } = parse('delete', args, {}, 1);
+  const { CLI_SOURCE } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ webhooks }) => {
-    if (!(await webhooks.delete(id, CLI_SOURCE))) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    if (!(await webhooks.delete(id, CLI_SOURCE))) throw new CliError(`no webhook endpoint with the ID ${id}`);
     io.stdout.write(`Deleted webhook endpoint ${id}\n`);
   });
 }
 
 async function listDeliveries(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' } }, 1);
+  const { values, positionals } = parse('deliveries', args, { json: { type: 'boolean' }, limit: { type: 'string' } }, 1);
+  const { toDeliveryBody } = await runtime();
   const id = positionals[0]!;
   const limit = values.limit === undefined ? 50 : Number(values.limit);
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw new WebhooksCliError('--limit must be an integer from 1 to 500', 2);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw new CliError('--limit must be an integer from 1 to 500', 2);
   await withServices(io, async ({ webhooks }) => {
     const deliveries = await webhooks.listDeliveries(id, limit);
-    if (deliveries === null) throw new WebhooksCliError(`no webhook endpoint with the ID ${id}`);
+    if (deliveries === null) throw new CliError(`no webhook endpoint with the ID ${id}`);
     if (values.json) {
       io.stdout.write(`${JSON.stringify(deliveries.map(toDeliveryBody))}\n`);
       return;
@@ -230,14 +217,15 @@ function deliveryRow(delivery: WebhookDelivery): string[] {
 }
 
 async function redeliver(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
-  const { positionals } = parse(args, {}, 1, 'delivery ID');
+  const { positionals } = parse('redeliver', args, {}, 1, 'delivery ID');
+  const { CLI_SOURCE } = await runtime();
   const id = positionals[0]!;
   await withServices(io, async ({ webhooks }) => {
     const result = await webhooks.redeliver(id, CLI_SOURCE);
     if (!result.ok) {
       const message =
         result.reason === 'PENDING' ? `delivery ${id} is still pending: it will be tried again by itself` : result.reason === 'ENDPOINT_DISABLED' ? `the endpoint of delivery ${id} is disabled: enable it first` : `no webhook delivery with the ID ${id}`;
-      throw new WebhooksCliError(message);
+      throw new CliError(message);
     }
     io.stdout.write(`Queued delivery ${result.delivery.id} (a redelivery of ${id}, webhook-id ${result.delivery.webhookId}); the running server sends it.\n`);
   });
