@@ -2,7 +2,7 @@
  * buildApp(services): the Fastify application with every route, hook and error mapper. It never
  * listens; `main.ts` does, and tests call `app.inject()`.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -41,7 +41,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { ...loggerOptions(config), stream: serverLogDestination(config) },
     // One line per request, when it is answered (below), instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: generateRequestId,
     childLoggerFactory: lazyRequestLogger,
     requestIdHeader: false,
