@@ -2,7 +2,7 @@
  * buildApp(services): the Fastify application with every route, hook and error mapper. It never
  * listens; `main.ts` does, and tests call `app.inject()`.
  */
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -12,7 +12,7 @@ import type { TrustProxy } from './config.ts';
 import { toErrorBody } from './errors.ts';
 import { registerErrorHandling, sendError } from './http/error-handler.ts';
 import { deriveKey } from './lib/derive-key.ts';
-import { generateRequestId, lazyRequestLogger, loggerOptions, logRequestReceived, logRequestCompleted, serverLogDestination } from './http/logging.ts';
+import { generateRequestId, lazyRequestLogger, loggerOptions, RequestLogController, serverLogDestination } from './http/logging.ts';
 import { registerCsrfProtection } from './http/csrf.ts';
 import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
@@ -40,8 +40,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const setResponseHeaders = createResponseHeaderSetter(config);
   const app = Fastify({
     logger: { ...loggerOptions(config), stream: serverLogDestination(config) },
-    // One line per request, when it is answered (below), instead of Fastify's two.
-    logController: new LogController({ disableRequestLogging: true }),
+    // One line per request, when it is answered, instead of Fastify's two (see RequestLogController).
+    logController: new RequestLogController(),
     genReqId: generateRequestId,
     childLoggerFactory: lazyRequestLogger,
     requestIdHeader: false,
@@ -66,8 +66,6 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  app.addHook('onRequest', logRequestReceived);
-  app.addHook('onResponse', logRequestCompleted);
   registerErrorHandling(app, { trustedOrigins: config.trustedOrigins });
   // First: every answer carries the headers, and a CORS preflight is answered before the CSRF
   // check and the route guard.

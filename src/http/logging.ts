@@ -4,7 +4,7 @@
  * are masked; and secrets that a handler might log by mistake are censored by key, at any depth.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import pino from 'pino';
 import type { Config } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -218,18 +218,22 @@ export function createLogger(config: Pick<Config, 'logLevel'> & Partial<Pick<Con
 }
 
 /**
- * At debug level only, a line as a request arrives (tests and debugging: what was in flight);
- * at info, each request is one line when answered (`logRequestCompleted`).
+ * The request lines, written by Fastify's own log controller (no hook of ours runs per request):
+ * at info, one line per request when it is answered (`request completed`: method, path with
+ * secrets masked, route, status, time taken, request id; `request errored` at error when the
+ * response failed); at debug, also one as it arrives (`incoming request`). Every other line of
+ * Fastify's (its error handler's, a route not found) is as Fastify writes it.
  */
-export function logRequestReceived(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
-  request.log.debug({ req: request }, 'incoming request');
-  done();
-}
+export class RequestLogController extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
 
-/** One line per request: method, path (secrets masked), route, status, time taken, request id. */
-export function logRequestCompleted(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
-  request.log.info({ req: request, route: request.routeOptions.url ?? null, statusCode: reply.statusCode, responseTime: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
-  done();
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { req: request, route: request.routeOptions.url ?? null, statusCode: reply.statusCode, responseTime: Math.round(reply.elapsedTime * 100) / 100 };
+    if (error) request.log.error({ ...line, err: error }, 'request errored');
+    else request.log.info(line, 'request completed');
+  }
 }
 
 type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
