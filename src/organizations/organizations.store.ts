@@ -4,6 +4,7 @@
  */
 import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
+import { preparedQuery } from '../storage/prepared.ts';
 
 export interface OrganizationsTable {
   id: string;
@@ -264,16 +265,20 @@ export async function deleteExpiredInvitations(db: Db, now: number, limit: numbe
 }
 
 /** The session's active organization, when its user is (still) a member: the `org` claim. */
-export async function findActiveMembership(db: Db, sessionId: string, userId: string): Promise<{ id: string; slug: string; role: string } | undefined> {
-  return db
+// Compiled once: it runs with every session check of the database strategy (the session endpoint's claims).
+const selectActiveMembership = preparedQuery((db, sessionId: string, userId: string) =>
+  db
     .selectFrom('organization_sessions')
     .innerJoin('organizations', 'organizations.id', 'organization_sessions.organization_id')
     .innerJoin('organization_members', (join) =>
       join.onRef('organization_members.organization_id', '=', 'organization_sessions.organization_id').on('organization_members.user_id', '=', userId),
     )
     .select(['organizations.id', 'organizations.slug', 'organization_members.role'])
-    .where('organization_sessions.session_id', '=', sessionId)
-    .executeTakeFirst();
+    .where('organization_sessions.session_id', '=', sessionId),
+);
+
+export async function findActiveMembership(db: Db, sessionId: string, userId: string): Promise<{ id: string; slug: string; role: string } | undefined> {
+  return (await selectActiveMembership(db, sessionId, userId)).rows[0];
 }
 
 /** The session's active organization id, member or not. */
