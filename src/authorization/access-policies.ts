@@ -5,10 +5,11 @@
  * prefix, so `/api/auth/mfa/../../admin` is not exempt. API paths are refused with the policy's
  * code; a page load goes where the policy says, or gets the 403 page.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
 import type { AccessPolicy } from '../module.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { syncFirstHook } from '../http/sync-first-hook.ts';
 import { isApiRequestPath, isUnder, readRequestPath, type RequestPath } from '../../packages/protect/src/rules.ts';
 
 function isExempt(path: RequestPath | null, prefixes: readonly string[]): boolean {
@@ -28,10 +29,17 @@ export function registerAccessPolicies(
   if (policies.length === 0) return;
   const { authenticate, sendForbiddenPage } = options;
 
-  app.addHook('onRequest', async (request, reply) => {
-    const path = readRequestPath(request.url);
-    const applicable = policies.filter((policy) => !isExempt(path, policy.exemptPrefixes) && (policy.onlyPrefixes === undefined || isWithin(path, policy.onlyPrefixes)));
-    if (applicable.length === 0) return;
+  // Most requests fall under no policy: those go on without a promise.
+  app.addHook(
+    'onRequest',
+    syncFirstHook((request, reply) => {
+      const path = readRequestPath(request.url);
+      const applicable = policies.filter((policy) => !isExempt(path, policy.exemptPrefixes) && (policy.onlyPrefixes === undefined || isWithin(path, policy.onlyPrefixes)));
+      return applicable.length === 0 ? undefined : enforce(request, reply, path, applicable);
+    }),
+  );
+
+  async function enforce(request: FastifyRequest, reply: FastifyReply, path: RequestPath | null, applicable: readonly AccessPolicy[]) {
     // The roles the user holds now, not those a jwt-strategy token was issued with: a user promoted
     // to a role the policy names is held to it at once (computed once per request).
     const auth = await authenticate.withCurrentRoles(request, reply);
@@ -44,5 +52,5 @@ export function registerAccessPolicies(
       if (isPageLoad && refusal.redirectTo !== undefined) return reply.redirect(refusal.redirectTo, 303);
       return sendForbiddenPage(reply);
     }
-  });
+  }
 }

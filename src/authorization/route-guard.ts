@@ -3,11 +3,12 @@
  * handler, with the session resolved by the strategy-aware authenticator. API paths are denied
  * with JSON (401 UNAUTHENTICATED / 403 FORBIDDEN); pages redirect to sign-in, or show a 403 page.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
-import { GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type ProtectionRules } from '../../packages/protect/src/rules.ts';
+import { syncFirstHook } from '../http/sync-first-hook.ts';
+import { GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules, type RequestPath } from '../../packages/protect/src/rules.ts';
 
 const NO_ROLES = Object.freeze({ roles: Object.freeze([]) });
 
@@ -18,10 +19,18 @@ export function registerRouteGuard(
   const { authenticate, sendForbiddenPage } = options;
   const rules = options.rules ?? GATEHOUSE_RULES;
 
-  app.addHook('onRequest', async (request, reply) => {
-    // Decide first without a user: most paths are public, and those cost no session lookup.
-    const path = readRequestPath(request.url);
-    let decision = decidePath(path, null, rules);
+  // Decide first without a user: most paths are public, and those cost no session lookup (nor a promise).
+  app.addHook(
+    'onRequest',
+    syncFirstHook((request, reply) => {
+      const path = readRequestPath(request.url);
+      const decision = decidePath(path, null, rules);
+      return decision.action === 'allow' ? undefined : guard(request, reply, path, decision);
+    }),
+  );
+
+  async function guard(request: FastifyRequest, reply: FastifyReply, path: RequestPath | null, anonymous: Decision) {
+    let decision = anonymous;
     if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
       // A path that needs a role is decided on the roles the user holds now, not those a token
       // was issued with (jwt strategy): a role taken away takes its powers away at once.
@@ -38,5 +47,5 @@ export function registerRouteGuard(
       return reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
     }
     return sendForbiddenPage(reply);
-  });
+  }
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import pino from 'pino';
-import { createLogger, lazyRequestLogger, loggerOptions, maskSecretsInUrl, redactSecrets } from './logging.ts';
+import { createLogger, lazyRequestLogger, loggerOptions, maskSecretsInUrl, redactSecrets, RequestLogController } from './logging.ts';
 
 /** Secrets at every depth and in every spelling a careless log line might hold them. */
 function nestedSecrets() {
@@ -112,6 +112,87 @@ describe('logging', () => {
       request.info('now heard');
       assert.deepEqual(lines.map((line) => [line.msg, line.reqId]), [['route debug', 'req-2'], ['now heard', 'req-3']]);
       assert.equal((request.child({ step: 'x' }) as pino.Logger).bindings().reqId, 'req-3');
+    });
+  });
+
+  describe('the request line', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const raw: string[] = [];
+    const app = Fastify({
+      childLoggerFactory: lazyRequestLogger,
+      logController: new RequestLogController(),
+      logger: {
+        ...(loggerOptions({ logLevel: 'info' }) as object),
+        stream: { write: (line: string) => void (raw.push(line), lines.push(JSON.parse(line) as Record<string, unknown>)) },
+      },
+    });
+    before(async () => {
+      // Logs nothing itself: its `request completed` line takes the direct path.
+      app.get('/quiet/:id', async () => ({ ok: true }));
+      // Logs first: the request's child logger exists, and pino writes the line.
+      app.get('/loud/:id', async (request) => {
+        request.log.info('handler line');
+        return { ok: true };
+      });
+      app.get('/debug-route', { logLevel: 'debug' }, async () => ({ ok: true }));
+      await app.ready();
+    });
+    after(() => app.close());
+
+    const completed = () => lines.filter((line) => line.msg === 'request completed');
+
+    it('is the line pino writes: same keys in the same order, same values', async () => {
+      lines.length = 0;
+      // A request logger is made (pino's child) only for the request that logs a line of its own.
+      const parent = app.log as unknown as { child: (...args: unknown[]) => unknown };
+      const makeChild = parent.child;
+      let children = 0;
+      parent.child = function (this: unknown, ...args: unknown[]) {
+        children += 1;
+        return makeChild.apply(this, args);
+      };
+      try {
+        await app.inject({ method: 'GET', url: '/quiet/7?token=quiet-secret&page=2', remoteAddress: '10.0.0.7' });
+        assert.equal(children, 0, 'the quiet request\'s line was written directly');
+        await app.inject({ method: 'GET', url: '/loud/7?token=loud-secret&page=2', remoteAddress: '10.0.0.7' });
+        assert.equal(children, 1, 'the loud request\'s line went through pino');
+      } finally {
+        parent.child = makeChild;
+      }
+      const [direct, viaPino] = completed();
+      assert.ok(direct && viaPino, 'both requests logged their line');
+      assert.deepEqual(Object.keys(direct), Object.keys(viaPino));
+      const comparable = (line: Record<string, unknown>) => ({ ...line, time: 0, reqId: 'id', responseTime: 0, req: { ...(line.req as object), url: String((line.req as { url: string }).url).replace(/\/(quiet|loud)\//, '/x/') }, route: String(line.route).replace(/\/(quiet|loud)\//, '/x/') });
+      assert.deepEqual(comparable(direct), comparable(viaPino));
+      assert.equal((direct.req as { url: string }).url, '/quiet/7?token=[REDACTED]&page=2', 'secrets in the query are masked on both paths');
+      assert.equal(direct.route, '/quiet/:id');
+      assert.equal(direct.statusCode, 200);
+      assert.equal(typeof direct.reqId, 'string');
+      assert.equal(typeof direct.time, 'number');
+      assert.ok(!raw.join('').includes('quiet-secret') && !raw.join('').includes('loud-secret'));
+    });
+
+    it('escapes what the client chose, so a path cannot forge keys or lines', async () => {
+      lines.length = 0;
+      raw.length = 0;
+      await app.inject({ method: 'GET', url: '/quiet/%22%2C%22level%22%3A60?x=%22},{%22msg%22:%22forged' });
+      assert.equal(raw.length, 1, 'one line');
+      const [line] = completed();
+      assert.equal(line?.level, 30);
+      assert.equal(line?.msg, 'request completed');
+    });
+
+    it('follows the level: nothing below info, and a route with its own level still gets its line', async () => {
+      lines.length = 0;
+      app.log.level = 'warn';
+      try {
+        await app.inject({ method: 'GET', url: '/quiet/1' });
+        assert.equal(completed().length, 0);
+      } finally {
+        app.log.level = 'info';
+      }
+      await app.inject({ method: 'GET', url: '/debug-route' });
+      assert.equal(completed().length, 1);
     });
   });
 

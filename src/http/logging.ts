@@ -230,11 +230,19 @@ export class RequestLogController extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = { req: request, route: request.routeOptions.url ?? null, statusCode: reply.statusCode, responseTime: Math.round(reply.elapsedTime * 100) / 100 };
-    if (error) request.log.error({ ...line, err: error }, 'request errored');
-    else request.log.info(line, 'request completed');
+    const route = request.routeOptions.url ?? null;
+    const responseTime = Math.round(reply.elapsedTime * 100) / 100;
+    if (error) {
+      request.log.error({ req: request, route, statusCode: reply.statusCode, responseTime, err: error }, 'request errored');
+      return;
+    }
+    const log: unknown = request.log;
+    if (log instanceof LazyRequestLogger && log.wroteCompleted(request, route, reply.statusCode, responseTime)) return;
+    request.log.info({ req: request, route, statusCode: reply.statusCode, responseTime }, 'request completed');
   }
 }
+
+const asJson = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
 
 type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
@@ -264,6 +272,30 @@ class LazyRequestLogger {
 
   #made(): pino.Logger {
     return (this.#child ??= this.#parent.child(this.#bindings, this.#options));
+  }
+
+  /**
+   * The `request completed` line of a request that logged nothing else, written straight to the
+   * parent's destination: the line pino would write (same keys, order and values: a test compares
+   * the two), without making the child, copying the object and walking it for secrets. Every key
+   * is fixed here and no value can hold a secret (the URL's are masked), so there is nothing to
+   * censor. False (the caller logs it the ordinary way) when the child exists, info is not
+   * logged, or the bindings are not Fastify's plain request id.
+   */
+  wroteCompleted(request: FastifyRequest, route: string | null, statusCode: number, responseTime: number): boolean {
+    if (this.#child !== null || Object.keys(this.#options).length > 0 || !this.#parent.isLevelEnabled('info')) return false;
+    const { reqId } = this.#bindings as { reqId?: unknown };
+    if (typeof reqId !== 'string' || Object.keys(this.#bindings).length !== 1) return false;
+    const parent = this.#parent as unknown as Record<symbol, unknown>;
+    const stream = parent[pino.symbols.streamSym] as { write?: (line: string) => void } | undefined;
+    const bindings = parent[pino.symbols.chindingsSym];
+    if (typeof stream?.write !== 'function' || typeof bindings !== 'string') return false;
+    const url = typeof request.url === 'string' ? asJson(maskSecretsInUrl(request.url)) : undefined;
+    stream.write(
+      `{"level":30,"time":${Date.now()}${bindings},"reqId":${asJson(reqId)},"req":{"method":${asJson(request.method)}${url === undefined ? '' : `,"url":${url}`},"remoteAddress":${asJson(request.ip)}},` +
+        `"route":${asJson(route)},"statusCode":${statusCode},"responseTime":${responseTime},"msg":"request completed"}\n`,
+    );
+    return true;
   }
 
   #log(level: LevelName, args: unknown[]): void {

@@ -68,7 +68,12 @@ export function createLogWriter(fd: number, options: { format?: LogFormat; maxBu
     return isStream ? socketSink() : fileSink();
   }
 
-  /** A pipe or socket: libuv writes it when the reader is ready; `writableLength` is what waits. */
+  /**
+   * A pipe or socket: libuv writes it when the reader is ready; `writableLength` is what waits.
+   * The lines of one turn of the event loop go out as one write: a line per request under load
+   * would otherwise be a system call per request (a fifth of a fast route's time in the profiles).
+   * What is still batched when the process exits is written then (the kernel takes what fits).
+   */
   function socketSink(): Sink {
     const socket = new Socket({ fd, readable: false, writable: true });
     socket.on('error', () => {
@@ -77,7 +82,35 @@ export function createLogWriter(fd: number, options: { format?: LogFormat; maxBu
     });
     // The handle must not keep the process alive once everything else is done.
     socket.unref();
-    return { write: (text) => socket.write(text), pending: () => (isBroken ? 0 : socket.writableLength) };
+    let batch: string[] = [];
+    let batchedBytes = 0;
+    let isScheduled = false;
+    const writeBatch = () => {
+      isScheduled = false;
+      if (batch.length === 0) return;
+      const text = batch.length === 1 ? batch[0]! : batch.join('');
+      batch = [];
+      batchedBytes = 0;
+      if (isBroken) return;
+      try {
+        socket.write(text);
+      } catch {
+        dropped += 1;
+      }
+    };
+    process.on('exit', writeBatch);
+    return {
+      write(text) {
+        batch.push(text);
+        batchedBytes += text.length;
+        if (!isScheduled) {
+          isScheduled = true;
+          setImmediate(writeBatch);
+        }
+        return true;
+      },
+      pending: () => (isBroken ? 0 : socket.writableLength + batchedBytes),
+    };
   }
 
   /** A file or terminal: one asynchronous write at a time from our own queue. */
