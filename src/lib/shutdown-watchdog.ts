@@ -17,6 +17,11 @@ setTimeout(() => {
 `;
 
 export function startShutdownWatchdog(afterMs: number): void {
-  const worker = new Worker(WATCHDOG_SOURCE, { eval: true, workerData: { pid: process.pid, afterMs }, stdout: false, stderr: false });
+  // `stdout: true, stderr: true`: the worker's output is not piped to the parent's process.stdout.
+  // Piping it would make that stream, a second handle on fd 1 beside the log writer's (log-writer.ts);
+  // when the log pipe is full the writer's handle is registered with the event loop and a second one
+  // fails to open (EEXIST), which crashed the process at SIGTERM. The watchdog writes with writeSync.
+
+  const worker = new Worker(WATCHDOG_SOURCE, { eval: true, workerData: { pid: process.pid, afterMs }, stdout: true, stderr: true });
   worker.unref();
 }
