@@ -1,7 +1,8 @@
 /**
  * Prometheus metrics (docs/operations/metrics.md): `GET /metrics` with METRICS_TOKEN as a Bearer
  * token, and/or a listener of its own on METRICS_PORT. With neither set the module brings nothing:
- * no service, no hook, no subscription, no job, so an instance without metrics pays nothing.
+ * no service, no hook, no subscription, no job, not even prom-client loaded: an instance without
+ * metrics pays nothing.
  *
  * Fed by: an `onResponse` hook (requests), a subscription to the domain events (sign-ins, second
  * factors, sessions), the rate limiters' refusal observer, storage's statement observer; and read at
@@ -10,10 +11,9 @@
 import { defineModule, type BackgroundJob } from '../module.ts';
 import cluster from 'node:cluster';
 import { serverLogDestination } from '../http/logging.ts';
-import { clusterScrape } from './cluster-metrics.ts';
 import { strengthEstimator } from '../credentials/password-strength.ts';
 import { metricsConfigSection } from './metrics.config.ts';
-import { createMetricsService, type MetricsService, type MetricsSources } from './metrics.service.ts';
+import type { MetricsService, MetricsSources } from './metrics.service.ts';
 import { createMetricsListener, type MetricsListener } from './metrics.listener.ts';
 import { countResponses, registerMetricsRoute } from './metrics.routes.ts';
 import { COUNTED_EVENTS } from './metrics.events.ts';
@@ -30,8 +30,10 @@ declare module '../module.ts' {
 export const metricsModule = defineModule({
   name: 'metrics',
   config: metricsConfigSection,
-  provide({ config, storage, db, clock, logger, modules, services }) {
+  async provide({ config, storage, db, clock, logger, modules, services }) {
     if (!config.metrics.isEnabled) return { metrics: null, metricsListener: null };
+    // prom-client (some 20 MB of resident memory) is loaded only by an instance that serves metrics.
+    const [{ createMetricsService }, { clusterScrape }] = await Promise.all([import('./metrics.service.ts'), import('./cluster-metrics.ts')]);
     const has = (name: string) => modules.some((module) => module.name === name);
     const sources: MetricsSources = {
       ...(has('credentials') && { hashQueue: () => services.hasher.stats() }),

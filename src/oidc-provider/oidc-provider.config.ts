@@ -96,3 +96,6 @@ export const oidcProviderConfigSection: ConfigSection = (read, basis, problems) 
     userCodeLimit: read.rateLimit('RATE_LIMIT_OIDC_USER_CODE', { points: 20, durationSeconds: 15 * 60 }),
   },
 });
+
+/** Leeway for clocks of relying parties (the provider's `clockTolerance`; stored rows outlive their tokens by as much). */
+export const CLOCK_TOLERANCE_SECONDS = 15;

@@ -15,13 +15,11 @@ import type { SessionService } from '../sessions/session.service.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import { clientSecretMatches } from '../oidc-clients/clients.service.ts';
-import { errors } from 'oidc-provider';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { createAdapterFactory } from './oidc.adapter.ts';
-import { CLOCK_TOLERANCE_SECONDS } from './provider.ts';
+import { CLOCK_TOLERANCE_SECONDS } from './oidc-provider.config.ts';
 import { deleteOidcPayloadsByAccountId, deleteOidcPayloadsByGrantId, destroyOidcPayload, listGrantsByAccount } from './oidc.store.ts';
 import { findConsent, forgetConsent, listConsents, rememberConsent, type Consent } from './consents.store.ts';
-import { createProvider } from './provider.ts';
 import { createProviderPages, type OidcPageRenderer } from './provider-pages.ts';
 
 /** What the bridge knows of a request before the provider runs (keyed by the Node request). */
@@ -58,6 +56,8 @@ async function registerClient(clients: OidcClientsService, clientId: string, met
   if (result.ok) return;
   const description = result.problems.map((problem) => `${problem.field}: ${problem.message}`).join('; ');
   const isAboutUris = result.problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field));
+  // Loaded already: only the provider calls this.
+  const { errors } = await import('oidc-provider');
   throw isAboutUris ? new errors.InvalidRedirectUri(description) : new errors.InvalidClientMetadata(description);
 }
 
@@ -84,9 +84,16 @@ export function createOidcProviderService(deps: {
     },
   });
   const providerPages = createProviderPages(deps.pages);
-  let built: { provider: Provider; version: string; handler: ReturnType<Provider['callback']> } | undefined;
+  type Built = { provider: Provider; handler: ReturnType<Provider['callback']> };
+  let built: Promise<Built> | undefined;
+  let builtFor: string | undefined;
 
-  function build() {
+  /**
+   * oidc-provider (and Koa under it: some 45 MB of resident memory) is loaded when the first
+   * request reaches the provider, not at start: an instance no app signs in through never pays it.
+   */
+  async function build(): Promise<Built> {
+    const { createProvider } = await import('./provider.ts');
     const provider = createProvider({
       config,
       keys,
@@ -106,23 +113,32 @@ export function createOidcProviderService(deps: {
       await next();
       await requests.get(ctx.req)?.signingOut;
     });
-    return { provider, version: keys.version(), handler: provider.callback() };
+    return { provider, handler: provider.callback() };
   }
 
-  function current() {
-    if (built === undefined || built.version !== keys.version()) built = build();
+  /** The provider for the keys loaded now (made again after a rotation); a failed build is tried again next time. */
+  function current(): Promise<Built> {
+    const version = keys.version();
+    if (built === undefined || builtFor !== version) {
+      builtFor = version;
+      const building = build();
+      built = building;
+      building.catch(() => {
+        if (built === building) built = undefined;
+      });
+    }
     return built;
   }
 
   return {
     /** The provider for the keys loaded now. */
-    provider: (): Provider => current().provider,
+    provider: async (): Promise<Provider> => (await current()).provider,
 
     /** Hands a request to the provider with the Gatehouse session it carries (null: none). */
     async handle(req: IncomingMessage, res: import('node:http').ServerResponse, auth: RequestAuth | null): Promise<void> {
       const state: RequestState = { auth };
       requests.set(req, state);
-      await current().handler(req, res);
+      await (await current()).handler(req, res);
     },
 
     async findConsent(userId: string, clientId: string): Promise<Consent | undefined> {

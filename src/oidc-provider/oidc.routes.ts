@@ -24,7 +24,7 @@ import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import { formActionSource, sendPage } from '../web/render.ts';
-import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider.ts';
+import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
 import { oidcErrorMessage, type OidcPageRenderer } from './provider-pages.ts';
 import type { OidcProviderService } from './oidc-provider.service.ts';
 import type { Consent } from './consents.store.ts';
@@ -150,7 +150,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
 
   async function details(request: FastifyRequest, reply: FastifyReply, uid: string) {
     try {
-      const interaction = await oidc.provider().interactionDetails(request.raw, reply.raw);
+      const interaction = await (await oidc.provider()).interactionDetails(request.raw, reply.raw);
       return interaction.uid === uid ? interaction : null;
     } catch {
       return null;
@@ -160,14 +160,14 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
   type Interaction = NonNullable<Awaited<ReturnType<typeof details>>>;
 
   async function finish(request: FastifyRequest, reply: FastifyReply, result: Record<string, unknown>, merge = true): Promise<string> {
-    const returnTo = await oidc.provider().interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
+    const returnTo = await (await oidc.provider()).interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
     keepProviderCookies(reply);
     return returnTo;
   }
 
   /** Grants what the consent prompt misses, remembering it for apps that asked for consent. */
   async function grant(interaction: Interaction, userId: string, missing: MissingConsent, remember: boolean): Promise<Record<string, unknown>> {
-    const provider = oidc.provider();
+    const provider = await oidc.provider();
     const clientId = String(interaction.params.client_id);
     const existing = interaction.grantId === undefined ? undefined : await provider.Grant.find(interaction.grantId);
     const grant = existing ?? new provider.Grant({ accountId: userId, clientId });

@@ -29,40 +29,14 @@ import { newClientId, newClientSecret } from '../oidc-clients/clients.service.ts
 import type { AdapterFactory } from 'oidc-provider';
 import type { ProviderPages } from './provider-pages.ts';
 
-/** Leeway for clocks of relying parties (the provider's `clockTolerance`; stored rows outlive their tokens by as much). */
-export const CLOCK_TOLERANCE_SECONDS = 15;
+import { CLOCK_TOLERANCE_SECONDS } from './oidc-provider.config.ts';
+import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
+export { CLOCK_TOLERANCE_SECONDS };
 
 /** The CSP of the provider's own answers (see createProvider). */
 const PROVIDER_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/** Where the provider's endpoints live (under the issuer, AUTH_URL). */
-export const OIDC_ROUTES = {
-  authorization: '/oidc/auth',
-  token: '/oidc/token',
-  userinfo: '/oidc/userinfo',
-  jwks: '/.well-known/jwks.json',
-  end_session: '/oidc/session/end',
-  introspection: '/oidc/token/introspection',
-  revocation: '/oidc/token/revocation',
-  device_authorization: '/oidc/device/auth',
-  code_verification: '/device',
-  pushed_authorization_request: '/oidc/par',
-  registration: '/oidc/reg',
-  backchannel_authentication: '/oidc/backchannel',
-  challenge: '/oidc/challenge',
-  credential: '/oidc/credential',
-} as const;
-
-export const INTERACTION_PATH = '/oidc/interaction';
-
-/** Scopes a user can grant, and the claims each releases. */
-export const OIDC_CLAIMS = {
-  // When and how the user signed in go into every ID token (oidc-provider adds them only on request otherwise).
-  openid: ['sub', 'auth_time', 'amr'],
-  profile: ['name', 'updated_at'],
-  email: ['email', 'email_verified'],
-  roles: ['roles'],
-} as const;
+export { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES };
 
 export interface ClientLookup {
   /** The client in oidc-provider's metadata shape (client_secret is the SHA-256 of the secret). */

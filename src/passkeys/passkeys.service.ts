@@ -13,17 +13,12 @@
  * before anything else is checked, so a challenge works once whatever the outcome. A signature
  * counter must move forwards (unless the authenticator keeps none: 0 and 0).
  */
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-import { COSEALG, decodeClientDataJSON, isoBase64URL, isoUint8Array } from '@simplewebauthn/server/helpers';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -43,10 +38,18 @@ export const MAX_PASSKEYS_PER_USER = 25;
 export const MAX_CREDENTIAL_ID_LENGTH = 1364;
 
 /**
+ * The WebAuthn library, loaded at the first ceremony: it and its ASN.1 stack hold some 25 MB of
+ * resident memory that an instance whose users never use a passkey should not pay.
+ */
+let library: Promise<typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers')> | undefined;
+const webauthn = () => (library ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(([server, helpers]) => ({ ...server, ...helpers })));
+type WebAuthn = Awaited<ReturnType<typeof webauthn>>;
+
+/**
  * The signature algorithms offered and accepted: the library's classic defaults, named here so it
  * does not probe Node's experimental post-quantum Web Crypto (ML-DSA) at each ceremony.
  */
-const SUPPORTED_ALGORITHMS = [COSEALG.EdDSA, COSEALG.ES256, COSEALG.RS256];
+const supportedAlgorithms = ({ COSEALG }: WebAuthn) => [COSEALG.EdDSA, COSEALG.ES256, COSEALG.RS256];
 
 /** RFC 8176: a synced passkey is a software-secured key, a device-bound one a hardware-secured key. */
 export type KeyKind = 'hwk' | 'swk';
@@ -96,10 +99,10 @@ const keyKindOf = (passkey: { deviceType: string; backedUp: boolean }): KeyKind 
 const transportsOf = (row: store.PasskeyRow): string[] | undefined => (row.transports === null || row.transports === '' ? undefined : row.transports.split(','));
 
 /** WebAuthn's user handle for `userId`: its bytes, never the address (the authenticator keeps it). */
-const userHandleOf = (userId: string) => isoUint8Array.fromUTF8String(userId);
+const userHandleOf = ({ isoUint8Array }: WebAuthn, userId: string) => isoUint8Array.fromUTF8String(userId);
 
 /** The challenge a response answers, read from its client data; null when that is unreadable. */
-function challengeOf(response: { response: { clientDataJSON: string } }): string | null {
+function challengeOf({ decodeClientDataJSON }: WebAuthn, response: { response: { clientDataJSON: string } }): string | null {
   try {
     const clientData = decodeClientDataJSON(response.response.clientDataJSON);
     return typeof clientData?.challenge === 'string' && clientData.challenge.length > 0 && clientData.challenge.length <= 1024 ? clientData.challenge : null;
@@ -118,7 +121,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
 
   /** Spends the challenge `response` answers, if it was made for this purpose and user; the challenge, or null. */
   async function spendChallengeOf(response: { response: { clientDataJSON: string } }, purpose: store.ChallengePurpose, userId: string | null, boundTo: string | null): Promise<string | null> {
-    const challenge = challengeOf(response);
+    const challenge = challengeOf(await webauthn(), response);
     if (challenge === null) return null;
     const spent = await store.spendChallenge(db, { id: sha256Base64url(challenge), purpose, userId, boundTo, now: clock() });
     return spent ? challenge : null;
@@ -155,17 +158,18 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
     async registrationOptions(user: User): Promise<{ ok: true; options: PublicKeyCredentialCreationOptionsJSON } | { ok: false; reason: 'PASSKEY_LIMIT_REACHED' }> {
       const existing = await store.listPasskeys(db, user.id);
       if (existing.length >= MAX_PASSKEYS_PER_USER) return { ok: false, reason: 'PASSKEY_LIMIT_REACHED' };
-      const options = await generateRegistrationOptions({
+      const lib = await webauthn();
+      const options = await lib.generateRegistrationOptions({
         rpName: config.rpName,
         rpID: config.rpId,
         userName: user.email,
-        userID: userHandleOf(user.id),
+        userID: userHandleOf(lib, user.id),
         userDisplayName: user.name,
         timeout: CHALLENGE_TTL_MS,
         attestationType: 'none',
         excludeCredentials: existing.map((row) => ({ id: row.credential_id, transports: transportsOf(row) })),
         authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
-        supportedAlgorithmIDs: SUPPORTED_ALGORITHMS,
+        supportedAlgorithmIDs: supportedAlgorithms(lib),
       });
       await saveChallenge(options.challenge, 'register', user.id, null);
       return { ok: true, options };
@@ -183,15 +187,16 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
     ): Promise<{ ok: true; passkey: PasskeyView; recoveryCodes: string[] | null; keyKind: KeyKind } | { ok: false; reason: 'PASSKEY_REGISTRATION_FAILED' | 'PASSKEY_ALREADY_REGISTERED' | 'PASSKEY_LIMIT_REACHED' }> {
       const challenge = await spendChallengeOf(response, 'register', user.id, null);
       if (challenge === null) return { ok: false, reason: 'PASSKEY_REGISTRATION_FAILED' };
+      const lib = await webauthn();
       let verified;
       try {
-        verified = await verifyRegistrationResponse({
+        verified = await lib.verifyRegistrationResponse({
           response,
           expectedChallenge: challenge,
           expectedOrigin: config.origin,
           expectedRPID: config.rpId,
           requireUserVerification: true,
-          supportedAlgorithmIDs: SUPPORTED_ALGORITHMS,
+          supportedAlgorithmIDs: supportedAlgorithms(lib),
         });
       } catch (error) {
         logger.info({ reason: (error as Error).message }, 'passkeys: a registration did not verify');
@@ -209,7 +214,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
           id: randomId(),
           user_id: user.id,
           credential_id: info.credential.id,
-          public_key: isoBase64URL.fromBuffer(info.credential.publicKey),
+          public_key: lib.isoBase64URL.fromBuffer(info.credential.publicKey),
           counter: info.credential.counter,
           transports: info.credential.transports === undefined || info.credential.transports.length === 0 ? null : info.credential.transports.join(',').slice(0, 255),
           device_type: info.credentialDeviceType,
@@ -239,7 +244,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
       const { userId, boundTo } = bindingOf(expected);
       const allowCredentials = userId === null ? [] : (await store.listPasskeys(db, userId)).map((row) => ({ id: row.credential_id, transports: transportsOf(row) }));
       if (userId !== null && allowCredentials.length === 0) return { ok: false, reason: 'PASSKEY_NOT_FOUND' };
-      const options = await generateAuthenticationOptions({ rpID: config.rpId, allowCredentials, userVerification: 'required', timeout: CHALLENGE_TTL_MS });
+      const options = await (await webauthn()).generateAuthenticationOptions({ rpID: config.rpId, allowCredentials, userVerification: 'required', timeout: CHALLENGE_TTL_MS });
       await saveChallenge(options.challenge, expected.purpose, userId, boundTo);
       return { ok: true, options };
     },
@@ -258,17 +263,18 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
       if (passkey === undefined) return refused(null);
       if (userId !== null && passkey.user_id !== userId) return refused(userId);
       // A discoverable credential names its user: it must be the one the passkey was registered to.
+      const lib = await webauthn();
       const userHandle = response.response.userHandle;
-      if (userHandle !== undefined && userHandle !== isoBase64URL.fromBuffer(userHandleOf(passkey.user_id))) return refused(passkey.user_id);
+      if (userHandle !== undefined && userHandle !== lib.isoBase64URL.fromBuffer(userHandleOf(lib, passkey.user_id))) return refused(passkey.user_id);
 
       let verified;
       try {
-        verified = await verifyAuthenticationResponse({
+        verified = await lib.verifyAuthenticationResponse({
           response,
           expectedChallenge: challenge,
           expectedOrigin: config.origin,
           expectedRPID: config.rpId,
-          credential: { id: passkey.credential_id, publicKey: isoBase64URL.toBuffer(passkey.public_key), counter: passkey.counter, transports: transportsOf(passkey) },
+          credential: { id: passkey.credential_id, publicKey: lib.isoBase64URL.toBuffer(passkey.public_key), counter: passkey.counter, transports: transportsOf(passkey) },
           requireUserVerification: true,
         });
       } catch (error) {
