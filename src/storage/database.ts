@@ -6,11 +6,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, sql, type CompiledQuery, type DatabaseConnection, type Dialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { UnavailableError } from '../errors.ts';
 import type { Database } from './schema.ts';
-import { createSqliteDialect, openSqlite } from './sqlite.ts';
+import { createSqliteDialect, openSqlite, openSqliteReader } from './sqlite.ts';
 
 export type Db = Kysely<Database>;
 
@@ -37,7 +38,7 @@ export type QueryObserver = (kind: string, durationMs: number, error: unknown) =
  * driver keeps its objects; Kysely's `log` option would cost every query an extra async step
  * even with nobody listening.
  */
-function observable(dialect: Dialect): { dialect: Dialect; observeQueries(observer: QueryObserver | null): void } {
+function observable(dialect: Dialect): { dialect: Dialect; observeQueries(observer: QueryObserver | null): void; observed<T>(kind: string, run: () => T): T } {
   let observer: QueryObserver | null = null;
   const report = (kind: string, startedAt: number, error: unknown) => {
     try {
@@ -82,16 +83,56 @@ function observable(dialect: Dialect): { dialect: Dialect; observeQueries(observ
     observeQueries(next) {
       observer = next;
     },
+    /** `run` (a statement outside Kysely), timed for the observer when there is one. */
+    observed(kind, run) {
+      if (observer === null) return run();
+      const startedAt = performance.now();
+      try {
+        const result = run();
+        report(kind, startedAt, undefined);
+        return result;
+      } catch (error) {
+        report(kind, startedAt, error ?? new Error('query failed'));
+        throw error;
+      }
+    },
   };
+}
+
+/** A synchronous read for the root instance of a SQLite storage (see `hotReaderOf`). */
+export type HotReader = (compiled: CompiledQuery) => Record<string, unknown>[];
+
+const hotReaders = new WeakMap<Db, HotReader>();
+
+/**
+ * SQLite on a file: how `db` (the root instance, never a transaction) answers a SELECT on its
+ * read-only connection (`openSqliteReader`), synchronously and without Kysely's connection mutex.
+ * Undefined for PostgreSQL, an in-memory database, and every transaction: those go through Kysely.
+ * For the hottest reads only (prepared.ts): a read there sees what is committed, as through Kysely.
+ */
+export function hotReaderOf(db: Db): HotReader | undefined {
+  return hotReaders.get(db);
 }
 
 const PG_INT8_OID = 20;
 
+/**
+ * The PostgreSQL driver, loaded by an instance that uses PostgreSQL (on SQLite it would be some
+ * 10 MB of resident memory for nothing). It is CommonJS, so it loads synchronously.
+ */
+const loadPg = (): typeof pg => createRequire(import.meta.url)('pg') as typeof pg;
+
 export function openStorage(config: DatabaseConfig, options: { poolSize?: number } = {}): Storage {
   if (config.kind === 'sqlite') {
     const sqlite = observable(createSqliteDialect(openSqlite(config.path, { cacheMib: config.cacheMib })));
-    return wrap(new Kysely<Database>({ dialect: sqlite.dialect }), 'sqlite', sqlite.observeQueries);
+    const db = new Kysely<Database>({ dialect: sqlite.dialect });
+    // A second connection to an in-memory database would be another, empty database.
+    if (config.path === ':memory:') return wrap(db, 'sqlite', sqlite.observeQueries);
+    const reader = openSqliteReader(config.path, { cacheMib: config.cacheMib });
+    hotReaders.set(db, (compiled) => sqlite.observed(compiled.query.kind, () => reader.all(compiled.sql, compiled.parameters)));
+    return wrap(db, 'sqlite', sqlite.observeQueries, () => reader.close());
   }
+  const pg = loadPg();
   const pool = new pg.Pool({
     connectionString: config.url,
     max: options.poolSize ?? 10,
@@ -144,6 +185,7 @@ const HUNG_PROBE_INTERVAL_MS = 250;
  *   next query. So no request waits on a silent database for more than one timeout.
  */
 function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
+  const { DatabaseError } = loadPg();
   let lastAnswerAt = performance.now();
   let isHung = false;
   let isProbing = false;
@@ -188,7 +230,7 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
       isAnswered = true;
       heard();
     } catch (error) {
-      if (error instanceof pg.DatabaseError) heard();
+      if (error instanceof DatabaseError) heard();
     } finally {
       // A connection whose probe went unanswered still has it pending: never reused.
       client.release(!isAnswered);
@@ -234,7 +276,7 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
           heard();
           return result as PostgresQueryResult<unknown>;
         } catch (error) {
-          if (error instanceof pg.DatabaseError) heard();
+          if (error instanceof DatabaseError) heard();
           if (!(error instanceof Error) || error.message !== READ_TIMEOUT_MESSAGE) throw error;
           mustDrop = true;
           timedOut(startedAt);
@@ -251,7 +293,7 @@ function boundQueries(pool: pg.Pool, timeoutMs: number): PostgresPool {
   };
 }
 
-function wrap(db: Db, dialect: DatabaseConfig['kind'], observeQueries: Storage['observeQueries']): Storage {
+function wrap(db: Db, dialect: DatabaseConfig['kind'], observeQueries: Storage['observeQueries'], closeMore?: () => void): Storage {
   return {
     db,
     dialect,
@@ -260,6 +302,8 @@ function wrap(db: Db, dialect: DatabaseConfig['kind'], observeQueries: Storage['
       await sql`select 1`.execute(db);
     },
     async close() {
+      hotReaders.delete(db);
+      closeMore?.();
       await db.destroy();
     },
   };

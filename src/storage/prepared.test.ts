@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { openStorage, type Storage } from './database.ts';
+import { hotReaderOf, openStorage, type Storage } from './database.ts';
 import { migrateToLatest } from '../modules.ts';
 import { preparedInsert, preparedQuery } from './prepared.ts';
 
@@ -66,3 +66,64 @@ for (const backend of await backends()) {
     });
   });
 }
+
+describe('preparedQuery on SQLite: hot reads on the read-only connection', () => {
+  let database: TestDatabase;
+  let storage: Storage;
+  const byKey = preparedQuery((db, key: string) => db.selectFrom('rate_limits').select(['key', 'points']).where('key', '=', key));
+
+  before(async () => {
+    const sqlite = (await backends()).find((backend) => backend.name === 'sqlite')!;
+    database = await sqlite.create();
+    storage = openStorage(database.config);
+    await migrateToLatest(storage.db);
+  });
+  after(async () => {
+    await storage?.close();
+    await database?.drop();
+  });
+
+  it('reads what is committed, at once, and never what a transaction has not committed yet', async () => {
+    assert.ok(hotReaderOf(storage.db), 'the root instance of a file database has a reader');
+    await storage.db.insertInto('rate_limits').values({ key: 'hot', points: 1, expire: null }).execute();
+    assert.deepEqual((await byKey(storage.db, 'hot')).rows, [{ key: 'hot', points: 1 }], 'a committed write is read at once');
+
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const writing = storage.db.transaction().execute(async (trx) => {
+      assert.equal(hotReaderOf(trx), undefined, 'a transaction reads through its own connection');
+      await trx.updateTable('rate_limits').set({ points: 2 }).where('key', '=', 'hot').execute();
+      assert.deepEqual((await byKey(trx, 'hot')).rows, [{ key: 'hot', points: 2 }], 'the transaction sees its own write');
+      await held;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Through Kysely this read would wait for the transaction (one connection, one mutex).
+    assert.deepEqual((await byKey(storage.db, 'hot')).rows, [{ key: 'hot', points: 1 }], 'not blocked, and not the uncommitted value');
+    release();
+    await writing;
+    assert.deepEqual((await byKey(storage.db, 'hot')).rows, [{ key: 'hot', points: 2 }], 'the commit is read at once');
+  });
+
+  it('tells the query observer of each read', async () => {
+    const seen: string[] = [];
+    storage.observeQueries?.((kind) => seen.push(kind));
+    try {
+      await byKey(storage.db, 'hot');
+    } finally {
+      storage.observeQueries?.(null);
+    }
+    assert.deepEqual(seen, ['SelectQueryNode']);
+  });
+
+  it('has no reader for an in-memory database (a second connection would be another database)', async () => {
+    const memory = openStorage({ kind: 'sqlite', path: ':memory:' });
+    try {
+      assert.equal(hotReaderOf(memory.db), undefined);
+      await migrateToLatest(memory.db);
+      await memory.db.insertInto('rate_limits').values({ key: 'm', points: 3, expire: null }).execute();
+      assert.deepEqual((await byKey(memory.db, 'm')).rows, [{ key: 'm', points: 3 }]);
+    } finally {
+      await memory.close();
+    }
+  });
+});

@@ -10,15 +10,20 @@
  * place of the arguments; every later call reuses the compiled SQL and swaps the real values in by
  * position. So `build` must pass each argument straight to Kysely as a value (no arithmetic or
  * branching on it), and must use every argument, which is checked when it is compiled.
+ *
+ * On SQLite a prepared SELECT on the root instance (not in a transaction) is read on the storage's
+ * read-only connection, synchronously (`hotReaderOf` in database.ts): it sees what is committed,
+ * as it would through Kysely, without queueing behind a transaction of another request.
  */
 import type { Compilable, CompiledQuery, Insertable, QueryResult } from 'kysely';
-import type { Db } from './database.ts';
+import { hotReaderOf, type Db } from './database.ts';
 import type { Database } from './schema.ts';
 
 interface Prepared<R> {
   compiled: CompiledQuery<R>;
   /** For each SQL parameter: the index of the argument it takes, or the constant the builder put there. */
   slots: ReadonlyArray<{ argument: number } | { constant: unknown }>;
+  isSelect: boolean;
 }
 
 export function preparedQuery<A extends unknown[], R>(build: (db: Db, ...args: A) => Compilable<R>): (db: Db, ...args: A) => Promise<QueryResult<R>> {
@@ -52,7 +57,7 @@ function compileOnce<A extends unknown[], R>(arity: number, build: (db: Db, ...a
     });
     const used = new Set(slots.flatMap((slot) => ('argument' in slot ? [slot.argument] : [])));
     if (used.size !== markers.length) throw new Error(`preparedQuery: every argument must be a value in the query (${compiled.sql})`);
-    return { compiled, slots };
+    return { compiled, slots, isSelect: compiled.query.kind === 'SelectQueryNode' };
   }
 
   return async (db, ...args) => {
@@ -62,6 +67,12 @@ function compileOnce<A extends unknown[], R>(arity: number, build: (db: Db, ...a
       byDb.set(db, prepared);
     }
     const parameters = prepared.slots.map((slot) => ('argument' in slot ? args[slot.argument] : slot.constant));
-    return db.executeQuery({ ...prepared.compiled, parameters });
+    const query = { ...prepared.compiled, parameters };
+    // SQLite, outside a transaction: a SELECT is read on the read-only connection, at once.
+    if (prepared.isSelect) {
+      const read = hotReaderOf(db);
+      if (read !== undefined) return { rows: read(query) as R[] };
+    }
+    return db.executeQuery(query);
   };
 }

@@ -24,10 +24,45 @@ export function openSqlite(path: string, options: { cacheMib?: number } = {}): D
   database.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   // Negative: a size in KiB rather than a number of pages.
   if (options.cacheMib !== undefined) database.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMib) * 1024}`);
+  addFunctions(database);
+  return database;
+}
+
+function addFunctions(database: DatabaseSync): void {
   // lower() as PostgreSQL has it: SQLite's own folds ASCII only, so a case-insensitive search for
   // "émile" would miss "Émile" here and find it there.
   database.function('lower', { deterministic: true }, (value) => (typeof value === 'string' ? value.toLowerCase() : value));
-  return database;
+}
+
+/** Reads on a connection of their own, answered synchronously (see `openSqliteReader`). */
+export interface SqliteReader {
+  /** The rows of one SELECT, as plain objects. */
+  all(sql: string, parameters: readonly unknown[]): Record<string, unknown>[];
+  close(): void;
+}
+
+/**
+ * A read-only connection to the database file, for hot reads outside any transaction (the
+ * session check). In WAL mode a reader never waits for the writer: each statement reads the
+ * last committed state. Through Kysely the same read would queue behind the one connection's mutex
+ * (and a transaction of another request holding it) and take several promise turns: a fifth of the
+ * database strategy's session check. Opened on first use, once the writer has made the file.
+ */
+export function openSqliteReader(path: string, options: { cacheMib?: number } = {}): SqliteReader {
+  let adapter: NodeSqliteAdapter | undefined;
+  const open = () => {
+    const database = new DatabaseSync(path, { readOnly: true, enableForeignKeyConstraints: true, timeout: BUSY_TIMEOUT_MS });
+    if (options.cacheMib !== undefined) database.exec(`PRAGMA cache_size = -${Math.trunc(options.cacheMib) * 1024}`);
+    addFunctions(database);
+    return new NodeSqliteAdapter(database);
+  };
+  return {
+    all: (sql, parameters) => (adapter ??= open()).prepare(sql).all(parameters) as Record<string, unknown>[],
+    close() {
+      adapter?.close();
+      adapter = undefined;
+    },
+  };
 }
 
 export function createSqliteDialect(database: DatabaseSync): SqliteDialect {
