@@ -4,6 +4,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import { setImmediate } from 'node:timers/promises';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,6 +67,17 @@ describe('gatehouse (no database)', () => {
     const help = await runCli(['keys', 'list', '--help'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
     assert.equal(help.code, 0, describeRun(help));
     assert.match(help.stdout, /keys list \[--json\]/);
+  });
+
+  it("the package's bin (src/cli/gatehouse.js) runs the same command and passes its exit code on", async () => {
+    const { bin, version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { bin: { gatehouse: string }; version: string };
+    const run = (...args: string[]) => spawnSync(process.execPath, [join(REPO_ROOT, bin.gatehouse), ...args], { env: { ...process.env, ...env() }, encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+    const shown = run('--version');
+    assert.equal(shown.status, 0, shown.stderr);
+    assert.equal(shown.stdout, `gatehouse ${version}\n`);
+    const wrong = run('frobnicate');
+    assert.equal(wrong.status, 2);
+    assert.match(wrong.stderr, /frobnicate/);
   });
 
   it('refuses a bad option with exit 2, naming it; only a command that reads a password mentions standard input', async (t) => {
