@@ -16,6 +16,26 @@ declare module 'autocannon' {
     timeout?: number;
     /** A run whose results are discarded, before the measured one. */
     warmup?: { connections?: number; duration?: number };
+    /** Requests in turn on each connection; `setupRequest` builds each one as it is sent. */
+    requests?: Request[];
+    /** Stop after this many responses instead of after `duration`. */
+    amount?: number;
+    /** Milliseconds between samples; the run ends at the first sample after its last response. */
+    sampleInt?: number;
+  }
+
+  /** What `setupRequest` receives and returns: the request about to be sent (falsy: none). */
+  export interface RequestParams {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+  }
+
+  export interface Request extends RequestParams {
+    setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams;
+    /** Called with each response to this request (the body as text). */
+    onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
   }
 
   /** Percentiles are keyed `p50`, `p97_5`, `p99`, ... */

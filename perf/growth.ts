@@ -58,9 +58,10 @@ async function subjectsOf(ctx: Context, server: Gatehouse, database: string, pha
   ];
 }
 
-async function runSeed(store: GatehouseStore, count: number, cpus: string | null): Promise<SeedReport> {
+/** Fills `store` with `count` users and sessions (perf/seed.ts, in a child); `env` adds SEED_* settings. */
+export async function runSeed(store: GatehouseStore, count: number, cpus: string | null, env: Readonly<Record<string, string>> = {}): Promise<SeedReport> {
   const child = spawnNode(join(BENCH_DIR, 'seed.ts'), [], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', DATABASE_URL: store.databaseUrl, SEED_COUNT: String(count) },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', DATABASE_URL: store.databaseUrl, SEED_COUNT: String(count), ...env },
     cwd: store.dataDir,
     cpus,
   });

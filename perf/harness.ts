@@ -6,7 +6,7 @@
  * The machines are shared and noisy, so no figure stands alone: each is set beside a baseline
  * measured in the same run, on the same pinned core.
  */
-import autocannon, { type Result } from 'autocannon';
+import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
@@ -399,6 +399,21 @@ export interface LoadSpec {
   headers?: Record<string, string>;
   body?: string;
   connections: number;
+  /**
+   * Built as each request is sent (autocannon's `requests`): for credentials that work once (a
+   * second-factor challenge, an authorization code, a rotating refresh token).
+   */
+  requests?: AutocannonRequest[];
+  /**
+   * A run of this many requests instead of `seconds`: for a pool of single-use credentials prepared
+   * ahead, which a run by time could exhaust. Its time is measured to the last response.
+   */
+  amount?: number;
+  /**
+   * Drives the load itself instead of autocannon (webhook deliveries: the load is events, the
+   * answers arrive elsewhere), for `seconds`, and reports what it did in autocannon's shape.
+   */
+  drive?: (seconds: number) => Promise<Result>;
 }
 
 /** The figures of one round, kept in the results so the spread is visible. */
@@ -439,11 +454,14 @@ export interface Measurement {
   rounds: RoundFigures[];
 }
 
-interface RawRound {
+export interface RawRound {
   result: Result;
   peakRssMb: number;
   probes: ProbeReport[];
 }
+
+/** Sampling this often ends a run by `amount` within 20 ms of its last response (the default 1 s would pad its time). */
+const AMOUNT_SAMPLE_MS = 20;
 
 function autocannonOptions(spec: LoadSpec) {
   return {
@@ -451,14 +469,21 @@ function autocannonOptions(spec: LoadSpec) {
     method: spec.method ?? 'GET',
     ...(spec.headers !== undefined && { headers: spec.headers }),
     ...(spec.body !== undefined && { body: spec.body }),
+    ...(spec.requests !== undefined && { requests: spec.requests }),
+    ...(spec.amount !== undefined && { amount: spec.amount, sampleInt: AMOUNT_SAMPLE_MS }),
     connections: spec.connections,
     timeout: 10,
   } as const;
 }
 
-/** Unmeasured load: JIT, pools and caches warm. */
-export async function warmUp(spec: LoadSpec, seconds: number): Promise<void> {
-  if (seconds > 0) await autocannon({ ...autocannonOptions(spec), duration: seconds });
+/** One run of `spec`: `seconds` long, or `spec.amount` requests. */
+function load(spec: LoadSpec, seconds: number): Promise<Result> {
+  return spec.drive !== undefined ? spec.drive(seconds) : autocannon({ ...autocannonOptions(spec), duration: seconds });
+}
+
+/** Unmeasured load: JIT, pools and caches warm. What it did (a scenario sizes its next run by it), or null. */
+export async function warmUp(spec: LoadSpec, seconds: number): Promise<Result | null> {
+  return seconds > 0 ? load(spec, seconds) : null;
 }
 
 /**
@@ -469,9 +494,34 @@ export async function runRound(app: App, spec: LoadSpec, seconds: number, isUnde
   if (!isUnderOtherLoad) await waitForQuiet();
   await readProbes(app); // starts the window the next read reports
   const rss = sampleRss(app.pid);
-  const result: Result = await autocannon({ ...autocannonOptions(spec), duration: seconds });
+  const result = await load(spec, seconds);
   const peakRssMb = rss.stop();
   return { result, peakRssMb, probes: await readProbes(app) };
+}
+
+/**
+ * A load that is not autocannon's (webhook deliveries, runs of a command) in autocannon's shape,
+ * so that `aggregate` treats it like any other: one latency in ms per request, the outcomes by
+ * name (a status, an exit code) and how many of them failed.
+ */
+export function resultOf(run: { seconds: number; latenciesMs: number[]; outcomes: Record<string, number>; failed: number }): Result {
+  const sorted = [...run.latenciesMs].sort((a, b) => a - b);
+  const at = (q: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!);
+  const mean = sorted.length === 0 ? 0 : sorted.reduce((a, b) => a + b, 0) / sorted.length;
+  const stddev = sorted.length === 0 ? 0 : Math.sqrt(sorted.reduce((sum, x) => sum + (x - mean) ** 2, 0) / sorted.length);
+  const total = Object.values(run.outcomes).reduce((sum, count) => sum + count, 0);
+  const perSecond = total / Math.max(run.seconds, 1e-9);
+  return {
+    duration: run.seconds,
+    errors: 0,
+    timeouts: 0,
+    non2xx: run.failed,
+    resets: 0,
+    '2xx': total - run.failed,
+    statusCodeStats: Object.fromEntries(Object.entries(run.outcomes).map(([outcome, count]) => [outcome, { count }])),
+    latency: { average: mean, mean, stddev, min: sorted[0] ?? 0, max: sorted.at(-1) ?? 0, p50: at(0.5), p90: at(0.9), p99: at(0.99) },
+    requests: { average: perSecond, mean: perSecond, stddev: 0, min: perSecond, max: perSecond, p50: perSecond, p90: perSecond, p99: perSecond, total, sent: total },
+  };
 }
 
 function median(values: number[]): number {
@@ -525,6 +575,12 @@ export function aggregate(spec: LoadSpec, rounds: RawRound[]): Measurement {
 export interface Subject {
   app: App;
   spec: LoadSpec;
+  /**
+   * Before the warm-up and before each round, unmeasured (the round waits for the apps to go quiet
+   * after it): prepares what the run uses up (single-use credentials, sized by `previous`, what
+   * the subject's last run did: null before the warm-up).
+   */
+  prepare?: (previous: Result | null) => Promise<void>;
 }
 
 /**
@@ -534,16 +590,54 @@ export interface Subject {
  * rounds that ran side by side.
  */
 export async function measureInterleaved(subjects: Subject[], settings: Settings): Promise<Measurement[]> {
-  for (const { spec } of subjects) await warmUp(spec, settings.warmupSeconds);
+  const previous: (Result | null)[] = subjects.map(() => null);
+  for (const [i, { spec, prepare }] of subjects.entries()) {
+    await prepare?.(null);
+    previous[i] = await warmUp(spec, settings.warmupSeconds);
+  }
   const raw: RawRound[][] = subjects.map(() => []);
   for (let r = 0; r < settings.rounds; r++) {
-    for (const [i, { app, spec }] of subjects.entries()) raw[i]!.push(await runRound(app, spec, roundSeconds(settings)));
+    for (const [i, { app, spec, prepare }] of subjects.entries()) {
+      await prepare?.(previous[i] ?? null);
+      const measured = await runRound(app, spec, roundSeconds(settings));
+      raw[i]!.push(measured);
+      previous[i] = measured.result;
+    }
   }
   return subjects.map(({ spec }, i) => aggregate(spec, raw[i]!));
 }
 
 export function roundSeconds(settings: Settings): number {
   return Math.max(1, Math.round(settings.seconds / settings.rounds));
+}
+
+/**
+ * How many requests a run by `amount` makes so that it lasts about a round: the rate of the
+ * subject's previous run (`previous`) times the round's seconds; `first` before any run (the
+ * warm-up). Never fewer than `minimum` (autocannon needs one per connection at least).
+ */
+export function sizedAmount(previous: Result | null, settings: Settings, first: number, minimum: number): number {
+  if (previous === null || previous.duration <= 0) return Math.max(first, minimum);
+  const rate = (previous.requests.total ?? 0) / previous.duration;
+  return Math.max(minimum, Math.round(rate * roundSeconds(settings)));
+}
+
+/**
+ * Runs `task(i, lane)` for every i < `count`, `concurrency` at a time (unmeasured preparation);
+ * the results in order. `lane` (< concurrency) runs one task at a time: what a task must not
+ * share with one running beside it (a browser's cookies) can be kept per lane.
+ */
+export async function inParallel<T>(count: number, concurrency: number, task: (index: number, lane: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  const run = async (lane: number) => {
+    while (next < count) {
+      const index = next++;
+      results[index] = await task(index, lane);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, (_, lane) => run(lane)));
+  return results;
 }
 
 /** The median of the per-round ratios (rounds that ran side by side); the overall ratio if they do not pair up. */
@@ -622,8 +716,9 @@ export async function createStore(name: string, database: 'sqlite' | 'postgres')
 
 /**
  * Only what the server needs: passing the caller's environment through would let a DATABASE_URL
- * or HASH_* in the shell silently benchmark another configuration. The sign-in limits per IP are
- * raised (every request comes from 127.0.0.1) but still counted, so their cost is measured.
+ * or HASH_* in the shell silently benchmark another configuration. The limits per IP of the
+ * endpoints under load are raised (every request comes from 127.0.0.1) but still counted, so
+ * their cost is measured.
  */
 export function gatehouseEnv(store: GatehouseStore, port: number, options: Pick<GatehouseOptions, 'strategy' | 'workers' | 'env'>): NodeJS.ProcessEnv {
   return {
@@ -644,6 +739,10 @@ export function gatehouseEnv(store: GatehouseStore, port: number, options: Pick<
     // Every attempt counts as a failure until its password verifies: 64 in flight from one
     // address would pass the default 30 and lock 127.0.0.1 out for the window.
     RATE_LIMIT_SIGNIN_FAILURES_PER_IP: '1000000/1m',
+    // The refresh endpoints and the OpenID Provider's token, introspection and revocation endpoints
+    // (perf/oidc.ts): per IP as well, and as cheap to count as the sign-in limits.
+    RATE_LIMIT_REFRESH_PER_IP: '1000000/1m',
+    RATE_LIMIT_OIDC_TOKEN: '1000000/1m',
     ...options.env,
   };
 }
@@ -688,6 +787,17 @@ export async function signIn(server: Gatehouse): Promise<SignedIn> {
   const body = (await response.json()) as { token?: unknown; refreshToken?: unknown };
   if (response.status !== 200 || typeof body.token !== 'string') throw new Error(`${server.name}: a single sign-in failed: ${response.status} ${JSON.stringify(body)}`);
   return { token: body.token, refreshToken: String(body.refreshToken) };
+}
+
+/** POSTs `body` as JSON (with the token, if any): the status and the parsed answer, whatever the status. */
+export async function postJson(url: string, body: unknown, token?: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token !== undefined && { authorization: `Bearer ${token}` }) },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: (text === '' ? {} : JSON.parse(text)) as Record<string, unknown> };
 }
 
 /** GETs `path` with the token; throws unless 200. The body, parsed. */

@@ -2,18 +2,32 @@
  * `npm run bench`: the benchmark suite. Autocannon on loopback drives the real server (pinned to
  * one CPU with taskset; the load generator, this process, on another) and sets every figure
  * beside a baseline measured in the same run: the hash-bound limit for sign-in, a bare Fastify app
- * answering the same JSON for the other routes. Results go to perf/results/<scenario>.json and
- * the results part of docs/operations/performance.md is written from every result file there.
+ * answering the same JSON for the other routes, or the baseline a scenario names. Results go to
+ * perf/results/<scenario>.json, and perf/report.ts writes BENCHMARKS.md (and the results part of
+ * docs/operations/performance.md) from every result file there.
+ *
+ * Scenarios (the default run is all but growth, about 13 minutes):
+ *   signin, signin-workers   sign-in (default settings) vs the hash-bound limit; 1 and 2 workers
+ *   session, protected, jwks, protect, flood
+ *                            session checks, the route guard, the JWKS, gatehouse-protect downstream,
+ *                            session checks during a sign-in flood; vs bare Fastify
+ *   mfa                      the second-factor verify (TOTP), every verify real (perf/mfa.ts)
+ *   oidc                     the OpenID Provider's token endpoint (code exchange, refresh, client
+ *                            credentials) and introspection (perf/oidc.ts)
+ *   webhooks                 webhook delivery throughput, event to receipt (perf/webhooks.ts)
+ *   cli                      wall time of gatehouse help, --version, users list --json (perf/cli-timing.ts)
+ *   growth                   sign-in and session check on 1,000,000 users vs an empty store (perf/growth.ts)
  *
  * Environment:
- *   BENCH_ONLY=<name>[,<name>]   run only these scenarios (signin, signin-workers, session,
- *                                protected, jwks, protect, flood, growth); default: all but growth
- *   BENCH_SECONDS=9              measured seconds of each load run (plus a short warm-up)
- *   BENCH_CONNECTIONS=32         connections for the fast endpoints
+ *   BENCH_ONLY=<name>[,<name>]   run only these scenarios
+ *   BENCH_SECONDS=9              measured seconds of each load run (plus a short warm-up); the
+ *                                runs by count (mfa, oidc code exchange, webhooks) are sized to last
+ *                                about as long; the cli scenario runs each command this long
+ *   BENCH_CONNECTIONS=32         connections for the fast endpoints (and mfa, oidc)
  *   BENCH_SIGNIN_CONNECTIONS=8,64  sign-in concurrencies
  *   BENCH_ROUNDS=3               rounds each figure is split into, interleaved with its baseline
  *   BENCH_CPU_PROF=1             profile the servers (perf/probe.ts); summaries and this run's results go
- *                                to perf/results/profiles/ (docs/operations/performance.md is left alone)
+ *                                to perf/results/profiles/ (BENCHMARKS.md and docs/ are left alone)
  *   SEED_COUNT=1000000           users and sessions the growth scenario seeds
  *   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
  *                                where the PostgreSQL scenarios (session, growth) make scratch
@@ -46,6 +60,10 @@ import {
   type ScenarioResult,
 } from './scenarios.ts';
 import { growthScenario } from './growth.ts';
+import { mfaScenario } from './mfa.ts';
+import { oidcScenario } from './oidc.ts';
+import { webhooksScenario } from './webhooks.ts';
+import { cliScenario } from './cli-timing.ts';
 import { summariseProfiles } from './profile-summary.ts';
 import { writeBenchmarksMarkdown } from './report.ts';
 
@@ -57,6 +75,10 @@ const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> =
   jwks: jwksScenario,
   protect: protectScenario,
   flood: floodScenario,
+  mfa: mfaScenario,
+  oidc: oidcScenario,
+  webhooks: webhooksScenario,
+  cli: cliScenario,
   growth: growthScenario,
 };
 
@@ -75,13 +97,13 @@ async function main(): Promise<void> {
   if (pinning !== null) pinThisProcess(pinning.load);
   const machine = describeMachine();
   // Profiled runs are slower: their results go beside the profile summaries, never over the
-  // figures of docs/operations/performance.md. Raw profiles (large) stay in a temp dir; summaries are kept.
+  // figures of BENCHMARKS.md. Raw profiles (large) stay in a temp dir; summaries are kept.
   const summaryDir = join(RESULTS_DIR, 'profiles');
   const profileRoot = settings.cpuProfile ? makeTempDir('gatehouse-cpu-prof-') : null;
   const resultsDir = settings.cpuProfile ? summaryDir : RESULTS_DIR;
   if (settings.cpuProfile) mkdirSync(summaryDir, { recursive: true });
-  // Generous: growth seeds for minutes; the default suite takes about nine.
-  installEmergencyStop((scenarios.includes('growth') ? 60 : 15) * 60_000);
+  // Generous: growth seeds for minutes; the default suite takes about thirteen.
+  installEmergencyStop((scenarios.includes('growth') ? 60 : 25) * 60_000);
 
   process.stdout.write(
     `${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load average ${machine.loadAverage1m}; ` +
@@ -108,7 +130,7 @@ async function main(): Promise<void> {
   } finally {
     await cleanUp();
   }
-  if (profileRoot === null) process.stdout.write(`wrote ${writeBenchmarksMarkdown()}\n`);
+  if (profileRoot === null) process.stdout.write(`wrote ${writeBenchmarksMarkdown().join(' and ')}\n`);
   if (failed) {
     process.stderr.write('bench: some requests did not answer 2xx (see the !! lines above)\n');
     process.exitCode = 1;

@@ -60,7 +60,12 @@ export interface RunRecord extends Measurement {
   ratio?: number;
   /** Is this a Gatehouse figure (counted for the RSS and event-loop targets)? */
   isService: boolean;
+  /** What its "requests" are when not HTTP requests: webhook deliveries, or runs of a command (perf/cli-timing.ts). */
+  counts?: 'deliveries' | 'runs';
 }
+
+/** The unit of a run's rate. */
+export const rateUnit = (run: Pick<RunRecord, 'counts'>) => (run.counts === undefined ? 'req/s' : `${run.counts}/s`);
 
 export interface Target {
   id: string;
@@ -86,30 +91,30 @@ export interface ScenarioResult {
   seeds?: SeedReport[];
 }
 
-export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'growth';
+export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'growth';
 
-export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood'];
+export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli'];
 
 const RSS_LIMIT_MB = 200;
 const EVENT_LOOP_LIMIT_MS = 20;
 
 // ---- helpers -------------------------------------------------------------------------------------
 
-function describeServer(options: Pick<GatehouseOptions, 'database' | 'strategy' | 'workers'>): string {
+export function describeServer(options: Pick<GatehouseOptions, 'database' | 'strategy' | 'workers'>): string {
   const workers = options.workers ?? 1;
   return `gatehouse (${options.database}, ${options.strategy}, ${workers} worker${workers === 1 ? '' : 's'})`;
 }
 
-function profileDir(ctx: Context, name: string): string | null {
+export function profileDir(ctx: Context, name: string): string | null {
   return ctx.profileRoot === null ? null : join(ctx.profileRoot, name);
 }
 
-async function gatehouse(ctx: Context, name: string, options: Omit<GatehouseOptions, 'name' | 'cpus'> & { cpus?: string | null }): Promise<Gatehouse> {
+export async function gatehouse(ctx: Context, name: string, options: Omit<GatehouseOptions, 'name' | 'cpus'> & { cpus?: string | null }): Promise<Gatehouse> {
   return startGatehouse({ name, cpus: ctx.pinning?.server ?? null, profileDir: profileDir(ctx, name), ...options });
 }
 
 /** The unprotected baseline: bare Fastify answering `routes` (path -> JSON), on the server's core. */
-async function startBare(ctx: Context, routes: Record<string, unknown>): Promise<App & { url: string }> {
+export async function startBare(ctx: Context, routes: Record<string, unknown>): Promise<App & { url: string }> {
   const port = await freePort();
   const app = await startApp({
     name: 'bare',
@@ -139,18 +144,49 @@ function printRun(run: RunRecord): void {
   const against = run.baseline === undefined ? '' : `  = ${run.ratio?.toFixed(3)} × ${run.baseline.label} (${run.baseline.value} ${run.baseline.unit})`;
   const loop = run.eventLoopDelayMaxMs === null ? '' : `, loop max ${run.eventLoopDelayMaxMs} ms, ELU ${run.eventLoopUtilization}`;
   process.stdout.write(
-    `  ${run.label.padEnd(44)} ${String(run.requestsPerSecond).padStart(9)} req/s  p50 ${run.latencyP50Ms} ms  p99 ${run.latencyP99Ms} ms  rss ${run.peakRssMb} MB${loop}${against}\n`,
+    `  ${run.label.padEnd(44)} ${String(run.requestsPerSecond).padStart(9)} ${rateUnit(run)}  p50 ${run.latencyP50Ms} ms  p99 ${run.latencyP99Ms} ms${run.counts === 'runs' ? '' : `  rss ${run.peakRssMb} MB`}${loop}${against}\n`,
   );
   const failed = run.non2xx + run.errors + run.timeouts;
   if (failed > 0) process.stdout.write(`    !! ${run.non2xx} non-2xx, ${run.errors} errors, ${run.timeouts} timeouts: ${JSON.stringify(run.statusCodes)}\n`);
 }
 
-function record(measurement: Measurement, fields: { name: string; label: string; server: string; isService: boolean }): RunRecord {
-  return { ...measurement, ...fields };
+/**
+ * The run as written to the results: the figures and the fields that name them, picked one by one.
+ * A subject is often passed as `fields`; its app and load (a bearer token, a client secret in a
+ * header) must never reach a result file.
+ */
+export function record(measurement: Measurement, fields: Pick<RunRecord, 'name' | 'label' | 'server' | 'isService' | 'counts'>): RunRecord {
+  const { name, label, server, isService, counts } = fields;
+  return { ...measurement, name, label, server, isService, ...(counts !== undefined && { counts }) };
+}
+
+/** A subject with what its run is recorded as. */
+export type NamedSubject = Subject & Pick<RunRecord, 'name' | 'label' | 'server' | 'isService' | 'counts'>;
+
+/** Measures the subjects in interleaved rounds (harness `measureInterleaved`) and records each as a run. */
+export async function measureRuns(ctx: Context, subjects: NamedSubject[]): Promise<RunRecord[]> {
+  const measured = await measureInterleaved(subjects, ctx.settings);
+  return measured.map((m, i) => record(m, subjects[i]!));
+}
+
+/**
+ * Issue 21's "new paths benchmarked beside their baselines" for `run` (compared already): met
+ * when it ran and every measured request of it succeeded; `alsoFailed` counts successes by status
+ * that were not (an introspection answering `active: false`).
+ */
+export function pathTarget(id: string, what: string, run: RunRecord, extra = '', alsoFailed = 0): Target {
+  const failed = run.non2xx + run.errors + run.timeouts + alsoFailed;
+  const baseline = run.baseline!;
+  return {
+    id,
+    target: `${what} benchmarked in the same run beside its baseline (${baseline.label}), every measured ${run.counts === 'deliveries' ? 'delivery received and verified' : 'request a real success (2xx)'}`,
+    measured: `${run.requestsPerSecond} ${rateUnit(run)} = ${run.ratio} × ${baseline.label} (${baseline.value} ${baseline.unit})${extra}; ${run.completed} ${run.counts ?? 'requests'}, ${failed} failed`,
+    met: failed === 0 && run.completed > 0,
+  };
 }
 
 /** Sets `baseline` and the paired ratio on each run, then prints them all. */
-function compare(runs: RunRecord[], baseline: RunRecord): void {
+export function compare(runs: RunRecord[], baseline: RunRecord): void {
   for (const run of runs) {
     run.baseline = asBaseline(baseline);
     run.ratio = pairedRatio(run.rounds.map((r) => r.requestsPerSecond), baseline.rounds.map((r) => r.requestsPerSecond));
@@ -158,7 +194,7 @@ function compare(runs: RunRecord[], baseline: RunRecord): void {
 }
 
 function asBaseline(run: RunRecord): NonNullable<RunRecord['baseline']> {
-  return { name: run.name, label: run.label, value: run.requestsPerSecond, unit: 'req/s' };
+  return { name: run.name, label: run.label, value: run.requestsPerSecond, unit: rateUnit(run) };
 }
 
 /** Targets every scenario checks over its Gatehouse runs: peak RSS and event-loop blocking. */
@@ -204,7 +240,7 @@ function commonTargets(scenario: string, runs: RunRecord[]): Target[] {
 
 const cell = (value: unknown) => (value === null || value === undefined ? '–' : String(value));
 
-function result(ctx: Context, scenario: string, title: string, runs: RunRecord[], targets: Target[], extra: Partial<ScenarioResult> = {}): ScenarioResult {
+export function result(ctx: Context, scenario: string, title: string, runs: RunRecord[], targets: Target[], extra: Partial<ScenarioResult> = {}): ScenarioResult {
   for (const run of runs) printRun(run);
   return {
     scenario,
@@ -213,13 +249,14 @@ function result(ctx: Context, scenario: string, title: string, runs: RunRecord[]
     pinning: ctx.pinning,
     settings: ctx.settings,
     runs,
-    targets: [...targets, ...commonTargets(scenario, runs)],
+    // A scenario may state a common target in its own, stricter words (sign-in's RSS): then only that one.
+    targets: [...targets, ...commonTargets(scenario, runs).filter((common) => !targets.some((own) => own.id === common.id))],
     notes: [],
     ...extra,
   };
 }
 
-async function withApps<T>(apps: (App | undefined)[], body: () => Promise<T>): Promise<T> {
+export async function withApps<T>(apps: (App | undefined)[], body: () => Promise<T>): Promise<T> {
   try {
     return await body();
   } finally {
@@ -263,13 +300,23 @@ async function measureSignIns(ctx: Context, server: Gatehouse, cpus: string | nu
   return { hashBound, runs };
 }
 
+/**
+ * The sign-in servers run in the default settings, as `npm start` gives them (LOG_LEVEL=info: a
+ * log line per request; the database strategy; SQLite): issue 21's RSS target is for those. The
+ * only change is the per-IP sign-in limits gatehouseEnv raises, since every request comes from
+ * 127.0.0.1. A line per request costs nothing next to an argon2id verify, so the hash-bound
+ * ratios stay what they measure.
+ */
+const SIGNIN_ENV = { LOG_LEVEL: 'info' };
+/** Issue 21: p99 within this factor of the floor Little's law sets. */
+const SIGNIN_P99_FLOOR_FACTOR = 1.5;
+
 export async function signInScenario(ctx: Context): Promise<ScenarioResult> {
-  process.stdout.write('\nsign-in (1 worker) vs the hash-bound limit on the same core\n');
-  const server = await gatehouse(ctx, 'signin', { database: 'sqlite', strategy: 'database' });
+  process.stdout.write('\nsign-in (1 worker, default settings) vs the hash-bound limit on the same core\n');
+  const server = await gatehouse(ctx, 'signin', { database: 'sqlite', strategy: 'database', env: SIGNIN_ENV });
   const { hashBound, runs } = await withApps([server], () => measureSignIns(ctx, server, ctx.pinning?.server ?? null, 'signin', 'argon2id verifies/s, 1 core'));
   ctx.signInOneWorker = { hashBound, runs };
 
-  const oneHashMs = hashBound[0]!.singleVerifyMs;
   const targets: Target[] = [];
   for (const run of runs) {
     const bound = run.baseline!.value;
@@ -282,17 +329,22 @@ export async function signInScenario(ctx: Context): Promise<ScenarioResult> {
     // Little's law: with c requests always in flight and at most `bound` completions per second,
     // the mean latency cannot be below c / bound however fast everything else is.
     const floorMs = round((run.connections / bound) * 1000, 1);
+    const limitMs = round(SIGNIN_P99_FLOOR_FACTOR * floorMs, 1);
     targets.push({
       id: `signin:p99-c${run.connections}`,
-      target: `sign-in p99 ≤ 4 × one hash (concurrency ${run.connections})`,
-      measured: `p99 ${run.latencyP99Ms} ms vs 4 × ${oneHashMs} = ${round(4 * oneHashMs, 1)} ms`,
-      met: run.latencyP99Ms <= 4 * oneHashMs,
-      ...(floorMs > 4 * oneHashMs && {
-        note: `unreachable on one core at this concurrency: ${run.connections} in flight ÷ ${bound} verifies/s puts the mean at ≥ ${floorMs} ms (Little's law) before any of our code runs`,
-      }),
+      target: `sign-in p99 ≤ ${SIGNIN_P99_FLOOR_FACTOR} × the Little's-law floor, in flight ÷ hash-bound rate (concurrency ${run.connections})`,
+      measured: `p99 ${run.latencyP99Ms} ms vs ${SIGNIN_P99_FLOOR_FACTOR} × ${floorMs} ms = ${limitMs} ms (${run.connections} in flight ÷ ${bound} verifies/s) → ${ratio(run.latencyP99Ms, floorMs)} × the floor`,
+      met: run.latencyP99Ms <= limitMs,
     });
   }
-  return result(ctx, 'signin', 'Sign-in, POST /api/auth (SQLite, database strategy, 1 worker)', runs, targets, { hashBound });
+  const worst = runs.reduce((a, b) => (b.peakRssMb > a.peakRssMb ? b : a));
+  targets.push({
+    id: 'signin:rss',
+    target: `RSS ≤ ${RSS_LIMIT_MB} MB under sign-in load with one worker and default settings (as npm start runs it: LOG_LEVEL=info, database strategy, SQLite; only the per-IP sign-in limits raised)`,
+    measured: `peak ${worst.peakRssMb} MB (${worst.label}; heap used ${cell(worst.heapUsedMb)} MB)`,
+    met: worst.peakRssMb <= RSS_LIMIT_MB,
+  });
+  return result(ctx, 'signin', 'Sign-in, POST /api/auth (SQLite, database strategy, 1 worker, default logging)', runs, targets, { hashBound });
 }
 
 export async function signInWorkersScenario(ctx: Context): Promise<ScenarioResult> {
@@ -300,14 +352,14 @@ export async function signInWorkersScenario(ctx: Context): Promise<ScenarioResul
   const notes: string[] = [];
   let oneWorker: { hashBound: HashBound[]; runs: RunRecord[] };
   if (ctx.signInOneWorker === undefined) {
-    const single = await gatehouse(ctx, 'signin-1w', { database: 'sqlite', strategy: 'database' });
+    const single = await gatehouse(ctx, 'signin-1w', { database: 'sqlite', strategy: 'database', env: SIGNIN_ENV });
     oneWorker = await withApps([single], () => measureSignIns(ctx, single, ctx.pinning?.server ?? null, 'signin', 'argon2id verifies/s, 1 core'));
   } else {
     oneWorker = ctx.signInOneWorker;
     notes.push('The 1-worker rows are those of the `signin` scenario of the same run.');
   }
   const allCpus = ctx.pinning?.all ?? null;
-  const server = await gatehouse(ctx, 'signin-2w', { database: 'sqlite', strategy: 'database', workers: 2, cpus: allCpus });
+  const server = await gatehouse(ctx, 'signin-2w', { database: 'sqlite', strategy: 'database', workers: 2, cpus: allCpus, env: SIGNIN_ENV });
   const two = await withApps([server], () => measureSignIns(ctx, server, allCpus, 'signin-2w', 'argon2id verifies/s, 2 cores'));
   if (ctx.pinning !== null) {
     notes.push(
@@ -647,7 +699,7 @@ export async function floodScenario(ctx: Context): Promise<ScenarioResult> {
     process.stdout.write(`  flood: ${floodText}\n`);
     const notes = [
       `The flood: ${FLOOD_CONNECTIONS} connections posting correct credentials to POST /api/auth, started 1 s before each measured round of session checks (${FLOOD_CHECK_CONNECTIONS} connections) and ended 1 s after it. Sign-ins completed during the flood: ${floodText}.`,
-      'No target of issue 8 applies; these figures show what HASH_THREAD_NICE buys: the event loop gets the CPU first, so cheap requests keep flowing while hashes take what is left (src/lib/thread-pool-priority.ts).',
+      'No target applies; these figures show what HASH_THREAD_NICE buys: the event loop gets the CPU first, so cheap requests keep flowing while hashes take what is left (src/lib/thread-pool-priority.ts).',
     ];
     return result(ctx, 'flood', `Session checks during a flood of ${FLOOD_CONNECTIONS} sign-ins (SQLite, jwt, 1 worker)`, runs, [], { notes });
   });

@@ -11,6 +11,10 @@
  * Ids are random like the service's (128-bit base64url), so indexes grow the way they do in
  * production. Sessions are live: they expire in 30 days and were last seen within the idle
  * timeout, so housekeeping leaves them alone. Prints one JSON line with the counts and timing.
+ *
+ * SEED_ARGON2_MEMORY_KIB and SEED_ARGON2_ITERATIONS (default: the server's defaults) set the
+ * parameters of that hash: a scenario whose server runs with other ARGON2_* settings passes its
+ * own, or every first sign-in would rehash the password.
  */
 import { hash, type Algorithm } from '@node-rs/argon2';
 import { randomBytes } from 'node:crypto';
@@ -23,6 +27,8 @@ import type { SessionRow, UserRow } from '../src/storage/schema.ts';
 const ARGON2ID = 2 as Algorithm;
 const DAY_MS = 86_400_000;
 export const SEED_PASSWORD = 'seed-password-0001';
+/** The address of the `index`-th user (from 0). */
+export const seededEmail = (index: number) => `seed-${index}@seed.example`;
 
 export interface SeedReport {
   database: DatabaseConfig['kind'];
@@ -47,12 +53,26 @@ function positiveInteger(raw: string | undefined, name: string, fallback: number
 
 const id = () => randomBytes(16).toString('base64url');
 
-export async function seed(config: DatabaseConfig, count: number, batchSize: number, log: (line: string) => void = () => {}): Promise<SeedReport> {
+/** The argon2id parameters of the shared hash: the server's defaults unless a scenario runs others. */
+export interface SeedHashParameters {
+  memoryKib: number;
+  iterations: number;
+}
+
+const DEFAULT_HASH_PARAMETERS: SeedHashParameters = { memoryKib: 19_456, iterations: 2 };
+
+export async function seed(
+  config: DatabaseConfig,
+  count: number,
+  batchSize: number,
+  log: (line: string) => void = () => {},
+  hashParameters: SeedHashParameters = DEFAULT_HASH_PARAMETERS,
+): Promise<SeedReport> {
   const storage = openStorage(config, { poolSize: 4 });
   const started = performance.now();
   try {
     await migrateToLatest(storage.db);
-    const passwordHash = await hash(SEED_PASSWORD, { algorithm: ARGON2ID, memoryCost: 19_456, timeCost: 2, parallelism: 1 });
+    const passwordHash = await hash(SEED_PASSWORD, { algorithm: ARGON2ID, memoryCost: hashParameters.memoryKib, timeCost: hashParameters.iterations, parallelism: 1 });
     const refreshSeed = randomBytes(32).toString('base64url');
     const now = Date.now();
 
@@ -64,7 +84,7 @@ export async function seed(config: DatabaseConfig, count: number, batchSize: num
         const createdAt = now - 400 * DAY_MS + i;
         users.push({
           id: userId,
-          email: `seed-${i}@seed.example`,
+          email: seededEmail(i),
           name: `Seed User ${i}`,
           password_hash: passwordHash,
           email_verified_at: createdAt,
@@ -152,6 +172,10 @@ if (import.meta.main) {
   const batchSize = positiveInteger(process.env.SEED_BATCH, 'SEED_BATCH', 1_000);
   // SQLite allows 32,766 bound values per statement; PostgreSQL 65,535. Sessions have 11 columns.
   if (batchSize * 11 > 32_766) throw new Error('SEED_BATCH must be at most 2978');
-  const report = await seed(parseDatabaseUrl(url), count, batchSize, (line) => process.stderr.write(`${line}\n`));
+  const hashParameters = {
+    memoryKib: positiveInteger(process.env.SEED_ARGON2_MEMORY_KIB, 'SEED_ARGON2_MEMORY_KIB', DEFAULT_HASH_PARAMETERS.memoryKib),
+    iterations: positiveInteger(process.env.SEED_ARGON2_ITERATIONS, 'SEED_ARGON2_ITERATIONS', DEFAULT_HASH_PARAMETERS.iterations),
+  };
+  const report = await seed(parseDatabaseUrl(url), count, batchSize, (line) => process.stderr.write(`${line}\n`), hashParameters);
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
