@@ -21,6 +21,7 @@
  * to release (`close`). Its rate limits are read in its config section and counted with the
  * `rateLimiters` service. docs/architecture.md walks through adding one.
  */
+import type { ModuleMessages } from './i18n/catalog.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Migration } from 'kysely/migration';
 import type { Config, ConfigSection } from './config.ts';
@@ -166,6 +167,11 @@ export interface GatehouseModule {
   readonly migrations?: Readonly<Record<string, Migration>>;
   /** Its part of the configuration, read and validated with the rest (one error lists every problem). */
   readonly config?: ConfigSection;
+  /**
+   * The texts of its pages and mails in every language (i18n/catalog.ts): ICU messages under keys
+   * that begin with the module's name, usually `readMessages(join(import.meta.dirname, 'messages'))`.
+   */
+  readonly messages?: ModuleMessages;
   /** The error codes its routes answer with, declared in its errors file by `defineErrorCodes` (see errors.ts). */
   readonly errors?: Readonly<Record<string, ErrorDefinition>>;
   /**

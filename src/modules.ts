@@ -6,6 +6,7 @@ import type { MigrationResultSet } from 'kysely/migration';
 import { readConfig, type Config, type Env, type LoadConfigOptions } from './config.ts';
 import { collectConfigSections, collectErrorCatalogue, collectMigrations, type CatalogueEntry, type GatehouseModule } from './module.ts';
 import { applyMigrations, type Db } from './storage/database.ts';
+import { i18nModule } from './i18n/i18n.module.ts';
 import { auditModule } from './audit/audit.module.ts';
 import { usersModule } from './users/users.module.ts';
 import { mailModule } from './mail/mail.module.ts';
@@ -30,6 +31,7 @@ import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
 
 export const MODULES: readonly GatehouseModule[] = [
+  i18nModule,
   auditModule,
   usersModule,
   mailModule,

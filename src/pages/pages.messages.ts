@@ -1,60 +1,49 @@
 /** What the sign-in, error and dashboard pages say about the codes in their URL (see web/messages.ts). */
 import { messageFor } from '../web/messages.ts';
+import type { Translator } from '../i18n/translator.ts';
 import { passwordRejectionMessage } from '../credentials/password-rejection-messages.ts';
 
-/** Codes on `/auth/signin?error=`: our API codes (form posts redirect there) and SessionRequired. */
-const SIGN_IN_MESSAGES: Readonly<Record<string, string>> = {
-  INVALID_CREDENTIALS: 'The email or password is incorrect. Check them and try again.',
-  ACCOUNT_DISABLED: 'This account has been disabled. Contact your administrator if you think this is a mistake.',
-  EMAIL_NOT_VERIFIED: 'Verify your email address before signing in: follow the link in the message we sent you.',
-  VALIDATION_ERROR: 'Enter a valid email address and your password.',
-  CSRF_FAILED: 'Your sign-in form expired or did not come from this site. Please try again.',
-  RATE_LIMITED: 'Too many sign-in attempts. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
-  SessionRequired: 'Please sign in to see this page.',
-};
-const SIGN_IN_DEFAULT = 'Sign-in failed. Please try again.';
+/**
+ * Codes on `/auth/signin?error=`: our API codes (form posts redirect there) and SessionRequired.
+ * Their texts are in the catalogs (`messages/*.json`, `pages.signin.error.<code>`).
+ */
+export const SIGN_IN_CODES: ReadonlySet<string> = new Set([
+  'INVALID_CREDENTIALS',
+  'ACCOUNT_DISABLED',
+  'EMAIL_NOT_VERIFIED',
+  'VALIDATION_ERROR',
+  'CSRF_FAILED',
+  'RATE_LIMITED',
+  'SERVICE_UNAVAILABLE',
+  'SessionRequired',
+]);
 
 export interface ErrorExplanation {
   heading: string;
   message: string;
+  /** The code, shown small for support; null for a code we do not know (never echoed back). */
+  code: string | null;
 }
 
-/** Codes on `/auth/error?error=`, named as Auth.js names them, so apps moving over keep their links. */
-const AUTH_ERRORS: Readonly<Record<string, ErrorExplanation>> = {
-  Configuration: {
-    heading: 'Server error',
-    message: 'There is a problem with the server configuration: there was a problem when trying to authenticate. Please contact support if this error persists.',
-  },
-  AccessDenied: { heading: 'Access denied', message: 'You do not have permission to sign in.' },
-  Verification: {
-    heading: 'Unable to sign in',
-    message: 'The sign-in link is no longer valid. It may have been used already or it may have expired.',
-  },
-  OAuthSignin: { heading: 'Unable to sign in', message: 'Signing in with the provider could not be started. Try again, or use another way to sign in.' },
-  OAuthCallback: { heading: 'Unable to sign in', message: 'The provider’s answer could not be processed. Try signing in again.' },
-  OAuthAccountNotLinked: {
-    heading: 'Account not linked',
-    message: 'This email address already belongs to an account that signs in another way. Sign in the way you used before, then link this provider from your account.',
-  },
-  AccountNotFound: { heading: 'Account not found', message: 'No account matches those details.' },
-  EmailNotVerified: { heading: 'Email not verified', message: 'Verify your email address before signing in: follow the link in the message we sent you.' },
-  RateLimited: { heading: 'Too many attempts', message: 'Too many attempts in a short time. Wait a moment, then try again.' },
-  SessionRequired: { heading: 'Sign-in required', message: 'Please sign in to see this page.' },
-  AccountDisabled: { heading: 'Account disabled', message: 'This account has been disabled. Contact your administrator if you think this is a mistake.' },
-  OAuthEmailUnverified: {
-    heading: 'Email not verified',
-    message: 'The provider did not confirm an email address for your account there. Verify your email address with the provider (for GitHub: your primary address), then try again.',
-  },
-  ProviderUnreachable: {
-    heading: 'Provider unreachable',
-    message: 'The sign-in provider could not be reached or did not answer in time. Try again in a moment, or use another way to sign in.',
-  },
-};
-const AUTH_ERROR_DEFAULT: ErrorExplanation = {
-  heading: 'Unable to sign in',
-  message: 'Something went wrong while signing in. Please try again, and contact support if this error persists.',
-};
+/**
+ * Codes on `/auth/error?error=`, named as Auth.js names them, so apps moving over keep their links
+ * (texts: `pages.error.<code>.heading` and `.message`).
+ */
+export const AUTH_ERROR_CODES: ReadonlySet<string> = new Set([
+  'Configuration',
+  'AccessDenied',
+  'Verification',
+  'OAuthSignin',
+  'OAuthCallback',
+  'OAuthAccountNotLinked',
+  'AccountNotFound',
+  'EmailNotVerified',
+  'RateLimited',
+  'SessionRequired',
+  'AccountDisabled',
+  'OAuthEmailUnverified',
+  'ProviderUnreachable',
+]);
 
 /** Codes on `/dashboard?error=`, from its session forms. */
 const DASHBOARD_MESSAGES: Readonly<Record<string, string>> = {
@@ -85,12 +74,17 @@ const DASHBOARD_NOTICES: Readonly<Record<string, string>> = {
   PROVIDER_UNLINKED: 'The provider is unlinked: you can no longer sign in with it.',
 };
 
-export function signInErrorMessage(code: string): string {
-  return messageFor(SIGN_IN_MESSAGES, code, SIGN_IN_DEFAULT);
+/** The sign-in page's message for `code`, in the page's language; a code we do not know gets the general one and is not shown. */
+export function signInError(code: string, i18n: Pick<Translator, 't'>): { code: string | null; message: string } {
+  const isKnown = SIGN_IN_CODES.has(code);
+  return { code: isKnown ? code : null, message: i18n.t(isKnown ? `pages.signin.error.${code}` : 'pages.signin.error.default') };
 }
 
-export function authErrorExplanation(code: string): ErrorExplanation {
-  return messageFor(AUTH_ERRORS, code, AUTH_ERROR_DEFAULT);
+/** The error page's heading and message for `code`; an unknown one gets the general text, never its own words back. */
+export function authErrorExplanation(code: string, i18n: Pick<Translator, 't'>): ErrorExplanation {
+  const known = AUTH_ERROR_CODES.has(code) ? code : null;
+  const key = `pages.error.${known ?? 'default'}`;
+  return { heading: i18n.t(`${key}.heading`), message: i18n.t(`${key}.message`), code: known };
 }
 
 export function dashboardErrorMessage(code: string): string {

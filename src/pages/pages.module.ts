@@ -7,12 +7,16 @@
  * live in that feature's folder (admin/, password-reset/, verification/), and what every page
  * shares (renderer, layout, stylesheet) is in web/.
  */
+import { join } from 'node:path';
 import { defineModule } from '../module.ts';
+import { readMessages } from '../i18n/catalog.ts';
 import { assetRoutes } from '../web/asset.routes.ts';
 import { pageRoutes } from './pages.routes.ts';
 
 export const pagesModule = defineModule({
   name: 'pages',
+  // Home, sign-in, sign-out and the error page in every language (the dashboard's texts are English still).
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   routes: [
     {
       scope: 'browser',

@@ -24,7 +24,7 @@ import { toSessionItems, type SessionItem } from '../sessions/session-items.ts';
 import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import type { PageError } from '../web/messages.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
-import { authErrorExplanation, changePasswordErrorMessage, dashboardErrorMessage, dashboardNoticeMessage, signInErrorMessage } from './pages.messages.ts';
+import { authErrorExplanation, changePasswordErrorMessage, dashboardErrorMessage, dashboardNoticeMessage, signInError } from './pages.messages.ts';
 
 /** Each page's template (in `templates/`; `error` is the base's) and the data it reads. */
 interface Pages {
@@ -32,7 +32,8 @@ interface Pages {
   signin: {
     csrfToken: string;
     callbackUrl: string;
-    error: PageError | null;
+    /** The code is null for one we do not know (only the general message is shown). */
+    error: { code: string | null; message: string } | null;
     signedInAs: string | null;
     /** ALLOW_SIGNUP: the page links to `/auth/signup`. */
     isSignupAllowed: boolean;
@@ -94,7 +95,8 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
 
   app.get('/', { schema: hidden }, async (request, reply) => {
     const isSignedIn = (await authenticate(request, reply)) !== null;
-    return sendPage(reply, pages.render('home', { title: 'Welcome', isSignedIn }));
+    const i18n = request.language;
+    return sendPage(reply, pages.render('home', { i18n, title: i18n.t('pages.home.title'), isSignedIn }));
   });
 
   app.get(
@@ -106,16 +108,18 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
       const csrfToken = csrf.issueToken(request, reply);
       const callbackUrl = toCallbackUrl(requested, config);
       const sections = await renderPageSections(options.signInSections, { userId: null, viewerId: null, sessionId: null, csrfToken, callbackUrl });
+      const i18n = request.language;
       return sendPage(
         reply,
         pages.render('signin', {
-          title: 'Sign in',
+          i18n,
+          title: i18n.t('pages.signin.title'),
           csrfToken,
           callbackUrl,
           sections: sections.html,
           scripts: sections.scripts,
           scriptNonce: sections.scriptNonce,
-          error: error === undefined ? null : { code: error, message: signInErrorMessage(error) },
+          error: error === undefined ? null : signInError(error, i18n),
           signedInAs: current?.view.user.email ?? null,
           isSignupAllowed: config.accounts.allowSignup,
           providers: oauth.listProviders(),
@@ -129,13 +133,14 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
   );
 
   app.get('/auth/signout', { schema: hidden }, async (request, reply) => {
-    return sendPage(reply, pages.render('signout', { title: 'Sign out', csrfToken: csrf.issueToken(request, reply) }));
+    const i18n = request.language;
+    return sendPage(reply, pages.render('signout', { i18n, title: i18n.t('pages.signout.title'), csrfToken: csrf.issueToken(request, reply) }));
   });
 
   app.get('/auth/error', { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
-    const code = request.query.error ?? 'Unknown';
-    const { heading, message } = authErrorExplanation(code);
-    return sendPage(reply, pages.render('error', { title: heading, heading, message, code }));
+    const i18n = request.language;
+    const { heading, message, code } = authErrorExplanation(request.query.error ?? '', i18n);
+    return sendPage(reply, pages.render('error', { i18n, title: heading, heading, message, code }));
   });
 
   app.get(DASHBOARD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode, notice: shownCode }) } }, async (request, reply) => {

@@ -11,12 +11,28 @@ import { basename, join } from 'node:path';
 import type { FastifyReply } from 'fastify';
 // The core build has no file-system lookups: templates are only what we load, by name.
 import { Eta } from 'eta/core';
+import { mergeCatalogs, readMessages } from '../i18n/catalog.ts';
+import { DEFAULT_LOCALE } from '../i18n/locales.ts';
+import { createTranslations, type Translator } from '../i18n/translator.ts';
 
 const BASE_TEMPLATES_DIR = join(import.meta.dirname, 'templates');
+
+/** The base's own texts (layout, error page), in every language: keys `web.*`. */
+export const WEB_MESSAGES = readMessages(join(import.meta.dirname, 'messages'));
+
+/** A page's language: its texts (`t`, `html`) and the language switcher's links (i18n module). */
+export interface PageLanguage extends Translator {
+  readonly links: ReadonlyArray<{ locale: string; name: string; href: string; isCurrent: boolean }>;
+}
+
+/** Pages rendered without a request's language (none given): English, with the base's texts only. */
+const ENGLISH: PageLanguage = { ...createTranslations(mergeCatalogs([{ name: 'web', messages: WEB_MESSAGES }])).translator(DEFAULT_LOCALE), links: [] };
 
 /** What every page gives the layout (`templates/layout.eta`, which each page template names itself). */
 export interface PageFrame {
   title: string;
+  /** The request's language (`request.language`, set by the i18n module); English without it. */
+  i18n?: PageLanguage;
   /** Wider content column (the dashboard's session list). */
   isWide?: boolean;
   /** The widest column, for tables (the admin pages). */
@@ -28,7 +44,7 @@ export interface PageFrame {
 
 /** The pages of the base itself, which every renderer can render besides a feature's own. */
 export interface BasePages {
-  error: { code: string; heading: string; message: string };
+  error: { code: string | null; heading: string; message: string };
 }
 
 /** Renders the pages of `Pages` (template name -> the data it reads) and those of the base. */
@@ -59,7 +75,7 @@ export function createPageRenderer<Pages extends object>(files: readonly string[
   }
   return {
     render(page, model) {
-      return eta.render(page, { isWide: false, isFull: false, ...model });
+      return eta.render(page, { isWide: false, isFull: false, i18n: ENGLISH, ...model });
     },
   };
 }

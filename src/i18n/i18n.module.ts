@@ -1,0 +1,86 @@
+/**
+ * Languages of the hosted pages (and, as modules move their texts to catalogs, of the mails):
+ * English, German, French, Spanish, Brazilian Portuguese and Japanese. Every module's catalogs
+ * (`messages` in the module contract) are merged and checked when the service starts; each browser
+ * request gets its language (`request.language`: `?lang=`, remembered in a cookie, else the
+ * browser's Accept-Language, else English) and pages render with it.
+ */
+import type { FastifyRequest } from 'fastify';
+import { defineModule } from '../module.ts';
+import { WEB_MESSAGES, type PageLanguage } from '../web/render.ts';
+import { mergeCatalogs } from './catalog.ts';
+import { LOCALE_INFO, LOCALES, type Locale } from './locales.ts';
+import { LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
+import { createTranslations, type Translations } from './translator.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    translations: Translations;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The language this browser request is answered in (browser routes only; i18n module). */
+    language: PageLanguage;
+  }
+}
+
+/** A chosen language is remembered for a year. */
+const COOKIE_MAX_AGE_SECONDS = 365 * 86_400;
+
+/** Parameters a switcher link drops: what a form just did or what went wrong is said once. */
+const TRANSIENT_PARAMETERS = ['error', 'notice', 'reason'];
+
+/**
+ * `url` with `lang` set to `locale`, for the switcher's links: the page's other parameters (a
+ * `callbackUrl`, say) are kept, its `?error=` and `?notice=` are not (never shown back from a link).
+ */
+function withLanguage(url: string, locale: Locale): string {
+  const queryAt = url.indexOf('?');
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  const query = new URLSearchParams(queryAt === -1 ? '' : url.slice(queryAt + 1));
+  for (const name of TRANSIENT_PARAMETERS) query.delete(name);
+  query.set('lang', locale);
+  return `${path}?${query.toString()}`;
+}
+
+function pageLanguage(translations: Translations, locale: Locale, request: FastifyRequest): PageLanguage {
+  const translator = translations.translator(locale);
+  let links: PageLanguage['links'] | undefined;
+  return {
+    ...translator,
+    // Made when a page shows them, not for every request.
+    get links() {
+      return (links ??= LOCALES.map((other) => ({ locale: other, name: LOCALE_INFO[other].name, href: withLanguage(request.url, other), isCurrent: other === locale })));
+    },
+  };
+}
+
+export const i18nModule = defineModule({
+  name: 'i18n',
+  provide: ({ modules }) => ({
+    translations: createTranslations(
+      mergeCatalogs([{ name: 'web', messages: WEB_MESSAGES }, ...modules.flatMap((module) => (module.messages === undefined ? [] : [{ name: module.name, messages: module.messages }]))]),
+    ),
+  }),
+  routes: [
+    {
+      scope: 'browser',
+      register: async (app, { services, config }) => {
+        app.decorateRequest('language', null as unknown as PageLanguage);
+        // A callback hook: it runs on every browser request and does no I/O.
+        app.addHook('onRequest', (request, reply, done) => {
+          const { lang } = (request.query ?? {}) as { lang?: unknown };
+          const { locale, isChosen } = negotiateLocale({ query: lang, cookie: request.cookies[LOCALE_COOKIE], acceptLanguage: request.headers['accept-language'] });
+          if (isChosen) {
+            void reply.setCookie(LOCALE_COOKIE, locale, { path: '/', maxAge: COOKIE_MAX_AGE_SECONDS, sameSite: 'lax', secure: config.isSecureOrigin, httpOnly: true });
+          }
+          void reply.header('content-language', locale);
+          request.language = pageLanguage(services.translations, locale, request);
+          done();
+        });
+      },
+    },
+  ],
+});
