@@ -2,6 +2,8 @@
  * E-mail and password: hashing, the password policy, sign-in (a first factor of the sign-in
  * pipeline) with its brute-force throttle, sign-up, and the bootstrap of the first ADMIN.
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule, type RouteContext } from '../module.ts';
 import { CREDENTIALS_ERRORS } from './credentials.errors.ts';
 import { credentialsConfigSection } from './credentials.config.ts';
@@ -38,6 +40,7 @@ declare module '../audit/audit.service.ts' {
 
 export const credentialsModule = defineModule({
   name: 'credentials',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   config: credentialsConfigSection,
   errors: CREDENTIALS_ERRORS,
   auditEvents: AUDIT_EVENTS,

@@ -3,21 +3,13 @@
  * on the sign-up and reset pages and on the dashboard's change-password form), by the policy's
  * reason code. The reason arrives in the query string, so an unknown one has no message here.
  */
-import { messageFor } from '../web/messages.ts';
+import type { Translator } from '../i18n/translator.ts';
 
-/** Why a new password was refused, by the policy's reason code. */
-function passwordRejectionMessages(limits: { minLength: number; maxLength: number }): Readonly<Record<string, string>> {
-  return {
-    TOO_SHORT: `That password is too short: use at least ${limits.minLength} characters. A few unrelated words make a good one.`,
-    TOO_LONG: `That password is too long: use at most ${limits.maxLength} characters.`,
-    TOO_COMMON: 'That password is on the lists of passwords attackers try first. Choose another.',
-    CONTAINS_IDENTITY: 'That password is built from your email address, your name or the name of this service. Choose one that is not.',
-    TOO_GUESSABLE: 'That password is too easy to guess. Add more words, preferably uncommon ones.',
-  };
-}
+/** The policy's reason codes that have a message (`credentials.passwordRejected.<reason>` in the catalogs). */
+const REASONS: ReadonlySet<string> = new Set(['TOO_SHORT', 'TOO_LONG', 'TOO_COMMON', 'CONTAINS_IDENTITY', 'TOO_GUESSABLE']);
 
-/** The message for a refused password (`code` VALIDATION_ERROR with a known `reason`), or null for anything else. */
-export function passwordRejectionMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string | null {
-  if (code !== 'VALIDATION_ERROR' || reason === undefined) return null;
-  return messageFor<string | null>(passwordRejectionMessages(limits), reason, null);
+/** The message for a refused password (`code` VALIDATION_ERROR with a known `reason`) in `i18n`'s language, or null for anything else. */
+export function passwordRejectionMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): string | null {
+  if (code !== 'VALIDATION_ERROR' || reason === undefined || !REASONS.has(reason)) return null;
+  return i18n.t(`credentials.passwordRejected.${reason}`, { minLength: limits.minLength, maxLength: limits.maxLength });
 }

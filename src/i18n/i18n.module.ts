@@ -29,18 +29,22 @@ declare module 'fastify' {
 /** A chosen language is remembered for a year. */
 const COOKIE_MAX_AGE_SECONDS = 365 * 86_400;
 
-/** Parameters a switcher link drops: what a form just did or what went wrong is said once. */
-const TRANSIENT_PARAMETERS = ['error', 'notice', 'reason'];
+/**
+ * Parameters a switcher link drops: what a form just did or what went wrong is said once, and a
+ * mailed link's token is never copied into more of the page (switching language on a reset or
+ * verification page means opening the mailed link again; the choice is remembered by then).
+ */
+const DROPPED_PARAMETERS = ['error', 'notice', 'reason', 'token'];
 
 /**
  * `url` with `lang` set to `locale`, for the switcher's links: the page's other parameters (a
- * `callbackUrl`, say) are kept, its `?error=` and `?notice=` are not (never shown back from a link).
+ * `callbackUrl`, say) are kept, those above are not.
  */
 function withLanguage(url: string, locale: Locale): string {
   const queryAt = url.indexOf('?');
   const path = queryAt === -1 ? url : url.slice(0, queryAt);
   const query = new URLSearchParams(queryAt === -1 ? '' : url.slice(queryAt + 1));
-  for (const name of TRANSIENT_PARAMETERS) query.delete(name);
+  for (const name of DROPPED_PARAMETERS) query.delete(name);
   query.set('lang', locale);
   return `${path}?${query.toString()}`;
 }

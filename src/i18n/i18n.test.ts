@@ -14,6 +14,8 @@ import { LOCALES } from './locales.ts';
 import { LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
 import { createTranslations } from './translator.ts';
 import { AUTH_ERROR_CODES, SIGN_IN_CODES } from '../pages/pages.messages.ts';
+import { FORGOT_PASSWORD_CODES, RESET_PASSWORD_CODES } from '../password-reset/password-pages.messages.ts';
+import { SIGNUP_CODES, VERIFY_EMAIL_CODES } from '../verification/signup-pages.messages.ts';
 import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { assertHtmlPage } from '../../test/helpers/pages.ts';
@@ -47,7 +49,15 @@ describe('catalogs', () => {
 
   it('every code the sign-in and error pages know has its texts (their keys are built from the code)', () => {
     const english = mergeCatalogs(allCatalogs()).en;
-    const keys = [...[...SIGN_IN_CODES, 'default'].map((code) => `pages.signin.error.${code}`), ...[...AUTH_ERROR_CODES, 'default'].flatMap((code) => [`pages.error.${code}.heading`, `pages.error.${code}.message`])];
+    const keys = [
+      ...[...SIGN_IN_CODES, 'default'].map((code) => `pages.signin.error.${code}`),
+      ...[...AUTH_ERROR_CODES, 'default'].flatMap((code) => [`pages.error.${code}.heading`, `pages.error.${code}.message`]),
+      ...[...FORGOT_PASSWORD_CODES, 'default'].map((code) => `password-reset.forgot.error.${code}`),
+      ...[...RESET_PASSWORD_CODES, 'default'].map((code) => `password-reset.reset.error.${code}`),
+      ...['TOO_SHORT', 'TOO_LONG', 'TOO_COMMON', 'CONTAINS_IDENTITY', 'TOO_GUESSABLE'].map((reason) => `credentials.passwordRejected.${reason}`),
+      ...[...SIGNUP_CODES, 'default'].map((code) => `verification.signup.error.${code}`),
+      ...[...VERIFY_EMAIL_CODES, 'default'].map((code) => `verification.verify.error.${code}`),
+    ];
     for (const key of keys) assert.ok(Object.hasOwn(english, key), key);
   });
 
@@ -164,6 +174,31 @@ describe('pages in the language asked for', () => {
     const unknown = await test.app.inject({ method: 'GET', url: '/auth/error?error=Whatever&lang=fr' });
     assert.match(unknown.body, /<h1>Connexion impossible<\/h1>/);
     assert.doesNotMatch(unknown.body, /Whatever/);
+  });
+
+  it('the password reset pages, with the link’s lifetime and a refused password in the language', async () => {
+    const forgot = await test.app.inject({ method: 'GET', url: '/auth/forgot-password?error=RATE_LIMITED', headers: { 'accept-language': 'pt-BR' } });
+    assertHtmlPage(forgot, 'forgot-password in Portuguese');
+    assert.match(forgot.body, /<h1>Esqueceu a senha\?<\/h1>/);
+    assert.match(forgot.body, /Muitas solicitações/);
+    const sent = await test.app.inject({ method: 'GET', url: '/auth/forgot-password/sent?lang=ja' });
+    assert.equal(test.config.accounts.resetTokenTtlSeconds, 1800, 'the default lifetime, as the texts below say it');
+    assert.match(sent.body, /リンクは 30 分 以内に 1 回だけ使えます/, 'the lifetime in Japanese words');
+    const sentFr = await test.app.inject({ method: 'GET', url: '/auth/forgot-password/sent?lang=fr' });
+    assert.match(sentFr.body, /dans un délai de 30 minutes/);
+    const refused = await test.app.inject({ method: 'GET', url: '/auth/reset-password?error=VALIDATION_ERROR&reason=TOO_SHORT&lang=de' });
+    assert.match(refused.body, /Dieses Passwort ist zu kurz: Verwenden Sie mindestens \d+ Zeichen/);
+  });
+
+  it('the sign-up and verification pages', async () => {
+    const signup = await test.app.inject({ method: 'GET', url: '/auth/signup?error=VALIDATION_ERROR&reason=TOO_COMMON', headers: { 'accept-language': 'es-MX,es;q=0.9' } });
+    assertHtmlPage(signup, 'sign-up in Spanish');
+    assert.match(signup.body, /<h1>Crear una cuenta<\/h1>/);
+    assert.match(signup.body, /Esa contraseña está en las listas que los atacantes prueban primero/);
+    const check = await test.app.inject({ method: 'GET', url: '/auth/check-email?lang=de' });
+    assert.match(check.body, /innerhalb von \d+ (Stunden|Stunde|Tagen|Minuten)/, 'the link’s lifetime in German words');
+    const verify = await test.app.inject({ method: 'GET', url: '/auth/verify-email?error=TOKEN_EXPIRED&lang=pt-BR' });
+    assert.match(verify.body, /Este link de confirmação expirou/);
   });
 
   it('English without any language asked for', async () => {

@@ -7,6 +7,9 @@
 import { IntlMessageFormat } from 'intl-messageformat';
 import { DEFAULT_LOCALE, LOCALE_INFO, LOCALES, type Locale } from './locales.ts';
 
+/** Intl.DurationFormat (ECMA-402, in Node since 23): not yet in TypeScript's lib. */
+const DurationFormat = (Intl as unknown as { DurationFormat: new (locale: string, options: { style: 'long' }) => { format(duration: Record<string, number>): string } }).DurationFormat;
+
 export type MessageValues = Readonly<Record<string, string | number>>;
 
 export interface Translator {
@@ -14,6 +17,8 @@ export interface Translator {
   readonly dir: 'ltr' | 'rtl';
   t(key: string, values?: MessageValues): string;
   html(key: string, values?: MessageValues, tags?: Readonly<Record<string, (content: string) => string>>): string;
+  /** A length of time as words (`1800` -> "30 minutes", "30 Minuten"…): whole days past one day, else whole hours, else minutes. */
+  duration(seconds: number): string;
   /** Every language with its own name, for a switcher. */
   readonly languages: ReadonlyArray<{ locale: Locale; name: string; isCurrent: boolean }>;
 }
@@ -41,6 +46,7 @@ export function createTranslations(catalogs: Readonly<Record<Locale, Readonly<Re
   };
   const translators = new Map<Locale, Translator>();
   for (const locale of LOCALES) {
+    const durations = new DurationFormat(locale, { style: 'long' });
     translators.set(locale, {
       locale,
       dir: LOCALE_INFO[locale].dir,
@@ -48,6 +54,11 @@ export function createTranslations(catalogs: Readonly<Record<Locale, Readonly<Re
       t(key, values) {
         const format = formatOf(locale, key);
         return format === null ? key : String(format.format(values));
+      },
+      duration(seconds) {
+        const minutes = Math.max(1, Math.floor(seconds / 60));
+        const parts: Record<string, number> = minutes % 1440 === 0 && minutes > 1440 ? { days: minutes / 1440 } : minutes % 60 === 0 ? { hours: minutes / 60 } : { minutes };
+        return durations.format(parts);
       },
       html(key, values = {}, tags = {}) {
         const format = formatOf(locale, key);

@@ -92,8 +92,8 @@ export function dashboardErrorMessage(code: string): string {
 }
 
 /** The message for a change-password form's error on the dashboard, or null when the code is none of its own. */
-export function changePasswordErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string | null {
-  return passwordRejectionMessage(code, reason, limits) ?? messageFor<string | null>(CHANGE_PASSWORD_ERRORS, code, null);
+export function changePasswordErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): string | null {
+  return passwordRejectionMessage(code, reason, limits, i18n) ?? messageFor<string | null>(CHANGE_PASSWORD_ERRORS, code, null);
 }
 
 /** The message for the dashboard's `?notice=`, or null for an unknown code (nothing is shown). */

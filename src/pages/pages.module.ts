@@ -21,7 +21,7 @@ export const pagesModule = defineModule({
     {
       scope: 'browser',
       register: (app, { services, authenticate, csrf, config, pageSections }) =>
-        app.register(pageRoutes, { sessions: services.sessions, oauth: services.oauth, authenticate, csrf, config, sections: pageSections('dashboard'), signInSections: pageSections('signin') }),
+        app.register(pageRoutes, { english: services.translations.translator('en'), sessions: services.sessions, oauth: services.oauth, authenticate, csrf, config, sections: pageSections('dashboard'), signInSections: pageSections('signin') }),
     },
     { scope: 'api', register: (app) => app.register(assetRoutes) },
   ],

@@ -4,6 +4,7 @@
  * (or here) with the browser's CSRF token; they work without JavaScript. Register this plugin
  * where form bodies are parsed. Its routes are hidden from the OpenAPI document, which is for the API.
  */
+import type { Translator } from '../i18n/translator.ts';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -62,6 +63,8 @@ interface Pages {
 }
 
 export interface PageRouteOptions {
+  /** The dashboard's texts are English until they move to the catalogs (its messages need a translator). */
+  english: Pick<Translator, 't'>;
   sessions: SessionService;
   authenticate: RequestAuthenticator;
   csrf: Csrf;
@@ -156,7 +159,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     }));
     const { error, reason, notice } = request.query;
     // The change-password form (it posts to /api/auth/change-password) comes back with its own codes.
-    const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords) ?? dashboardErrorMessage(code);
+    const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords, options.english) ?? dashboardErrorMessage(code);
     const csrfToken = csrf.issueToken(request, reply);
     const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken };
     const sections = await renderPageSections(options.sections, context);

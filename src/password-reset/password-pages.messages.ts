@@ -1,30 +1,28 @@
-/** What the password reset pages say about the codes in their URL (see web/messages.ts). */
-import { messageFor } from '../web/messages.ts';
+/** What the password reset pages say about the codes in their URL, in the page's language (texts: `messages/*.json`). */
 import { passwordRejectionMessage } from '../credentials/password-rejection-messages.ts';
+import type { Translator } from '../i18n/translator.ts';
 
-/** Codes on `/auth/forgot-password?error=`, from its form. */
-const FORGOT_PASSWORD_ERRORS: Readonly<Record<string, string>> = {
-  VALIDATION_ERROR: 'Enter a valid email address.',
-  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
-};
-const FORGOT_PASSWORD_ERROR_DEFAULT = 'That did not work. Please try again.';
+/** Codes on `/auth/forgot-password?error=`, from its form (`password-reset.forgot.error.<code>`). */
+export const FORGOT_PASSWORD_CODES: ReadonlySet<string> = new Set(['VALIDATION_ERROR', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE']);
 
-/** Codes on `/auth/reset-password?error=`: the state of the link's token, or why its form came back. */
-const RESET_PASSWORD_ERRORS: Readonly<Record<string, string>> = {
-  INVALID_TOKEN: 'This password reset link is not valid: it was used already, or a newer link replaced it. Ask for a new one below.',
-  TOKEN_EXPIRED: 'This password reset link has expired. Ask for a new one below.',
-  VALIDATION_ERROR: 'Enter a new password.',
-  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Open the link from your email again in a moment.',
-};
-const RESET_PASSWORD_ERROR_DEFAULT = 'That did not work. Open the link from your email again.';
+/** Codes on `/auth/reset-password?error=`: the state of the link's token, or why its form came back (`password-reset.reset.error.<code>`). */
+export const RESET_PASSWORD_CODES: ReadonlySet<string> = new Set(['INVALID_TOKEN', 'TOKEN_EXPIRED', 'VALIDATION_ERROR', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE']);
 
-export function forgotPasswordErrorMessage(code: string): string {
-  return messageFor(FORGOT_PASSWORD_ERRORS, code, FORGOT_PASSWORD_ERROR_DEFAULT);
+/** A page's error: the message, and the code when it is one we know (an unknown one is never shown back). */
+export interface ShownError {
+  code: string | null;
+  message: string;
 }
 
-/** The message for the reset page's `?error=` (and `&reason=` for a refused password). */
-export function resetPasswordErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string {
-  return passwordRejectionMessage(code, reason, limits) ?? messageFor(RESET_PASSWORD_ERRORS, code, RESET_PASSWORD_ERROR_DEFAULT);
+export function forgotPasswordError(code: string, i18n: Pick<Translator, 't'>): ShownError {
+  const known = FORGOT_PASSWORD_CODES.has(code);
+  return { code: known ? code : null, message: i18n.t(`password-reset.forgot.error.${known ? code : 'default'}`) };
+}
+
+/** The reset page's error for `?error=` (and `&reason=` for a refused password). */
+export function resetPasswordError(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): ShownError {
+  const refused = passwordRejectionMessage(code, reason, limits, i18n);
+  if (refused !== null) return { code, message: refused };
+  const known = RESET_PASSWORD_CODES.has(code);
+  return { code: known ? code : null, message: i18n.t(`password-reset.reset.error.${known ? code : 'default'}`) };
 }

@@ -13,20 +13,20 @@ import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from './password-reset.service.ts';
 import { FORGOT_PASSWORD_SENT_PAGE, RESET_PASSWORD_DONE_PAGE } from './password.routes.ts';
-import { forgotPasswordErrorMessage, resetPasswordErrorMessage } from './password-pages.messages.ts';
+import { forgotPasswordError, resetPasswordError } from './password-pages.messages.ts';
 import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
-import type { PageError } from '../web/messages.ts';
+import type { ShownError } from './password-pages.messages.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 
 /** Each page's template (in `templates/`) and the data it reads. */
 interface PasswordPages {
-  'forgot-password': { csrfToken: string; error: PageError | null };
+  'forgot-password': { csrfToken: string; error: ShownError | null };
   'forgot-password-sent': { expiresIn: string };
   'reset-password': {
     csrfToken: string;
     /** Only for a live token: the form that sets the password with it. */
     form: { token: string; email: string } | null;
-    error: PageError | null;
+    error: ShownError | null;
     minPasswordLength: number;
   };
   'reset-password-done': Record<never, never>;
@@ -55,16 +55,19 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
 
   app.get(FORGOT_PASSWORD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
     const { error } = request.query;
+    const i18n = request.language;
     const html = pages.render('forgot-password', {
-      title: 'Forgot your password?',
+      i18n,
+      title: i18n.t('password-reset.forgot.title'),
       csrfToken: csrf.issueToken(request, reply),
-      error: error === undefined ? null : { code: error, message: forgotPasswordErrorMessage(error) },
+      error: error === undefined ? null : forgotPasswordError(error, i18n),
     });
     return sendPage(reply, html);
   });
 
-  app.get(FORGOT_PASSWORD_SENT_PAGE, { schema: hidden }, async (_request, reply) => {
-    return sendPage(reply, pages.render('forgot-password-sent', { title: 'Check your email', expiresIn: durationText(config.accounts.resetTokenTtlSeconds) }));
+  app.get(FORGOT_PASSWORD_SENT_PAGE, { schema: hidden }, async (request, reply) => {
+    const i18n = request.language;
+    return sendPage(reply, pages.render('forgot-password-sent', { i18n, title: i18n.t('password-reset.sent.title'), expiresIn: i18n.duration(config.accounts.resetTokenTtlSeconds) }));
   });
 
   app.get(
@@ -77,25 +80,22 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
       const isLive = checked !== null && checked.ok;
       // A dead or missing token explains itself; a live one shows why its last post came back, if it did.
       const code = checked !== null && !checked.ok ? checked.reason : (error ?? (isLive ? undefined : 'INVALID_TOKEN'));
+      const i18n = request.language;
       const html = pages.render('reset-password', {
-        title: 'Choose a new password',
+        i18n,
+        title: i18n.t('password-reset.reset.title'),
         csrfToken: csrf.issueToken(request, reply),
         form: isLive ? { token: token!, email: checked.user.email } : null,
-        error: code === undefined ? null : { code, message: resetPasswordErrorMessage(code, reason, { minLength, maxLength }) },
+        error: code === undefined ? null : resetPasswordError(code, reason, { minLength, maxLength }, i18n),
         minPasswordLength: minLength,
       });
       return reply.code(200).headers(LINK_PAGE_HEADERS).send(html);
     },
   );
 
-  app.get(RESET_PASSWORD_DONE_PAGE, { schema: hidden }, async (_request, reply) => {
-    return sendPage(reply, pages.render('reset-password-done', { title: 'Password changed' }));
+  app.get(RESET_PASSWORD_DONE_PAGE, { schema: hidden }, async (request, reply) => {
+    const i18n = request.language;
+    return sendPage(reply, pages.render('reset-password-done', { i18n, title: i18n.t('password-reset.done.title') }));
   });
 };
 
-/** `1800` -> `30 minutes`, `3600` -> `1 hour`, `172800` -> `2 days`. */
-function durationText(seconds: number): string {
-  const minutes = Math.max(1, Math.floor(seconds / 60));
-  const [amount, unit] = minutes % 1440 === 0 ? [minutes / 1440, 'day'] : minutes % 60 === 0 ? [minutes / 60, 'hour'] : [minutes, 'minute'];
-  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
-}

@@ -1,4 +1,6 @@
 /** Password reset by a mailed link, and a signed-in user's password change; their pages. */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { createPasswordResetService, type PasswordResetService } from './password-reset.service.ts';
 import { passwordRoutes } from './password.routes.ts';
@@ -19,6 +21,7 @@ declare module '../audit/audit.service.ts' {
 
 export const passwordResetModule = defineModule({
   name: 'password-reset',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, services }) => ({
     passwordReset: createPasswordResetService({

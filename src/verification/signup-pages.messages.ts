@@ -1,35 +1,31 @@
-/** What the sign-up and e-mail verification pages say about the codes in their URL (see web/messages.ts). */
-import { messageFor } from '../web/messages.ts';
+/** What the sign-up and e-mail verification pages say about the codes in their URL, in the page's language (texts: `messages/*.json`). */
 import { passwordRejectionMessage } from '../credentials/password-rejection-messages.ts';
+import type { Translator } from '../i18n/translator.ts';
 
-/** Codes on `/auth/signup?error=`, from its form. */
-const SIGNUP_ERRORS: Readonly<Record<string, string>> = {
-  VALIDATION_ERROR: 'Enter your name, a valid email address and a password.',
-  SIGNUP_DISABLED: 'Sign-up is turned off on this service. Ask your administrator for an account.',
-  CSRF_FAILED: 'Your sign-up form expired or did not come from this site. Please try again.',
-  RATE_LIMITED: 'Too many attempts. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
-};
-const SIGNUP_ERROR_DEFAULT = 'Sign-up failed. Please try again.';
+/** Codes on `/auth/signup?error=`, from its form (`verification.signup.error.<code>`). */
+export const SIGNUP_CODES: ReadonlySet<string> = new Set(['VALIDATION_ERROR', 'SIGNUP_DISABLED', 'CSRF_FAILED', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE']);
 
-/**
- * The message for a sign-up error; with `reason` (a password refusal), the reason's own message.
- * Both arrive in the query string, so unknown values fall back to the defaults.
- */
-export function signupErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }): string {
-  return passwordRejectionMessage(code, reason, limits) ?? messageFor(SIGNUP_ERRORS, code, SIGNUP_ERROR_DEFAULT);
+/** Codes on `/auth/verify-email?error=`, and the state of a link's token (`verification.verify.error.<code>`). */
+export const VERIFY_EMAIL_CODES: ReadonlySet<string> = new Set(['INVALID_TOKEN', 'TOKEN_EXPIRED', 'VALIDATION_ERROR', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE']);
+
+/** A page's error: the message, and the code when it is one we know (an unknown one is never shown back). */
+export interface ShownError {
+  code: string | null;
+  message: string;
 }
 
-/** Codes on `/auth/verify-email?error=`, and the state of a link's token. */
-const VERIFY_EMAIL_ERRORS: Readonly<Record<string, string>> = {
-  INVALID_TOKEN: 'This verification link is not valid: it may have been used already, or a newer link replaced it. If your address is not verified yet, ask for a new link below.',
-  TOKEN_EXPIRED: 'This verification link has expired. Ask for a new one below.',
-  VALIDATION_ERROR: 'Enter a valid email address.',
-  RATE_LIMITED: 'Too many attempts. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
-};
-const VERIFY_EMAIL_ERROR_DEFAULT = 'That did not work. Please try again.';
+/**
+ * A sign-up error; with `reason` (a password refusal), the reason's own message. Both arrive in the
+ * query string, so unknown values get the general message.
+ */
+export function signupError(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): ShownError {
+  const refused = passwordRejectionMessage(code, reason, limits, i18n);
+  if (refused !== null) return { code, message: refused };
+  const known = SIGNUP_CODES.has(code);
+  return { code: known ? code : null, message: i18n.t(`verification.signup.error.${known ? code : 'default'}`) };
+}
 
-export function verifyEmailErrorMessage(code: string): string {
-  return messageFor(VERIFY_EMAIL_ERRORS, code, VERIFY_EMAIL_ERROR_DEFAULT);
+export function verifyEmailError(code: string, i18n: Pick<Translator, 't'>): ShownError {
+  const known = VERIFY_EMAIL_CODES.has(code);
+  return { code: known ? code : null, message: i18n.t(`verification.verify.error.${known ? code : 'default'}`) };
 }

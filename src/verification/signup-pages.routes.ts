@@ -15,9 +15,8 @@ import type { Csrf } from '../http/csrf.ts';
 import { MAX_NAME_LENGTH, SIGNUP_PAGE } from '../credentials/signup.routes.ts';
 import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from './verification.routes.ts';
 import type { VerificationService } from './verification.service.ts';
-import { signupErrorMessage, verifyEmailErrorMessage } from './signup-pages.messages.ts';
+import { signupError, verifyEmailError, type ShownError } from './signup-pages.messages.ts';
 import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
-import type { PageError } from '../web/messages.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 
 /** Each page's template (in `templates/`) and the data it reads. */
@@ -25,7 +24,7 @@ interface SignupPages {
   signup: {
     csrfToken: string;
     isDisabled: boolean;
-    error: PageError | null;
+    error: ShownError | null;
     minPasswordLength: number;
     maxNameLength: number;
   };
@@ -34,7 +33,7 @@ interface SignupPages {
     csrfToken: string;
     /** The link's token, only while it is live: the page then shows the button that uses it. */
     token: string | null;
-    error: PageError | null;
+    error: ShownError | null;
   };
   'email-verified': Record<never, never>;
 }
@@ -59,11 +58,13 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
     async (request, reply) => {
       const isDisabled = !config.accounts.allowSignup;
       const { error, reason } = request.query;
+      const i18n = request.language;
       const html = pages.render('signup', {
-        title: 'Create an account',
+        i18n,
+        title: i18n.t('verification.signup.title'),
         csrfToken: csrf.issueToken(request, reply),
         isDisabled,
-        error: error === undefined || isDisabled ? null : { code: error, message: signupErrorMessage(error, reason, { minLength, maxLength }) },
+        error: error === undefined || isDisabled ? null : signupError(error, reason, { minLength, maxLength }, i18n),
         minPasswordLength: minLength,
         maxNameLength: MAX_NAME_LENGTH,
       });
@@ -72,10 +73,12 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
   );
 
   app.get(CHECK_EMAIL_PAGE, { schema: hidden }, async (request, reply) => {
+    const i18n = request.language;
     const html = pages.render('check-email', {
-      title: 'Check your inbox',
+      i18n,
+      title: i18n.t('verification.check.title'),
       csrfToken: csrf.issueToken(request, reply),
-      expiresIn: durationText(config.accounts.verificationTokenTtlSeconds),
+      expiresIn: i18n.duration(config.accounts.verificationTokenTtlSeconds),
     });
     return sendPage(reply, html);
   });
@@ -88,18 +91,21 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
       // Looking is not using: the token is checked here and consumed only by the button's POST.
       const checked = token === undefined || token === '' ? null : await verification.checkToken(token);
       const code = error ?? (checked !== null && !checked.ok ? checked.reason : undefined);
+      const i18n = request.language;
       const html = pages.render('verify-email', {
-        title: 'Verify your email address',
+        i18n,
+        title: i18n.t('verification.verify.title'),
         csrfToken: csrf.issueToken(request, reply),
         token: checked?.ok === true && error === undefined ? token! : null,
-        error: code === undefined ? null : { code, message: verifyEmailErrorMessage(code) },
+        error: code === undefined ? null : verifyEmailError(code, i18n),
       });
       return sendLinkPage(reply, html);
     },
   );
 
-  app.get(EMAIL_VERIFIED_PAGE, { schema: hidden }, async (_request, reply) => {
-    return sendPage(reply, pages.render('email-verified', { title: 'Email address verified' }));
+  app.get(EMAIL_VERIFIED_PAGE, { schema: hidden }, async (request, reply) => {
+    const i18n = request.language;
+    return sendPage(reply, pages.render('email-verified', { i18n, title: i18n.t('verification.verified.title') }));
   });
 };
 
@@ -112,9 +118,3 @@ function sendLinkPage(reply: FastifyReply, html: string): FastifyReply {
   return reply.code(200).headers({ ...PAGE_HEADERS, 'referrer-policy': 'no-referrer' }).send(html);
 }
 
-/** `86400` -> `24 hours`, `1800` -> `30 minutes`, `172800` -> `2 days`. */
-function durationText(seconds: number): string {
-  const minutes = Math.max(1, Math.floor(seconds / 60));
-  const [amount, unit] = minutes % 1440 === 0 && minutes > 1440 ? [minutes / 1440, 'day'] : minutes % 60 === 0 ? [minutes / 60, 'hour'] : [minutes, 'minute'];
-  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
-}

@@ -1,4 +1,6 @@
 /** E-mail verification: the link mailed at sign-up, its endpoints and pages. */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { verificationConfigSection } from './verification.config.ts';
 import { createVerificationService, type VerificationService } from './verification.service.ts';
@@ -20,6 +22,7 @@ declare module '../audit/audit.service.ts' {
 
 export const verificationModule = defineModule({
   name: 'verification',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   config: verificationConfigSection,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, services }) => ({
