@@ -7,6 +7,7 @@ import { readConfig, type Config, type Env, type LoadConfigOptions } from './con
 import { collectConfigSections, collectErrorCatalogue, collectMigrations, type CatalogueEntry, type GatehouseModule } from './module.ts';
 import { applyMigrations, type Db } from './storage/database.ts';
 import { i18nModule } from './i18n/i18n.module.ts';
+import { brandingModule } from './branding/branding.module.ts';
 import { auditModule } from './audit/audit.module.ts';
 import { usersModule } from './users/users.module.ts';
 import { mailModule } from './mail/mail.module.ts';
@@ -32,6 +33,7 @@ import { pagesModule } from './pages/pages.module.ts';
 
 export const MODULES: readonly GatehouseModule[] = [
   i18nModule,
+  brandingModule,
   auditModule,
   usersModule,
   mailModule,

@@ -22,7 +22,7 @@ import type { UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import { messageFor, type PageError } from '../web/messages.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import type { AccountDeletionService } from './account-deletion.service.ts';
 import { deletionRefusal } from './account-deletion.routes.ts';
 
@@ -103,7 +103,7 @@ export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPag
     const code = request.query.error;
     return sendPage(
       reply,
-      pages.render('account-delete', {
+      pages.render('account-delete', { i18n: englishPage(request), 
         title: 'Delete your account',
         email: user.email,
         csrfToken: csrf.issueToken(request, reply),
@@ -125,7 +125,7 @@ export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPag
     return reply.redirect(DELETED_PAGE, 303);
   });
 
-  app.get(DELETED_PAGE, { schema: hidden }, async (_request, reply) => sendPage(reply, pages.render('account-deleted', { title: 'Account deleted' })));
+  app.get(DELETED_PAGE, { schema: hidden }, async (_request, reply) => sendPage(reply, pages.render('account-deleted', { i18n: englishPage(reply.request), title: 'Account deleted' })));
 
   app.post(
     '/admin/users/:id/delete',

@@ -29,7 +29,7 @@ import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
 import { toSessionItems } from '../sessions/session-items.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
 import { adminErrorMessage, adminNoticeMessage } from './admin-pages.messages.ts';
 import type { AdminEventItem, AdminPages, PageAlert } from './admin-pages.types.ts';
@@ -121,7 +121,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const page = await admin.listUsers({ ...(query !== undefined && { query }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
       return sendPage(
         reply,
-        pages.render('admin-users', {
+        pages.render('admin-users', { i18n: englishPage(request), 
           title: 'Users',
           isFull: true,
           section: 'users',
@@ -157,7 +157,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const sections = await renderPageSections(options.sections, { userId: user.id, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken });
       return sendPage(
         reply,
-        pages.render('admin-user', {
+        pages.render('admin-user', { i18n: englishPage(request), 
           title: user.name,
           isWide: true,
           section: 'users',
@@ -207,7 +207,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const page = await admin.listEvents({ ...(userId !== undefined && { userId }), ...(type !== undefined && { type }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
       return sendPage(
         reply,
-        pages.render('admin-events', {
+        pages.render('admin-events', { i18n: englishPage(request), 
           title: 'Audit log',
           isFull: true,
           section: 'events',

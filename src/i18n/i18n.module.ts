@@ -8,6 +8,7 @@
 import type { FastifyRequest } from 'fastify';
 import { defineModule } from '../module.ts';
 import { WEB_MESSAGES, type PageLanguage } from '../web/render.ts';
+import { DEFAULT_BRAND } from '../web/brand.ts';
 import { mergeCatalogs } from './catalog.ts';
 import { LOCALE_INFO, LOCALES, type Locale } from './locales.ts';
 import { LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
@@ -54,6 +55,8 @@ function pageLanguage(translations: Translations, locale: Locale, request: Fasti
   let links: PageLanguage['links'] | undefined;
   return {
     ...translator,
+    // The branding module's hook, after this one, puts the deployment's brand here.
+    brand: DEFAULT_BRAND,
     // Made when a page shows them, not for every request.
     get links() {
       return (links ??= LOCALES.map((other) => ({ locale: other, name: LOCALE_INFO[other].name, href: withLanguage(request.url, other), isCurrent: other === locale })));

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { isIP } from 'node:net';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { createPageRenderer, sendPage } from '../web/render.ts';
+import { createPageRenderer, sendPage, englishPage } from '../web/render.ts';
 import type { TimeText } from '../web/time-text.ts';
 import { DEV_OUTBOX_PATH, type MailService, type OutboxEntry } from './mail.service.ts';
 
@@ -35,7 +35,7 @@ export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pi
     if (!isFromThisMachine(request)) return reply.callNotFound();
     const entries = await mail.listRecent(SHOWN_MESSAGES);
     const messages = entries.map((entry) => ({ ...entry, createdAt: formatTime(entry.createdAt) }));
-    return sendPage(reply, pages.render('dev-outbox', { title: 'Dev outbox', isWide: true, messages }));
+    return sendPage(reply, pages.render('dev-outbox', { i18n: englishPage(request), title: 'Dev outbox', isWide: true, messages }));
   });
 };
 

@@ -80,7 +80,7 @@ export interface MailService {
 export function createMailService(deps: {
   db: Db;
   isPostgres: boolean;
-  config: Pick<Config, 'mail' | 'authUrl' | 'authSecret' | 'env'>;
+  config: Pick<Config, 'mail' | 'authUrl' | 'authSecret' | 'env'> & { branding?: Pick<Config['branding'], 'name'> };
   clock: Clock;
   logger: Logger;
   random?: () => number;
@@ -88,7 +88,7 @@ export function createMailService(deps: {
 }): MailService {
   const { db, config, clock, logger } = deps;
   const { authUrl } = config;
-  const renderer = createMailRenderer({ authUrl });
+  const renderer = createMailRenderer({ authUrl, ...(config.branding !== undefined && { brandName: config.branding.name }) });
   const seal = createPayloadSeal(config.authSecret);
   const transport: MailTransport =
     config.mail.kind === 'smtp'

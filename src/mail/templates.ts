@@ -62,12 +62,12 @@ export const TEMPLATE_NAMES: readonly TemplateName[] = [
 
 /** The subject of each template; `security-notice` takes its own from the data. */
 const SUBJECTS: Record<Exclude<TemplateName, 'security-notice'>, string> = {
-  'password-reset': 'Reset your Gatehouse password',
-  'password-changed': 'Your Gatehouse password was changed',
-  'verify-email': 'Confirm your e-mail address for Gatehouse',
-  'signup-existing-account': 'You already have a Gatehouse account',
-  'organization-invitation': 'You are invited to join an organization on Gatehouse',
-  'webhook-endpoint-disabled': 'A Gatehouse webhook endpoint was disabled',
+  'password-reset': 'Reset your {brand} password',
+  'password-changed': 'Your {brand} password was changed',
+  'verify-email': 'Confirm your e-mail address for {brand}',
+  'signup-existing-account': 'You already have a {brand} account',
+  'organization-invitation': 'You are invited to join an organization on {brand}',
+  'webhook-endpoint-disabled': 'A {brand} webhook endpoint was disabled',
 };
 
 /** A message ready to send. */
@@ -85,7 +85,8 @@ export function isTemplateName(value: string): value is TemplateName {
   return (TEMPLATE_NAMES as readonly string[]).includes(value);
 }
 
-export function createMailRenderer(options: { authUrl: string; dir?: string }): MailRenderer {
+/** `brandName`: who the mails say they are from (BRAND_NAME; Gatehouse by default). */
+export function createMailRenderer(options: { authUrl: string; brandName?: string; dir?: string }): MailRenderer {
   const dir = options.dir ?? TEMPLATES_DIR;
   // Plain text keeps every line break as written: blank lines are its only layout.
   const text = new Eta({ autoEscape: false, autoTrim: false });
@@ -101,8 +102,10 @@ export function createMailRenderer(options: { authUrl: string; dir?: string }): 
 
   return {
     render(template, data) {
-      const subject = 'subject' in data ? data.subject : SUBJECTS[template as Exclude<TemplateName, 'security-notice'>];
-      const model = { ...presentable(data), subject, authUrl: options.authUrl };
+      const brandName = options.brandName ?? 'Gatehouse';
+      // `{brand}` in a fixed subject is the brand's name (a name, never user-supplied text).
+      const subject = 'subject' in data ? data.subject : SUBJECTS[template as Exclude<TemplateName, 'security-notice'>].replace('{brand}', brandName);
+      const model = { ...presentable(data), subject, authUrl: options.authUrl, brandName };
       return {
         subject,
         text: `${text.render(template, model).trim()}\n`,

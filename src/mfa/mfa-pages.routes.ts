@@ -26,7 +26,7 @@ import { setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
 import type { User, UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import type { PageError } from '../web/messages.ts';
 import { shownCode } from '../web/page-query.ts';
 import { renderPageSections, type PageSection } from '../module.ts';
@@ -89,11 +89,11 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
 
   function showError(reply: FastifyReply, errorCode: string, status: number) {
     const { heading, message } = mfaPageErrorMessage(errorCode);
-    return sendPage(reply, pages.render('error', { title: heading, heading, message, code: errorCode }), status);
+    return sendPage(reply, pages.render('error', { i18n: englishPage(reply.request), title: heading, heading, message, code: errorCode }), status);
   }
 
   function showSetup(reply: FastifyReply, request: FastifyRequest, setup: { secret: string; qrSvg: string }, error: PageError | null) {
-    const html = pages.render('mfa-setup', { title: 'Set up an authenticator app', csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), error });
+    const html = pages.render('mfa-setup', { i18n: englishPage(request), title: 'Set up an authenticator app', csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), error });
     reply.header('cache-control', 'no-store');
     // The same setup again, with the error above its form: a page to go on from, not a failure.
     return sendPage(reply, html);
@@ -101,7 +101,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
 
   function showRecoveryCodes(reply: FastifyReply, codes: string[], intro: string) {
     const downloadHref = `data:text/plain;charset=utf-8,${encodeURIComponent(`Gatehouse recovery codes (each works once)\n\n${codes.join('\n')}\n`)}`;
-    return sendPage(reply, pages.render('mfa-recovery-codes', { title: 'Your recovery codes', intro, codes, downloadHref }));
+    return sendPage(reply, pages.render('mfa-recovery-codes', { i18n: englishPage(reply.request), title: 'Your recovery codes', intro, codes, downloadHref }));
   }
 
   app.get(MFA_PROMPT_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
@@ -112,7 +112,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const { error } = request.query;
     const csrfToken = csrf.issueToken(request, reply);
     const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl });
-    const html = pages.render('mfa-prompt', {
+    const html = pages.render('mfa-prompt', { i18n: englishPage(request), 
       title: 'Two-step verification',
       csrfToken,
       callbackUrl,

@@ -25,7 +25,7 @@ import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
 import { DEFAULT_GRANT_TYPES, DEFAULT_ID_TOKEN_ALG, DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
 import type { OidcClient, OidcClientsService } from './clients.service.ts';
@@ -132,7 +132,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     const clients = await oidcClients.list();
     return sendPage(
       reply,
-      pages.render('admin-clients', {
+      pages.render('admin-clients', { i18n: englishPage(request), 
         title: 'Clients',
         isFull: true,
         section: 'clients',
@@ -158,7 +158,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     const base = clientPage(client.id);
     return sendPage(
       reply,
-      pages.render('admin-client', {
+      pages.render('admin-client', { i18n: englishPage(request), 
         title: client.name,
         isWide: true,
         section: 'clients',
@@ -188,7 +188,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
   function showSecret(reply: FastifyReply, client: OidcClient, clientSecret: string, isNew: boolean) {
     return sendPage(
       reply,
-      pages.render('admin-client-secret', {
+      pages.render('admin-client-secret', { i18n: englishPage(reply.request), 
         title: isNew ? 'Client registered' : 'New client secret',
         section: 'clients',
         alerts: [],

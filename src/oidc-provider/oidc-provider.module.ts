@@ -3,6 +3,7 @@
  * on oidc-provider (see provider.ts for the configuration and oidc.routes.ts for how it is served).
  * Clients are registered by the oidc-clients module; this one issues their tokens.
  */
+import { ENGLISH_PAGE, englishPage } from '../web/render.ts';
 import { defineModule } from '../module.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { oidcProviderConfigSection } from './oidc-provider.config.ts';
@@ -39,6 +40,7 @@ export const oidcProviderModule = defineModule({
         sessions: services.sessions,
         clients: services.oidcClients,
         pages,
+        page: englishPage({ language: { ...ENGLISH_PAGE, brand: services.brand?.page ?? ENGLISH_PAGE.brand } }),
         logger,
       }),
     };

@@ -23,7 +23,7 @@ import type { RequestAuth, RequestAuthenticator } from '../sessions/request-auth
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { formActionSource, sendPage } from '../web/render.ts';
+import { formActionSource, sendPage, englishPage } from '../web/render.ts';
 import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
 import { oidcErrorMessage, type OidcPageRenderer } from './provider-pages.ts';
 import type { OidcProviderService } from './oidc-provider.service.ts';
@@ -135,7 +135,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
   const { oidc, clients, users, authenticate, csrf, config, clock, pages } = options;
 
   function errorPage(reply: FastifyReply, code: string, status = 400): FastifyReply {
-    return sendPage(reply, pages.render('error', { title: 'Sign-in problem', heading: 'Sign-in problem', message: oidcErrorMessage(code), code: code.toUpperCase() }), status);
+    return sendPage(reply, pages.render('error', { i18n: englishPage(reply.request), title: 'Sign-in problem', heading: 'Sign-in problem', message: oidcErrorMessage(code), code: code.toUpperCase() }), status);
   }
 
   /** The provider's own cookie changes (set on the Node response) go out with our reply. */
@@ -195,7 +195,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
     const target = new URL(url, config.authUrl);
     const safe = target.origin === new URL(config.authUrl).origin ? `${target.pathname}${target.search}` : '/';
     void reply.header('refresh', `0;url=${safe}`);
-    return sendPage(reply, pages.render('oidc-continue', { title: 'Signing you in', url: safe }));
+    return sendPage(reply, pages.render('oidc-continue', { i18n: englishPage(reply.request), title: 'Signing you in', url: safe }));
   }
 
   app.get(`${INTERACTION_PATH}/:uid`, { schema: { ...hidden, params: uidParams } }, async (request, reply) => {
@@ -238,7 +238,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
       const source = redirectUri === undefined ? null : formActionSource(redirectUri);
       return sendPage(
         reply,
-        pages.render('oidc-consent', {
+        pages.render('oidc-consent', { i18n: englishPage(request), 
           title: `Allow ${client.name}?`,
           action: `${here}/consent`,
           csrfToken: csrf.issueToken(request, reply),

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { createPageRenderer, formActionSource, pageResponseHeaders, templatesIn } from '../web/render.ts';
+import { createPageRenderer, ENGLISH_PAGE, formActionSource, pageResponseHeaders, templatesIn, type PageLanguage } from '../web/render.ts';
 
 interface OidcPages {
   'oidc-logout': { action: string; xsrf: string; clientName: string | null };
@@ -64,7 +64,8 @@ export function oidcErrorMessage(code: string): string {
   return ERROR_MESSAGES[code] ?? 'Something went wrong while signing you in to an app. Go back to the app and try again.';
 }
 
-export function createProviderPages(pages: OidcPageRenderer): ProviderPages {
+/** `i18n`: the pages' language and brand (English, in the deployment's brand: these texts are not in the catalogs yet). */
+export function createProviderPages(pages: OidcPageRenderer, i18n: PageLanguage = ENGLISH_PAGE): ProviderPages {
   function send(ctx: KoaContextWithOIDC, html: string, options: { status?: number; formActionOrigins?: string[] } = {}): void {
     ctx.set(pageResponseHeaders({ formActionOrigins: options.formActionOrigins }) as Record<string, string>);
     ctx.type = 'html';
@@ -76,13 +77,13 @@ export function createProviderPages(pages: OidcPageRenderer): ProviderPages {
   return {
     logout(ctx, form, postLogoutRedirectUri) {
       const source = postLogoutRedirectUri === undefined ? null : formActionSource(postLogoutRedirectUri);
-      send(ctx, pages.render('oidc-logout', { title: 'Sign out', ...formParts(form), clientName: clientName(ctx) }), {
+      send(ctx, pages.render('oidc-logout', { i18n, title: 'Sign out', ...formParts(form), clientName: clientName(ctx) }), {
         // The form's answer redirects to the app's post-logout address: the CSP must let it.
         formActionOrigins: source === null ? [] : [source],
       });
     },
     loggedOut(ctx) {
-      send(ctx, pages.render('oidc-logged-out', { title: 'Signed out', clientName: clientName(ctx) }));
+      send(ctx, pages.render('oidc-logged-out', { i18n, title: 'Signed out', clientName: clientName(ctx) }));
     },
     deviceInput(ctx, form, error) {
       const name = (error as { name?: string; userCode?: string } | undefined)?.name;
@@ -94,17 +95,17 @@ export function createProviderPages(pages: OidcPageRenderer): ProviderPages {
             : name === 'AbortedError'
               ? 'The request was cancelled on this page. Start again on your device.'
               : 'That did not work. Start again on your device.';
-      send(ctx, pages.render('oidc-device-input', { title: 'Connect a device', ...formParts(form), userCode: '', error: message }), { status: error === undefined ? 200 : 400 });
+      send(ctx, pages.render('oidc-device-input', { i18n, title: 'Connect a device', ...formParts(form), userCode: '', error: message }), { status: error === undefined ? 200 : 400 });
     },
     deviceConfirm(ctx, form, name, userCode) {
-      send(ctx, pages.render('oidc-device-confirm', { title: 'Connect a device', ...formParts(form), clientName: name, userCode }));
+      send(ctx, pages.render('oidc-device-confirm', { i18n, title: 'Connect a device', ...formParts(form), clientName: name, userCode }));
     },
     deviceDone(ctx) {
-      send(ctx, pages.render('oidc-device-done', { title: 'Device connected', clientName: clientName(ctx) ?? 'The device' }));
+      send(ctx, pages.render('oidc-device-done', { i18n, title: 'Device connected', clientName: clientName(ctx) ?? 'The device' }));
     },
     error(ctx, out) {
       const code = typeof out.error === 'string' && /^[a-z_]{1,64}$/.test(out.error) ? out.error : 'server_error';
-      send(ctx, pages.render('error', { title: 'Sign-in problem', heading: 'Sign-in problem', message: oidcErrorMessage(code), code: code.toUpperCase() }), {
+      send(ctx, pages.render('error', { i18n, title: 'Sign-in problem', heading: 'Sign-in problem', message: oidcErrorMessage(code), code: code.toUpperCase() }), {
         status: ctx.status >= 400 ? ctx.status : 400,
       });
     },

@@ -11,7 +11,7 @@ import { requireAdminPages } from '../authorization/admin-only.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { OPERATOR, type OrganizationsService } from './organizations.service.ts';
@@ -61,7 +61,7 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
     const list = await organizations.list({ query: request.query.query, limit: 200 });
     return sendPage(
       reply,
-      pages.render('admin-organizations', {
+      pages.render('admin-organizations', { i18n: englishPage(request), 
         title: 'Organizations',
         isFull: true,
         section: 'organizations',
@@ -78,7 +78,7 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
     const members = (await organizations.listMembers(organization.id, OPERATOR)) ?? [];
     return sendPage(
       reply,
-      pages.render('admin-organization', {
+      pages.render('admin-organization', { i18n: englishPage(request), 
         title: organization.name,
         isWide: true,
         section: 'organizations',

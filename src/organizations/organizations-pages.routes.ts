@@ -27,7 +27,7 @@ import type { UserService } from '../users/user.service.ts';
 import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import type { Clock } from '../lib/clock.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import { shownCode, queryText } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { BUILT_IN_ROLES, OWNER, ADMIN, MEMBER, slugProblem, type OrganizationsService } from './organizations.service.ts';
@@ -146,7 +146,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
 
   function notFoundPage(reply: FastifyReply) {
     const message = organizationErrorMessage('ORGANIZATION_NOT_FOUND');
-    return sendPage(reply, pages.render('error', { title: 'Not found', code: 'ORGANIZATION_NOT_FOUND', heading: 'Organization not found', message }), 404);
+    return sendPage(reply, pages.render('error', { i18n: englishPage(reply.request), title: 'Not found', code: 'ORGANIZATION_NOT_FOUND', heading: 'Organization not found', message }), 404);
   }
 
   /** The signed-in user, or a redirect to sign in (back to `page` for a page load; to the dashboard for a form). */
@@ -163,7 +163,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     const signed = await signedIn(request, reply, NEW_PAGE);
     if (signed === null) return reply;
     const user = await users.findUserById(signed.auth.userId);
-    return sendPage(reply, pages.render('organization-new', { title: 'Create an organization', alerts: alertsOf(request.query), csrfToken: csrf.issueToken(request, reply), mayCreate: user !== null && organizations.mayCreate(user), form: null }));
+    return sendPage(reply, pages.render('organization-new', { i18n: englishPage(request), title: 'Create an organization', alerts: alertsOf(request.query), csrfToken: csrf.issueToken(request, reply), mayCreate: user !== null && organizations.mayCreate(user), form: null }));
   });
 
   app.post(ORGANIZATIONS_PAGE, { ...formRoute, schema: { ...hidden, body: z.object({ name: text(1000), slug: text(200), csrfToken: csrfField }) } }, async (request, reply) => {
@@ -209,7 +209,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     const here = `${INVITATION_PAGE}?${new URLSearchParams({ token })}`;
     return sendPage(
       reply,
-      pages.render('organization-invitation', {
+      pages.render('organization-invitation', { i18n: englishPage(request), 
         title: 'Invitation',
         alerts,
         csrfToken: csrf.issueToken(request, reply),
@@ -273,7 +273,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     const base = href;
     return sendPage(
       reply,
-      pages.render('organization', {
+      pages.render('organization', { i18n: englishPage(request), 
         title: organization.name,
         isWide: true,
         alerts: alertsOf(request.query),

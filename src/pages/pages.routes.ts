@@ -22,7 +22,7 @@ import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { toSessionItems, type SessionItem } from '../sessions/session-items.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import type { PageError } from '../web/messages.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 import { authErrorExplanation, changePasswordErrorMessage, dashboardErrorMessage, dashboardNoticeMessage, signInError } from './pages.messages.ts';
@@ -165,7 +165,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     const sections = await renderPageSections(options.sections, context);
     return sendPage(
       reply,
-      pages.render('dashboard', {
+      pages.render('dashboard', { i18n: englishPage(request), 
         title: 'Dashboard',
         isWide: true,
         csrfToken,

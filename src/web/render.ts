@@ -14,19 +14,33 @@ import { Eta } from 'eta/core';
 import { mergeCatalogs, readMessages } from '../i18n/catalog.ts';
 import { DEFAULT_LOCALE } from '../i18n/locales.ts';
 import { createTranslations, type Translator } from '../i18n/translator.ts';
+import { DEFAULT_BRAND, type Brand } from './brand.ts';
 
 const BASE_TEMPLATES_DIR = join(import.meta.dirname, 'templates');
 
 /** The base's own texts (layout, error page), in every language: keys `web.*`. */
 export const WEB_MESSAGES = readMessages(join(import.meta.dirname, 'messages'));
 
-/** A page's language: its texts (`t`, `html`) and the language switcher's links (i18n module). */
+/**
+ * A page's language and look: its texts (`t`, `html`), the language switcher's links (i18n module)
+ * and the deployment's brand (set on each browser request by the branding module).
+ */
 export interface PageLanguage extends Translator {
   readonly links: ReadonlyArray<{ locale: string; name: string; href: string; isCurrent: boolean }>;
+  brand: Brand;
 }
 
 /** Pages rendered without a request's language (none given): English, with the base's texts only. */
-const ENGLISH: PageLanguage = { ...createTranslations(mergeCatalogs([{ name: 'web', messages: WEB_MESSAGES }])).translator(DEFAULT_LOCALE), links: [] };
+export const ENGLISH_PAGE: PageLanguage = { ...createTranslations(mergeCatalogs([{ name: 'web', messages: WEB_MESSAGES }])).translator(DEFAULT_LOCALE), links: [], brand: DEFAULT_BRAND };
+
+/**
+ * For a page whose texts are not in the catalogs yet: English (so `<html lang>` tells the truth and
+ * no language switcher is offered), in the deployment's brand as the request carries it.
+ */
+export function englishPage(request: { language?: PageLanguage | null }): PageLanguage {
+  const brand = request.language?.brand;
+  return brand === undefined || brand === DEFAULT_BRAND ? ENGLISH_PAGE : { ...ENGLISH_PAGE, brand };
+}
 
 /** What every page gives the layout (`templates/layout.eta`, which each page template names itself). */
 export interface PageFrame {
@@ -75,7 +89,7 @@ export function createPageRenderer<Pages extends object>(files: readonly string[
   }
   return {
     render(page, model) {
-      return eta.render(page, { isWide: false, isFull: false, i18n: ENGLISH, ...model });
+      return eta.render(page, { isWide: false, isFull: false, i18n: ENGLISH_PAGE, ...model });
     },
   };
 }

@@ -20,7 +20,7 @@ import type { RequestAuthenticator } from '../sessions/request-authentication.ts
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
 import type { EndpointProblem, WebhookEndpoint, WebhooksService } from './webhooks.service.ts';
 import { webhooksErrorMessage, webhooksNoticeMessage } from './webhooks-pages.messages.ts';
@@ -89,7 +89,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
     const endpoints = await webhooks.list();
     return sendPage(
       reply,
-      pages.render('admin-webhooks', {
+      pages.render('admin-webhooks', { i18n: englishPage(request), 
         title: 'Webhooks',
         isFull: true,
         section: 'webhooks',
@@ -116,7 +116,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
     const deliveries = (await webhooks.listDeliveries(endpoint.id, 100)) ?? [];
     return sendPage(
       reply,
-      pages.render('admin-webhook', {
+      pages.render('admin-webhook', { i18n: englishPage(request), 
         title: 'Webhook endpoint',
         isFull: true,
         section: 'webhooks',
@@ -158,7 +158,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
     const heading = isNew ? 'Webhook endpoint registered' : 'New signing secret';
     return sendPage(
       reply,
-      pages.render('admin-webhook-secret', {
+      pages.render('admin-webhook-secret', { i18n: englishPage(reply.request), 
         title: heading,
         section: 'webhooks',
         alerts: [],
