@@ -245,12 +245,12 @@ for (const strategy of ['database', 'jwt'] as const) {
         const row = tableRows(page.body).find((r) => r.includes('Listed Person'));
         assert.ok(row, 'the user is listed');
         assert.match(row, new RegExp(`<a href="/admin/users/${listed.id}">Listed Person</a>`));
-        assert.match(row, new RegExp(`<td>${listed.email.replace('.', '\\.')}</td>`));
-        assert.match(row, /<td>AUDITOR, EDITOR<\/td>/);
+        assert.match(row, new RegExp(`<td data-label="Email">${listed.email.replace('.', '\\.')}</td>`));
+        assert.match(row, /<td data-label="Roles">AUDITOR, EDITOR<\/td>/);
         assert.match(row, />Disabled</);
         assert.match(row, /<time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>/);
         const adaRow = tableRows(page.body).find((r) => r.includes('Ada Admin'));
-        assert.match(adaRow!, /<td>ADMIN<\/td>/);
+        assert.match(adaRow!, /<td data-label="Roles">ADMIN<\/td>/);
         assert.match(adaRow!, />Active</);
         assert.match(page.body, /<form class="search" method="get" action="\/admin" role="search">/);
         assert.match(page.body, /<input id="query" name="query" type="search" value=""/);

@@ -102,7 +102,7 @@ describe('webhook admin pages', () => {
     const pageUrl = `/admin/webhooks/${endpoint!.id}`;
     await t.services.audit.record({ type: 'email.verified', userId: 'user-page' });
     let page = await get(pageUrl, admin);
-    assert.match(page.body, /<tr class="delivery">\s*<td><code>email.verified<\/code><\/td>\s*<td>pending<\/td>/);
+    assert.match(page.body, /<tr class="delivery">\s*<td data-label="Event"><code>email.verified<\/code><\/td>\s*<td data-label="Status">pending<\/td>/);
     assert.ok(!page.body.includes('Redeliver</button>'), 'nothing to redeliver while pending');
 
     const disabled = await submit(pageUrl, `${pageUrl}/disable`, []);
@@ -110,7 +110,7 @@ describe('webhook admin pages', () => {
     assert.equal(disabled.headers.location, `${pageUrl}?notice=WEBHOOK_DISABLED`);
     page = await get(pageUrl, admin);
     assert.match(page.body, /<dt>State<\/dt><dd>Disabled<\/dd>/);
-    assert.match(page.body, /<td>failed<\/td>[\s\S]*ENDPOINT_DISABLED/);
+    assert.match(page.body, /<td data-label="Status">failed<\/td>[\s\S]*ENDPOINT_DISABLED/);
     assert.equal((await submit(pageUrl, `${pageUrl}/enable`, [])).headers.location, `${pageUrl}?notice=WEBHOOK_ENABLED`);
     page = await get(pageUrl, admin);
     const action = /<form method="post" action="([^"]+\/redeliver)">/.exec(page.body)?.[1];

@@ -155,6 +155,31 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
         });
       });
 
+      it('reflows the admin tables on a 375 px screen: label and value per line, nothing wider than the screen', async (t) => {
+        assert.ok(browser);
+        await withPage(t, browser, { baseURL, viewport: { width: 375, height: 740 } }, async (page) => {
+          await signIn(page, ADMIN.email, ADMIN.password);
+          await page.goto('/admin');
+          await page.getByRole('heading', { name: 'Users' }).waitFor();
+          const layout = await page.evaluate(() => {
+            const cell = document.querySelector('table.table-reflow tbody td[data-label="Email"]')!;
+            return {
+              pageWidth: document.documentElement.scrollWidth,
+              label: getComputedStyle(cell, '::before').content,
+              cellDisplay: getComputedStyle(cell).display,
+              headerHeight: document.querySelector('table.table-reflow thead')!.getBoundingClientRect().height,
+              emailWidth: cell.getBoundingClientRect().width,
+            };
+          });
+          assert.ok(layout.pageWidth <= 375, `the page is ${layout.pageWidth} px wide`);
+          assert.equal(layout.label, '"Email"');
+          assert.equal(layout.cellDisplay, 'grid');
+          assert.ok(layout.headerHeight <= 1, 'the header row is out of sight');
+          assert.ok(layout.emailWidth > 300, `a cell takes the row's width (${layout.emailWidth} px)`);
+          await screenshot(t, page, `admin-users-375-${strategy}`);
+        });
+      });
+
       it('shows a non-admin the 403 page at /admin', async (t) => {
         assert.ok(browser);
         await withPage(t, browser, { baseURL }, async (page) => {
