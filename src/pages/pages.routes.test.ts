@@ -254,8 +254,9 @@ describe('hosted pages', () => {
     assert.match(dashboard.body, /<dd>alice@example\.com<\/dd>/);
     assert.match(dashboard.body, /<dd>ADMIN<\/dd>/);
     assert.match(dashboard.body, /href="\/auth\/signout"/);
-    assert.match(dashboard.body, /PageBrowser\/1\.0 <span class="badge">This device<\/span>/);
-    assert.match(dashboard.body, /OtherDevice\/2\.0/);
+    // The device as people read it (device-label.ts): an unknown client by its product token.
+    assert.match(dashboard.body, /<p class="session-agent">PageBrowser <span class="badge">This device<\/span>/);
+    assert.match(dashboard.body, /<p class="session-agent">OtherDevice<\/p>/);
     assert.match(dashboard.body, /<dt>IP address<\/dt><dd>127\.0\.0\.1<\/dd>/);
     assert.match(dashboard.body, /<time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>/);
     assert.equal((dashboard.body.match(/This device/g) ?? []).length, 1);
@@ -391,7 +392,8 @@ describe('hosted pages', () => {
     const dashboard = await get('/dashboard', jar);
     assertHtmlPage(dashboard, 'hostile dashboard');
     assert.match(dashboard.body, /<dd>&lt;img src=x onerror=alert\(1\)&gt;<\/dd>/);
-    assert.match(dashboard.body, /&lt;script&gt;alert\(&quot;ua&quot;\)&lt;\/script&gt;/);
+    assert.doesNotMatch(dashboard.body, /<script>alert|alert\(&quot;ua/, 'a hostile User-Agent is not shown, escaped or not');
+    assert.match(dashboard.body, /<p class="session-agent">Unknown device <span class="badge">This device<\/span>/);
     const notice = await get(`/dashboard?error=${encodeURIComponent('<b>x</b>')}`, jar);
     assertHtmlPage(notice, 'hostile notice');
     assert.match(notice.body, /<code>&lt;b&gt;x&lt;\/b&gt;<\/code>/);

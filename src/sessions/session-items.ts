@@ -1,10 +1,14 @@
 /** A person's sessions as the pages list them (the dashboard's and the admin's user page). */
 import type { SessionSummary } from './session.types.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
+import { deviceLabel } from './device-label.ts';
 
 export interface SessionItem {
   id: string;
   isCurrent: boolean;
+  /** "Chrome on Linux" (device-label.ts), or "Unknown device". */
+  device: string;
+  /** The raw User-Agent header, for the admin's detail view. */
   userAgent: string;
   ip: string;
   createdAt: TimeText;
@@ -19,6 +23,7 @@ export function toSessionItems(list: readonly SessionSummary[], currentId: strin
     .map((s) => ({
       id: s.id,
       isCurrent: s.id === currentId,
+      device: deviceLabel(s.userAgent) ?? 'Unknown device',
       userAgent: s.userAgent ?? 'Unknown device',
       ip: s.ip ?? 'Unknown',
       createdAt: formatTime(s.createdAt),

@@ -161,13 +161,20 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
           await signIn(page, ADMIN.email, ADMIN.password);
           await page.goto('/admin');
           await page.getByRole('heading', { name: 'Users' }).waitFor();
+          // Runs in the page (this project's TypeScript has no DOM types).
+          type Box = { getBoundingClientRect(): { width: number; height: number } };
+          type Dom = {
+            document: { documentElement: { scrollWidth: number }; querySelector(selector: string): Box | null };
+            getComputedStyle(element: Box, pseudo?: string): { content: string; display: string };
+          };
           const layout = await page.evaluate(() => {
-            const cell = document.querySelector('table.table-reflow tbody td[data-label="Email"]')!;
+            const dom = globalThis as unknown as Dom;
+            const cell = dom.document.querySelector('table.table-reflow tbody td[data-label="Email"]')!;
             return {
-              pageWidth: document.documentElement.scrollWidth,
-              label: getComputedStyle(cell, '::before').content,
-              cellDisplay: getComputedStyle(cell).display,
-              headerHeight: document.querySelector('table.table-reflow thead')!.getBoundingClientRect().height,
+              pageWidth: dom.document.documentElement.scrollWidth,
+              label: dom.getComputedStyle(cell, '::before').content,
+              cellDisplay: dom.getComputedStyle(cell).display,
+              headerHeight: dom.document.querySelector('table.table-reflow thead')!.getBoundingClientRect().height,
               emailWidth: cell.getBoundingClientRect().width,
             };
           });

@@ -120,7 +120,7 @@ describe('hosted pages in Chromium', { skip: chromium.ok ? false : chromium.reas
             const sessions = page.locator('li.session');
             assert.equal(await sessions.count(), 2);
             const otherSession = sessions.filter({ hasNotText: 'This device' });
-            assert.match(await otherSession.innerText(), /second device/);
+            assert.match(await otherSession.innerText(), /GatehouseTestBrowser/, 'the other device, named by its product');
             await screenshot(t, page, `ui-dashboard-${strategy}`);
             await submitAndReload(page, () => otherSession.getByRole('button', { name: 'End', exact: true }).click(), '/dashboard');
             assert.equal(await page.locator('li.session').count(), 1);
