@@ -18,8 +18,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { backends, createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, type TestApp } from '../../test/helpers/app.ts';
-import { freePort } from '../../test/helpers/process.ts';
+import { createTestApp, serveTestApp, type ServedTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, watchConsole, withPage, type Browser } from '../../test/helpers/browser.ts';
 import { decide } from '../../packages/protect/src/rules.ts';
 import { OPENAPI_PATH } from '../app.ts';
@@ -248,22 +247,17 @@ const chromium = chromiumAvailability();
 
 describe('the API reference in Chromium', { skip: chromium.ok ? false : chromium.reason, timeout: 120_000 }, () => {
   let browser: Browser | undefined;
-  let database: TestDatabase | undefined;
-  let server: TestApp | undefined;
+  let server: ServedTestApp | undefined;
   let baseURL = '';
 
   before(async () => {
     browser = await launchBrowser();
-    database = await createSqliteDatabase();
-    const port = await freePort();
-    baseURL = `http://127.0.0.1:${port}`;
-    server = await createTestApp(database, { env: { AUTH_URL: baseURL } });
-    await server.app.listen({ port, host: '127.0.0.1' });
+    server = await serveTestApp();
+    baseURL = server.baseURL;
   });
   after(async () => {
     await closeBrowser(browser);
     await server?.close();
-    await database?.drop();
   });
 
   it('renders the operations, with no CSP violation and no request leaving the origin', async (t) => {

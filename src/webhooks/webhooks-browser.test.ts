@@ -8,9 +8,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
-import { freePort } from '../../test/helpers/process.ts';
+import { createUser, serveTestApp, type ServedTestApp } from '../../test/helpers/app.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, watchConsole, withPage, type Browser } from '../../test/helpers/browser.ts';
 import { startReceiver, verifyWithLibrary } from './test-receiver.ts';
 
@@ -19,23 +17,18 @@ const chromium = chromiumAvailability();
 
 describe('webhook admin pages in Chromium', { skip: chromium.ok ? false : chromium.reason, timeout: 120_000 }, () => {
   let browser: Browser | undefined;
-  let database: TestDatabase | undefined;
-  let server: TestApp | undefined;
+  let server: ServedTestApp | undefined;
   let baseURL = '';
 
   before(async () => {
     browser = await launchBrowser();
-    database = await createSqliteDatabase();
-    const port = await freePort();
-    baseURL = `http://127.0.0.1:${port}`;
-    server = await createTestApp(database, { env: { AUTH_URL: baseURL, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_POLL_INTERVAL_MS: '200' } });
-    await server.app.listen({ port, host: '127.0.0.1' });
+    server = await serveTestApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_POLL_INTERVAL_MS: '200' });
+    baseURL = server.baseURL;
     await createUser(server.services, { email: 'ada@example.com', password: PASSWORD, name: 'Ada Admin', roles: ['ADMIN'] });
   });
   after(async () => {
     await closeBrowser(browser);
     await server?.close();
-    await database?.drop();
   });
 
   it('registers an endpoint, shows its secret once, and lists its delivery', async (t) => {

@@ -10,9 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
-import { freePort } from '../helpers/process.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { serveTestApp, type ServedTestApp } from '../helpers/app.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, newPage, type Browser } from '../helpers/browser.ts';
 import { LOCALES } from '../../src/i18n/locales.ts';
 
@@ -55,28 +53,21 @@ const chromium = chromiumAvailability();
 
 describe('accessibility of the hosted pages (axe-core in Chromium)', { skip: chromium.ok ? false : chromium.reason, timeout: 600_000 }, () => {
   let browser: Browser | undefined;
-  let database: TestDatabase | undefined;
-  let server: TestApp | undefined;
-  let baseURL = '';
+  let server: ServedTestApp | undefined;
 
   before(async () => {
     browser = await launchBrowser();
-    database = await createSqliteDatabase();
-    const port = await freePort();
-    baseURL = `http://127.0.0.1:${port}`;
-    server = await createTestApp(database, { env: { AUTH_URL: baseURL, ALLOW_SIGNUP: 'true' } });
-    await server.app.listen({ port, host: '127.0.0.1' });
+    server = await serveTestApp({ ALLOW_SIGNUP: 'true' });
   });
   after(async () => {
     await server?.close();
-    await database?.drop();
     await closeBrowser(browser);
   });
 
   for (const look of LOOKS) {
     it(`has no serious or critical violation, ${look.name}, in every language`, async () => {
       assert.ok(browser);
-      const page = await newPage(browser, { baseURL, colorScheme: look.colorScheme, viewport: look.viewport, bypassCSP: true });
+      const page = await newPage(browser, { baseURL: server!.baseURL, colorScheme: look.colorScheme, viewport: look.viewport, bypassCSP: true });
       const found: string[] = [];
       try {
         for (const locale of LOCALES) {

@@ -10,7 +10,8 @@ import { createServices, type Services } from '../../src/services.ts';
 import { buildApp } from '../../src/app.ts';
 import type { Clock } from '../../src/lib/clock.ts';
 import { after, before } from 'node:test';
-import type { Backend, TestDatabase } from './databases.ts';
+import { createSqliteDatabase, type Backend, type TestDatabase } from './databases.ts';
+import { freePort } from './process.ts';
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-0123456789abcdef';
 
@@ -121,4 +122,28 @@ export async function createSignedInUser(t: TestApp, input: { email: string; pas
   const response = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: input.email, password: input.password } });
   if (response.statusCode !== 200) throw new Error(`could not sign in the test user: ${response.statusCode} ${response.body}`);
   return { id: user.id, email: input.email, token: response.json().token as string };
+}
+
+/** A test app listening on a free loopback port, on a SQLite database of its own: what a browser test drives. */
+export interface ServedTestApp extends TestApp {
+  readonly baseURL: string;
+  readonly database: TestDatabase;
+}
+
+/** Starts one (AUTH_URL is its own address); `close()` stops it and drops its database. */
+export async function serveTestApp(env: Env = {}): Promise<ServedTestApp> {
+  const database = await createSqliteDatabase();
+  const port = await freePort();
+  const baseURL = `http://127.0.0.1:${port}`;
+  const served = await createTestApp(database, { env: { AUTH_URL: baseURL, ...env } });
+  await served.app.listen({ port, host: '127.0.0.1' });
+  return {
+    ...served,
+    baseURL,
+    database,
+    async close() {
+      await served.close();
+      await database.drop();
+    },
+  };
 }
