@@ -41,9 +41,11 @@ const DROPPED_PARAMETERS = ['error', 'notice', 'reason', 'token'];
  * `url` with `lang` set to `locale`, for the switcher's links: the page's other parameters (a
  * `callbackUrl`, say) are kept, those above are not.
  */
-function withLanguage(url: string, locale: Locale): string {
+export function withLanguage(url: string, locale: Locale): string {
   const queryAt = url.indexOf('?');
-  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  const requested = queryAt === -1 ? url : url.slice(0, queryAt);
+  // Only a path of ours: never `//host` or `/\host`, which a browser would take for another origin.
+  const path = requested.startsWith('/') && !requested.startsWith('//') && !requested.startsWith('/\\') ? requested : '/';
   const query = new URLSearchParams(queryAt === -1 ? '' : url.slice(queryAt + 1));
   for (const name of DROPPED_PARAMETERS) query.delete(name);
   query.set('lang', locale);

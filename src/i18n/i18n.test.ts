@@ -12,6 +12,7 @@ import { WEB_MESSAGES } from '../web/render.ts';
 import { mergeCatalogs } from './catalog.ts';
 import { LOCALES } from './locales.ts';
 import { LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
+import { withLanguage } from './i18n.module.ts';
 import { createTranslations } from './translator.ts';
 import { AUTH_ERROR_CODES, SIGN_IN_CODES } from '../pages/pages.messages.ts';
 import { FORGOT_PASSWORD_CODES, RESET_PASSWORD_CODES } from '../password-reset/password-pages.messages.ts';
@@ -110,6 +111,14 @@ describe('translator', () => {
 
   it('shows an unknown key rather than failing the page', () => {
     assert.equal(translations.translator('fr').t('x.nothing'), 'x.nothing');
+  });
+});
+
+describe('the language switcher’s links', () => {
+  it('keep the page’s parameters but not its one-time ones or a token, and never leave our origin', () => {
+    assert.equal(withLanguage('/auth/signin?callbackUrl=%2Fdashboard&error=X&lang=fr', 'de'), '/auth/signin?callbackUrl=%2Fdashboard&lang=de');
+    assert.equal(withLanguage('/auth/reset-password?token=secret&reason=TOO_SHORT', 'ja'), '/auth/reset-password?lang=ja');
+    for (const url of ['//evil.example/auth/signin', '/\\evil.example/x', 'https://evil.example/']) assert.equal(withLanguage(url, 'es'), '/?lang=es', url);
   });
 });
 
