@@ -18,7 +18,6 @@ function postJson(t: TestApp, url: string, body: unknown, headers: Record<string
   return t.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 for (const backend of await backends()) {
   describe(`sign-up on ${backend.name}`, { skip: backend.skip }, () => {
@@ -113,20 +112,16 @@ for (const backend of await backends()) {
         return realHash(password);
       };
       try {
-        const timings = { fresh: [] as number[], taken: [] as number[] };
+        // The work is counted, not timed: argon2id is what a response's time is made of, and a
+        // timed comparison on a shared machine failed on noise (taken/new 2.38 in one CI run).
         for (let round = 0; round < 5; round++) {
           for (const kind of ['fresh', 'taken'] as const) {
             const before = hashes;
-            const started = performance.now();
             const response = await postJson(t, '/api/auth/signup', { email: kind === 'taken' ? taken : freshEmail(), password: OTHER_PASSWORD, name: 'Timing' });
-            timings[kind].push(performance.now() - started);
             assert.equal(response.statusCode, 202);
             assert.equal(hashes - before, 1, `${kind}: one hash`);
           }
         }
-        // argon2id dominates both; a path that skipped it would take a fraction of the other.
-        const ratio = median(timings.taken) / median(timings.fresh);
-        assert.ok(ratio > 0.5 && ratio < 2, `taken/new median time ratio ${ratio.toFixed(2)} (${JSON.stringify(timings)})`);
       } finally {
         hasher.hash = realHash;
       }
