@@ -33,7 +33,7 @@ import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
 import { CORE_ERRORS, type ErrorCode, type ErrorDefinition } from './errors.ts';
-import { createScriptNonce } from './web/render.ts';
+import { createScriptNonce, type PageLanguage } from './web/render.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
@@ -131,6 +131,8 @@ export interface PageSectionContext {
   readonly sessionId: string | null;
   /** For the section's forms (the page issued it). */
   readonly csrfToken: string;
+  /** The language (and brand) of the page the section is part of: render its texts with it. */
+  readonly i18n: PageLanguage;
   /** The sign-in and second-factor pages: where to go once signed in, already judged (a path of ours, or a URL on one of TRUSTED_ORIGINS). */
   readonly callbackUrl?: string;
 }

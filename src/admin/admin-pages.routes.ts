@@ -154,7 +154,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const isSelf = user.id === auth.userId;
       const base = adminUserPage(user.id);
       const csrfToken = csrf.issueToken(request, reply);
-      const sections = await renderPageSections(options.sections, { userId: user.id, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken });
+      const sections = await renderPageSections(options.sections, { userId: user.id, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n: request.language });
       return sendPage(
         reply,
         pages.render('admin-user', { i18n: englishPage(request), 

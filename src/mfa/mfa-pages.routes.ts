@@ -111,7 +111,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     if (userId === null) return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ error: 'MFA_EXPIRED', callbackUrl })}`, 303);
     const { error } = request.query;
     const csrfToken = csrf.issueToken(request, reply);
-    const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl });
+    const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n: request.language });
     const html = pages.render('mfa-prompt', { i18n: englishPage(request), 
       title: 'Two-step verification',
       csrfToken,

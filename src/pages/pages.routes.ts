@@ -110,7 +110,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
       const current = await signedIn(request, reply);
       const csrfToken = csrf.issueToken(request, reply);
       const callbackUrl = toCallbackUrl(requested, config);
-      const sections = await renderPageSections(options.signInSections, { userId: null, viewerId: null, sessionId: null, csrfToken, callbackUrl });
+      const sections = await renderPageSections(options.signInSections, { userId: null, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n: request.language });
       const i18n = request.language;
       return sendPage(
         reply,
@@ -161,7 +161,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     // The change-password form (it posts to /api/auth/change-password) comes back with its own codes.
     const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords, options.english) ?? dashboardErrorMessage(code);
     const csrfToken = csrf.issueToken(request, reply);
-    const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken };
+    const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n: request.language };
     const sections = await renderPageSections(options.sections, context);
     return sendPage(
       reply,
