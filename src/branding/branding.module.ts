@@ -23,6 +23,7 @@ interface BrandAsset {
   readonly body: Buffer;
   readonly type: string;
   readonly etag: string;
+  readonly version: string;
 }
 
 export interface BrandService {
@@ -36,7 +37,7 @@ export const BRAND_ASSETS_PATH = '/assets/brand';
 
 function asset(name: string, body: Buffer, type: string): BrandAsset {
   const version = createHash('sha256').update(body).digest('base64url').slice(0, 16);
-  return { path: `${BRAND_ASSETS_PATH}/${name}?v=${version}`, body, type, etag: `"${version}"` };
+  return { path: `${BRAND_ASSETS_PATH}/${name}?v=${version}`, body, type, etag: `"${version}"`, version };
 }
 
 /** The theme: Gatehouse's accent replaced, in the light theme and (when given) the dark one. */
@@ -78,9 +79,11 @@ export const brandingModule = defineModule({
       register: async (app, { services }) => {
         for (const [path, file] of services.brand.assets) {
           app.get(path, { schema: { hide: true } }, async (request, reply) => {
+            const { v } = (request.query ?? {}) as { v?: unknown };
             void reply.headers({
-              // The URL carries the version: a new file is a new URL.
-              'cache-control': 'public, max-age=31536000, immutable',
+              // The pages' URLs carry the version (a new file is a new URL): those are kept for good.
+              // Asked for without it, or with an old one, the answer must be checked again next time.
+              'cache-control': v === file.version ? 'public, max-age=31536000, immutable' : 'no-cache',
               etag: file.etag,
               'x-content-type-options': 'nosniff',
               // An SVG opened on its own must not run script on our origin.

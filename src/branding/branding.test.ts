@@ -110,6 +110,12 @@ describe('a branded instance', () => {
     assert.match(String(theme.headers['content-type']), /^text\/css/);
     assert.match(theme.body, /--accent: #0b5394;/);
     assert.equal(theme.headers['cache-control'], 'public, max-age=31536000, immutable');
+    // Without its version (or with an old one) the file is not kept for good.
+    const unversioned = await test.app.inject({ method: 'GET', url: stylesheets[1]!.replace(/\?v=.*$/, '') });
+    assert.equal(unversioned.statusCode, 200);
+    assert.equal(unversioned.headers['cache-control'], 'no-cache');
+    const stale = await test.app.inject({ method: 'GET', url: stylesheets[1]!.replace(/\?v=.*$/, '?v=old') });
+    assert.equal(stale.headers['cache-control'], 'no-cache');
     const custom = await test.app.inject({ method: 'GET', url: stylesheets[2]! });
     assert.match(custom.body, /letter-spacing/);
 
