@@ -4,6 +4,7 @@
  */
 import { randomSecret } from '../lib/random.ts';
 import { isValidRole, type User } from '../users/user.service.ts';
+import type { Db } from '../storage/database.ts';
 import type * as store from './organizations.store.ts';
 
 export const OWNER = 'OWNER';
@@ -104,6 +105,24 @@ export type InvitationRef = { token: string } | { invitationId: string };
 
 /** The invitee as the accept and decline checks read them. */
 export type Invitee = Pick<User, 'id' | 'email' | 'emailVerifiedAt'>;
+
+/**
+ * Runs `fn` in a transaction holding the organization's lock (or in `on`, a transaction already
+ * open), when the actor may act with `need`: any member, a manager (OWNER or ADMIN) or an OWNER.
+ * The organizations service's; its invitations part acts through it too.
+ */
+export type WithOrganization = <T>(
+  organizationId: string,
+  actor: Actor,
+  need: 'member' | 'manager' | 'owner',
+  fn: (trx: Db, organization: store.OrganizationRow, actorRole: string | null) => Promise<T>,
+  on?: Db,
+) => Promise<T | Refused>;
+
+/** The details every `organization.*` event carries (the organization's id and slug), and `more`. */
+export function eventDetails(organization: Pick<store.OrganizationRow, 'id' | 'slug'>, more: Record<string, unknown> = {}): Record<string, unknown> {
+  return { organizationId: organization.id, slug: organization.slug, ...more };
+}
 
 export class Rollback<T> extends Error {
   readonly result: T;

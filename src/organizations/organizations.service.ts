@@ -1,7 +1,8 @@
 /**
- * Organizations: create one (its creator is its first OWNER), its members and their roles, the
- * invitations mailed to addresses, and the organization a session has made active (its access
- * tokens then carry the `org` claim, see `claimFor`).
+ * Organizations: create one (its creator is its first OWNER), its members and their roles, and
+ * the organization a session has made active (its access tokens then carry the `org` claim, see
+ * `claimFor`). The invitations mailed to addresses live in organizations-invitations.service.ts;
+ * this service hands their methods out as its own, so callers see one `organizations` service.
  *
  * Roles: one per member, `OWNER`, `ADMIN`, `MEMBER` or a custom UPPER_SNAKE role (the user role
  * rule). OWNER and ADMIN manage the members and invitations; only an OWNER grants or takes OWNER,
@@ -22,41 +23,32 @@
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
+import { randomId } from '../lib/random.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { Limiter } from '../http/rate-limit.ts';
 import { ADMIN_ROLE, type User } from '../users/user.service.ts';
 import { nameProblem } from '../users/name.ts';
-import { normaliseEmail } from '../users/email.ts';
 import type { OrganizationsConfig } from './organizations.config.ts';
 import * as store from './organizations.store.ts';
+import { createOrganizationInvitationsService } from './organizations-invitations.service.ts';
 import {
   ADMIN,
-  INVITATION_PAGE,
   OPERATOR,
   OWNER,
-  TOKEN_PATTERN,
   Rollback,
+  eventDetails,
   isOperator,
   isPlausibleId,
   isValidOrganizationRole,
   slugFromName,
   slugProblem,
   suffix,
-  toInvitation,
   toMember,
   toOrganization,
-  type AcceptResult,
   type Actor,
   type CreateResult,
-  type Invitation,
-  type InvitationLinkResult,
-  type InvitationPreview,
-  type InvitationRef,
-  type Invitee,
-  type InviteResult,
   type Member,
   type MemberChangeResult,
   type Membership,
@@ -85,7 +77,6 @@ export function createOrganizationsService(deps: {
   invitationLimiter: Limiter;
 }) {
   const { db, isPostgres, clock, audit, mail, config, invitationLimiter } = deps;
-  const expiresInMinutes = Math.max(1, Math.floor(config.invitationTtlSeconds / 60));
 
   /**
    * Runs `fn` in a transaction holding the organization's lock, when the actor may act with
@@ -132,8 +123,6 @@ export function createOrganizationsService(deps: {
     return row === undefined ? null : toMember(row);
   }
 
-  const details = (organization: Pick<store.OrganizationRow, 'id' | 'slug'>, more: Record<string, unknown> = {}) => ({ organizationId: organization.id, slug: organization.slug, ...more });
-
   async function insertWithSlug(row: Omit<store.OrganizationRow, 'slug'>, slug: string, isGenerated: boolean, ownerId: string, source: AuditSource): Promise<CreateResult> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const candidate = attempt === 0 ? slug : `${slug}-${suffix()}`;
@@ -146,8 +135,8 @@ export function createOrganizationsService(deps: {
         await db.transaction().execute(async (trx) => {
           await store.insertOrganization(trx, organization);
           await store.insertMember(trx, { organization_id: row.id, user_id: ownerId, role: OWNER, created_at: row.created_at, updated_at: row.created_at });
-          await audit.record({ type: 'organization.created', userId: ownerId, source, details: details(organization, { name: organization.name }) }, { db: trx });
-          await audit.record({ type: 'organization.member.added', userId: ownerId, source, details: details(organization, { role: OWNER }) }, { db: trx });
+          await audit.record({ type: 'organization.created', userId: ownerId, source, details: eventDetails(organization, { name: organization.name }) }, { db: trx });
+          await audit.record({ type: 'organization.member.added', userId: ownerId, source, details: eventDetails(organization, { role: OWNER }) }, { db: trx });
         });
         return { ok: true, organization: toOrganization(organization) };
       } catch (error) {
@@ -174,20 +163,16 @@ export function createOrganizationsService(deps: {
     }
   }
 
-  async function findInvitationRow(trx: Db, ref: InvitationRef): Promise<store.InvitationRow | undefined> {
-    if ('token' in ref) return typeof ref.token === 'string' && TOKEN_PATTERN.test(ref.token) ? store.findInvitationByHash(trx, sha256Base64url(ref.token)) : undefined;
-    return isPlausibleId(ref.invitationId) ? store.findInvitation(trx, ref.invitationId) : undefined;
-  }
-
-  /** Why this invitee may not answer this invitation, or null. By id, another's invitation is none. */
-  function inviteeProblem(row: store.InvitationRow, ref: InvitationRef, invitee: Invitee): 'INVITATION_NOT_FOUND' | 'INVITATION_EMAIL_MISMATCH' | 'INVITATION_EMAIL_UNVERIFIED' | null {
-    const matches = normaliseEmail(invitee.email) === row.email;
-    if (!matches) return 'token' in ref ? 'INVITATION_EMAIL_MISMATCH' : 'INVITATION_NOT_FOUND';
-    if (invitee.emailVerifiedAt === null) return 'INVITATION_EMAIL_UNVERIFIED';
-    return null;
-  }
-
-  const missing = (ref: InvitationRef) => ('token' in ref ? 'INVITATION_INVALID' : 'INVITATION_NOT_FOUND') as 'INVITATION_INVALID' | 'INVITATION_NOT_FOUND';
+  const invitations = createOrganizationInvitationsService({
+    db,
+    clock,
+    audit,
+    mail,
+    config,
+    invitationLimiter,
+    withOrganization,
+    get: (organizationId, actor) => service.get(organizationId, actor),
+  });
 
   const service = {
     /** Whether this user may create organizations (ALLOW_ORGANIZATION_CREATION); the pages show the form only then. */
@@ -266,7 +251,7 @@ export function createOrganizationsService(deps: {
           const now = clock();
           await store.updateOrganization(trx, organizationId, set, now);
           const after = { ...row, ...set, updated_at: now };
-          await audit.record({ type: 'organization.updated', source, details: details(after, { fields, name: after.name, ...(set.slug !== undefined && set.slug !== row.slug && { previousSlug: row.slug }) }) }, { db: trx });
+          await audit.record({ type: 'organization.updated', source, details: eventDetails(after, { fields, name: after.name, ...(set.slug !== undefined && set.slug !== row.slug && { previousSlug: row.slug }) }) }, { db: trx });
           return { ok: true, organization: toOrganization(after) };
         });
       } catch (error) {
@@ -281,7 +266,7 @@ export function createOrganizationsService(deps: {
       return withOrganization(organizationId, actor, 'owner', async (trx, row) => {
         const counts = await store.countMembers(trx, organizationId);
         await store.deleteOrganization(trx, organizationId);
-        await audit.record({ type: 'organization.deleted', source, details: details(row, { name: row.name, memberCount: counts.members }) }, { db: trx });
+        await audit.record({ type: 'organization.deleted', source, details: eventDetails(row, { name: row.name, memberCount: counts.members }) }, { db: trx });
         return { ok: true as const };
       });
     },
@@ -300,7 +285,7 @@ export function createOrganizationsService(deps: {
         if (await store.findMember(trx, organizationId, userId)) return { ok: false, reason: 'ALREADY_MEMBER' };
         const now = clock();
         await store.insertMember(trx, { organization_id: organizationId, user_id: userId, role, created_at: now, updated_at: now });
-        await audit.record({ type: 'organization.member.added', userId, source, details: details(row, { role }) }, { db: trx });
+        await audit.record({ type: 'organization.member.added', userId, source, details: eventDetails(row, { role }) }, { db: trx });
         return { ok: true, member: (await memberOf(trx, organizationId, userId))! };
       });
     },
@@ -319,7 +304,7 @@ export function createOrganizationsService(deps: {
         if (target.role === OWNER && (await store.countMembers(trx, organizationId)).owners <= 1) return { ok: false, reason: 'LAST_OWNER' };
         await store.setMemberRole(trx, organizationId, userId, role, clock());
         await assertOwnerRemains(trx, organizationId);
-        await audit.record({ type: 'organization.member.updated', userId, source, details: details(row, { role, previousRole: target.role }) }, { db: trx });
+        await audit.record({ type: 'organization.member.updated', userId, source, details: eventDetails(row, { role, previousRole: target.role }) }, { db: trx });
         return { ok: true, member: (await memberOf(trx, organizationId, userId))! };
       });
     },
@@ -338,7 +323,7 @@ export function createOrganizationsService(deps: {
         await store.deleteMember(trx, organizationId, userId);
         await assertOwnerRemains(trx, organizationId);
         await store.clearActiveFor(trx, organizationId, userId);
-        await audit.record({ type: 'organization.member.removed', userId, source, reason: isSelf ? 'LEFT' : 'REMOVED', details: details(row, { role: target.role }) }, { db: trx });
+        await audit.record({ type: 'organization.member.removed', userId, source, reason: isSelf ? 'LEFT' : 'REMOVED', details: eventDetails(row, { role: target.role }) }, { db: trx });
         return { ok: true };
       });
     },
@@ -357,146 +342,25 @@ export function createOrganizationsService(deps: {
         const now = clock();
         if (target.role !== OWNER) {
           await store.setMemberRole(trx, organizationId, toUserId, OWNER, now);
-          await audit.record({ type: 'organization.member.updated', userId: toUserId, source, details: details(row, { role: OWNER, previousRole: target.role }) }, { db: trx });
+          await audit.record({ type: 'organization.member.updated', userId: toUserId, source, details: eventDetails(row, { role: OWNER, previousRole: target.role }) }, { db: trx });
         }
         await store.setMemberRole(trx, organizationId, actor.userId, ADMIN, now);
-        await audit.record({ type: 'organization.member.updated', userId: actor.userId, source, details: details(row, { role: ADMIN, previousRole: OWNER }) }, { db: trx });
+        await audit.record({ type: 'organization.member.updated', userId: actor.userId, source, details: eventDetails(row, { role: ADMIN, previousRole: OWNER }) }, { db: trx });
         await assertOwnerRemains(trx, organizationId);
-        await audit.record({ type: 'organization.ownership_transferred', userId: toUserId, source, details: details(row, { fromUserId: actor.userId, toUserId }) }, { db: trx });
+        await audit.record({ type: 'organization.ownership_transferred', userId: toUserId, source, details: eventDetails(row, { fromUserId: actor.userId, toUserId }) }, { db: trx });
         return { ok: true, member: (await memberOf(trx, organizationId, toUserId))! };
       });
     },
 
-    /**
-     * Invites an address with a role (OWNER or ADMIN; only an OWNER invites an OWNER): a link that
-     * works once, for ORGANIZATION_INVITATION_TTL, mailed through the outbox in the transaction
-     * that stores its hash. A new invitation to the same address replaces the pending one. The
-     * answer does not depend on whether the address has an account; an address of a member is
-     * refused (ALREADY_MEMBER: who may invite sees the members anyway). Counted per organization.
-     */
-    async invite(organizationId: string, actor: Actor, input: { email: string; role: string }, source: AuditSource): Promise<InviteResult> {
-      const email = normaliseEmail(input.email);
-      const role = input.role;
-      if (!isValidOrganizationRole(role)) return { ok: false, reason: 'INVALID_ROLE' };
-      // Counted before the transaction (the counters may live in this same database, and SQLite
-      // has one connection), and only for those who may invite: nobody else can spend the limit.
-      const found = await service.get(organizationId, actor);
-      if (found === null) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
-      if (found.role !== null && found.role !== OWNER && found.role !== ADMIN) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
-      const wait = await invitationLimiter.consume(organizationId);
-      if (wait !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: wait };
-      const result = await withOrganization(organizationId, actor, 'manager', async (trx, row, actorRole): Promise<InviteResult> => {
-        if (role === OWNER && actorRole !== null && actorRole !== OWNER) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
-        if (await store.isMemberByEmail(trx, organizationId, email)) return { ok: false, reason: 'ALREADY_MEMBER' };
-        const now = clock();
-        const token = randomSecret(32);
-        const invitation: store.InvitationRow = {
-          id: randomId(),
-          organization_id: organizationId,
-          email,
-          role,
-          token_hash: sha256Base64url(token),
-          invited_by: isOperator(actor) ? null : actor.userId,
-          created_at: now,
-          expires_at: now + config.invitationTtlSeconds * 1000,
-        };
-        for (const replacedId of await store.deleteInvitationsTo(trx, organizationId, email)) {
-          await audit.record({ type: 'organization.invitation.revoked', source, reason: 'REPLACED', details: details(row, { invitationId: replacedId }) }, { db: trx });
-        }
-        await store.insertInvitation(trx, invitation);
-        await mail.enqueue(trx, {
-          to: email,
-          template: 'organization-invitation',
-          data: { name: null, organizationName: row.name, role, acceptUrl: mail.link(INVITATION_PAGE, { token }), expiresInMinutes },
-        });
-        await audit.record({ type: 'organization.invitation.created', source, details: details(row, { invitationId: invitation.id, role }) }, { db: trx });
-        return { ok: true, invitation: toInvitation(invitation) };
-      });
-      if (result.ok) mail.wake();
-      return result;
-    },
-
-    /** The organization's pending invitations, newest first (OWNER or ADMIN). */
-    async listInvitations(organizationId: string, actor: Actor): Promise<Invitation[] | Refused> {
-      return withOrganization(organizationId, actor, 'manager', async (trx) => (await store.listInvitations(trx, organizationId, clock())).map(toInvitation));
-    },
-
-    /** Ends a pending invitation (OWNER or ADMIN): its link stops working. */
-    async revokeInvitation(organizationId: string, actor: Actor, invitationId: string, source: AuditSource): Promise<{ ok: true } | Refused | { ok: false; reason: 'INVITATION_NOT_FOUND' }> {
-      return withOrganization(organizationId, actor, 'manager', async (trx, row) => {
-        const invitation = isPlausibleId(invitationId) ? await store.findInvitation(trx, invitationId) : undefined;
-        if (invitation === undefined || invitation.organization_id !== organizationId || !(await store.deleteInvitation(trx, invitationId))) return { ok: false as const, reason: 'INVITATION_NOT_FOUND' as const };
-        await audit.record({ type: 'organization.invitation.revoked', source, details: details(row, { invitationId, role: invitation.role }) }, { db: trx });
-        return { ok: true as const };
-      });
-    },
-
-    /** What an invitation link offers (the organization's name, the role), without using it. */
-    async previewInvitation(token: string): Promise<InvitationLinkResult<{ invitation: InvitationPreview }>> {
-      const row = await findInvitationRow(db, { token });
-      if (row === undefined) return { ok: false, reason: 'INVITATION_INVALID' };
-      if (row.expires_at <= clock()) return { ok: false, reason: 'INVITATION_EXPIRED' };
-      const organization = await store.findOrganization(db, row.organization_id);
-      if (organization === undefined) return { ok: false, reason: 'INVITATION_INVALID' };
-      return { ok: true, invitation: { id: row.id, organization: { id: organization.id, slug: organization.slug, name: organization.name }, email: row.email, role: row.role, expiresAt: row.expires_at } };
-    },
-
-    /** The pending invitations to the user's address, once it is verified (the dashboard lists them). */
-    async invitationsFor(user: Pick<User, 'email' | 'emailVerifiedAt'>): Promise<Array<InvitationPreview>> {
-      if (user.emailVerifiedAt === null) return [];
-      const rows = await store.listInvitationsTo(db, normaliseEmail(user.email), clock());
-      return rows.map((row) => ({ id: row.id, organization: { id: row.organization_id, slug: row.organization_slug, name: row.organization_name }, email: row.email, role: row.role, expiresAt: row.expires_at }));
-    },
-
-    /**
-     * Accepts an invitation, once: by its link's token, or by its id. The signed-in user's address
-     * must be the invited one, and verified. The user joins with the invited role.
-     */
-    async acceptInvitation(ref: InvitationRef, invitee: Invitee, source: AuditSource): Promise<AcceptResult> {
-      const row = await findInvitationRow(db, ref);
-      if (row === undefined) return { ok: false, reason: missing(ref) };
-      if (row.expires_at <= clock()) return { ok: false, reason: 'INVITATION_EXPIRED' };
-      const problem = inviteeProblem(row, ref, invitee);
-      if (problem !== null) return { ok: false, reason: problem };
-      const result = await withOrganization(row.organization_id, OPERATOR, 'member', async (trx, organization): Promise<AcceptResult> => {
-        // Used, declined or revoked meanwhile: only one answer wins.
-        if (!(await store.deleteInvitation(trx, row.id))) return { ok: false, reason: missing(ref) };
-        const eventDetails = details(organization, { invitationId: row.id, role: row.role });
-        if (await store.findMember(trx, row.organization_id, invitee.id)) {
-          await audit.record({ type: 'organization.invitation.accepted', userId: invitee.id, source, reason: 'ALREADY_MEMBER', details: eventDetails }, { db: trx });
-          return { ok: false, reason: 'ALREADY_MEMBER' };
-        }
-        const now = clock();
-        await store.insertMember(trx, { organization_id: row.organization_id, user_id: invitee.id, role: row.role, created_at: now, updated_at: now });
-        await audit.record({ type: 'organization.invitation.accepted', userId: invitee.id, source, details: eventDetails }, { db: trx });
-        await audit.record({ type: 'organization.member.added', userId: invitee.id, source, details: eventDetails }, { db: trx });
-        return { ok: true, organization: toOrganization(organization), role: row.role };
-      });
-      return result.ok || result.reason !== 'ORGANIZATION_NOT_FOUND' ? (result as AcceptResult) : { ok: false, reason: missing(ref) };
-    },
-
-    /**
-     * Declines an invitation: by its link's token (whoever holds the link: the mail's reader), or
-     * by its id (the signed-in invitee, address matching and verified). The link stops working.
-     */
-    async declineInvitation(ref: InvitationRef, invitee: Invitee | null, source: AuditSource): Promise<{ ok: true } | { ok: false; reason: 'INVITATION_INVALID' | 'INVITATION_EXPIRED' | 'INVITATION_NOT_FOUND' | 'INVITATION_EMAIL_MISMATCH' | 'INVITATION_EMAIL_UNVERIFIED' }> {
-      return db.transaction().execute(async (trx) => {
-        const row = await findInvitationRow(trx, ref);
-        if (row === undefined) return { ok: false as const, reason: missing(ref) };
-        if (row.expires_at <= clock()) return { ok: false as const, reason: 'INVITATION_EXPIRED' as const };
-        if ('invitationId' in ref) {
-          const problem = invitee === null ? 'INVITATION_NOT_FOUND' : inviteeProblem(row, ref, invitee);
-          if (problem !== null) return { ok: false as const, reason: problem };
-        }
-        if (!(await store.deleteInvitation(trx, row.id))) return { ok: false as const, reason: missing(ref) };
-        const organization = await store.findOrganization(trx, row.organization_id);
-        await audit.record(
-          { type: 'organization.invitation.declined', userId: invitee?.id ?? null, source, details: { organizationId: row.organization_id, slug: organization?.slug ?? null, invitationId: row.id, role: row.role } },
-          { db: trx },
-        );
-        return { ok: true as const };
-      });
-    },
+    // Invitations: see organizations-invitations.service.ts.
+    invite: invitations.invite,
+    listInvitations: invitations.listInvitations,
+    revokeInvitation: invitations.revokeInvitation,
+    previewInvitation: invitations.previewInvitation,
+    invitationsFor: invitations.invitationsFor,
+    acceptInvitation: invitations.acceptInvitation,
+    declineInvitation: invitations.declineInvitation,
+    purgeExpiredInvitations: invitations.purgeExpiredInvitations,
 
     /**
      * Makes an organization the session's active one (the user must be a member), or clears it
@@ -566,10 +430,10 @@ export function createOrganizationsService(deps: {
       let organizationsDeleted = 0;
       for (const { organization, role, isOnlyMember } of plans) {
         await store.deleteMember(trx, organization.id, userId);
-        await audit.record({ type: 'organization.member.removed', userId, source, reason: 'ACCOUNT_DELETED', details: details(organization, { role }) }, { db: trx });
+        await audit.record({ type: 'organization.member.removed', userId, source, reason: 'ACCOUNT_DELETED', details: eventDetails(organization, { role }) }, { db: trx });
         if (isOnlyMember) {
           await store.deleteOrganization(trx, organization.id);
-          await audit.record({ type: 'organization.deleted', userId, source, reason: 'ACCOUNT_DELETED', details: details(organization, { name: organization.name, memberCount: 1 }) }, { db: trx });
+          await audit.record({ type: 'organization.deleted', userId, source, reason: 'ACCOUNT_DELETED', details: eventDetails(organization, { name: organization.name, memberCount: 1 }) }, { db: trx });
           organizationsDeleted++;
         }
       }
@@ -582,11 +446,7 @@ export function createOrganizationsService(deps: {
       }
       return { ok: true, membershipsRemoved: plans.length, organizationsDeleted };
     },
-
-    /** Deletes expired invitations, at most `limit` per call (the cleanup job). */
-    purgeExpiredInvitations(limit = 1_000): Promise<number> {
-      return store.deleteExpiredInvitations(db, clock(), limit);
-    },
   };
   return service;
 }
+
