@@ -29,11 +29,25 @@ interface Focused {
   hasIndicator: boolean;
 }
 
+/** The little of the DOM `focused` reads in the page (the project's types have no DOM library). */
+interface PageElement {
+  tagName: string;
+  id: string;
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+  matches(selector: string): boolean;
+}
+interface PageWindow {
+  document: { activeElement: PageElement | null; body: PageElement };
+  getComputedStyle(element: PageElement): { outlineStyle: string; outlineWidth: string; boxShadow: string };
+}
+
 function focused(page: Page): Promise<Focused | null> {
   return page.evaluate(() => {
-    const element = document.activeElement as HTMLElement | null;
-    if (element === null || element === document.body) return null;
-    const style = getComputedStyle(element);
+    const window = globalThis as unknown as PageWindow;
+    const element = window.document.activeElement;
+    if (element === null || element === window.document.body) return null;
+    const style = window.getComputedStyle(element);
     return {
       tag: element.tagName.toLowerCase(),
       id: element.id,
