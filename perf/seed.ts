@@ -89,6 +89,7 @@ export async function seed(
           password_hash: passwordHash,
           email_verified_at: createdAt,
           name_confirmed_at: createdAt,
+          locale: null,
           disabled_at: null,
           created_at: createdAt,
           updated_at: createdAt,

@@ -297,7 +297,7 @@ for (const backend of await backends()) {
           assert.equal(all.users.length, 7);
           assert.equal(all.nextCursor, null);
           const first = all.users[0];
-          assert.deepEqual(Object.keys(first).sort(), ['createdAt', 'disabled', 'email', 'emailVerified', 'id', 'name', 'roles', 'updatedAt']);
+          assert.deepEqual(Object.keys(first).sort(), ['createdAt', 'disabled', 'email', 'emailVerified', 'id', 'locale', 'name', 'roles', 'updatedAt']);
         });
 
         it('refuses bad paging values with 422 naming the field', async () => {
@@ -369,7 +369,7 @@ for (const backend of await backends()) {
           assert.equal(created.statusCode, 201, created.body);
           const body = created.json();
           assert.deepEqual({ ...body, id: 'x', createdAt: 'x', updatedAt: 'x' }, {
-            id: 'x', email: 'new.person@example.com', name: 'New Person', roles: ['EDITOR'], emailVerified: true, disabled: false, createdAt: 'x', updatedAt: 'x',
+            id: 'x', email: 'new.person@example.com', name: 'New Person', roles: ['EDITOR'], emailVerified: true, disabled: false, locale: null, createdAt: 'x', updatedAt: 'x',
           });
           assert.equal((await signIn('new.person@example.com', 'a-long-enough-passphrase')).statusCode, 200);
 

@@ -20,6 +20,7 @@ import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { AdminService } from './admin.service.ts';
 import { isoTime } from '../lib/clock.ts';
+import { LOCALES } from '../i18n/locales.ts';
 
 export interface AdminRouteOptions {
   admin: AdminService;
@@ -42,6 +43,10 @@ const adminUser = z
     roles: z.array(z.string()),
     emailVerified: z.boolean(),
     disabled: z.boolean(),
+    locale: z
+      .enum(LOCALES)
+      .nullable()
+      .describe('The language of their mails: from their sign-up, a language they chose while signed in, or their first sign-in; null while none is known (mails then use the language of the request that causes them, else English)'),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
@@ -138,6 +143,7 @@ function toAdminUser(user: User) {
     roles: user.roles,
     emailVerified: user.emailVerifiedAt !== null,
     disabled: user.disabledAt !== null,
+    locale: user.locale,
     createdAt: isoTime(user.createdAt),
     updatedAt: isoTime(user.updatedAt),
   };

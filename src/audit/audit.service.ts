@@ -19,6 +19,7 @@ import type { Db } from '../storage/database.ts';
 import type { AuditEventRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Locale } from '../i18n/locales.ts';
 import { randomId } from '../lib/random.ts';
 import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import * as store from './audit.store.ts';
@@ -44,6 +45,12 @@ export interface AuditSource {
   userAgent: string | null;
   /** Set for actions not made by a user over our HTTP routes (`registration`: a client registered itself, RFC 7591); recorded in `details.via`. */
   via?: 'cli' | 'bootstrap' | 'registration';
+  /**
+   * The language of the request (`?lang=` on a page, the language cookie, Accept-Language), when it
+   * gave one: mails the action causes use it for a recipient with no stored language, and a sign-up
+   * or first sign-in stores it (users/locale.ts). Never recorded in the audit log.
+   */
+  locale?: Locale;
 }
 
 /** Gatehouse itself: no actor, no client (housekeeping, tests). */

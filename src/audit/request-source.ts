@@ -1,7 +1,26 @@
 import type { FastifyRequest } from 'fastify';
 import type { AuditSource } from './audit.service.ts';
+import { LOCALE_COOKIE, negotiateLocale } from '../i18n/negotiate.ts';
+import type { Locale } from '../i18n/locales.ts';
 
-/** The audit source of an HTTP request: who is acting (null before sign-in) and their client. */
+/** The audit source of an HTTP request: who is acting (null before sign-in), their client and its language. */
 export function requestSource(request: FastifyRequest, actorUserId: string | null): AuditSource {
-  return { actorUserId, ip: request.ip, userAgent: request.headers['user-agent'] ?? null };
+  const locale = requestLocale(request);
+  return { actorUserId, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, ...(locale !== undefined && { locale }) };
+}
+
+/**
+ * The request's language, negotiated as a page's is (`?lang=`, the language cookie, then
+ * Accept-Language; no I/O), when the request states one at all. Undefined for a client that sends
+ * none of them (a server calling the API): nothing is stored for a person on the word of a client
+ * that never said.
+ */
+export function requestLocale(request: FastifyRequest): Locale | undefined {
+  // From the URL as sent: a route's querystring schema may have dropped `lang` from `request.query`.
+  const queryAt = request.url.indexOf('?');
+  const query = queryAt === -1 ? undefined : (new URLSearchParams(request.url.slice(queryAt + 1)).get('lang') ?? undefined);
+  const cookie = request.cookies?.[LOCALE_COOKIE];
+  const acceptLanguage = request.headers['accept-language'];
+  if (query === undefined && cookie === undefined && acceptLanguage === undefined) return undefined;
+  return negotiateLocale({ query, cookie, acceptLanguage }).locale;
 }

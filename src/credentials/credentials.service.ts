@@ -7,6 +7,8 @@ import type { User, UserService } from '../users/user.service.ts';
 import type { Db } from '../storage/database.ts';
 import { normaliseEmail } from '../users/email.ts';
 import { greetingName } from '../users/name.ts';
+import { mailLocale } from '../users/locale.ts';
+import type { Locale } from '../i18n/locales.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { SessionService, StartedSession } from '../sessions/session.service.ts';
 import type { ActionTokens } from '../tokens/action-tokens.ts';
@@ -41,7 +43,7 @@ export type ChangePasswordResult =
 
 /** A new password for an account, stored in the caller's transaction with what goes with it. */
 export interface PasswordReplacement {
-  user: Pick<User, 'id' | 'email' | 'name' | 'nameConfirmedAt'>;
+  user: Pick<User, 'id' | 'email' | 'name' | 'nameConfirmedAt' | 'locale'>;
   /** From `hashPassword`. */
   passwordHash: string;
   /** `password.reset` (by a mailed link, nobody signed in) or `password.changed` (by the signed-in user). */
@@ -59,6 +61,8 @@ export interface SignInInput {
   password: string;
   ip: string | null;
   userAgent: string | null;
+  /** The request's language, when it states one (`requestLocale`): an account with none stores it. */
+  locale?: Locale | undefined;
 }
 
 export type CredentialsService = ReturnType<typeof createCredentialsService>;
@@ -115,6 +119,7 @@ export function createCredentialsService(deps: {
     await mail.enqueue(trx, {
       to: user.email,
       template: 'password-changed',
+      locale: mailLocale(user, source),
       data: { name: greetingName(user), changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
     });
     const sessionsEnded = await sessions.endAllSessions(user.id, {
@@ -134,7 +139,7 @@ export function createCredentialsService(deps: {
      * cost the same: one lookup, one hash verification, one audit write.
      */
     async signIn(input: SignInInput): Promise<SignInResult> {
-      const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent };
+      const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent, ...(input.locale !== undefined && { locale: input.locale }) };
       async function refuse(reason: 'INVALID_CREDENTIALS', userId: string | null): Promise<SignInResult> {
         await audit.record({ type: 'signin.failure', userId, email: normaliseEmail(input.email), source, reason });
         return { ok: false, reason };
@@ -216,6 +221,8 @@ export function createCredentialsService(deps: {
         password: string;
         roles?: readonly string[];
         emailVerified?: boolean;
+        /** The language of their mails, when known (a sign-up: the browser's). */
+        locale?: Locale | null;
       },
       /** `client`: the client asking, over HTTP (see `checkNewPassword`); none for the CLI and start-up. */
       options: { onCreated?: (db: Db, user: User) => Promise<void>; client?: PasswordClient } = {},
@@ -229,6 +236,7 @@ export function createCredentialsService(deps: {
           passwordHash: await hasher.hash(input.password),
           roles: input.roles ?? [],
           emailVerified: input.emailVerified ?? false,
+          locale: input.locale ?? null,
         },
         options,
       );

@@ -13,6 +13,7 @@ import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { UserService } from '../users/user.service.ts';
 import { greetingName } from '../users/name.ts';
+import { mailLocale } from '../users/locale.ts';
 import type { VerificationService } from '../verification/verification.service.ts';
 import type { CredentialsService } from './credentials.service.ts';
 import type { PasswordRejection } from './password-policy.ts';
@@ -53,6 +54,8 @@ export function createSignupService(deps: {
       await mail.enqueue(trx, {
         to: owner.email,
         template: 'signup-existing-account',
+        // The owner's own language; only an account that has none gets the one of whoever tried.
+        locale: mailLocale(owner, source),
         // Never the name in the request, nor the account's own unless confirmed: the account may
         // itself have been made by a stranger signing up with this address (see greetingName).
         data: { name: greetingName(owner), signInUrl: mail.link('/auth/signin'), forgotPasswordUrl: mail.link('/auth/forgot-password') },
@@ -74,7 +77,8 @@ export function createSignupService(deps: {
       // The same call for a new and a taken address: policy, hash, lookup. A taken one stops
       // at the lookup with EMAIL_TAKEN, its hash discarded, having cost what a new one costs.
       const created = await credentials.createPasswordUser(
-        { email: input.email, name: input.name, password: input.password },
+        // The browser's language becomes the account's: its verification mail, and every later one, use it.
+        { email: input.email, name: input.name, password: input.password, locale: source.locale ?? null },
         {
           onCreated: async (trx, user) => {
             await verification.sendVerificationMail(trx, user);

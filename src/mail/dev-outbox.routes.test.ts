@@ -7,7 +7,14 @@ import type { Logger } from '../lib/logger.ts';
 import { createMailService } from './mail.service.ts';
 import { openStorage } from '../storage/database.ts';
 import { migrateToLatest, loadConfig } from '../modules.ts';
-import { createMailRenderer, TEMPLATE_NAMES } from './templates.ts';
+import { createMailRenderer, SECURITY_CHANGES, TEMPLATE_NAMES } from './templates.ts';
+import { mailModule } from './mail.module.ts';
+import { mergeCatalogs } from '../i18n/catalog.ts';
+import { createTranslations } from '../i18n/translator.ts';
+import { LOCALES } from '../i18n/locales.ts';
+
+/** The mail module's catalogs, as the i18n module's `translations` service holds them. */
+const translations = createTranslations(mergeCatalogs([{ name: 'mail', messages: mailModule.messages! }]));
 
 const TOKEN = 'dev-outbox-token-0123456789';
 
@@ -37,6 +44,7 @@ for (const backend of await backends()) {
         const { id } = await mail.enqueue(services.storage.db, {
           to: 'grace@example.test',
           template: 'password-reset',
+          locale: 'en',
           data: { name: 'Grace <b>Hopper</b>', resetUrl: mail.link('/auth/reset-password', { token: TOKEN }), expiresInMinutes: 30 },
         });
         await mail.runOnce();
@@ -64,12 +72,49 @@ for (const backend of await backends()) {
       });
     });
 
+    it('shows /dev/outbox in the language asked for: headings, labels, status and times', async () => {
+      await withApp({ NODE_ENV: 'development', DEV_OUTBOX_PAGE: 'true' }, async ({ app, services }) => {
+        const { mail } = services;
+        await mail.enqueue(services.storage.db, {
+          to: 'grace@example.test',
+          template: 'password-reset',
+          locale: 'en',
+          data: { name: 'Grace', resetUrl: mail.link('/auth/reset-password', { token: TOKEN }), expiresInMinutes: 30 },
+        });
+        await mail.runOnce();
+        const japanese = await app.inject({ method: 'GET', url: '/dev/outbox', headers: { 'accept-language': 'ja' } });
+        assert.equal(japanese.statusCode, 200);
+        assert.equal(japanese.headers['content-language'], 'ja');
+        assert.match(japanese.body, /<html lang="ja"/);
+        assert.match(japanese.body, /<h1>開発用送信箱<\/h1>/);
+        assert.match(japanese.body, /<dt>宛先<\/dt><dd>grace@example\.test<\/dd>/);
+        assert.ok(japanese.body.includes('<code>EMAIL_SERVER_HOST</code>'), 'the variable keeps its name');
+
+        const german = await app.inject({ method: 'GET', url: '/dev/outbox?lang=de&error=%3Cb%3EBOGUS' });
+        assert.equal(german.statusCode, 200);
+        assert.equal(german.headers['content-language'], 'de');
+        assert.match(german.body, /<html lang="de"/);
+        assert.match(german.body, /<title>Entwicklungs-Postausgang · Gatehouse<\/title>/);
+        assert.match(german.body, /<dt>An<\/dt><dd>grace@example\.test<\/dd>/);
+        assert.match(german.body, /<dt>Status<\/dt><dd>Gesendet<\/dd>/);
+        assert.match(german.body, /<summary>Textfassung<\/summary>/);
+        // A German date and time, in UTC: "21.11.2026, 14:05:09 UTC".
+        assert.match(german.body, /<time datetime="[^"]+Z">\d{2}\.\d{2}\.\d{4}, \d{2}:\d{2}:\d{2} UTC<\/time>/);
+        assert.ok(!german.body.includes('BOGUS'), 'the page reads no ?error=');
+
+        const english = await app.inject({ method: 'GET', url: '/dev/outbox' });
+        assert.match(english.body, /<h1>Dev outbox<\/h1>/);
+        assert.match(english.body, /<dt>Status<\/dt><dd>Sent<\/dd>/);
+      });
+    });
+
     async function withOneMessage(env: Record<string, string>, fn: (test: TestApp) => Promise<void>) {
       await withApp({ NODE_ENV: 'development', ...env }, async (test) => {
         const { mail } = test.services;
         await mail.enqueue(test.services.storage.db, {
           to: 'grace@example.test',
           template: 'password-reset',
+          locale: 'en',
           data: { name: 'Grace', resetUrl: mail.link('/auth/reset-password', { token: TOKEN }), expiresInMinutes: 30 },
         });
         await mail.runOnce();
@@ -122,10 +167,11 @@ for (const backend of await backends()) {
           const lines: unknown[] = [];
           const logger: Logger = { error: (d, m) => lines.push([d, m]), warn: (d, m) => lines.push([d, m]), info: (d, m) => lines.push([d, m]) };
           const config = loadConfig({ NODE_ENV: env, AUTH_SECRET: TEST_SECRET, AUTH_URL: 'http://localhost:3000', DATA_DIR: tmpdir(), DATABASE_URL: database.url });
-          const mail = createMailService({ db: storage.db, isPostgres: backend.name === 'postgres', config, clock: () => Date.now(), logger });
+          const mail = createMailService({ db: storage.db, isPostgres: backend.name === 'postgres', config, clock: () => Date.now(), logger, translations });
           const { id } = await mail.enqueue(storage.db, {
             to: 'ada@example.test',
             template: 'verify-email',
+            locale: 'en',
             data: { name: null, verifyUrl: mail.link('/auth/verify-email', { token: TOKEN }), expiresInMinutes: 60 },
           });
           assert.equal((await mail.runOnce()).sent, 1);
@@ -166,31 +212,28 @@ for (const backend of await backends()) {
 }
 
 describe('mail templates', () => {
-  const renderer = createMailRenderer({ authUrl: 'https://auth.example.test' });
+  const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', translations });
   const url = (path: string) => `https://auth.example.test${path}?token=a&b=<c>`;
+  const renderAll = (locale: (typeof LOCALES)[number]) => [
+    renderer.render('password-reset', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }, locale),
+    renderer.render('password-changed', { name: null, changedAt: Date.UTC(2026, 10, 21, 14, 5), forgotPasswordUrl: url('/auth/forgot-password') }, locale),
+    renderer.render('verify-email', { name: 'Ada', verifyUrl: url('/auth/verify-email'), expiresInMinutes: 1440 }, locale),
+    renderer.render('signup-existing-account', { name: 'Ada', signInUrl: url('/auth/signin'), forgotPasswordUrl: url('/auth/forgot-password') }, locale),
+    renderer.render('security-notice', { name: 'Ada', change: 'totpAdded', changedAt: Date.UTC(2026, 10, 24, 9, 30), forgotPasswordUrl: url('/auth/forgot-password') }, locale),
+    renderer.render(
+      'organization-invitation',
+      { name: null, organizationName: 'Acme <Labs>', role: 'ADMIN', acceptUrl: url('/organizations/invitations/accept'), expiresInMinutes: 7 * 1440 },
+      locale,
+    ),
+    renderer.render(
+      'webhook-endpoint-disabled',
+      { name: 'Ada', endpointId: 'ep1', host: 'hooks.example.com', failingSinceAt: Date.UTC(2026, 10, 20, 8, 0), adminUrl: url('/admin/webhooks/ep1') },
+      locale,
+    ),
+  ];
 
   it('renders every template as text and HTML with its links, escaping only the HTML', () => {
-    const rendered = [
-      renderer.render('password-reset', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }),
-      renderer.render('password-changed', { name: null, changedAt: Date.UTC(2026, 10, 21, 14, 5), forgotPasswordUrl: url('/auth/forgot-password') }),
-      renderer.render('verify-email', { name: 'Ada', verifyUrl: url('/auth/verify-email'), expiresInMinutes: 1440 }),
-      renderer.render('signup-existing-account', { name: 'Ada', signInUrl: url('/auth/signin'), forgotPasswordUrl: url('/auth/forgot-password') }),
-      renderer.render('security-notice', {
-        name: 'Ada',
-        subject: 'An authenticator app was added',
-        change: 'An app <b>was</b> added',
-        changedAt: Date.UTC(2026, 10, 24, 9, 30),
-        forgotPasswordUrl: url('/auth/forgot-password'),
-      }),
-      renderer.render('organization-invitation', { name: null, organizationName: 'Acme <Labs>', role: 'ADMIN', acceptUrl: url('/organizations/invitations/accept'), expiresInMinutes: 7 * 1440 }),
-      renderer.render('webhook-endpoint-disabled', {
-        name: 'Ada',
-        endpointId: 'ep1',
-        host: 'hooks.example.com',
-        failingSinceAt: Date.UTC(2026, 10, 20, 8, 0),
-        adminUrl: url('/admin/webhooks/ep1'),
-      }),
-    ];
+    const rendered = renderAll('en');
     assert.equal(rendered.length, TEMPLATE_NAMES.length);
     for (const mail of rendered) {
       assert.ok(mail.subject.length > 0 && !/[\r\n]/.test(mail.subject));
@@ -198,18 +241,42 @@ describe('mail templates', () => {
       assert.ok(!mail.text.includes('&amp;'), 'plain text is not HTML-escaped');
       assert.ok(mail.html.includes('?token=a&amp;b=&lt;c&gt;'), mail.html);
       assert.ok(!mail.html.includes('<c>'));
-      assert.ok(mail.html.startsWith('<!doctype html>'));
+      assert.ok(mail.html.startsWith('<!doctype html>\n<html lang="en" dir="ltr">'));
     }
     assert.ok(rendered[0]!.text.startsWith('Hello Ada,'));
     assert.ok(rendered[1]!.text.startsWith('Hello,'));
-    assert.ok(rendered[1]!.text.includes('2026-11-21 at 14:05 UTC'));
+    assert.ok(rendered[1]!.text.includes('changed on November 21, 2026 at 2:05 PM UTC,'), rendered[1]!.text);
     assert.ok(rendered[2]!.text.includes('within 24 hours'));
     assert.ok(rendered[3]!.text.includes('/auth/signin') && rendered[3]!.text.includes('/auth/forgot-password'));
-    assert.equal(rendered[4]!.subject, 'An authenticator app was added', 'a notice names its own subject');
-    assert.ok(rendered[4]!.text.includes('An app <b>was</b> added on 2026-11-24 at 09:30 UTC.'), rendered[4]!.text);
-    assert.ok(rendered[4]!.html.includes('An app &lt;b&gt;was&lt;/b&gt; added on 2026-11-24 at 09:30 UTC.'), rendered[4]!.html);
+    assert.equal(rendered[4]!.subject, 'An authenticator app was added to your Gatehouse account', 'a notice’s subject is its change’s');
+    assert.ok(rendered[4]!.text.includes('as a second factor on November 24, 2026 at 9:30 AM UTC.'), rendered[4]!.text);
     assert.ok(rendered[5]!.text.startsWith('Hello,') && rendered[5]!.text.includes('join Acme <Labs> on Gatehouse as ADMIN') && rendered[5]!.text.includes('within 7 days'), rendered[5]!.text);
     assert.ok(rendered[5]!.html.includes('Acme &lt;Labs&gt;'), 'the organization’s name is escaped in HTML');
-    assert.ok(rendered[6]!.text.includes('(hooks.example.com) has failed every delivery since 2026-11-20 at 08:00 UTC'), rendered[6]!.text);
+    assert.ok(rendered[6]!.text.includes('(hooks.example.com) has failed every delivery since November 20, 2026 at 8:00 AM UTC'), rendered[6]!.text);
+    assert.ok(rendered[6]!.text.endsWith('Sent by Gatehouse (https://auth.example.test). This is an automated message; replies are not read.\n'), rendered[6]!.text);
+  });
+
+  it('renders every template in every language: no key left untranslated, links intact, the page’s language in the HTML', () => {
+    for (const locale of LOCALES) {
+      const rendered = renderAll(locale);
+      for (const [index, mail] of rendered.entries()) {
+        const label = `${locale} ${TEMPLATE_NAMES[index]}`;
+        for (const part of [mail.subject, mail.text, mail.html]) assert.doesNotMatch(part, /\bmail\.[a-z-]+\.[\w.-]+/, `${label}: a catalog key shows`);
+        assert.ok(mail.text.includes('?token=a&b=<c>'), label);
+        assert.ok(mail.html.includes('href="https://auth.example.test'), label);
+        assert.ok(mail.html.includes(`<html lang="${locale}" dir="ltr">`), label);
+        if (locale !== 'en') assert.notEqual(mail.subject, renderAll('en')[index]!.subject, `${label}: the subject is translated`);
+      }
+    }
+    // Each change a security notice can tell of has its own subject and sentence.
+    const subjects = SECURITY_CHANGES.map((change) => renderer.render('security-notice', { name: null, change, changedAt: 0, forgotPasswordUrl: url('/x') }, 'de').subject);
+    assert.equal(new Set(subjects).size, SECURITY_CHANGES.length);
+  });
+
+  it('falls back to a neutral greeting and "an organization" for names the name rule refuses, in the language', () => {
+    const mail = renderer.render('organization-invitation', { name: null, organizationName: 'Evil\u202Eorg', role: 'MEMBER', acceptUrl: url('/organizations/invitations/accept'), expiresInMinutes: 60 }, 'de');
+    assert.ok(mail.text.startsWith('Hallo,\n'), mail.text);
+    assert.ok(mail.text.includes('einer Organisation bei Gatehouse als MEMBER beizutreten'), mail.text);
+    assert.ok(!mail.text.includes('Evil'));
   });
 });

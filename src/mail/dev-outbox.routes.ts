@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { isIP } from 'node:net';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { createPageRenderer, sendPage, englishPage } from '../web/render.ts';
+import { createPageRenderer, sendPage } from '../web/render.ts';
 import type { TimeText } from '../web/time-text.ts';
 import { DEV_OUTBOX_PATH, type MailService, type OutboxEntry } from './mail.service.ts';
 
@@ -34,14 +34,16 @@ export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pi
     // Live reset links: shown only to the developer's own machine, even on a dev box others reach.
     if (!isFromThisMachine(request)) return reply.callNotFound();
     const entries = await mail.listRecent(SHOWN_MESSAGES);
-    const messages = entries.map((entry) => ({ ...entry, createdAt: formatTime(entry.createdAt) }));
-    return sendPage(reply, pages.render('dev-outbox', { i18n: englishPage(request), title: 'Dev outbox', isWide: true, messages }));
+    const i18n = request.language;
+    const times = new Intl.DateTimeFormat(i18n.locale, { dateStyle: 'medium', timeStyle: 'long', timeZone: 'UTC' });
+    const messages = entries.map((entry) => ({ ...entry, createdAt: formatTime(entry.createdAt, times) }));
+    return sendPage(reply, pages.render('dev-outbox', { i18n, title: i18n.t('mail.outbox.title'), isWide: true, messages }));
   });
 };
 
-function formatTime(epochMs: number): TimeText {
-  const iso = new Date(epochMs).toISOString();
-  return { iso, text: `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` };
+/** A moment to the second, in UTC, written the page language's way. */
+function formatTime(epochMs: number, times: Intl.DateTimeFormat): TimeText {
+  return { iso: new Date(epochMs).toISOString(), text: times.format(epochMs) };
 }
 
 /**

@@ -1,4 +1,6 @@
 /** Mail: the durable outbox, its worker (SMTP or the dev outbox), and the dev outbox page. */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { mailConfigSection } from './mail.config.ts';
 import { defineModule } from '../module.ts';
 import * as mailOutbox from './migrations/0004-mail-outbox.ts';
@@ -13,12 +15,17 @@ declare module '../module.ts' {
 
 export const mailModule = defineModule({
   name: 'mail',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   migrations: { '0004-mail-outbox': mailOutbox },
   config: mailConfigSection,
-  provide: ({ db, storage, config, clock, logger }) => ({ mail: createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger }) }),
+  // `translations`: the i18n module's, above this one in modules.ts (every module's catalogs, this one's among them).
+  provide: ({ db, storage, config, clock, logger, services }) => ({
+    mail: createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger, translations: services.translations }),
+  }),
   jobs: ({ mail }) => [mail],
   routes: [
-    // Development and tests without EMAIL_SERVER_HOST only; never registered in production.
-    { scope: 'api', register: (app, { services, config }) => app.register(devOutboxRoutes, { mail: services.mail, config }) },
+    // Development and tests without EMAIL_SERVER_HOST only; never registered in production. A
+    // browser route: the page answers in the request's language (`request.language`).
+    { scope: 'browser', register: (app, { services, config }) => app.register(devOutboxRoutes, { mail: services.mail, config }) },
   ],
 });

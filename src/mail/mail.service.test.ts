@@ -15,10 +15,15 @@ import { createMailService, type MailService } from './mail.service.ts';
 import { retryDelayMs } from './outbox-worker.ts';
 import * as store from './outbox.store.ts';
 import { createSmtpTransport, MailSendError, smtpTransportOptions } from './transports.ts';
+import { mailModule } from './mail.module.ts';
+import { mergeCatalogs } from '../i18n/catalog.ts';
+import { createTranslations } from '../i18n/translator.ts';
 
 const AUTH_URL = 'https://auth.example.test';
 const START = 1_700_000_000_000;
 const DAY_MS = 86_400_000;
+/** The mail module's catalogs, as the i18n module's `translations` service holds them. */
+const translations = createTranslations(mergeCatalogs([{ name: 'mail', messages: mailModule.messages! }]));
 
 /** A clock tests move by hand. */
 function fakeClock(start = START) {
@@ -52,6 +57,7 @@ function resetMessage(to = 'ada@example.test', token = `tok_${Math.random().toSt
     message: {
       to,
       template: 'password-reset' as const,
+      locale: 'en' as const,
       data: { name: 'Ada <Lovelace>', resetUrl: `${AUTH_URL}/auth/reset-password?token=${token}`, expiresInMinutes: 60 },
     },
   };
@@ -107,6 +113,7 @@ for (const backend of await backends()) {
         config: configFor(options.env),
         clock,
         logger,
+        translations,
         random: () => 0,
       });
       started.push(mail);
@@ -147,6 +154,46 @@ for (const backend of await backends()) {
       assert.equal(row.locked_by, null);
       assert.deepEqual(smtp.authAttempts, [], 'no AUTH without EMAIL_SERVER_USER');
       assert.ok(!logger.text().includes(token));
+    });
+
+    it('writes a mail in the language it is given: German and Japanese subjects and bodies, links intact', async () => {
+      const { mail } = mailService();
+      const token = 'tok_language_secret';
+      const resetUrl = `${AUTH_URL}/auth/reset-password?token=${token}`;
+      await mail.enqueue(storage.db, { to: 'de@example.test', template: 'password-reset', locale: 'de', data: { name: 'Ada', resetUrl, expiresInMinutes: 30 } });
+      await mail.enqueue(storage.db, { to: 'ja@example.test', template: 'password-reset', locale: 'ja', data: { name: 'Ada', resetUrl, expiresInMinutes: 30 } });
+      await mail.enqueue(storage.db, {
+        to: 'notice@example.test',
+        template: 'security-notice',
+        locale: 'de',
+        data: { name: null, change: 'totpAdded', changedAt: Date.UTC(2026, 10, 24, 9, 30), forgotPasswordUrl: `${AUTH_URL}/auth/forgot-password` },
+      });
+      assert.deepEqual(await mail.runOnce(), { sent: 3, retried: 0, failed: 0 });
+      const to = (address: string) => smtp.messages.find((m) => m.to === address)!;
+
+      const german = to('de@example.test');
+      assert.equal(german.subject, 'Passwort für Gatehouse zurücksetzen');
+      assert.ok(german.text.startsWith('Hallo Ada,\n'), german.text);
+      assert.ok(german.text.includes('er ist 30 Minuten lang gültig'), german.text);
+      assert.ok(german.text.includes(`\n${resetUrl}\n`), 'the link on a line of its own');
+      assert.ok(german.text.includes('Gesendet von Gatehouse'), german.text);
+      assert.ok(german.html.includes('<html lang="de" dir="ltr">'));
+      assert.ok(german.html.includes(`href="${resetUrl}"`), german.html);
+      assert.ok(german.html.includes('>Neues Passwort wählen</a>'), german.html);
+      assert.ok(!/Reset|Hello|within/.test(german.text), 'no English left');
+
+      const japanese = to('ja@example.test');
+      assert.equal(japanese.subject, 'Gatehouse のパスワードの再設定');
+      assert.ok(japanese.text.startsWith('Ada 様\n'), japanese.text);
+      assert.ok(japanese.text.includes('30 分以内にこのリンクを使ってください'), japanese.text);
+      assert.ok(japanese.text.includes(`\n${resetUrl}\n`));
+      assert.ok(japanese.html.includes('<html lang="ja" dir="ltr">'));
+      assert.ok(japanese.html.includes(`href="${resetUrl}"`));
+      assert.ok(japanese.html.includes('>新しいパスワードを設定</a>'), japanese.html);
+
+      const notice = to('notice@example.test');
+      assert.equal(notice.subject, 'Ihrem Konto bei Gatehouse wurde eine Authenticator-App hinzugefügt');
+      assert.ok(notice.text.includes('Am 24. November 2026 um 09:30 UTC wurde'), 'the time as German writes it, in UTC');
     });
 
     it('stores the payload sealed: the link is not in the table in clear', async () => {
@@ -413,16 +460,18 @@ for (const backend of await backends()) {
       assert.notEqual(old.id, pending.id);
     });
 
-    it('refuses links outside AUTH_URL, bad addresses and unknown templates, writing nothing', async () => {
+    it('refuses links outside AUTH_URL, bad addresses, unknown templates and a missing or unknown language, writing nothing', async () => {
       const { mail } = mailService();
       const cases: unknown[] = [
-        { to: 'ada@example.test', template: 'password-reset', data: { name: null, resetUrl: 'https://evil.example/auth/reset-password?token=x', expiresInMinutes: 60 } },
-        { to: 'ada@example.test', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}.evil.example/x`, expiresInMinutes: 60 } },
-        { to: 'ada@example.test', template: 'verify-email', data: { name: null, verifyUrl: 'javascript:alert(1)', expiresInMinutes: 60 } },
-        { to: 'Ada <ada@example.test>', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
-        { to: 'ada@example.test\r\nBcc: eve@example.test', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
-        { to: 'ada@example.test, eve@example.test', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
-        { to: 'ada@example.test', template: 'welcome', data: {} },
+        { to: 'ada@example.test', template: 'password-reset', locale: 'en', data: { name: null, resetUrl: 'https://evil.example/auth/reset-password?token=x', expiresInMinutes: 60 } },
+        { to: 'ada@example.test', template: 'password-reset', locale: 'en', data: { name: null, resetUrl: `${AUTH_URL}.evil.example/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test', template: 'verify-email', locale: 'en', data: { name: null, verifyUrl: 'javascript:alert(1)', expiresInMinutes: 60 } },
+        { to: 'Ada <ada@example.test>', template: 'password-reset', locale: 'en', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test\r\nBcc: eve@example.test', template: 'password-reset', locale: 'en', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test, eve@example.test', template: 'password-reset', locale: 'en', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test', template: 'welcome', locale: 'en', data: {} },
+        { to: 'ada@example.test', template: 'password-reset', locale: 'xx', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
+        { to: 'ada@example.test', template: 'password-reset', data: { name: null, resetUrl: `${AUTH_URL}/x`, expiresInMinutes: 60 } },
       ];
       for (const message of cases) {
         await assert.rejects(mail.enqueue(storage.db, message as never), TypeError, JSON.stringify(message));
@@ -573,7 +622,7 @@ describe('retryDelayMs', () => {
 describe('mail links', () => {
   it('builds links from AUTH_URL only, with the query encoded', () => {
     const config = loadConfig({ NODE_ENV: 'test', AUTH_SECRET: TEST_SECRET, AUTH_URL: 'https://auth.example.test/base/', DATA_DIR: tmpdir() });
-    const mail = createMailService({ db: {} as never, isPostgres: false, config, clock: () => START, logger: recordingLogger() });
+    const mail = createMailService({ db: {} as never, isPostgres: false, config, clock: () => START, logger: recordingLogger(), translations });
     assert.equal(mail.link('/auth/reset-password', { token: 'a b&c' }), 'https://auth.example.test/base/auth/reset-password?token=a+b%26c');
     assert.equal(mail.link('/auth/signin'), 'https://auth.example.test/base/auth/signin');
   });

@@ -15,15 +15,21 @@ import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { randomId } from '../lib/random.ts';
+import { toLocale, type Locale } from '../i18n/locales.ts';
+import type { Translations } from '../i18n/translator.ts';
 import * as store from './outbox.store.ts';
 import { createPayloadSeal } from './payload-seal.ts';
 import { createMailRenderer, isTemplateName, type MailTemplates, type TemplateName } from './templates.ts';
 import { createDevOutboxTransport, createSmtpTransport, extractLinks, type MailTransport } from './transports.ts';
 import { createOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
 
-/** A message to send: a template and the data it reads, to one address. */
+/**
+ * A message to send: a template and the data it reads, to one address, in `locale`: the
+ * recipient's language, decided by the caller (users/locale.ts `mailLocale`: the one stored with
+ * their account, else the language of the request that causes the mail, else English).
+ */
 export type MailMessage = {
-  [T in TemplateName]: { to: string; template: T; data: MailTemplates[T] };
+  [T in TemplateName]: { to: string; template: T; data: MailTemplates[T]; locale: Locale };
 }[TemplateName];
 
 export const DEV_OUTBOX_PATH = '/dev/outbox';
@@ -55,8 +61,8 @@ export interface MailService {
    * sending happens later, in the background. Every `…Url` in `data` must be a full link under
    * AUTH_URL, made with `link()`: never build links from request headers (Host,
    * X-Forwarded-Host), or an attacker could have a victim's reset link point at their own site.
-   * Throws a `TypeError` (a programming error) for a bad address, an unknown template or a link
-   * elsewhere.
+   * Throws a `TypeError` (a programming error) for a bad address, an unknown template or language,
+   * or a link elsewhere.
    */
   enqueue(db: Db, message: MailMessage): Promise<{ id: string }>;
   /** `AUTH_URL` + `path` + `?query`: the only way mail links should be made. */
@@ -83,12 +89,14 @@ export function createMailService(deps: {
   config: Pick<Config, 'mail' | 'authUrl' | 'authSecret' | 'env'> & { branding?: Pick<Config['branding'], 'name'> };
   clock: Clock;
   logger: Logger;
+  /** Every module's catalogs (the i18n module's `translations`): the mails' texts are the mail module's. */
+  translations: Translations;
   random?: () => number;
   maxPerRun?: number;
 }): MailService {
   const { db, config, clock, logger } = deps;
   const { authUrl } = config;
-  const renderer = createMailRenderer({ authUrl, ...(config.branding !== undefined && { brandName: config.branding.name }) });
+  const renderer = createMailRenderer({ authUrl, translations: deps.translations, ...(config.branding !== undefined && { brandName: config.branding.name }) });
   const seal = createPayloadSeal(config.authSecret);
   const transport: MailTransport =
     config.mail.kind === 'smtp'
@@ -112,6 +120,7 @@ export function createMailService(deps: {
     const mailbox = typeof message.to === 'string' && message.to.length <= 320 ? parseMailbox(message.to) : undefined;
     if (mailbox === undefined || mailbox.name !== null) throw new TypeError('mail: `to` must be a single e-mail address');
     if (typeof message.template !== 'string' || !isTemplateName(message.template)) throw new TypeError('mail: unknown template');
+    if (toLocale(message.locale) !== message.locale) throw new TypeError('mail: `locale` must be one of LOCALES');
     for (const [field, value] of Object.entries(message.data)) {
       if (field.endsWith('Url') && !isOurLink(value)) throw new TypeError(`mail: data.${field} must be a link under AUTH_URL`);
     }
@@ -129,7 +138,7 @@ export function createMailService(deps: {
       assertValid(message);
       const id = randomId();
       // TypeScript cannot pair a template with its data through the union; assertValid checked the name.
-      const rendered = renderer.render(message.template, message.data as never);
+      const rendered = renderer.render(message.template, message.data as never, message.locale);
       const now = clock();
       await store.insertMessage(target, {
         id,

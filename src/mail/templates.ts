@@ -2,11 +2,19 @@
  * Mail templates: for each name, `templates/<name>.text.eta` (plain text, nothing escaped) and
  * `templates/<name>.html.eta` (every `<%= %>` HTML-escaped), each inside its layout. All are
  * compiled once when the renderer is made, so a broken template fails start-up, not a send.
+ *
+ * Every text, the subject included, is a message of the mail module's catalogs
+ * (`messages/<locale>.json`, keys `mail.<template>.…`; both variants of a template share them),
+ * rendered in the language the caller chose for the recipient (`MailMessage.locale`). Times are
+ * written as that language writes them, in UTC (said so: we do not know the reader's time zone);
+ * durations in its words (`Translator.duration`).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Eta } from 'eta/core';
 import { isValidName } from '../users/name.ts';
+import { DEFAULT_LOCALE, type Locale } from '../i18n/locales.ts';
+import type { Translations, Translator } from '../i18n/translator.ts';
 
 const TEMPLATES_DIR = join(import.meta.dirname, 'templates');
 
@@ -30,10 +38,10 @@ export interface MailTemplates {
   'signup-existing-account': { name: string | null; signInUrl: string; forgotPasswordUrl: string };
   /**
    * A security-relevant change to the account that the owner should hear of (a second factor added
-   * or removed, say), in the words of the module that made it: `change` completes "… on <time>."
-   * (e.g. "An authenticator app was added to your Gatehouse account"); never user-supplied text.
+   * or removed, say): `change` names it, and the catalog has its subject and sentence
+   * (`mail.security-notice.<change>.subject` / `.intro`).
    */
-  'security-notice': { name: string | null; subject: string; change: string; changedAt: number; forgotPasswordUrl: string };
+  'security-notice': { name: string | null; change: SecurityChange; changedAt: number; forgotPasswordUrl: string };
   /**
    * An invitation to join an organization, sent to an address that may or may not have an
    * account (the mail is the same either way). `organizationName` is the organization's name as
@@ -50,6 +58,10 @@ export interface MailTemplates {
 
 export type TemplateName = keyof MailTemplates;
 
+/** The changes a `security-notice` tells of; each has its texts in the catalogs. */
+export const SECURITY_CHANGES = ['totpAdded', 'totpRemoved', 'recoveryCodesRenewed', 'secondFactorsReset', 'passkeyAdded', 'passkeyRemoved'] as const;
+export type SecurityChange = (typeof SECURITY_CHANGES)[number];
+
 export const TEMPLATE_NAMES: readonly TemplateName[] = [
   'password-reset',
   'password-changed',
@@ -60,16 +72,6 @@ export const TEMPLATE_NAMES: readonly TemplateName[] = [
   'webhook-endpoint-disabled',
 ];
 
-/** The subject of each template; `security-notice` takes its own from the data. */
-const SUBJECTS: Record<Exclude<TemplateName, 'security-notice'>, string> = {
-  'password-reset': 'Reset your {brand} password',
-  'password-changed': 'Your {brand} password was changed',
-  'verify-email': 'Confirm your e-mail address for {brand}',
-  'signup-existing-account': 'You already have a {brand} account',
-  'organization-invitation': 'You are invited to join an organization on {brand}',
-  'webhook-endpoint-disabled': 'A {brand} webhook endpoint was disabled',
-};
-
 /** A message ready to send. */
 export interface RenderedMail {
   subject: string;
@@ -78,15 +80,19 @@ export interface RenderedMail {
 }
 
 export interface MailRenderer {
-  render<T extends TemplateName>(template: T, data: MailTemplates[T]): RenderedMail;
+  /** `template` with `data`, in `locale`. */
+  render<T extends TemplateName>(template: T, data: MailTemplates[T], locale: Locale): RenderedMail;
 }
 
 export function isTemplateName(value: string): value is TemplateName {
   return (TEMPLATE_NAMES as readonly string[]).includes(value);
 }
 
-/** `brandName`: who the mails say they are from (BRAND_NAME; Gatehouse by default). */
-export function createMailRenderer(options: { authUrl: string; brandName?: string; dir?: string }): MailRenderer {
+/**
+ * `brandName`: who the mails say they are from (BRAND_NAME; Gatehouse by default). `translations`:
+ * every module's catalogs, merged and checked (the i18n module's `translations` service).
+ */
+export function createMailRenderer(options: { authUrl: string; translations: Translations; brandName?: string; dir?: string }): MailRenderer {
   const dir = options.dir ?? TEMPLATES_DIR;
   // Plain text keeps every line break as written: blank lines are its only layout.
   const text = new Eta({ autoEscape: false, autoTrim: false });
@@ -99,13 +105,23 @@ export function createMailRenderer(options: { authUrl: string; brandName?: strin
     load(text, name, 'text');
     load(html, name, 'html');
   }
+  // The keys made from names (the templates' literal ones are checked by the catalog test): a
+  // missing one would put the key itself in a subject. Every language has English's keys.
+  const english = options.translations.translator(DEFAULT_LOCALE);
+  const builtKeys = [
+    ...TEMPLATE_NAMES.filter((name) => name !== 'security-notice').map((name) => `mail.${name}.subject`),
+    ...SECURITY_CHANGES.flatMap((change) => [`mail.security-notice.${change}.subject`, `mail.security-notice.${change}.intro`]),
+  ];
+  const missing = builtKeys.filter((key) => english.t(key, { brand: '', time: '' }) === key);
+  if (missing.length > 0) throw new Error(`mail: the catalogs lack ${missing.join(', ')}`);
 
   return {
-    render(template, data) {
+    render(template, data, locale) {
       const brandName = options.brandName ?? 'Gatehouse';
-      // `{brand}` in a fixed subject is the brand's name (a name, never user-supplied text).
-      const subject = 'subject' in data ? data.subject : SUBJECTS[template as Exclude<TemplateName, 'security-notice'>].replace('{brand}', brandName);
-      const model = { ...presentable(data), subject, authUrl: options.authUrl, brandName };
+      const i18n = options.translations.translator(locale);
+      // `{brand}` is the brand's name (a name, never user-supplied text); a value, never parsed as ICU.
+      const subject = 'change' in data ? i18n.t(`mail.security-notice.${data.change}.subject`, { brand: brandName }) : i18n.t(`mail.${template}.subject`, { brand: brandName });
+      const model = { ...presentable(data, i18n, brandName), subject, authUrl: options.authUrl, brandName, i18n };
       return {
         subject,
         text: `${text.render(template, model).trim()}\n`,
@@ -116,28 +132,31 @@ export function createMailRenderer(options: { authUrl: string; brandName?: strin
 }
 
 /**
- * The wording helpers every template shares: a greeting, durations and times in words. A name the
- * name rule refuses (stored before the rule, say: a bidi override, a line break) is never put in
- * a mail: the greeting is then neutral, as without a name.
+ * The wording every template shares, in the mail's language: a greeting, durations and times in
+ * words. A name the name rule refuses (stored before the rule, say: a bidi override, a line break)
+ * is never put in a mail: the greeting is then neutral, as without a name; so is an organization's
+ * (the invitation then says "an organization").
  */
-function presentable(data: MailTemplates[TemplateName]): Record<string, unknown> {
+function presentable(data: MailTemplates[TemplateName], i18n: Translator, brandName: string): Record<string, unknown> {
   const model: Record<string, unknown> = { ...data };
   const name = typeof data.name === 'string' && isValidName(data.name) ? data.name.replace(/\s+/g, ' ').trim() : '';
-  model.greeting = name === '' ? 'Hello,' : `Hello ${name},`;
-  if ('expiresInMinutes' in data) model.expiresIn = formatMinutes(data.expiresInMinutes);
-  if ('changedAt' in data) model.changedAt = formatUtc(data.changedAt);
-  if ('failingSinceAt' in data) model.failingSince = formatUtc(data.failingSinceAt);
-  if ('organizationName' in data) model.organizationName = isValidName(data.organizationName) ? data.organizationName.replace(/\s+/g, ' ').trim() : 'an organization';
+  model.greeting = name === '' ? i18n.t('mail.layout.greeting') : i18n.t('mail.layout.greetingNamed', { name });
+  if ('expiresInMinutes' in data) model.expiresIn = i18n.duration(data.expiresInMinutes * 60);
+  if ('changedAt' in data) model.changedAt = formatDateTime(data.changedAt, i18n.locale);
+  if ('failingSinceAt' in data) model.failingSince = formatDateTime(data.failingSinceAt, i18n.locale);
+  if ('organizationName' in data) model.organizationName = isValidName(data.organizationName) ? data.organizationName.replace(/\s+/g, ' ').trim() : null;
+  if ('change' in data) model.changeText = i18n.t(`mail.security-notice.${data.change}.intro`, { brand: brandName, time: model.changedAt as string });
   return model;
 }
 
-function formatMinutes(minutes: number): string {
-  if (minutes % 1440 === 0) return minutes === 1440 ? '24 hours' : `${minutes / 1440} days`;
-  if (minutes % 60 === 0) return minutes === 60 ? '1 hour' : `${minutes / 60} hours`;
-  return minutes === 1 ? '1 minute' : `${minutes} minutes`;
-}
+/** Built once per language: "November 14, 2023 at 10:13 PM UTC", "14. November 2023 um 22:13 UTC". */
+const dateTimeFormats = new Map<Locale, Intl.DateTimeFormat>();
 
-function formatUtc(epochMs: number): string {
-  const iso = new Date(epochMs).toISOString();
-  return `${iso.slice(0, 10)} at ${iso.slice(11, 16)} UTC`;
+function formatDateTime(epochMs: number, locale: Locale): string {
+  let format = dateTimeFormats.get(locale);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat(locale, { year: 'numeric', month: 'long', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZone: 'UTC', timeZoneName: 'short' });
+    dateTimeFormats.set(locale, format);
+  }
+  return format.format(epochMs);
 }

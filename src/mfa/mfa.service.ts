@@ -17,6 +17,8 @@ import type { SignInThrottle } from '../credentials/signin-throttle.ts';
 import { accountKey, type Limiter } from '../http/rate-limit.ts';
 import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
 import { greetingName } from '../users/name.ts';
+import { mailLocale } from '../users/locale.ts';
+import type { SecurityChange } from '../mail/templates.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import type { MfaConfig } from './mfa.config.ts';
 import { acceptCode, createTotpSecret, totpUrl } from './totp.ts';
@@ -96,12 +98,13 @@ export function createMfaService(deps: {
     return codes;
   }
 
-  /** Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits). */
-  async function notify(trx: Db, user: User, subject: string, change: string): Promise<void> {
+  /** Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in their language. */
+  async function notify(trx: Db, user: User, change: SecurityChange): Promise<void> {
     await mail.enqueue(trx, {
       to: user.email,
       template: 'security-notice',
-      data: { name: greetingName(user), subject, change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
+      locale: mailLocale(user),
+      data: { name: greetingName(user), change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
     });
   }
 
@@ -205,7 +208,7 @@ export function createMfaService(deps: {
         await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.reset', userId: user.id, source, details: { totp, passkeys } }, { db: trx });
-        await notify(trx, user, 'The second factors of your Gatehouse account were reset', 'An administrator removed the second factors (authenticator app, passkeys and recovery codes) of your Gatehouse account');
+        await notify(trx, user, 'secondFactorsReset');
         return { totp, passkeys };
       });
       mail.wake();
@@ -249,7 +252,7 @@ export function createMfaService(deps: {
           if (!(await store.enablePendingTotp(trx, user.id, pendingBox, accepted.step, clock()))) return null;
           const codes = await issueRecoveryCodes(trx, user.id);
           await audit.record({ type: 'mfa.totp_enabled', userId: user.id, source }, { db: trx });
-          await notify(trx, user, 'An authenticator app was added to your Gatehouse account', 'An authenticator app was added to your Gatehouse account as a second factor');
+          await notify(trx, user, 'totpAdded');
           return codes;
         });
         mail.wake();
@@ -271,7 +274,7 @@ export function createMfaService(deps: {
         if (((await deps.passkeys?.listPasskeys(user.id, trx)) ?? []).length === 0) await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.totp_disabled', userId: user.id, source, details: { with: check.method } }, { db: trx });
-        await notify(trx, user, 'An authenticator app was removed from your Gatehouse account', 'The authenticator app was removed from your Gatehouse account');
+        await notify(trx, user, 'totpRemoved');
       });
       mail.wake();
       return { ok: true };
@@ -285,7 +288,7 @@ export function createMfaService(deps: {
       const recoveryCodes = await db.transaction().execute(async (trx) => {
         const codes = await issueRecoveryCodes(trx, user.id);
         await audit.record({ type: 'mfa.recovery_codes_renewed', userId: user.id, source }, { db: trx });
-        await notify(trx, user, 'New recovery codes for your Gatehouse account', 'A new set of recovery codes was made for your Gatehouse account, and the old set no longer works');
+        await notify(trx, user, 'recoveryCodesRenewed');
         return codes;
       });
       mail.wake();

@@ -14,7 +14,8 @@ import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { Limiter } from '../http/rate-limit.ts';
-import type { User } from '../users/user.service.ts';
+import type { User, UserService } from '../users/user.service.ts';
+import { mailLocale } from '../users/locale.ts';
 import { normaliseEmail } from '../users/email.ts';
 import type { OrganizationsConfig } from './organizations.config.ts';
 import * as store from './organizations.store.ts';
@@ -50,6 +51,8 @@ export function createOrganizationInvitationsService(deps: {
   clock: Clock;
   audit: AuditService;
   mail: MailService;
+  /** The invitee's language, when the address has an account. */
+  users: Pick<UserService, 'findLocaleByEmail'>;
   config: Pick<OrganizationsConfig, 'invitationTtlSeconds'>;
   /** Counts invitations per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS). */
   invitationLimiter: Limiter;
@@ -58,7 +61,7 @@ export function createOrganizationInvitationsService(deps: {
   /** The organizations service's `get`: the organization and the actor's role in it. */
   get: (organizationId: string, actor: Actor) => Promise<{ organization: Organization; role: string | null } | null>;
 }) {
-  const { db, clock, audit, mail, config, invitationLimiter, withOrganization, get } = deps;
+  const { db, clock, audit, mail, users, config, invitationLimiter, withOrganization, get } = deps;
   const expiresInMinutes = Math.max(1, Math.floor(config.invitationTtlSeconds / 60));
 
   async function findInvitationRow(trx: Db, ref: InvitationRef): Promise<store.InvitationRow | undefined> {
@@ -95,6 +98,9 @@ export function createOrganizationInvitationsService(deps: {
       if (found.role !== null && found.role !== OWNER && found.role !== ADMIN) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
       const wait = await invitationLimiter.consume(organizationId);
       if (wait !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: wait };
+      // The mail's language: the invitee's own when they have an account, else the inviter's (the
+      // request's). Read before the transaction: on SQLite it holds the only connection.
+      const locale = mailLocale({ locale: await users.findLocaleByEmail(email) }, source);
       const result = await withOrganization(organizationId, actor, 'manager', async (trx, row, actorRole): Promise<InviteResult> => {
         if (role === OWNER && actorRole !== null && actorRole !== OWNER) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
         if (await store.isMemberByEmail(trx, organizationId, email)) return { ok: false, reason: 'ALREADY_MEMBER' };
@@ -117,6 +123,7 @@ export function createOrganizationInvitationsService(deps: {
         await mail.enqueue(trx, {
           to: email,
           template: 'organization-invitation',
+          locale,
           data: { name: null, organizationName: row.name, role, acceptUrl: mail.link(INVITATION_PAGE, { token }), expiresInMinutes },
         });
         await audit.record({ type: 'organization.invitation.created', source, details: eventDetails(row, { invitationId: invitation.id, role }) }, { db: trx });

@@ -28,7 +28,7 @@ import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { Limiter } from '../http/rate-limit.ts';
-import { ADMIN_ROLE, type User } from '../users/user.service.ts';
+import { ADMIN_ROLE, type User, type UserService } from '../users/user.service.ts';
 import { nameProblem } from '../users/name.ts';
 import type { OrganizationsConfig } from './organizations.config.ts';
 import * as store from './organizations.store.ts';
@@ -72,11 +72,13 @@ export function createOrganizationsService(deps: {
   logger: Logger;
   audit: AuditService;
   mail: MailService;
+  /** An invitation mail is in the invitee's language when their address has an account. */
+  users: Pick<UserService, 'findLocaleByEmail'>;
   config: OrganizationsConfig;
   /** Counts invitations per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS). */
   invitationLimiter: Limiter;
 }) {
-  const { db, isPostgres, clock, audit, mail, config, invitationLimiter } = deps;
+  const { db, isPostgres, clock, audit, mail, users, config, invitationLimiter } = deps;
 
   /**
    * Runs `fn` in a transaction holding the organization's lock, when the actor may act with
@@ -168,6 +170,7 @@ export function createOrganizationsService(deps: {
     clock,
     audit,
     mail,
+    users,
     config,
     invitationLimiter,
     withOrganization,

@@ -25,6 +25,8 @@ import type { Logger } from '../lib/logger.ts';
 import { randomId, sha256Base64url } from '../lib/random.ts';
 import type { User } from '../users/user.service.ts';
 import { greetingName } from '../users/name.ts';
+import { mailLocale } from '../users/locale.ts';
+import type { SecurityChange } from '../mail/templates.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
@@ -127,12 +129,13 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
     return spent ? challenge : null;
   }
 
-  /** Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits). */
-  async function notify(trx: Db, user: User, subject: string, change: string): Promise<void> {
+  /** Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in their language. */
+  async function notify(trx: Db, user: User, change: SecurityChange): Promise<void> {
     await mail.enqueue(trx, {
       to: user.email,
       template: 'security-notice',
-      data: { name: greetingName(user), subject, change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
+      locale: mailLocale(user),
+      data: { name: greetingName(user), change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
     });
   }
 
@@ -229,7 +232,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const keyKind = keyKindOf({ deviceType: row.device_type, backedUp: row.backed_up === 1 });
         await audit.record({ type: 'passkey.added', userId: user.id, source: input.source, details: { passkeyId: row.id, keyKind } }, { db: trx });
         // Not the passkey's name: whoever added it chose it, and this mail must speak only in our words.
-        await notify(trx, user, 'A passkey was added to your Gatehouse account', 'A passkey was added to your Gatehouse account: it can sign in to it on its own');
+        await notify(trx, user, 'passkeyAdded');
         return { ok: true as const, passkey: toView(row), recoveryCodes, keyKind };
       });
       if (result.ok) mail.wake();
@@ -304,7 +307,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const row = await store.findPasskey(trx, user.id, id);
         if (row === undefined || !(await store.deletePasskey(trx, user.id, id))) return false;
         await audit.record({ type: 'passkey.removed', userId: user.id, source, details: { passkeyId: id } }, { db: trx });
-        await notify(trx, user, 'A passkey was removed from your Gatehouse account', 'A passkey was removed from your Gatehouse account: it can no longer sign in to it');
+        await notify(trx, user, 'passkeyRemoved');
         return true;
       });
       if (removed) mail.wake();

@@ -11,6 +11,7 @@
 import type { Db } from '../storage/database.ts';
 import type { User, UserService } from '../users/user.service.ts';
 import { greetingName } from '../users/name.ts';
+import { mailLocale } from '../users/locale.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { ActionTokens } from '../tokens/action-tokens.ts';
@@ -100,6 +101,8 @@ export function createPasswordResetService(deps: {
             // The stored address, never the one typed: the link goes only to the account's own mailbox.
             to: user.email,
             template: 'password-reset',
+            // The account's language; one that has none yet gets the language of the request.
+            locale: mailLocale(user, input.source),
             // From AUTH_URL only: a Host or X-Forwarded-Host header never shapes the link. The name
             // only when confirmed: whoever signed up with this address may not own it.
             data: { name: greetingName(user), resetUrl: mail.link(RESET_PASSWORD_PAGE, { token }), expiresInMinutes },

@@ -6,7 +6,8 @@
  * 2. the steps modules registered (`SignInStep`), in order: each may let the sign-in go on, refuse
  *    it, or stop it with a challenge (a second factor, say) that a later request answers;
  * 3. the session, written only if the account is still as the first factor found it (see
- *    `SessionService.startSession`);
+ *    `SessionService.startSession`), and, for an account with no language for its mails yet, the
+ *    sign-in's language (users/locale.ts);
  * and records the outcome in the audit log once. Outcomes are values; the routes (JSON API, form
  * posts, provider callbacks) turn them into answers and set the browser's cookies in one place
  * (`setBrowserSession`).
@@ -169,6 +170,9 @@ export function createSignInPipeline(deps: {
             ...(factor.kind === 'passkey' && { passkeyId: factor.credentialId }),
           };
           await audit.record({ type: 'signin.success', userId: user.id, source, details }, { db: trx });
+          // An account with no language yet (made before languages were stored, by an administrator
+          // or a provider) takes this sign-in's for its mails: one write, once.
+          if (user.locale === null && source.locale !== undefined) await users.setLocale(user.id, source.locale, { db: trx, onlyIfUnset: true });
         },
       });
       // The password was changed, reset or locked, or the account disabled, while the first

@@ -17,6 +17,8 @@ export interface UsersTable {
   password_locked_at: number | null;
   /** When the name became one mails may greet the user by; null while only a sign-up typed it (see users/name.ts). */
   name_confirmed_at: number | null;
+  /** The language of the account's mails (a tag of i18n/locales.ts); null until known (see users/locale.ts). */
+  locale: string | null;
 }
 
 export interface UserRolesTable {

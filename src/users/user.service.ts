@@ -7,6 +7,7 @@ import type { UserRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import { randomId } from '../lib/random.ts';
 import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
+import { toLocale, type Locale } from '../i18n/locales.ts';
 import { normaliseEmail } from './email.ts';
 import * as store from './user.store.ts';
 
@@ -26,6 +27,11 @@ export interface User {
    * self-service sign-up typed (see `greetingName` in name.ts).
    */
   nameConfirmedAt: number | null;
+  /**
+   * The language of the user's mails: from the browser that signed up, a language the user chose
+   * on a page while signed in, or the first sign-in's; null while none is known (see locale.ts).
+   */
+  locale: Locale | null;
   disabledAt: number | null;
   createdAt: number;
   updatedAt: number;
@@ -54,6 +60,8 @@ export interface NewUser {
    * verified it) also gave the name: with a verified address, the name counts as confirmed too.
    */
   emailVerified?: boolean;
+  /** The language of their mails, when known (a sign-up: the browser's). */
+  locale?: Locale | null;
 }
 
 export type CreateUserResult = { ok: true; user: User } | { ok: false; reason: 'EMAIL_TAKEN' | 'INVALID_ROLE' };
@@ -114,6 +122,7 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
         password_hash: input.passwordHash,
         email_verified_at: input.emailVerified ? now : null,
         name_confirmed_at: input.emailVerified ? now : null,
+        locale: input.locale ?? null,
         disabled_at: null,
         password_locked_at: null,
         created_at: now,
@@ -165,6 +174,15 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return row ? toUser(row) : null;
     },
 
+    /**
+     * The language stored for the account with this address; null for none or no account (one
+     * query either way: an invitation's answer says nothing of whether the address has one).
+     */
+    async findLocaleByEmail(email: string): Promise<Locale | null> {
+      const row = await store.findUserByEmail(db, normaliseEmail(email));
+      return toLocale(row?.locale ?? null);
+    },
+
     /** Locks the password after too many consecutive failed sign-ins; a new password unlocks it. */
     /** True when it was not locked before. */
     async lockPassword(userId: string): Promise<boolean> {
@@ -201,6 +219,15 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
      */
     async confirmName(userId: string, options: { db?: Db } = {}): Promise<void> {
       await store.confirmName(options.db ?? db, userId, clock());
+    },
+
+    /**
+     * Sets the language of the user's mails: a language they chose (only written when it differs
+     * from the stored one), or with `onlyIfUnset` the language of a sign-in, kept only while the
+     * account has none. Pass `options.db` to make it part of a transaction. True when it changed.
+     */
+    async setLocale(userId: string, locale: Locale, options: { db?: Db; onlyIfUnset?: boolean } = {}): Promise<boolean> {
+      return store.updateLocale(options.db ?? db, userId, locale, { onlyIfUnset: options.onlyIfUnset ?? false });
     },
 
     /** How many password hashes use each argon2 parameter set (a scan: for background work). */
@@ -318,6 +345,8 @@ function toUserWithRoles(row: UserRow, roles: string[]): User {
     roles,
     emailVerifiedAt: row.email_verified_at,
     nameConfirmedAt: row.name_confirmed_at,
+    // A value no language of ours (written by hand, or a language since removed) reads as unknown.
+    locale: toLocale(row.locale),
     disabledAt: row.disabled_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

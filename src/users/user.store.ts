@@ -68,6 +68,19 @@ export async function confirmName(db: Db, id: string, now: number): Promise<void
   await db.updateTable('users').set({ name_confirmed_at: now, updated_at: now }).where('id', '=', id).where('name_confirmed_at', 'is', null).execute();
 }
 
+/**
+ * Sets the language of the user's mails. `onlyIfUnset`: only while it has none (the first sign-in
+ * after it became known); otherwise only when it differs. Leaves `updated_at` alone: a language
+ * is a preference recorded on the way, not a change to the account (and `updated_at` is the
+ * row's lock stamp, see `touchUser`). True when a row changed.
+ */
+export async function updateLocale(db: Db, id: string, locale: string, options: { onlyIfUnset: boolean }): Promise<boolean> {
+  let query = db.updateTable('users').set({ locale }).where('id', '=', id);
+  query = options.onlyIfUnset ? query.where('locale', 'is', null) : query.where((eb) => eb.or([eb('locale', 'is', null), eb('locale', '<>', locale)]));
+  const result = await query.executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /** True when the user exists (and is now locked until the end of the caller's transaction). */
 export async function touchUser(db: Db, id: string, now: number): Promise<boolean> {
   const result = await db.updateTable('users').set({ updated_at: now }).where('id', '=', id).executeTakeFirst();

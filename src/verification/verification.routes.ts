@@ -88,7 +88,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<{ verification: Verificat
       },
     },
     async (request, reply) => {
-      await verification.resendVerificationMail(request.body.email);
+      await verification.resendVerificationMail(request.body.email, requestSource(request, null));
       if (isFormPost(request)) return reply.redirect(CHECK_EMAIL_PAGE, 303);
       return reply.code(202).send({ ok: true as const, message: RESEND_ACCEPTED_MESSAGE });
     },

@@ -13,6 +13,8 @@ import type { ActionTokens } from '../tokens/action-tokens.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { User, UserService } from '../users/user.service.ts';
+import { mailLocale } from '../users/locale.ts';
+import type { Locale } from '../i18n/locales.ts';
 import { ACCOUNT_NEUTRAL_MIN_RESPONSE_MS, createResponseFloor, type ResponseFloor } from '../lib/response-floor.ts';
 
 /** The page a verification link opens; it shows a button that posts the token. */
@@ -47,13 +49,15 @@ export function createVerificationService(deps: {
   /**
    * Issues a new token for the user (ending their older verification tokens) and enqueues the
    * mail carrying its link, both through `trx`, so they commit together. Call `mail.wake()` after
-   * the commit. The token exists only in the mail: it is neither returned nor logged.
+   * the commit. The token exists only in the mail: it is neither returned nor logged. The mail is in
+   * the user's language, else the language of `request` (the one asking for it), else English.
    */
-  async function sendVerificationMail(trx: Db, user: Pick<User, 'id' | 'email'>): Promise<void> {
+  async function sendVerificationMail(trx: Db, user: Pick<User, 'id' | 'email' | 'locale'>, request?: { locale?: Locale }): Promise<void> {
     const { token } = await tokens.issue(trx, { userId: user.id, purpose: 'email_verification', ttlSeconds });
     await mail.enqueue(trx, {
       to: user.email,
       template: 'verify-email',
+      locale: mailLocale(user, request),
       // No name: whoever signed up chose it, and may not own the address; a stranger must not be
       // able to put words in a mail we send to someone else.
       data: { name: null, verifyUrl: mail.link(VERIFY_EMAIL_PAGE, { token }), expiresInMinutes },
@@ -93,11 +97,11 @@ export function createVerificationService(deps: {
      * does nothing otherwise. Resolves the same way in every case, no sooner than the floor after
      * the call (an error too, after that wait), so the caller's answer says nothing by its timing.
      */
-    async resendVerificationMail(email: string): Promise<void> {
+    async resendVerificationMail(email: string, request?: { locale?: Locale }): Promise<void> {
       await answerNoSooner(async () => {
         const user = await users.findUserByEmail(email);
         if (user === null || user.emailVerifiedAt !== null || user.disabledAt !== null) return;
-        await db.transaction().execute((trx) => sendVerificationMail(trx, user));
+        await db.transaction().execute((trx) => sendVerificationMail(trx, user, request));
         mail.wake();
       });
     },

@@ -22,6 +22,7 @@ import type { MailService } from '../mail/mail.service.ts';
 import type { UserService } from '../users/user.service.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { greetingName } from '../users/name.ts';
+import { mailLocale } from '../users/locale.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import * as store from './webhooks.store.ts';
 import {
@@ -182,6 +183,8 @@ export function createWebhooksService(deps: {
         await mail.enqueue(trx, {
           to: admin.email,
           template: 'webhook-endpoint-disabled',
+          // Each administrator in their own language (English for one with none stored).
+          locale: mailLocale(admin),
           data: { name: greetingName(admin), endpointId: endpoint.id, host: hostOf(endpoint.url), failingSinceAt: failingSince, adminUrl: mail.link(`${ADMIN_PAGE}/${encodeURIComponent(endpoint.id)}` as `/${string}`) },
         });
       }
