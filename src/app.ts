@@ -66,7 +66,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  registerErrorHandling(app, { trustedOrigins: config.trustedOrigins });
+  registerErrorHandling(app, { trustedOrigins: config.trustedOrigins, isSecureOrigin: config.isSecureOrigin });
   // First: every answer carries the headers, and a CORS preflight is answered before the CSRF
   // check and the route guard.
   await registerSecurityHeaders(app, config, setResponseHeaders);

@@ -19,6 +19,7 @@ import { toCallbackUrl } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { signInBody } from '../signin/signin-response.ts';
+import { requestLocale } from '../audit/request-source.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
@@ -75,7 +76,7 @@ interface SignInRouteOptions {
 }
 
 async function signIn(credentials: CredentialsService, request: FastifyRequest, email: string, password: string): Promise<Extract<SignInResult, { ok: true }>> {
-  const result = await credentials.signIn({ email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+  const result = await credentials.signIn({ email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, locale: requestLocale(request) });
   if (result.ok) return result;
   throw toSignInError(result);
 }
@@ -109,7 +110,8 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
   app.post(
     '/api/auth/signin',
     {
-      config: { formErrorPage: SIGN_IN_PAGE },
+      // A refused form comes back with the address typed, never the password (http/form-values.ts).
+      config: { formErrorPage: SIGN_IN_PAGE, formKeptFields: ['email'] },
       schema: {
         tags: ['auth'],
         summary: 'Sign in with e-mail and password; sets the session cookies (form posts get a 303)',
@@ -122,7 +124,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       const callbackUrl = toCallbackUrl(request.body.callbackUrl, config);
       if (isFormPost(request)) {
         // A form cannot read a challenge's JSON: it is sent to the page that answers it.
-        const outcome = await credentials.signIn({ email: request.body.email, password: request.body.password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        const outcome = await credentials.signIn({ email: request.body.email, password: request.body.password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, locale: requestLocale(request) });
         if (!outcome.ok && outcome.reason === 'CHALLENGE' && redirectToChallenge(reply, outcome.challenge, callbackUrl, config)) return reply;
         if (outcome.ok) {
           await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: outcome.user.id, session: outcome.session });

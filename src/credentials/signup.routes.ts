@@ -49,7 +49,8 @@ export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService; limits
   app.post(
     '/api/auth/signup',
     {
-      config: { formErrorPage: SIGNUP_PAGE },
+      // A refused form comes back with what was typed, except the password (http/form-values.ts).
+      config: { formErrorPage: SIGNUP_PAGE, formKeptFields: ['name', 'email'] },
       // Turned off means turned off, whatever the body holds (after the CSRF check, before validation).
       preValidation: async () => {
         if (!signup.isEnabled) throw new AppError('SIGNUP_DISABLED');
@@ -74,10 +75,8 @@ export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService; limits
       if (!result.ok && result.reason === 'SIGNUP_DISABLED') throw new AppError('SIGNUP_DISABLED');
       if (!result.ok && result.reason === 'RATE_LIMITED') throw new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds });
       if (!result.ok) {
-        if (isFormPost(request)) {
-          // The page explains the reason by its code; nothing the person typed goes in the URL.
-          return reply.redirect(`${SIGNUP_PAGE}?${new URLSearchParams({ error: 'VALIDATION_ERROR', reason: result.rejection.reason })}`, 303);
-        }
+        // A form post goes back to the page with ?error=VALIDATION_ERROR&reason=<the refusal's code>
+        // (formErrorPage): nothing the person typed goes in the URL.
         throw new AppError('VALIDATION_ERROR', { errors: [{ field: 'password', message: result.rejection.message, reason: result.rejection.reason }] });
       }
       if (isFormPost(request)) return reply.redirect(CHECK_EMAIL_PAGE, 303);

@@ -9,13 +9,15 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, errorDefinition, UnavailableError, toErrorBody, type ErrorBody, type ErrorCode, type FieldError } from '../errors.ts';
 import { isFormPost } from './forms.ts';
+import { keepFormValues } from './form-values.ts';
 import { toSafeLocalPath, toTrustedOriginUrl } from './safe-redirect.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * For routes that HTML forms post to: on an error (other than CSRF_FAILED), a form post is
-     * redirected here with `?error=CODE` instead of receiving a JSON body.
+     * redirected here with `?error=CODE` (and `&reason=` for a refusal with a reason code, a
+     * password the policy refused) instead of receiving a JSON body.
      */
     formErrorPage?: string;
   }
@@ -73,12 +75,17 @@ function isClientAbort(error: unknown, request: FastifyRequest): boolean {
   return raw.destroyed && !raw.complete && typeof code === 'string' && CLIENT_GONE_CODES.has(code);
 }
 
+/** A refusal's reason code (a new password's TOO_SHORT, say): what a page may be told, never what was typed. */
+const REASON_CODE = /^[A-Z][A-Z0-9_]{0,39}$/;
+
 /**
  * Installs the single error mapper and the 404 handler. `trustedOrigins` (TRUSTED_ORIGINS) lets a
- * form's `callbackUrl` on one of them ride along when the form is sent back to its page.
+ * form's `callbackUrl` on one of them ride along when the form is sent back to its page;
+ * `isSecureOrigin` marks the cookie that keeps a form's values (`formKeptFields`) Secure.
  */
-export function registerErrorHandling(app: FastifyInstance, options: { trustedOrigins?: readonly string[] } = {}): void {
+export function registerErrorHandling(app: FastifyInstance, options: { trustedOrigins?: readonly string[]; isSecureOrigin?: boolean } = {}): void {
   const trustedOrigins = options.trustedOrigins ?? [];
+  const cookieConfig = { isSecureOrigin: options.isSecureOrigin ?? false };
   app.setNotFoundHandler((_request, reply) => {
     void reply.code(404).send(toErrorBody('NOT_FOUND'));
   });
@@ -103,6 +110,10 @@ export function registerErrorHandling(app: FastifyInstance, options: { trustedOr
     if (formErrorPage !== undefined && mapped.code !== 'CSRF_FAILED' && isFormPost(request)) {
       // A person submitted a form: show them the form again with the reason, not a JSON body.
       const target = new URLSearchParams({ error: mapped.code });
+      // A single refused field with a reason code (a password the policy refused) names it.
+      const refusals = mapped.body.errors ?? [];
+      const reason = refusals.length === 1 ? refusals[0]!.reason : undefined;
+      if (reason !== undefined && REASON_CODE.test(reason)) target.set('reason', reason);
       // The redirect itself always stays on our origin (`formErrorPage`); the callback only rides
       // along in its query, for the page to judge again. A path of ours or a URL on a trusted
       // origin is kept (a mistyped password must not lose the way back to the app); anything
@@ -111,6 +122,11 @@ export function registerErrorHandling(app: FastifyInstance, options: { trustedOr
       const callbackUrl = toTrustedOriginUrl(requested, trustedOrigins) ?? toSafeLocalPath(requested, 'http://x', '');
       if (callbackUrl !== '') target.set('callbackUrl', callbackUrl);
       if (mapped.retryAfterSeconds !== undefined) void reply.header('retry-after', retryAfterHeader(mapped.retryAfterSeconds));
+      // What was typed (never a password) comes back through a short-lived cookie, not the URL.
+      const keptFields = request.routeOptions.config.formKeptFields;
+      if (keptFields !== undefined) {
+        keepFormValues(request, reply, { page: formErrorPage, fields: keptFields, invalidFields: refusals.map((refusal) => refusal.field), config: cookieConfig });
+      }
       return reply.redirect(`${formErrorPage}?${target}`, 303);
     }
     return sendError(reply, mapped.status, mapped.body, mapped.retryAfterSeconds);

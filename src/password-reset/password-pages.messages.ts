@@ -1,6 +1,8 @@
 /** What the password reset pages say about the codes in their URL, in the page's language (texts: `messages/*.json`). */
 import { passwordRejectionMessage } from '../credentials/password-rejection-messages.ts';
 import type { Translator } from '../i18n/translator.ts';
+import type { KeptForm } from '../http/form-values.ts';
+import { formView, type FormView } from '../web/form-errors.ts';
 
 /** Codes on `/auth/forgot-password?error=`, from its form (`password-reset.forgot.error.<code>`). */
 export const FORGOT_PASSWORD_CODES: ReadonlySet<string> = new Set(['VALIDATION_ERROR', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE']);
@@ -25,4 +27,26 @@ export function resetPasswordError(code: string, reason: string | undefined, lim
   if (refused !== null) return { code, message: refused };
   const known = RESET_PASSWORD_CODES.has(code);
   return { code: known ? code : null, message: i18n.t(`password-reset.reset.error.${known ? code : 'default'}`) };
+}
+
+/**
+ * The forgot-password form for `?error=`, with the address kept from the last post: a validation
+ * error is the address's; too many requests or an outage concern no field (the summary says it).
+ */
+export function forgotPasswordForm(error: string | undefined, kept: KeptForm, i18n: Pick<Translator, 't'>): FormView {
+  const fieldOrder = ['email'];
+  if (error === undefined) return formView({ fieldOrder });
+  const shown = forgotPasswordError(error, i18n);
+  return formView({ fieldOrder, problems: [{ message: shown.message, fields: shown.code === 'VALIDATION_ERROR' ? ['email'] : [] }], code: shown.code, values: kept.values });
+}
+
+/**
+ * The reset page's form (only a live link gets one) for its error: a missing or refused password is
+ * the password field's; a dead link, too many requests or an outage concern no field. Nothing is
+ * kept: the form holds only the new password.
+ */
+export function resetPasswordForm(error: ShownError | null): FormView {
+  const fieldOrder = ['password'];
+  if (error === null) return formView({ fieldOrder });
+  return formView({ fieldOrder, problems: [{ message: error.message, fields: error.code === 'VALIDATION_ERROR' ? ['password'] : [] }], code: error.code });
 }

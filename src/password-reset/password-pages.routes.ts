@@ -13,20 +13,23 @@ import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from './password-reset.service.ts';
 import { FORGOT_PASSWORD_SENT_PAGE, RESET_PASSWORD_DONE_PAGE } from './password.routes.ts';
-import { forgotPasswordError, resetPasswordError } from './password-pages.messages.ts';
-import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
-import type { ShownError } from './password-pages.messages.ts';
+import { forgotPasswordForm, resetPasswordError, resetPasswordForm } from './password-pages.messages.ts';
+import { createPageRenderer, pageResponseHeaders, sendPage, templatesIn } from '../web/render.ts';
+import type { FormView } from '../web/form-errors.ts';
+import { takeFormValues } from '../http/form-values.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 
 /** Each page's template (in `templates/`) and the data it reads. */
 interface PasswordPages {
-  'forgot-password': { csrfToken: string; error: ShownError | null };
+  /** `form`: what went wrong, by field (an unknown code only the general message), and the address typed. */
+  'forgot-password': { csrfToken: string; form: FormView };
   'forgot-password-sent': { expiresIn: string };
   'reset-password': {
     csrfToken: string;
     /** Only for a live token: the form that sets the password with it. */
-    form: { token: string; email: string } | null;
-    error: ShownError | null;
+    link: { token: string; email: string } | null;
+    /** What went wrong: the link's state (no form then), or why the form came back, by field. */
+    form: FormView;
     minPasswordLength: number;
   };
   'reset-password-done': Record<never, never>;
@@ -44,9 +47,10 @@ const linkToken = z.preprocess(firstValue, z.string()).optional();
 /**
  * The reset page's URL holds a live token: no Referer may carry it anywhere, not even to our own
  * stylesheet. Its form then posts with `Origin: null`, which the CSRF check accepts only together
- * with `Sec-Fetch-Site: same-origin`. The page loads nothing from any other origin (the CSP says so too).
+ * with `Sec-Fetch-Site: same-origin`. The page loads nothing from any other origin (the CSP says so
+ * too; its one script, the password field's, is inline).
  */
-const LINK_PAGE_HEADERS = { ...PAGE_HEADERS, 'referrer-policy': 'no-referrer' };
+const linkPageHeaders = (html: string) => ({ ...pageResponseHeaders({ html }), 'referrer-policy': 'no-referrer' });
 
 export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, csrf, config }) => {
   const pages = createPageRenderer<PasswordPages>(templatesIn(join(import.meta.dirname, 'templates')));
@@ -60,7 +64,8 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
       i18n,
       title: i18n.t('password-reset.forgot.title'),
       csrfToken: csrf.issueToken(request, reply),
-      error: error === undefined ? null : forgotPasswordError(error, i18n),
+      // What a refused post typed comes back once, through a cookie (http/form-values.ts).
+      form: forgotPasswordForm(error, takeFormValues(request, reply, { page: FORGOT_PASSWORD_PAGE, config }), i18n),
     });
     return sendPage(reply, html);
   });
@@ -85,11 +90,11 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
         i18n,
         title: i18n.t('password-reset.reset.title'),
         csrfToken: csrf.issueToken(request, reply),
-        form: isLive ? { token: token!, email: checked.user.email } : null,
-        error: code === undefined ? null : resetPasswordError(code, reason, { minLength, maxLength }, i18n),
+        link: isLive ? { token: token!, email: checked.user.email } : null,
+        form: resetPasswordForm(code === undefined ? null : resetPasswordError(code, reason, { minLength, maxLength }, i18n)),
         minPasswordLength: minLength,
       });
-      return reply.code(200).headers(LINK_PAGE_HEADERS).send(html);
+      return reply.code(200).headers(linkPageHeaders(html)).send(html);
     },
   );
 

@@ -36,7 +36,8 @@ function assertResetPage(response: LightMyRequestResponse, label: string): void 
   assert.doesNotMatch(response.body, /(src|href)="(https?:)?\/\//, `${label}: no third-party resource`);
 }
 
-const alertText = (html: string) => /role="alert">\s*<p>([^<]+)<\/p>/.exec(html)?.[1];
+/** The first message of the page's alert: its form's error summary, or the dashboard's alert paragraph. */
+const alertText = (html: string) => /role="alert"[^>]*>\s*(?:<h2[^>]*>[^<]*<\/h2>\s*<ul class="error-summary-list">\s*<li>(?:<a href="#[a-z-]+">)?|<p>)([^<]+)/.exec(html)?.[1];
 
 describe('password pages', () => {
   let database: TestDatabase;
@@ -126,9 +127,19 @@ describe('password pages', () => {
     const bad = await postForm('/api/auth/forgot-password', jar, { email: 'not-an-address', csrfToken: hiddenValue(page.body, 'csrfToken') });
     assert.equal(bad.statusCode, 303);
     assert.equal(bad.headers.location, '/auth/forgot-password?error=VALIDATION_ERROR');
-    const shown = await get(bad.headers.location as string);
+    jar.store(bad);
+    const shown = await open(bad.headers.location as string, jar);
     assertHtmlPage(shown, 'forgot-password with an error');
     assert.equal(alertText(shown.body), 'Enter a valid email address.');
+    // The summary links to the field, which has the message beside it and what was typed, once.
+    assert.match(shown.body, /<li><a href="#email">Enter a valid email address\.<\/a><\/li>/);
+    assert.match(shown.body, /<p class="field-error" id="email-error">/);
+    assert.match(shown.body, /<input id="email" name="email" type="email" autocomplete="username" value="not-an-address" required aria-invalid="true" aria-describedby="email-error" autofocus>/);
+    assert.match((await open(bad.headers.location as string, jar)).body, /<input id="email" name="email" type="email" autocomplete="username" value="" required aria-invalid="true"/, 'read once');
+    // Too many requests concern no field: the summary says it, without a link, and the field is not marked.
+    const limited = await get('/auth/forgot-password?error=RATE_LIMITED');
+    assert.match(limited.body, /<li>Too many requests\. Wait a moment, then try again\.<\/li>/);
+    assert.doesNotMatch(limited.body, /aria-invalid|href="#email"/);
     const forged = await postForm('/api/auth/forgot-password', jar, { email: 'someone@example.com' });
     assert.equal(forged.statusCode, 403);
     assert.equal(forged.json().error, 'CSRF_FAILED');
@@ -189,10 +200,16 @@ describe('password pages', () => {
     const back = new URL(weak.headers.location as string, origin);
     assert.equal(back.pathname, '/auth/reset-password');
     assert.deepEqual(Object.fromEntries(back.searchParams), { token: hiddenValue(page.body, 'token'), error: 'VALIDATION_ERROR', reason: 'TOO_SHORT' });
+    assert.ok(!weak.cookies.some((c) => c.name.includes('form')), 'nothing is kept: the form holds only the password');
     const again = await open(`${back.pathname}${back.search}`, jar);
     assertResetPage(again, 'refused password');
     assert.match(alertText(again.body)!, /too short: use at least 8 characters/);
     assert.match(again.body, /name="token"/, 'the form is still there');
+    // The refusal is the password field's: linked from the summary, said beside it, and described by it before its hint.
+    assert.match(again.body, /<li><a href="#password">[^<]*too short/);
+    assert.match(again.body, /<p class="field-error" id="password-error">/);
+    assert.match(again.body, /<input id="password" name="password" type="password" autocomplete="new-password" minlength="8" required aria-invalid="true" aria-describedby="password-error password-hint" autofocus>/);
+    assert.match(again.body, /<div class="field" data-password-field>/, 'with the show-password button once the script runs');
 
     // Chromium posts from a no-referrer page with Origin: null and Sec-Fetch-Site: same-origin.
     const done = await postForm('/api/auth/reset-password', jar, fields(NEW_PASSWORD), { origin: 'null', 'sec-fetch-site': 'same-origin' });
@@ -234,7 +251,21 @@ describe('password pages', () => {
     assert.match(page.body, /That did not work\. Open the link from your email again\./);
     const forgot = await get(`/auth/forgot-password?error=${encodeURIComponent(hostile)}`);
     assertHtmlPage(forgot, 'hostile forgot error');
-    assert.doesNotMatch(forgot.body, /<script>/);
+    assert.doesNotMatch(forgot.body, /<script>|alert\(1\)|<code>|aria-invalid/);
+    assert.equal(alertText(forgot.body), 'That did not work. Please try again.');
+  });
+
+  it('shows a form’s problems and its password field’s texts in the page’s language', async () => {
+    const forgot = await get('/auth/forgot-password?error=VALIDATION_ERROR&lang=de');
+    assertHtmlPage(forgot, 'German forgot-password');
+    assert.match(forgot.body, /<html lang="de"/);
+    assert.match(forgot.body, /<h2 class="error-summary-title" id="error-summary-title">Es gibt ein Problem<\/h2>/);
+    assert.match(forgot.body, /<span class="visually-hidden">Fehler:<\/span>/);
+    const path = await requestLinkWithForm((await newUser()).email);
+    const reset = await get(`${path}&lang=ja`);
+    assert.match(reset.body, /<html lang="ja"/);
+    assert.match(reset.body, /<script data-show="パスワードを表示" data-hide="パスワードを隠す" data-caps-lock="Caps Lock がオンになっています">/);
+    assertResetPage(reset, 'Japanese reset page');
   });
 
   describe('the dashboard’s change-password form', () => {

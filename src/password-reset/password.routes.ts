@@ -97,7 +97,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
   app.post(
     '/api/auth/forgot-password',
     {
-      config: { formErrorPage: FORGOT_PASSWORD_PAGE },
+      config: { formErrorPage: FORGOT_PASSWORD_PAGE, formKeptFields: ['email'] },
       preHandler: limits.forgotPassword,
       schema: {
         tags: ['password'],

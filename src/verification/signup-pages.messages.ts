@@ -1,6 +1,8 @@
 /** What the sign-up and e-mail verification pages say about the codes in their URL, in the page's language (texts: `messages/*.json`). */
 import { passwordRejectionMessage } from '../credentials/password-rejection-messages.ts';
 import type { Translator } from '../i18n/translator.ts';
+import type { KeptForm } from '../http/form-values.ts';
+import { formView, type FormView } from '../web/form-errors.ts';
 
 /** Codes on `/auth/signup?error=`, from its form (`verification.signup.error.<code>`). */
 export const SIGNUP_CODES: ReadonlySet<string> = new Set(['VALIDATION_ERROR', 'SIGNUP_DISABLED', 'CSRF_FAILED', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE']);
@@ -28,4 +30,20 @@ export function signupError(code: string, reason: string | undefined, limits: { 
 export function verifyEmailError(code: string, i18n: Pick<Translator, 't'>): ShownError {
   const known = VERIFY_EMAIL_CODES.has(code);
   return { code: known ? code : null, message: i18n.t(`verification.verify.error.${known ? code : 'default'}`) };
+}
+
+/** The sign-up form's inputs, in page order. */
+export const SIGNUP_FIELDS: readonly string[] = ['name', 'email', 'password'];
+
+/**
+ * The sign-up form for `?error=` (and `&reason=`), with what was kept of the last post. A refused
+ * password is the password field's; a validation error marks the fields the server refused (its
+ * message names them all); anything else concerns no single field and is in the summary only.
+ */
+export function signupForm(error: string | undefined, reason: string | undefined, kept: KeptForm, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): FormView {
+  if (error === undefined) return formView({ fieldOrder: SIGNUP_FIELDS });
+  const shown = signupError(error, reason, limits, i18n);
+  const isRefusedPassword = passwordRejectionMessage(error, reason, limits, i18n) !== null;
+  const fields = isRefusedPassword ? ['password'] : shown.code === 'VALIDATION_ERROR' ? SIGNUP_FIELDS.filter((field) => kept.invalidFields.includes(field)) : [];
+  return formView({ fieldOrder: SIGNUP_FIELDS, problems: [{ message: shown.message, fields }], code: shown.code, values: kept.values });
 }

@@ -15,8 +15,10 @@ import type { Csrf } from '../http/csrf.ts';
 import { MAX_NAME_LENGTH, SIGNUP_PAGE } from '../credentials/signup.routes.ts';
 import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from './verification.routes.ts';
 import type { VerificationService } from './verification.service.ts';
-import { signupError, verifyEmailError, type ShownError } from './signup-pages.messages.ts';
+import { signupForm, verifyEmailError, type ShownError } from './signup-pages.messages.ts';
 import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
+import type { FormView } from '../web/form-errors.ts';
+import { takeFormValues } from '../http/form-values.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 
 /** Each page's template (in `templates/`) and the data it reads. */
@@ -24,7 +26,8 @@ interface SignupPages {
   signup: {
     csrfToken: string;
     isDisabled: boolean;
-    error: ShownError | null;
+    /** What went wrong, by field (an unknown code only the general message), and what was typed (never the password). */
+    form: FormView;
     minPasswordLength: number;
     maxNameLength: number;
   };
@@ -59,12 +62,13 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
       const isDisabled = !config.accounts.allowSignup;
       const { error, reason } = request.query;
       const i18n = request.language;
+      const kept = takeFormValues(request, reply, { page: SIGNUP_PAGE, config });
       const html = pages.render('signup', {
         i18n,
         title: i18n.t('verification.signup.title'),
         csrfToken: csrf.issueToken(request, reply),
         isDisabled,
-        error: error === undefined || isDisabled ? null : signupError(error, reason, { minLength, maxLength }, i18n),
+        form: signupForm(isDisabled ? undefined : error, reason, kept, { minLength, maxLength }, i18n),
         minPasswordLength: minLength,
         maxNameLength: MAX_NAME_LENGTH,
       });

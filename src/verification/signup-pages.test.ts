@@ -124,6 +124,44 @@ describe('sign-up and verification pages', () => {
     assert.equal(await t.services.users.findUserByEmail(email), null);
   });
 
+  it('gives back the name and address after a refusal, never the password, with each problem at its field', async () => {
+    const jar = new CookieJar();
+    const email = freshEmail();
+    const weak = await signUpWithForm({ name: 'Kept Name', email, password: 'shorty' }, jar);
+    assert.equal(weak.headers.location, '/auth/signup?error=VALIDATION_ERROR&reason=TOO_SHORT');
+    assert.ok(jar.has('gatehouse.form'), 'kept in a cookie');
+    const shown = await get(String(weak.headers.location), jar);
+    assertHtmlPage(shown, 'sign-up after a refused password');
+    assert.match(shown.body, /<input id="name" name="name" type="text" autocomplete="name" maxlength="200" value="Kept Name" required>/);
+    assert.match(shown.body, new RegExp(`<input id="email" name="email" type="email" autocomplete="email" value="${email.replace('.', '\\.')}" required>`));
+    assert.match(shown.body, /<input id="password" name="password" type="password" autocomplete="new-password" minlength="8" required aria-invalid="true" aria-describedby="password-error password-hint" autofocus>/);
+    assert.doesNotMatch(shown.body, /shorty/);
+    assert.match(shown.body, /<li><a href="#password">[^<]*too short: use at least 8 characters/);
+    assert.match(shown.body, /<p class="field-error" id="password-error"><span class="visually-hidden">Error:<\/span> [^<]*too short/);
+    assert.equal(jar.has('gatehouse.form'), false, 'read once');
+    assert.match((await get(String(weak.headers.location), jar)).body, /<input id="name" name="name" type="text" autocomplete="name" maxlength="200" value="" required>/);
+
+    // A refused address: the field the server refused is the one marked and linked.
+    const badEmail = await signUpWithForm({ name: 'Kept Name', email: 'nope', password: PASSWORD }, jar);
+    assert.equal(badEmail.headers.location, '/auth/signup?error=VALIDATION_ERROR');
+    const explained = await get(String(badEmail.headers.location), jar);
+    assert.match(explained.body, /<input id="email" name="email" type="email" autocomplete="email" value="nope" required aria-invalid="true" aria-describedby="email-error" autofocus>/);
+    assert.match(explained.body, /<li><a href="#email">Enter your name, a valid email address and a password\.<\/a><\/li>/);
+    assert.doesNotMatch(explained.body, /id="name"[^>]*aria-invalid|id="password"[^>]*aria-invalid/);
+    assert.doesNotMatch(explained.body, new RegExp(PASSWORD));
+
+    // Without the cookie (another browser, or it expired) the same URL explains itself, in the summary only.
+    const bare = await get('/auth/signup?error=VALIDATION_ERROR');
+    assert.match(bare.body, /<li>Enter your name, a valid email address and a password\.<\/li>/);
+    assert.doesNotMatch(bare.body, /aria-invalid/);
+
+    const french = await get('/auth/signup?error=VALIDATION_ERROR&reason=TOO_SHORT&lang=fr');
+    assertHtmlPage(french, 'French sign-up');
+    assert.match(french.body, /<html lang="fr"/);
+    assert.match(french.body, /<h2 class="error-summary-title" id="error-summary-title">Un problème est survenu<\/h2>/);
+    assert.match(french.body, /data-show="Afficher le mot de passe"/);
+  });
+
   it('refuses a form post without the CSRF token or from another site', async () => {
     const jar = new CookieJar();
     const page = await get('/auth/signup', jar);

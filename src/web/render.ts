@@ -2,10 +2,14 @@
  * Server-rendered pages: Eta templates compiled once when a renderer is made (a broken template
  * fails start-up, not a request), every `<%= %>` HTML-escaped. This base knows no feature: it holds
  * the layout and the generic error page (`templates/`), and each feature hands it the paths of its
- * own page templates together with the type of the data each one reads. Pages contain no script
- * and no inline style, so the strict Content-Security-Policy below holds for all of them.
+ * own page templates together with the type of the data each one reads. Pages contain no inline
+ * style and no script of their own making, so the strict Content-Security-Policy below holds for
+ * all of them. Two kinds of script are allowed: a module's same-origin file under a nonce (a
+ * passkey's ceremony), and one small inline script of ours, `password-field.js` (show the
+ * password, Caps Lock hint), allowed by its SHA-256: the layout adds it to a page that has a
+ * `data-password-field`, and `sendPage` allows it on a page that carries it, so the two never disagree.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FastifyReply } from 'fastify';
@@ -17,6 +21,17 @@ import { createTranslations, type Translator } from '../i18n/translator.ts';
 import { DEFAULT_BRAND, type Brand } from './brand.ts';
 
 const BASE_TEMPLATES_DIR = join(import.meta.dirname, 'templates');
+
+/**
+ * The password fields' script (show/hide, Caps Lock), inlined as is and allowed by its hash, which
+ * is computed here from the very bytes the pages carry. Progressive enhancement: the forms work without it.
+ */
+export const PASSWORD_FIELD_SCRIPT: { readonly source: string; readonly hash: string } = (() => {
+  const source = readFileSync(join(import.meta.dirname, 'password-field.js'), 'utf8').trim();
+  // Inlined between <script> tags: neither may appear inside it.
+  if (/<\/script|<!--/i.test(source)) throw new Error('password-field.js must not contain </script or <!--');
+  return Object.freeze({ source, hash: `'sha256-${createHash('sha256').update(source, 'utf8').digest('base64')}'` });
+})();
 
 /** The base's own texts (layout, error page), in every language: keys `web.*`. */
 export const WEB_MESSAGES = readMessages(join(import.meta.dirname, 'messages'));
@@ -32,15 +47,6 @@ export interface PageLanguage extends Translator {
 
 /** Pages rendered without a request's language (none given): English, with the base's texts only. */
 export const ENGLISH_PAGE: PageLanguage = { ...createTranslations(mergeCatalogs([{ name: 'web', messages: WEB_MESSAGES }])).translator(DEFAULT_LOCALE), links: [], brand: DEFAULT_BRAND };
-
-/**
- * For a page whose texts are not in the catalogs yet: English (so `<html lang>` tells the truth and
- * no language switcher is offered), in the deployment's brand as the request carries it.
- */
-export function englishPage(request: { language?: PageLanguage | null }): PageLanguage {
-  const brand = request.language?.brand;
-  return brand === undefined || brand === DEFAULT_BRAND ? ENGLISH_PAGE : { ...ENGLISH_PAGE, brand };
-}
 
 /** What every page gives the layout (`templates/layout.eta`, which each page template names itself). */
 export interface PageFrame {
@@ -89,14 +95,14 @@ export function createPageRenderer<Pages extends object>(files: readonly string[
   }
   return {
     render(page, model) {
-      return eta.render(page, { isWide: false, isFull: false, i18n: ENGLISH_PAGE, ...model });
+      return eta.render(page, { isWide: false, isFull: false, i18n: ENGLISH_PAGE, ...model, passwordFieldScript: PASSWORD_FIELD_SCRIPT.source });
     },
   };
 }
 
 /**
- * Headers of every HTML page. No script may run and styles come only from our stylesheet, so an
- * injected tag can do nothing; no page may be framed (clickjacking of the sign-in and session
+ * Headers of every HTML page. No script may run (but ours, below) and styles come only from our
+ * stylesheet, so an injected tag can do nothing; no page may be framed (clickjacking of the sign-in and session
  * buttons); forms may post only to us; pages carry personal data and CSRF tokens, so none is cached.
  * Referrer-Policy is `same-origin`, not `no-referrer`: under `no-referrer` browsers send
  * `Origin: null` on a page's form posts, which the CSRF origin check rightly refuses. Other sites
@@ -109,14 +115,17 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = pageHeaders([]);
  * form posts to us and is redirected to the provider, and browsers apply `form-action` to that
  * redirect too. Only the sign-in and dashboard pages, which hold those forms, widen it.
  */
-function pageHeaders(formActionOrigins: readonly string[], scriptNonce?: string): Readonly<Record<string, string>> {
+function pageHeaders(formActionOrigins: readonly string[], scriptNonce?: string, scriptHashes: readonly string[] = []): Readonly<Record<string, string>> {
+  const scriptSources = [...(scriptNonce === undefined ? [] : [`'nonce-${scriptNonce}'`]), ...scriptHashes];
   return Object.freeze({
     'content-type': 'text/html; charset=utf-8',
     'content-security-policy': [
       "default-src 'none'",
       // Pages run no script, except a page that loads one of ours (a passkey's ceremony) with
-      // this response's nonce; that script may call our own API, nothing else.
-      ...(scriptNonce === undefined ? ["script-src 'none'"] : [`script-src 'nonce-${scriptNonce}'`, "connect-src 'self'"]),
+      // this response's nonce (that script may call our own API, nothing else), and our inline
+      // password-field script, by its hash (it calls nothing).
+      `script-src ${scriptSources.length === 0 ? "'none'" : scriptSources.join(' ')}`,
+      ...(scriptNonce === undefined ? [] : ["connect-src 'self'"]),
       "style-src 'self'",
       "img-src 'self'",
       "object-src 'none'",
@@ -131,30 +140,39 @@ function pageHeaders(formActionOrigins: readonly string[], scriptNonce?: string)
   });
 }
 
-/** Built once per set of provider origins (they come from the configuration; there are few). */
+/** Built once per set of provider origins (they come from the configuration; there are few) and scripts. */
 const headersByOrigins = new Map<string, Readonly<Record<string, string>>>();
 
-function headersWithFormActions(origins: readonly string[]): Readonly<Record<string, string>> {
-  const key = origins.join(' ');
+function cachedHeaders(origins: readonly string[], scriptHashes: readonly string[]): Readonly<Record<string, string>> {
+  if (origins.length === 0 && scriptHashes.length === 0) return PAGE_HEADERS;
+  const key = `${origins.join(' ')}|${scriptHashes.join(' ')}`;
   let headers = headersByOrigins.get(key);
   if (headers === undefined) {
-    headers = pageHeaders(origins);
+    headers = pageHeaders(origins, undefined, scriptHashes);
     headersByOrigins.set(key, headers);
   }
   return headers;
 }
 
-export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[]; scriptNonce?: string } = {}): FastifyReply {
-  const origins = options.formActionOrigins ?? [];
-  if (options.scriptNonce !== undefined) return reply.code(status).headers(pageHeaders(origins, options.scriptNonce)).send(html);
-  const headers = origins.length === 0 ? PAGE_HEADERS : headersWithFormActions(origins);
-  return reply.code(status).headers(headers).send(html);
+/** The hashes of our inline scripts that `html` carries (the layout adds the password fields' one). */
+function inlineScriptHashes(html: string | undefined): readonly string[] {
+  return html !== undefined && html.includes(PASSWORD_FIELD_SCRIPT.source) ? [PASSWORD_FIELD_SCRIPT.hash] : [];
 }
 
-/** The page headers for a response that is not sent through `sendPage` (a page another framework renders). */
-export function pageResponseHeaders(options: { formActionOrigins?: readonly string[] } = {}): Readonly<Record<string, string>> {
+export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[]; scriptNonce?: string } = {}): FastifyReply {
+  return reply.code(status).headers(pageResponseHeaders({ ...options, html })).send(html);
+}
+
+/**
+ * The page headers for a response that is not sent through `sendPage` (a page another framework
+ * renders, or one with headers of its own): give it the `html` it sends, so that the script it
+ * carries is allowed.
+ */
+export function pageResponseHeaders(options: { formActionOrigins?: readonly string[]; scriptNonce?: string; html?: string } = {}): Readonly<Record<string, string>> {
   const origins = options.formActionOrigins ?? [];
-  return origins.length === 0 ? PAGE_HEADERS : headersWithFormActions(origins);
+  const hashes = inlineScriptHashes(options.html);
+  if (options.scriptNonce !== undefined) return pageHeaders(origins, options.scriptNonce, hashes);
+  return cachedHeaders(origins, hashes);
 }
 
 /**

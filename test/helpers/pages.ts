@@ -1,5 +1,6 @@
 /** Checks for server-rendered pages in `app.inject()` tests: the page headers and what a browser would submit. */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 
 /** The value of a hidden input, as the browser would submit it. */
@@ -14,10 +15,16 @@ export function unescapeHtml(text: string): string {
   return text.replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&');
 }
 
+/** The `'sha256-…'` CSP source of an inline script's text. */
+export function scriptHashSource(text: string): string {
+  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+}
+
 /**
  * A 200 HTML page with the headers every page has (strict CSP, no framing, no caching), no inline
- * script or style, the shared layout, and a control for every label. Scripts: none, or only
- * same-origin files (a module's, e.g. the passkey ceremony) under this response's CSP nonce.
+ * style, the shared layout, and a control for every label. Scripts: none, same-origin files (a
+ * module's, e.g. the passkey ceremony) under this response's CSP nonce, or an inline script whose
+ * exact text the CSP allows by its hash (the password fields' one); never `'unsafe-inline'`.
  */
 export function assertHtmlPage(response: LightMyRequestResponse, label: string, status = 200): void {
   assert.equal(response.statusCode, status, label);
@@ -26,14 +33,22 @@ export function assertHtmlPage(response: LightMyRequestResponse, label: string, 
   for (const directive of ["default-src 'none'", "style-src 'self'", "frame-ancestors 'none'", "form-action 'self'"]) {
     assert.ok(csp.includes(directive), `${label}: CSP has ${directive}`);
   }
-  const nonce = /script-src 'nonce-([A-Za-z0-9+/=]+)'/.exec(csp)?.[1];
-  if (nonce === undefined) assert.ok(csp.includes("script-src 'none'"), `${label}: CSP has script-src 'none'`);
-  const scripts = [...response.body.matchAll(/<script\b[^>]*>/gi)].map(([tag]) => tag);
-  for (const tag of scripts) {
-    assert.match(tag, /^<script src="\/[^/"][^"]*" nonce="[^"]+" defer>$/, `${label}: only same-origin script files: ${tag}`);
-    assert.ok(tag.includes(`nonce="${nonce}"`), `${label}: the script carries this response's nonce`);
+  const scriptSrc = /(?:^|;\s*)script-src ([^;]*)/.exec(csp)?.[1] ?? '';
+  assert.doesNotMatch(scriptSrc, /unsafe-inline|unsafe-eval|\*|https?:/, `${label}: script-src allows only a nonce or hashes`);
+  const nonce = /'nonce-([A-Za-z0-9+/=]+)'/.exec(scriptSrc)?.[1];
+  const hashes: string[] = scriptSrc.match(/'sha256-[A-Za-z0-9+/=]+'/g) ?? [];
+  if (nonce === undefined && hashes.length === 0) assert.equal(scriptSrc, "'none'", `${label}: CSP has script-src 'none'`);
+  const inline = [...response.body.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/gi)];
+  for (const [tag, attributes, text] of inline) {
+    if (text === '') {
+      assert.match(tag, /^<script src="\/[^/"][^"]*" nonce="[^"]+" defer><\/script>$/, `${label}: only same-origin script files: ${tag}`);
+      assert.ok(tag.includes(`nonce="${nonce}"`), `${label}: the script carries this response's nonce`);
+    } else {
+      assert.doesNotMatch(attributes!, /\ssrc=|\snonce=/, `${label}: an inline script is allowed by its hash alone`);
+      assert.ok(hashes.includes(scriptHashSource(text!)), `${label}: the CSP allows the inline script by its hash`);
+    }
   }
-  assert.doesNotMatch(response.body.replace(/<script\b[^>]*><\/script>/gi, ''), /<script/i, `${label}: no inline script`);
+  assert.equal(inline.length, [...response.body.matchAll(/<script\b/gi)].length, `${label}: every script element is closed`);
   assert.equal(response.headers['x-frame-options'], 'DENY', label);
   // Not no-referrer: with it, browsers send `Origin: null` on the page's form posts (CSRF_FAILED).
   assert.equal(response.headers['referrer-policy'], 'same-origin', label);
