@@ -1,4 +1,6 @@
 /** The operators' area: the admin API and the /admin pages. */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { ADMIN_ERRORS } from './admin.errors.ts';
 import { createAdminService, type AdminService } from './admin.service.ts';
@@ -13,6 +15,8 @@ declare module '../module.ts' {
 
 export const adminModule = defineModule({
   name: 'admin',
+  // The /admin pages' texts, and the admin area's header shared with the clients' and webhooks' pages.
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: ADMIN_ERRORS,
   provide: ({ services }) => ({ admin: createAdminService({ users: services.users, sessions: services.sessions, credentials: services.credentials, audit: services.audit }) }),
   routes: [
@@ -20,7 +24,7 @@ export const adminModule = defineModule({
     {
       scope: 'browser',
       register: (app, { services, authenticate, csrf, config, pageSections }) =>
-        app.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config, sections: pageSections('admin-user') }),
+        app.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config, sections: pageSections('admin-user'), places: services.places }),
     },
   ],
 });

@@ -1,5 +1,7 @@
-/** The sessions section of the configuration: the strategy, session lifetimes and access tokens. */
+/** The sessions section of the configuration: the strategy, session lifetimes, access tokens, and where sessions' places come from. */
+import { isAbsolute, resolve } from 'node:path';
 import type { ConfigSection } from '../config.ts';
+import { placeDatabaseProblem } from './place.ts';
 
 export type SessionStrategy = 'database' | 'jwt';
 
@@ -21,6 +23,11 @@ declare module '../config.ts' {
       readonly refreshReuseGraceSeconds: number;
       /** jwt strategy: how often each instance pulls revocations made by the others. */
       readonly revocationSyncIntervalMs: number;
+      /**
+       * GEOIP_DATABASE_FILE: a local MaxMind DB (.mmdb) file, as an absolute path, that names the
+       * approximate place of a session's address on the pages (place.ts); null: no places.
+       */
+      readonly geoipDatabaseFile: string | null;
     };
   }
 }
@@ -45,9 +52,19 @@ export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems
   // stay long through refresh (browsers refresh transparently with the refresh cookie).
   const accessTokenTtlSeconds = read.duration('ACCESS_TOKEN_TTL', 15 * 60);
   const audience = read.string('AUTH_AUDIENCE') ?? authUrl!;
+  const geoipDatabaseFile = readGeoipDatabaseFile(read.string('GEOIP_DATABASE_FILE'), read.string('DATA_DIR'), problems);
   return {
     sessionStrategy,
     tokens: { issuer: authUrl!, audience, accessTokenTtlSeconds },
-    sessions: { maxAgeSeconds, idleTimeoutSeconds, touchIntervalSeconds, refreshReuseGraceSeconds, revocationSyncIntervalMs },
+    sessions: { maxAgeSeconds, idleTimeoutSeconds, touchIntervalSeconds, refreshReuseGraceSeconds, revocationSyncIntervalMs, geoipDatabaseFile },
   };
 };
+
+/** An absolute path, or one under DATA_DIR like the other files Gatehouse reads; checked now, so a wrong one stops the start. */
+function readGeoipDatabaseFile(value: string | undefined, dataDir: string | undefined, problems: string[]): string | null {
+  if (value === undefined) return null;
+  const file = isAbsolute(value) ? value : resolve(dataDir ?? './data', value);
+  const problem = placeDatabaseProblem(file);
+  if (problem !== null) problems.push(`GEOIP_DATABASE_FILE: ${problem}`);
+  return file;
+}

@@ -1,6 +1,7 @@
 /**
  * Sessions and tokens: signing keys (published at the JWKS), the revocation list (mirrored in
- * memory by the jwt strategy), the session service, and the session and sign-out endpoints.
+ * memory by the jwt strategy), the session service, the session and sign-out endpoints, and the
+ * sessions' approximate places for the pages (from GEOIP_DATABASE_FILE, when the operator sets one).
  */
 import { defineModule, type RouteContext } from '../module.ts';
 import { SESSIONS_ERRORS } from './sessions.errors.ts';
@@ -12,12 +13,16 @@ import { createRevocationList, type RevocationList } from './revocation-list.ts'
 import { createSessionService, type SessionService } from './session.service.ts';
 import { jwksRoutes } from './jwks.routes.ts';
 import { sessionRoutes, signOutRoutes } from './session.routes.ts';
+import { SESSIONS_MESSAGES } from './session-texts.ts';
+import { createPlaceFinder, type PlaceFinder } from './place.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
     keys: SigningKeys;
     revocations: RevocationList;
     sessions: SessionService;
+    /** Where a session's address is, roughly ("Berlin, Germany"), for the pages that list sessions. */
+    places: PlaceFinder;
   }
 }
 
@@ -43,7 +48,9 @@ export const sessionsModule = defineModule({
   migrations: { '0008-session-housekeeping': sessionHousekeeping, '20261124-sessions-authentication': sessionAuthentication },
   errors: SESSIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
-  async provide({ db, storage, config, clock, services, tokenClaims }) {
+  // How the pages (dashboard, admin) name a session's device and place, in every language.
+  messages: SESSIONS_MESSAGES,
+  async provide({ db, storage, config, clock, services, tokenClaims, logger }) {
     const keys = await loadSigningKeys({ db, authSecret: config.authSecret, clock, retentionMs: config.tokens.accessTokenTtlSeconds * 1000 });
     const revocations = createRevocationList({
       db,
@@ -66,7 +73,9 @@ export const sessionsModule = defineModule({
       sessions: config.sessions,
       claims: tokenClaims,
     });
-    return { keys, revocations, sessions };
+    // Nothing is read here: the database is loaded by the first page that lists sessions (place.ts says why).
+    const places = createPlaceFinder({ file: config.sessions.geoipDatabaseFile, logger });
+    return { keys, revocations, sessions, places };
   },
   jobs: ({ keys, revocations }, { config }) => [
     // The keys are pulled again now and then, so every instance sees a rotation.
