@@ -20,9 +20,9 @@ import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { messageFor, type PageError } from '../web/messages.ts';
+import type { Translator } from '../i18n/translator.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import type { AccountDeletionService } from './account-deletion.service.ts';
 import { deletionRefusal } from './account-deletion.routes.ts';
 
@@ -38,20 +38,32 @@ interface AccountDeletionPages {
     blockers: ReadonlyArray<{ id: string; slug: string; name: string }>;
     needsRecentSignIn: boolean;
     signInUrl: string;
-    error: PageError | null;
+    error: ShownError | null;
   };
   'account-deleted': object;
 }
 
-/** What the deletion page says about the codes a refused form comes back with. */
-const DELETE_PAGE_ERRORS: Readonly<Record<string, string>> = {
-  REAUTH_REQUIRED: 'Deleting your account needs a recent sign-in, and your second factor if you have one. Sign in again, then come back here. Nothing was deleted.',
-  ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED: 'You are the only owner of an organization with other members: hand it over first. Nothing was deleted.',
-  LAST_ADMIN: 'You are the only administrator: make someone else an ADMIN first. Nothing was deleted.',
-  VALIDATION_ERROR: 'Tick the box to confirm that you want your account deleted. Nothing was deleted.',
-  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Nothing was deleted; try again shortly.',
-};
+/** Codes a refused form comes back to the deletion page with (`account-deletion.delete.error.<code>`). */
+export const DELETE_PAGE_CODES: ReadonlySet<string> = new Set([
+  'REAUTH_REQUIRED',
+  'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED',
+  'LAST_ADMIN',
+  'VALIDATION_ERROR',
+  'RATE_LIMITED',
+  'SERVICE_UNAVAILABLE',
+]);
+
+/** A page's error: the message, and the code when it is one we know (an unknown one is never shown back). */
+export interface ShownError {
+  code: string | null;
+  message: string;
+}
+
+/** What the deletion page says about `?error=`, in the page's language. */
+export function deletePageError(code: string, i18n: Pick<Translator, 't'>): ShownError {
+  const known = DELETE_PAGE_CODES.has(code);
+  return { code: known ? code : null, message: i18n.t(`account-deletion.delete.error.${known ? code : 'default'}`) };
+}
 
 const renderer = () => createPageRenderer<AccountDeletionPages>(templatesIn(join(import.meta.dirname, 'templates')));
 
@@ -60,16 +72,16 @@ export function accountDeletionPageSections(users: UserService): PageSection[] {
   return [
     {
       page: 'dashboard',
-      async render({ userId }) {
-        return userId === null ? null : pages.render('account-deletion-dashboard-section', { title: '' });
+      async render({ userId, i18n }) {
+        return userId === null ? null : pages.render('account-deletion-dashboard-section', { title: '', i18n });
       },
     },
     {
       page: 'admin-user',
-      async render({ userId, viewerId, csrfToken }) {
+      async render({ userId, viewerId, csrfToken, i18n }) {
         const user = userId === null ? null : await users.findUserById(userId);
         if (user === null) return null;
-        return pages.render('account-deletion-admin-section', { title: '', userId: user.id, email: user.email, isSelf: user.id === viewerId, csrfToken });
+        return pages.render('account-deletion-admin-section', { title: '', i18n, userId: user.id, email: user.email, isSelf: user.id === viewerId, csrfToken });
       },
     },
   ];
@@ -101,16 +113,18 @@ export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPag
     const user = auth === null ? null : await users.findUserById(auth.userId);
     if (auth === null || user === null) return reply.redirect(signInRedirect(DELETE_PAGE), 303);
     const code = request.query.error;
+    const i18n = request.language;
     return sendPage(
       reply,
-      pages.render('account-delete', { i18n: englishPage(request), 
-        title: 'Delete your account',
+      pages.render('account-delete', {
+        i18n,
+        title: i18n.t('account-deletion.delete.title'),
         email: user.email,
         csrfToken: csrf.issueToken(request, reply),
         blockers: await accountDeletion.blockers(user.id),
         needsRecentSignIn: !(await isRecentEnough(auth)),
         signInUrl: signInRedirect(DELETE_PAGE),
-        error: code === undefined ? null : { code, message: messageFor(DELETE_PAGE_ERRORS, code, 'That did not work. Nothing was deleted; please try again.') },
+        error: code === undefined ? null : deletePageError(code, i18n),
       }),
     );
   });
@@ -125,7 +139,10 @@ export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPag
     return reply.redirect(DELETED_PAGE, 303);
   });
 
-  app.get(DELETED_PAGE, { schema: hidden }, async (_request, reply) => sendPage(reply, pages.render('account-deleted', { i18n: englishPage(reply.request), title: 'Account deleted' })));
+  app.get(DELETED_PAGE, { schema: hidden }, async (request, reply) => {
+    const i18n = request.language;
+    return sendPage(reply, pages.render('account-deleted', { i18n, title: i18n.t('account-deletion.deleted.title') }));
+  });
 
   app.post(
     '/admin/users/:id/delete',

@@ -4,6 +4,8 @@
  * delete`). Listed after the organizations module, whose memberships it removes (see
  * account-deletion.service.ts for all it removes, in one transaction).
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { ACCOUNT_DELETION_ERRORS } from './account-deletion.errors.ts';
 import { createAccountDeletionService, type AccountDeletionService, type OrganizationMemberships } from './account-deletion.service.ts';
@@ -18,6 +20,7 @@ declare module '../module.ts' {
 
 export const accountDeletionModule = defineModule({
   name: 'account-deletion',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: ACCOUNT_DELETION_ERRORS,
   provide({ services }) {
     const { users, sessions, audit, mail } = services;

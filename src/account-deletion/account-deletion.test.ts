@@ -14,6 +14,9 @@ import { fakeClock } from '../../test/helpers/clock.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { enrolTotp, totpCode } from '../../test/helpers/totp.ts';
 import { formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
+import { DELETE_PAGE_CODES } from './account-deletion-pages.ts';
+import { readMessages } from '../i18n/catalog.ts';
+import { join } from 'node:path';
 
 const PASSWORD = 'correct horse battery staple';
 const TEN_MINUTES = 10 * 60_000;
@@ -286,6 +289,48 @@ for (const backend of await backends()) {
         assert.match(done.body, /Your account has been deleted/);
       });
 
+      it('from the pages, in another language: the deletion page, its sections and the farewell page; an unknown ?error= is not echoed', async () => {
+        const address = email('page-lang');
+        await createUser(t.services, { email: address, password: PASSWORD });
+        const { browser } = await signedInBrowser(address);
+        const cookie = browser.jar.header();
+
+        const german = await t.app.inject({ method: 'GET', url: '/dashboard/account/delete?lang=de&error=%3Cb%3ENOT_A_CODE', headers: { cookie } });
+        assert.equal(german.statusCode, 200);
+        assert.equal(german.headers['content-language'], 'de');
+        assert.match(german.body, /<html lang="de"/);
+        assert.match(german.body, /<title>Konto löschen · Gatehouse<\/title>/);
+        assert.match(german.body, /<h1>Konto löschen<\/h1>/);
+        assert.ok(german.body.includes(`Sie sind dabei, das Konto <strong>${address}</strong> zu löschen.`), german.body);
+        assert.ok(german.body.includes('Das hat nicht geklappt. Es wurde nichts gelöscht; bitte versuchen Sie es erneut.'), 'the general message');
+        assert.ok(!german.body.includes('NOT_A_CODE') && !german.body.includes('Fehlercode'), 'an unknown code is not shown back');
+        assert.match(german.body, /<label for="confirm-deletion">Mir ist klar, dass mein Konto und alles darin endgültig gelöscht wird.<\/label>/);
+
+        const known = await t.app.inject({ method: 'GET', url: '/dashboard/account/delete?error=VALIDATION_ERROR', headers: { cookie, 'accept-language': 'ja' } });
+        assert.match(known.body, /<html lang="ja"/);
+        assert.ok(known.body.includes('アカウントの削除を確認するには、チェックボックスをオンにしてください。'), known.body);
+        assert.match(known.body, /エラーコード: <code>VALIDATION_ERROR<\/code>/);
+
+        const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie, 'accept-language': 'fr' } });
+        assert.match(dashboard.body, /<h2 id="delete-account-heading">Supprimer votre compte<\/h2>/);
+        assert.match(dashboard.body, /href="\/dashboard\/account\/delete">Supprimer votre compte…<\/a>/);
+
+        const farewell = await t.app.inject({ method: 'GET', url: '/auth/account-deleted', headers: { 'accept-language': 'pt-BR' } });
+        assert.equal(farewell.headers['content-language'], 'pt-BR');
+        assert.match(farewell.body, /<html lang="pt-BR"/);
+        assert.match(farewell.body, /<h1>Sua conta foi excluída<\/h1>/);
+      });
+
+      it('the administrators’ section, in another language', async () => {
+        const adminAddress = email('page-admin-lang');
+        await createUser(t.services, { email: adminAddress, password: PASSWORD, roles: ['ADMIN'] });
+        const target = await createUser(t.services, { email: email('page-target-lang'), password: PASSWORD });
+        const { browser } = await signedInBrowser(adminAddress);
+        const page = await t.app.inject({ method: 'GET', url: `/admin/users/${target.id}?lang=es`, headers: { cookie: browser.jar.header() } });
+        assert.match(page.body, /<h2 id="delete-user-heading">Eliminar esta cuenta<\/h2>/);
+        assert.ok(page.body.includes(`<label for="confirm-user-deletion">Eliminar ${target.email} definitivamente</label>`), page.body);
+      });
+
       it('from the admin page of a user', async () => {
         const adminAddress = email('page-admin');
         await createUser(t.services, { email: adminAddress, password: PASSWORD, roles: ['ADMIN'] });
@@ -303,3 +348,10 @@ for (const backend of await backends()) {
     });
   }
 }
+
+describe('account deletion page texts', () => {
+  it('has a message for every code the deletion page explains (its keys are built from the code)', () => {
+    const english = readMessages(join(import.meta.dirname, 'messages')).en!;
+    for (const code of [...DELETE_PAGE_CODES, 'default']) assert.ok(Object.hasOwn(english, `account-deletion.delete.error.${code}`), code);
+  });
+});

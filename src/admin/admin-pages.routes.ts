@@ -27,11 +27,12 @@ import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-c
 import { requireAdminPages } from '../authorization/admin-only.ts';
 import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
 import { toSessionItems } from '../sessions/session-items.ts';
+import type { PlaceFinder } from '../sessions/place.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
-import { adminErrorMessage, adminNoticeMessage } from './admin-pages.messages.ts';
+import { adminError, adminNotice } from './admin-pages.messages.ts';
 import type { AdminEventItem, AdminPages, PageAlert } from './admin-pages.types.ts';
 
 export interface AdminPageOptions {
@@ -41,6 +42,8 @@ export interface AdminPageOptions {
   config: Config;
   /** What other modules add to the page of one user. */
   sections: readonly PageSection[];
+  /** Sessions' approximate places (none unless GEOIP_DATABASE_FILE is set). */
+  places: PlaceFinder;
 }
 
 export const ADMIN_PAGE = '/admin';
@@ -59,12 +62,12 @@ function pageUrl(path: string, query: Record<string, string | undefined>): strin
   return text === '' ? path : `${path}?${text}`;
 }
 
-/** The notice and error a form's redirect put in the URL. */
-function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
+/** The notice and error a form's redirect put in the URL, in the page's language. */
+function alertsOf(query: { notice?: string | undefined; error?: string | undefined }, i18n: PageLanguage): PageAlert[] {
   const alerts: PageAlert[] = [];
-  const notice = query.notice === undefined ? null : adminNoticeMessage(query.notice);
-  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
-  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: adminErrorMessage(query.error) });
+  const notice = query.notice === undefined ? null : adminNotice(query.notice, i18n);
+  if (notice !== null) alerts.push(notice);
+  if (query.error !== undefined) alerts.push(adminError(query.error, i18n));
   return alerts;
 }
 
@@ -76,14 +79,11 @@ function parseRoles(text: string): { ok: true; roles: string[] } | { ok: false; 
   return { ok: true, roles };
 }
 
-/** A cursor we did not make (edited, or from another build): the list starts again from the top. */
-const invalidCursor: PageAlert = { isError: true, code: 'INVALID_CURSOR', message: adminErrorMessage('INVALID_CURSOR') };
-
 const linkToUser = (id: string | null) => (id === null ? null : { id, href: adminUserPage(id) });
 
-function toEventItem(event: AuditEvent): AdminEventItem {
+function toEventItem(event: AuditEvent, i18n: PageLanguage): AdminEventItem {
   return {
-    createdAt: formatTime(event.createdAt),
+    createdAt: formatTime(event.createdAt, i18n.locale),
     type: event.type,
     user: linkToUser(event.userId),
     actor: linkToUser(event.actorUserId),
@@ -115,14 +115,17 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
     { schema: { ...hidden, querystring: z.object({ query: queryText(200), cursor: cursorQuery, ...pageQuery }) } },
     async (request, reply) => {
       const { query, cursor, ...codes } = request.query;
+      const i18n = request.language;
       const before = positionOf(cursor);
-      const alerts = alertsOf(codes);
-      if (before === null) alerts.push(invalidCursor);
+      const alerts = alertsOf(codes, i18n);
+      // A cursor we did not make (edited, or from another build): the list starts again from the top.
+      if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
       const page = await admin.listUsers({ ...(query !== undefined && { query }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
       return sendPage(
         reply,
-        pages.render('admin-users', { i18n: englishPage(request), 
-          title: 'Users',
+        pages.render('admin-users', {
+          i18n,
+          title: i18n.t('admin.users.title'),
           isFull: true,
           section: 'users',
           alerts,
@@ -133,7 +136,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
             email: user.email,
             roles: user.roles,
             isDisabled: user.disabledAt !== null,
-            createdAt: formatTime(user.createdAt),
+            createdAt: formatTime(user.createdAt, i18n.locale),
           })),
           nextHref: page.next === null ? null : pageUrl(ADMIN_PAGE, { query, cursor: encodeCursor(page.next) }),
           firstHref: before ? pageUrl(ADMIN_PAGE, { query }) : null,
@@ -154,14 +157,16 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const isSelf = user.id === auth.userId;
       const base = adminUserPage(user.id);
       const csrfToken = csrf.issueToken(request, reply);
-      const sections = await renderPageSections(options.sections, { userId: user.id, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n: request.language });
+      const i18n = request.language;
+      const sections = await renderPageSections(options.sections, { userId: user.id, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n });
       return sendPage(
         reply,
-        pages.render('admin-user', { i18n: englishPage(request), 
+        pages.render('admin-user', {
+          i18n,
           title: user.name,
           isWide: true,
           section: 'users',
-          alerts: alertsOf(request.query),
+          alerts: alertsOf(request.query, i18n),
           csrfToken,
           sections: sections.html,
           scripts: sections.scripts,
@@ -172,12 +177,12 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
             email: user.email,
             roles: user.roles,
             isEmailVerified: user.emailVerifiedAt !== null,
-            disabledAt: user.disabledAt === null ? null : formatTime(user.disabledAt),
-            createdAt: formatTime(user.createdAt),
-            updatedAt: formatTime(user.updatedAt),
+            disabledAt: user.disabledAt === null ? null : formatTime(user.disabledAt, i18n.locale),
+            createdAt: formatTime(user.createdAt, i18n.locale),
+            updatedAt: formatTime(user.updatedAt, i18n.locale),
           },
           isSelf,
-          sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null),
+          sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null, { i18n, locate: await options.places.locator(i18n.locale) }),
           eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { userId: user.id }),
           actions: {
             roles: `${base}/roles`,
@@ -198,24 +203,26 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
     { schema: { ...hidden, querystring: z.object({ userId: queryText(64), type: queryText(64), cursor: cursorQuery, ...pageQuery }) } },
     async (request, reply) => {
       const { userId, type: requestedType, cursor, ...codes } = request.query;
+      const i18n = request.language;
       const isKnownType = requestedType !== undefined && (options.admin.eventTypes as readonly string[]).includes(requestedType);
       const type = isKnownType ? requestedType : undefined;
       const before = positionOf(cursor);
-      const alerts = alertsOf(codes);
-      if (requestedType !== undefined && !isKnownType) alerts.push({ isError: true, code: 'UNKNOWN_EVENT_TYPE', message: adminErrorMessage('UNKNOWN_EVENT_TYPE') });
-      if (before === null) alerts.push(invalidCursor);
+      const alerts = alertsOf(codes, i18n);
+      if (requestedType !== undefined && !isKnownType) alerts.push(adminError('UNKNOWN_EVENT_TYPE', i18n));
+      if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
       const page = await admin.listEvents({ ...(userId !== undefined && { userId }), ...(type !== undefined && { type }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
       return sendPage(
         reply,
-        pages.render('admin-events', { i18n: englishPage(request), 
-          title: 'Audit log',
+        pages.render('admin-events', {
+          i18n,
+          title: i18n.t('admin.events.title'),
           isFull: true,
           section: 'events',
           alerts,
           filter: { userId: userId ?? '', type: type ?? '' },
           types: options.admin.eventTypes,
           isFiltered: userId !== undefined || type !== undefined,
-          events: page.events.map(toEventItem),
+          events: page.events.map((event) => toEventItem(event, i18n)),
           nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { userId, type, cursor: encodeCursor(page.next) }),
           firstHref: before ? pageUrl(ADMIN_EVENTS_PAGE, { userId, type }) : null,
         }),

@@ -7,6 +7,7 @@
  * browser flow is in test/flows/admin-browser.test.ts.
  */
 import { describe, it, before, after } from 'node:test';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import Fastify from 'fastify';
 import formbody from '@fastify/formbody';
@@ -19,6 +20,8 @@ import type { AdminService } from './admin.service.ts';
 import type { Config } from '../config.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
 import { ADMIN_PAGE_SIZE, adminPageRoutes } from './admin-pages.routes.ts';
+import { readMessages } from '../i18n/catalog.ts';
+import { ADMIN_ERROR_CODES, ADMIN_NOTICE_CODES } from './admin-pages.messages.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const FORM = 'application/x-www-form-urlencoded';
@@ -41,19 +44,28 @@ interface AuditRow {
 }
 
 /** The rows of a page's table body. */
-const tableRows = (html: string) => [...html.matchAll(/<tbody>([\s\S]*?)<\/tbody>/g)].flatMap(([, body]) => body!.match(/<tr>[\s\S]*?<\/tr>/g) ?? []);
+const tableRows = (html: string) => [...html.matchAll(/<tbody[^>]*>([\s\S]*?)<\/tbody>/g)].flatMap(([, body]) => body!.match(/<tr[^>]*>[\s\S]*?<\/tr>/g) ?? []);
 /** The href of the link with this text. */
 function linkHref(html: string, text: string): string | null {
   const match = new RegExp(`<a [^>]*href="([^"]+)"[^>]*>${text}</a>`).exec(html);
   return match === null ? null : unescapeHtml(match[1]!);
 }
-/** The alerts a page shows: `notice` (role=status) and `error` (role=alert) codes. */
+/** The alerts a page shows: `notice` (role=status) and `error` (role=alert) codes; an error shown without its code counts as ''. */
 function alertCodes(html: string): { errors: string[]; notices: string[] } {
   return {
-    errors: [...html.matchAll(/role="alert">[\s\S]*?<code>([^<]*)<\/code>/g)].map((m) => unescapeHtml(m[1]!)),
+    errors: [...html.matchAll(/role="alert">([\s\S]*?)<\/div>/g)].map((m) => unescapeHtml(/<code>([^<]*)<\/code>/.exec(m[1]!)?.[1] ?? '')),
     notices: [...html.matchAll(/role="status">\s*<p>([^<]*)<\/p>/g)].map((m) => m[1]!),
   };
 }
+
+/** A moment as the English pages write it: "Nov 27, 2026, 7:00 AM UTC" (Intl puts a narrow no-break space before AM). */
+const ENGLISH_TIME = /<time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z">[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d\s[AP]M UTC<\/time>/;
+
+it('has an English text for every code the pages know (the start checks the other languages against English)', () => {
+  const english = readMessages(join(import.meta.dirname, 'messages')).en ?? {};
+  const keys = [...[...ADMIN_NOTICE_CODES].map((code) => `admin.notice.${code}`), ...[...ADMIN_ERROR_CODES, 'default'].map((code) => `admin.error.${code}`)];
+  assert.deepEqual(keys.filter((key) => !Object.hasOwn(english, key)), []);
+});
 
 for (const strategy of ['database', 'jwt'] as const) {
   describe(`admin pages, ${strategy} strategy`, () => {
@@ -207,6 +219,7 @@ for (const strategy of ['database', 'jwt'] as const) {
             csrf: { issueToken: () => 'token' },
             config: {} as Config,
             sections: [],
+            places: { isConfigured: false, locator: async () => null },
           });
           const { pages, forms } = everyRoute('someone', 'some-session');
           for (const url of pages) {
@@ -245,12 +258,12 @@ for (const strategy of ['database', 'jwt'] as const) {
         const row = tableRows(page.body).find((r) => r.includes('Listed Person'));
         assert.ok(row, 'the user is listed');
         assert.match(row, new RegExp(`<a href="/admin/users/${listed.id}">Listed Person</a>`));
-        assert.match(row, new RegExp(`<td data-label="Email">${listed.email.replace('.', '\\.')}</td>`));
-        assert.match(row, /<td data-label="Roles">AUDITOR, EDITOR<\/td>/);
+        assert.match(row, new RegExp(`<td role="cell" data-label="Email">${listed.email.replace('.', '\\.')}</td>`));
+        assert.match(row, /<td role="cell" data-label="Roles">AUDITOR, EDITOR<\/td>/);
         assert.match(row, />Disabled</);
-        assert.match(row, /<time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>/);
+        assert.match(row, ENGLISH_TIME);
         const adaRow = tableRows(page.body).find((r) => r.includes('Ada Admin'));
-        assert.match(adaRow!, /<td data-label="Roles">ADMIN<\/td>/);
+        assert.match(adaRow!, /<td role="cell" data-label="Roles">ADMIN<\/td>/);
         assert.match(adaRow!, />Active</);
         assert.match(page.body, /<form class="search" method="get" action="\/admin" role="search">/);
         assert.match(page.body, /<input id="query" name="query" type="search" value=""/);
@@ -587,6 +600,70 @@ for (const strategy of ['database', 'jwt'] as const) {
       });
     });
 
+    describe('in another language', () => {
+      /** A page in the language the URL or header asks for, without keeping the language cookie (the other tests read English). */
+      async function getIn(url: string, headers: Record<string, string> = {}) {
+        return t.app.inject({ method: 'GET', url, headers: { cookie: adminBrowser.jar.header(), 'user-agent': adminBrowser.userAgent, ...headers } });
+      }
+
+      it('renders the user list, a user and the audit log in German, French and Japanese, dates included', async () => {
+        const user = await newUser('Sprachen Person', ['EDITOR']);
+        await t.services.admin.updateUser(user.id, { disabled: true }, { actorUserId: ada.id, ip: null, userAgent: null });
+
+        const list = await getIn('/admin?query=Sprachen&lang=de');
+        assertHtmlPage(list, 'German list');
+        assert.match(list.body, /<html lang="de"/);
+        assert.match(list.body, /<title>Benutzer · /);
+        assert.match(list.body, /<h1>Benutzer<\/h1>/);
+        assert.match(list.body, /<nav class="admin-nav" aria-label="Verwaltung">/);
+        assert.match(list.body, /<a href="\/admin\/events">Audit-Log<\/a>/);
+        assert.match(list.body, /<label for="query">Benutzer nach Name oder E-Mail-Adresse suchen<\/label>/);
+        assert.match(list.body, /Benutzer, deren Name oder E-Mail-Adresse „Sprachen“ enthält\. <a href="\/admin">Alle anzeigen<\/a>/);
+        const [row] = tableRows(list.body);
+        assert.match(row!, /<td role="cell" data-label="E-Mail-Adresse">/);
+        assert.match(row!, /<span class="status status-disabled">Deaktiviert<\/span>/);
+        // "27. Nov. 2026, 07:00 UTC": German order and 24-hour time, not the English form.
+        assert.match(row!, /<time datetime="[^"]+">\d{1,2}\. \S+ \d{4}, \d\d:\d\d UTC<\/time>/);
+
+        const page = await getIn(`/admin/users/${user.id}?notice=USER_DISABLED`, { 'accept-language': 'fr-CH, fr;q=0.9' });
+        assertHtmlPage(page, 'French user page');
+        assert.match(page.body, /<html lang="fr"/);
+        assert.match(page.body, /<h2 id="account-heading">Compte<\/h2>/);
+        assert.match(page.body, /role="status">\s*<p>Le compte est désactivé et toutes ses sessions ont été fermées\.<\/p>/);
+        assert.match(page.body, /<span class="status status-disabled">Désactivé<\/span> depuis le <time datetime="[^"]+">\d{1,2} \S+ \d{4}, \d\d:\d\d UTC<\/time>/);
+        assert.match(page.body, />Réactiver le compte<\/button>/);
+
+        const events = await getIn(`/admin/events?userId=${user.id}&lang=ja`);
+        assertHtmlPage(events, 'Japanese audit log');
+        assert.match(events.body, /<html lang="ja"/);
+        assert.match(events.body, /<h1>監査ログ<\/h1>/);
+        assert.match(events.body, /<th scope="col" role="columnheader">実行者<\/th>/);
+        assert.match(events.body, /<option value="">すべてのタイプ<\/option>/);
+        assert.match(events.body, /<time datetime="[^"]+">\d{4}年\d{1,2}月\d{1,2}日 \d{1,2}:\d\d UTC<\/time>/);
+        assert.match(events.body, /<code>user\.disabled<\/code>/, 'event types stay identifiers');
+      });
+
+      it('explains a known error code in the language, shows it for support, and never echoes an unknown one', async () => {
+        const known = await getIn('/admin?error=USER_NOT_FOUND&lang=es');
+        assertHtmlPage(known, 'Spanish known error');
+        assert.match(known.body, /<html lang="es"/);
+        assert.match(known.body, /role="alert">\s*<p>Ese usuario no existe\.<\/p>\s*<p class="code">Código de error: <code>USER_NOT_FOUND<\/code><\/p>/);
+
+        for (const [url, lang, general] of [
+          ['/admin?error=NO_SUCH_CODE_42', 'de', 'Das hat nicht funktioniert. Bitte versuchen Sie es erneut.'],
+          ['/admin/events?error=NO_SUCH_CODE_42&notice=NO_SUCH_CODE_42', 'pt-BR', 'Não deu certo. Tente de novo.'],
+          [`/admin/users/${ada.id}?error=NO_SUCH_CODE_42`, 'ja', 'うまくいきませんでした。もう一度お試しください。'],
+        ] as const) {
+          const response = await getIn(`${url}&lang=${lang}`);
+          assertHtmlPage(response, url);
+          assert.match(response.body, new RegExp(`<html lang="${lang}"`), url);
+          assert.ok(!response.body.includes('NO_SUCH_CODE_42'), `${url}: the unknown code is not echoed`);
+          assert.deepEqual(alertCodes(response.body), { errors: [''], notices: [] }, url);
+          assert.ok(response.body.includes(`<p>${general}</p>`), `${url}: the general message in ${lang}`);
+        }
+      });
+    });
+
     it('escapes hostile names, user agents, searches and codes on every admin page', async () => {
       const hostileName = '<img src=x onerror=alert(1)>"\'';
       const hostileAgent = '<script>alert("ua")</script>';
@@ -608,7 +685,10 @@ for (const strategy of ['database', 'jwt'] as const) {
       assert.match(pages[1]!.body, /value="&quot;&gt;&lt;script&gt;alert\(2\)&lt;\/script&gt;"/);
       assert.match(pages[2]!.body, /<h1>&lt;img src=x onerror=alert\(1\)&gt;&quot;&#39;<\/h1>/);
       assert.match(pages[2]!.body, /&lt;script&gt;alert\(&quot;ua&quot;\)&lt;\/script&gt;/);
-      assert.match(pages[2]!.body, /<code>&lt;b&gt;e&lt;\/b&gt;<\/code>/);
+      // An unknown code is never shown back: the general message, without a code.
+      assert.doesNotMatch(pages[2]!.body, /&lt;b&gt;[en]&lt;/);
+      assert.deepEqual(alertCodes(pages[2]!.body).errors, ['']);
+      assert.match(pages[2]!.body, /role="alert">\s*<p>That did not work\. Please try again\.<\/p>\s*<\/div>/);
       assert.equal(alertCodes(pages[2]!.body).notices.length, 0, 'an unknown notice shows nothing');
       assert.match(pages[3]!.body, /<span class="client-agent">&lt;script&gt;alert\(&quot;ua&quot;\)&lt;\/script&gt;<\/span>/);
       assert.match(pages[4]!.body, /<code>UNKNOWN_EVENT_TYPE<\/code>/);

@@ -5,7 +5,8 @@ import type { TimeText } from '../web/time-text.ts';
 /** A message at the top of a page: what a form just did, or why it did not. */
 export interface PageAlert {
   isError: boolean;
-  code: string;
+  /** Shown small for support; null for a code we do not know (a link's code is never shown back). */
+  code: string | null;
   message: string;
 }
 

@@ -128,12 +128,13 @@ describe('a branded instance', () => {
     assert.equal(again.statusCode, 304);
   });
 
-  it('brands the pages whose texts are English still, without claiming another language', async () => {
+  it('puts its name into translated sentences, not only the title', async () => {
     const page = await test.app.inject({ method: 'GET', url: '/auth/account-deleted?lang=de' });
     assertHtmlPage(page, 'account-deleted page');
-    assert.match(page.body, /<html lang="en"/, 'its texts are English');
+    assert.match(page.body, /<html lang="de"/);
     assert.match(page.body, /· Acme &amp; Co<\/title>/);
-    assert.doesNotMatch(page.body, /class="languages"/, 'no switcher on an English-only page');
+    assert.match(page.body, /was Acme &amp; Co über Sie gespeichert hatte/, 'the brand inside a German sentence, escaped');
+    assert.doesNotMatch(page.body, /Gatehouse/, 'the default name appears nowhere');
   });
 
   it('sends people to support from the error page', async () => {
@@ -142,7 +143,8 @@ describe('a branded instance', () => {
   });
 
   it('names itself in the mails', () => {
-    const mail = createMailRenderer({ authUrl: 'https://auth.example.test', brandName: 'Acme & Co' }).render('password-reset', { name: 'Ada', resetUrl: 'https://auth.example.test/auth/reset-password?token=t', expiresInMinutes: 30 });
+    const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', brandName: 'Acme & Co', translations: test.services.translations });
+    const mail = renderer.render('password-reset', { name: 'Ada', resetUrl: 'https://auth.example.test/auth/reset-password?token=t', expiresInMinutes: 30 }, 'en');
     assert.equal(mail.subject, 'Reset your Acme & Co password');
     assert.match(mail.html, /Acme &amp; Co/);
     assert.match(mail.text, /Sent by Acme & Co/);

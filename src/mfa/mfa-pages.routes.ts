@@ -26,21 +26,21 @@ import { setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
 import type { User, UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
-import type { PageError } from '../web/messages.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import { shownCode } from '../web/page-query.ts';
 import { renderPageSections, type PageSection } from '../module.ts';
 import type { MfaService, MfaStatus } from './mfa.service.ts';
 import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
-import { mfaPageErrorMessage, mfaPromptErrorMessage } from './mfa-pages.messages.ts';
+import { RECOVERY_CODE_COUNT } from './recovery-codes.ts';
+import { mfaPageError, mfaPromptError, type ShownError } from './mfa-pages.messages.ts';
 import { challengeError } from './mfa.routes.ts';
 import { signInBody } from '../signin/signin-response.ts';
 
 interface MfaPages {
-  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; error: PageError | null; sections: string[] };
-  'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; error: PageError | null };
-  'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string };
-  'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean };
+  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; error: ShownError | null; sections: string[] };
+  'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; error: ShownError | null };
+  'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string; fileName: string };
+  'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean; recoveryCodeCount: number };
   'mfa-admin-section': { csrfToken: string; status: MfaStatus; userId: string };
 }
 
@@ -68,6 +68,12 @@ const renderer = () => createPageRenderer<MfaPages>(templatesIn(join(import.meta
 /** The key in groups of four, as apps print it and people type it. */
 const grouped = (secret: string) => secret.replace(/(.{4})/g, '$1 ').trim();
 
+/** The recovery codes' file: named after the deployment (`gatehouse-recovery-codes.txt`), in ASCII whatever its name. */
+function recoveryCodesFileName(brandName: string): string {
+  const slug = brandName.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+  return slug === '' ? 'recovery-codes.txt' : `${slug}-recovery-codes.txt`;
+}
+
 export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (app, options) => {
   const { mfa, secondFactor, users, sessions, authenticate, csrf, config, clock } = options;
   const pages = renderer();
@@ -88,20 +94,26 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
   }
 
   function showError(reply: FastifyReply, errorCode: string, status: number) {
-    const { heading, message } = mfaPageErrorMessage(errorCode);
-    return sendPage(reply, pages.render('error', { i18n: englishPage(reply.request), title: heading, heading, message, code: errorCode }), status);
+    const i18n = reply.request.language;
+    const { heading, message } = mfaPageError(errorCode, config.mfa.reauthWindowSeconds, i18n);
+    return sendPage(reply, pages.render('error', { i18n, title: heading, heading, message, code: errorCode }), status);
   }
 
-  function showSetup(reply: FastifyReply, request: FastifyRequest, setup: { secret: string; qrSvg: string }, error: PageError | null) {
-    const html = pages.render('mfa-setup', { i18n: englishPage(request), title: 'Set up an authenticator app', csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), error });
+  function showSetup(reply: FastifyReply, request: FastifyRequest, setup: { secret: string; qrSvg: string }, error: ShownError | null) {
+    const i18n = request.language;
+    const html = pages.render('mfa-setup', { i18n, title: i18n.t('mfa.setup.title'), csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), error });
     reply.header('cache-control', 'no-store');
     // The same setup again, with the error above its form: a page to go on from, not a failure.
     return sendPage(reply, html);
   }
 
-  function showRecoveryCodes(reply: FastifyReply, codes: string[], intro: string) {
-    const downloadHref = `data:text/plain;charset=utf-8,${encodeURIComponent(`Gatehouse recovery codes (each works once)\n\n${codes.join('\n')}\n`)}`;
-    return sendPage(reply, pages.render('mfa-recovery-codes', { i18n: englishPage(reply.request), title: 'Your recovery codes', intro, codes, downloadHref }));
+  /** The codes, shown once; `introKey` says why there are new ones (`mfa.recoveryCodes.intro.*`). */
+  function showRecoveryCodes(reply: FastifyReply, codes: string[], introKey: 'enabled' | 'renewed') {
+    const i18n = reply.request.language;
+    const file = `${i18n.t('mfa.recoveryCodes.fileHeading', { brand: i18n.brand.name })}\n\n${codes.join('\n')}\n`;
+    const downloadHref = `data:text/plain;charset=utf-8,${encodeURIComponent(file)}`;
+    const intro = i18n.t(`mfa.recoveryCodes.intro.${introKey}`);
+    return sendPage(reply, pages.render('mfa-recovery-codes', { i18n, title: i18n.t('mfa.recoveryCodes.title'), intro, codes, downloadHref, fileName: recoveryCodesFileName(i18n.brand.name) }));
   }
 
   app.get(MFA_PROMPT_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
@@ -111,13 +123,15 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     if (userId === null) return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ error: 'MFA_EXPIRED', callbackUrl })}`, 303);
     const { error } = request.query;
     const csrfToken = csrf.issueToken(request, reply);
-    const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n: request.language });
-    const html = pages.render('mfa-prompt', { i18n: englishPage(request), 
-      title: 'Two-step verification',
+    const i18n = request.language;
+    const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n });
+    const html = pages.render('mfa-prompt', {
+      i18n,
+      title: i18n.t('mfa.prompt.title'),
       csrfToken,
       callbackUrl,
       hasTotp: (await mfa.methodsOf(userId)).includes('totp'),
-      error: error === undefined ? null : { code: error, message: mfaPromptErrorMessage(error) },
+      error: error === undefined ? null : mfaPromptError(error, i18n),
       sections: sections.html,
       scripts: sections.scripts,
       scriptNonce: sections.scriptNonce,
@@ -163,9 +177,9 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const result = await mfa.enableTotp(user, request.body.code, requestSource(request, user.id));
     // The code just proved the factor: this session counts as having used it.
     if (result.ok) await sessions.reauthenticate(user.auth, ['otp', 'mfa']);
-    if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'Your authenticator app is on: signing in now asks for a code from it after your password.');
+    if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'enabled');
     const pending = result.reason === 'INVALID_CODE' ? await mfa.pendingSetup(user) : null;
-    if (pending !== null) return showSetup(reply, request, pending, { code: 'INVALID_CODE', message: mfaPromptErrorMessage('INVALID_CODE') });
+    if (pending !== null) return showSetup(reply, request, pending, { code: 'INVALID_CODE', message: request.language.t('mfa.setup.error.INVALID_CODE') });
     return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 409);
   });
 
@@ -181,7 +195,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const user = await dashboardUser(request, reply, { recent: true });
     if (user === null) return reply;
     const result = await mfa.regenerateRecoveryCodes(user, request.body.code, requestSource(request, user.id));
-    if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'New recovery codes: the old ones no longer work.');
+    if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'renewed');
     return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 400);
   });
 
@@ -216,18 +230,18 @@ export function mfaPageSections(deps: { mfa: MfaService; users: UserService; req
   return [
     {
       page: 'dashboard',
-      async render({ userId, csrfToken }) {
+      async render({ userId, csrfToken, i18n }) {
         if (userId === null) return null;
         const [status, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);
         const isRequired = user !== null && user.roles.some((role) => deps.requiredRoles.includes(role));
-        return pages.render('mfa-dashboard-section', { title: '', csrfToken, status, isRequired });
+        return pages.render('mfa-dashboard-section', { i18n, title: '', csrfToken, status, isRequired, recoveryCodeCount: RECOVERY_CODE_COUNT });
       },
     },
     {
       page: 'admin-user',
-      async render({ userId, csrfToken }) {
+      async render({ userId, csrfToken, i18n }) {
         if (userId === null) return null;
-        return pages.render('mfa-admin-section', { title: '', csrfToken, status: await mfa.status(userId), userId });
+        return pages.render('mfa-admin-section', { i18n, title: '', csrfToken, status: await mfa.status(userId), userId });
       },
     },
   ];

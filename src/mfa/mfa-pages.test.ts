@@ -12,6 +12,8 @@ import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { CookieJar, formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
 import { enrolTotp, totpCode } from '../../test/helpers/totp.ts';
+import { LOCALES } from '../i18n/locales.ts';
+import { mfaPageError, mfaPromptError, PAGE_ERROR_CODES, PROMPT_CODES } from './mfa-pages.messages.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -108,6 +110,113 @@ for (const backend of await backends()) {
       const stale = await formPost(b, '/dashboard/mfa/totp/setup', {});
       assert.equal(stale.statusCode, 403);
       assert.match(stale.body, /REAUTH_REQUIRED/);
+    });
+
+    /** The text of the page's alert box, tags removed; null without one. */
+    const alertText = (html: string) => /<div class="alert alert-error" role="alert">([\s\S]*?)<\/div>/.exec(html)?.[1]?.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim() ?? null;
+
+    /** Chooses `locale` for this browser as the language switcher does (`?lang=`, remembered in a cookie). */
+    async function choose(b: { jar: CookieJar }, locale: string) {
+      b.jar.store(await t.app.inject({ method: 'GET', url: `/auth/signin?lang=${locale}`, headers: { cookie: b.jar.header() } }));
+    }
+
+    it('has a text in every language for each code its pages explain (their keys are built from the code)', () => {
+      for (const locale of LOCALES) {
+        const i18n = t.services.translations.translator(locale);
+        for (const code of [...PROMPT_CODES, 'SOMETHING_ELSE']) assert.doesNotMatch(mfaPromptError(code, i18n).message, /^mfa\./, `${locale} ${code}`);
+        for (const code of [...PAGE_ERROR_CODES, 'SOMETHING_ELSE']) {
+          const { heading, message } = mfaPageError(code, 600, i18n);
+          assert.doesNotMatch(`${heading}|${message}`, /(^|\|)mfa\./, `${locale} ${code}`);
+        }
+        for (const intro of ['enabled', 'renewed']) assert.doesNotMatch(i18n.t(`mfa.recoveryCodes.intro.${intro}`), /^mfa\./);
+      }
+    });
+
+    it('asks for the code in the page\'s language, and never shows back an unknown ?error=', async () => {
+      const { email } = await enrolled();
+      const b = await browser();
+      await formPost(b, '/api/auth/signin', { email, password: PASSWORD });
+      const get = (url: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers: { cookie: b.jar.header(), ...headers } });
+
+      const english = await get('/auth/mfa');
+      assert.match(english.body, /<html lang="en"/);
+      assert.match(english.body, /<h1>Two-step verification<\/h1>/);
+      assert.match(english.body, /<title>Two-step verification · Gatehouse<\/title>/);
+
+      const german = await get('/auth/mfa?lang=de');
+      assert.equal(german.statusCode, 200);
+      assert.match(german.body, /<html lang="de"/);
+      assert.match(german.body, /<h1>Bestätigung in zwei Schritten<\/h1>/);
+      assert.match(german.body, /<summary>Wiederherstellungscode verwenden<\/summary>/);
+      assert.match(german.body, /<label for="recovery-code">Wiederherstellungscode<\/label>/);
+      assert.doesNotMatch(german.body, /Use a recovery code|Verify</, 'no English left');
+
+      const wrong = await get('/auth/mfa?error=INVALID_CODE', { 'accept-language': 'fr-FR,fr;q=0.9' });
+      assert.match(wrong.body, /<html lang="fr"/);
+      assert.equal(alertText(wrong.body), 'Ce code n’est pas le bon, ou il a déjà servi. Vérifiez l’application et réessayez. Code d’erreur: INVALID_CODE');
+
+      const hostile = '"><script>alert(1)</script>';
+      const unknown = await get(`/auth/mfa?error=${encodeURIComponent(hostile)}`, { 'accept-language': 'ja' });
+      assert.match(unknown.body, /<html lang="ja"/);
+      assert.match(unknown.body, /<h1>2 段階認証<\/h1>/);
+      assert.equal(alertText(unknown.body), 'コードを確認できませんでした。もう一度お試しください。', 'the general message, and no code');
+      assert.doesNotMatch(unknown.body, /<script>|alert\(1\)|<code>/);
+    });
+
+    it('sets up an authenticator app in the user\'s language: the setup, its error, the recovery codes, the dashboard section', async () => {
+      const email = `pages${++count}@example.com`;
+      await createUser(t.services, { email, password: PASSWORD });
+      const b = await browser();
+      await formPost(b, '/api/auth/signin', { email, password: PASSWORD });
+      b.csrfToken = (await t.app.inject({ method: 'GET', url: '/api/auth/csrf', headers: { cookie: b.jar.header() } })).json().csrfToken;
+      await choose(b, 'de');
+
+      const setup = await formPost(b, '/dashboard/mfa/totp/setup', {});
+      assert.equal(setup.statusCode, 200);
+      assert.match(setup.body, /<html lang="de"/);
+      assert.match(setup.body, /<h1>Authenticator-App einrichten<\/h1>/);
+      assert.match(setup.body, /<figure class="qr" role="img" aria-label="QR-Code für Ihre Authenticator-App – oder geben Sie den Schlüssel unten ein">/);
+      assert.match(setup.body, /<label for="mfa-code">Der 6-stellige Code, den die App gerade anzeigt<\/label>/);
+      const secret = /id="totp-secret">([A-Z2-7 ]+)</.exec(setup.body)![1]!.replace(/ /g, '');
+
+      const wrong = await formPost(b, '/dashboard/mfa/totp/enable', { code: totpCode(secret, clock(), 5) });
+      assert.equal(wrong.statusCode, 200, 'the same setup again');
+      assert.equal(alertText(wrong.body), 'Dieser Code stimmt nicht. Geben Sie den Code ein, den die App gerade für dieses Konto anzeigt. Fehlercode: INVALID_CODE');
+
+      const enabled = await formPost(b, '/dashboard/mfa/totp/enable', { code: totpCode(secret, clock()) });
+      assert.equal(enabled.statusCode, 200);
+      assert.match(enabled.body, /<h1>Ihre Wiederherstellungscodes<\/h1>/);
+      assert.match(enabled.body, /Ihre Authenticator-App ist eingeschaltet/);
+      const download = /href="data:text\/plain;charset=utf-8,([^"]+)" download="gatehouse-recovery-codes.txt">Als Datei herunterladen</.exec(enabled.body);
+      assert.ok(download, 'the file, named after the deployment');
+      assert.match(decodeURIComponent(download[1]!), /^Wiederherstellungscodes für Gatehouse \(jeder funktioniert einmal\)\n\n/);
+
+      const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: b.jar.header() } });
+      assert.match(dashboard.body, /<h2 id="mfa-heading">Bestätigung in zwei Schritten<\/h2>/);
+      assert.match(dashboard.body, /Eine Authenticator-App ist eingerichtet\. Noch 10 von 10 Wiederherstellungscodes übrig\./);
+      assert.match(dashboard.body, /<button class="button button-danger" type="submit">Authenticator-App entfernen<\/button>/);
+
+      // The dashboard forms' error page, in Japanese, says how recent a sign-in must be in words.
+      await choose(b, 'ja');
+      clock.advance(11 * 60_000);
+      const stale = await formPost(b, '/dashboard/mfa/recovery-codes', { code: totpCode(secret, clock()) });
+      assert.equal(stale.statusCode, 403);
+      assert.match(stale.body, /<html lang="ja"/);
+      assert.match(stale.body, /<h1>先にもう一度サインインしてください<\/h1>/);
+      assert.match(stale.body, /10 分以内にダッシュボードに戻ってください。/);
+      assert.match(stale.body, /<code>REAUTH_REQUIRED<\/code>/);
+    });
+
+    it('shows the admin\'s section of a user in the admin\'s language', async () => {
+      const { user } = await enrolled();
+      const admin = await createUser(t.services, { email: `admin${++count}@example.com`, password: PASSWORD, roles: ['ADMIN'] });
+      const b = await browser();
+      await formPost(b, '/api/auth/signin', { email: admin.email, password: PASSWORD });
+      const page = await t.app.inject({ method: 'GET', url: `/admin/users/${user.id}?lang=es`, headers: { cookie: b.jar.header() } });
+      assert.equal(page.statusCode, 200, page.body);
+      assert.match(page.body, /<h2 id="mfa-admin-heading">Verificación en dos pasos<\/h2>/);
+      assert.match(page.body, /<dt>Aplicación de autenticación<\/dt><dd>Configurada<\/dd>/);
+      assert.match(page.body, /<button class="button button-danger" type="submit" aria-describedby="mfa-reset-hint">Restablecer los segundos factores<\/button>/);
     });
 
     it('lets only an ADMIN reset a user\'s factors; audited and mailed', async () => {

@@ -2,6 +2,8 @@
  * Multi-factor sign-in: an authenticator app (TOTP) and recovery codes, the second-factor step of
  * every sign-in, and the API to enrol, remove and answer them.
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule, type AccessPolicy } from '../module.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { MFA_ERRORS } from './mfa.errors.ts';
@@ -32,6 +34,7 @@ declare module '../audit/audit.service.ts' {
 
 export const mfaModule = defineModule({
   name: 'mfa',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   config: mfaConfigSection,
   migrations: { '20261124-mfa-factors': mfaFactors },
   errors: MFA_ERRORS,

@@ -25,11 +25,11 @@ import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
 import { DEFAULT_GRANT_TYPES, DEFAULT_ID_TOKEN_ALG, DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
 import type { OidcClient, OidcClientsService } from './clients.service.ts';
-import { clientsErrorMessage, clientsNoticeMessage } from './clients-pages.messages.ts';
+import { clientsError, clientsNotice, problemText } from './clients-pages.messages.ts';
 import type { ClientFormValues, ClientPages, PageAlert } from './clients-pages.types.ts';
 
 export interface ClientPageOptions {
@@ -44,36 +44,19 @@ export const clientPage = (id: string) => `${CLIENTS_PAGE}/${encodeURIComponent(
 /** The admin area's header and navigation, shared with the admin module's pages. */
 const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
-const GRANT_LABELS: Readonly<Record<string, string>> = {
-  authorization_code: 'Authorization code (sign-in in a browser, with PKCE)',
-  refresh_token: 'Refresh token',
-  client_credentials: 'Client credentials (machine to machine; confidential clients only)',
-  [DEVICE_CODE_GRANT]: 'Device code (TVs and command-line tools)',
+/** Each grant type's label on the register form (`oidc-clients.grant.<key>`); the device code grant's type is a URN. */
+const GRANT_LABEL_KEYS: Readonly<Record<string, string>> = {
+  authorization_code: 'oidc-clients.grant.authorization_code',
+  refresh_token: 'oidc-clients.grant.refresh_token',
+  client_credentials: 'oidc-clients.grant.client_credentials',
+  [DEVICE_CODE_GRANT]: 'oidc-clients.grant.device_code',
 };
-const GRANT_CHOICES = GRANT_TYPES.map((value, index) => ({ value, label: GRANT_LABELS[value] ?? value, id: `grant-${index}` }));
+const grantChoices = (i18n: PageLanguage) =>
+  GRANT_TYPES.map((value, index) => ({ value, label: Object.hasOwn(GRANT_LABEL_KEYS, value) ? i18n.t(GRANT_LABEL_KEYS[value]!) : value, id: `grant-${index}` }));
 
-/** How the form names the field a problem is about. */
-function problemText(problem: ClientProblem, form: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }): string {
-  const [field, index] = problem.field.split('.');
-  const at = (list: readonly string[]) => (index === undefined ? '' : ` “${list[Number(index)] ?? ''}”`);
-  const label =
-    field === 'name'
-      ? 'Name'
-      : field === 'redirectUris'
-        ? `Redirect URI${index === undefined ? 's' : at(form.redirectUris)}`
-        : field === 'postLogoutRedirectUris'
-          ? `Post-logout redirect URI${index === undefined ? 's' : at(form.postLogoutRedirectUris)}`
-          : field === 'grantTypes'
-            ? 'Grant types'
-            : field === 'idTokenSignedResponseAlg'
-              ? 'ID token algorithm'
-              : problem.field;
-  return `${label}: ${problem.message}.`;
-}
-
-function refusal(problems: readonly ClientProblem[], form: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }): PageAlert {
+function refusal(problems: readonly ClientProblem[], form: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }, i18n: PageLanguage): PageAlert {
   const code = problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field)) ? 'INVALID_REDIRECT_URI' : 'INVALID_CLIENT_METADATA';
-  return { isError: true, code, message: clientsErrorMessage(code), details: problems.map((problem) => problemText(problem, form)) };
+  return { ...clientsError(code, i18n), details: problems.map((problem) => problemText(problem, form, i18n)) };
 }
 
 /** The lines of a text area that hold something, trimmed. */
@@ -82,15 +65,16 @@ const lines = (text: string | undefined) => (text ?? '').split(/\r?\n/).map((lin
 /** A repeated form field (checkboxes) arrives as a string once, as an array more often. */
 const asList = (value: string | string[] | undefined) => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
-function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
+/** The notice and error a form's redirect put in the URL, in the page's language. */
+function alertsOf(query: { notice?: string | undefined; error?: string | undefined }, i18n: PageLanguage): PageAlert[] {
   const alerts: PageAlert[] = [];
-  const notice = query.notice === undefined ? null : clientsNoticeMessage(query.notice);
-  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
-  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: clientsErrorMessage(query.error) });
+  const notice = query.notice === undefined ? null : clientsNotice(query.notice, i18n);
+  if (notice !== null) alerts.push(notice);
+  if (query.error !== undefined) alerts.push(clientsError(query.error, i18n));
   return alerts;
 }
 
-const typeOf = (client: OidcClient) => (client.isPublic ? 'Public' : 'Confidential');
+const typeOf = (client: OidcClient, i18n: PageLanguage) => i18n.t(client.isPublic ? 'oidc-clients.type.public' : 'oidc-clients.type.confidential');
 
 const EMPTY_FORM: ClientFormValues = {
   name: '',
@@ -130,10 +114,12 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   async function showList(request: FastifyRequest, reply: FastifyReply, form: ClientFormValues, alerts: PageAlert[]) {
     const clients = await oidcClients.list();
+    const i18n = request.language;
     return sendPage(
       reply,
-      pages.render('admin-clients', { i18n: englishPage(request), 
-        title: 'Clients',
+      pages.render('admin-clients', {
+        i18n,
+        title: i18n.t('oidc-clients.list.title'),
         isFull: true,
         section: 'clients',
         alerts,
@@ -142,12 +128,12 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
           href: clientPage(client.id),
           id: client.id,
           name: client.name,
-          type: typeOf(client),
+          type: typeOf(client, i18n),
           grantTypes: client.grantTypes,
-          createdAt: formatTime(client.createdAt),
+          createdAt: formatTime(client.createdAt, i18n.locale),
         })),
         form,
-        grantTypeChoices: GRANT_CHOICES,
+        grantTypeChoices: grantChoices(i18n),
         algChoices: ID_TOKEN_ALGS,
         createAction: CLIENTS_PAGE,
       }),
@@ -156,9 +142,11 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   function showClient(request: FastifyRequest, reply: FastifyReply, client: OidcClient, alerts: PageAlert[], form?: { name: string; redirectUris: string; postLogoutRedirectUris: string }) {
     const base = clientPage(client.id);
+    const i18n = request.language;
     return sendPage(
       reply,
-      pages.render('admin-client', { i18n: englishPage(request), 
+      pages.render('admin-client', {
+        i18n,
         title: client.name,
         isWide: true,
         section: 'clients',
@@ -167,16 +155,16 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
         client: {
           id: client.id,
           name: client.name,
-          type: typeOf(client),
+          type: typeOf(client, i18n),
           isPublic: client.isPublic,
           isFirstParty: client.isFirstParty,
           redirectUris: client.redirectUris,
           postLogoutRedirectUris: client.postLogoutRedirectUris,
           grantTypes: client.grantTypes,
           idTokenSignedResponseAlg: client.idTokenSignedResponseAlg,
-          createdAt: formatTime(client.createdAt),
-          updatedAt: formatTime(client.updatedAt),
-          secretRotatedAt: client.secretRotatedAt === null ? null : formatTime(client.secretRotatedAt),
+          createdAt: formatTime(client.createdAt, i18n.locale),
+          updatedAt: formatTime(client.updatedAt, i18n.locale),
+          secretRotatedAt: client.secretRotatedAt === null ? null : formatTime(client.secretRotatedAt, i18n.locale),
         },
         form: form ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n') },
         actions: { update: base, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
@@ -185,15 +173,18 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
   }
 
   /** The page that shows a secret, this once (the answer to the form post: never a URL). */
-  function showSecret(reply: FastifyReply, client: OidcClient, clientSecret: string, isNew: boolean) {
+  function showSecret(request: FastifyRequest, reply: FastifyReply, client: OidcClient, clientSecret: string, isNew: boolean) {
+    const i18n = request.language;
+    const heading = i18n.t(isNew ? 'oidc-clients.secret.registered.title' : 'oidc-clients.secret.rotated.title');
     return sendPage(
       reply,
-      pages.render('admin-client-secret', { i18n: englishPage(reply.request), 
-        title: isNew ? 'Client registered' : 'New client secret',
+      pages.render('admin-client-secret', {
+        i18n,
+        title: heading,
         section: 'clients',
         alerts: [],
-        heading: isNew ? 'Client registered' : 'New client secret',
-        intro: isNew ? `“${client.name}” is registered.` : `“${client.name}” has a new secret: the old one no longer works.`,
+        heading,
+        intro: i18n.t(isNew ? 'oidc-clients.secret.registered.intro' : 'oidc-clients.secret.rotated.intro', { name: client.name }),
         clientId: client.id,
         clientName: client.name,
         clientSecret,
@@ -204,12 +195,12 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${CLIENTS_PAGE}?${new URLSearchParams(query)}`, 303);
 
-  app.get(CLIENTS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query)));
+  app.get(CLIENTS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
 
   app.get(`${CLIENTS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
     const client = await oidcClients.show(request.params.id);
     if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
-    return showClient(request, reply, client, alertsOf(request.query));
+    return showClient(request, reply, client, alertsOf(request.query, request.language));
   });
 
   // The forms. What cannot be told apart by the handlers (a malformed field, a database outage)
@@ -238,9 +229,9 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
       idTokenSignedResponseAlg: form.idTokenSignedResponseAlg,
     };
     const result = await oidcClients.create(input, await actor(request, reply));
-    if (!result.ok) return showList(request, reply, form, [refusal(result.problems, input)]);
+    if (!result.ok) return showList(request, reply, form, [refusal(result.problems, input, request.language)]);
     if (result.clientSecret === undefined) return reply.redirect(`${clientPage(result.client.id)}?notice=CLIENT_REGISTERED`, 303);
-    return showSecret(reply, result.client, result.clientSecret, true);
+    return showSecret(request, reply, result.client, result.clientSecret, true);
   });
 
   app.post(`${CLIENTS_PAGE}/:id`, { ...formRoute, schema: { ...hidden, params: clientParams, body: updateForm } }, async (request, reply) => {
@@ -252,7 +243,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     if (result.reason === 'NOT_FOUND') return toList(reply, { error: 'CLIENT_NOT_FOUND' });
     const client = await oidcClients.show(id);
     if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
-    return showClient(request, reply, client, [refusal(result.problems, changes)], form);
+    return showClient(request, reply, client, [refusal(result.problems, changes, request.language)], form);
   });
 
   const stateBody = z.object({ csrfToken: csrfField }).optional();
@@ -260,7 +251,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
   app.post(`${CLIENTS_PAGE}/:id/rotate-secret`, { ...formRoute, schema: { ...hidden, params: clientParams, body: stateBody } }, async (request, reply) => {
     const { id } = request.params;
     const result = await oidcClients.rotateSecret(id, await actor(request, reply));
-    if (result.ok) return showSecret(reply, result.client, result.clientSecret, false);
+    if (result.ok) return showSecret(request, reply, result.client, result.clientSecret, false);
     if (result.reason === 'PUBLIC_CLIENT') return reply.redirect(`${clientPage(id)}?error=PUBLIC_CLIENT_HAS_NO_SECRET`, 303);
     return toList(reply, { error: 'CLIENT_NOT_FOUND' });
   });

@@ -5,13 +5,16 @@
  * the rules refuse sent back filled in, editing, rotating and deleting through the client's page.
  */
 import { describe, it, before } from 'node:test';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { backends } from '../../test/helpers/databases.ts';
 import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { assertHtmlPage, hiddenValue, unescapeHtml } from '../../test/helpers/pages.ts';
+import { readMessages } from '../i18n/catalog.ts';
 import { clientSecretMatches } from './clients.service.ts';
+import { CLIENTS_ERROR_CODES, CLIENTS_NOTICE_CODES, PROBLEM_REASONS } from './clients-pages.messages.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const FORM = 'application/x-www-form-urlencoded';
@@ -24,7 +27,18 @@ function fieldValue(html: string, id: string): string {
   return unescapeHtml(match[1]!);
 }
 
-const alertCodes = (html: string) => [...html.matchAll(/role="alert">[\s\S]*?<code>([^<]*)<\/code>/g)].map((m) => m[1]!);
+/** The codes of the error alerts a page shows; one shown without its code counts as ''. */
+const alertCodes = (html: string) => [...html.matchAll(/role="alert">([\s\S]*?)<\/div>/g)].map((m) => /<code>([^<]*)<\/code>/.exec(m[1]!)?.[1] ?? '');
+
+it('has an English text for every code and every reason of the rules (the start checks the other languages against English)', () => {
+  const english = readMessages(join(import.meta.dirname, 'messages')).en ?? {};
+  const keys = [
+    ...[...CLIENTS_NOTICE_CODES].map((code) => `oidc-clients.notice.${code}`),
+    ...[...CLIENTS_ERROR_CODES, 'default'].map((code) => `oidc-clients.error.${code}`),
+    ...Object.keys(PROBLEM_REASONS).map((reason) => `oidc-clients.problem.${reason}`),
+  ];
+  assert.deepEqual(keys.filter((key) => !Object.hasOwn(english, key)), []);
+});
 
 for (const backend of await backends()) {
   describe(`client registry pages on ${backend.name}`, { skip: backend.skip }, () => {
@@ -132,8 +146,8 @@ for (const backend of await backends()) {
       ]);
       assertHtmlPage(refused, 'refused form');
       assert.deepEqual(alertCodes(refused.body), ['INVALID_REDIRECT_URI']);
-      assert.match(refused.body, /Redirect URI “http:\/\/app.example.com\/cb”: must use https/);
-      assert.match(refused.body, /only a public \(native app\) client may/);
+      assert.match(refused.body, /<li>Redirect URI “http:\/\/app\.example\.com\/cb”: Use https: plain http is allowed only on 127\.0\.0\.1, \[::1\] or localhost\.<\/li>/);
+      assert.match(refused.body, /<li>Redirect URI “com\.example\.app:\/cb”: A custom scheme is only for a public \(native app\) client; a confidential client must use https\.<\/li>/);
       assert.match(refused.body, /value="Refused App"/, 'the name is kept');
       assert.match(refused.body, /<textarea id="redirectUris"[^>]*>http:\/\/app.example.com\/cb\ncom.example.app:\/cb<\/textarea>/);
       assert.match(refused.body, /<input id="grant-1" name="grantTypes" type="checkbox" value="refresh_token">/, 'the boxes as they were');
@@ -141,7 +155,7 @@ for (const backend of await backends()) {
 
       const implicit = await submit('/admin/clients', '/admin/clients', [['name', 'Implicit'], ['redirectUris', WEB], ['grantTypes', 'implicit']]);
       assert.deepEqual(alertCodes(implicit.body), ['INVALID_CLIENT_METADATA']);
-      assert.match(implicit.body, /implicit grant is not supported/);
+      assert.match(implicit.body, /<li>Grant types: The implicit and password grants are not supported: /);
     });
 
     it('registers a public client without a secret and goes to its page', async () => {
@@ -158,6 +172,68 @@ for (const backend of await backends()) {
       assertHtmlPage(page, 'public client page');
       assert.match(page.body, /role="status">\s*<p>The client is registered/);
       assert.doesNotMatch(page.body, /Rotate secret/, 'nothing to rotate');
+    });
+
+    it('renders the pages, a refused form and the secret page in another language, never echoing an unknown code', async () => {
+      // The language comes from the URL or the header of each request; the admin's cookie jar is not given the choice.
+      const inLanguage = (url: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers: { cookie: admin.header(), ...headers } });
+      const list = await inLanguage('/admin/clients?lang=de');
+      assertHtmlPage(list, 'German list');
+      assert.match(list.body, /<html lang="de"/);
+      assert.match(list.body, /<h1>Clients<\/h1>/);
+      assert.match(list.body, /<h2 id="register-heading">Client registrieren<\/h2>/);
+      assert.match(list.body, /<label for="grant-0">Authorization Code \(Anmeldung im Browser, mit PKCE\)<\/label>/);
+      assert.match(list.body, /über Gatehouse als OpenID Provider/, 'the deployment’s name');
+
+      const created = await t.services.oidcClients.create({ name: 'Sprach-App', redirectUris: [WEB] }, { actorUserId: null, ip: null, userAgent: null });
+      assert.ok(created.ok);
+      const page = await inLanguage(`/admin/clients/${created.client.id}?notice=CLIENT_SAVED`, { 'accept-language': 'ja' });
+      assertHtmlPage(page, 'Japanese client page');
+      assert.match(page.body, /<html lang="ja"/);
+      assert.match(page.body, /<h2 id="client-heading">クライアント<\/h2>/);
+      assert.match(page.body, /<dt>種類<\/dt><dd>コンフィデンシャル<\/dd>/);
+      assert.match(page.body, /role="status">\s*<p>クライアントの変更を保存しました。<\/p>/);
+      assert.match(page.body, /<time datetime="[^"]+">\d{4}年\d{1,2}月\d{1,2}日 \d{1,2}:\d\d UTC<\/time>/);
+
+      for (const [url, lang, general] of [
+        ['/admin/clients?error=NO_SUCH_CODE_42&notice=NO_SUCH_CODE_42', 'fr', 'Cela n’a pas fonctionné. Veuillez réessayer.'],
+        [`/admin/clients/${created.client.id}?error=NO_SUCH_CODE_42`, 'es', 'No ha funcionado. Inténtalo de nuevo.'],
+      ] as const) {
+        const response = await inLanguage(`${url}&lang=${lang}`);
+        assertHtmlPage(response, url);
+        assert.match(response.body, new RegExp(`<html lang="${lang}"`), url);
+        assert.ok(!response.body.includes('NO_SUCH_CODE_42'), `${url}: not echoed`);
+        assert.deepEqual(alertCodes(response.body), [''], url);
+        assert.ok(response.body.includes(`<p>${general}</p>`), `${url}: the general message`);
+        assert.doesNotMatch(response.body, /role="status"/, `${url}: an unknown notice shows nothing`);
+      }
+
+      // A form sent back in the language of the post: each problem in it, the URI and the code as they were.
+      const form = await inLanguage('/admin/clients?lang=pt-BR');
+      const refused = await t.app.inject({
+        method: 'POST',
+        url: '/admin/clients?lang=pt-BR',
+        headers: { 'content-type': FORM, origin, cookie: admin.header() },
+        payload: new URLSearchParams([['csrfToken', hiddenValue(form.body, 'csrfToken')], ['name', ''], ['redirectUris', 'http://app.example.com/cb'], ['grantTypes', 'authorization_code']]).toString(),
+      });
+      assertHtmlPage(refused, 'refused in Portuguese');
+      assert.match(refused.body, /<html lang="pt-BR"/);
+      assert.deepEqual(alertCodes(refused.body), ['INVALID_REDIRECT_URI']);
+      assert.match(refused.body, /<li>Nome: Informe um nome\.<\/li>/);
+      assert.match(refused.body, /<li>URI de redirecionamento “http:\/\/app\.example\.com\/cb”: Use https: http simples só é permitido em 127\.0\.0\.1, \[::1\] ou localhost\.<\/li>/);
+      assert.match(refused.body, /<p class="code">Código do erro: <code>INVALID_REDIRECT_URI<\/code><\/p>/);
+
+      const rotated = await t.app.inject({
+        method: 'POST',
+        url: `/admin/clients/${created.client.id}/rotate-secret`,
+        headers: { 'content-type': FORM, origin, cookie: admin.header(), 'accept-language': 'de' },
+        payload: new URLSearchParams([['csrfToken', hiddenValue(form.body, 'csrfToken')]]).toString(),
+      });
+      assertHtmlPage(rotated, 'German secret page');
+      assert.match(rotated.body, /<h1>Neues Client-Secret<\/h1>/);
+      assert.match(rotated.body, /„Sprach-App“ hat ein neues Secret: Das alte funktioniert nicht mehr\./);
+      assert.match(rotated.body, /<strong>Es wird nur dieses eine Mal angezeigt\.<\/strong> Gatehouse speichert nur einen Hash davon\./);
+      assert.match(fieldValue(rotated.body, 'client-secret'), /\S{20,}/);
     });
 
     it('refuses a form without the CSRF token', async () => {

@@ -4,7 +4,8 @@ import type { TimeText } from '../web/time-text.ts';
 /** A message at the top of a page: what a form just did, or why it did not (as the admin pages show them). */
 export interface PageAlert {
   isError: boolean;
-  code: string;
+  /** Shown small for support; null for a code we do not know (a link's code is never shown back). */
+  code: string | null;
   message: string;
   /** What is wrong with each field, for a form sent back. */
   details?: string[];

@@ -4,6 +4,8 @@
  * pages (`/admin/clients`) and domain events. The `gatehouse clients …` commands use the same
  * service (clients.cli.ts).
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule, type AccessPolicy, type BuiltServices } from '../module.ts';
 import { isUnder } from '../../packages/protect/src/rules.ts';
 import { OIDC_CLIENTS_ERRORS } from './oidc-clients.errors.ts';
@@ -54,6 +56,8 @@ export function createClientsStepUpPolicy(services: BuiltServices): AccessPolicy
 
 export const oidcClientsModule = defineModule({
   name: 'oidc-clients',
+  // The texts of the /admin/clients pages.
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   migrations: { '20261124-oidc-clients-registry': registry },
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,

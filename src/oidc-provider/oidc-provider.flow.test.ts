@@ -14,6 +14,10 @@ import { rotateSigningKey } from '../sessions/signing-keys.ts';
 import { TEST_SECRET } from '../../test/helpers/app.ts';
 import { backends } from '../../test/helpers/databases.ts';
 import { authorize as authorizeIn, Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER, type AuthorizeOptions } from '../../test/helpers/oidc-rp.ts';
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
+import { OIDC_ERROR_CODES } from './provider-pages.ts';
+import { SCOPES_IN_WORDS } from './oidc.routes.ts';
 
 const REDIRECT = 'http://127.0.0.1:1/callback';
 const POST_LOGOUT = 'http://127.0.0.1:1/signed-out';
@@ -319,6 +323,89 @@ for (const backend of await backends()) {
       assert.ok(tokens.id_token);
     });
 
+    it('answers its own pages (Koa) in the browser’s language: the remembered choice, else Accept-Language; never the URL’s error code', async () => {
+      const t = server.get();
+      // The device page, from Accept-Language (a regional variant finds its language).
+      const device = await fetch(`${t.url}/device`, { headers: { 'accept-language': 'de-CH, en;q=0.5' } });
+      assert.equal(device.status, 200);
+      assert.equal(device.headers.get('content-language'), 'de');
+      assert.match(device.headers.get('content-security-policy') ?? '', /script-src 'none'/);
+      const deviceHtml = await device.text();
+      assert.match(deviceHtml, /<html lang="de" dir="ltr">/);
+      assert.match(deviceHtml, /<title>Gerät verbinden · Gatehouse<\/title>/);
+      assert.match(deviceHtml, /<h1>Gerät verbinden<\/h1>/);
+      assert.match(deviceHtml, /<label for="user_code">Code<\/label>/);
+      assert.doesNotMatch(deviceHtml, /hreflang=/, 'no language switcher: the provider’s URLs take no ?lang=');
+
+      // The logout question: the language chosen on our pages (its cookie) wins over Accept-Language.
+      const logout = await fetch(`${t.url}/oidc/session/end`, { headers: { cookie: 'gatehouse.lang=ja', 'accept-language': 'de' } });
+      assert.equal(logout.status, 200);
+      assert.equal(logout.headers.get('content-language'), 'ja');
+      const logoutHtml = await logout.text();
+      assert.match(logoutHtml, /<html lang="ja"/);
+      assert.match(logoutHtml, /<h1>サインアウト<\/h1>/);
+      assert.ok(logoutHtml.includes('Gatehouse からサインアウトしますか？'), logoutHtml);
+
+      // The provider's error page: its own code, in words; a code in the URL is never shown.
+      const query = new URLSearchParams({ client_id: 'no-such-app', response_type: 'code', scope: 'openid', redirect_uri: REDIRECT, error: 'INJECTED_CODE' });
+      const error = await fetch(`${t.url}/oidc/auth?${query}`, { headers: { 'accept-language': 'fr' } });
+      assert.equal(error.status, 400);
+      assert.equal(error.headers.get('content-language'), 'fr');
+      const errorHtml = await error.text();
+      assert.match(errorHtml, /<html lang="fr"/);
+      assert.match(errorHtml, /<h1>Problème de connexion<\/h1>/);
+      assert.ok(errorHtml.includes('L’application n’est pas enregistrée auprès de Gatehouse.'), errorHtml);
+      assert.match(errorHtml, /Code d’erreur ?: <code>INVALID_CLIENT<\/code>/);
+      assert.ok(!errorHtml.includes('INJECTED_CODE'));
+
+      // Without a language asked for: English.
+      const english = await fetch(`${t.url}/device`);
+      assert.equal(english.headers.get('content-language'), 'en');
+      assert.match(await english.text(), /<html lang="en"[^>]*>[\s\S]*<h1>Connect a device<\/h1>/);
+    });
+
+    it('shows the consent page, its error page and Connected apps in the language of the request', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Sprachtest', redirectUris: [REDIRECT] });
+      const config = await discover(t.url, clientId, clientSecret);
+      const browser = new Browser(t.url);
+      browser.cookies.set('gatehouse.lang', 'de');
+      await browser.signIn(USER.email, USER.password);
+      const url = client.buildAuthorizationUrl(config, {
+        redirect_uri: REDIRECT,
+        scope: 'openid email',
+        state: 'st',
+        nonce: 'n',
+        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      });
+      const step = await follow(browser, url.pathname + url.search);
+      assert.ok('page' in step && step.url.startsWith('/oidc/interaction/'), 'the consent page');
+      assert.equal(step.page.headers.get('content-language'), 'de');
+      const consent = await step.page.text();
+      assert.match(consent, /<html lang="de"/);
+      assert.match(consent, /<title>Sprachtest zulassen\? · Gatehouse<\/title>/);
+      assert.match(consent, /<h1>Sprachtest möchte Ihr Gatehouse-Konto verwenden<\/h1>/);
+      assert.ok(consent.includes('<li>Ihre E-Mail-Adresse sehen und ob sie bestätigt ist</li>'), consent);
+      assert.ok(consent.includes('<code>http://127.0.0.1:1</code>'), 'names where the answer goes');
+      assert.match(consent, /<button class="button" type="submit" name="decision" value="allow">Zulassen<\/button>/);
+
+      // An interaction that is not there: our error page, in Japanese.
+      const missing = await fetch(`${t.url}/oidc/interaction/no-such-interaction`, { headers: { 'accept-language': 'ja' } });
+      assert.equal(missing.status, 400);
+      assert.equal(missing.headers.get('content-language'), 'ja');
+      const missingHtml = await missing.text();
+      assert.match(missingHtml, /<h1>サインインの問題<\/h1>/);
+      assert.match(missingHtml, /EXPIRED_LOGIN_REQUEST/);
+
+      const allowed = await browser.post(`${step.url}/consent`, { csrfToken: hiddenValue(consent, 'csrfToken'), decision: 'allow' });
+      assert.equal(allowed.status, 303);
+      const dashboard = await browser.fetch('/dashboard?lang=es');
+      const html = await dashboard.text();
+      assert.match(html, /<h2 id="connected-apps-heading">Aplicaciones conectadas<\/h2>/);
+      assert.match(html, /aria-label="Desconectar Sprachtest">Desconectar<\/button>/);
+    });
+
     it('revokes the grants and refresh tokens of a user whose sessions all end', async () => {
       const t = server.get();
       const { clientId, clientSecret } = await registerClient(t, { name: 'Revoked app', redirectUris: [REDIRECT], isFirstParty: true });
@@ -332,3 +419,11 @@ for (const backend of await backends()) {
     });
   });
 }
+
+describe('OpenID Provider page texts', () => {
+  it('has a message for every provider error code and scope whose key the pages build from it', () => {
+    const english = readMessages(join(import.meta.dirname, 'messages')).en!;
+    for (const code of [...OIDC_ERROR_CODES, 'default']) assert.ok(Object.hasOwn(english, `oidc-provider.error.message.${code}`), code);
+    for (const scope of SCOPES_IN_WORDS) assert.ok(Object.hasOwn(english, `oidc-provider.consent.scope.${scope}`), scope);
+  });
+});

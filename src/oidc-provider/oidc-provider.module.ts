@@ -3,7 +3,9 @@
  * on oidc-provider (see provider.ts for the configuration and oidc.routes.ts for how it is served).
  * Clients are registered by the oidc-clients module; this one issues their tokens.
  */
-import { ENGLISH_PAGE, englishPage } from '../web/render.ts';
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
+import { DEFAULT_BRAND } from '../web/brand.ts';
 import { defineModule } from '../module.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { oidcProviderConfigSection } from './oidc-provider.config.ts';
@@ -11,7 +13,7 @@ import * as payloads from './migrations/20261124-oidc-provider-payloads.ts';
 import * as consents from './migrations/20261124-oidc-provider-consents.ts';
 import { deleteExpiredOidcPayloads } from './oidc.store.ts';
 import { createOidcProviderService, type OidcProviderService } from './oidc-provider.service.ts';
-import { createOidcPageRenderer } from './provider-pages.ts';
+import { createOidcPageRenderer, providerPageLanguage } from './provider-pages.ts';
 import { interactionRoutes, providerBridge } from './oidc.routes.ts';
 
 declare module '../module.ts' {
@@ -26,6 +28,7 @@ const PURGE_BATCHES_PER_RUN = 50;
 
 export const oidcProviderModule = defineModule({
   name: 'oidc-provider',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   config: oidcProviderConfigSection,
   migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents },
   provide({ db, clock, config, services, logger }) {
@@ -40,7 +43,8 @@ export const oidcProviderModule = defineModule({
         sessions: services.sessions,
         clients: services.oidcClients,
         pages,
-        page: englishPage({ language: { ...ENGLISH_PAGE, brand: services.brand?.page ?? ENGLISH_PAGE.brand } }),
+        // Its own pages (logout, device, errors) answer in the request's language, in the deployment's brand.
+        pageLanguage: providerPageLanguage(services.translations, services.brand?.page ?? DEFAULT_BRAND),
         logger,
       }),
     };
@@ -79,10 +83,10 @@ export const oidcProviderModule = defineModule({
     return [
       {
         page: 'dashboard',
-        async render({ userId, csrfToken }) {
+        async render({ userId, csrfToken, i18n }) {
           if (userId === null) return null;
           const apps = await oidcProvider.connectedApps(userId);
-          return pages.render('oidc-connected-apps', { title: '', csrfToken, apps: apps.map((app) => ({ clientId: app.clientId, name: app.name, scopes: app.scopes.join(' ') })) });
+          return pages.render('oidc-connected-apps', { title: '', i18n, csrfToken, apps: apps.map((app) => ({ clientId: app.clientId, name: app.name, scopes: app.scopes.join(' ') })) });
         },
       },
     ];

@@ -20,8 +20,7 @@ import { createAdapterFactory } from './oidc.adapter.ts';
 import { CLOCK_TOLERANCE_SECONDS } from './oidc-provider.config.ts';
 import { deleteOidcPayloadsByAccountId, deleteOidcPayloadsByGrantId, destroyOidcPayload, listGrantsByAccount } from './oidc.store.ts';
 import { findConsent, forgetConsent, listConsents, rememberConsent, type Consent } from './consents.store.ts';
-import { createProviderPages, type OidcPageRenderer } from './provider-pages.ts';
-import type { PageLanguage } from '../web/render.ts';
+import { createProviderPages, type OidcPageRenderer, type ProviderPageLanguage } from './provider-pages.ts';
 
 /** What the bridge knows of a request before the provider runs (keyed by the Node request). */
 interface RequestState {
@@ -71,8 +70,8 @@ export function createOidcProviderService(deps: {
   sessions: SessionService;
   clients: OidcClientsService;
   pages: OidcPageRenderer;
-  /** The language and brand of the provider's own pages (English in the deployment's brand). */
-  page?: PageLanguage;
+  /** The language and brand of a page the provider renders itself, from its request. */
+  pageLanguage: ProviderPageLanguage;
   logger: Logger;
 }) {
   const { db, clock, config, keys, sessions, clients, logger } = deps;
@@ -86,7 +85,7 @@ export function createOidcProviderService(deps: {
       register: (clientId, metadata) => registerClient(clients, clientId, metadata),
     },
   });
-  const providerPages = createProviderPages(deps.pages, deps.page);
+  const providerPages = createProviderPages(deps.pages, deps.pageLanguage);
   type Built = { provider: Provider; handler: ReturnType<Provider['callback']> };
   let built: Promise<Built> | undefined;
   let builtFor: string | undefined;

@@ -23,9 +23,9 @@ import type { RequestAuth, RequestAuthenticator } from '../sessions/request-auth
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { formActionSource, sendPage, englishPage } from '../web/render.ts';
+import { formActionSource, sendPage, type PageLanguage } from '../web/render.ts';
 import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
-import { oidcErrorMessage, type OidcPageRenderer } from './provider-pages.ts';
+import { oidcErrorPage, type OidcPageRenderer } from './provider-pages.ts';
 import type { OidcProviderService } from './oidc-provider.service.ts';
 import type { Consent } from './consents.store.ts';
 
@@ -102,19 +102,16 @@ interface MissingConsent {
   missingResourceScopes?: Record<string, string[]>;
 }
 
-const SCOPE_WORDS: Readonly<Record<string, string>> = {
-  openid: 'Know who you are (your Gatehouse account)',
-  profile: 'See your name',
-  email: 'See your e-mail address and whether it is verified',
-  roles: 'See the roles you hold',
-  offline_access: 'Stay connected while you are away (it gets a refresh token)',
-};
+/** Scopes the consent page puts in words (`oidc-provider.consent.scope.<scope>`); others are named. */
+export const SCOPES_IN_WORDS: ReadonlySet<string> = new Set(['openid', 'profile', 'email', 'roles', 'offline_access']);
 
-/** The scopes of a consent in words, for the consent page. */
-export function consentItems(missing: MissingConsent): string[] {
-  const items = (missing.missingOIDCScope ?? []).map((scope) => SCOPE_WORDS[scope] ?? `Use the scope “${scope}”`);
+/** The scopes of a consent in words, in the page's language, for the consent page. */
+export function consentItems(missing: MissingConsent, i18n: PageLanguage): string[] {
+  const items = (missing.missingOIDCScope ?? []).map((scope) =>
+    SCOPES_IN_WORDS.has(scope) ? i18n.t(`oidc-provider.consent.scope.${scope}`, { brand: i18n.brand.name }) : i18n.t('oidc-provider.consent.scope.other', { scope }),
+  );
   for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
-    items.push(`Use ${indicator} with: ${scopes.join(', ')}`);
+    items.push(i18n.t('oidc-provider.consent.resource', { resource: indicator, scopes: scopes.join(', ') }));
   }
   return items;
 }
@@ -135,7 +132,8 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
   const { oidc, clients, users, authenticate, csrf, config, clock, pages } = options;
 
   function errorPage(reply: FastifyReply, code: string, status = 400): FastifyReply {
-    return sendPage(reply, pages.render('error', { i18n: englishPage(reply.request), title: 'Sign-in problem', heading: 'Sign-in problem', message: oidcErrorMessage(code), code: code.toUpperCase() }), status);
+    const i18n = reply.request.language;
+    return sendPage(reply, pages.render('error', { i18n, ...oidcErrorPage(code, i18n) }), status);
   }
 
   /** The provider's own cookie changes (set on the Node response) go out with our reply. */
@@ -195,7 +193,8 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
     const target = new URL(url, config.authUrl);
     const safe = target.origin === new URL(config.authUrl).origin ? `${target.pathname}${target.search}` : '/';
     void reply.header('refresh', `0;url=${safe}`);
-    return sendPage(reply, pages.render('oidc-continue', { i18n: englishPage(reply.request), title: 'Signing you in', url: safe }));
+    const i18n = reply.request.language;
+    return sendPage(reply, pages.render('oidc-continue', { i18n, title: i18n.t('oidc-provider.continue.title'), url: safe }));
   }
 
   app.get(`${INTERACTION_PATH}/:uid`, { schema: { ...hidden, params: uidParams } }, async (request, reply) => {
@@ -236,16 +235,18 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
       const user = await users.findUserById(auth.userId);
       const redirectUri = typeof interaction.params.redirect_uri === 'string' ? interaction.params.redirect_uri : undefined;
       const source = redirectUri === undefined ? null : formActionSource(redirectUri);
+      const i18n = request.language;
       return sendPage(
         reply,
-        pages.render('oidc-consent', { i18n: englishPage(request), 
-          title: `Allow ${client.name}?`,
+        pages.render('oidc-consent', {
+          i18n,
+          title: i18n.t('oidc-provider.consent.title', { client: client.name }),
           action: `${here}/consent`,
           csrfToken: csrf.issueToken(request, reply),
           clientName: client.name,
           email: user?.email ?? '',
-          items: consentItems(missing),
-          redirectOrigin: redirectUri === undefined ? 'this device' : (source ?? redirectUri),
+          items: consentItems(missing, i18n),
+          redirectOrigin: redirectUri === undefined ? null : (source ?? redirectUri),
         }),
         200,
         // The answer redirects to the app (through the provider): the CSP must allow its address.

@@ -1,5 +1,6 @@
 /**
- * `/admin/organizations`: the administrators' pages of organizations, in the admin area's frame:
+ * `/admin/organizations`: the administrators' pages of organizations, in the admin area's frame and
+ * the page's language:
  * the list with a search, one organization with its members and a Delete button. ADMIN only (the
  * route guard refuses `/admin/**` to everyone else; the hook checks again). Hidden from the
  * OpenAPI document; CSRF is checked for the form post before the handler runs.
@@ -11,12 +12,11 @@ import { requireAdminPages } from '../authorization/admin-only.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { OPERATOR, type OrganizationsService } from './organizations.service.ts';
-import { organizationErrorMessage, organizationNoticeMessage } from './organizations-pages.messages.ts';
-import type { PageAlert } from './organizations-pages.routes.ts';
+import { organizationAlerts, type PageAlert } from './organizations-pages.messages.ts';
 
 export const ADMIN_ORGANIZATIONS_PAGE = '/admin/organizations';
 const adminOrganizationPage = (id: string) => `${ADMIN_ORGANIZATIONS_PAGE}/${encodeURIComponent(id)}`;
@@ -40,14 +40,6 @@ interface AdminOrganizationPages {
   };
 }
 
-function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
-  const alerts: PageAlert[] = [];
-  const notice = query.notice === undefined ? null : organizationNoticeMessage(query.notice);
-  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
-  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: organizationErrorMessage(query.error) });
-  return alerts;
-}
-
 export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; authenticate: RequestAuthenticator; csrf: Csrf }> = async (app, { organizations, authenticate, csrf }) => {
   const pages = createPageRenderer<AdminOrganizationPages>([
     ...templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
@@ -59,15 +51,17 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
 
   app.get(ADMIN_ORGANIZATIONS_PAGE, { schema: { ...hidden, querystring: z.object({ query: queryText(200), notice: shownCode, error: shownCode }) } }, async (request, reply) => {
     const list = await organizations.list({ query: request.query.query, limit: 200 });
+    const i18n = request.language;
     return sendPage(
       reply,
-      pages.render('admin-organizations', { i18n: englishPage(request), 
-        title: 'Organizations',
+      pages.render('admin-organizations', {
+        i18n,
+        title: i18n.t('organizations.admin.title'),
         isFull: true,
         section: 'organizations',
-        alerts: alertsOf(request.query),
+        alerts: organizationAlerts(request.query, i18n, 'admin'),
         query: request.query.query ?? '',
-        organizations: list.map((organization) => ({ href: adminOrganizationPage(organization.id), name: organization.name, slug: organization.slug, memberCount: organization.memberCount, createdAt: formatTime(organization.createdAt) })),
+        organizations: list.map((organization) => ({ href: adminOrganizationPage(organization.id), name: organization.name, slug: organization.slug, memberCount: organization.memberCount, createdAt: formatTime(organization.createdAt, i18n.locale) })),
       }),
     );
   });
@@ -76,16 +70,18 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
     const organization = await organizations.find(request.params.id);
     if (organization === null) return reply.redirect(toList({ error: 'ORGANIZATION_NOT_FOUND' }), 303);
     const members = (await organizations.listMembers(organization.id, OPERATOR)) ?? [];
+    const i18n = request.language;
     return sendPage(
       reply,
-      pages.render('admin-organization', { i18n: englishPage(request), 
+      pages.render('admin-organization', {
+        i18n,
         title: organization.name,
         isWide: true,
         section: 'organizations',
-        alerts: alertsOf(request.query),
+        alerts: organizationAlerts(request.query, i18n, 'admin'),
         csrfToken: csrf.issueToken(request, reply),
-        organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt) },
-        members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, role: member.role, joinedAt: formatTime(member.joinedAt) })),
+        organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
+        members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, role: member.role, joinedAt: formatTime(member.joinedAt, i18n.locale) })),
         deleteAction: `${adminOrganizationPage(organization.id)}/delete`,
       }),
     );

@@ -1,41 +1,76 @@
-/** What the organization pages say about the codes in their URL (`?error=`, `?notice=`; see web/messages.ts). */
-import { messageFor } from '../web/messages.ts';
+/**
+ * What the organization pages say about the codes in their URL (`?error=`, `?notice=`), in the
+ * page's language (texts: `messages/*.json`, `organizations.error.<CODE>` and
+ * `organizations.notice.<CODE>`). The same codes head the user's pages and the admin's.
+ */
+import type { Translator } from '../i18n/translator.ts';
 
-const ERRORS: Readonly<Record<string, string>> = {
-  ORGANIZATION_NOT_FOUND: 'There is no such organization among yours.',
-  ORGANIZATION_ROLE_REQUIRED: 'Your role in this organization does not allow that.',
-  ORGANIZATION_CREATION_DISABLED: 'You may not create organizations on this server.',
-  ORGANIZATION_LIMIT_REACHED: 'You own as many organizations as you may.',
-  SLUG_TAKEN: 'Another organization has this slug: choose another.',
-  LAST_OWNER: 'An organization must keep at least one owner: make another member owner first, or delete the organization.',
-  MEMBER_NOT_FOUND: 'That person is not a member of this organization.',
-  ALREADY_MEMBER: 'That person is a member already.',
-  INVITATION_NOT_FOUND: 'That invitation is no longer pending.',
-  INVITATION_INVALID: 'This invitation link is not valid: it may have been used, declined or revoked.',
-  INVITATION_EXPIRED: 'This invitation has expired: ask for a new one.',
-  INVITATION_EMAIL_MISMATCH: 'This invitation is for another e-mail address. Sign out, then sign in with the invited address.',
-  INVITATION_EMAIL_UNVERIFIED: 'Verify your e-mail address first: follow the link in the message we sent you, then accept again.',
-  CONFIRMATION_MISMATCH: 'Type the organization’s slug exactly to confirm its deletion.',
-  VALIDATION_ERROR: 'Some fields are not valid: check them and try again.',
-  RATE_LIMITED: 'Too many invitations for now. Try again later.',
-  CSRF_FAILED: 'The form expired. Please try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
-};
+/** Codes on `?error=`: why a form did nothing, or what an invitation link got wrong. */
+export const ORGANIZATION_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ORGANIZATION_NOT_FOUND',
+  'ORGANIZATION_ROLE_REQUIRED',
+  'ORGANIZATION_CREATION_DISABLED',
+  'ORGANIZATION_LIMIT_REACHED',
+  'SLUG_TAKEN',
+  'LAST_OWNER',
+  'MEMBER_NOT_FOUND',
+  'ALREADY_MEMBER',
+  'INVITATION_NOT_FOUND',
+  'INVITATION_INVALID',
+  'INVITATION_EXPIRED',
+  'INVITATION_EMAIL_MISMATCH',
+  'INVITATION_EMAIL_UNVERIFIED',
+  'CONFIRMATION_MISMATCH',
+  'VALIDATION_ERROR',
+  'RATE_LIMITED',
+  'CSRF_FAILED',
+  'SERVICE_UNAVAILABLE',
+]);
 
-const NOTICES: Readonly<Record<string, string>> = {
-  ORGANIZATION_CREATED: 'The organization is created: you are its owner.',
-  ORGANIZATION_SAVED: 'Saved.',
-  ORGANIZATION_DELETED: 'The organization is deleted.',
-  ORGANIZATION_LEFT: 'You left the organization.',
-  ROLE_CHANGED: 'The role is changed.',
-  MEMBER_REMOVED: 'The member is removed.',
-  OWNERSHIP_TRANSFERRED: 'Ownership is transferred: you are now an admin.',
-  INVITATION_SENT: 'The invitation is on its way. The link works once.',
-  INVITATION_REVOKED: 'The invitation is revoked: its link no longer works.',
-  INVITATION_ACCEPTED: 'Welcome: you are a member now.',
-  INVITATION_DECLINED: 'The invitation is declined.',
-  ORGANIZATION_ACTIVATED: 'The active organization is changed.',
-};
+/** Codes on `?notice=`: what a form just did. An unknown one shows nothing. */
+export const ORGANIZATION_NOTICE_CODES: ReadonlySet<string> = new Set([
+  'ORGANIZATION_CREATED',
+  'ORGANIZATION_SAVED',
+  'ORGANIZATION_DELETED',
+  'ORGANIZATION_LEFT',
+  'ROLE_CHANGED',
+  'MEMBER_REMOVED',
+  'OWNERSHIP_TRANSFERRED',
+  'INVITATION_SENT',
+  'INVITATION_REVOKED',
+  'INVITATION_ACCEPTED',
+  'INVITATION_DECLINED',
+  'ORGANIZATION_ACTIVATED',
+]);
 
-export const organizationErrorMessage = (code: string) => messageFor(ERRORS, code, 'That did not work. Please try again.');
-export const organizationNoticeMessage = (code: string): string | null => messageFor(NOTICES, code, null);
+/** A message at the top of a page: what a form just did, or why it did not. */
+export interface PageAlert {
+  isError: boolean;
+  /** Shown small for support; null for a code we do not know (a link's code is never shown back). */
+  code: string | null;
+  message: string;
+}
+
+/** Whose page shows the code: a member's (the organization may exist, just not among theirs) or an administrator's. */
+export type AlertAudience = 'member' | 'admin';
+
+/** The error for `code`: an unknown one gets the general message, and its code is never shown back. */
+export function organizationError(code: string, i18n: Pick<Translator, 't'>, audience: AlertAudience = 'member'): PageAlert {
+  if (!ORGANIZATION_ERROR_CODES.has(code)) return { isError: true, code: null, message: i18n.t('organizations.error.default') };
+  const key = audience === 'admin' && code === 'ORGANIZATION_NOT_FOUND' ? 'organizations.admin.error.ORGANIZATION_NOT_FOUND' : `organizations.error.${code}`;
+  return { isError: true, code, message: i18n.t(key) };
+}
+
+/** The notice for `code`, or null for an unknown code (nothing is shown). */
+export function organizationNotice(code: string, i18n: Pick<Translator, 't'>): PageAlert | null {
+  return ORGANIZATION_NOTICE_CODES.has(code) ? { isError: false, code, message: i18n.t(`organizations.notice.${code}`) } : null;
+}
+
+/** The alerts for a page's `?notice=` and `?error=`. */
+export function organizationAlerts(query: { notice?: string | undefined; error?: string | undefined }, i18n: Pick<Translator, 't'>, audience: AlertAudience = 'member'): PageAlert[] {
+  const alerts: PageAlert[] = [];
+  const notice = query.notice === undefined ? null : organizationNotice(query.notice, i18n);
+  if (notice !== null) alerts.push(notice);
+  if (query.error !== undefined) alerts.push(organizationError(query.error, i18n, audience));
+  return alerts;
+}

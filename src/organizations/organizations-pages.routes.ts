@@ -1,5 +1,6 @@
 /**
- * The organizations' hosted pages (no script; forms with CSRF tokens, checked by the plumbing):
+ * The organizations' hosted pages, in the page's language (texts: `messages/*.json`; roles, slugs
+ * and codes stay as they are). No script; forms with CSRF tokens, checked by the plumbing:
  * - the dashboard's **Organizations** section: yours with your role and the active one marked,
  *   a switcher, the invitations to your verified address (Accept / Decline), and a create form;
  * - `/organizations/new`: the create form on its own (where a refused creation comes back);
@@ -27,25 +28,19 @@ import type { UserService } from '../users/user.service.ts';
 import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import type { Clock } from '../lib/clock.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import { shownCode, queryText } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { BUILT_IN_ROLES, OWNER, ADMIN, MEMBER, slugProblem, type OrganizationsService } from './organizations.service.ts';
 import { activateAndReissue } from './organizations.routes.ts';
 import { roleField } from './organizations.schemas.ts';
-import { organizationErrorMessage, organizationNoticeMessage } from './organizations-pages.messages.ts';
+import { organizationAlerts, organizationError, type PageAlert } from './organizations-pages.messages.ts';
 
 export const ORGANIZATIONS_PAGE = '/organizations';
 export const organizationPage = (id: string) => `${ORGANIZATIONS_PAGE}/${encodeURIComponent(id)}`;
 const NEW_PAGE = '/organizations/new';
 const INVITATION_PAGE = '/organizations/invitations/accept';
 const DASHBOARD = '/dashboard';
-
-export interface PageAlert {
-  isError: boolean;
-  code: string;
-  message: string;
-}
 
 interface Alerts {
   alerts: PageAlert[];
@@ -87,31 +82,24 @@ interface OrganizationPages {
 
 const renderer = () => createPageRenderer<OrganizationPages>(templatesIn(join(import.meta.dirname, 'templates')).filter((file) => !file.includes('admin-organization')));
 
-function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
-  const alerts: PageAlert[] = [];
-  const notice = query.notice === undefined ? null : organizationNoticeMessage(query.notice);
-  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
-  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: organizationErrorMessage(query.error) });
-  return alerts;
-}
-
 /** The dashboard's Organizations section. */
 export function organizationPageSections(deps: { organizations: OrganizationsService; users: UserService }): PageSection[] {
   const pages = renderer();
   return [
     {
       page: 'dashboard',
-      async render({ userId, sessionId, csrfToken }) {
+      async render({ userId, sessionId, csrfToken, i18n }) {
         if (userId === null) return null;
         const user = await deps.users.findUserById(userId);
         if (user === null) return null;
         const [memberships, invitations] = await Promise.all([deps.organizations.listFor(userId, sessionId ?? undefined), deps.organizations.invitationsFor(user)]);
         return pages.render('organizations-dashboard-section', {
+          i18n,
           title: '',
           csrfToken,
           organizations: memberships.map((membership) => ({ id: membership.id, name: membership.name, slug: membership.slug, role: membership.role, isActive: membership.isActive, href: organizationPage(membership.id) })),
           activeId: memberships.find((membership) => membership.isActive)?.id ?? null,
-          invitations: invitations.map((invitation) => ({ id: invitation.id, organizationName: invitation.organization.name, role: invitation.role, expiresAt: formatTime(invitation.expiresAt) })),
+          invitations: invitations.map((invitation) => ({ id: invitation.id, organizationName: invitation.organization.name, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })),
           mayCreate: deps.organizations.mayCreate(user),
           form: null,
         });
@@ -144,9 +132,11 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
 
   const back = (reply: FastifyReply, path: string, query: Record<string, string>) => reply.redirect(`${path}?${new URLSearchParams(query)}`, 303);
 
-  function notFoundPage(reply: FastifyReply) {
-    const message = organizationErrorMessage('ORGANIZATION_NOT_FOUND');
-    return sendPage(reply, pages.render('error', { i18n: englishPage(reply.request), title: 'Not found', code: 'ORGANIZATION_NOT_FOUND', heading: 'Organization not found', message }), 404);
+  function notFoundPage(request: FastifyRequest, reply: FastifyReply) {
+    const i18n = request.language;
+    const { code, message } = organizationError('ORGANIZATION_NOT_FOUND', i18n);
+    const heading = i18n.t('organizations.notFound.title');
+    return sendPage(reply, pages.render('error', { i18n, title: heading, code, heading, message }), 404);
   }
 
   /** The signed-in user, or a redirect to sign in (back to `page` for a page load; to the dashboard for a form). */
@@ -163,7 +153,18 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     const signed = await signedIn(request, reply, NEW_PAGE);
     if (signed === null) return reply;
     const user = await users.findUserById(signed.auth.userId);
-    return sendPage(reply, pages.render('organization-new', { i18n: englishPage(request), title: 'Create an organization', alerts: alertsOf(request.query), csrfToken: csrf.issueToken(request, reply), mayCreate: user !== null && organizations.mayCreate(user), form: null }));
+    const i18n = request.language;
+    return sendPage(
+      reply,
+      pages.render('organization-new', {
+        i18n,
+        title: i18n.t('organizations.create.title'),
+        alerts: organizationAlerts(request.query, i18n),
+        csrfToken: csrf.issueToken(request, reply),
+        mayCreate: user !== null && organizations.mayCreate(user),
+        form: null,
+      }),
+    );
   });
 
   app.post(ORGANIZATIONS_PAGE, { ...formRoute, schema: { ...hidden, body: z.object({ name: text(1000), slug: text(200), csrfToken: csrfField }) } }, async (request, reply) => {
@@ -202,22 +203,24 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
   app.get(INVITATION_PAGE, { schema: { ...hidden, querystring: pageQuery.extend({ token: queryText(200) }) } }, async (request, reply) => {
     const token = request.query.token ?? '';
     const auth = await authenticate(request, reply);
-    const alerts = alertsOf(request.query);
+    const i18n = request.language;
+    const alerts = organizationAlerts(request.query, i18n);
     const preview = token === '' ? null : await organizations.previewInvitation(token);
-    if (token !== '' && preview !== null && !preview.ok && request.query.error === undefined) alerts.push({ isError: true, code: preview.reason, message: organizationErrorMessage(preview.reason) });
+    if (token !== '' && preview !== null && !preview.ok && request.query.error === undefined) alerts.push(organizationError(preview.reason, i18n));
     const invitation = preview !== null && preview.ok ? preview.invitation : null;
     const here = `${INVITATION_PAGE}?${new URLSearchParams({ token })}`;
     return sendPage(
       reply,
-      pages.render('organization-invitation', { i18n: englishPage(request), 
-        title: 'Invitation',
+      pages.render('organization-invitation', {
+        i18n,
+        title: i18n.t('organizations.invitation.title'),
         alerts,
         csrfToken: csrf.issueToken(request, reply),
         token,
         isSignedIn: auth !== null,
         isDone: token === '',
         signInHref: signInRedirect(here),
-        invitation: invitation === null ? null : { organizationName: invitation.organization.name, role: invitation.role, email: invitation.email, expiresAt: formatTime(invitation.expiresAt) },
+        invitation: invitation === null ? null : { organizationName: invitation.organization.name, role: invitation.role, email: invitation.email, expiresAt: formatTime(invitation.expiresAt, i18n.locale) },
       }),
     );
   });
@@ -260,7 +263,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     if (signed === null) return reply;
     const { auth, actor } = signed;
     const found = await organizations.get(request.params.id, actor);
-    if (found === null || found.role === null) return notFoundPage(reply);
+    if (found === null || found.role === null) return notFoundPage(request, reply);
     const { organization, role: myRole } = found;
     const isOwner = myRole === OWNER;
     const isManager = isOwner || myRole === ADMIN;
@@ -271,15 +274,17 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     ]);
     const choicesFor = (current: string) => [...new Set([...(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]), current])];
     const base = href;
+    const i18n = request.language;
     return sendPage(
       reply,
-      pages.render('organization', { i18n: englishPage(request), 
+      pages.render('organization', {
+        i18n,
         title: organization.name,
         isWide: true,
-        alerts: alertsOf(request.query),
+        alerts: organizationAlerts(request.query, i18n),
         csrfToken: csrf.issueToken(request, reply),
         href,
-        organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt) },
+        organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
         myRole,
         isActive: memberships.some((membership) => membership.id === organization.id && membership.isActive),
         isManager,
@@ -289,9 +294,9 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
           const mayTouch = isManager && (isOwner || member.role !== OWNER);
           return { userId: member.userId, name: member.name, email: member.email, role: member.role, isSelf, canChangeRole: mayTouch, canRemove: mayTouch && !isSelf, roleChoices: choicesFor(member.role) };
         }),
-        invitations: Array.isArray(invitations) ? invitations.map((invitation) => ({ id: invitation.id, email: invitation.email, role: invitation.role, expiresAt: formatTime(invitation.expiresAt) })) : [],
+        invitations: Array.isArray(invitations) ? invitations.map((invitation) => ({ id: invitation.id, email: invitation.email, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })) : [],
         inviteRoles: isOwner ? [...BUILT_IN_ROLES] : [ADMIN, MEMBER],
-        transferChoices: (members ?? []).filter((member) => member.userId !== auth.userId).map((member) => ({ userId: member.userId, label: `${member.name} (${member.email})` })),
+        transferChoices: (members ?? []).filter((member) => member.userId !== auth.userId).map((member) => ({ userId: member.userId, label: i18n.t('organizations.page.transferChoice', { name: member.name, email: member.email }) })),
         actions: {
           role: `${base}/members/role`,
           remove: `${base}/members/remove`,

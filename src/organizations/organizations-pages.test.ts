@@ -2,7 +2,8 @@
  * The organization pages with `inject`, on SQLite: a non-member gets the 404 page (never a 403),
  * the forms refuse what the role does not allow and come back with the code, deletion asks for the
  * slug, a signed-out visitor is sent to sign in and back, the pages run no script, and the admin
- * pages are for ADMINs only.
+ * pages are for ADMINs only. Every page speaks the reader's language (English by default), and a
+ * code in the URL that is not ours is never shown back.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,8 @@ import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { hiddenValue } from '../../test/helpers/pages.ts';
 import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
+import * as store from './organizations.store.ts';
 import { uniqueEmail } from './organizations.test-helpers.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -25,8 +28,8 @@ describe('organization pages', { timeout: 120_000 }, () => {
     const signIn = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email, password: PASSWORD } });
     assert.equal(signIn.statusCode, 200, signIn.body);
     jar.store(signIn);
-    const get = async (url: string) => {
-      const response = await t.app.inject({ method: 'GET', url, headers: { cookie: jar.header() } });
+    const get = async (url: string, headers: Record<string, string> = {}) => {
+      const response = await t.app.inject({ method: 'GET', url, headers: { ...headers, cookie: jar.header() } });
       jar.store(response);
       return response;
     };
@@ -123,5 +126,101 @@ describe('organization pages', { timeout: 120_000 }, () => {
     const removed = await admin.browser.post(`/admin/organizations/${created.organization.id}/delete`, {}, hiddenValue(one.body, 'csrfToken'));
     assert.equal(removed.headers.location, '/admin/organizations?notice=ORGANIZATION_DELETED');
     assert.equal(await t.services.organizations.find(created.organization.id), null);
+  });
+  /** An invitation to `email` with a token we know (its mail is the mail module's business, tested there). */
+  async function pendingInvitation(organizationId: string, email: string, role: string) {
+    const token = randomSecret(32);
+    const now = Date.now();
+    await store.insertInvitation(t.services.storage.db, {
+      id: randomId(),
+      organization_id: organizationId,
+      email,
+      role,
+      token_hash: sha256Base64url(token),
+      invited_by: null,
+      created_at: now,
+      expires_at: now + 86_400_000,
+    });
+    return token;
+  }
+
+  it('speaks the reader’s language on the member pages, and shows back only codes it knows', async () => {
+    const owner = await person('lang-owner');
+    const invitee = await person('lang-invitee');
+    const stranger = await person('lang-stranger');
+    const created = await t.services.organizations.create({ name: 'Sprachschule' }, owner.id, CLI_SOURCE);
+    assert.ok(created.ok);
+    const { id, slug } = created.organization;
+    const token = await pendingInvitation(id, invitee.email, 'ADMIN');
+
+    // English without a choice: the default.
+    const english = await owner.browser.get(`/organizations/${id}`);
+    assert.match(english.body, /<html lang="en"/);
+    assert.match(english.body, /<h2 id="members-heading">Members<\/h2>/);
+
+    // German by Accept-Language: headings, forms, the label with the slug, the known code with its message.
+    const german = await owner.browser.get(`/organizations/${id}?error=SLUG_TAKEN`, { 'accept-language': 'de-DE,de;q=0.9' });
+    assert.equal(german.statusCode, 200);
+    assert.match(german.body, /<html lang="de"/);
+    assert.match(german.body, /<h2 id="members-heading">Mitglieder<\/h2>/);
+    assert.match(german.body, /Einladung senden/);
+    assert.match(german.body, /Als ADMIN, bis <time datetime="[^"]+">/, 'the pending invitation, its role untranslated');
+    assert.match(german.body, new RegExp(`Geben Sie zur Bestätigung <code>${slug}</code> ein`));
+    assert.match(german.body, /Eine andere Organisation hat schon diesen Slug/);
+    assert.match(german.body, /<code>SLUG_TAKEN<\/code>/);
+    assert.doesNotMatch(german.body, /Send invitation|Members</, 'no English left');
+
+    // An unknown code: the general message, never the code itself.
+    const unknown = await owner.browser.get(`/organizations/${id}?lang=fr&error=NOT_OUR_CODE_42&notice=ALSO_NOT_OURS`);
+    assert.match(unknown.body, /<html lang="fr"/);
+    assert.match(unknown.body, /Cela n’a pas fonctionné/);
+    assert.doesNotMatch(unknown.body, /NOT_OUR_CODE_42|ALSO_NOT_OURS/);
+    assert.match((await owner.browser.get(`/organizations/${id}?lang=fr&notice=INVITATION_SENT`)).body, /L’invitation est partie/);
+
+    // The dashboard's section, in Japanese, with the invitation to the invitee.
+    const dashboard = await invitee.browser.get('/dashboard?lang=ja');
+    assert.match(dashboard.body, /<html lang="ja"/);
+    assert.match(dashboard.body, /<h2 id="organizations-heading">組織<\/h2>/);
+    assert.match(dashboard.body, /<h3 id="organization-invitations-heading">あなたへの招待<\/h3>/);
+    assert.match(dashboard.body, /ADMIN として、<time datetime="[^"]+">[^<]*UTC<\/time> まで/);
+
+    // The invitation link's page, in Spanish: the organization and role, the date in Spanish; a dead link explains itself.
+    const invitation = await t.app.inject({ method: 'GET', url: `/organizations/invitations/accept?${new URLSearchParams({ token, lang: 'es' })}` });
+    assert.equal(invitation.statusCode, 200);
+    assert.match(invitation.body, /<h1>Invitación<\/h1>/);
+    assert.match(invitation.body, /Te han invitado a unirte a <strong>Sprachschule<\/strong> como ADMIN\./);
+    assert.match(invitation.body, /Iniciar sesión para aceptar/);
+    const dead = await t.app.inject({ method: 'GET', url: '/organizations/invitations/accept?token=not-a-token&lang=pt-BR' });
+    assert.match(dead.body, /Este link de convite não é válido/);
+    assert.match(dead.body, /<code>INVITATION_INVALID<\/code>/);
+
+    // The create page in Brazilian Portuguese, and the 404 page in German.
+    const create = await owner.browser.get('/organizations/new?lang=pt-BR');
+    assert.match(create.body, /<h1 id="create-organization-heading">Criar uma organização<\/h1>/);
+    const hidden = await stranger.browser.get(`/organizations/${id}?lang=de`);
+    assert.equal(hidden.statusCode, 404);
+    assert.match(hidden.body, /<html lang="de"/);
+    assert.match(hidden.body, /<h1>Organisation nicht gefunden<\/h1>/);
+    assert.match(hidden.body, /<code>ORGANIZATION_NOT_FOUND<\/code>/);
+  });
+
+  it('speaks the reader’s language on the admin pages', async () => {
+    const admin = await person('lang-admin', ['ADMIN']);
+    const created = await t.services.organizations.create({ name: 'Admin Sprache' }, admin.id, CLI_SOURCE);
+    assert.ok(created.ok);
+    const list = await admin.browser.get('/admin/organizations?lang=de&query=admin%20sprache&error=NOT_OUR_CODE_42');
+    assert.equal(list.statusCode, 200);
+    assert.match(list.body, /<html lang="de"/);
+    assert.match(list.body, /<h1>Organisationen<\/h1>/);
+    assert.match(list.body, /<label for="organization-query">Organisationen nach Name oder Slug suchen<\/label>/);
+    assert.match(list.body, /<th scope="col">Mitglieder<\/th>/);
+    assert.doesNotMatch(list.body, /NOT_OUR_CODE_42/);
+    const gone = await admin.browser.get('/admin/organizations?lang=ja&error=ORGANIZATION_NOT_FOUND');
+    assert.match(gone.body, /その組織は存在しません/);
+    const none = await admin.browser.get('/admin/organizations?lang=ja&query=nothing-matches-this');
+    assert.match(none.body, /該当する組織はありません/);
+    const one = await admin.browser.get(`/admin/organizations/${created.organization.id}?lang=fr`);
+    assert.match(one.body, /<h2 id="members-heading">Membres<\/h2>/);
+    assert.match(one.body, /Supprimer l’organisation/);
   });
 });

@@ -6,6 +6,8 @@
  * organization and invitation pages, the admin API and pages, and the `gatehouse orgs` commands
  * all use the `organizations` service. See docs/guides/organizations.md.
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { ORGANIZATIONS_ERRORS } from './organizations.errors.ts';
@@ -47,12 +49,13 @@ declare module '../audit/audit.service.ts' {
 
 export const organizationsModule = defineModule({
   name: 'organizations',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   config: organizationsConfigSection,
   migrations: { '20261127-organizations-tables': tables },
   errors: ORGANIZATIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide({ db, storage, clock, logger, config, services }) {
-    const { audit, mail, rateLimiters } = services;
+    const { audit, mail, rateLimiters, users } = services;
     return {
       organizations: createOrganizationsService({
         db,
@@ -61,6 +64,7 @@ export const organizationsModule = defineModule({
         logger,
         audit,
         mail,
+        users,
         config: config.organizations,
         invitationLimiter: rateLimiters.create('organization-invitations', config.organizations.invitationsPerOrganization),
       }),

@@ -1,5 +1,4 @@
-/** What the sign-in, error and dashboard pages say about the codes in their URL (see web/messages.ts). */
-import { messageFor } from '../web/messages.ts';
+/** What the sign-in, error and dashboard pages say about the codes in their URL, in the page's language (texts: `messages/*.json`). */
 import type { Translator } from '../i18n/translator.ts';
 import { passwordRejectionMessage } from '../credentials/password-rejection-messages.ts';
 
@@ -45,34 +44,29 @@ export const AUTH_ERROR_CODES: ReadonlySet<string> = new Set([
   'ProviderUnreachable',
 ]);
 
-/** Codes on `/dashboard?error=`, from its session forms. */
-const DASHBOARD_MESSAGES: Readonly<Record<string, string>> = {
-  NOT_FOUND: 'That session had already ended.',
-  IdentityInUse: 'That account at the provider is already linked to another user here. Nothing was changed.',
-  ProviderAlreadyLinked: 'You already have an account at that provider linked. Unlink it first to link another one.',
-  EmailNotVerified: 'Verify your email address first (follow the link we sent you), then link a provider.',
-  LAST_SIGN_IN_METHOD: 'That provider is your only way to sign in. Set a password or link another provider first. Nothing was changed.',
-  AccessDenied: 'You did not allow the provider to share your account, so nothing was linked.',
-  OAuthCallback: 'The provider’s answer could not be processed, so nothing was linked. Try again.',
-  OAuthSignin: 'Linking could not be started. Try again.',
-  ProviderUnreachable: 'The provider could not be reached. Try again in a moment.',
-  VALIDATION_ERROR: 'That request was incomplete. Please try again.',
-  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
-};
-const DASHBOARD_DEFAULT = 'That did not work. Please try again.';
+/**
+ * Codes on `/dashboard?error=`: from its session and provider forms, the provider link's return,
+ * and the change-password form (INVALID_CREDENTIALS; a refused new password is VALIDATION_ERROR with
+ * a `reason`). Texts: `pages.dashboard.error.<code>`.
+ */
+export const DASHBOARD_ERROR_CODES: ReadonlySet<string> = new Set([
+  'NOT_FOUND',
+  'IdentityInUse',
+  'ProviderAlreadyLinked',
+  'EmailNotVerified',
+  'LAST_SIGN_IN_METHOD',
+  'AccessDenied',
+  'OAuthCallback',
+  'OAuthSignin',
+  'ProviderUnreachable',
+  'INVALID_CREDENTIALS',
+  'VALIDATION_ERROR',
+  'RATE_LIMITED',
+  'SERVICE_UNAVAILABLE',
+]);
 
-/** Codes on `/dashboard?error=` that come from its change-password form. */
-const CHANGE_PASSWORD_ERRORS: Readonly<Record<string, string>> = {
-  INVALID_CREDENTIALS: 'Your current password is not correct, so your password was not changed.',
-};
-
-/** Codes on `/dashboard?notice=`: what a form just did. */
-const DASHBOARD_NOTICES: Readonly<Record<string, string>> = {
-  PASSWORD_CHANGED: 'Your password has been changed. Your other sessions have been ended; this one stays signed in.',
-  PROVIDER_LINKED: 'The provider is linked: you can now sign in with it.',
-  PROVIDER_UNLINKED: 'The provider is unlinked: you can no longer sign in with it.',
-};
+/** Codes on `/dashboard?notice=`: what a form just did (`pages.dashboard.notice.<code>`). */
+export const DASHBOARD_NOTICE_CODES: ReadonlySet<string> = new Set(['PASSWORD_CHANGED', 'PROVIDER_LINKED', 'PROVIDER_UNLINKED']);
 
 /** The sign-in page's message for `code`, in the page's language; a code we do not know gets the general one and is not shown. */
 export function signInError(code: string, i18n: Pick<Translator, 't'>): { code: string | null; message: string } {
@@ -87,16 +81,18 @@ export function authErrorExplanation(code: string, i18n: Pick<Translator, 't'>):
   return { heading: i18n.t(`${key}.heading`), message: i18n.t(`${key}.message`), code: known };
 }
 
-export function dashboardErrorMessage(code: string): string {
-  return messageFor(DASHBOARD_MESSAGES, code, DASHBOARD_DEFAULT);
-}
-
-/** The message for a change-password form's error on the dashboard, or null when the code is none of its own. */
-export function changePasswordErrorMessage(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): string | null {
-  return passwordRejectionMessage(code, reason, limits, i18n) ?? messageFor<string | null>(CHANGE_PASSWORD_ERRORS, code, null);
+/**
+ * The dashboard's error for `?error=` (and `&reason=` for a new password the policy refused), in
+ * the page's language; a code we do not know gets the general message and is not shown back.
+ */
+export function dashboardError(code: string, reason: string | undefined, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): { code: string | null; message: string } {
+  const refused = passwordRejectionMessage(code, reason, limits, i18n);
+  if (refused !== null) return { code, message: refused };
+  const known = DASHBOARD_ERROR_CODES.has(code);
+  return { code: known ? code : null, message: i18n.t(`pages.dashboard.error.${known ? code : 'default'}`) };
 }
 
 /** The message for the dashboard's `?notice=`, or null for an unknown code (nothing is shown). */
-export function dashboardNoticeMessage(code: string): string | null {
-  return messageFor<string | null>(DASHBOARD_NOTICES, code, null);
+export function dashboardNotice(code: string, i18n: Pick<Translator, 't'>): string | null {
+  return DASHBOARD_NOTICE_CODES.has(code) ? i18n.t(`pages.dashboard.notice.${code}`) : null;
 }

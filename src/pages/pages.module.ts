@@ -15,13 +15,13 @@ import { pageRoutes } from './pages.routes.ts';
 
 export const pagesModule = defineModule({
   name: 'pages',
-  // Home, sign-in, sign-out and the error page in every language (the dashboard's texts are English still).
+  // Home, sign-in, sign-out, the error page and the dashboard in every language.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, pageSections }) =>
-        app.register(pageRoutes, { english: services.translations.translator('en'), sessions: services.sessions, oauth: services.oauth, authenticate, csrf, config, sections: pageSections('dashboard'), signInSections: pageSections('signin') }),
+      register: (app, { services, authenticate, csrf, config, clock, pageSections }) =>
+        app.register(pageRoutes, { clock, sessions: services.sessions, places: services.places, oauth: services.oauth, authenticate, csrf, config, sections: pageSections('dashboard'), signInSections: pageSections('signin') }),
     },
     { scope: 'api', register: (app) => app.register(assetRoutes) },
   ],

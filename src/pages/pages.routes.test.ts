@@ -11,6 +11,7 @@ import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/data
 import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { assertHtmlPage, hiddenValue } from '../../test/helpers/pages.ts';
 import { OPENAPI_PATH } from '../app.ts';
+import { DASHBOARD_ERROR_CODES, DASHBOARD_NOTICE_CODES } from './pages.messages.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const FORM = 'application/x-www-form-urlencoded';
@@ -42,10 +43,12 @@ describe('hosted pages', () => {
   let t: TestApp;
   let origin: string;
   let alice: { id: string; email: string; name: string };
+  /** The app's clock runs this far from the real one (a session started "3 hours ago"). */
+  let clockOffsetMs = 0;
 
   before(async () => {
     database = await createSqliteDatabase();
-    t = await createTestApp(database);
+    t = await createTestApp(database, { clock: () => Date.now() + clockOffsetMs });
     origin = new URL(t.config.authUrl).origin;
     alice = await createUser(t.services, { email: 'alice@example.com', password: PASSWORD, name: 'Alice Example', roles: ['ADMIN'] });
   });
@@ -145,12 +148,12 @@ describe('hosted pages', () => {
       const response = await get(`/auth/signin?error=${code}`);
       assertHtmlPage(response, code);
       assert.match(response.body, new RegExp(`<code>${code}</code>`));
-      messages.add(/<div class="alert alert-error" role="alert">\s*<p>([^<]+)<\/p>/.exec(response.body)![1]!);
+      messages.add(/<ul class="error-summary-list">\s*<li>(?:<a href="#[a-z]+">)?([^<]+)/.exec(response.body)![1]!);
     }
     const unknown = await get('/auth/signin?error=SOMETHING_ELSE');
     assertHtmlPage(unknown, 'unknown code');
     assert.doesNotMatch(unknown.body, /SOMETHING_ELSE|<code>/, 'what the URL says is not shown back');
-    messages.add(/<div class="alert alert-error" role="alert">\s*<p>([^<]+)<\/p>/.exec(unknown.body)![1]!);
+    messages.add(/<ul class="error-summary-list">\s*<li>(?:<a href="#[a-z]+">)?([^<]+)/.exec(unknown.body)![1]!);
     assert.equal(messages.size, codes.length + 1, 'a distinct message per code, and a default');
     for (const url of ['/auth/signin', '/auth/signin?error=']) assert.doesNotMatch((await get(url)).body, /role="alert"/, `${url}: no error, no alert`);
   });
@@ -258,8 +261,13 @@ describe('hosted pages', () => {
     assert.match(dashboard.body, /<p class="session-agent">PageBrowser <span class="badge">This device<\/span>/);
     assert.match(dashboard.body, /<p class="session-agent">OtherDevice<\/p>/);
     assert.match(dashboard.body, /<dt>IP address<\/dt><dd>127\.0\.0\.1<\/dd>/);
-    assert.match(dashboard.body, /<time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>/);
-    assert.equal((dashboard.body.match(/This device/g) ?? []).length, 1);
+    // Told from now, with the date and time (UTC) in the title.
+    assert.match(dashboard.body, /<dt>Signed in<\/dt><dd><time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z" title="[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d [AP]M UTC">now<\/time><\/dd>/);
+    assert.match(dashboard.body, /<dt>Last seen<\/dt><dd><time datetime="[^"]+" title="[^"]+">now<\/time><\/dd>/);
+    assert.match(dashboard.body, /<html lang="en"/);
+    assert.match(dashboard.body, /<h1>Dashboard<\/h1>/);
+    assert.match(dashboard.body, /<h2 id="sessions-heading">Your sessions<\/h2>/);
+    assert.equal((dashboard.body.match(/<span class="badge">This device<\/span>/g) ?? []).length, 1, 'one session is this device');
     // An End button for the other session only, and one to end all others.
     assert.match(dashboard.body, new RegExp(`name="sessionId" value="${other.sessionId}"`));
     assert.equal((dashboard.body.match(/name="sessionId"/g) ?? []).length, 1);
@@ -394,9 +402,94 @@ describe('hosted pages', () => {
     assert.match(dashboard.body, /<dd>&lt;img src=x onerror=alert\(1\)&gt;<\/dd>/);
     assert.doesNotMatch(dashboard.body, /<script>alert|alert\(&quot;ua/, 'a hostile User-Agent is not shown, escaped or not');
     assert.match(dashboard.body, /<p class="session-agent">Unknown device <span class="badge">This device<\/span>/);
-    const notice = await get(`/dashboard?error=${encodeURIComponent('<b>x</b>')}`, jar);
+    const notice = await get(`/dashboard?error=${encodeURIComponent('<b>x</b>')}&notice=${encodeURIComponent('<i>y</i>')}`, jar);
     assertHtmlPage(notice, 'hostile notice');
-    assert.match(notice.body, /<code>&lt;b&gt;x&lt;\/b&gt;<\/code>/);
+    assert.match(notice.body, /role="alert">\s*<p>That did not work\. Please try again\.<\/p>\s*<\/div>/, 'the general message');
+    assert.doesNotMatch(notice.body, /&lt;[bi]&gt;|<b>x|<i>y|<code>|alert-info/, 'neither code is shown back, escaped or not');
+  });
+
+  it('has a message for each dashboard code, shows a known code, and neither an unknown code nor an unknown notice', async () => {
+    const jar = await signInWithForm();
+    const messages = new Set<string>();
+    for (const code of DASHBOARD_ERROR_CODES) {
+      const page = await get(`/dashboard?error=${code}`, jar);
+      assertHtmlPage(page, code);
+      assert.match(page.body, new RegExp(`<p class="code">Error code: <code>${code}</code></p>`), code);
+      // The change-password form's codes are in its error summary, linked to their field; the others in the page's alert.
+      const message = (/role="alert">\s*<p>([^<]+)<\/p>/.exec(page.body) ?? /class="error-summary-list">\s*<li><a href="#[\w-]+">([^<]+)<\/a>/.exec(page.body))![1]!;
+      assert.doesNotMatch(message, /pages\.dashboard/, `${code}: a text, not its key`);
+      messages.add(message);
+    }
+    const unknown = await get('/dashboard?error=NO_SUCH_CODE&notice=NO_SUCH_NOTICE', jar);
+    assertHtmlPage(unknown, 'unknown codes');
+    assert.doesNotMatch(unknown.body, /NO_SUCH|<code>|alert-info/);
+    messages.add(/role="alert">\s*<p>([^<]+)<\/p>/.exec(unknown.body)![1]!);
+    assert.equal(messages.size, DASHBOARD_ERROR_CODES.size + 1, 'a distinct message per code, and a default');
+
+    // A new password the policy refused: the policy's reason, with the form's code.
+    const refused = await get('/dashboard?error=VALIDATION_ERROR&reason=TOO_SHORT', jar);
+    assert.match(refused.body, new RegExp(`<a href="#new-password">That password is too short[^<]*${t.config.passwords.minLength}`));
+    for (const code of DASHBOARD_NOTICE_CODES) {
+      const page = await get(`/dashboard?notice=${code}`, jar);
+      assert.match(page.body, /<div class="alert alert-info" role="status">\s*<p>[^<]+<\/p>/, code);
+      assert.doesNotMatch(page.body, /pages\.dashboard|alert-error/, code);
+    }
+  });
+
+  it('renders the dashboard in German and in Japanese: texts, device names and times', async () => {
+    const CHROME_ON_LINUX = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    clockOffsetMs = -3 * 3_600_000 - 60_000;
+    try {
+      await signInWithJson(CHROME_ON_LINUX);
+    } finally {
+      clockOffsetMs = 0;
+    }
+    const jar = await signInWithForm();
+
+    const german = await get('/dashboard?lang=de&error=NO_SUCH_CODE&notice=NO_SUCH_NOTICE', jar);
+    assertHtmlPage(german, 'German dashboard');
+    assert.match(german.body, /<html lang="de"/);
+    assert.match(german.body, /<title>Übersicht/);
+    assert.match(german.body, /<h1>Übersicht<\/h1>/);
+    assert.match(german.body, /<h2 id="account-heading">Ihr Konto<\/h2>/);
+    assert.match(german.body, /<h2 id="password-heading">Passwort ändern<\/h2>/);
+    assert.match(german.body, /<label for="current-password">Aktuelles Passwort<\/label>/);
+    assert.match(german.body, /<h2 id="sessions-heading">Ihre Sitzungen<\/h2>/);
+    assert.match(german.body, /<p class="session-agent">PageBrowser <span class="badge">Dieses Gerät<\/span>/);
+    assert.match(german.body, /<p class="session-agent">Chrome unter Linux<\/p>/);
+    assert.match(german.body, /<dt>Angemeldet<\/dt><dd><time datetime="[^"]+" title="\d{1,2}\. [^"]+ \d{4}, \d\d:\d\d UTC">vor 3 Stunden<\/time>/);
+    assert.match(german.body, /<dt>Angemeldet<\/dt><dd><time datetime="[^"]+" title="[^"]+">jetzt<\/time>/);
+    assert.match(german.body, />Alle anderen Sitzungen beenden<\/button>/);
+    assert.match(german.body, /role="alert">\s*<p>Das hat nicht geklappt\. Bitte versuchen Sie es erneut\.<\/p>/);
+    assert.doesNotMatch(german.body, /NO_SUCH|<code>|alert-info/, 'unknown codes are not shown back');
+    const ownSections = german.body.slice(0, german.body.indexOf('<section aria-labelledby="password-heading">')) + german.body.slice(german.body.indexOf('<section aria-labelledby="sessions-heading">'));
+    assert.doesNotMatch(ownSections, /Your |This device|Signed in|Last seen|Chrome on Linux|End/, 'no English left in the page’s own parts');
+
+    const changed = await get('/dashboard?lang=de&notice=PASSWORD_CHANGED', jar);
+    assert.match(changed.body, /role="status">\s*<p>Ihr Passwort wurde geändert\./);
+    // The change-password form's errors: a summary linking to the field, the message at the field, the field marked.
+    const wrong = await get('/dashboard?lang=de&error=INVALID_CREDENTIALS', jar);
+    assert.match(wrong.body, /class="alert alert-error error-summary" role="alert"[\s\S]*?<a href="#current-password">Ihr aktuelles Passwort stimmt nicht[^<]*<\/a>[\s\S]*?<p class="code">Fehlercode: <code>INVALID_CREDENTIALS<\/code><\/p>/);
+    assert.match(wrong.body, /<p class="field-error" id="current-password-error">[\s\S]*?Ihr aktuelles Passwort stimmt nicht/);
+    assert.match(wrong.body, /<input id="current-password" name="currentPassword" type="password" autocomplete="current-password" required aria-invalid="true" aria-describedby="current-password-error" autofocus>/);
+    assert.match(wrong.body, /<input id="new-password" [^>]*aria-describedby="new-password-hint">/);
+    assert.doesNotMatch(wrong.body, /<input id="new-password" [^>]*aria-invalid/);
+    const refused = await get('/dashboard?error=VALIDATION_ERROR&reason=TOO_SHORT', jar);
+    assert.match(refused.body, /<a href="#new-password">/);
+    assert.match(refused.body, /<input id="new-password" [^>]*aria-invalid="true" aria-describedby="new-password-error new-password-hint"/);
+    assert.doesNotMatch(refused.body, /<input id="current-password" [^>]*aria-invalid/);
+    assert.match(refused.body, /data-password-field/, 'the show-password toggle is offered on both fields');
+
+    const japanese = await get('/dashboard?error=NO_SUCH_CODE', jar, { 'accept-language': 'ja,en;q=0.5' });
+    assertHtmlPage(japanese, 'Japanese dashboard');
+    assert.match(japanese.body, /<html lang="ja"/);
+    assert.match(japanese.body, /<h1>ダッシュボード<\/h1>/);
+    assert.match(japanese.body, /<h2 id="sessions-heading">セッション<\/h2>/);
+    assert.match(japanese.body, /<span class="badge">このデバイス<\/span>/);
+    assert.match(japanese.body, /<p class="session-agent">Chrome（Linux）<\/p>/);
+    assert.match(japanese.body, /<dt>サインイン<\/dt><dd><time datetime="[^"]+" title="\d{4}年\d{1,2}月\d{1,2}日 \d{1,2}:\d\d UTC">3 時間前<\/time>/);
+    assert.match(japanese.body, /role="alert">\s*<p>うまくいきませんでした。もう一度お試しください。<\/p>/);
+    assert.doesNotMatch(japanese.body, /NO_SUCH|<code>/);
   });
 
   it('serves the stylesheet as CSS with a cache header and an ETag', async () => {

@@ -4,7 +4,7 @@
  * (or here) with the browser's CSRF token; they work without JavaScript. Register this plugin
  * where form bodies are parsed. Its routes are hidden from the OpenAPI document, which is for the API.
  */
-import type { Translator } from '../i18n/translator.ts';
+import type { Clock } from '../lib/clock.ts';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -15,17 +15,21 @@ import { AppError } from '../errors.ts';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { callbackFormActions, toCallbackUrl } from '../http/safe-redirect.ts';
-import { signInRedirect } from '../http/sign-in-redirect.ts';
+import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
+import { takeFormValues } from '../http/form-values.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
+import type { PlaceFinder } from '../sessions/place.ts';
 import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
-import { toSessionItems, type SessionItem } from '../sessions/session-items.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
-import type { PageError } from '../web/messages.ts';
+import { toSessionItems, type RelativeSessionItem } from '../sessions/session-items.ts';
+import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
-import { authErrorExplanation, changePasswordErrorMessage, dashboardErrorMessage, dashboardNoticeMessage, signInError } from './pages.messages.ts';
+import { authErrorExplanation, dashboardError, dashboardNotice } from './pages.messages.ts';
+import { changePasswordForm } from './change-password-form.ts';
+import type { FormView } from '../web/form-errors.ts';
+import { signInForm } from './signin-form.ts';
 
 /** Each page's template (in `templates/`; `error` is the base's) and the data it reads. */
 interface Pages {
@@ -33,8 +37,8 @@ interface Pages {
   signin: {
     csrfToken: string;
     callbackUrl: string;
-    /** The code is null for one we do not know (only the general message is shown). */
-    error: { code: string | null; message: string } | null;
+    /** The form: what went wrong (by field; an unknown code only the general message) and what was typed. */
+    form: FormView;
     signedInAs: string | null;
     /** ALLOW_SIGNUP: the page links to `/auth/signup`. */
     isSignupAllowed: boolean;
@@ -47,9 +51,12 @@ interface Pages {
   dashboard: {
     csrfToken: string;
     user: { name: string; email: string; roles: string[] };
-    sessions: SessionItem[];
+    sessions: RelativeSessionItem[];
     hasOtherSessions: boolean;
-    notice: PageError | null;
+    /** What went wrong (`?error=`); the code is null for one we do not know (only the general message is shown). */
+    notice: { code: string | null; message: string } | null;
+    /** The change-password form after one of its errors; null otherwise. */
+    passwordForm: FormView | null;
     isAdmin: boolean;
     /** What a form just did (`?notice=`): a password changed. */
     confirmation: string | null;
@@ -63,9 +70,11 @@ interface Pages {
 }
 
 export interface PageRouteOptions {
-  /** The dashboard's texts are English until they move to the catalogs (its messages need a translator). */
-  english: Pick<Translator, 't'>;
+  /** Now, for the sessions' "signed in 3 hours ago" (tests move it). */
+  clock: Clock;
   sessions: SessionService;
+  /** The sessions' approximate places, when the operator configured a database (GEOIP_DATABASE_FILE). */
+  places: PlaceFinder;
   authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
@@ -122,7 +131,8 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           sections: sections.html,
           scripts: sections.scripts,
           scriptNonce: sections.scriptNonce,
-          error: error === undefined ? null : signInError(error, i18n),
+          // What a refused post typed (never the password) comes back once, through a cookie.
+          form: signInForm(error, takeFormValues(request, reply, { page: SIGN_IN_PAGE, config }), i18n),
           signedInAs: current?.view.user.email ?? null,
           isSignupAllowed: config.accounts.allowSignup,
           providers: oauth.listProviders(),
@@ -150,7 +160,8 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     const current = await signedIn(request, reply);
     if (current === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
     const { auth, view } = current;
-    const items = toSessionItems(await sessions.listSessions(auth.userId), auth.sessionId);
+    const i18n = request.language;
+    const items = toSessionItems(await sessions.listSessions(auth.userId), auth.sessionId, { i18n, nowMs: options.clock(), locate: await options.places.locator(i18n.locale) });
     const linked = await oauth.listLinkedAccounts(auth.userId);
     const providers = oauth.listProviders().map((provider) => ({
       id: provider.id,
@@ -158,23 +169,26 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
       linked: linked.find((account) => account.provider === provider.id) ?? null,
     }));
     const { error, reason, notice } = request.query;
-    // The change-password form (it posts to /api/auth/change-password) comes back with its own codes.
-    const errorMessage = (code: string) => changePasswordErrorMessage(code, reason, config.passwords, options.english) ?? dashboardErrorMessage(code);
+    // The change-password form's own errors sit at its fields; the others in the page's alert.
+    const passwordForm = changePasswordForm(error, reason, config.passwords, i18n);
     const csrfToken = csrf.issueToken(request, reply);
-    const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n: request.language };
+    const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n };
     const sections = await renderPageSections(options.sections, context);
     return sendPage(
       reply,
-      pages.render('dashboard', { i18n: englishPage(request), 
-        title: 'Dashboard',
+      pages.render('dashboard', {
+        i18n,
+        title: i18n.t('pages.dashboard.title'),
         isWide: true,
         csrfToken,
         user: view.user,
         isAdmin: view.user.roles.includes(ADMIN_ROLE),
         sessions: items,
         hasOtherSessions: items.some((item) => !item.isCurrent),
-        notice: error === undefined ? null : { code: error, message: errorMessage(error) },
-        confirmation: notice === undefined ? null : dashboardNoticeMessage(notice),
+        // Its forms' codes, the provider link's and the change-password form's (it posts to /api/auth/change-password).
+        notice: error === undefined || passwordForm !== null ? null : dashboardError(error, reason, config.passwords, i18n),
+        passwordForm,
+        confirmation: notice === undefined ? null : dashboardNotice(notice, i18n),
         minPasswordLength: config.passwords.minLength,
         providers,
         sections: sections.html,

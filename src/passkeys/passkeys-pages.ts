@@ -3,7 +3,8 @@
  * - a dashboard section listing the user's passkeys, each with a Rename and a Remove form, and
  *   "Add a passkey"; a sign-in page section with "Sign in with a passkey". Both load
  *   `/assets/passkeys.js` (the page gives it a CSP nonce); without WebAuthn their buttons stay
- *   hidden, and the page looks as it would without them;
+ *   hidden, and the page looks as it would without them. Both are rendered in the page's language,
+ *   and carry what the script may say (`data-texts`, JSON) in it too: the script holds no text;
  * - `GET /assets/passkeys.js`: @simplewebauthn/browser's own browser bundle (UMD, no eval) and our
  *   script (`assets/passkeys.client.js`), one file, read once at start;
  * - `POST /dashboard/passkeys/rename` and `/remove`: the same forms posted without JavaScript
@@ -16,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { PageSection } from '../module.ts';
+import type { Translator } from '../i18n/translator.ts';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -38,11 +40,65 @@ interface PasskeyPages {
     csrfToken: string;
     maxNameLength: number;
     passkeys: Array<{ id: string; name: string; createdAt: TimeText; lastUsedAt: TimeText | null }>;
+    /** `scriptTexts`, as JSON. */
+    texts: string;
   };
-  'passkeys-signin-section': { csrfToken: string; callbackUrl: string; /** On the second-factor page: answer the challenge of its cookie. */ fromChallenge: boolean };
+  'passkeys-signin-section': {
+    csrfToken: string;
+    callbackUrl: string;
+    /** On the second-factor page: answer the challenge of its cookie. */
+    fromChallenge: boolean;
+    texts: string;
+  };
 }
 
 const renderer = () => createPageRenderer<PasskeyPages>(templatesIn(join(import.meta.dirname, 'templates')));
+
+/**
+ * Codes the script may meet, each with its own text (`passkeys.script.error.<code>`): the
+ * browser's refusals under names of ours (lower case), the API's codes as it answers them. Any
+ * other API code gets the general text with the code in it.
+ */
+const SCRIPT_ERRORS = [
+  'deviceHasPasskey',
+  'cancelled',
+  'insecureAddress',
+  'REAUTH_REQUIRED',
+  'CSRF_FAILED',
+  'RATE_LIMITED',
+  'UNAUTHENTICATED',
+  'INVALID_TOKEN',
+  'ACCOUNT_DISABLED',
+  'EMAIL_NOT_VERIFIED',
+  'VALIDATION_ERROR',
+  'SERVICE_UNAVAILABLE',
+  'INVALID_PASSKEY',
+  'PASSKEY_REGISTRATION_FAILED',
+  'PASSKEY_NOT_FOUND',
+  'PASSKEY_ALREADY_REGISTERED',
+  'PASSKEY_LIMIT_REACHED',
+] as const;
+
+/**
+ * What the browser script says, in the page's language, for the section's `data-texts`. Messages
+ * about a value only the script knows keep its placeholder (`{name}`, `{code}`) for the script to
+ * fill in: the translation, not the script, decides where it goes.
+ */
+export function scriptTexts(i18n: Pick<Translator, 't'>): Record<string, string | Record<string, string>> {
+  const later = { name: '{name}', code: '{code}' };
+  return {
+    creating: i18n.t('passkeys.script.creating'),
+    using: i18n.t('passkeys.script.using'),
+    added: i18n.t('passkeys.script.added', later),
+    addedWithCodes: i18n.t('passkeys.script.addedWithCodes', later),
+    renamed: i18n.t('passkeys.script.renamed', later),
+    removed: i18n.t('passkeys.script.removed'),
+    signedIn: i18n.t('passkeys.script.signedIn'),
+    errorWithCode: i18n.t('passkeys.script.error.withCode', later),
+    errorDefault: i18n.t('passkeys.script.error.default'),
+    errors: Object.fromEntries(SCRIPT_ERRORS.map((code) => [code, i18n.t(`passkeys.script.error.${code}`, { max: MAX_PASSKEY_NAME_LENGTH })])),
+  };
+}
 
 export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
   const pages = renderer();
@@ -50,31 +106,32 @@ export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
     {
       page: 'dashboard',
       scripts: [PASSKEYS_SCRIPT],
-      async render({ userId, csrfToken }) {
+      async render({ userId, csrfToken, i18n }) {
         if (userId === null) return null;
         const list = (await passkeys.listPasskeys(userId)).map((passkey) => ({
           id: passkey.id,
           name: passkey.name,
-          createdAt: formatTime(passkey.createdAt),
-          lastUsedAt: passkey.lastUsedAt === null ? null : formatTime(passkey.lastUsedAt),
+          createdAt: formatTime(passkey.createdAt, i18n.locale),
+          lastUsedAt: passkey.lastUsedAt === null ? null : formatTime(passkey.lastUsedAt, i18n.locale),
         }));
-        return pages.render('passkeys-dashboard-section', { title: '', csrfToken, maxNameLength: MAX_PASSKEY_NAME_LENGTH, passkeys: list });
+        const texts = JSON.stringify(scriptTexts(i18n));
+        return pages.render('passkeys-dashboard-section', { i18n, title: '', csrfToken, maxNameLength: MAX_PASSKEY_NAME_LENGTH, passkeys: list, texts });
       },
     },
     {
       page: 'signin',
       scripts: [PASSKEYS_SCRIPT],
-      async render({ csrfToken, callbackUrl }) {
-        return pages.render('passkeys-signin-section', { title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: false });
+      async render({ csrfToken, callbackUrl, i18n }) {
+        return pages.render('passkeys-signin-section', { i18n, title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: false, texts: JSON.stringify(scriptTexts(i18n)) });
       },
     },
     {
       // The second-factor page: for a user with a passkey, it may answer the challenge.
       page: 'mfa-prompt',
       scripts: [PASSKEYS_SCRIPT],
-      async render({ userId, csrfToken, callbackUrl }) {
+      async render({ userId, csrfToken, callbackUrl, i18n }) {
         if (userId === null || (await passkeys.listPasskeys(userId)).length === 0) return null;
-        return pages.render('passkeys-signin-section', { title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: true });
+        return pages.render('passkeys-signin-section', { i18n, title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: true, texts: JSON.stringify(scriptTexts(i18n)) });
       },
     },
   ];

@@ -5,6 +5,8 @@
  * the routes reach the mfa module's services (recovery codes, the second-factor challenge) once
  * every module is built.
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import type { Db } from '../storage/database.ts';
@@ -33,6 +35,7 @@ const NO_SECOND_FACTOR: SecondFactorPort = { userOf: async () => null, finishWit
 
 export const passkeysModule = defineModule({
   name: 'passkeys',
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   migrations: { '20261125-passkeys': passkeysTables },
   errors: PASSKEY_ERRORS,
   auditEvents: AUDIT_EVENTS,

@@ -1,32 +1,74 @@
-/** What the webhook pages say about the codes in their URL (see web/messages.ts). */
-import { messageFor } from '../web/messages.ts';
+/**
+ * What the webhook pages say, in the page's language (texts: `messages/*.json`): the codes in
+ * their URL (`webhooks.notice.<CODE>`, `webhooks.error.<CODE>`) and each problem of a refused form
+ * (`webhooks.problem.*`, by the field and the stable reason of the service's problem, whose English
+ * messages are the API's).
+ */
+import type { PageLanguage } from '../web/render.ts';
+import { MAX_URL_LENGTH } from './target-rules.ts';
+import { MAX_DESCRIPTION_LENGTH, MAX_EVENT_TYPES, type EndpointProblem } from './webhooks.model.ts';
+import type { PageAlert } from './webhooks-pages.types.ts';
+
+/** What these texts need of the page's language: some name the deployment (`{brand}`). */
+type Texts = Pick<PageLanguage, 't' | 'locale' | 'brand'>;
 
 /** Codes on `?notice=`: what a form just did. An unknown one shows nothing. */
-const NOTICES: Readonly<Record<string, string>> = {
-  WEBHOOK_DISABLED: 'The endpoint is disabled: nothing more is sent to it, and its pending deliveries were stopped.',
-  WEBHOOK_ENABLED: 'The endpoint is enabled: new events are sent to it again.',
-  WEBHOOK_DELETED: 'The endpoint and its deliveries are deleted.',
-  WEBHOOK_REDELIVERED: 'The webhook is queued to be sent again, with the same webhook-id.',
-};
+export const WEBHOOKS_NOTICE_CODES: ReadonlySet<string> = new Set(['WEBHOOK_DISABLED', 'WEBHOOK_ENABLED', 'WEBHOOK_DELETED', 'WEBHOOK_REDELIVERED']);
 
 /** Codes on `?error=`, and of forms sent back: why a form did nothing. */
-const ERRORS: Readonly<Record<string, string>> = {
-  WEBHOOK_NOT_FOUND: 'There is no such webhook endpoint. It may have been deleted.',
-  WEBHOOK_DELIVERY_NOT_FOUND: 'There is no such delivery. It may have been purged.',
-  WEBHOOK_URL_INVALID: 'Nothing was saved: the URL is not valid.',
-  WEBHOOK_URL_NOT_ALLOWED: 'Nothing was saved: webhooks may not be sent to that URL.',
-  WEBHOOK_EVENT_UNKNOWN: 'Nothing was saved: an event type is not one Gatehouse sends.',
-  WEBHOOK_ENDPOINT_DISABLED: 'The endpoint is disabled: enable it before redelivering.',
-  WEBHOOK_DELIVERY_PENDING: 'That delivery is still pending: it will be tried again by itself.',
-  VALIDATION_ERROR: 'Nothing was saved: some fields are not valid.',
-  RATE_LIMITED: 'Too many requests. Wait a moment, then try again.',
-  SERVICE_UNAVAILABLE: 'The service is temporarily unavailable. Try again shortly.',
-};
+export const WEBHOOKS_ERROR_CODES: ReadonlySet<string> = new Set([
+  'WEBHOOK_NOT_FOUND',
+  'WEBHOOK_DELIVERY_NOT_FOUND',
+  'WEBHOOK_URL_INVALID',
+  'WEBHOOK_URL_NOT_ALLOWED',
+  'WEBHOOK_EVENT_UNKNOWN',
+  'WEBHOOK_ENDPOINT_DISABLED',
+  'WEBHOOK_DELIVERY_PENDING',
+  'VALIDATION_ERROR',
+  'RATE_LIMITED',
+  'SERVICE_UNAVAILABLE',
+]);
 
-export function webhooksNoticeMessage(code: string): string | null {
-  return messageFor<string | null>(NOTICES, code, null);
+/** The notice for `code`, or null for an unknown code (nothing is shown). */
+export function webhooksNotice(code: string, i18n: Texts): PageAlert | null {
+  return WEBHOOKS_NOTICE_CODES.has(code) ? { isError: false, code, message: i18n.t(`webhooks.notice.${code}`) } : null;
 }
 
-export function webhooksErrorMessage(code: string): string {
-  return messageFor(ERRORS, code, 'That did not work. Please try again.');
+/** The error for `code`: an unknown one gets the general message, and its code is never shown back. */
+export function webhooksError(code: string, i18n: Texts): PageAlert {
+  const known = WEBHOOKS_ERROR_CODES.has(code);
+  return { isError: true, code: known ? code : null, message: i18n.t(`webhooks.error.${known ? code : 'default'}`, { brand: i18n.brand.name }) };
+}
+
+/** Per field and reason, the key of what is wrong (`webhooks.problem.<field>.<reason>`). */
+export const PROBLEM_KEYS: Readonly<Record<EndpointProblem['field'], Partial<Record<EndpointProblem['reason'], string>>>> = {
+  url: { URL_INVALID: 'webhooks.problem.url.URL_INVALID', URL_NOT_ALLOWED: 'webhooks.problem.url.URL_NOT_ALLOWED' },
+  eventTypes: { INVALID: 'webhooks.problem.eventTypes.INVALID', EVENT_UNKNOWN: 'webhooks.problem.eventTypes.EVENT_UNKNOWN' },
+  description: { INVALID: 'webhooks.problem.description.INVALID' },
+};
+
+const FIELD_KEYS: Readonly<Record<EndpointProblem['field'], string>> = { url: 'webhooks.field.url', eventTypes: 'webhooks.field.events', description: 'webhooks.field.description' };
+
+/** At most this many unknown event types are named back, each cut to this length (as the service does). */
+const SHOWN_UNKNOWN_TYPES = 5;
+const SHOWN_TYPE_LENGTH = 64;
+
+/**
+ * One line of a refused form's list: the field and what is wrong with it. An unknown event type is
+ * named back (the form's own values, escaped by the template); `knownTypes` are those Gatehouse sends.
+ */
+export function problemText(problem: EndpointProblem, form: { eventTypes: readonly string[] }, knownTypes: readonly string[], i18n: Texts): string {
+  const key = Object.hasOwn(PROBLEM_KEYS, problem.field) ? PROBLEM_KEYS[problem.field][problem.reason] : undefined;
+  const unknown = [...new Set(form.eventTypes.map((type) => type.trim()))].filter((type) => !knownTypes.includes(type));
+  const values = {
+    brand: i18n.brand.name,
+    maxUrlLength: MAX_URL_LENGTH,
+    maxEventTypes: MAX_EVENT_TYPES,
+    maxDescriptionLength: MAX_DESCRIPTION_LENGTH,
+    count: unknown.length,
+    types: new Intl.ListFormat(i18n.locale, { type: 'conjunction' }).format(unknown.slice(0, SHOWN_UNKNOWN_TYPES).map((type) => type.slice(0, SHOWN_TYPE_LENGTH))),
+  };
+  const text = key === undefined || (problem.reason === 'EVENT_UNKNOWN' && unknown.length === 0) ? problem.message : i18n.t(key, values);
+  const field = Object.hasOwn(FIELD_KEYS, problem.field) ? i18n.t(FIELD_KEYS[problem.field]) : problem.field;
+  return i18n.t('webhooks.problem.line', { field, problem: text });
 }

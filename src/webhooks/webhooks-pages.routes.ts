@@ -20,10 +20,12 @@ import type { RequestAuthenticator } from '../sessions/request-authentication.ts
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, englishPage } from '../web/render.ts';
+import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
 import type { EndpointProblem, WebhookEndpoint, WebhooksService } from './webhooks.service.ts';
-import { webhooksErrorMessage, webhooksNoticeMessage } from './webhooks-pages.messages.ts';
+import { SECRET_GRACE_MS } from './webhooks.model.ts';
+import { RETRY_WINDOW_MS } from './delivery-worker.ts';
+import { problemText, webhooksError, webhooksNotice } from './webhooks-pages.messages.ts';
 import type { EndpointFormValues, PageAlert, WebhookPages } from './webhooks-pages.types.ts';
 
 export interface WebhookPageOptions {
@@ -38,29 +40,28 @@ export const endpointPage = (id: string) => `${WEBHOOKS_PAGE}/${encodeURICompone
 /** The admin area's header and navigation, shared with the admin module's pages. */
 const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
-const FIELD_LABELS = { url: 'URL', eventTypes: 'Events', description: 'Description' } as const;
-
-function refusal(problems: readonly EndpointProblem[]): PageAlert {
+function refusal(problems: readonly EndpointProblem[], form: EndpointFormValues, knownTypes: readonly string[], i18n: PageLanguage): PageAlert {
   const url = problems.find((problem) => problem.field === 'url');
   const code =
     url?.reason === 'URL_NOT_ALLOWED' ? 'WEBHOOK_URL_NOT_ALLOWED' : url !== undefined ? 'WEBHOOK_URL_INVALID' : problems.some((problem) => problem.reason === 'EVENT_UNKNOWN') ? 'WEBHOOK_EVENT_UNKNOWN' : 'VALIDATION_ERROR';
-  return { isError: true, code, message: webhooksErrorMessage(code), details: problems.map((problem) => `${FIELD_LABELS[problem.field]}: ${problem.message}.`) };
+  return { ...webhooksError(code, i18n), details: problems.map((problem) => problemText(problem, form, knownTypes, i18n)) };
 }
 
 /** A repeated form field (checkboxes) arrives as a string once, as an array more often. */
 const asList = (value: string | string[] | undefined) => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
-function alertsOf(query: { notice?: string | undefined; error?: string | undefined }): PageAlert[] {
+/** The notice and error a form's redirect put in the URL, in the page's language. */
+function alertsOf(query: { notice?: string | undefined; error?: string | undefined }, i18n: PageLanguage): PageAlert[] {
   const alerts: PageAlert[] = [];
-  const notice = query.notice === undefined ? null : webhooksNoticeMessage(query.notice);
-  if (query.notice !== undefined && notice !== null) alerts.push({ isError: false, code: query.notice, message: notice });
-  if (query.error !== undefined) alerts.push({ isError: true, code: query.error, message: webhooksErrorMessage(query.error) });
+  const notice = query.notice === undefined ? null : webhooksNotice(query.notice, i18n);
+  if (notice !== null) alerts.push(notice);
+  if (query.error !== undefined) alerts.push(webhooksError(query.error, i18n));
   return alerts;
 }
 
-function stateOf(endpoint: WebhookEndpoint): string {
-  if (endpoint.isEnabled) return endpoint.failingSince === null ? 'Enabled' : 'Enabled (failing)';
-  return endpoint.disabledReason === 'FAILING' ? 'Disabled: every delivery kept failing' : 'Disabled';
+function stateOf(endpoint: WebhookEndpoint, i18n: PageLanguage): string {
+  if (endpoint.isEnabled) return i18n.t(endpoint.failingSince === null ? 'webhooks.state.enabled' : 'webhooks.state.failing');
+  return i18n.t(endpoint.disabledReason === 'FAILING' ? 'webhooks.state.autoDisabled' : 'webhooks.state.disabled');
 }
 
 const EMPTY_FORM: EndpointFormValues = { url: '', description: '', eventTypes: [] };
@@ -87,10 +88,12 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
 
   async function showList(request: FastifyRequest, reply: FastifyReply, form: EndpointFormValues, alerts: PageAlert[]) {
     const endpoints = await webhooks.list();
+    const i18n = request.language;
     return sendPage(
       reply,
-      pages.render('admin-webhooks', { i18n: englishPage(request), 
-        title: 'Webhooks',
+      pages.render('admin-webhooks', {
+        i18n,
+        title: i18n.t('webhooks.list.title'),
         isFull: true,
         section: 'webhooks',
         alerts,
@@ -101,11 +104,12 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
           url: endpoint.url,
           description: endpoint.description,
           eventTypes: endpoint.eventTypes,
-          state: stateOf(endpoint),
-          createdAt: formatTime(endpoint.createdAt),
+          state: stateOf(endpoint, i18n),
+          createdAt: formatTime(endpoint.createdAt, i18n.locale),
         })),
         form,
         eventTypeChoices,
+        retryWindow: i18n.duration(RETRY_WINDOW_MS / 1000),
         createAction: WEBHOOKS_PAGE,
       }),
     );
@@ -114,10 +118,13 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   async function showEndpoint(request: FastifyRequest, reply: FastifyReply, endpoint: WebhookEndpoint, alerts: PageAlert[]) {
     const base = endpointPage(endpoint.id);
     const deliveries = (await webhooks.listDeliveries(endpoint.id, 100)) ?? [];
+    const i18n = request.language;
+    const time = (epochMs: number) => formatTime(epochMs, i18n.locale);
     return sendPage(
       reply,
-      pages.render('admin-webhook', { i18n: englishPage(request), 
-        title: 'Webhook endpoint',
+      pages.render('admin-webhook', {
+        i18n,
+        title: i18n.t('webhooks.endpoint.title'),
         isFull: true,
         section: 'webhooks',
         alerts,
@@ -128,12 +135,12 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
           description: endpoint.description,
           eventTypes: endpoint.eventTypes,
           isEnabled: endpoint.isEnabled,
-          state: stateOf(endpoint),
-          failingSince: endpoint.failingSince === null ? null : formatTime(endpoint.failingSince),
-          createdAt: formatTime(endpoint.createdAt),
-          updatedAt: formatTime(endpoint.updatedAt),
-          secretRotatedAt: endpoint.secretRotatedAt === null ? null : formatTime(endpoint.secretRotatedAt),
-          previousSecretExpiresAt: endpoint.previousSecretExpiresAt === null || endpoint.previousSecretExpiresAt <= Date.now() ? null : formatTime(endpoint.previousSecretExpiresAt),
+          state: stateOf(endpoint, i18n),
+          failingSince: endpoint.failingSince === null ? null : time(endpoint.failingSince),
+          createdAt: time(endpoint.createdAt),
+          updatedAt: time(endpoint.updatedAt),
+          secretRotatedAt: endpoint.secretRotatedAt === null ? null : time(endpoint.secretRotatedAt),
+          previousSecretExpiresAt: endpoint.previousSecretExpiresAt === null || endpoint.previousSecretExpiresAt <= Date.now() ? null : time(endpoint.previousSecretExpiresAt),
         },
         deliveries: deliveries.map((delivery) => ({
           id: delivery.id,
@@ -143,31 +150,37 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
           lastResponseCode: delivery.lastResponseCode,
           lastError: delivery.lastError,
           lastResponseSnippet: delivery.lastResponseSnippet,
-          nextAttemptAt: delivery.nextAttemptAt === null ? null : formatTime(delivery.nextAttemptAt),
-          createdAt: formatTime(delivery.createdAt),
+          nextAttemptAt: delivery.nextAttemptAt === null ? null : time(delivery.nextAttemptAt),
+          createdAt: time(delivery.createdAt),
           isRedelivery: delivery.redeliveryOf !== null,
           redeliverAction: delivery.status === 'pending' || !endpoint.isEnabled ? null : `${base}/deliveries/${encodeURIComponent(delivery.id)}/redeliver`,
         })),
+        secretGrace: i18n.duration(SECRET_GRACE_MS / 1000),
         actions: { disable: `${base}/disable`, enable: `${base}/enable`, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
       }),
     );
   }
 
   /** The page that shows a secret, this once (the answer to the form post: never a URL). */
-  function showSecret(reply: FastifyReply, endpoint: WebhookEndpoint, secret: string, isNew: boolean) {
-    const heading = isNew ? 'Webhook endpoint registered' : 'New signing secret';
+  function showSecret(request: FastifyRequest, reply: FastifyReply, endpoint: WebhookEndpoint, secret: string, isNew: boolean) {
+    const i18n = request.language;
+    const heading = i18n.t(isNew ? 'webhooks.secret.registered.title' : 'webhooks.secret.rotated.title');
     return sendPage(
       reply,
-      pages.render('admin-webhook-secret', { i18n: englishPage(reply.request), 
+      pages.render('admin-webhook-secret', {
+        i18n,
         title: heading,
         section: 'webhooks',
         alerts: [],
         heading,
-        intro: isNew
-          ? 'The endpoint is registered: events are sent to it from now on.'
-          : endpoint.previousSecretExpiresAt === null
-            ? 'The endpoint has a new signing secret; the previous one could not be opened (AUTH_SECRET changed) and no longer signs.'
-            : 'The endpoint has a new signing secret; the previous one keeps signing too for 24 hours.',
+        intro: i18n.t(
+          isNew
+            ? 'webhooks.secret.registered.intro'
+            : endpoint.previousSecretExpiresAt === null
+              ? 'webhooks.secret.rotated.introUnreadable'
+              : 'webhooks.secret.rotated.intro',
+          { grace: i18n.duration(SECRET_GRACE_MS / 1000) },
+        ),
         endpointId: endpoint.id,
         url: endpoint.url,
         secret,
@@ -179,12 +192,12 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${WEBHOOKS_PAGE}?${new URLSearchParams(query)}`, 303);
   const toEndpoint = (reply: FastifyReply, id: string, query: { notice: string } | { error: string }) => reply.redirect(`${endpointPage(id)}?${new URLSearchParams(query)}`, 303);
 
-  app.get(WEBHOOKS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query)));
+  app.get(WEBHOOKS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
 
   app.get(`${WEBHOOKS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
     const endpoint = await webhooks.show(request.params.id);
     if (endpoint === null) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
-    return showEndpoint(request, reply, endpoint, alertsOf(request.query));
+    return showEndpoint(request, reply, endpoint, alertsOf(request.query, request.language));
   });
 
   // What the handlers cannot tell apart (a malformed field, a database outage) goes back to the list.
@@ -193,8 +206,8 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   app.post(WEBHOOKS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
     const form: EndpointFormValues = { url: request.body.url ?? '', description: request.body.description ?? '', eventTypes: asList(request.body.eventTypes) };
     const result = await webhooks.create(form, await actor(request, reply));
-    if (!result.ok) return showList(request, reply, form, [refusal(result.problems)]);
-    return showSecret(reply, result.endpoint, result.secret, true);
+    if (!result.ok) return showList(request, reply, form, [refusal(result.problems, form, webhooks.eventTypes, request.language)]);
+    return showSecret(request, reply, result.endpoint, result.secret, true);
   });
 
   for (const action of ['disable', 'enable'] as const) {
@@ -209,7 +222,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   app.post(`${WEBHOOKS_PAGE}/:id/rotate-secret`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {
     const result = await webhooks.rotateSecret(request.params.id, await actor(request, reply));
     if (!result.ok) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
-    return showSecret(reply, result.endpoint, result.secret, false);
+    return showSecret(request, reply, result.endpoint, result.secret, false);
   });
 
   app.post(`${WEBHOOKS_PAGE}/:id/delete`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {

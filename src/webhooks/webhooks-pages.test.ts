@@ -6,12 +6,15 @@
  * with its deliveries and its disable, enable, rotate, redeliver and delete buttons.
  */
 import { before, describe, it } from 'node:test';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { createSqliteDatabase } from '../../test/helpers/databases.ts';
 import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { assertHtmlPage, hiddenValue, unescapeHtml } from '../../test/helpers/pages.ts';
+import { readMessages } from '../i18n/catalog.ts';
+import { PROBLEM_KEYS, WEBHOOKS_ERROR_CODES, WEBHOOKS_NOTICE_CODES } from './webhooks-pages.messages.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const FORM = 'application/x-www-form-urlencoded';
@@ -21,6 +24,16 @@ function fieldValue(html: string, id: string): string {
   assert.ok(match, `field ${id}`);
   return unescapeHtml(match[1]!);
 }
+
+it('has an English text for every code and every problem the pages name (the start checks the other languages against English)', () => {
+  const english = readMessages(join(import.meta.dirname, 'messages')).en ?? {};
+  const keys = [
+    ...[...WEBHOOKS_NOTICE_CODES].map((code) => `webhooks.notice.${code}`),
+    ...[...WEBHOOKS_ERROR_CODES, 'default'].map((code) => `webhooks.error.${code}`),
+    ...Object.values(PROBLEM_KEYS).flatMap((byReason) => Object.values(byReason)),
+  ];
+  assert.deepEqual(keys.filter((key) => !Object.hasOwn(english, key)), []);
+});
 
 describe('webhook admin pages', () => {
   const t = useTestApp({ name: 'sqlite', skip: false, create: createSqliteDatabase }, { env: { WEBHOOK_POLL_INTERVAL_MS: '600000' } });
@@ -78,7 +91,7 @@ describe('webhook admin pages', () => {
     const refused = await submit('/admin/webhooks', '/admin/webhooks', [['url', 'http://10.0.0.5/in'], ['description', 'Inner <app>'], ['eventTypes', 'user.created']]);
     assertHtmlPage(refused, 'refused');
     assert.match(refused.body, /WEBHOOK_URL_NOT_ALLOWED/);
-    assert.match(refused.body, /URL: must not be a private/);
+    assert.match(refused.body, /<li>URL: Webhooks may not be sent there: use https, and a public address \(not localhost, nor a private, loopback, link-local or otherwise non-public address\)\.<\/li>/);
     assert.match(refused.body, /value="http:\/\/10.0.0.5\/in"/);
     assert.match(refused.body, /Inner &lt;app&gt;/);
     assert.match(refused.body, /value="user.created" checked>/);
@@ -102,7 +115,7 @@ describe('webhook admin pages', () => {
     const pageUrl = `/admin/webhooks/${endpoint!.id}`;
     await t.services.audit.record({ type: 'email.verified', userId: 'user-page' });
     let page = await get(pageUrl, admin);
-    assert.match(page.body, /<tr class="delivery">\s*<td data-label="Event"><code>email.verified<\/code><\/td>\s*<td data-label="Status">pending<\/td>/);
+    assert.match(page.body, /<tr class="delivery" role="row">\s*<td role="cell" data-label="Event"><code>email.verified<\/code><\/td>\s*<td role="cell" data-label="Status">pending<\/td>/);
     assert.ok(!page.body.includes('Redeliver</button>'), 'nothing to redeliver while pending');
 
     const disabled = await submit(pageUrl, `${pageUrl}/disable`, []);
@@ -110,7 +123,7 @@ describe('webhook admin pages', () => {
     assert.equal(disabled.headers.location, `${pageUrl}?notice=WEBHOOK_DISABLED`);
     page = await get(pageUrl, admin);
     assert.match(page.body, /<dt>State<\/dt><dd>Disabled<\/dd>/);
-    assert.match(page.body, /<td data-label="Status">failed<\/td>[\s\S]*ENDPOINT_DISABLED/);
+    assert.match(page.body, /<td role="cell" data-label="Status">failed<\/td>[\s\S]*ENDPOINT_DISABLED/);
     assert.equal((await submit(pageUrl, `${pageUrl}/enable`, [])).headers.location, `${pageUrl}?notice=WEBHOOK_ENABLED`);
     page = await get(pageUrl, admin);
     const action = /<form method="post" action="([^"]+\/redeliver)">/.exec(page.body)?.[1];
@@ -128,5 +141,57 @@ describe('webhook admin pages', () => {
     const deleted = await submit(pageUrl, `${pageUrl}/delete`, []);
     assert.equal(deleted.headers.location, '/admin/webhooks?notice=WEBHOOK_DELETED');
     assert.equal((await get(pageUrl, admin)).headers.location, '/admin/webhooks?error=WEBHOOK_NOT_FOUND');
+  });
+  it('renders the pages, a refused form and the secret page in another language, never echoing an unknown code', async () => {
+    // The language comes from the URL or the header of each request; the admin's cookie jar is not given the choice.
+    const inLanguage = (url: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers: { cookie: admin.header(), ...headers } });
+    const list = await inLanguage('/admin/webhooks?lang=fr');
+    assertHtmlPage(list, 'French list');
+    assert.match(list.body, /<html lang="fr"/);
+    assert.match(list.body, /<h2 id="register-heading">Enregistrer un point de terminaison<\/h2>/);
+    assert.match(list.body, /retentées pendant 3\sjours au plus/, 'the retry window in words, in the language');
+    assert.match(list.body, /<a href="\/admin\/webhooks" aria-current="page">Webhooks<\/a>/);
+
+    const form = await inLanguage('/admin/webhooks?lang=de');
+    const refused = await t.app.inject({
+      method: 'POST',
+      url: '/admin/webhooks?lang=de',
+      headers: { 'content-type': FORM, origin, cookie: admin.header() },
+      payload: new URLSearchParams([['csrfToken', hiddenValue(form.body, 'csrfToken')], ['url', 'https://hooks.example.com/de'], ['eventTypes', 'user.created'], ['eventTypes', 'no.such_event']]).toString(),
+    });
+    assertHtmlPage(refused, 'refused in German');
+    assert.match(refused.body, /<html lang="de"/);
+    assert.match(refused.body, /<li>Ereignisse: no\.such_event ist kein Ereignistyp, den Gatehouse sendet: Wählen Sie aus der Liste\.<\/li>/);
+    assert.match(refused.body, /<p class="code">Fehlercode: <code>WEBHOOK_EVENT_UNKNOWN<\/code><\/p>/);
+
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: { 'content-type': FORM, origin, cookie: admin.header(), 'accept-language': 'ja' },
+      payload: new URLSearchParams([['csrfToken', hiddenValue(form.body, 'csrfToken')], ['url', 'https://hooks.example.com/ja'], ['eventTypes', 'user.created']]).toString(),
+    });
+    assertHtmlPage(created, 'Japanese secret page');
+    assert.match(created.body, /<html lang="ja"/);
+    assert.match(created.body, /<h1>Webhook エンドポイントを登録しました<\/h1>/);
+    assert.match(created.body, /<label for="signing-secret">署名シークレット<\/label>/);
+    const id = fieldValue(created.body, 'endpoint-id');
+
+    const page = await inLanguage(`/admin/webhooks/${id}?lang=es`);
+    assertHtmlPage(page, 'Spanish endpoint page');
+    assert.match(page.body, /<h1>Endpoint de webhook<\/h1>/);
+    assert.match(page.body, /<dt>Estado<\/dt><dd>Activado<\/dd>/);
+    assert.match(page.body, /durante 24\shoras, cada webhook se firma con los dos/);
+
+    for (const [url, lang, general] of [
+      ['/admin/webhooks?error=NO_SUCH_CODE_42&notice=NO_SUCH_CODE_42', 'pt-BR', 'Não deu certo. Tente de novo.'],
+      [`/admin/webhooks/${id}?error=NO_SUCH_CODE_42`, 'ja', 'うまくいきませんでした。もう一度お試しください。'],
+    ] as const) {
+      const response = await inLanguage(`${url}&lang=${lang}`);
+      assertHtmlPage(response, url);
+      assert.match(response.body, new RegExp(`<html lang="${lang}"`), url);
+      assert.ok(!response.body.includes('NO_SUCH_CODE_42'), `${url}: not echoed`);
+      assert.match(response.body, new RegExp(`role="alert">\\s*<p>${general}</p>\\s*</div>`), `${url}: the general message, without a code`);
+      assert.doesNotMatch(response.body, /role="status"/, `${url}: an unknown notice shows nothing`);
+    }
   });
 });

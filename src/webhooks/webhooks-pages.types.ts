@@ -4,7 +4,8 @@ import type { TimeText } from '../web/time-text.ts';
 /** A message at the top of a page: what a form just did, or why it did not. */
 export interface PageAlert {
   isError: boolean;
-  code: string;
+  /** Shown small for support; null for a code we do not know (a link's code is never shown back). */
+  code: string | null;
   message: string;
   /** What is wrong with each field, for a form sent back. */
   details?: string[];
@@ -53,6 +54,8 @@ export interface WebhookPages {
     csrfToken: string;
     form: EndpointFormValues;
     eventTypeChoices: Array<{ value: string; id: string }>;
+    /** How long a delivery is retried, in words ("3 days"). */
+    retryWindow: string;
     createAction: string;
   };
   'admin-webhook': AdminFrame & {
@@ -71,6 +74,8 @@ export interface WebhookPages {
       previousSecretExpiresAt: TimeText | null;
     };
     deliveries: DeliveryItem[];
+    /** How long a rotated-out secret keeps signing too, in words ("24 hours"). */
+    secretGrace: string;
     actions: { disable: string; enable: string; rotateSecret: string; delete: string };
   };
   'admin-webhook-secret': AdminFrame & {

@@ -6,6 +6,8 @@
  * and a step-up rule, its config section (WEBHOOK_*), error codes and the `webhook.*` events. The
  * `gatehouse webhooks …` commands use the same service (webhooks.cli.ts). docs/guides/webhooks.md.
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { collectAuditEventTypes, defineModule, type AccessPolicy, type BuiltServices } from '../module.ts';
 import { isUnder } from '../../packages/protect/src/rules.ts';
 import { WEBHOOKS_ERRORS } from './webhooks.errors.ts';
@@ -66,6 +68,8 @@ export function createWebhooksStepUpPolicy(services: BuiltServices): AccessPolic
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
+  // The texts of the /admin/webhooks pages.
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   config: webhooksConfigSection,
   migrations: { '20261127-webhooks-endpoints-deliveries': endpointsAndDeliveries },
   errors: WEBHOOKS_ERRORS,

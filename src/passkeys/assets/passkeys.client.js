@@ -4,7 +4,8 @@
  * of @simplewebauthn/browser (which defines `SimpleWebAuthnBrowser`), under the page's CSP nonce;
  * it calls our own JSON API only, with the page's CSRF token. Without WebAuthn in the browser it
  * does nothing and the passkey buttons stay hidden; the Rename and Remove forms then post as
- * plain forms.
+ * plain forms. It holds no text of its own: what it says comes, in the page's language, from the
+ * section's `data-texts` (JSON written by the server; `{name}` and `{code}` are for it to fill in).
  */
 (() => {
   'use strict';
@@ -12,6 +13,21 @@
   if (webauthn === undefined || !webauthn.browserSupportsWebAuthn()) return;
 
   const NOTICE_KEY = 'gatehouse.passkeys.notice';
+
+  /** The section's texts (`data-texts`); none if it has none (the script then says nothing). */
+  function textsOf(element) {
+    try {
+      const texts = JSON.parse(element.dataset.texts || '{}');
+      return texts !== null && typeof texts === 'object' ? texts : {};
+    } catch {
+      return {};
+    }
+  }
+
+  /** `text` with its `{name}` / `{code}` placeholders filled in, in one pass (a filled-in value is never read again). */
+  function fill(text, values) {
+    return String(text || '').replace(/\{(name|code)\}/g, (placeholder, key) => (Object.hasOwn(values, key) ? String(values[key]) : placeholder));
+  }
 
   /** A JSON call to our API; throws an Error with `code` (the API's error code) on a refusal. */
   async function call(method, url, csrfToken, body) {
@@ -29,23 +45,22 @@
       // not JSON: described below by its status
     }
     if (!response.ok) {
-      const error = new Error((data && data.message) || `The request failed (${response.status}).`);
+      const error = new Error((data && data.message) || `HTTP ${response.status}`);
       error.code = (data && data.error) || `HTTP_${response.status}`;
       throw error;
     }
     return data;
   }
 
-  /** What to tell the person about `error`: the browser's or the authenticator's refusal, or the API's. */
-  function describe(error) {
+  /** What to tell the person about `error` (in `texts`): the browser's or the authenticator's refusal, or the API's. */
+  function describe(texts, error) {
+    const errors = texts.errors || {};
     const code = error && error.code;
-    if (code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED' || (error && error.name === 'InvalidStateError')) return 'This device already holds a passkey for your account.';
-    if (error && (error.name === 'NotAllowedError' || error.name === 'AbortError')) return 'The passkey prompt was closed or timed out. Nothing was changed.';
-    if (error && error.name === 'SecurityError') return 'Passkeys do not work on this address: use the service’s own address, over https.';
-    if (code === 'REAUTH_REQUIRED') return 'For this, sign out and sign in again first: it needs a recent sign-in.';
-    if (code === 'CSRF_FAILED') return 'This page has expired. Reload it and try again.';
-    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]*$/.test(code)) return `${error.message} (${code})`;
-    return 'That did not work. Please try again.';
+    if (code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED' || (error && error.name === 'InvalidStateError')) return errors.deviceHasPasskey;
+    if (error && (error.name === 'NotAllowedError' || error.name === 'AbortError')) return errors.cancelled;
+    if (error && error.name === 'SecurityError') return errors.insecureAddress;
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]*$/.test(code)) return Object.hasOwn(errors, code) ? errors[code] : fill(texts.errorWithCode, { code });
+    return texts.errorDefault;
   }
 
   /**
@@ -68,7 +83,7 @@
   /** Reloads the page (without a query or fragment, so it always loads) and says `notice` there. */
   function reloadWith(notice) {
     try {
-      sessionStorage.setItem(NOTICE_KEY, notice);
+      if (notice) sessionStorage.setItem(NOTICE_KEY, notice);
     } catch {
       // storage refused: the reloaded list says enough
     }
@@ -77,9 +92,10 @@
 
   function manage(section) {
     const csrfToken = section.dataset.csrfToken || '';
+    const texts = textsOf(section);
     const status = section.querySelector('[data-passkey-status]');
     const say = (text) => {
-      status.textContent = text;
+      status.textContent = text || '';
     };
 
     let notice = null;
@@ -106,26 +122,26 @@
       event.preventDefault();
       if (addButton.disabled) return;
       addButton.disabled = true;
-      say('Follow your browser’s prompt to create the passkey…');
+      say(texts.creating);
       try {
         const optionsJSON = await call('POST', '/api/auth/passkeys/register/options', csrfToken, {});
         const response = await webauthn.startRegistration({ optionsJSON });
         const name = nameInput.value.trim();
         const result = await call('POST', '/api/auth/passkeys/register/verify', csrfToken, name === '' ? { response } : { response, name });
-        const added = `Passkey “${result.passkey.name}” added.`;
+        const added = fill(texts.added, { name: result.passkey.name });
         if (Array.isArray(result.recoveryCodes)) {
           const list = codesBox.querySelector('[data-passkey-code-list]');
           list.replaceChildren(...result.recoveryCodes.map((code) => Object.assign(document.createElement('li'), { textContent: code })));
           addBox.hidden = true;
           codesBox.hidden = false;
-          say(`${added} Save your recovery codes below.`);
+          say(fill(texts.addedWithCodes, { name: result.passkey.name }));
           codesBox.querySelector('[tabindex="-1"]').focus();
           codesBox.querySelector('[data-passkey-codes-done]').addEventListener('click', () => reloadWith(added), { once: true });
           return;
         }
         reloadWith(added);
       } catch (error) {
-        say(describe(error));
+        say(describe(texts, error));
       } finally {
         addButton.disabled = false;
       }
@@ -139,13 +155,13 @@
         try {
           if (form.dataset.passkeyAction === 'rename') {
             const result = await call('PATCH', url, csrfToken, { name: form.querySelector('input[name="name"]').value });
-            reloadWith(`Passkey renamed to “${result.passkey.name}”.`);
+            reloadWith(fill(texts.renamed, { name: result.passkey.name }));
           } else {
             await call('DELETE', url, csrfToken);
-            reloadWith('Passkey removed.');
+            reloadWith(texts.removed);
           }
         } catch (error) {
-          say(describe(error));
+          say(describe(texts, error));
         }
       });
     }
@@ -154,27 +170,28 @@
   function offerSignIn(box) {
     const csrfToken = box.dataset.csrfToken || '';
     const callbackUrl = safeTarget(box.dataset.callbackUrl);
+    const texts = textsOf(box);
     const button = box.querySelector('[data-passkey-signin]');
     const status = box.querySelector('[data-passkey-status]');
     const say = (text) => {
-      status.textContent = text;
+      status.textContent = text || '';
     };
     box.hidden = false;
 
     button.addEventListener('click', async () => {
       if (button.disabled) return;
       button.disabled = true;
-      say('Follow your browser’s prompt to use your passkey…');
+      say(texts.using);
       try {
         // On the second-factor page, the sign-in waiting there (its token is in an HttpOnly cookie).
         const fromChallenge = box.dataset.fromChallenge === 'true' ? { fromChallenge: true } : {};
         const optionsJSON = await call('POST', '/api/auth/passkeys/authenticate/options', csrfToken, fromChallenge);
         const response = await webauthn.startAuthentication({ optionsJSON });
         await call('POST', '/api/auth/passkeys/authenticate/verify', csrfToken, { response, ...fromChallenge });
-        say('Signed in.');
+        say(texts.signedIn);
         window.location.assign(callbackUrl);
       } catch (error) {
-        say(describe(error));
+        say(describe(texts, error));
         button.disabled = false;
       }
     });
