@@ -1,0 +1,212 @@
+/**
+ * A tour of every hosted page, in the states worth seeing: one list for the accessibility check
+ * (test/flows/accessibility.test.ts) and the screenshots under docs/screenshots/
+ * (scripts/screenshots.ts), so a page added to one is in both.
+ *
+ * `seedTour` makes the people and things the pages show, through the real services of a served
+ * test app: a member with an organization and an invitation out, an administrator with a webhook
+ * endpoint and an OpenID client, someone with an authenticator app (who stops at the second-factor
+ * prompt), and someone about to set one up. `openTourPage` visits a stop as its visitor, in a
+ * browser context already signed in as that visitor (`signInVisitor`) and set to a language
+ * (`setLanguage`: the `gatehouse.lang` cookie, which the OpenID Provider's pages read too).
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import type { BrowserContext, Page } from 'playwright-core';
+import { SYSTEM_SOURCE } from '../../src/audit/audit.service.ts';
+import type { Locale } from '../../src/i18n/locales.ts';
+import { createUser, type ServedTestApp } from './app.ts';
+import { enrolTotp } from './totp.ts';
+
+export const TOUR_PASSWORD = 'correct horse battery staple';
+
+/** Who is looking: nobody signed in, a member, an administrator, someone at the second-factor prompt, someone setting up a factor. */
+export type Visitor = 'guest' | 'member' | 'admin' | 'second-factor' | 'enroller';
+
+export interface TourSeed {
+  baseURL: string;
+  emails: Record<Exclude<Visitor, 'guest'>, string>;
+  memberId: string;
+  organizationId: string;
+  webhookId: string;
+  clientId: string;
+  /** The OpenID client's redirect URI (on loopback; nothing listens there: the tour never completes a flow). */
+  redirectUri: string;
+  /** A live invitation link's path and a live password reset link's path, from the mails the seeding sent. */
+  invitationPath: string;
+  resetPath: string;
+}
+
+export interface TourStop {
+  /** File-name-safe, unique: the screenshot's name. */
+  id: string;
+  /** What a reader of the screenshots index sees. */
+  title: string;
+  visitor: Visitor;
+  /** The page: a path (with a state in its query), or a way there that takes more than a link. */
+  path?: (seed: TourSeed) => string;
+  open?: (page: Page, seed: TourSeed) => Promise<void>;
+}
+
+const fixed = (path: string) => () => path;
+
+/** An authorization request of the seeded third-party client: lands on the consent page. */
+async function openConsent(page: Page, seed: TourSeed): Promise<void> {
+  const verifier = randomBytes(32).toString('base64url');
+  const query = new URLSearchParams({
+    client_id: seed.clientId,
+    redirect_uri: seed.redirectUri,
+    response_type: 'code',
+    scope: 'openid profile email',
+    state: randomBytes(8).toString('hex'),
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  });
+  await page.goto(`/oidc/auth?${query}`);
+  await page.waitForURL((url) => url.pathname.startsWith('/oidc/interaction/'));
+}
+
+/** The dashboard's "set up an authenticator app" form, posted: the setup page with its QR code. */
+async function openTotpSetup(page: Page): Promise<void> {
+  await page.goto('/dashboard');
+  await Promise.all([page.waitForNavigation(), page.locator('form[action="/dashboard/mfa/totp/setup"] button[type="submit"]').click()]);
+}
+
+/** Every page, in the order the screenshots index lists them. */
+export const TOUR: readonly TourStop[] = [
+  { id: 'home', title: 'Home', visitor: 'guest', path: fixed('/') },
+  { id: 'signin', title: 'Sign in', visitor: 'guest', path: fixed('/auth/signin') },
+  { id: 'signin-error', title: 'Sign in, wrong password', visitor: 'guest', path: fixed('/auth/signin?error=INVALID_CREDENTIALS') },
+  { id: 'signup', title: 'Create an account', visitor: 'guest', path: fixed('/auth/signup') },
+  { id: 'signup-error', title: 'Create an account, password refused', visitor: 'guest', path: fixed('/auth/signup?error=VALIDATION_ERROR&reason=TOO_SHORT') },
+  { id: 'check-email', title: 'Check your email (sign-up)', visitor: 'guest', path: fixed('/auth/check-email') },
+  { id: 'verify-email', title: 'Verify email, link lost', visitor: 'guest', path: fixed('/auth/verify-email') },
+  { id: 'email-verified', title: 'Email verified', visitor: 'guest', path: fixed('/auth/email-verified') },
+  { id: 'forgot-password', title: 'Forgot password', visitor: 'guest', path: fixed('/auth/forgot-password') },
+  { id: 'forgot-password-error', title: 'Forgot password, rate limited', visitor: 'guest', path: fixed('/auth/forgot-password?error=RATE_LIMITED') },
+  { id: 'forgot-password-sent', title: 'Reset link sent', visitor: 'guest', path: fixed('/auth/forgot-password/sent') },
+  { id: 'reset-password', title: 'Choose a new password (live link)', visitor: 'guest', path: (seed) => seed.resetPath },
+  { id: 'reset-password-error', title: 'Choose a new password, refused', visitor: 'guest', path: (seed) => `${seed.resetPath}&error=VALIDATION_ERROR&reason=TOO_SHORT` },
+  { id: 'reset-password-invalid', title: 'Reset link not valid', visitor: 'guest', path: fixed('/auth/reset-password') },
+  { id: 'reset-password-done', title: 'Password changed', visitor: 'guest', path: fixed('/auth/reset-password/done') },
+  { id: 'error', title: 'Error page', visitor: 'guest', path: fixed('/auth/error?error=AccessDenied') },
+  { id: 'signout', title: 'Sign out', visitor: 'member', path: fixed('/auth/signout') },
+  { id: 'mfa-prompt', title: 'Second factor', visitor: 'second-factor', path: fixed('/auth/mfa') },
+  { id: 'mfa-prompt-error', title: 'Second factor, wrong code', visitor: 'second-factor', path: fixed('/auth/mfa?error=INVALID_CODE') },
+  { id: 'dashboard', title: 'Dashboard', visitor: 'member', path: fixed('/dashboard') },
+  { id: 'dashboard-notice', title: 'Dashboard, password changed', visitor: 'member', path: fixed('/dashboard?notice=PASSWORD_CHANGED') },
+  { id: 'dashboard-password-error', title: 'Dashboard, new password refused', visitor: 'member', path: fixed('/dashboard?error=VALIDATION_ERROR&reason=TOO_SHORT') },
+  { id: 'mfa-setup', title: 'Set up an authenticator app', visitor: 'enroller', open: (page) => openTotpSetup(page) },
+  { id: 'account-delete', title: 'Delete your account', visitor: 'member', path: fixed('/dashboard/account/delete') },
+  { id: 'account-deleted', title: 'Account deleted', visitor: 'guest', path: fixed('/auth/account-deleted') },
+  { id: 'organization-new', title: 'New organization', visitor: 'member', path: fixed('/organizations/new') },
+  { id: 'organization-new-error', title: 'New organization, address taken', visitor: 'member', path: fixed('/organizations/new?error=SLUG_TAKEN') },
+  { id: 'organization', title: 'An organization (owner)', visitor: 'member', path: (seed) => `/organizations/${seed.organizationId}` },
+  { id: 'invitation', title: 'An invitation to an organization', visitor: 'guest', path: (seed) => seed.invitationPath },
+  { id: 'invitation-invalid', title: 'Invitation link not valid', visitor: 'guest', path: fixed('/organizations/invitations/accept') },
+  { id: 'oidc-consent', title: 'Consent to an app (OpenID Provider)', visitor: 'member', open: openConsent },
+  { id: 'oidc-logout', title: 'Sign out of apps (OpenID Provider)', visitor: 'member', path: fixed('/oidc/session/end') },
+  { id: 'device', title: 'Connect a device (OpenID Provider)', visitor: 'member', path: fixed('/device') },
+  { id: 'oidc-error', title: 'OpenID Provider error (unknown app)', visitor: 'guest', path: fixed('/oidc/auth?client_id=nope&response_type=code&scope=openid&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcb') },
+  { id: 'admin', title: 'Admin: users', visitor: 'admin', path: fixed('/admin') },
+  { id: 'admin-user', title: 'Admin: one user', visitor: 'admin', path: (seed) => `/admin/users/${seed.memberId}` },
+  { id: 'admin-search-empty', title: 'Admin: users, nothing found', visitor: 'admin', path: fixed('/admin?query=zzz') },
+  { id: 'admin-events', title: 'Admin: audit log', visitor: 'admin', path: fixed('/admin/events') },
+  { id: 'admin-events-error', title: 'Admin: audit log, unknown event type', visitor: 'admin', path: fixed('/admin/events?type=no.such.type') },
+  { id: 'admin-clients', title: 'Admin: OpenID clients', visitor: 'admin', path: fixed('/admin/clients') },
+  { id: 'admin-client', title: 'Admin: one OpenID client', visitor: 'admin', path: (seed) => `/admin/clients/${encodeURIComponent(seed.clientId)}` },
+  { id: 'admin-webhooks', title: 'Admin: webhooks', visitor: 'admin', path: fixed('/admin/webhooks') },
+  { id: 'admin-webhook', title: 'Admin: one webhook endpoint', visitor: 'admin', path: (seed) => `/admin/webhooks/${seed.webhookId}` },
+  { id: 'admin-organizations', title: 'Admin: organizations', visitor: 'admin', path: fixed('/admin/organizations') },
+  { id: 'admin-organization', title: 'Admin: one organization', visitor: 'admin', path: (seed) => `/admin/organizations/${seed.organizationId}` },
+];
+
+/** The path and query of the link to `path` in the newest mail to `to` (the outbox keeps it: no SMTP server here). */
+async function mailedPath(served: ServedTestApp, to: string, path: string): Promise<string> {
+  for (const entry of await served.services.mail.listRecent(50)) {
+    if (entry.to !== to) continue;
+    const link = entry.links.map((found) => new URL(found)).find((url) => url.pathname === path);
+    if (link !== undefined) return `${link.pathname}${link.search}`;
+  }
+  throw new Error(`no mail to ${to} with a link to ${path}`);
+}
+
+/** Makes what the tour's pages show, through the app's own services. */
+export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
+  const { services } = served;
+  const emails = {
+    member: 'mia.member@example.com',
+    admin: 'ada.admin@example.com',
+    'second-factor': 'max.factor@example.com',
+    enroller: 'eli.enrol@example.com',
+  };
+  const member = await createUser(services, { email: emails.member, password: TOUR_PASSWORD, name: 'Mia Member' });
+  const admin = await createUser(services, { email: emails.admin, password: TOUR_PASSWORD, name: 'Ada Admin', roles: ['ADMIN'] });
+  const factor = await createUser(services, { email: emails['second-factor'], password: TOUR_PASSWORD, name: 'Max Factor' });
+  await createUser(services, { email: emails.enroller, password: TOUR_PASSWORD, name: 'Eli Enrol' });
+  await enrolTotp(services, factor, Object.assign(() => Date.now(), { advance: () => undefined }));
+
+  const organization = await services.organizations.create({ name: 'Northwind Traders' }, member.id, SYSTEM_SOURCE);
+  assert.ok(organization.ok, 'the tour organization is made');
+  const added = await services.organizations.addMember(organization.organization.id, admin.id, 'MEMBER', SYSTEM_SOURCE);
+  assert.ok(added.ok, 'the administrator is a member of it');
+  const webhook = await services.webhooks.create({ url: 'https://hooks.example.com/gatehouse', eventTypes: ['user.created', 'session.created'], description: 'CRM sync' }, SYSTEM_SOURCE);
+  assert.ok(webhook.ok, 'the tour webhook endpoint is made');
+  const redirectUri = `${served.baseURL}/tour/callback`;
+  const client = await services.oidcClients.create({ name: 'Recipe Box', redirectUris: [redirectUri], isFirstParty: false }, SYSTEM_SOURCE);
+  assert.ok(client.ok, 'the tour OpenID client is made');
+  const invited = 'new.colleague@example.com';
+  const invitation = await services.organizations.invite(organization.organization.id, { userId: member.id }, { email: invited, role: 'MEMBER' }, SYSTEM_SOURCE);
+  assert.ok(invitation.ok, 'the tour invitation is sent');
+  await services.passwordReset.requestReset({ email: emails['second-factor'], source: SYSTEM_SOURCE });
+  return {
+    baseURL: served.baseURL,
+    invitationPath: await mailedPath(served, invited, '/organizations/invitations/accept'),
+    resetPath: await mailedPath(served, emails['second-factor'], '/auth/reset-password'),
+    emails,
+    memberId: member.id,
+    organizationId: organization.organization.id,
+    webhookId: webhook.endpoint.id,
+    clientId: client.client.id,
+    redirectUri,
+  };
+}
+
+/** The environment a tour's app needs: sign-up on, the provider's device flow on its default. */
+export const TOUR_ENV = { ALLOW_SIGNUP: 'true' } as const;
+
+/** Pages answer in `locale` from now on (the cookie a `?lang=` choice sets). */
+export async function setLanguage(context: BrowserContext, seed: TourSeed, locale: Locale): Promise<void> {
+  await context.addCookies([{ name: 'gatehouse.lang', value: locale, url: seed.baseURL, httpOnly: true, sameSite: 'Lax' }]);
+}
+
+/**
+ * Signs `page`'s context in as `visitor` with the sign-in form (the form's fields by name, so any
+ * language works). The second-factor visitor stops at the prompt: that is the page it shows.
+ */
+export async function signInVisitor(page: Page, seed: TourSeed, visitor: Visitor): Promise<void> {
+  if (visitor === 'guest') return;
+  await page.goto('/auth/signin');
+  await page.locator('input[name="email"]').fill(seed.emails[visitor]);
+  await page.locator('input[name="password"]').fill(TOUR_PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.locator('form[action="/api/auth/signin"] button[type="submit"]').click()]);
+  const expected = visitor === 'second-factor' ? '/auth/mfa' : '/dashboard';
+  assert.equal(new URL(page.url()).pathname, expected, `${visitor} signed in`);
+}
+
+/** Goes to `stop` (signed in already as its visitor). */
+export async function openTourPage(page: Page, seed: TourSeed, stop: TourStop): Promise<void> {
+  if (stop.open !== undefined) {
+    await stop.open(page, seed);
+    return;
+  }
+  const response = await page.goto(stop.path!(seed));
+  assert.ok(response !== null && response.status() < 500, `${stop.id}: ${response?.status()}`);
+}
+
+/** The tour's stops grouped by visitor, in tour order: each group shares one signed-in context. */
+export function stopsByVisitor(stops: readonly TourStop[] = TOUR): Array<{ visitor: Visitor; stops: TourStop[] }> {
+  const groups = new Map<Visitor, TourStop[]>();
+  for (const stop of stops) groups.set(stop.visitor, [...(groups.get(stop.visitor) ?? []), stop]);
+  return [...groups].map(([visitor, grouped]) => ({ visitor, stops: grouped }));
+}
