@@ -153,7 +153,7 @@ for (const backend of await backends()) {
 
       const wrong = await get('/auth/mfa?error=INVALID_CODE', { 'accept-language': 'fr-FR,fr;q=0.9' });
       assert.match(wrong.body, /<html lang="fr"/);
-      assert.equal(alertText(wrong.body), 'Ce code n’est pas le bon, ou il a déjà servi. Vérifiez l’application et réessayez. Code d’erreur: INVALID_CODE');
+      assert.equal(alertText(wrong.body), 'Ce code n’est pas le bon, ou il a déjà servi. Vérifiez l’application et réessayez. Code d’erreur : INVALID_CODE');
 
       const hostile = '"><script>alert(1)</script>';
       const unknown = await get(`/auth/mfa?error=${encodeURIComponent(hostile)}`, { 'accept-language': 'ja' });
