@@ -1,5 +1,6 @@
 /** What the second-factor pages say about the codes they show, in the page's language (texts: `messages/*.json`). */
 import type { Translator } from '../i18n/translator.ts';
+import { formView, type FormView } from '../web/form-errors.ts';
 
 /** Codes on `/auth/mfa?error=` (`mfa.prompt.error.<code>`). */
 export const PROMPT_CODES: ReadonlySet<string> = new Set(['INVALID_CODE', 'RATE_LIMITED', 'CSRF_FAILED', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE']);
@@ -17,6 +18,21 @@ export interface ShownError {
 export function mfaPromptError(code: string, i18n: Pick<Translator, 't'>): ShownError {
   const known = PROMPT_CODES.has(code);
   return { code: known ? code : null, message: i18n.t(`mfa.prompt.error.${known ? code : 'default'}`) };
+}
+
+/** The prompt's two fields: the authenticator app's code and a recovery code. */
+export const PROMPT_FIELDS = { code: 'mfa-code', recoveryCode: 'recovery-code' } as const;
+
+/**
+ * The prompt's form view (web/form-errors.ts) for `?error=`: a wrong code is the field it was typed
+ * in (`usedRecoveryCode`: the recovery form posted it), other errors are the summary's alone.
+ */
+export function mfaPromptForm(code: string | undefined, usedRecoveryCode: boolean, hasTotp: boolean, i18n: Pick<Translator, 't'>): FormView {
+  const fieldOrder = hasTotp ? [PROMPT_FIELDS.code, PROMPT_FIELDS.recoveryCode] : [PROMPT_FIELDS.recoveryCode];
+  if (code === undefined) return formView({ fieldOrder });
+  const shown = mfaPromptError(code, i18n);
+  const field = usedRecoveryCode || !hasTotp ? PROMPT_FIELDS.recoveryCode : PROMPT_FIELDS.code;
+  return formView({ fieldOrder, problems: [{ message: shown.message, fields: shown.code === 'INVALID_CODE' ? [field] : [] }], code: shown.code });
 }
 
 /**

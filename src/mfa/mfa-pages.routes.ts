@@ -32,12 +32,16 @@ import { renderPageSections, type PageSection } from '../module.ts';
 import type { MfaService, MfaStatus } from './mfa.service.ts';
 import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
 import { RECOVERY_CODE_COUNT } from './recovery-codes.ts';
-import { mfaPageError, mfaPromptError, type ShownError } from './mfa-pages.messages.ts';
+import { mfaPageError, mfaPromptForm, type ShownError } from './mfa-pages.messages.ts';
+import type { FormView } from '../web/form-errors.ts';
+
+/** `?using=` on the prompt after a wrong recovery code: its error goes to that field. */
+const RECOVERY_CODE_USED = 'recovery-code';
 import { challengeError } from './mfa.routes.ts';
 import { signInBody } from '../signin/signin-response.ts';
 
 interface MfaPages {
-  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; error: ShownError | null; sections: string[] };
+  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; form: FormView; isRecoveryOpen: boolean; sections: string[] };
   'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; error: ShownError | null };
   'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string; fileName: string };
   'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean; recoveryCodeCount: number };
@@ -116,22 +120,25 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     return sendPage(reply, pages.render('mfa-recovery-codes', { i18n, title: i18n.t('mfa.recoveryCodes.title'), intro, codes, downloadHref, fileName: recoveryCodesFileName(i18n.brand.name) }));
   }
 
-  app.get(MFA_PROMPT_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
+  app.get(MFA_PROMPT_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, using: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
     // The sign-in's callback, carried here in the query (see redirectToChallenge) and judged again.
     const callbackUrl = toCallbackUrl(request.query.callbackUrl, config);
     const userId = await secondFactor.userOf(readChallengeCookie(request, config));
     if (userId === null) return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ error: 'MFA_EXPIRED', callbackUrl })}`, 303);
-    const { error } = request.query;
+    const { error, using } = request.query;
     const csrfToken = csrf.issueToken(request, reply);
     const i18n = request.language;
     const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n });
+    const hasTotp = (await mfa.methodsOf(userId)).includes('totp');
+    const usedRecoveryCode = using === RECOVERY_CODE_USED;
     const html = pages.render('mfa-prompt', {
       i18n,
       title: i18n.t('mfa.prompt.title'),
       csrfToken,
       callbackUrl,
-      hasTotp: (await mfa.methodsOf(userId)).includes('totp'),
-      error: error === undefined ? null : mfaPromptError(error, i18n),
+      hasTotp,
+      form: mfaPromptForm(error, usedRecoveryCode, hasTotp, i18n),
+      isRecoveryOpen: !hasTotp || (error !== undefined && usedRecoveryCode),
       sections: sections.html,
       scripts: sections.scripts,
       scriptNonce: sections.scriptNonce,
@@ -158,7 +165,9 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     if (!isRetry) clearChallengeCookie(reply, config);
     if (isForm) {
       const page = isRetry ? MFA_PROMPT_PAGE : SIGN_IN_PAGE;
-      return reply.redirect(`${page}?${new URLSearchParams({ error: errorCode === 'CREDENTIALS_CHANGED' ? 'INVALID_TOKEN' : errorCode, callbackUrl })}`, 303);
+      // Which form the code came from, so the page puts its error at that field (not secret: a form's name).
+      const using: Record<string, string> = isRetry && totp === undefined && recoveryCode !== undefined ? { using: RECOVERY_CODE_USED } : {};
+      return reply.redirect(`${page}?${new URLSearchParams({ error: errorCode === 'CREDENTIALS_CHANGED' ? 'INVALID_TOKEN' : errorCode, ...using, callbackUrl })}`, 303);
     }
     throw challengeError(result);
   });

@@ -113,7 +113,12 @@ for (const backend of await backends()) {
     });
 
     /** The text of the page's alert box, tags removed; null without one. */
-    const alertText = (html: string) => /<div class="alert alert-error" role="alert">([\s\S]*?)<\/div>/.exec(html)?.[1]?.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim() ?? null;
+    /** A page's error alert as text: the prompt's error summary (its heading left out), or another page's alert. */
+    const alertText = (html: string) =>
+      (/<div class="alert alert-error error-summary" role="alert"[^>]*>\s*<h2[^>]*>[^<]*<\/h2>([\s\S]*?)<\/div>/.exec(html) ?? /<div class="alert alert-error" role="alert">([\s\S]*?)<\/div>/.exec(html))?.[1]
+        ?.replace(/<[^>]+>/g, ' ')
+        .replace(/\s+/g, ' ')
+        .trim() ?? null;
 
     /** Chooses `locale` for this browser as the language switcher does (`?lang=`, remembered in a cookie). */
     async function choose(b: { jar: CookieJar }, locale: string) {
@@ -154,6 +159,21 @@ for (const backend of await backends()) {
       const wrong = await get('/auth/mfa?error=INVALID_CODE', { 'accept-language': 'fr-FR,fr;q=0.9' });
       assert.match(wrong.body, /<html lang="fr"/);
       assert.equal(alertText(wrong.body), 'Ce code n’est pas le bon, ou il a déjà servi. Vérifiez l’application et réessayez. Code d’erreur : INVALID_CODE');
+      // At its field: the summary links to it, the field says it and is marked.
+      assert.match(wrong.body, /<li><a href="#mfa-code">Ce code n’est pas le bon/);
+      assert.match(wrong.body, /<p class="field-error" id="mfa-code-error">/);
+      assert.match(wrong.body, /<input id="mfa-code" [^>]*aria-invalid="true" aria-describedby="mfa-code-error" autofocus>/);
+      assert.doesNotMatch(wrong.body, /<details class="disclosure" open>/, 'the recovery form stays closed');
+      // A wrong recovery code: its own field, with its form opened.
+      const wrongRecovery = await get('/auth/mfa?error=INVALID_CODE&using=recovery-code');
+      assert.match(wrongRecovery.body, /<li><a href="#recovery-code">/);
+      assert.match(wrongRecovery.body, /<details class="disclosure" open>/);
+      assert.match(wrongRecovery.body, /<input id="recovery-code" [^>]*aria-invalid="true" aria-describedby="recovery-code-error" autofocus>/);
+      assert.doesNotMatch(wrongRecovery.body, /<input id="mfa-code" [^>]*aria-invalid/);
+      // Too many tries concerns no field: the summary alone.
+      const limited = await get('/auth/mfa?error=RATE_LIMITED');
+      assert.match(limited.body, /class="error-summary-list">\s*<li>[^<]/);
+      assert.doesNotMatch(limited.body, /aria-invalid/);
 
       const hostile = '"><script>alert(1)</script>';
       const unknown = await get(`/auth/mfa?error=${encodeURIComponent(hostile)}`, { 'accept-language': 'ja' });
