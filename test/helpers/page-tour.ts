@@ -6,26 +6,32 @@
  * `seedTour` makes the people and things the pages show, through the real services of a served
  * test app: a member with an organization and an invitation out, an administrator with a webhook
  * endpoint and an OpenID client, someone with an authenticator app (who stops at the second-factor
- * prompt), and someone about to set one up. `openTourPage` visits a stop as its visitor, in a
+ * prompt), and new accounts on demand (setting up an authenticator app). `openTourPage` visits a stop as its visitor, in a
  * browser context already signed in as that visitor (`signInVisitor`) and set to a language
  * (`setLanguage`: the `gatehouse.lang` cookie, which the OpenID Provider's pages read too).
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { SYSTEM_SOURCE } from '../../src/audit/audit.service.ts';
 import type { Locale } from '../../src/i18n/locales.ts';
 import { createUser, type ServedTestApp } from './app.ts';
-import { enrolTotp } from './totp.ts';
+import { enrolTotp, totpCode } from './totp.ts';
 
 export const TOUR_PASSWORD = 'correct horse battery staple';
 
-/** Who is looking: nobody signed in, a member, an administrator, someone at the second-factor prompt, someone setting up a factor. */
-export type Visitor = 'guest' | 'member' | 'admin' | 'second-factor' | 'enroller';
+/**
+ * Who is looking: nobody signed in, a member, an administrator, someone at the second-factor
+ * prompt, or a newcomer: a new account for each visit (its stops sign it in themselves), for pages
+ * that change the account (turning on an authenticator app shows the recovery codes once).
+ */
+export type Visitor = 'guest' | 'member' | 'admin' | 'second-factor' | 'newcomer';
 
 export interface TourSeed {
   baseURL: string;
-  emails: Record<Exclude<Visitor, 'guest'>, string>;
+  emails: Record<Exclude<Visitor, 'guest' | 'newcomer'>, string>;
+  /** A new account (with TOUR_PASSWORD) for a newcomer's visit; its address. */
+  newcomer: () => Promise<string>;
   memberId: string;
   organizationId: string;
   webhookId: string;
@@ -66,10 +72,39 @@ async function openConsent(page: Page, seed: TourSeed): Promise<void> {
   await page.waitForURL((url) => url.pathname.startsWith('/oidc/interaction/'));
 }
 
-/** The dashboard's "set up an authenticator app" form, posted: the setup page with its QR code. */
-async function openTotpSetup(page: Page): Promise<void> {
-  await page.goto('/dashboard');
-  await Promise.all([page.waitForNavigation(), page.locator('form[action="/dashboard/mfa/totp/setup"] button[type="submit"]').click()]);
+/** Goes to `path` and submits its form posting to `action`, after `fill`; resolves on the page that answers. */
+async function submitForm(page: Page, path: string, action: string, fill: (form: Locator) => Promise<void> = async () => {}): Promise<void> {
+  await page.goto(path);
+  const form = page.locator(`form[action="${action}"]`);
+  await fill(form);
+  await Promise.all([page.waitForNavigation(), form.locator('button[type="submit"]').click()]);
+}
+
+/** Signs `page`'s context in as `email` with the sign-in form (its fields by name: any language). */
+async function signInAs(page: Page, email: string): Promise<void> {
+  await page.goto('/auth/signin');
+  await page.locator('input[name="email"]').fill(email);
+  await page.locator('input[name="password"]').fill(TOUR_PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.locator('form[action="/api/auth/signin"] button[type="submit"]').click()]);
+}
+
+/** A newcomer's dashboard form "set up an authenticator app", posted: the setup page with its QR code and key. */
+async function openTotpSetup(page: Page, seed: TourSeed): Promise<void> {
+  await signInAs(page, await seed.newcomer());
+  await submitForm(page, '/dashboard', '/dashboard/mfa/totp/setup');
+}
+
+/** The setup's key, as the page shows it (groups of four). */
+async function shownSecret(page: Page): Promise<string> {
+  return (await page.locator('#totp-secret').innerText()).replace(/\s+/g, '');
+}
+
+/** Turns the app on with the code it shows now: the recovery codes, shown once. */
+async function openRecoveryCodes(page: Page, seed: TourSeed): Promise<void> {
+  await openTotpSetup(page, seed);
+  const code = totpCode(await shownSecret(page), Date.now());
+  await page.locator('form[action="/dashboard/mfa/totp/enable"] input[name="code"]').fill(code);
+  await Promise.all([page.waitForNavigation(), page.locator('form[action="/dashboard/mfa/totp/enable"] button[type="submit"]').click()]);
 }
 
 /** Every page, in the order the screenshots index lists them. */
@@ -96,7 +131,18 @@ export const TOUR: readonly TourStop[] = [
   { id: 'dashboard', title: 'Dashboard', visitor: 'member', path: fixed('/dashboard') },
   { id: 'dashboard-notice', title: 'Dashboard, password changed', visitor: 'member', path: fixed('/dashboard?notice=PASSWORD_CHANGED') },
   { id: 'dashboard-password-error', title: 'Dashboard, new password refused', visitor: 'member', path: fixed('/dashboard?error=VALIDATION_ERROR&reason=TOO_SHORT') },
-  { id: 'mfa-setup', title: 'Set up an authenticator app', visitor: 'enroller', open: (page) => openTotpSetup(page) },
+  { id: 'mfa-setup', title: 'Set up an authenticator app', visitor: 'newcomer', open: openTotpSetup },
+  {
+    id: 'mfa-setup-error',
+    title: 'Set up an authenticator app, wrong code',
+    visitor: 'newcomer',
+    open: async (page, seed) => {
+      await openTotpSetup(page, seed);
+      await page.locator('form[action="/dashboard/mfa/totp/enable"] input[name="code"]').fill('000000');
+      await Promise.all([page.waitForNavigation(), page.locator('form[action="/dashboard/mfa/totp/enable"] button[type="submit"]').click()]);
+    },
+  },
+  { id: 'mfa-recovery-codes', title: 'Recovery codes (shown once)', visitor: 'newcomer', open: openRecoveryCodes },
   { id: 'account-delete', title: 'Delete your account', visitor: 'member', path: fixed('/dashboard/account/delete') },
   { id: 'account-deleted', title: 'Account deleted', visitor: 'guest', path: fixed('/auth/account-deleted') },
   { id: 'organization-new', title: 'New organization', visitor: 'member', path: fixed('/organizations/new') },
@@ -115,8 +161,48 @@ export const TOUR: readonly TourStop[] = [
   { id: 'admin-events-error', title: 'Admin: audit log, unknown event type', visitor: 'admin', path: fixed('/admin/events?type=no.such.type') },
   { id: 'admin-clients', title: 'Admin: OpenID clients', visitor: 'admin', path: fixed('/admin/clients') },
   { id: 'admin-client', title: 'Admin: one OpenID client', visitor: 'admin', path: (seed) => `/admin/clients/${encodeURIComponent(seed.clientId)}` },
+  {
+    id: 'admin-client-secret',
+    title: 'Admin: a new client’s secret (shown once)',
+    visitor: 'admin',
+    open: (page, seed) =>
+      submitForm(page, '/admin/clients', '/admin/clients', async (form) => {
+        await form.locator('input[name="name"]').fill('Team Wiki');
+        await form.locator('textarea[name="redirectUris"]').fill(`${seed.baseURL}/wiki/callback`);
+      }),
+  },
+  {
+    id: 'admin-client-refused',
+    title: 'Admin: registering a client, refused',
+    visitor: 'admin',
+    open: (page) =>
+      submitForm(page, '/admin/clients', '/admin/clients', async (form) => {
+        await form.locator('input[name="name"]').fill('Refused app');
+        await form.locator('textarea[name="redirectUris"]').fill('ftp://files.example.com/callback');
+      }),
+  },
   { id: 'admin-webhooks', title: 'Admin: webhooks', visitor: 'admin', path: fixed('/admin/webhooks') },
   { id: 'admin-webhook', title: 'Admin: one webhook endpoint', visitor: 'admin', path: (seed) => `/admin/webhooks/${seed.webhookId}` },
+  {
+    id: 'admin-webhook-secret',
+    title: 'Admin: a new endpoint’s signing secret (shown once)',
+    visitor: 'admin',
+    open: (page) =>
+      submitForm(page, '/admin/webhooks', '/admin/webhooks', async (form) => {
+        await form.locator('input[name="url"]').fill('https://hooks.example.com/billing');
+        await form.locator('input[name="eventTypes"]').first().check();
+      }),
+  },
+  {
+    id: 'admin-webhook-refused',
+    title: 'Admin: registering a webhook endpoint, refused',
+    visitor: 'admin',
+    open: (page) =>
+      submitForm(page, '/admin/webhooks', '/admin/webhooks', async (form) => {
+        await form.locator('input[name="url"]').fill('http://10.0.0.8/internal');
+        await form.locator('input[name="eventTypes"]').first().check();
+      }),
+  },
   { id: 'admin-organizations', title: 'Admin: organizations', visitor: 'admin', path: fixed('/admin/organizations') },
   { id: 'admin-organization', title: 'Admin: one organization', visitor: 'admin', path: (seed) => `/admin/organizations/${seed.organizationId}` },
 ];
@@ -138,12 +224,16 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
     member: 'mia.member@example.com',
     admin: 'ada.admin@example.com',
     'second-factor': 'max.factor@example.com',
-    enroller: 'eli.enrol@example.com',
+  };
+  let newcomers = 0;
+  const newcomer = async () => {
+    const email = `newcomer${++newcomers}@example.com`;
+    await createUser(services, { email, password: TOUR_PASSWORD, name: 'Eli Newcomer' });
+    return email;
   };
   const member = await createUser(services, { email: emails.member, password: TOUR_PASSWORD, name: 'Mia Member' });
   const admin = await createUser(services, { email: emails.admin, password: TOUR_PASSWORD, name: 'Ada Admin', roles: ['ADMIN'] });
   const factor = await createUser(services, { email: emails['second-factor'], password: TOUR_PASSWORD, name: 'Max Factor' });
-  await createUser(services, { email: emails.enroller, password: TOUR_PASSWORD, name: 'Eli Enrol' });
   await enrolTotp(services, factor, Object.assign(() => Date.now(), { advance: () => undefined }));
 
   const organization = await services.organizations.create({ name: 'Northwind Traders' }, member.id, SYSTEM_SOURCE);
@@ -161,6 +251,7 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   await services.passwordReset.requestReset({ email: emails['second-factor'], source: SYSTEM_SOURCE });
   return {
     baseURL: served.baseURL,
+    newcomer,
     invitationPath: await mailedPath(served, invited, '/organizations/invitations/accept'),
     resetPath: await mailedPath(served, emails['second-factor'], '/auth/reset-password'),
     emails,
@@ -185,11 +276,8 @@ export async function setLanguage(context: BrowserContext, seed: TourSeed, local
  * language works). The second-factor visitor stops at the prompt: that is the page it shows.
  */
 export async function signInVisitor(page: Page, seed: TourSeed, visitor: Visitor): Promise<void> {
-  if (visitor === 'guest') return;
-  await page.goto('/auth/signin');
-  await page.locator('input[name="email"]').fill(seed.emails[visitor]);
-  await page.locator('input[name="password"]').fill(TOUR_PASSWORD);
-  await Promise.all([page.waitForNavigation(), page.locator('form[action="/api/auth/signin"] button[type="submit"]').click()]);
+  if (visitor === 'guest' || visitor === 'newcomer') return;
+  await signInAs(page, seed.emails[visitor]);
   const expected = visitor === 'second-factor' ? '/auth/mfa' : '/dashboard';
   assert.equal(new URL(page.url()).pathname, expected, `${visitor} signed in`);
 }
