@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { AuditSource } from './audit.service.ts';
-import { LOCALE_COOKIE, negotiateLocale } from '../i18n/negotiate.ts';
+import { langParameter, LOCALE_COOKIE, negotiateLocale } from '../i18n/negotiate.ts';
 import type { Locale } from '../i18n/locales.ts';
 
 /** The audit source of an HTTP request: who is acting (null before sign-in), their client and its language. */
@@ -11,16 +11,12 @@ export function requestSource(request: FastifyRequest, actorUserId: string | nul
 
 /**
  * The request's language, negotiated as a page's is (`?lang=`, the language cookie, then
- * Accept-Language; no I/O), when the request states one at all. Undefined for a client that sends
- * none of them (a server calling the API): nothing is stored for a person on the word of a client
- * that never said.
+ * Accept-Language; no I/O), when the request states one we have. Undefined for a client that states
+ * none (a server calling the API sends no header, or Node's fetch `*`) or only languages we do not
+ * have: nothing is stored for a person on the word of a client that never said.
  */
 export function requestLocale(request: FastifyRequest): Locale | undefined {
   // From the URL as sent: a route's querystring schema may have dropped `lang` from `request.query`.
-  const queryAt = request.url.indexOf('?');
-  const query = queryAt === -1 ? undefined : (new URLSearchParams(request.url.slice(queryAt + 1)).get('lang') ?? undefined);
-  const cookie = request.cookies?.[LOCALE_COOKIE];
-  const acceptLanguage = request.headers['accept-language'];
-  if (query === undefined && cookie === undefined && acceptLanguage === undefined) return undefined;
-  return negotiateLocale({ query, cookie, acceptLanguage }).locale;
+  const { locale, source } = negotiateLocale({ query: langParameter(request.url), cookie: request.cookies?.[LOCALE_COOKIE], acceptLanguage: request.headers['accept-language'] });
+  return source === 'default' ? undefined : locale;
 }

@@ -135,6 +135,9 @@ describe('a branded instance', () => {
     assert.match(page.body, /· Acme &amp; Co<\/title>/);
     assert.match(page.body, /was Acme &amp; Co über Sie gespeichert hatte/, 'the brand inside a German sentence, escaped');
     assert.doesNotMatch(page.body, /Gatehouse/, 'the default name appears nowhere');
+    const home = await test.app.inject({ method: 'GET', url: '/?lang=fr' });
+    assert.match(home.body, /<h1>Acme &amp; Co<\/h1>\s*<p class="lead">Acme &amp; Co connecte les personnes/);
+    assert.doesNotMatch(home.body, /Gatehouse/);
   });
 
   it('sends people to support from the error page', async () => {

@@ -55,14 +55,14 @@ describe('form values kept across an error redirect', () => {
   });
   after(() => app.close());
 
-  it('keeps the named fields in a signed, short-lived, HttpOnly cookie for /auth only, never a password, and puts none in the URL', async () => {
+  it('keeps the named fields in a signed, short-lived, HttpOnly cookie for one page, never a password, and puts none in the URL', async () => {
     const response = await post(app, { email: 'ann@example.com', name: 'Ann', password: 'hunter2 secret words', code: '123456' });
     assert.equal(response.statusCode, 303);
     assert.equal(response.headers.location, '/auth/form?error=RATE_LIMITED');
     const kept = formCookie(response);
     assert.ok(kept, 'the cookie is set');
     assert.equal(kept.maxAge, FORM_VALUES_TTL_SECONDS);
-    assert.equal(kept.path, '/auth');
+    assert.equal(kept.path, '/');
     assert.equal(kept.httpOnly, true);
     assert.equal(kept.sameSite, 'Lax');
     assert.notEqual(kept.secure, true, 'http: not Secure');
@@ -81,7 +81,7 @@ describe('form values kept across an error redirect', () => {
     const cleared = formCookie(first);
     assert.ok(cleared, 'a Set-Cookie clears it');
     assert.equal(cleared.maxAge, 0);
-    assert.equal(cleared.path, '/auth', 'on the path it was set for');
+    assert.equal(cleared.path, '/', 'on the path it was set for');
     // A browser would have dropped it; one that replays it still gets it only within its lifetime (next test).
     assert.deepEqual((await read(app, undefined)).json(), { values: {}, invalidFields: [] });
   });
@@ -160,14 +160,14 @@ describe('form values on https', () => {
   });
   after(() => app.close());
 
-  it('uses a __Secure- cookie with Secure', async () => {
+  it('uses a __Host- cookie with Secure, for Path=/ and no Domain', async () => {
     const name = formValuesCookieName({ isSecureOrigin: true });
-    assert.equal(name, '__Secure-gatehouse.form');
+    assert.equal(name, '__Host-gatehouse.form');
     const response = await post(app, { email: 'tls@example.com' });
     const kept = formCookie(response, name);
     assert.ok(kept);
     assert.equal(kept.secure, true);
-    assert.equal(kept.path, '/auth');
+    assert.equal(kept.path, '/');
     assert.equal((await read(app, kept.value, '/auth/form', name)).json().values.email, 'tls@example.com');
     assert.deepEqual((await read(app, kept.value)).json(), { values: {}, invalidFields: [] }, 'the plain name is not read on https');
   });

@@ -3,8 +3,8 @@
  * its page (`formErrorPage`), so that they fix a mistake instead of typing everything again.
  *
  * The values never go in the URL (which ends up in logs, history and Referer headers): they travel
- * in a short-lived cookie, `gatehouse.form` (`__Secure-gatehouse.form` on https), HttpOnly,
- * SameSite=Lax, Path=/auth (only the hosted forms' pages get it), five minutes. It is signed with
+ * in a short-lived cookie, `gatehouse.form` (`__Host-gatehouse.form` on https: no sibling subdomain
+ * can plant one), HttpOnly, SameSite=Lax, Path=/, five minutes. It is signed with
  * the cookie key (@fastify/cookie, HMAC-SHA256 under a key derived from AUTH_SECRET) and carries its
  * own expiry and the page it belongs to, so a forged, altered, stale or misplaced one is ignored.
  * The page that shows the form reads it once and clears it.
@@ -28,8 +28,8 @@ declare module 'fastify' {
 
 type CookieConfig = Pick<Config, 'isSecureOrigin'>;
 
-/** Where the cookie is sent: the hosted forms' pages, `/auth/…`, and nowhere else. */
-export const FORM_VALUES_PATH = '/auth';
+/** `/`, as `__Host-` requires; the payload names the one page it is for. */
+export const FORM_VALUES_PATH = '/';
 /** Long enough to read the message and submit again; short enough not to linger on a shared computer. */
 export const FORM_VALUES_TTL_SECONDS = 5 * 60;
 /** A kept value is cut to this many characters (an e-mail address is at most 254, a name 200). */
@@ -43,8 +43,9 @@ const SECRET_FIELD = /pass|token|secret|code|otp|csrf|key/i;
 const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
 
 export function formValuesCookieName(config: CookieConfig): string {
-  // `__Host-` needs Path=/; `__Secure-` still guarantees the cookie was set over https.
-  return `${config.isSecureOrigin ? '__Secure-' : ''}gatehouse.form`;
+  // `__Host-`: set over https by this host itself, for Path=/ and no Domain, so a sibling
+  // subdomain cannot plant values in someone's sign-in form.
+  return `${config.isSecureOrigin ? '__Host-' : ''}gatehouse.form`;
 }
 
 function cookieOptions(config: CookieConfig) {

@@ -11,7 +11,7 @@ import { WEB_MESSAGES, type PageLanguage } from '../web/render.ts';
 import { DEFAULT_BRAND } from '../web/brand.ts';
 import { mergeCatalogs } from './catalog.ts';
 import { LOCALE_INFO, LOCALES, type Locale } from './locales.ts';
-import { LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
+import { isOwnNavigation, LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
 import { createTranslations, type Translations } from './translator.ts';
 
 declare module '../module.ts' {
@@ -82,7 +82,8 @@ export const i18nModule = defineModule({
         app.addHook('onRequest', (request, reply, done) => {
           const { lang } = (request.query ?? {}) as { lang?: unknown };
           const { locale, isChosen } = negotiateLocale({ query: lang, cookie: request.cookies[LOCALE_COOKIE], acceptLanguage: request.headers['accept-language'] });
-          if (isChosen) {
+          // A ?lang= from another site answers in that language but is not remembered.
+          if (isChosen && isOwnNavigation(request.headers)) {
             void reply.setCookie(LOCALE_COOKIE, locale, { path: '/', maxAge: COOKIE_MAX_AGE_SECONDS, sameSite: 'lax', secure: config.isSecureOrigin, httpOnly: true });
           }
           void reply.header('content-language', locale);

@@ -11,7 +11,7 @@ import { MODULES } from '../modules.ts';
 import { WEB_MESSAGES } from '../web/render.ts';
 import { mergeCatalogs } from './catalog.ts';
 import { LOCALES } from './locales.ts';
-import { LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
+import { isOwnNavigation, langParameter, LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
 import { withLanguage } from './i18n.module.ts';
 import { createTranslations } from './translator.ts';
 import { AUTH_ERROR_CODES, SIGN_IN_CODES } from '../pages/pages.messages.ts';
@@ -124,9 +124,12 @@ describe('the language switcher’s links', () => {
 
 describe('negotiation', () => {
   it('takes ?lang= first, then the cookie, then Accept-Language by weight, else English', () => {
-    assert.deepEqual(negotiateLocale({ query: 'ja', cookie: 'de', acceptLanguage: 'fr' }), { locale: 'ja', isChosen: true });
-    assert.deepEqual(negotiateLocale({ query: 'pt-br', acceptLanguage: 'fr' }), { locale: 'pt-BR', isChosen: true });
-    assert.deepEqual(negotiateLocale({ query: 'klingon', cookie: 'de', acceptLanguage: 'fr' }), { locale: 'de', isChosen: false });
+    assert.deepEqual(negotiateLocale({ query: 'ja', cookie: 'de', acceptLanguage: 'fr' }), { locale: 'ja', isChosen: true, source: 'query' });
+    assert.deepEqual(negotiateLocale({ query: 'pt-br', acceptLanguage: 'fr' }), { locale: 'pt-BR', isChosen: true, source: 'query' });
+    assert.deepEqual(negotiateLocale({ query: 'klingon', cookie: 'de', acceptLanguage: 'fr' }), { locale: 'de', isChosen: false, source: 'cookie' });
+    assert.equal(negotiateLocale({ acceptLanguage: 'fr' }).source, 'header');
+    // Node's fetch sends `*`; a header of languages we lack states nothing either.
+    for (const header of ['*', 'zh-CN', 'zh-CN, *;q=0.5', undefined]) assert.deepEqual(negotiateLocale({ acceptLanguage: header }), { locale: 'en', isChosen: false, source: 'default' }, String(header));
     assert.equal(negotiateLocale({ cookie: '../../etc', acceptLanguage: 'fr-CA,fr;q=0.9' }).locale, 'fr');
     assert.equal(negotiateLocale({ acceptLanguage: 'fr;q=0.5, de;q=0.9' }).locale, 'de');
     assert.equal(negotiateLocale({ acceptLanguage: 'de-CH' }).locale, 'de');
@@ -134,6 +137,18 @@ describe('negotiation', () => {
     assert.equal(negotiateLocale({ acceptLanguage: 'zh-CN, es;q=0.8' }).locale, 'es');
     assert.equal(negotiateLocale({ acceptLanguage: 'zh-CN, *;q=0.5' }).locale, 'en');
     for (const header of [undefined, '', ';;;', 'x'.repeat(5000), 'de;q=0']) assert.equal(negotiateLocale({ acceptLanguage: header }).locale, 'en', String(header).slice(0, 20));
+  });
+
+  it('reads one lang from a URL (a repeated one is none) and tells the person\'s own navigation from another site\'s', () => {
+    assert.equal(langParameter('/auth/signin?lang=de'), 'de');
+    assert.equal(langParameter('/auth/signin?lang=de&lang=ja'), undefined);
+    assert.equal(langParameter('/auth/signin'), undefined);
+    assert.equal(isOwnNavigation({ 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'navigate' }), true);
+    assert.equal(isOwnNavigation({ 'sec-fetch-site': 'none', 'sec-fetch-mode': 'navigate' }), true);
+    assert.equal(isOwnNavigation({}), true, 'a client without Fetch Metadata is taken at its word');
+    assert.equal(isOwnNavigation({ 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' }), false);
+    assert.equal(isOwnNavigation({ 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate' }), false, 'a sibling subdomain is not us');
+    assert.equal(isOwnNavigation({ 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'no-cors' }), false, 'an image is no choice');
   });
 });
 

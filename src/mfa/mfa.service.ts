@@ -98,12 +98,17 @@ export function createMfaService(deps: {
     return codes;
   }
 
-  /** Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in their language. */
-  async function notify(trx: Db, user: User, change: SecurityChange): Promise<void> {
+  /**
+   * Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in
+   * their language: the stored one, else that of their own request (`source`) when they made the
+   * change themselves (an administrator's request says nothing about the owner's language).
+   */
+  async function notify(trx: Db, user: User, change: SecurityChange, source: AuditSource): Promise<void> {
+    const isOwnChange = source.actorUserId === user.id;
     await mail.enqueue(trx, {
       to: user.email,
       template: 'security-notice',
-      locale: mailLocale(user),
+      locale: mailLocale(user, isOwnChange ? source : undefined),
       data: { name: greetingName(user), change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
     });
   }
@@ -208,7 +213,7 @@ export function createMfaService(deps: {
         await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.reset', userId: user.id, source, details: { totp, passkeys } }, { db: trx });
-        await notify(trx, user, 'secondFactorsReset');
+        await notify(trx, user, 'secondFactorsReset', source);
         return { totp, passkeys };
       });
       mail.wake();
@@ -252,7 +257,7 @@ export function createMfaService(deps: {
           if (!(await store.enablePendingTotp(trx, user.id, pendingBox, accepted.step, clock()))) return null;
           const codes = await issueRecoveryCodes(trx, user.id);
           await audit.record({ type: 'mfa.totp_enabled', userId: user.id, source }, { db: trx });
-          await notify(trx, user, 'totpAdded');
+          await notify(trx, user, 'totpAdded', source);
           return codes;
         });
         mail.wake();
@@ -274,7 +279,7 @@ export function createMfaService(deps: {
         if (((await deps.passkeys?.listPasskeys(user.id, trx)) ?? []).length === 0) await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.totp_disabled', userId: user.id, source, details: { with: check.method } }, { db: trx });
-        await notify(trx, user, 'totpRemoved');
+        await notify(trx, user, 'totpRemoved', source);
       });
       mail.wake();
       return { ok: true };
@@ -288,7 +293,7 @@ export function createMfaService(deps: {
       const recoveryCodes = await db.transaction().execute(async (trx) => {
         const codes = await issueRecoveryCodes(trx, user.id);
         await audit.record({ type: 'mfa.recovery_codes_renewed', userId: user.id, source }, { db: trx });
-        await notify(trx, user, 'recoveryCodesRenewed');
+        await notify(trx, user, 'recoveryCodesRenewed', source);
         return codes;
       });
       mail.wake();

@@ -58,7 +58,7 @@ describe('the sign-in form after an error', () => {
     assert.equal(refused.statusCode, 303);
     assert.equal(refused.headers.location, '/auth/signin?error=INVALID_CREDENTIALS&callbackUrl=%2Fdashboard', 'nothing typed in the URL');
     const setCookie = String(refused.headers['set-cookie']);
-    assert.match(setCookie, new RegExp(`${FORM_COOKIE}=[^;]+; Max-Age=300; Path=/auth; HttpOnly; SameSite=Lax`));
+    assert.match(setCookie, new RegExp(`${FORM_COOKIE}=[^;]+; Max-Age=300; Path=/; HttpOnly; SameSite=Lax`));
     assert.doesNotMatch(setCookie, /Tr0ub4dor|wrong one/);
     assert.doesNotMatch(Buffer.from(jar.get(FORM_COOKIE)!.split('.')[0]!, 'base64url').toString('utf8'), /Tr0ub4dor|password/);
 
@@ -68,7 +68,7 @@ describe('the sign-in form after an error', () => {
     // The password is empty, marked, described by the same message, and where the cursor goes.
     assert.match(page.body, /<input id="password" name="password" type="password" autocomplete="current-password" required aria-invalid="true" aria-describedby="email-error" autofocus>/);
     assert.doesNotMatch(page.body, /Tr0ub4dor|wrong one/);
-    assert.ok(page.cookies.some((c) => c.name === FORM_COOKIE && c.maxAge === 0 && c.path === '/auth'), 'read once: cleared');
+    assert.ok(page.cookies.some((c) => c.name === FORM_COOKIE && c.maxAge === 0 && c.path === '/'), 'read once: cleared');
     assert.equal(jar.has(FORM_COOKIE), false);
 
     const reloaded = await open(String(refused.headers.location), jar);

@@ -129,12 +129,17 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
     return spent ? challenge : null;
   }
 
-  /** Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in their language. */
-  async function notify(trx: Db, user: User, change: SecurityChange): Promise<void> {
+  /**
+   * Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in
+   * their language: the stored one, else that of their own request (`source`) when they made the
+   * change themselves (an administrator's request says nothing about the owner's language).
+   */
+  async function notify(trx: Db, user: User, change: SecurityChange, source: AuditSource): Promise<void> {
+    const isOwnChange = source.actorUserId === user.id;
     await mail.enqueue(trx, {
       to: user.email,
       template: 'security-notice',
-      locale: mailLocale(user),
+      locale: mailLocale(user, isOwnChange ? source : undefined),
       data: { name: greetingName(user), change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
     });
   }
@@ -232,7 +237,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const keyKind = keyKindOf({ deviceType: row.device_type, backedUp: row.backed_up === 1 });
         await audit.record({ type: 'passkey.added', userId: user.id, source: input.source, details: { passkeyId: row.id, keyKind } }, { db: trx });
         // Not the passkey's name: whoever added it chose it, and this mail must speak only in our words.
-        await notify(trx, user, 'passkeyAdded');
+        await notify(trx, user, 'passkeyAdded', input.source);
         return { ok: true as const, passkey: toView(row), recoveryCodes, keyKind };
       });
       if (result.ok) mail.wake();
@@ -307,7 +312,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const row = await store.findPasskey(trx, user.id, id);
         if (row === undefined || !(await store.deletePasskey(trx, user.id, id))) return false;
         await audit.record({ type: 'passkey.removed', userId: user.id, source, details: { passkeyId: id } }, { db: trx });
-        await notify(trx, user, 'passkeyRemoved');
+        await notify(trx, user, 'passkeyRemoved', source);
         return true;
       });
       if (removed) mail.wake();

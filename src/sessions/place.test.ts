@@ -5,7 +5,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeMmdb, type MmdbNetwork } from '../../test/helpers/mmdb-writer.ts';
@@ -15,7 +15,7 @@ import { loadConfig } from '../modules.ts';
 import { mergeCatalogs } from '../i18n/catalog.ts';
 import { createTranslations } from '../i18n/translator.ts';
 import type { Logger } from '../lib/logger.ts';
-import { createPlaceFinder, placeDatabaseProblem, placeOf, toLookupAddress } from './place.ts';
+import { createPlaceFinder, MAX_PLACE_DATABASE_BYTES, placeDatabaseProblem, placeOf, toLookupAddress } from './place.ts';
 import { toSessionItems } from './session-items.ts';
 import { SESSIONS_MESSAGES } from './session-texts.ts';
 import type { SessionSummary } from './session.types.ts';
@@ -178,6 +178,10 @@ describe('GEOIP_DATABASE_FILE', () => {
     writeFileSync(join(dir, 'GeoLite2-City.csv'), 'network,geoname_id\n203.0.113.0/24,2950159\n');
     writeFileSync(join(dir, 'empty.mmdb'), '');
     mkdirSync(join(dir, 'folder.mmdb'));
+    // A sparse file: its size is what counts, no gigabytes are written.
+    const huge = openSync(join(dir, 'huge.mmdb'), 'w');
+    ftruncateSync(huge, MAX_PLACE_DATABASE_BYTES + 1);
+    closeSync(huge);
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -191,6 +195,10 @@ describe('GEOIP_DATABASE_FILE', () => {
     }
     assert.fail(`${value} was accepted`);
   };
+
+  it('refuses a file larger than any city database (every worker would hold it in memory)', () => {
+    assert.match(problemsWith('huge.mmdb').join('\n'), /huge\.mmdb is larger than 512 MB \(536870913 bytes\)/);
+  });
 
   it('is off unless set; a path is absolute or under DATA_DIR, like the other files', () => {
     assert.equal(configWith({}).sessions.geoipDatabaseFile, null);

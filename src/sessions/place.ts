@@ -55,12 +55,19 @@ const UNPLACEABLE_RANGES = new Set(['unspecified', 'broadcast', 'multicast', 'li
  * too), so it reads only the end of the file: that it is a file, readable, and ends in a MaxMind
  * DB metadata section. The whole file is read at the first lookup (createPlaceFinder).
  */
+/**
+ * Far above any city database (GeoLite2-City is about 60 MB, DB-IP City Lite about 130 MB): each
+ * worker holds the whole file in memory, so a wrong file must not take gigabytes.
+ */
+export const MAX_PLACE_DATABASE_BYTES = 512 * 1024 * 1024;
+
 export function placeDatabaseProblem(file: string): string | null {
   let size: number;
   try {
     const stat = statSync(file);
     if (!stat.isFile()) return `${file} is not a file`;
     size = stat.size;
+    if (size > MAX_PLACE_DATABASE_BYTES) return `${file} is larger than ${MAX_PLACE_DATABASE_BYTES / 1048576} MB (${size} bytes), more than any city database: each worker would hold it in memory`;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === 'ENOENT' ? `no such file ${file}` : `cannot read ${file} (${code ?? String(error)})`;

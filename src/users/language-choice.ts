@@ -8,6 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { toLocale } from '../i18n/locales.ts';
+import { isOwnNavigation, langParameter } from '../i18n/negotiate.ts';
 import type { UserService } from './user.service.ts';
 
 export function registerLanguageChoice(app: FastifyInstance, deps: { authenticate: RequestAuthenticator; users: Pick<UserService, 'setLocale'> }): void {
@@ -17,13 +18,12 @@ export function registerLanguageChoice(app: FastifyInstance, deps: { authenticat
   app.addHook('preHandler', async function storeChosenLanguage(request, reply) {
     if (request.method !== 'GET') return;
     // From the URL as sent: a route's querystring schema has dropped `lang` from `request.query` by now.
-    const queryAt = request.url.indexOf('?');
-    if (queryAt === -1) return;
-    const locale = toLocale(new URLSearchParams(request.url.slice(queryAt + 1)).get('lang'));
+    const locale = toLocale(langParameter(request.url));
     if (locale === null) return;
-    // A link on another site must not change the language someone's mails are in: only the
-    // person's own navigation counts (the switcher, an address typed or bookmarked).
-    if (request.headers['sec-fetch-site'] === 'cross-site') return;
+    // Nothing but the person's own navigation may change the language their mails (security
+    // notices among them) are in: the switcher on our page, an address typed or bookmarked. Not a
+    // link or an image on another site, a sibling subdomain's included.
+    if (!isOwnNavigation(request.headers)) return;
     try {
       const auth = await authenticate(request, reply);
       // Written only when it differs from the stored one (one conditional UPDATE).

@@ -78,6 +78,11 @@ for (const backend of await backends()) {
       assert.equal(await localeOf(email), null);
       assert.equal((await postJson('/api/auth', { email, password: PASSWORD })).statusCode, 200);
       assert.equal(await localeOf(email), null, 'a client that sends no language stores none');
+      // Node's fetch (a server, our own client package) sends `*`; a header of languages we lack says nothing either.
+      for (const header of ['*', 'zh-CN,zh;q=0.9']) {
+        assert.equal((await postJson('/api/auth', { email, password: PASSWORD }, { 'accept-language': header })).statusCode, 200);
+        assert.equal(await localeOf(email), null, `Accept-Language: ${header} stores nothing`);
+      }
       assert.equal((await postJson('/api/auth', { email, password: PASSWORD }, { 'accept-language': 'pt-BR,pt;q=0.9' })).statusCode, 200);
       assert.equal(await localeOf(email), 'pt-BR');
       assert.equal((await postJson('/api/auth', { email, password: PASSWORD }, { 'accept-language': 'ja' })).statusCode, 200);
@@ -141,6 +146,18 @@ for (const backend of await backends()) {
         const crossSite = await get('/dashboard?lang=fr', { 'sec-fetch-site': 'cross-site' });
         assert.match(crossSite.body, /<html lang="fr"/, 'the page still answers in the language asked for');
         assert.equal(await localeOf(email), 'es', 'but a link on another site does not choose the mails’ language');
+        assert.equal(crossSite.cookies.find((cookie) => cookie.name === LOCALE_COOKIE), undefined, 'nor is it remembered in the cookie');
+        // A sibling subdomain's link or image, and a repeated lang, choose nothing either.
+        await get('/dashboard?lang=fr', { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate' });
+        await get('/dashboard?lang=fr', { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'no-cors' });
+        const repeated = await get('/dashboard?lang=fr&lang=ja');
+        assert.doesNotMatch(repeated.body, /<html lang="(fr|ja)"/, 'a repeated lang is no choice for the page');
+        assert.equal(await localeOf(email), 'es', 'nor for the mails');
+        // The person's own navigation does.
+        await get('/dashboard?lang=de', { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'navigate' });
+        assert.equal(await localeOf(email), 'de');
+        await get('/dashboard?lang=es', { 'sec-fetch-site': 'none', 'sec-fetch-mode': 'navigate' });
+        assert.equal(await localeOf(email), 'es');
 
         // Without a session: the cookie remembers the choice, no account is touched.
         writes.length = 0;
