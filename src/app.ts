@@ -21,6 +21,7 @@ import { createRequestAuthenticator } from './sessions/request-authentication.ts
 import { registerRouteGuard } from './authorization/route-guard.ts';
 import { registerAccessPolicies } from './authorization/access-policies.ts';
 import { createForbiddenPage } from './web/forbidden-page.ts';
+import { requestPageLanguage } from './i18n/i18n.module.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { apiDocsRoutes } from './http/api-docs.routes.ts';
 
@@ -82,7 +83,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const csrf = registerCsrfProtection(app, config);
   const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock });
   // After CSRF: a forged cross-site request is refused before any session work.
-  const sendForbiddenPage = createForbiddenPage();
+  // The guard answers before the browser routes' language hook runs: the page negotiates its own.
+  const sendForbiddenPage = createForbiddenPage(requestPageLanguage(services.translations, services.brand.page));
   registerRouteGuard(app, { authenticate, sendForbiddenPage });
   // Then the modules' policies for signed-in users (an enrolment policy, say).
   const policies = services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []);

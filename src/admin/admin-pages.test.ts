@@ -174,6 +174,14 @@ for (const strategy of ['database', 'jwt'] as const) {
             assert.match(response.body, /<code>FORBIDDEN<\/code>/, url);
           }
         }
+        // In the visitor's language, though the route guard answers before the pages' own hooks run.
+        const german = await t.app.inject({ method: 'GET', url: '/admin', headers: { cookie: plainBrowser.jar.header(), 'accept-language': 'de-DE,de;q=0.9' } });
+        assertHtmlPage(german, 'German 403', 403);
+        assert.match(german.body, /<html lang="de"/);
+        assert.match(german.body, /<h1>Zugriff verweigert<\/h1>/);
+        assert.equal(german.headers['content-language'], 'de');
+        const japanese = await t.app.inject({ method: 'GET', url: '/admin?lang=ja', headers: { cookie: plainBrowser.jar.header() } });
+        assert.match(japanese.body, /<html lang="ja"/);
         const after = await t.services.admin.getUser(target.id);
         assert.deepEqual(after?.user.roles, []);
         assert.equal(after?.user.disabledAt, null);

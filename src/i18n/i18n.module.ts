@@ -8,10 +8,10 @@
 import type { FastifyRequest } from 'fastify';
 import { defineModule } from '../module.ts';
 import { WEB_MESSAGES, type PageLanguage } from '../web/render.ts';
-import { DEFAULT_BRAND } from '../web/brand.ts';
+import { DEFAULT_BRAND, type Brand } from '../web/brand.ts';
 import { mergeCatalogs } from './catalog.ts';
 import { LOCALE_INFO, LOCALES, type Locale } from './locales.ts';
-import { isOwnNavigation, LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
+import { isOwnNavigation, langParameter, LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
 import { createTranslations, type Translations } from './translator.ts';
 
 declare module '../module.ts' {
@@ -63,6 +63,18 @@ function pageLanguage(translations: Translations, locale: Locale, request: Fasti
     get links() {
       return (links ??= LOCALES.map((other) => ({ locale: other, name: LOCALE_INFO[other].name, href: withLanguage(request.url, other), isCurrent: other === locale })));
     },
+  };
+}
+
+/**
+ * The language of a browser request answered before the browser routes' hooks run (the route
+ * guard's 403 page): negotiated as theirs is, from the request alone. The switcher is left out
+ * (no page to link back to) and nothing is remembered.
+ */
+export function requestPageLanguage(translations: Translations, brand: Brand): (request: FastifyRequest) => PageLanguage {
+  return (request) => {
+    const { locale } = negotiateLocale({ query: langParameter(request.url), cookie: request.cookies?.[LOCALE_COOKIE], acceptLanguage: request.headers['accept-language'] });
+    return { ...translations.translator(locale), links: [], brand };
   };
 }
 

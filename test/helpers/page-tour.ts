@@ -111,7 +111,16 @@ async function openRecoveryCodes(page: Page, seed: TourSeed): Promise<void> {
 export const TOUR: readonly TourStop[] = [
   { id: 'home', title: 'Home', visitor: 'guest', path: fixed('/') },
   { id: 'signin', title: 'Sign in', visitor: 'guest', path: fixed('/auth/signin') },
-  { id: 'signin-error', title: 'Sign in, wrong password', visitor: 'guest', path: fixed('/auth/signin?error=INVALID_CREDENTIALS') },
+  {
+    id: 'signin-error',
+    title: 'Sign in, wrong password (the address kept)',
+    visitor: 'guest',
+    open: (page) =>
+      submitForm(page, '/auth/signin', '/api/auth/signin', async (form) => {
+        await form.locator('input[name="email"]').fill('sam.somebody@example.com');
+        await form.locator('input[name="password"]').fill('not the password');
+      }),
+  },
   { id: 'signup', title: 'Create an account', visitor: 'guest', path: fixed('/auth/signup') },
   { id: 'signup-error', title: 'Create an account, password refused', visitor: 'guest', path: fixed('/auth/signup?error=VALIDATION_ERROR&reason=TOO_SHORT') },
   { id: 'check-email', title: 'Check your email (sign-up)', visitor: 'guest', path: fixed('/auth/check-email') },
@@ -143,6 +152,7 @@ export const TOUR: readonly TourStop[] = [
     },
   },
   { id: 'mfa-recovery-codes', title: 'Recovery codes (shown once)', visitor: 'newcomer', open: openRecoveryCodes },
+  { id: 'forbidden', title: 'Access denied (a member at /admin)', visitor: 'member', path: fixed('/admin') },
   { id: 'account-delete', title: 'Delete your account', visitor: 'member', path: fixed('/dashboard/account/delete') },
   { id: 'account-deleted', title: 'Account deleted', visitor: 'guest', path: fixed('/auth/account-deleted') },
   { id: 'organization-new', title: 'New organization', visitor: 'member', path: fixed('/organizations/new') },
