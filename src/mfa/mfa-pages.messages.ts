@@ -36,6 +36,17 @@ export function mfaPromptForm(code: string | undefined, usedRecoveryCode: boolea
 }
 
 /**
+ * The authenticator-app setup's form view after `error` (null: a fresh form): a wrong code is the
+ * code field's (shown beside it, which is then described by it and by the key); anything else is the
+ * summary's alone. The code typed is never kept.
+ */
+export function mfaSetupForm(error: ShownError | null): FormView {
+  const fieldOrder = [PROMPT_FIELDS.code];
+  if (error === null) return formView({ fieldOrder });
+  return formView({ fieldOrder, problems: [{ message: error.message, fields: error.code === 'INVALID_CODE' ? fieldOrder : [] }], code: error.code });
+}
+
+/**
  * The error page of the dashboard's second-factor forms (its code comes from the service, never
  * from a link). `reauthWindowSeconds` is how recent a sign-in must be (REAUTH_WINDOW).
  */

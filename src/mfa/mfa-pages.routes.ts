@@ -32,7 +32,7 @@ import { renderPageSections, type PageSection } from '../module.ts';
 import type { MfaService, MfaStatus } from './mfa.service.ts';
 import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
 import { RECOVERY_CODE_COUNT } from './recovery-codes.ts';
-import { mfaPageError, mfaPromptForm, type ShownError } from './mfa-pages.messages.ts';
+import { mfaPageError, mfaPromptForm, mfaSetupForm, type ShownError } from './mfa-pages.messages.ts';
 import type { FormView } from '../web/form-errors.ts';
 
 /** `?using=` on the prompt after a wrong recovery code: its error goes to that field. */
@@ -42,7 +42,8 @@ import { signInBody } from '../signin/signin-response.ts';
 
 interface MfaPages {
   'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; form: FormView; isRecoveryOpen: boolean; sections: string[] };
-  'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; error: ShownError | null };
+  /** `form`: a wrong code, in the summary and beside the field (the code itself never comes back). */
+  'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; form: FormView };
   'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string; fileName: string };
   'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean; recoveryCodeCount: number };
   'mfa-admin-section': { csrfToken: string; status: MfaStatus; userId: string };
@@ -105,7 +106,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
 
   function showSetup(reply: FastifyReply, request: FastifyRequest, setup: { secret: string; qrSvg: string }, error: ShownError | null) {
     const i18n = request.language;
-    const html = pages.render('mfa-setup', { i18n, title: i18n.t('mfa.setup.title'), csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), error });
+    const html = pages.render('mfa-setup', { i18n, title: i18n.t('mfa.setup.title'), csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), form: mfaSetupForm(error) });
     reply.header('cache-control', 'no-store');
     // The same setup again, with the error above its form: a page to go on from, not a failure.
     return sendPage(reply, html);

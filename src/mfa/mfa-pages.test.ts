@@ -202,6 +202,17 @@ for (const backend of await backends()) {
       const wrong = await formPost(b, '/dashboard/mfa/totp/enable', { code: totpCode(secret, clock(), 5) });
       assert.equal(wrong.statusCode, 200, 'the same setup again');
       assert.equal(alertText(wrong.body), 'Dieser Code stimmt nicht. Geben Sie den Code ein, den die App gerade für dieses Konto anzeigt. Fehlercode: INVALID_CODE');
+      // The summary links to the field, which carries the message; the wrong code is not shown back.
+      assert.match(wrong.body, /<li><a href="#mfa-code">Dieser Code stimmt nicht\.[^<]*<\/a><\/li>/);
+      assert.match(wrong.body, /<p class="field-error" id="mfa-code-error">[\s\S]*?Dieser Code stimmt nicht\./);
+      const input = /<input id="mfa-code"[^>]*>/.exec(wrong.body)?.[0] ?? '';
+      assert.match(input, / aria-invalid="true"/);
+      assert.match(input, / aria-describedby="mfa-code-error totp-secret"/);
+      assert.doesNotMatch(input, /value=/, 'the code is never kept');
+      assert.equal(/id="totp-secret">([A-Z2-7 ]+)</.exec(wrong.body)![1]!.replace(/ /g, ''), secret, 'the same key');
+      const freshInput = /<input id="mfa-code"[^>]*>/.exec(setup.body)?.[0] ?? '';
+      assert.match(freshInput, / aria-describedby="totp-secret">$/);
+      assert.doesNotMatch(freshInput, /aria-invalid/);
 
       const enabled = await formPost(b, '/dashboard/mfa/totp/enable', { code: totpCode(secret, clock()) });
       assert.equal(enabled.statusCode, 200);

@@ -6,8 +6,9 @@
  *
  * A new secret (a new confidential client, a rotation) is shown on the page that answers the form
  * post, once: never in a URL, never stored, `no-store` like every page. Other forms answer 303 back
- * to a page with `?notice=CODE` or `?error=CODE`; a form the rules refuse comes back filled in,
- * with each problem listed. Register where form bodies are parsed; CSRF (origin + token) is checked
+ * to a page with `?notice=CODE` or `?error=CODE`; a form the rules refuse comes back filled in:
+ * the register form with each problem in a summary linked to its field and beside it
+ * (web/form-errors.ts), the edit form with each problem listed. Register where form bodies are parsed; CSRF (origin + token) is checked
  * for every form post before these handlers run. Hidden from the OpenAPI document.
  *
  * ADMIN only: the route guard already refuses `/admin/**` to everyone else; the hook below checks
@@ -27,6 +28,7 @@ import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { shownCode } from '../web/page-query.ts';
 import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
+import { formView, type FormProblem, type FormView } from '../web/form-errors.ts';
 import { DEFAULT_GRANT_TYPES, DEFAULT_ID_TOKEN_ALG, DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
 import type { OidcClient, OidcClientsService } from './clients.service.ts';
 import { clientsError, clientsNotice, problemText } from './clients-pages.messages.ts';
@@ -54,9 +56,36 @@ const GRANT_LABEL_KEYS: Readonly<Record<string, string>> = {
 const grantChoices = (i18n: PageLanguage) =>
   GRANT_TYPES.map((value, index) => ({ value, label: Object.hasOwn(GRANT_LABEL_KEYS, value) ? i18n.t(GRANT_LABEL_KEYS[value]!) : value, id: `grant-${index}` }));
 
+/** The error code of a refused form: a redirect URI's, or the metadata's. */
+const refusalCode = (problems: readonly ClientProblem[]) =>
+  problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field)) ? 'INVALID_REDIRECT_URI' : 'INVALID_CLIENT_METADATA';
+
+/** The register form's inputs that a problem can concern, in page order (web/form-errors.ts). */
+const REGISTER_FIELDS: readonly string[] = ['name', 'redirectUris', 'postLogoutRedirectUris', ...GRANT_TYPES.map((_, index) => `grant-${index}`), 'idTokenSignedResponseAlg'];
+
+/** The inputs a problem's field concerns (`redirectUris.1` is that text area; the grant types are their boxes, the first one first). */
+function inputsOf(field: string): readonly string[] {
+  const [name = ''] = field.split('.');
+  if (name === 'grantTypes') return REGISTER_FIELDS.filter((id) => id.startsWith('grant-'));
+  return REGISTER_FIELDS.includes(name) ? [name] : [];
+}
+
+/**
+ * The register form sent back after `problems` (none: a fresh form, which takes no focus on a
+ * list page): a summary linking each problem to its input, each message at its input.
+ */
+function registerForm(values: ClientFormValues, refused?: { problems: readonly ClientProblem[]; input: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }; i18n: PageLanguage }): FormView {
+  if (refused === undefined) return formView({ fieldOrder: [] });
+  const { problems, input, i18n } = refused;
+  const formProblems: FormProblem[] = problems.map((problem) => ({ message: problemText(problem, input, i18n), fields: inputsOf(problem.field) }));
+  const texts: Record<string, string> = { name: values.name, redirectUris: values.redirectUris, postLogoutRedirectUris: values.postLogoutRedirectUris };
+  // The boxes are one field: filled when one is ticked (focus goes to the first box, if it goes there).
+  GRANT_TYPES.forEach((_, index) => (texts[`grant-${index}`] = values.grantTypes.join(',')));
+  return formView({ fieldOrder: REGISTER_FIELDS, problems: formProblems, code: refusalCode(problems), values: texts });
+}
+
 function refusal(problems: readonly ClientProblem[], form: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }, i18n: PageLanguage): PageAlert {
-  const code = problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field)) ? 'INVALID_REDIRECT_URI' : 'INVALID_CLIENT_METADATA';
-  return { ...clientsError(code, i18n), details: problems.map((problem) => problemText(problem, form, i18n)) };
+  return { ...clientsError(refusalCode(problems), i18n), details: problems.map((problem) => problemText(problem, form, i18n)) };
 }
 
 /** The lines of a text area that hold something, trimmed. */
@@ -112,7 +141,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
   const actingAdmin = requireAdminPages(app, authenticate);
   const actor = async (request: FastifyRequest, reply: FastifyReply) => requestSource(request, (await actingAdmin(request, reply)).userId);
 
-  async function showList(request: FastifyRequest, reply: FastifyReply, form: ClientFormValues, alerts: PageAlert[]) {
+  async function showList(request: FastifyRequest, reply: FastifyReply, values: ClientFormValues, alerts: PageAlert[], form = registerForm(values)) {
     const clients = await oidcClients.list();
     const i18n = request.language;
     return sendPage(
@@ -133,6 +162,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
           createdAt: formatTime(client.createdAt, i18n.locale),
         })),
         form,
+        values,
         grantTypeChoices: grantChoices(i18n),
         algChoices: ID_TOKEN_ALGS,
         createAction: CLIENTS_PAGE,
@@ -229,7 +259,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
       idTokenSignedResponseAlg: form.idTokenSignedResponseAlg,
     };
     const result = await oidcClients.create(input, await actor(request, reply));
-    if (!result.ok) return showList(request, reply, form, [refusal(result.problems, input, request.language)]);
+    if (!result.ok) return showList(request, reply, form, [], registerForm(form, { problems: result.problems, input, i18n: request.language }));
     if (result.clientSecret === undefined) return reply.redirect(`${clientPage(result.client.id)}?notice=CLIENT_REGISTERED`, 303);
     return showSecret(request, reply, result.client, result.clientSecret, true);
   });

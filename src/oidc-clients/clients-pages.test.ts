@@ -28,7 +28,7 @@ function fieldValue(html: string, id: string): string {
 }
 
 /** The codes of the error alerts a page shows; one shown without its code counts as ''. */
-const alertCodes = (html: string) => [...html.matchAll(/role="alert">([\s\S]*?)<\/div>/g)].map((m) => /<code>([^<]*)<\/code>/.exec(m[1]!)?.[1] ?? '');
+const alertCodes = (html: string) => [...html.matchAll(/role="alert"[^>]*>([\s\S]*?)<\/div>/g)].map((m) => /<code>([^<]*)<\/code>/.exec(m[1]!)?.[1] ?? '');
 
 it('has an English text for every code and every reason of the rules (the start checks the other languages against English)', () => {
   const english = readMessages(join(import.meta.dirname, 'messages')).en ?? {};
@@ -146,16 +146,27 @@ for (const backend of await backends()) {
       ]);
       assertHtmlPage(refused, 'refused form');
       assert.deepEqual(alertCodes(refused.body), ['INVALID_REDIRECT_URI']);
-      assert.match(refused.body, /<li>Redirect URI “http:\/\/app\.example\.com\/cb”: Use https: plain http is allowed only on 127\.0\.0\.1, \[::1\] or localhost\.<\/li>/);
-      assert.match(refused.body, /<li>Redirect URI “com\.example\.app:\/cb”: A custom scheme is only for a public \(native app\) client; a confidential client must use https\.<\/li>/);
+      // The summary links each problem to its field; the first is shown at the field, which it describes.
+      assert.match(refused.body, /<li><a href="#redirectUris">Redirect URI “http:\/\/app\.example\.com\/cb”: Use https: plain http is allowed only on 127\.0\.0\.1, \[::1\] or localhost\.<\/a><\/li>/);
+      assert.match(refused.body, /<li><a href="#redirectUris">Redirect URI “com\.example\.app:\/cb”: A custom scheme is only for a public \(native app\) client; a confidential client must use https\.<\/a><\/li>/);
+      assert.match(refused.body, /<p class="field-error" id="redirectUris-error">(?:(?!<\/p>)[\s\S])*Redirect URI “http:\/\/app\.example\.com\/cb”: Use https/);
       assert.match(refused.body, /value="Refused App"/, 'the name is kept');
-      assert.match(refused.body, /<textarea id="redirectUris"[^>]*>http:\/\/app.example.com\/cb\ncom.example.app:\/cb<\/textarea>/);
+      assert.match(refused.body, /<input id="name" [^>]*value="Refused App"[^>]* aria-describedby="name-hint">/, 'the name is not marked');
+      assert.match(
+        refused.body,
+        /<textarea id="redirectUris"[^>]* aria-invalid="true" aria-describedby="redirectUris-error redirect-hint"[^>]*>http:\/\/app.example.com\/cb\ncom.example.app:\/cb<\/textarea>/,
+      );
       assert.match(refused.body, /<input id="grant-1" name="grantTypes" type="checkbox" value="refresh_token">/, 'the boxes as they were');
       assert.equal((await t.services.oidcClients.list()).some((client) => client.name === 'Refused App'), false);
 
       const implicit = await submit('/admin/clients', '/admin/clients', [['name', 'Implicit'], ['redirectUris', WEB], ['grantTypes', 'implicit']]);
       assert.deepEqual(alertCodes(implicit.body), ['INVALID_CLIENT_METADATA']);
-      assert.match(implicit.body, /<li>Grant types: The implicit and password grants are not supported: /);
+      // A group of boxes: the link and the message go to its first box; every box is marked.
+      assert.match(implicit.body, /<li><a href="#grant-0">Grant types: The implicit and password grants are not supported: /);
+      assert.match(implicit.body, /<\/legend>\s*<p class="field-error" id="grant-0-error">/, 'the message above the group');
+      assert.match(implicit.body, /<input id="grant-0" name="grantTypes" type="checkbox" value="authorization_code" aria-invalid="true" aria-describedby="grant-0-error"( autofocus)?>/);
+      assert.match(implicit.body, /<input id="grant-1" name="grantTypes" type="checkbox" value="refresh_token" aria-invalid="true" aria-describedby="grant-0-error">/);
+      assert.match(implicit.body, /value="Implicit"/, 'the name is kept');
     });
 
     it('registers a public client without a secret and goes to its page', async () => {
@@ -219,8 +230,9 @@ for (const backend of await backends()) {
       assertHtmlPage(refused, 'refused in Portuguese');
       assert.match(refused.body, /<html lang="pt-BR"/);
       assert.deepEqual(alertCodes(refused.body), ['INVALID_REDIRECT_URI']);
-      assert.match(refused.body, /<li>Nome: Informe um nome\.<\/li>/);
-      assert.match(refused.body, /<li>URI de redirecionamento “http:\/\/app\.example\.com\/cb”: Use https: http simples só é permitido em 127\.0\.0\.1, \[::1\] ou localhost\.<\/li>/);
+      assert.match(refused.body, /<li><a href="#name">Nome: Informe um nome\.<\/a><\/li>/);
+      assert.match(refused.body, /<li><a href="#redirectUris">URI de redirecionamento “http:\/\/app\.example\.com\/cb”: Use https: http simples só é permitido em 127\.0\.0\.1, \[::1\] ou localhost\.<\/a><\/li>/);
+      assert.match(refused.body, /<input id="name" [^>]* aria-invalid="true" aria-describedby="name-error name-hint" autofocus>/, 'the empty name is the field to fix first');
       assert.match(refused.body, /<p class="code">Código do erro: <code>INVALID_REDIRECT_URI<\/code><\/p>/);
 
       const rotated = await t.app.inject({

@@ -1,5 +1,6 @@
 /** The client registry pages' templates (in `templates/`) and the data each one reads. */
 import type { TimeText } from '../web/time-text.ts';
+import type { FormView } from '../web/form-errors.ts';
 
 /** A message at the top of a page: what a form just did, or why it did not (as the admin pages show them). */
 export interface PageAlert {
@@ -41,7 +42,10 @@ export interface ClientPages {
   'admin-clients': AdminFrame & {
     clients: ClientListItem[];
     csrfToken: string;
-    form: ClientFormValues;
+    /** The register form's problems after a refusal (summary, field messages, attributes); none for a fresh one. */
+    form: FormView;
+    /** What the register form shows: empty, or as typed when refused. */
+    values: ClientFormValues;
     grantTypeChoices: Array<{ value: string; label: string; id: string }>;
     algChoices: readonly string[];
     createAction: string;

@@ -32,6 +32,20 @@ export function verifyEmailError(code: string, i18n: Pick<Translator, 't'>): Sho
   return { code: known ? code : null, message: i18n.t(`verification.verify.error.${known ? code : 'default'}`) };
 }
 
+/** The verification page's "send a new link" form: its one input. */
+export const VERIFY_EMAIL_FIELDS: readonly string[] = ['email'];
+
+/**
+ * The verification page's form for `?error=` (or a link's state), with what was kept of the last
+ * resend: a refused address is the e-mail field's; a dead link, too many requests or an outage
+ * concern no field and are in the summary only.
+ */
+export function verifyEmailForm(error: string | undefined, kept: KeptForm, i18n: Pick<Translator, 't'>): FormView {
+  if (error === undefined) return formView({ fieldOrder: VERIFY_EMAIL_FIELDS, values: kept.values });
+  const shown = verifyEmailError(error, i18n);
+  return formView({ fieldOrder: VERIFY_EMAIL_FIELDS, problems: [{ message: shown.message, fields: shown.code === 'VALIDATION_ERROR' ? VERIFY_EMAIL_FIELDS : [] }], code: shown.code, values: kept.values });
+}
+
 /** The sign-up form's inputs, in page order. */
 export const SIGNUP_FIELDS: readonly string[] = ['name', 'email', 'password'];
 

@@ -15,7 +15,7 @@ import type { Csrf } from '../http/csrf.ts';
 import { MAX_NAME_LENGTH, SIGNUP_PAGE } from '../credentials/signup.routes.ts';
 import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from './verification.routes.ts';
 import type { VerificationService } from './verification.service.ts';
-import { signupForm, verifyEmailError, type ShownError } from './signup-pages.messages.ts';
+import { signupForm, verifyEmailForm } from './signup-pages.messages.ts';
 import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
 import type { FormView } from '../web/form-errors.ts';
 import { takeFormValues } from '../http/form-values.ts';
@@ -36,7 +36,8 @@ interface SignupPages {
     csrfToken: string;
     /** The link's token, only while it is live: the page then shows the button that uses it. */
     token: string | null;
-    error: ShownError | null;
+    /** What went wrong (the link's state or why a resend came back), and the address typed. */
+    form: FormView;
   };
   'email-verified': Record<never, never>;
 }
@@ -101,7 +102,7 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
         title: i18n.t('verification.verify.title'),
         csrfToken: csrf.issueToken(request, reply),
         token: checked?.ok === true && error === undefined ? token! : null,
-        error: code === undefined ? null : verifyEmailError(code, i18n),
+        form: verifyEmailForm(code, takeFormValues(request, reply, { page: VERIFY_EMAIL_PAGE, config }), i18n),
       });
       return sendLinkPage(reply, html);
     },

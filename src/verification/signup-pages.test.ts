@@ -239,6 +239,30 @@ describe('sign-up and verification pages', () => {
 
     const bad = await postForm('/api/auth/verify-email/resend', jar, { email: 'not an address', csrfToken: hiddenValue(page.body, 'csrfToken') });
     assert.equal(bad.headers.location, '/auth/verify-email?error=VALIDATION_ERROR');
+    assert.doesNotMatch(String(bad.headers.location), /not/, 'what was typed never goes in the URL');
+
+    // Back on the page: what was typed is in the field, the summary links to it, the message is beside it.
+    const refused = await get(String(bad.headers.location), jar);
+    assertLinkPage(refused, 'refused resend');
+    assert.match(refused.body, /<div class="alert alert-error error-summary" role="alert"/);
+    assert.match(refused.body, /<li><a href="#email">[^<]+<\/a><\/li>/);
+    assert.match(refused.body, /<code>VALIDATION_ERROR<\/code>/);
+    assert.match(refused.body, /<p class="field-error" id="email-error">/);
+    const input = /<input id="email"[^>]*>/.exec(refused.body)?.[0] ?? '';
+    assert.match(input, /value="not an address"/);
+    assert.match(input, / aria-invalid="true"/);
+    assert.match(input, / aria-describedby="email-error"/);
+    assert.doesNotMatch(refused.body, /Open the link in the message we sent you/, 'the error instead of the general words');
+    // Read once: the next visit is a fresh form.
+    const again = await get('/auth/verify-email', jar);
+    assert.match(/<input id="email"[^>]*>/.exec(again.body)?.[0] ?? '', /value=""/);
+    assert.doesNotMatch(again.body, /aria-invalid/);
+
+    // Too many requests concerns no field: the summary only, and the address stays.
+    const limited = await get('/auth/verify-email?error=RATE_LIMITED');
+    assert.match(limited.body, /<code>RATE_LIMITED<\/code>/);
+    assert.match(limited.body, /error-summary-list">\s*<li>[^<]+<\/li>/, 'no link: no field to fix');
+    assert.doesNotMatch(limited.body, /aria-invalid|class="field-error"/);
   });
 
   it('shows the way to a new link without a token, and escapes whatever the URL holds', async () => {

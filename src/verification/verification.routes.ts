@@ -73,7 +73,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<{ verification: Verificat
   app.post(
     '/api/auth/verify-email/resend',
     {
-      config: { formErrorPage: VERIFY_EMAIL_PAGE },
+      config: { formErrorPage: VERIFY_EMAIL_PAGE, formKeptFields: ['email'] },
       preHandler: limits.verificationResend,
       schema: {
         tags: ['auth'],

@@ -8,7 +8,7 @@
  * A new secret (a new endpoint, a rotation) is shown on the page that answers the form post, once:
  * never in a URL, never stored in clear, `no-store` like every page. Other forms answer 303 back to
  * a page with `?notice=CODE` or `?error=CODE`; a form the rules refuse comes back filled in, with
- * each problem listed. CSRF (origin + token) is checked for every form post before these handlers
+ * each problem in a summary linked to its field and beside it (web/form-errors.ts). CSRF (origin + token) is checked for every form post before these handlers
  * run. Hidden from the OpenAPI document. ADMIN only, checked before any body or query is read.
  */
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import { requestSource } from '../audit/request-source.ts';
 import { shownCode } from '../web/page-query.ts';
 import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
+import { formView, type FormView } from '../web/form-errors.ts';
 import type { EndpointProblem, WebhookEndpoint, WebhooksService } from './webhooks.service.ts';
 import { SECRET_GRACE_MS } from './webhooks.model.ts';
 import { RETRY_WINDOW_MS } from './delivery-worker.ts';
@@ -40,11 +41,11 @@ export const endpointPage = (id: string) => `${WEBHOOKS_PAGE}/${encodeURICompone
 /** The admin area's header and navigation, shared with the admin module's pages. */
 const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
-function refusal(problems: readonly EndpointProblem[], form: EndpointFormValues, knownTypes: readonly string[], i18n: PageLanguage): PageAlert {
+/** The error code of a refused form: the URL's, an unknown event type's, or any field's. */
+function refusalCode(problems: readonly EndpointProblem[]): string {
   const url = problems.find((problem) => problem.field === 'url');
-  const code =
-    url?.reason === 'URL_NOT_ALLOWED' ? 'WEBHOOK_URL_NOT_ALLOWED' : url !== undefined ? 'WEBHOOK_URL_INVALID' : problems.some((problem) => problem.reason === 'EVENT_UNKNOWN') ? 'WEBHOOK_EVENT_UNKNOWN' : 'VALIDATION_ERROR';
-  return { ...webhooksError(code, i18n), details: problems.map((problem) => problemText(problem, form, knownTypes, i18n)) };
+  if (url !== undefined) return url.reason === 'URL_NOT_ALLOWED' ? 'WEBHOOK_URL_NOT_ALLOWED' : 'WEBHOOK_URL_INVALID';
+  return problems.some((problem) => problem.reason === 'EVENT_UNKNOWN') ? 'WEBHOOK_EVENT_UNKNOWN' : 'VALIDATION_ERROR';
 }
 
 /** A repeated form field (checkboxes) arrives as a string once, as an array more often. */
@@ -85,8 +86,28 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   const actingAdmin = requireAdminPages(app, authenticate);
   const actor = async (request: FastifyRequest, reply: FastifyReply) => requestSource(request, (await actingAdmin(request, reply)).userId);
   const eventTypeChoices = webhooks.eventTypes.map((value, index) => ({ value, id: `event-${index}` }));
+  /** The register form's inputs that a problem can concern, in page order; the event types are their boxes, the first one first. */
+  const registerFields = ['url', 'description', ...eventTypeChoices.map((choice) => choice.id)];
+  const inputsOf = (field: EndpointProblem['field']): readonly string[] => (field === 'eventTypes' ? eventTypeChoices.map((choice) => choice.id) : [field]);
 
-  async function showList(request: FastifyRequest, reply: FastifyReply, form: EndpointFormValues, alerts: PageAlert[]) {
+  /**
+   * The register form sent back after `problems` (none: a fresh form, which takes no focus on a
+   * list page): a summary linking each problem to its input, each message at its input.
+   */
+  function registerForm(values: EndpointFormValues, problems: readonly EndpointProblem[] | null, i18n: PageLanguage): FormView {
+    if (problems === null) return formView({ fieldOrder: [] });
+    const texts: Record<string, string> = { url: values.url, description: values.description };
+    // The boxes are one field: filled when one is ticked (focus goes to the first box, if it goes there).
+    for (const choice of eventTypeChoices) texts[choice.id] = values.eventTypes.join(',');
+    return formView({
+      fieldOrder: registerFields,
+      problems: problems.map((problem) => ({ message: problemText(problem, values, webhooks.eventTypes, i18n), fields: inputsOf(problem.field) })),
+      code: webhooksError(refusalCode(problems), i18n).code,
+      values: texts,
+    });
+  }
+
+  async function showList(request: FastifyRequest, reply: FastifyReply, values: EndpointFormValues, alerts: PageAlert[], form = registerForm(values, null, request.language)) {
     const endpoints = await webhooks.list();
     const i18n = request.language;
     return sendPage(
@@ -108,6 +129,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
           createdAt: formatTime(endpoint.createdAt, i18n.locale),
         })),
         form,
+        values,
         eventTypeChoices,
         retryWindow: i18n.duration(RETRY_WINDOW_MS / 1000),
         createAction: WEBHOOKS_PAGE,
@@ -206,7 +228,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   app.post(WEBHOOKS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
     const form: EndpointFormValues = { url: request.body.url ?? '', description: request.body.description ?? '', eventTypes: asList(request.body.eventTypes) };
     const result = await webhooks.create(form, await actor(request, reply));
-    if (!result.ok) return showList(request, reply, form, [refusal(result.problems, form, webhooks.eventTypes, request.language)]);
+    if (!result.ok) return showList(request, reply, form, [], registerForm(form, result.problems, request.language));
     return showSecret(request, reply, result.endpoint, result.secret, true);
   });
 

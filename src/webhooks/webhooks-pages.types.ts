@@ -1,5 +1,6 @@
 /** The webhook pages' templates (in `templates/`) and the data each one reads. */
 import type { TimeText } from '../web/time-text.ts';
+import type { FormView } from '../web/form-errors.ts';
 
 /** A message at the top of a page: what a form just did, or why it did not. */
 export interface PageAlert {
@@ -52,7 +53,10 @@ export interface WebhookPages {
   'admin-webhooks': AdminFrame & {
     endpoints: EndpointListItem[];
     csrfToken: string;
-    form: EndpointFormValues;
+    /** The register form's problems after a refusal (summary, field messages, attributes); none for a fresh one. */
+    form: FormView;
+    /** What the register form shows: empty, or as typed when refused. */
+    values: EndpointFormValues;
     eventTypeChoices: Array<{ value: string; id: string }>;
     /** How long a delivery is retried, in words ("3 days"). */
     retryWindow: string;
