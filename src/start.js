@@ -13,6 +13,31 @@
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
 
+/** The oldest Node.js Gatehouse runs on: native TypeScript, `node:sqlite` and the compile cache. */
+export const MINIMUM_NODE_MAJOR = 24;
+
+/**
+ * Why this Node.js cannot run Gatehouse (and what to run instead), or null when it can. `command`
+ * is what the person typed, as npm would run it with the Node.js 24 it installs
+ * (`npx gatehouse`, `npm start`).
+ */
+export function unsupportedNodeMessage(version, command) {
+  const major = Number.parseInt(String(version).replace(/^v/, ''), 10);
+  if (Number.isInteger(major) && major >= MINIMUM_NODE_MAJOR) return null;
+  return (
+    `Gatehouse needs Node.js ${MINIMUM_NODE_MAJOR} or later; this is Node.js ${version}.\n` +
+    `Run it through npm, which uses the Node.js ${MINIMUM_NODE_MAJOR} that \`npm install\` put in node_modules: \`${command}\`.\n`
+  );
+}
+
+/** Stops the process with that message (exit code 1) on an older Node.js; call before anything else. */
+export function requireSupportedNode(command) {
+  const message = unsupportedNodeMessage(process.version, command);
+  if (message === null) return;
+  process.stderr.write(message);
+  process.exit(1);
+}
+
 const DEFAULT_CACHE_DIRECTORY = fileURLToPath(new URL('../node_modules/.cache/node-compile-cache', import.meta.url));
 
 /** Call before importing any TypeScript module. */
@@ -20,7 +45,10 @@ export function enableCompileCache() {
   module.enableCompileCache(process.env.NODE_COMPILE_CACHE || DEFAULT_CACHE_DIRECTORY);
 }
 
-if (import.meta.main) {
+// `import.meta.main` is Node 24's; on an older Node.js it is undefined, so the entry is also
+// recognised by its path there, to say which Node.js is needed instead of doing nothing.
+if (import.meta.main ?? process.argv[1] === fileURLToPath(import.meta.url)) {
+  requireSupportedNode('npm start');
   enableCompileCache();
   const { runServer } = await import('./main.ts');
   await runServer();

@@ -4,7 +4,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import { setImmediate } from 'node:timers/promises';
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { createTestApp, type TestApp } from './helpers/app.ts';
 import { freePort, randomSecret, REPO_ROOT, runCli, type ChildEnv, type RegisterCleanup, type RunResult } from './helpers/process.ts';
 import { findOnPath } from '../src/storage/backup.ts';
 import { CLI_SOURCE } from '../src/audit/audit.service.ts';
+import { unsupportedNodeMessage } from '../src/start.js';
 
 const CLI_TIMEOUT_MS = 30_000;
 const PASSWORD = 'quiet-meadow-copper-kettle-7';
@@ -78,6 +79,28 @@ describe('gatehouse (no database)', () => {
     const wrong = run('frobnicate');
     assert.equal(wrong.status, 2);
     assert.match(wrong.stderr, /frobnicate/);
+  });
+
+  it('regression (issue 30.9): on an older Node.js, the bin and npm start say which Node.js they need', async (t) => {
+    assert.equal(unsupportedNodeMessage(process.version, 'npx gatehouse'), null, 'the Node.js the tests run on is supported');
+    assert.equal(unsupportedNodeMessage('v24.0.0', 'npx gatehouse'), null);
+    assert.match(unsupportedNodeMessage('v20.20.2', 'npx gatehouse') ?? '', /Node\.js 24 or later; this is Node\.js v20\.20\.2\.[\s\S]*`npx gatehouse`/);
+    assert.match(unsupportedNodeMessage('v22.18.0', 'npm start') ?? '', /`npm start`/);
+    // The machine's own Node.js, outside node_modules (these machines have Node 20 there).
+    const systemPath = (process.env.PATH ?? '').split(':').filter((directory) => !directory.includes('node_modules')).join(':');
+    const systemNode = findOnPath('node', systemPath);
+    const systemVersion = systemNode === null ? null : spawnSync(systemNode, ['--version'], { encoding: 'utf8' }).stdout.trim();
+    if (systemNode === null || systemVersion === null || unsupportedNodeMessage(systemVersion, '') === null) {
+      t.skip('no Node.js older than 24 on this machine outside node_modules');
+      return;
+    }
+    for (const [entry, command] of [['src/cli/gatehouse.js', 'npx gatehouse'], ['src/start.js', 'npm start']] as const) {
+      const refused: SpawnSyncReturns<string> = spawnSync(systemNode, [join(REPO_ROOT, entry), '--version'], { env: { ...process.env, ...env() }, encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+      assert.equal(refused.status, 1, refused.stderr);
+      assert.equal(refused.stdout, '');
+      assert.equal(refused.stderr, unsupportedNodeMessage(systemVersion, command), `${entry} names the Node.js it needs and how to run it`);
+      assert.doesNotMatch(refused.stderr, /TypeError|at file:/, 'no stack trace');
+    }
   });
 
   it('refuses a bad option with exit 2, naming it; only a command that reads a password mentions standard input', async (t) => {

@@ -7,8 +7,10 @@
  * directly and take about 115 ms this way (Node alone starts in about 75 ms). The command itself
  * is src/cli/main.ts, which still runs on its own (`node src/cli/main.ts …`).
  */
-import { enableCompileCache } from '../start.js';
+import { enableCompileCache, requireSupportedNode } from '../start.js';
 
+// Run with an older Node.js (the machine's own, say) it says which one it needs, not a TypeError.
+requireSupportedNode('npx gatehouse');
 enableCompileCache();
 const { runCli } = await import('./main.ts');
 process.exitCode = await runCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
