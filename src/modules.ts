@@ -43,8 +43,9 @@ export const MODULES: readonly GatehouseModule[] = [
   signInModule,
   verificationModule,
   credentialsModule,
-  passwordResetModule,
+  // Before password-reset: a reset lists the linked providers, each removable (oauth's review link).
   oauthModule,
+  passwordResetModule,
   passkeysModule,
   mfaModule,
   oidcClientsModule,

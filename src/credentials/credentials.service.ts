@@ -51,6 +51,8 @@ export interface PasswordReplacement {
   source: AuditSource;
   /** The session to keep signed in (the one making the change); without it, every session ends. */
   keepSessionId?: string;
+  /** After a reset: the providers that can still sign in, and the page that removes each (the notice lists them). */
+  linkedProviders?: { names: readonly string[]; reviewUrl: string };
 }
 
 /** Where someone who did not change their password goes to take the account back (linked from the notice mail). */
@@ -120,7 +122,12 @@ export function createCredentialsService(deps: {
       to: user.email,
       template: 'password-changed',
       locale: mailLocale(user, source),
-      data: { name: greetingName(user), changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
+      data: {
+        name: greetingName(user),
+        changedAt: clock(),
+        forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE),
+        ...(change.linkedProviders !== undefined && { linkedProviders: change.linkedProviders }),
+      },
     });
     const sessionsEnded = await sessions.endAllSessions(user.id, {
       db: trx,

@@ -26,8 +26,13 @@ const TEMPLATES_DIR = join(import.meta.dirname, 'templates');
 export interface MailTemplates {
   /** A link that lets the holder set a new password: a secret until it is used or expires. */
   'password-reset': { name: string | null; resetUrl: string; expiresInMinutes: number };
-  /** Sent after a password change or reset; the link is the forgot-password page, not a token. */
-  'password-changed': { name: string | null; changedAt: number; forgotPasswordUrl: string };
+  /**
+   * Sent after a password change or reset; `forgotPasswordUrl` is the forgot-password page, not a
+   * token. After a reset, `linkedProviders` names the providers that can still sign in to the
+   * account (their configured names) and `reviewUrl` is a page, under a token of its own, where
+   * each is removed in one step: a thief who linked one keeps no way in after the owner's reset.
+   */
+  'password-changed': { name: string | null; changedAt: number; forgotPasswordUrl: string; linkedProviders?: { names: readonly string[]; reviewUrl: string } };
   /** A link that confirms the address: a secret until used. */
   'verify-email': { name: string | null; verifyUrl: string; expiresInMinutes: number };
   /**
@@ -39,9 +44,10 @@ export interface MailTemplates {
   /**
    * A security-relevant change to the account that the owner should hear of (a second factor added
    * or removed, say): `change` names it, and the catalog has its subject and sentence
-   * (`mail.security-notice.<change>.subject` / `.intro`).
+   * (`mail.security-notice.<change>.subject` / `.intro`). `provider` is the configured name of the
+   * provider a `providerLinked` / `providerUnlinked` notice is about.
    */
-  'security-notice': { name: string | null; change: SecurityChange; changedAt: number; forgotPasswordUrl: string };
+  'security-notice': { name: string | null; change: SecurityChange; changedAt: number; forgotPasswordUrl: string; provider?: string };
   /**
    * An invitation to join an organization, sent to an address that may or may not have an
    * account (the mail is the same either way). `organizationName` is the organization's name as
@@ -59,7 +65,7 @@ export interface MailTemplates {
 export type TemplateName = keyof MailTemplates;
 
 /** The changes a `security-notice` tells of; each has its texts in the catalogs. */
-export const SECURITY_CHANGES = ['totpAdded', 'totpRemoved', 'recoveryCodesRenewed', 'secondFactorsReset', 'passkeyAdded', 'passkeyRemoved'] as const;
+export const SECURITY_CHANGES = ['totpAdded', 'totpRemoved', 'recoveryCodesRenewed', 'secondFactorsReset', 'passkeyAdded', 'passkeyRemoved', 'providerLinked', 'providerUnlinked'] as const;
 export type SecurityChange = (typeof SECURITY_CHANGES)[number];
 
 export const TEMPLATE_NAMES: readonly TemplateName[] = [
@@ -112,7 +118,7 @@ export function createMailRenderer(options: { authUrl: string; translations: Tra
     ...TEMPLATE_NAMES.filter((name) => name !== 'security-notice').map((name) => `mail.${name}.subject`),
     ...SECURITY_CHANGES.flatMap((change) => [`mail.security-notice.${change}.subject`, `mail.security-notice.${change}.intro`]),
   ];
-  const missing = builtKeys.filter((key) => english.t(key, { brand: '', time: '' }) === key);
+  const missing = builtKeys.filter((key) => english.t(key, { brand: '', time: '', provider: '' }) === key);
   if (missing.length > 0) throw new Error(`mail: the catalogs lack ${missing.join(', ')}`);
 
   return {
@@ -120,7 +126,7 @@ export function createMailRenderer(options: { authUrl: string; translations: Tra
       const brandName = options.brandName ?? 'Gatehouse';
       const i18n = options.translations.translator(locale);
       // `{brand}` is the brand's name (a name, never user-supplied text); a value, never parsed as ICU.
-      const subject = 'change' in data ? i18n.t(`mail.security-notice.${data.change}.subject`, { brand: brandName }) : i18n.t(`mail.${template}.subject`, { brand: brandName });
+      const subject = 'change' in data ? i18n.t(`mail.security-notice.${data.change}.subject`, { brand: brandName, provider: data.provider ?? '' }) : i18n.t(`mail.${template}.subject`, { brand: brandName });
       const model = { ...presentable(data, i18n, brandName), subject, authUrl: options.authUrl, brandName, i18n };
       return {
         subject,
@@ -145,8 +151,25 @@ function presentable(data: MailTemplates[TemplateName], i18n: Translator, brandN
   if ('changedAt' in data) model.changedAt = formatDateTime(data.changedAt, i18n.locale);
   if ('failingSinceAt' in data) model.failingSince = formatDateTime(data.failingSinceAt, i18n.locale);
   if ('organizationName' in data) model.organizationName = isValidName(data.organizationName) ? data.organizationName.replace(/\s+/g, ' ').trim() : null;
-  if ('change' in data) model.changeText = i18n.t(`mail.security-notice.${data.change}.intro`, { brand: brandName, time: model.changedAt as string });
+  if ('change' in data) model.changeText = i18n.t(`mail.security-notice.${data.change}.intro`, { brand: brandName, time: model.changedAt as string, provider: data.provider ?? '' });
+  if ('linkedProviders' in data && data.linkedProviders !== undefined && data.linkedProviders.names.length > 0) {
+    model.linkedProviders = { list: listFormat(i18n.locale).format(data.linkedProviders.names), reviewUrl: data.linkedProviders.reviewUrl };
+  } else {
+    model.linkedProviders = null;
+  }
   return model;
+}
+
+/** "GitHub and Google", "GitHub und Google", "GitHub、Google": built once per language. */
+const listFormats = new Map<Locale, Intl.ListFormat>();
+
+function listFormat(locale: Locale): Intl.ListFormat {
+  let format = listFormats.get(locale);
+  if (format === undefined) {
+    format = new Intl.ListFormat(locale, { style: 'long', type: 'conjunction' });
+    listFormats.set(locale, format);
+  }
+  return format;
 }
 
 /** Built once per language: "November 14, 2023 at 10:13 PM UTC", "14. November 2023 um 22:13 UTC". */

@@ -57,6 +57,8 @@ const SENSITIVE = [
   { methods: ['POST'], prefix: '/dashboard/mfa/totp/setup' },
   { methods: ['POST'], prefix: '/dashboard/mfa/totp/enable' },
   { methods: ['POST'], prefix: '/dashboard/passkeys' },
+  // A linked provider is a way in that a password reset leaves: as adding a factor.
+  { methods: ['POST'], prefix: '/api/auth/link' },
 ] as const;
 
 export function createMfaPolicy(deps: { mfa: MfaService; config: MfaConfig; clock: Clock }): AccessPolicy {

@@ -1,10 +1,13 @@
-/** Sign-in with GitHub, Google and a generic OpenID Connect provider (a first factor), and linking. */
+/** Sign-in with GitHub, Google and a generic OpenID Connect provider (a first factor), linking, and a reset's review of linked providers. */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { oauthConfigSection } from './oauth.config.ts';
 import { defineModule } from '../module.ts';
 import { OAUTH_ERRORS } from './oauth.errors.ts';
 import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
 import { createOAuthService, type OAuthService } from './oauth.service.ts';
 import { oauthRoutes } from './oauth.routes.ts';
+import { linkReviewRoutes } from './link-review.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -23,6 +26,7 @@ export const oauthModule = defineModule({
   name: 'oauth',
   migrations: { '0006-oauth-accounts': oauthAccounts },
   config: oauthConfigSection,
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: OAUTH_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, clock, logger, services }) => ({
@@ -34,6 +38,8 @@ export const oauthModule = defineModule({
       users: services.users,
       sessions: services.sessions,
       audit: services.audit,
+      mail: services.mail,
+      actionTokens: services.actionTokens,
       clock,
       logger,
       allowSignup: config.accounts.allowSignup,
@@ -46,5 +52,6 @@ export const oauthModule = defineModule({
       register: (app, { services, csrf, authenticate, config, clock }) =>
         app.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, authenticate, config, clock, limits: services.limits }),
     },
+    { scope: 'browser', register: (app, { services, csrf }) => app.register(linkReviewRoutes, { oauth: services.oauth, csrf, limits: services.limits }) },
   ],
 });

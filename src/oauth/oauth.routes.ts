@@ -7,7 +7,10 @@
  *   and signs the person in (session cookies, 303 to the `callbackUrl`: a path of ours or a URL on
  *   one of TRUSTED_ORIGINS), or ends on `/auth/error?error=CODE` with no session.
  * Signed-in users link a provider (`POST /api/auth/link/:provider`, back on the dashboard) and
- * unlink one (`DELETE /api/auth/accounts/:provider`), never their last way to sign in.
+ * unlink one (`DELETE /api/auth/accounts/:provider`), never their last way to sign in. Linking
+ * needs what adding a second factor needs: a sign-in within REAUTH_WINDOW (403 REAUTH_REQUIRED),
+ * and for an account with a second factor a recent use of it (the step-up policy, mfa module): a
+ * linked provider is a way in that outlives a password reset, so a stolen session must not add one.
  * Register this plugin where form bodies are parsed.
  */
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
@@ -142,14 +145,21 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
       schema: {
         tags: ['oauth'],
         summary: 'Link a provider to your account: a 303 to the provider, then back to /dashboard',
+        description:
+          'Needs a sign-in within REAUTH_WINDOW and, for an account with a second factor, a use of it in this session within that window ' +
+          '(`POST /api/auth/mfa/step-up`). The owner is mailed when the provider is linked. A form post that is refused goes to `/dashboard?error=CODE`.',
         params: providerParams,
         body: startBody,
-        response: { 303: z.null().describe('To the provider; without a session, to the sign-in page'), 403: errorResponse.describe('CSRF_FAILED') },
+        response: {
+          303: z.null().describe('To the provider; without a session, to the sign-in page'),
+          403: errorResponse.describe('REAUTH_REQUIRED (signed in, or second factor used, longer ago than REAUTH_WINDOW), or CSRF_FAILED'),
+        },
       },
     },
     async (request, reply) => {
       const auth = await authenticate(request, reply);
       if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      if (auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) throw new AppError('REAUTH_REQUIRED');
       return sendToProvider(request, reply, {
         // Linking starts and ends on the dashboard: no callback is taken, so it stays ours.
         callbackUrl: DASHBOARD_PAGE,

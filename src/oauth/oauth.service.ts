@@ -23,6 +23,21 @@ import { createOAuthProviders, type OAuthProvider, type ProviderFailure, type Pr
 import { createFlowCookieSeal, type OAuthFlow } from './oauth-flow-cookie.ts';
 import * as store from './oauth-account.store.ts';
 import type { SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
+import type { MailService } from '../mail/mail.service.ts';
+import type { SecurityChange } from '../mail/templates.ts';
+import type { ActionTokens } from '../tokens/action-tokens.ts';
+import { mailLocale } from '../users/locale.ts';
+import { greetingName } from '../users/name.ts';
+import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
+
+/**
+ * How long a password reset's review link (its mail and its confirmation page) can remove the
+ * providers that were linked when the password was reset: as long as a reset mail may sit unread.
+ */
+export const LINK_REVIEW_TTL_SECONDS = 7 * 86_400;
+/** The page of that review link (`?token=`). */
+export const LINK_REVIEW_PAGE = '/auth/linked-accounts';
+const LINK_REVIEW_PURPOSE = 'linked_accounts_review';
 
 export type OAuthSignInFailure = 'AccountNotFound' | 'OAuthAccountNotLinked' | 'AccountDisabled' | 'EmailNotVerified' | 'OAuthEmailUnverified';
 
@@ -35,6 +50,17 @@ export type OAuthSignInResult =
 export type LinkResult = { ok: true } | { ok: false; reason: 'IdentityInUse' | 'ProviderAlreadyLinked' | 'EmailNotVerified' };
 
 export type UnlinkResult = { ok: true } | { ok: false; reason: 'NOT_FOUND' | 'LAST_SIGN_IN_METHOD' };
+
+/** The providers a review link may remove (those linked when it was issued), or why it cannot. */
+export type LinkReview = { ok: true; userId: string; accounts: LinkedAccount[] } | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' };
+
+/** The review a password reset hands its mail and its confirmation page; null when nothing is linked. */
+export interface IssuedLinkReview {
+  /** The secret of the review link: send it, never store or log it. */
+  token: string;
+  /** The configured names of the linked providers, in link order. */
+  providerNames: string[];
+}
 
 export type StartResult = { ok: true; authorizationUrl: URL; flow: OAuthFlow } | { ok: false; reason: 'NOT_FOUND' | 'ProviderUnreachable' };
 
@@ -68,6 +94,8 @@ export function createOAuthService(deps: {
   users: UserService;
   sessions: SessionService;
   audit: AuditService;
+  mail: MailService;
+  actionTokens: ActionTokens;
   clock: Clock;
   logger: Logger;
   allowSignup: boolean;
@@ -76,7 +104,7 @@ export function createOAuthService(deps: {
   /** For tests: providers other than the configured ones. */
   providerOverrides?: Map<string, OAuthProvider>;
 }) {
-  const { db, users, sessions, audit, clock, logger, authUrl, pipeline } = deps;
+  const { db, users, sessions, audit, mail, actionTokens, clock, logger, authUrl, pipeline } = deps;
   const providers = deps.providerOverrides ?? createOAuthProviders(deps.providers, authUrl, clock);
   const flowSeal = createFlowCookieSeal(deps.authSecret);
 
@@ -99,8 +127,24 @@ export function createOAuthService(deps: {
     return { ok: false, reason };
   }
 
-  async function linkWithin(trx: Db, userId: string, identity: ProviderIdentity, source: AuditSource, how: 'AUTOMATIC' | 'BY_USER' | 'SIGNUP'): Promise<void> {
+  /**
+   * Tells the owner that a provider was linked or unlinked (in `trx`: sent only if the change
+   * commits), in their language: a provider linked by someone holding a stolen session is a way in
+   * that outlives the owner's password reset, so the owner must hear of it at once.
+   */
+  async function notifyOwner(trx: Db, user: User, change: Extract<SecurityChange, 'providerLinked' | 'providerUnlinked'>, provider: string, source: AuditSource): Promise<void> {
+    await mail.enqueue(trx, {
+      to: user.email,
+      template: 'security-notice',
+      locale: mailLocale(user, source.actorUserId === user.id ? source : undefined),
+      data: { name: greetingName(user), change, provider: providerName(provider), changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
+    });
+  }
+
+  /** Links `identity` to `user`; the owner is mailed, but for the identity an account was just created with. */
+  async function linkWithin(trx: Db, user: Pick<User, 'id'> | User, identity: ProviderIdentity, source: AuditSource, how: 'AUTOMATIC' | 'BY_USER' | 'SIGNUP'): Promise<void> {
     const now = clock();
+    const userId = user.id;
     await store.insertAccount(trx, {
       id: randomId(),
       user_id: userId,
@@ -111,6 +155,40 @@ export function createOAuthService(deps: {
       last_used_at: now,
     });
     await audit.record({ type: 'oauth.linked', userId, source, reason: how, details: { provider: identity.provider } }, { db: trx });
+    if (how !== 'SIGNUP' && 'email' in user) await notifyOwner(trx, user, 'providerLinked', identity.provider, source);
+  }
+
+  /** The review behind `token`: its user, and the providers linked no later than it was issued. */
+  async function openReview(token: unknown): Promise<LinkReview> {
+    const checked = await actionTokens.check(db, token, LINK_REVIEW_PURPOSE);
+    if (!checked.ok) return checked;
+    const issuedAt = checked.expiresAt - LINK_REVIEW_TTL_SECONDS * 1000;
+    // A provider linked after the reset (by the owner, with the new password) is not the review's to remove.
+    const rows = (await store.findByUserId(db, checked.userId)).filter((row) => row.created_at <= issuedAt);
+    return { ok: true, userId: checked.userId, accounts: rows.map(toLinkedAccount) };
+  }
+
+  function toLinkedAccount(row: { provider: string; email: string | null; created_at: number; last_used_at: number }): LinkedAccount {
+    return { provider: row.provider, providerName: providerName(row.provider), email: row.email, createdAt: row.created_at, lastUsedAt: row.last_used_at };
+  }
+
+  /** `onlyLinkedBy`: only an identity linked by then; `endSessions`: with every session of the account, in the same transaction. */
+  async function unlink(userId: string, provider: string, source: AuditSource, options: { onlyLinkedBy?: number; endSessions?: boolean } = {}): Promise<UnlinkResult> {
+    const user = await users.findUserById(userId);
+    if (user === null) return { ok: false, reason: 'NOT_FOUND' };
+    return db.transaction().execute(async (trx): Promise<UnlinkResult> => {
+      const credentials = await users.lockUser(trx, userId);
+      if (credentials === null) return { ok: false, reason: 'NOT_FOUND' };
+      const accounts = await store.findByUserId(trx, userId);
+      const account = accounts.find((row) => row.provider === provider);
+      if (account === undefined || (options.onlyLinkedBy !== undefined && account.created_at > options.onlyLinkedBy)) return { ok: false, reason: 'NOT_FOUND' };
+      if (credentials.passwordHash === null && accounts.length === 1) return { ok: false, reason: 'LAST_SIGN_IN_METHOD' };
+      await store.deleteAccount(trx, userId, provider);
+      await audit.record({ type: 'oauth.unlinked', userId, source, details: { provider } }, { db: trx });
+      await notifyOwner(trx, user, 'providerUnlinked', provider, source);
+      if (options.endSessions === true) await sessions.endAllSessions(userId, { db: trx, source, reason: 'PROVIDER_UNLINKED' });
+      return { ok: true };
+    });
   }
 
   async function signInOrCreate(identity: ProviderIdentity, source: AuditSource, isRetry: boolean): Promise<OAuthSignInResult> {
@@ -127,7 +205,7 @@ export function createOAuthService(deps: {
       // Linked automatically only when both sides have proved the address.
       if (!identity.isEmailVerified || existing.emailVerifiedAt === null) return refuse('OAuthAccountNotLinked', identity, source, existing.id);
       try {
-        await db.transaction().execute((trx) => linkWithin(trx, existing.id, identity, source, 'AUTOMATIC'));
+        await db.transaction().execute((trx) => linkWithin(trx, existing, identity, source, 'AUTOMATIC'));
       } catch (error) {
         // The same identity linked meanwhile (two tabs), or this user already has another identity
         // at this provider: start over once, and let what is stored now decide.
@@ -148,7 +226,7 @@ export function createOAuthService(deps: {
       {
         onCreated: async (trx, user) => {
           await audit.record({ type: 'user.created', userId: user.id, source, details: { via: 'oauth', provider: identity.provider } }, { db: trx });
-          await linkWithin(trx, user.id, identity, source, 'SIGNUP');
+          await linkWithin(trx, { id: user.id }, identity, source, 'SIGNUP');
         },
       },
     );
@@ -243,7 +321,7 @@ export function createOAuthService(deps: {
       }
       if ((await store.findByUserId(db, userId)).some((row) => row.provider === identity.provider)) return { ok: false, reason: 'ProviderAlreadyLinked' };
       try {
-        await db.transaction().execute((trx) => linkWithin(trx, userId, identity, source, 'BY_USER'));
+        await db.transaction().execute((trx) => linkWithin(trx, user, identity, source, 'BY_USER'));
       } catch (error) {
         const now = await store.findByIdentity(db, identity.provider, identity.providerUserId);
         if (now === undefined) throw error;
@@ -254,31 +332,45 @@ export function createOAuthService(deps: {
 
     /**
      * Unlinks the user's identity at `provider`, unless it is their last way to sign in (no
-     * password, no other identity). The user row is written first, so two concurrent unlinks of
-     * one user run one after the other and cannot each leave the other as the last.
+     * password, no other identity); the owner is mailed. The user row is written first, so two
+     * concurrent unlinks of one user run one after the other and cannot each leave the other as the last.
      */
     async unlinkIdentity(userId: string, provider: string, source: AuditSource): Promise<UnlinkResult> {
-      return db.transaction().execute(async (trx): Promise<UnlinkResult> => {
-        const credentials = await users.lockUser(trx, userId);
-        if (credentials === null) return { ok: false, reason: 'NOT_FOUND' };
-        const accounts = await store.findByUserId(trx, userId);
-        if (!accounts.some((row) => row.provider === provider)) return { ok: false, reason: 'NOT_FOUND' };
-        if (credentials.passwordHash === null && accounts.length === 1) return { ok: false, reason: 'LAST_SIGN_IN_METHOD' };
-        await store.deleteAccount(trx, userId, provider);
-        await audit.record({ type: 'oauth.unlinked', userId, source, details: { provider } }, { db: trx });
-        return { ok: true };
-      });
+      return unlink(userId, provider, source);
+    },
+
+    /**
+     * In a password reset's transaction: a review link for the providers linked now, so the owner
+     * can remove one a thief linked (the reset ends the thief's sessions, not a provider's way
+     * in). Null when none is linked. A newer reset's review replaces an older one.
+     */
+    async issueLinkReview(trx: Db, userId: string): Promise<IssuedLinkReview | null> {
+      const rows = await store.findByUserId(trx, userId);
+      if (rows.length === 0) {
+        await actionTokens.retire(trx, userId, LINK_REVIEW_PURPOSE);
+        return null;
+      }
+      const { token } = await actionTokens.issue(trx, { userId, purpose: LINK_REVIEW_PURPOSE, ttlSeconds: LINK_REVIEW_TTL_SECONDS });
+      return { token, providerNames: rows.map((row) => providerName(row.provider)) };
+    },
+
+    /** What a review link shows: the providers it may still remove. */
+    openLinkReview: openReview,
+
+    /**
+     * Removes one provider with a review link. It also ends every session of the account: one
+     * signed in through that provider since the reset (the thief's) must not outlive its removal.
+     */
+    async unlinkWithReview(token: unknown, provider: string, source: Omit<AuditSource, 'actorUserId'>): Promise<UnlinkResult | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' }> {
+      const checked = await actionTokens.check(db, token, LINK_REVIEW_PURPOSE);
+      if (!checked.ok) return checked;
+      const issuedAt = checked.expiresAt - LINK_REVIEW_TTL_SECONDS * 1000;
+      const asOwner = { ...source, actorUserId: checked.userId };
+      return unlink(checked.userId, provider, asOwner, { onlyLinkedBy: issuedAt, endSessions: true });
     },
 
     async listLinkedAccounts(userId: string): Promise<LinkedAccount[]> {
-      const rows = await store.findByUserId(db, userId);
-      return rows.map((row) => ({
-        provider: row.provider,
-        providerName: providerName(row.provider),
-        email: row.email,
-        createdAt: row.created_at,
-        lastUsedAt: row.last_used_at,
-      }));
+      return (await store.findByUserId(db, userId)).map(toLinkedAccount);
     },
   };
 }

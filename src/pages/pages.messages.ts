@@ -63,6 +63,7 @@ export const DASHBOARD_ERROR_CODES: ReadonlySet<string> = new Set([
   'VALIDATION_ERROR',
   'RATE_LIMITED',
   'SERVICE_UNAVAILABLE',
+  'REAUTH_REQUIRED',
 ]);
 
 /** Codes on `/dashboard?notice=`: what a form just did (`pages.dashboard.notice.<code>`). */

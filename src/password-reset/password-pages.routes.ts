@@ -2,7 +2,8 @@
  * The password reset pages: `/auth/forgot-password` (the form asking for a link),
  * `/auth/forgot-password/sent` (where it lands, account or not), `/auth/reset-password?token=`
  * (what a reset link opens: the token is checked first, and only a live one gets the form) and
- * `/auth/reset-password/done` (sign in with the new password). Plain HTML forms posting to the API
+ * `/auth/reset-password/done` (sign in with the new password; with `?token=` (a review token), the providers that can
+ * still sign in, each with a button that removes it: see the oauth module's review link). Plain HTML forms posting to the API
  * with the browser's CSRF token. Register this plugin where form bodies are parsed; its routes are
  * hidden from the OpenAPI document.
  */
@@ -32,13 +33,22 @@ interface PasswordPages {
     form: FormView;
     minPasswordLength: number;
   };
-  'reset-password-done': Record<never, never>;
+  'reset-password-done': {
+    /** The providers linked when the password was reset, with the review token their buttons post; null for none. */
+    review: { token: string; csrfToken: string; accounts: Array<{ provider: string; providerName: string; email: string | null }> } | null;
+  };
+}
+
+/** The oauth module's review link, as the confirmation page reads it (absent without that module). */
+export interface LinkReviews {
+  openLinkReview(token: unknown): Promise<{ ok: true; accounts: Array<{ provider: string; providerName: string; email: string | null }> } | { ok: false }>;
 }
 
 export interface PasswordPageRouteOptions {
   passwordReset: PasswordResetService;
   csrf: Csrf;
   config: Config;
+  linkReviews?: LinkReviews;
 }
 
 /** A token from a link: anything may be there; the token check refuses what is not a token. */
@@ -52,7 +62,7 @@ const linkToken = z.preprocess(firstValue, z.string()).optional();
  */
 const linkPageHeaders = (html: string) => ({ ...pageResponseHeaders({ html }), 'referrer-policy': 'no-referrer' });
 
-export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, csrf, config }) => {
+export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, csrf, config, linkReviews }) => {
   const pages = createPageRenderer<PasswordPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
   const { minLength, maxLength } = config.passwords;
@@ -98,9 +108,14 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
     },
   );
 
-  app.get(RESET_PASSWORD_DONE_PAGE, { schema: hidden }, async (request, reply) => {
+  app.get(RESET_PASSWORD_DONE_PAGE, { schema: { ...hidden, querystring: z.object({ token: linkToken }) } }, async (request, reply) => {
     const i18n = request.language;
-    return sendPage(reply, pages.render('reset-password-done', { i18n, title: i18n.t('password-reset.done.title') }));
+    const { token } = request.query;
+    const opened = token === undefined || token === '' || linkReviews === undefined ? null : await linkReviews.openLinkReview(token);
+    const review = opened !== null && opened.ok && opened.accounts.length > 0 ? { token: token!, csrfToken: csrf.issueToken(request, reply), accounts: opened.accounts } : null;
+    const html = pages.render('reset-password-done', { i18n, title: i18n.t('password-reset.done.title'), review });
+    // With a review token in its URL, the page is a link page: no Referer carries it anywhere.
+    return review === null ? sendPage(reply, html) : reply.code(200).headers(linkPageHeaders(html)).send(html);
   });
 };
 

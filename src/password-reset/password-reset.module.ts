@@ -5,6 +5,7 @@ import { defineModule } from '../module.ts';
 import { createPasswordResetService, type PasswordResetService } from './password-reset.service.ts';
 import { passwordRoutes } from './password.routes.ts';
 import { passwordPageRoutes } from './password-pages.routes.ts';
+import { LINK_REVIEW_PAGE } from '../oauth/oauth.service.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -26,6 +27,7 @@ export const passwordResetModule = defineModule({
   provide: ({ db, config, services }) => ({
     passwordReset: createPasswordResetService({
       db,
+      ...('oauth' in services && { linkedProviders: { issueLinkReview: services.oauth.issueLinkReview, reviewPage: LINK_REVIEW_PAGE } }),
       users: services.users,
       credentials: services.credentials,
       tokens: services.actionTokens,
@@ -40,6 +42,10 @@ export const passwordResetModule = defineModule({
       register: (app, { services, authenticate }) =>
         app.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate, limits: services.limits }),
     },
-    { scope: 'browser', register: (app, { services, csrf, config }) => app.register(passwordPageRoutes, { passwordReset: services.passwordReset, csrf, config }) },
+    {
+      scope: 'browser',
+      register: (app, { services, csrf, config }) =>
+        app.register(passwordPageRoutes, { passwordReset: services.passwordReset, csrf, config, ...('oauth' in services && { linkReviews: services.oauth }) }),
+    },
   ],
 });

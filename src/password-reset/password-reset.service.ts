@@ -37,7 +37,8 @@ export type ResetTokenCheck =
   | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' };
 
 export type ResetPasswordResult =
-  | { ok: true; userId: string; sessionsEnded: number }
+  /** `linkReviewToken`: the review link's token when providers are linked (see LinkedProviderReview), else null. */
+  | { ok: true; userId: string; sessionsEnded: number; linkReviewToken: string | null }
   | { ok: false; reason: 'INVALID_TOKEN' | 'TOKEN_EXPIRED' }
   | { ok: false; reason: 'WEAK_PASSWORD'; rejection: PasswordRejection }
   /** Too many new passwords refused for this account or from this client (the token stays usable). */
@@ -45,8 +46,20 @@ export type ResetPasswordResult =
 
 export type PasswordResetService = ReturnType<typeof createPasswordResetService>;
 
+/**
+ * The providers linked to an account, which a reset does not take away: the reset lists them in its
+ * notice and on its confirmation page, each removable in one step under a review token (the oauth
+ * module's `issueLinkReview`). Without it (no providers module), nothing is listed.
+ */
+export interface LinkedProviderReview {
+  issueLinkReview(trx: Db, userId: string): Promise<{ token: string; providerNames: string[] } | null>;
+  /** The page the review token opens (`?token=`). */
+  readonly reviewPage: `/${string}`;
+}
+
 export function createPasswordResetService(deps: {
   db: Db;
+  linkedProviders?: LinkedProviderReview;
   users: UserService;
   credentials: CredentialsService;
   tokens: ActionTokens;
@@ -141,11 +154,19 @@ export function createPasswordResetService(deps: {
         // Spent by a concurrent request since the check, or expired meanwhile: nothing changes.
         if (!consumed.ok) return consumed;
         if (consumed.userId !== user.id) return { ok: false, reason: 'INVALID_TOKEN' };
-        const { sessionsEnded } = await credentials.replacePassword(trx, { user, passwordHash, event: 'password.reset', source: input.source });
+        // A provider a thief linked outlives the reset: the notice names each, with a page to remove it.
+        const review = (await deps.linkedProviders?.issueLinkReview(trx, user.id)) ?? null;
+        const { sessionsEnded } = await credentials.replacePassword(trx, {
+          user,
+          passwordHash,
+          event: 'password.reset',
+          source: input.source,
+          ...(review !== null && { linkedProviders: { names: review.providerNames, reviewUrl: mail.link(deps.linkedProviders!.reviewPage, { token: review.token }) } }),
+        });
         // The link reached the account's mailbox and came back: the address is proven, as by a verification link.
         await users.markEmailVerified(user.id, { db: trx });
         // A lock from failed sign-ins is lifted with the new password (users.setPasswordHash).
-        return { ok: true, userId: user.id, sessionsEnded };
+        return { ok: true, userId: user.id, sessionsEnded, linkReviewToken: review?.token ?? null };
       });
       if (result.ok) {
         mail.wake();

@@ -145,7 +145,9 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
         summary: 'Set a new password with a reset link’s token; ends every session of the account',
         description:
           'The token is checked first (400), then the password policy (422; the token stays usable). On success the token is ' +
-          'used up, the password replaced, every session of the account ended and a notice mailed, all at once. Nobody is signed in.',
+          'used up, the password replaced, every session of the account ended and a notice mailed, all at once. Nobody is signed in. ' +
+          'When providers are linked to the account, the notice names them with a link to a page that removes each (`/auth/linked-accounts?token=…`, ' +
+          'live 7 days), and a form post lands on `/auth/reset-password/done?token=…`, which lists them with a button each.',
         body: resetBody,
         response: {
           200: ok,
@@ -162,7 +164,12 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
       const { token, password } = request.body;
       const result = await passwordReset.resetPassword({ token, password, source: requestSource(request, null) });
       const isForm = isFormPost(request);
-      if (result.ok) return isForm ? reply.redirect(RESET_PASSWORD_DONE_PAGE, 303) : { ok: true as const };
+      if (result.ok) {
+        if (!isForm) return { ok: true as const };
+        // With providers linked, the confirmation lists them, each removable (the review token rides along as `token`, which request logs mask).
+        const review = result.linkReviewToken === null ? '' : `?${new URLSearchParams({ token: result.linkReviewToken })}`;
+        return reply.redirect(`${RESET_PASSWORD_DONE_PAGE}${review}`, 303);
+      }
       if (result.reason === 'WEAK_PASSWORD') {
         // Back to the same link's form: the token is still good, only the password was refused.
         if (isForm) return reply.redirect(`${RESET_PASSWORD_PAGE}?${new URLSearchParams({ token, ...refusalQuery(result.rejection) })}`, 303);

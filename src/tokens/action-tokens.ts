@@ -1,5 +1,6 @@
 /**
- * Single-use tokens carried by e-mail links: password reset and e-mail verification. A token is
+ * Tokens carried by e-mail links: password reset and e-mail verification (single use), and a
+ * reset's review of linked providers (checked, not used up: it removes each of them). A token is
  * 32 random bytes (base64url); storage keeps only its SHA-256, so a database leak opens no
  * account. Issuing a token ends the user's older tokens of the same purpose; consuming one is an
  * atomic update, so two requests racing with one token cannot both succeed.
@@ -12,7 +13,8 @@ import type { Clock } from '../lib/clock.ts';
 import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
 import * as store from './action-token.store.ts';
 
-export type ActionTokenPurpose = 'password_reset' | 'email_verification';
+/** `linked_accounts_review`: a password reset's link to remove the providers linked then (oauth module). */
+export type ActionTokenPurpose = 'password_reset' | 'email_verification' | 'linked_accounts_review';
 
 export type ActionTokenCheck =
   | { ok: true; tokenId: string; userId: string; expiresAt: number }
