@@ -28,12 +28,11 @@ import { randomId } from '../lib/random.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
-import type { Limiter } from '../http/rate-limit.ts';
 import { ADMIN_ROLE, type User, type UserService } from '../users/user.service.ts';
 import { nameProblem } from '../users/name.ts';
 import type { OrganizationsConfig } from './organizations.config.ts';
 import * as store from './organizations.store.ts';
-import { createOrganizationInvitationsService } from './organizations-invitations.service.ts';
+import { createOrganizationInvitationsService, type InvitationLimiters } from './organizations-invitations.service.ts';
 import { createOrganizationMembersService } from './organizations-members.service.ts';
 import {
   ADMIN,
@@ -76,10 +75,10 @@ export function createOrganizationsService(deps: {
    */
   users: Pick<UserService, 'findLocaleByEmail' | 'lockUser'>;
   config: OrganizationsConfig;
-  /** Counts invitations per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS). */
-  invitationLimiter: Limiter;
+  /** The budgets invitations are counted against: per organization, per inviter, per address. */
+  invitationLimiters: InvitationLimiters;
 }) {
-  const { db, isPostgres, clock, audit, mail, users, config, invitationLimiter } = deps;
+  const { db, isPostgres, clock, audit, mail, users, config, invitationLimiters } = deps;
 
   /**
    * Runs `fn` in a transaction holding the organization's lock, when the actor may act with
@@ -175,7 +174,7 @@ export function createOrganizationsService(deps: {
     mail,
     users,
     config,
-    invitationLimiter,
+    invitationLimiters,
     withOrganization,
     get: (organizationId, actor) => service.get(organizationId, actor),
   });
