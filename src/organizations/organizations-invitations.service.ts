@@ -7,13 +7,19 @@
  *
  * Events name the organization, the invitation (by its id) and the role, never the invited
  * address nor a token; only the token's hash is stored.
+ *
+ * Every invitation mail is counted against three budgets: the organization's, the inviter's (over
+ * all their organizations) and the invited address's (from everyone). They are counters of the
+ * `rateLimiters` service (storage or Redis, shared by every instance, surviving restarts) rather
+ * than rows counted in storage: invitations are deleted when replaced, answered or revoked, so
+ * their rows say nothing of the mails already sent.
  */
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
-import type { Limiter } from '../http/rate-limit.ts';
+import { accountKey, type Limiter } from '../http/rate-limit.ts';
 import type { User, UserService } from '../users/user.service.ts';
 import { mailLocale } from '../users/locale.ts';
 import { normaliseEmail } from '../users/email.ts';
@@ -46,6 +52,49 @@ import {
 
 export type OrganizationInvitationsService = ReturnType<typeof createOrganizationInvitationsService>;
 
+/** The budgets every invitation mail is counted against. */
+export interface InvitationLimiters {
+  /** Per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS), keyed by its id. */
+  perOrganization: Limiter;
+  /** Per inviting user, over all their organizations (RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_INVITER), keyed by their id. */
+  perInviter: Limiter;
+  /** Per invited address (RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_ADDRESS), keyed by a hash of its normal form. */
+  perAddress: Limiter;
+}
+
+/** One budget an invitation is counted against, and the refusal once it is used up. */
+interface Budget {
+  limiter: Limiter;
+  key: string;
+  refusal: 'RATE_LIMITED' | 'INVITATION_LIMIT_REACHED';
+}
+
+type Spent = { ok: true; giveBack(): Promise<void> } | { ok: false; reason: Budget['refusal']; retryAfterSeconds: number };
+
+/**
+ * Counts one invitation against each budget in turn. At the first that is used up, what was
+ * counted is given back (a refused invitation spends nobody's budget) and its refusal returned;
+ * otherwise `giveBack` undoes the count when no mail goes out after all.
+ */
+async function spendBudgets(budgets: Budget[]): Promise<Spent> {
+  const spent: Budget[] = [];
+  const giveBack = async () => void (await Promise.all(spent.map(({ limiter, key }) => limiter.refund(key))));
+  try {
+    for (const budget of budgets) {
+      const wait = await budget.limiter.consume(budget.key);
+      if (wait !== null) {
+        await giveBack();
+        return { ok: false, reason: budget.refusal, retryAfterSeconds: wait };
+      }
+      spent.push(budget);
+    }
+  } catch (error) {
+    await giveBack().catch(() => {});
+    throw error;
+  }
+  return { ok: true, giveBack };
+}
+
 export function createOrganizationInvitationsService(deps: {
   db: Db;
   clock: Clock;
@@ -54,14 +103,13 @@ export function createOrganizationInvitationsService(deps: {
   /** The invitee's language, when the address has an account. */
   users: Pick<UserService, 'findLocaleByEmail'>;
   config: Pick<OrganizationsConfig, 'invitationTtlSeconds'>;
-  /** Counts invitations per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS). */
-  invitationLimiter: Limiter;
+  invitationLimiters: InvitationLimiters;
   /** The organizations service's lock: runs a change when the actor may act on the organization. */
   withOrganization: WithOrganization;
   /** The organizations service's `get`: the organization and the actor's role in it. */
   get: (organizationId: string, actor: Actor) => Promise<{ organization: Organization; role: string | null } | null>;
 }) {
-  const { db, clock, audit, mail, users, config, invitationLimiter, withOrganization, get } = deps;
+  const { db, clock, audit, mail, users, config, invitationLimiters, withOrganization, get } = deps;
   const expiresInMinutes = Math.max(1, Math.floor(config.invitationTtlSeconds / 60));
 
   async function findInvitationRow(trx: Db, ref: InvitationRef): Promise<store.InvitationRow | undefined> {
@@ -77,6 +125,42 @@ export function createOrganizationInvitationsService(deps: {
     return null;
   }
 
+  /** The invitation written and its mail queued, in one transaction holding the organization's lock (its budgets spent already). */
+  async function sendInvitation(organizationId: string, actor: Actor, input: { email: string; role: string }, source: AuditSource): Promise<InviteResult> {
+    const { email, role } = input;
+    // The mail's language: the invitee's own when they have an account, else the inviter's (the
+    // request's). Read before the transaction: on SQLite it holds the only connection.
+    const locale = mailLocale({ locale: await users.findLocaleByEmail(email) }, source);
+    return withOrganization(organizationId, actor, 'manager', async (trx, row, actorRole): Promise<InviteResult> => {
+      if (role === OWNER && actorRole !== null && actorRole !== OWNER) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
+      if (await store.isMemberByEmail(trx, organizationId, email)) return { ok: false, reason: 'ALREADY_MEMBER' };
+      const now = clock();
+      const token = randomSecret(32);
+      const invitation: store.InvitationRow = {
+        id: randomId(),
+        organization_id: organizationId,
+        email,
+        role,
+        token_hash: sha256Base64url(token),
+        invited_by: isOperator(actor) ? null : actor.userId,
+        created_at: now,
+        expires_at: now + config.invitationTtlSeconds * 1000,
+      };
+      for (const replacedId of await store.deleteInvitationsTo(trx, organizationId, email)) {
+        await audit.record({ type: 'organization.invitation.revoked', source, reason: 'REPLACED', details: eventDetails(row, { invitationId: replacedId }) }, { db: trx });
+      }
+      await store.insertInvitation(trx, invitation);
+      await mail.enqueue(trx, {
+        to: email,
+        template: 'organization-invitation',
+        locale,
+        data: { name: null, organizationName: row.name, role, acceptUrl: mail.link(INVITATION_PAGE, { token }), expiresInMinutes },
+      });
+      await audit.record({ type: 'organization.invitation.created', source, details: eventDetails(row, { invitationId: invitation.id, role }) }, { db: trx });
+      return { ok: true, invitation: toInvitation(invitation) };
+    });
+  }
+
   const missing = (ref: InvitationRef) => ('token' in ref ? 'INVITATION_INVALID' : 'INVITATION_NOT_FOUND') as 'INVITATION_INVALID' | 'INVITATION_NOT_FOUND';
 
   return {
@@ -85,7 +169,10 @@ export function createOrganizationInvitationsService(deps: {
      * works once, for ORGANIZATION_INVITATION_TTL, mailed through the outbox in the transaction
      * that stores its hash. A new invitation to the same address replaces the pending one. The
      * answer does not depend on whether the address has an account; an address of a member is
-     * refused (ALREADY_MEMBER: who may invite sees the members anyway). Counted per organization.
+     * refused (ALREADY_MEMBER: who may invite sees the members anyway). Counted per organization
+     * (RATE_LIMITED), per inviter and per address (INVITATION_LIMIT_REACHED: one code for both);
+     * the address's budget is keyed by its normal form whether or not it has an account, and an
+     * invitation that mails nothing (refused, failed) is given back to all three.
      */
     async invite(organizationId: string, actor: Actor, input: { email: string; role: string }, source: AuditSource): Promise<InviteResult> {
       const email = normaliseEmail(input.email);
@@ -96,39 +183,19 @@ export function createOrganizationInvitationsService(deps: {
       const found = await get(organizationId, actor);
       if (found === null) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
       if (found.role !== null && found.role !== OWNER && found.role !== ADMIN) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
-      const wait = await invitationLimiter.consume(organizationId);
-      if (wait !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: wait };
-      // The mail's language: the invitee's own when they have an account, else the inviter's (the
-      // request's). Read before the transaction: on SQLite it holds the only connection.
-      const locale = mailLocale({ locale: await users.findLocaleByEmail(email) }, source);
-      const result = await withOrganization(organizationId, actor, 'manager', async (trx, row, actorRole): Promise<InviteResult> => {
-        if (role === OWNER && actorRole !== null && actorRole !== OWNER) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
-        if (await store.isMemberByEmail(trx, organizationId, email)) return { ok: false, reason: 'ALREADY_MEMBER' };
-        const now = clock();
-        const token = randomSecret(32);
-        const invitation: store.InvitationRow = {
-          id: randomId(),
-          organization_id: organizationId,
-          email,
-          role,
-          token_hash: sha256Base64url(token),
-          invited_by: isOperator(actor) ? null : actor.userId,
-          created_at: now,
-          expires_at: now + config.invitationTtlSeconds * 1000,
-        };
-        for (const replacedId of await store.deleteInvitationsTo(trx, organizationId, email)) {
-          await audit.record({ type: 'organization.invitation.revoked', source, reason: 'REPLACED', details: eventDetails(row, { invitationId: replacedId }) }, { db: trx });
-        }
-        await store.insertInvitation(trx, invitation);
-        await mail.enqueue(trx, {
-          to: email,
-          template: 'organization-invitation',
-          locale,
-          data: { name: null, organizationName: row.name, role, acceptUrl: mail.link(INVITATION_PAGE, { token }), expiresInMinutes },
-        });
-        await audit.record({ type: 'organization.invitation.created', source, details: eventDetails(row, { invitationId: invitation.id, role }) }, { db: trx });
-        return { ok: true, invitation: toInvitation(invitation) };
-      });
+      const budgets = await spendBudgets([
+        { limiter: invitationLimiters.perOrganization, key: organizationId, refusal: 'RATE_LIMITED' },
+        ...(isOperator(actor) ? [] : [{ limiter: invitationLimiters.perInviter, key: actor.userId, refusal: 'INVITATION_LIMIT_REACHED' as const }]),
+        { limiter: invitationLimiters.perAddress, key: accountKey(email), refusal: 'INVITATION_LIMIT_REACHED' },
+      ]);
+      if (!budgets.ok) return budgets;
+      let result: InviteResult | undefined;
+      try {
+        result = await sendInvitation(organizationId, actor, { email, role }, source);
+      } finally {
+        // A refund that fails keeps the count: a budget may come out short, never long.
+        if (result?.ok !== true) await budgets.giveBack().catch(() => {});
+      }
       if (result.ok) mail.wake();
       return result;
     },

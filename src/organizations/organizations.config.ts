@@ -18,6 +18,17 @@ export interface OrganizationsConfig {
   readonly maxOwnedPerUser: number;
   /** Invitations sent per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS, default 100 a day). */
   readonly invitationsPerOrganization: RateLimit;
+  /**
+   * Invitations one member sends, over all their organizations
+   * (RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_INVITER, default 100 a day): without it, one account
+   * owning many organizations multiplies the per-organization limit.
+   */
+  readonly invitationsPerInviter: RateLimit;
+  /**
+   * Invitations one address receives, from every organization and inviter together
+   * (RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_ADDRESS, default 10 a day), counted by its normal form.
+   */
+  readonly invitationsPerAddress: RateLimit;
 }
 
 declare module '../config.ts' {
@@ -32,5 +43,7 @@ export const organizationsConfigSection: ConfigSection = (read) => ({
     invitationTtlSeconds: read.duration('ORGANIZATION_INVITATION_TTL', 7 * 86_400),
     maxOwnedPerUser: read.integer('MAX_ORGANIZATIONS_PER_USER', 100, { min: 1, max: 100_000 }),
     invitationsPerOrganization: read.rateLimit('RATE_LIMIT_ORGANIZATION_INVITATIONS', { points: 100, durationSeconds: 86_400 }),
+    invitationsPerInviter: read.rateLimit('RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_INVITER', { points: 100, durationSeconds: 86_400 }),
+    invitationsPerAddress: read.rateLimit('RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_ADDRESS', { points: 10, durationSeconds: 86_400 }),
   },
 });

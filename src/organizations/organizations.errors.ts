@@ -19,6 +19,9 @@ export const ORGANIZATIONS_ERRORS = defineErrorCodes('organizations', {
   INVITATION_EXPIRED: { status: 400, message: 'This invitation has expired: ask for a new one.' },
   INVITATION_EMAIL_MISMATCH: { status: 403, message: 'This invitation is for another e-mail address: sign in with the invited address.' },
   INVITATION_EMAIL_UNVERIFIED: { status: 403, message: 'Verify your e-mail address before accepting an invitation sent to it.' },
+  // One code for the inviter's budget and the address's: the answer does not say whose ran out, so
+  // it tells the inviter nothing about the invitations others sent to the address.
+  INVITATION_LIMIT_REACHED: { status: 429, message: 'You have sent as many invitations as you may for now, or this address has received as many as it may: try again later.' },
 });
 
 type OrganizationsErrorCodes = typeof ORGANIZATIONS_ERRORS;

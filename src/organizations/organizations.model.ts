@@ -91,7 +91,12 @@ export type CreateResult =
 export type UpdateResult = { ok: true; organization: Organization } | Refused | { ok: false; reason: 'SLUG_TAKEN' } | { ok: false; reason: 'INVALID_NAME' | 'INVALID_SLUG'; message: string };
 export type MemberChangeResult = { ok: true; member: Member } | Refused | { ok: false; reason: 'MEMBER_NOT_FOUND' | 'LAST_OWNER' | 'INVALID_ROLE' | 'ALREADY_MEMBER' };
 export type RemoveResult = { ok: true } | Refused | { ok: false; reason: 'MEMBER_NOT_FOUND' | 'LAST_OWNER' };
-export type InviteResult = { ok: true; invitation: Invitation } | Refused | { ok: false; reason: 'ALREADY_MEMBER' | 'INVALID_ROLE' } | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
+export type InviteResult =
+  | { ok: true; invitation: Invitation }
+  | Refused
+  | { ok: false; reason: 'ALREADY_MEMBER' | 'INVALID_ROLE' }
+  // RATE_LIMITED: the organization's limit; INVITATION_LIMIT_REACHED: the inviter's or the address's budget.
+  | { ok: false; reason: 'RATE_LIMITED' | 'INVITATION_LIMIT_REACHED'; retryAfterSeconds: number };
 export type InvitationLinkResult<T> = { ok: true } & T | { ok: false; reason: 'INVITATION_INVALID' | 'INVITATION_EXPIRED' | 'INVITATION_NOT_FOUND' };
 export type AcceptResult =
   | { ok: true; organization: Organization; role: string }

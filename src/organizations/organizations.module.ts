@@ -66,7 +66,11 @@ export const organizationsModule = defineModule({
         mail,
         users,
         config: config.organizations,
-        invitationLimiter: rateLimiters.create('organization-invitations', config.organizations.invitationsPerOrganization),
+        invitationLimiters: {
+          perOrganization: rateLimiters.create('organization-invitations', config.organizations.invitationsPerOrganization),
+          perInviter: rateLimiters.create('organization-invitations-inviter', config.organizations.invitationsPerInviter),
+          perAddress: rateLimiters.create('organization-invitations-address', config.organizations.invitationsPerAddress),
+        },
       }),
     };
   },

@@ -392,7 +392,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         tags,
         summary: 'Invite someone by e-mail',
         description:
-          'OWNER or ADMIN (only an OWNER invites an OWNER). Mails a link that works once, for ORGANIZATION_INVITATION_TTL (default 7 days); a new invitation to the same address replaces the pending one. The answer is the same whether or not the address has an account. Counted per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS).',
+          'OWNER or ADMIN (only an OWNER invites an OWNER). Mails a link that works once, for ORGANIZATION_INVITATION_TTL (default 7 days); a new invitation to the same address replaces the pending one. The answer is the same whether or not the address has an account. Counted per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS), per inviter over all their organizations (RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_INVITER) and per invited address from everyone (RATE_LIMIT_ORGANIZATION_INVITATIONS_PER_ADDRESS); an invitation refused or not sent is not counted.',
         security,
         params: organizationParams,
         body: inviteBody,
@@ -401,7 +401,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
           ...bodyErrorResponses,
           ...signedInErrors,
           409: errorResponse.describe('The address belongs to a member already (ALREADY_MEMBER)'),
-          429: errorResponse.describe('Too many invitations from this organization (RATE_LIMITED), with Retry-After'),
+          429: errorResponse.describe('Too many invitations from this organization (RATE_LIMITED), or from you or to this address (INVITATION_LIMIT_REACHED: one code for both); with Retry-After'),
         },
       },
     },

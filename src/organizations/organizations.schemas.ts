@@ -97,7 +97,8 @@ export function refusal(result: { reason: string; message?: string; retryAfterSe
     case 'INVALID_ROLE':
       return new AppError('VALIDATION_ERROR', { errors: [{ field: 'role', message: 'must be UPPER_SNAKE (OWNER, ADMIN, MEMBER or a custom role)' }] });
     case 'RATE_LIMITED':
-      return new AppError('RATE_LIMITED', { retryAfterSeconds: result.retryAfterSeconds ?? 60 });
+    case 'INVITATION_LIMIT_REACHED':
+      return new AppError(result.reason, { retryAfterSeconds: result.retryAfterSeconds ?? 60 });
     default:
       return new AppError(result.reason as never);
   }

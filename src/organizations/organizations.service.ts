@@ -28,12 +28,11 @@ import { randomId } from '../lib/random.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
-import type { Limiter } from '../http/rate-limit.ts';
 import { ADMIN_ROLE, type User, type UserService } from '../users/user.service.ts';
 import { nameProblem } from '../users/name.ts';
 import type { OrganizationsConfig } from './organizations.config.ts';
 import * as store from './organizations.store.ts';
-import { createOrganizationInvitationsService } from './organizations-invitations.service.ts';
+import { createOrganizationInvitationsService, type InvitationLimiters } from './organizations-invitations.service.ts';
 import { createOrganizationMembersService } from './organizations-members.service.ts';
 import {
   ADMIN,
@@ -70,13 +69,16 @@ export function createOrganizationsService(deps: {
   logger: Logger;
   audit: AuditService;
   mail: MailService;
-  /** An invitation mail is in the invitee's language when their address has an account. */
-  users: Pick<UserService, 'findLocaleByEmail'>;
+  /**
+   * An invitation mail is in the invitee's language when their address has an account; a creation
+   * under MAX_ORGANIZATIONS_PER_USER locks its owner's row.
+   */
+  users: Pick<UserService, 'findLocaleByEmail' | 'lockUser'>;
   config: OrganizationsConfig;
-  /** Counts invitations per organization (RATE_LIMIT_ORGANIZATION_INVITATIONS). */
-  invitationLimiter: Limiter;
+  /** The budgets invitations are counted against: per organization, per inviter, per address. */
+  invitationLimiters: InvitationLimiters;
 }) {
-  const { db, isPostgres, clock, audit, mail, users, config, invitationLimiter } = deps;
+  const { db, isPostgres, clock, audit, mail, users, config, invitationLimiters } = deps;
 
   /**
    * Runs `fn` in a transaction holding the organization's lock, when the actor may act with
@@ -112,7 +114,13 @@ export function createOrganizationsService(deps: {
     }
   }
 
-  async function insertWithSlug(row: Omit<store.OrganizationRow, 'slug'>, slug: string, isGenerated: boolean, ownerId: string, source: AuditSource): Promise<CreateResult> {
+  /**
+   * Writes the organization with its first OWNER, under a free slug. With `isCapped`, the owner's
+   * row is locked first and the organizations they own are counted in the same transaction, so
+   * concurrent creations by one user run one after the other and never pass MAX_ORGANIZATIONS_PER_USER
+   * together (SQLite runs one writing transaction at a time anyway).
+   */
+  async function insertWithSlug(row: Omit<store.OrganizationRow, 'slug'>, slug: string, isGenerated: boolean, ownerId: string, isCapped: boolean, source: AuditSource): Promise<CreateResult> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const candidate = attempt === 0 ? slug : `${slug}-${suffix()}`;
       if (await store.findOrganizationBySlug(db, candidate)) {
@@ -121,13 +129,18 @@ export function createOrganizationsService(deps: {
       }
       const organization: store.OrganizationRow = { ...row, slug: candidate };
       try {
-        await db.transaction().execute(async (trx) => {
+        const isWithinCap = await db.transaction().execute(async (trx) => {
+          if (isCapped) {
+            await users.lockUser(trx, ownerId);
+            if ((await store.countOwned(trx, ownerId)) >= config.maxOwnedPerUser) return false;
+          }
           await store.insertOrganization(trx, organization);
           await store.insertMember(trx, { organization_id: row.id, user_id: ownerId, role: OWNER, created_at: row.created_at, updated_at: row.created_at });
           await audit.record({ type: 'organization.created', userId: ownerId, source, details: eventDetails(organization, { name: organization.name }) }, { db: trx });
           await audit.record({ type: 'organization.member.added', userId: ownerId, source, details: eventDetails(organization, { role: OWNER }) }, { db: trx });
+          return true;
         });
-        return { ok: true, organization: toOrganization(organization) };
+        return isWithinCap ? { ok: true, organization: toOrganization(organization) } : { ok: false, reason: 'ORGANIZATION_LIMIT_REACHED' };
       } catch (error) {
         // Two creations with one slug at once: the unique index decides, the loser is told (or
         // tries another suffix, for a slug it did not choose).
@@ -161,7 +174,7 @@ export function createOrganizationsService(deps: {
     mail,
     users,
     config,
-    invitationLimiter,
+    invitationLimiters,
     withOrganization,
     get: (organizationId, actor) => service.get(organizationId, actor),
   });
@@ -183,13 +196,12 @@ export function createOrganizationsService(deps: {
         const slugIssue = slugProblem(input.slug);
         if (slugIssue !== null) return { ok: false, reason: 'INVALID_SLUG', message: slugIssue };
       }
-      if (options.policyFor !== undefined) {
-        if (!mayCreate(options.policyFor)) return { ok: false, reason: 'ORGANIZATION_CREATION_DISABLED' };
-        if ((await store.countOwned(db, ownerId)) >= config.maxOwnedPerUser) return { ok: false, reason: 'ORGANIZATION_LIMIT_REACHED' };
-      }
+      if (options.policyFor !== undefined && !mayCreate(options.policyFor)) return { ok: false, reason: 'ORGANIZATION_CREATION_DISABLED' };
       const now = clock();
       const row = { id: randomId(), name, created_at: now, updated_at: now };
-      return input.slug === undefined ? insertWithSlug(row, slugFromName(name), true, ownerId, source) : insertWithSlug(row, input.slug, false, ownerId, source);
+      // MAX_ORGANIZATIONS_PER_USER is counted in the creating transaction (see insertWithSlug).
+      const isCapped = options.policyFor !== undefined;
+      return input.slug === undefined ? insertWithSlug(row, slugFromName(name), true, ownerId, isCapped, source) : insertWithSlug(row, input.slug, false, ownerId, isCapped, source);
     },
 
     /** The user's organizations with their role, by name; `sessionId` marks that session's active one. */
