@@ -146,3 +146,53 @@ for (const backend of await backends()) {
     });
   }
 }
+
+/**
+ * One rule for which sessions have used a second factor (docs/guides/mfa.md): the session that
+ * enrolled has, an older one has not until it steps up. Both strategies must answer the same.
+ */
+for (const backend of await backends()) {
+  describe(`regression (issue 30.7): both strategies agree on which sessions have used a second factor, on ${backend.name}`, { skip: backend.skip }, () => {
+    const clock = fakeClock();
+    const apps = {
+      database: useTestApp(backend, { clock, env: { SESSION_STRATEGY: 'database', MFA_REQUIRED_ROLES: 'ADMIN' } }),
+      jwt: useTestApp(backend, { clock, env: { SESSION_STRATEGY: 'jwt', MFA_REQUIRED_ROLES: 'ADMIN' } }),
+    };
+
+    /** What each session gets at the admin area and at a step-up change, through enrolment and a step-up. */
+    async function observe(t: (typeof apps)['database'], email: string) {
+      const signIn = async () => (await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } })).json().token as string;
+      const call = async (method: 'GET' | 'DELETE', url: string, token: string, payload?: object) => {
+        const response = await t.app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload && { payload }) });
+        return response.statusCode === 200 ? 200 : `${response.statusCode} ${response.json().error}`;
+      };
+      await createUser(t.services, { email, password: PASSWORD, roles: ['ADMIN'] });
+      const older = await signIn();
+      const enrolling = await signIn();
+      const { secret } = (await t.app.inject({ method: 'POST', url: '/api/auth/mfa/totp/setup', headers: { authorization: `Bearer ${enrolling}` }, payload: {} })).json();
+      const enabled = await t.app.inject({ method: 'POST', url: '/api/auth/mfa/totp/enable', headers: { authorization: `Bearer ${enrolling}` }, payload: { code: totpCode(secret, clock()) } });
+      assert.equal(enabled.statusCode, 200, enabled.body);
+      clock.advance(TOTP_STEP_MS);
+      const seen = {
+        enrollingAdmin: await call('GET', '/api/admin/users', enrolling),
+        olderAdmin: await call('GET', '/api/admin/users', older),
+        olderEndSessions: await call('DELETE', '/api/admin/users/nobody/sessions', older),
+        olderAfterStepUp: '' as number | string,
+      };
+      const stepped = await t.app.inject({ method: 'POST', url: '/api/auth/mfa/step-up', headers: { authorization: `Bearer ${older}` }, payload: { code: totpCode(secret, clock()) } });
+      assert.equal(stepped.statusCode, 200, stepped.body);
+      seen.olderAfterStepUp = await call('GET', '/api/admin/users', older);
+      return seen;
+    }
+
+    it('the enrolling session reaches the admin area at once; an older one answers STEP_UP_REQUIRED until it steps up; the strategies agree', async () => {
+      const database = await observe(apps.database, 'agree-database@example.com');
+      const jwt = await observe(apps.jwt, 'agree-jwt@example.com');
+      assert.deepEqual(database, jwt, 'the two strategies answer the same');
+      assert.equal(database.enrollingAdmin, 200);
+      assert.equal(database.olderAdmin, '403 STEP_UP_REQUIRED');
+      assert.equal(database.olderEndSessions, '403 STEP_UP_REQUIRED');
+      assert.equal(database.olderAfterStepUp, 200);
+    });
+  });
+}
