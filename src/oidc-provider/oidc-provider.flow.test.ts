@@ -11,7 +11,12 @@ import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { createProtector } from '../../packages/protect/src/protect.ts';
 import { rotateSigningKey } from '../sessions/signing-keys.ts';
-import { TEST_SECRET } from '../../test/helpers/app.ts';
+import { createUser, TEST_SECRET } from '../../test/helpers/app.ts';
+import { totpCode } from '../../test/helpers/totp.ts';
+import { SoftAuthenticator } from '../../test/helpers/webauthn.ts';
+import type { User } from '../users/user.service.ts';
+import { LOCALES } from '../i18n/locales.ts';
+import { escapeHtml } from '../i18n/translator.ts';
 import { backends } from '../../test/helpers/databases.ts';
 import { authorize as authorizeIn, Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER, type AuthorizeOptions } from '../../test/helpers/oidc-rp.ts';
 import { join } from 'node:path';
@@ -404,6 +409,127 @@ for (const backend of await backends()) {
       const html = await dashboard.text();
       assert.match(html, /<h2 id="connected-apps-heading">Aplicaciones conectadas<\/h2>/);
       assert.match(html, /aria-label="Desconectar Sprachtest">Desconectar<\/button>/);
+    });
+
+    describe('a password or second-factor change', () => {
+      let serial = 0;
+      /** A user of their own (a change must not touch the suite's user), signed in in `browser` only. */
+      async function newUser() {
+        serial += 1;
+        const credentials = { email: `change-${serial}@example.com`, password: `${USER.password} ${serial}` };
+        const user = await createUser(server.get().services, { ...credentials, name: 'Grace Hopper' });
+        return { ...credentials, user, browser: new Browser(server.get().url) };
+      }
+      /** The app's refresh token for the user signed in (or signing in) in `browser`, checked live. */
+      async function connect(browser: Browser, user: { email: string; password: string }, config: client.Configuration): Promise<string> {
+        const flow = await authorize(browser, config, { scope: 'openid offline_access', user });
+        const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce });
+        assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, true);
+        return tokens.refresh_token!;
+      }
+      async function app(name: string): Promise<client.Configuration> {
+        const t = server.get();
+        const { clientId, clientSecret } = await registerClient(t, { name, redirectUris: [REDIRECT], isFirstParty: true, grantTypes: ['authorization_code', 'refresh_token'] });
+        return discover(t.url, clientId, clientSecret);
+      }
+      async function assertEnded(config: client.Configuration, refreshToken: string, label: string): Promise<void> {
+        assert.equal((await client.tokenIntrospection(config, refreshToken)).active, false, `${label}: introspection`);
+        await assert.rejects(
+          client.refreshTokenGrant(config, refreshToken),
+          (error: unknown) => error instanceof client.ResponseBodyError && error.status === 400 && error.error === 'invalid_grant',
+          `${label}: refreshing answers 400 invalid_grant`,
+        );
+      }
+      const source = (actorUserId: string | null) => ({ actorUserId, ip: '127.0.0.1', userAgent: null });
+      async function addPasskey(user: User) {
+        const t = server.get();
+        const options = await t.services.passkeys.registrationOptions(user);
+        assert.ok(options.ok);
+        const added = await t.services.passkeys.register(user, new SoftAuthenticator({ origin: t.url }).register(options.options), { source: source(user.id), backup: t.services.mfa });
+        assert.ok(added.ok, JSON.stringify(added));
+        return added.passkey;
+      }
+
+      it('regression (issue 30.2): refreshing at the token endpoint after a password change from a session that ended no other answers 400 invalid_grant', async () => {
+        const t = server.get();
+        const { email, password, user, browser } = await newUser();
+        const config = await app('Password change app');
+        const refreshToken = await connect(browser, { email, password }, config);
+        assert.equal((await t.services.sessions.listSessions(user.id)).length, 1, 'the browser holds the only session');
+
+        const { csrfToken } = (await (await browser.fetch('/api/auth/csrf')).json()) as { csrfToken: string };
+        const changed = await browser.fetch('/api/auth/change-password', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: browser.origin, 'sec-fetch-site': 'same-origin', 'x-csrf-token': csrfToken },
+          body: JSON.stringify({ currentPassword: password, newPassword: 'violet quasar trombone lighthouse 6120' }),
+        });
+        assert.equal(changed.status, 200, await changed.clone().text());
+        assert.equal((await t.services.sessions.listSessions(user.id)).length, 1, 'no other session ended: the change ended none');
+        await assertEnded(config, refreshToken, 'after the password change');
+      });
+
+      it('regression (issue 30.2): Connected apps says beforehand, in every language, that a password or second-factor change signs the user out of the apps', async () => {
+        const t = server.get();
+        const { email, password, browser } = await newUser();
+        await connect(browser, { email, password }, await app('Warned app'));
+        for (const locale of LOCALES) {
+          const html = await (await browser.fetch(`/dashboard?lang=${locale}`)).text();
+          const section = html.slice(html.indexOf('id="connected-apps-heading"'));
+          assert.match(section, /Warned app/, locale);
+          const warning = escapeHtml(t.services.translations.translator(locale).t('oidc-provider.connectedApps.endsOnChange'));
+          assert.ok(section.slice(0, section.indexOf('Warned app')).includes(warning), `${locale}: the warning comes before the apps`);
+        }
+      });
+
+      it('regression (issue 30.2): adding an authenticator app ends the apps’ grants and refresh tokens', async () => {
+        const t = server.get();
+        const { email, password, user, browser } = await newUser();
+        const config = await app('TOTP app');
+        const refreshToken = await connect(browser, { email, password }, config);
+        const setup = await t.services.mfa.beginTotpSetup(user);
+        assert.ok(setup.ok);
+        assert.ok((await t.services.mfa.enableTotp(user, totpCode(setup.secret, Date.now()), source(user.id))).ok);
+        await assertEnded(config, refreshToken, 'after adding an authenticator app');
+      });
+
+      it('regression (issue 30.2): adding a passkey ends the apps’ grants and refresh tokens', async () => {
+        const { email, password, user, browser } = await newUser();
+        const config = await app('Passkey app');
+        const refreshToken = await connect(browser, { email, password }, config);
+        await addPasskey(user);
+        await assertEnded(config, refreshToken, 'after adding a passkey');
+      });
+
+      it('regression (issue 30.2): removing a second factor, renewing recovery codes and an administrator’s reset end the apps’ grants and refresh tokens', async () => {
+        const t = server.get();
+        const { email, password, user, browser } = await newUser();
+        const config = await app('Factor removal app');
+        // Signed in before the factors exist: the session stays, and the app connects through it each time.
+        await browser.signIn(email, password);
+        const setup = await t.services.mfa.beginTotpSetup(user);
+        assert.ok(setup.ok);
+        const enabled = await t.services.mfa.enableTotp(user, totpCode(setup.secret, Date.now()), source(user.id));
+        assert.ok(enabled.ok);
+        const passkey = await addPasskey(user);
+
+        let refreshToken = await connect(browser, { email, password }, config);
+        const renewed = await t.services.mfa.regenerateRecoveryCodes(user, enabled.recoveryCodes[0], source(user.id));
+        assert.ok(renewed.ok);
+        await assertEnded(config, refreshToken, 'after renewing the recovery codes');
+
+        refreshToken = await connect(browser, { email, password }, config);
+        assert.ok((await t.services.mfa.disableTotp(user, renewed.recoveryCodes[0], source(user.id))).ok);
+        await assertEnded(config, refreshToken, 'after removing the authenticator app');
+
+        refreshToken = await connect(browser, { email, password }, config);
+        assert.ok(await t.services.passkeys.remove(user, passkey.id, source(user.id)));
+        await assertEnded(config, refreshToken, 'after removing a passkey');
+
+        await addPasskey(user);
+        refreshToken = await connect(browser, { email, password }, config);
+        await t.services.mfa.resetFactors(user, source(null));
+        await assertEnded(config, refreshToken, 'after an administrator reset the second factors');
+      });
     });
 
     it('revokes the grants and refresh tokens of a user whose sessions all end', async () => {
