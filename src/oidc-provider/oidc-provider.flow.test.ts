@@ -216,7 +216,7 @@ for (const backend of await backends()) {
       const t = server.get();
       const { clientId, clientSecret } = await registerClient(t, { name: 'API app', redirectUris: [REDIRECT], isFirstParty: true });
       const config = await discover(t.url, clientId, clientSecret);
-      const flow = await authorize(new Browser(t.url), config, { scope: 'openid read:items offline_access', resource: API });
+      const flow = await authorize(new Browser(t.url), config, { scope: 'openid roles read:items offline_access', resource: API });
       const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce }, { resource: API });
       const jwks = createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`));
       const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, { issuer: t.url, audience: API, typ: 'at+jwt' });
@@ -239,6 +239,77 @@ for (const backend of await backends()) {
       assert.equal(active.active, true);
       await client.tokenRevocation(config, tokens.refresh_token!);
       assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, false);
+    });
+
+    it('regression (issue 30.6): an access token carries roles only with the roles scope: for an API or opaque, at issue and at refresh', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Roles app', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const jwks = createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`));
+      const issue = async (scope: string, resource?: string) => {
+        const flow = await authorize(new Browser(t.url), config, { scope, ...(resource !== undefined && { resource }) });
+        const checks = { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, ...(scope.split(' ').includes('openid') && { expectedNonce: flow.nonce }) };
+        return client.authorizationCodeGrant(config, flow.callback, checks, resource === undefined ? {} : { resource });
+      };
+      const apiClaims = async (accessToken: string) => (await jwtVerify(accessToken, jwks, { issuer: t.url, audience: API, typ: 'at+jwt' })).payload;
+
+      const without = await issue('openid read:items offline_access', API);
+      assert.equal((await apiClaims(without.access_token)).roles, undefined, 'no roles scope: no roles for the API');
+      const refreshed = await client.refreshTokenGrant(config, without.refresh_token!, { resource: API });
+      assert.equal((await apiClaims(refreshed.access_token)).roles, undefined, 'nor after a refresh');
+
+      const withRoles = await issue('openid roles read:items offline_access', API);
+      assert.deepEqual((await apiClaims(withRoles.access_token)).roles, ['EDITOR'], 'the roles scope: roles for the API');
+      const narrowed = await client.refreshTokenGrant(config, withRoles.refresh_token!, { resource: API, scope: 'openid read:items' });
+      assert.equal((await apiClaims(narrowed.access_token)).roles, undefined, 'a refresh that leaves the roles scope out gets none');
+      const full = await client.refreshTokenGrant(config, narrowed.refresh_token!, { resource: API });
+      assert.deepEqual((await apiClaims(full.access_token)).roles, ['EDITOR'], 'a refresh with the roles scope reads them again');
+
+      // Without the openid scope, as an MCP client asks.
+      const oauthOnly = await issue('read:items roles', API);
+      assert.deepEqual((await apiClaims(oauthOnly.access_token)).roles, ['EDITOR'], 'roles asked for without openid');
+
+      // Opaque tokens (no resource): what introspection tells.
+      const opaque = await issue('openid email');
+      assert.equal((await client.tokenIntrospection(config, opaque.access_token)).roles, undefined, 'opaque, no roles scope');
+      const opaqueWithRoles = await issue('openid roles');
+      assert.deepEqual((await client.tokenIntrospection(config, opaqueWithRoles.access_token)).roles, ['EDITOR'], 'opaque, the roles scope');
+    });
+
+    it('regression (issue 30.6): the consent page says, in every language, that roles asked for with an API go to that API, and lists no roles when none are asked', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Roles consent app', redirectUris: [REDIRECT] });
+      const config = await discover(t.url, clientId, clientSecret);
+      const browser = new Browser(t.url);
+      await browser.signIn(USER.email, USER.password);
+      const consentPage = async (scope: string): Promise<string> => {
+        const url = client.buildAuthorizationUrl(config, {
+          redirect_uri: REDIRECT,
+          scope,
+          resource: API,
+          state: 'st',
+          code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+          code_challenge_method: 'S256',
+        });
+        const step = await follow(browser, url.pathname + url.search);
+        assert.ok('page' in step && step.url.startsWith('/oidc/interaction/'), 'the consent page');
+        await step.page.body?.cancel();
+        return step.url;
+      };
+      const translator = (locale: (typeof LOCALES)[number]) => t.services.translations.translator(locale);
+
+      const page = await consentPage('openid roles read:items');
+      for (const locale of LOCALES) {
+        browser.cookies.set('gatehouse.lang', locale);
+        const html = await (await browser.fetch(page)).text();
+        const item = escapeHtml(translator(locale).t('oidc-provider.consent.scope.rolesForResource', { resource: API }));
+        assert.ok(html.includes(`<li>${item}</li>`), `${locale}: ${html.slice(html.indexOf('<ul'), html.indexOf('</ul>'))}`);
+      }
+
+      browser.cookies.set('gatehouse.lang', 'en');
+      const withoutRoles = await (await browser.fetch(await consentPage('openid read:items'))).text();
+      assert.ok(!withoutRoles.includes(escapeHtml(translator('en').t('oidc-provider.consent.scope.roles'))), 'no roles asked: none listed');
+      assert.ok(!withoutRoles.includes(escapeHtml(translator('en').t('oidc-provider.consent.scope.rolesForResource', { resource: API }))), 'no roles asked: none passed on');
     });
 
     it('gives a machine a token by client credentials: client_id and scope, no user', async () => {

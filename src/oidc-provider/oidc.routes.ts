@@ -119,15 +119,24 @@ interface MissingConsent {
 /** Scopes the consent page puts in words (`oidc-provider.consent.scope.<scope>`); others are named. */
 export const SCOPES_IN_WORDS: ReadonlySet<string> = new Set(['openid', 'profile', 'email', 'roles', 'offline_access']);
 
-/** The scopes of a consent in words, in the page's language, for the consent page. */
-export function consentItems(missing: MissingConsent, i18n: PageLanguage): string[] {
-  const items = (missing.missingOIDCScope ?? []).map((scope) =>
-    SCOPES_IN_WORDS.has(scope) ? i18n.t(`oidc-provider.consent.scope.${scope}`, { brand: i18n.brand.name }) : i18n.t('oidc-provider.consent.scope.other', { scope }),
-  );
+/**
+ * The scopes of a consent in words, in the page's language, for the consent page. `resources` are
+ * the APIs the request is for: the roles, when asked, go into their tokens too, and the page says so.
+ */
+export function consentItems(missing: MissingConsent, i18n: PageLanguage, resources: readonly string[] = []): string[] {
+  const items = (missing.missingOIDCScope ?? []).map((scope) => {
+    if (scope === 'roles' && resources.length > 0) return i18n.t('oidc-provider.consent.scope.rolesForResource', { resource: resources.join(', ') });
+    return SCOPES_IN_WORDS.has(scope) ? i18n.t(`oidc-provider.consent.scope.${scope}`, { brand: i18n.brand.name }) : i18n.t('oidc-provider.consent.scope.other', { scope });
+  });
   for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
     items.push(i18n.t('oidc-provider.consent.resource', { resource: indicator, scopes: scopes.join(', ') }));
   }
   return items;
+}
+
+/** The `resource` parameter of an authorization request, as a list. */
+function requestedResources(value: unknown): string[] {
+  return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === 'string');
 }
 
 function covers(consent: Consent | undefined, missing: MissingConsent): boolean {
@@ -259,7 +268,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
           csrfToken: csrf.issueToken(request, reply),
           clientName: client.name,
           email: user?.email ?? '',
-          items: consentItems(missing, i18n),
+          items: consentItems(missing, i18n, requestedResources(interaction.params.resource)),
           redirectOrigin: redirectUri === undefined ? null : (source ?? redirectUri),
         }),
         200,
