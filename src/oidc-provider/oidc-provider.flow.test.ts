@@ -11,7 +11,12 @@ import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { createProtector } from '../../packages/protect/src/protect.ts';
 import { rotateSigningKey } from '../sessions/signing-keys.ts';
-import { TEST_SECRET } from '../../test/helpers/app.ts';
+import { createUser, TEST_SECRET } from '../../test/helpers/app.ts';
+import { totpCode } from '../../test/helpers/totp.ts';
+import { SoftAuthenticator } from '../../test/helpers/webauthn.ts';
+import type { User } from '../users/user.service.ts';
+import { LOCALES } from '../i18n/locales.ts';
+import { escapeHtml } from '../i18n/translator.ts';
 import { backends } from '../../test/helpers/databases.ts';
 import { authorize as authorizeIn, Browser, createRpUser, discover, follow, hiddenValue, registerClient, useListeningApp, USER, type AuthorizeOptions } from '../../test/helpers/oidc-rp.ts';
 import { join } from 'node:path';
@@ -211,7 +216,7 @@ for (const backend of await backends()) {
       const t = server.get();
       const { clientId, clientSecret } = await registerClient(t, { name: 'API app', redirectUris: [REDIRECT], isFirstParty: true });
       const config = await discover(t.url, clientId, clientSecret);
-      const flow = await authorize(new Browser(t.url), config, { scope: 'openid read:items offline_access', resource: API });
+      const flow = await authorize(new Browser(t.url), config, { scope: 'openid roles read:items offline_access', resource: API });
       const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce }, { resource: API });
       const jwks = createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`));
       const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, { issuer: t.url, audience: API, typ: 'at+jwt' });
@@ -234,6 +239,77 @@ for (const backend of await backends()) {
       assert.equal(active.active, true);
       await client.tokenRevocation(config, tokens.refresh_token!);
       assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, false);
+    });
+
+    it('regression (issue 30.6): an access token carries roles only with the roles scope: for an API or opaque, at issue and at refresh', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Roles app', redirectUris: [REDIRECT], isFirstParty: true });
+      const config = await discover(t.url, clientId, clientSecret);
+      const jwks = createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`));
+      const issue = async (scope: string, resource?: string) => {
+        const flow = await authorize(new Browser(t.url), config, { scope, ...(resource !== undefined && { resource }) });
+        const checks = { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, ...(scope.split(' ').includes('openid') && { expectedNonce: flow.nonce }) };
+        return client.authorizationCodeGrant(config, flow.callback, checks, resource === undefined ? {} : { resource });
+      };
+      const apiClaims = async (accessToken: string) => (await jwtVerify(accessToken, jwks, { issuer: t.url, audience: API, typ: 'at+jwt' })).payload;
+
+      const without = await issue('openid read:items offline_access', API);
+      assert.equal((await apiClaims(without.access_token)).roles, undefined, 'no roles scope: no roles for the API');
+      const refreshed = await client.refreshTokenGrant(config, without.refresh_token!, { resource: API });
+      assert.equal((await apiClaims(refreshed.access_token)).roles, undefined, 'nor after a refresh');
+
+      const withRoles = await issue('openid roles read:items offline_access', API);
+      assert.deepEqual((await apiClaims(withRoles.access_token)).roles, ['EDITOR'], 'the roles scope: roles for the API');
+      const narrowed = await client.refreshTokenGrant(config, withRoles.refresh_token!, { resource: API, scope: 'openid read:items' });
+      assert.equal((await apiClaims(narrowed.access_token)).roles, undefined, 'a refresh that leaves the roles scope out gets none');
+      const full = await client.refreshTokenGrant(config, narrowed.refresh_token!, { resource: API });
+      assert.deepEqual((await apiClaims(full.access_token)).roles, ['EDITOR'], 'a refresh with the roles scope reads them again');
+
+      // Without the openid scope, as an MCP client asks.
+      const oauthOnly = await issue('read:items roles', API);
+      assert.deepEqual((await apiClaims(oauthOnly.access_token)).roles, ['EDITOR'], 'roles asked for without openid');
+
+      // Opaque tokens (no resource): what introspection tells.
+      const opaque = await issue('openid email');
+      assert.equal((await client.tokenIntrospection(config, opaque.access_token)).roles, undefined, 'opaque, no roles scope');
+      const opaqueWithRoles = await issue('openid roles');
+      assert.deepEqual((await client.tokenIntrospection(config, opaqueWithRoles.access_token)).roles, ['EDITOR'], 'opaque, the roles scope');
+    });
+
+    it('regression (issue 30.6): the consent page says, in every language, that roles asked for with an API go to that API, and lists no roles when none are asked', async () => {
+      const t = server.get();
+      const { clientId, clientSecret } = await registerClient(t, { name: 'Roles consent app', redirectUris: [REDIRECT] });
+      const config = await discover(t.url, clientId, clientSecret);
+      const browser = new Browser(t.url);
+      await browser.signIn(USER.email, USER.password);
+      const consentPage = async (scope: string): Promise<string> => {
+        const url = client.buildAuthorizationUrl(config, {
+          redirect_uri: REDIRECT,
+          scope,
+          resource: API,
+          state: 'st',
+          code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+          code_challenge_method: 'S256',
+        });
+        const step = await follow(browser, url.pathname + url.search);
+        assert.ok('page' in step && step.url.startsWith('/oidc/interaction/'), 'the consent page');
+        await step.page.body?.cancel();
+        return step.url;
+      };
+      const translator = (locale: (typeof LOCALES)[number]) => t.services.translations.translator(locale);
+
+      const page = await consentPage('openid roles read:items');
+      for (const locale of LOCALES) {
+        browser.cookies.set('gatehouse.lang', locale);
+        const html = await (await browser.fetch(page)).text();
+        const item = escapeHtml(translator(locale).t('oidc-provider.consent.scope.rolesForResource', { resource: API }));
+        assert.ok(html.includes(`<li>${item}</li>`), `${locale}: ${html.slice(html.indexOf('<ul'), html.indexOf('</ul>'))}`);
+      }
+
+      browser.cookies.set('gatehouse.lang', 'en');
+      const withoutRoles = await (await browser.fetch(await consentPage('openid read:items'))).text();
+      assert.ok(!withoutRoles.includes(escapeHtml(translator('en').t('oidc-provider.consent.scope.roles'))), 'no roles asked: none listed');
+      assert.ok(!withoutRoles.includes(escapeHtml(translator('en').t('oidc-provider.consent.scope.rolesForResource', { resource: API }))), 'no roles asked: none passed on');
     });
 
     it('gives a machine a token by client credentials: client_id and scope, no user', async () => {
@@ -404,6 +480,127 @@ for (const backend of await backends()) {
       const html = await dashboard.text();
       assert.match(html, /<h2 id="connected-apps-heading">Aplicaciones conectadas<\/h2>/);
       assert.match(html, /aria-label="Desconectar Sprachtest">Desconectar<\/button>/);
+    });
+
+    describe('a password or second-factor change', () => {
+      let serial = 0;
+      /** A user of their own (a change must not touch the suite's user), signed in in `browser` only. */
+      async function newUser() {
+        serial += 1;
+        const credentials = { email: `change-${serial}@example.com`, password: `${USER.password} ${serial}` };
+        const user = await createUser(server.get().services, { ...credentials, name: 'Grace Hopper' });
+        return { ...credentials, user, browser: new Browser(server.get().url) };
+      }
+      /** The app's refresh token for the user signed in (or signing in) in `browser`, checked live. */
+      async function connect(browser: Browser, user: { email: string; password: string }, config: client.Configuration): Promise<string> {
+        const flow = await authorize(browser, config, { scope: 'openid offline_access', user });
+        const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce });
+        assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, true);
+        return tokens.refresh_token!;
+      }
+      async function app(name: string): Promise<client.Configuration> {
+        const t = server.get();
+        const { clientId, clientSecret } = await registerClient(t, { name, redirectUris: [REDIRECT], isFirstParty: true, grantTypes: ['authorization_code', 'refresh_token'] });
+        return discover(t.url, clientId, clientSecret);
+      }
+      async function assertEnded(config: client.Configuration, refreshToken: string, label: string): Promise<void> {
+        assert.equal((await client.tokenIntrospection(config, refreshToken)).active, false, `${label}: introspection`);
+        await assert.rejects(
+          client.refreshTokenGrant(config, refreshToken),
+          (error: unknown) => error instanceof client.ResponseBodyError && error.status === 400 && error.error === 'invalid_grant',
+          `${label}: refreshing answers 400 invalid_grant`,
+        );
+      }
+      const source = (actorUserId: string | null) => ({ actorUserId, ip: '127.0.0.1', userAgent: null });
+      async function addPasskey(user: User) {
+        const t = server.get();
+        const options = await t.services.passkeys.registrationOptions(user);
+        assert.ok(options.ok);
+        const added = await t.services.passkeys.register(user, new SoftAuthenticator({ origin: t.url }).register(options.options), { source: source(user.id), backup: t.services.mfa });
+        assert.ok(added.ok, JSON.stringify(added));
+        return added.passkey;
+      }
+
+      it('regression (issue 30.2): refreshing at the token endpoint after a password change from a session that ended no other answers 400 invalid_grant', async () => {
+        const t = server.get();
+        const { email, password, user, browser } = await newUser();
+        const config = await app('Password change app');
+        const refreshToken = await connect(browser, { email, password }, config);
+        assert.equal((await t.services.sessions.listSessions(user.id)).length, 1, 'the browser holds the only session');
+
+        const { csrfToken } = (await (await browser.fetch('/api/auth/csrf')).json()) as { csrfToken: string };
+        const changed = await browser.fetch('/api/auth/change-password', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: browser.origin, 'sec-fetch-site': 'same-origin', 'x-csrf-token': csrfToken },
+          body: JSON.stringify({ currentPassword: password, newPassword: 'violet quasar trombone lighthouse 6120' }),
+        });
+        assert.equal(changed.status, 200, await changed.clone().text());
+        assert.equal((await t.services.sessions.listSessions(user.id)).length, 1, 'no other session ended: the change ended none');
+        await assertEnded(config, refreshToken, 'after the password change');
+      });
+
+      it('regression (issue 30.2): Connected apps says beforehand, in every language, that a password or second-factor change signs the user out of the apps', async () => {
+        const t = server.get();
+        const { email, password, browser } = await newUser();
+        await connect(browser, { email, password }, await app('Warned app'));
+        for (const locale of LOCALES) {
+          const html = await (await browser.fetch(`/dashboard?lang=${locale}`)).text();
+          const section = html.slice(html.indexOf('id="connected-apps-heading"'));
+          assert.match(section, /Warned app/, locale);
+          const warning = escapeHtml(t.services.translations.translator(locale).t('oidc-provider.connectedApps.endsOnChange'));
+          assert.ok(section.slice(0, section.indexOf('Warned app')).includes(warning), `${locale}: the warning comes before the apps`);
+        }
+      });
+
+      it('regression (issue 30.2): adding an authenticator app ends the apps’ grants and refresh tokens', async () => {
+        const t = server.get();
+        const { email, password, user, browser } = await newUser();
+        const config = await app('TOTP app');
+        const refreshToken = await connect(browser, { email, password }, config);
+        const setup = await t.services.mfa.beginTotpSetup(user);
+        assert.ok(setup.ok);
+        assert.ok((await t.services.mfa.enableTotp(user, totpCode(setup.secret, Date.now()), source(user.id))).ok);
+        await assertEnded(config, refreshToken, 'after adding an authenticator app');
+      });
+
+      it('regression (issue 30.2): adding a passkey ends the apps’ grants and refresh tokens', async () => {
+        const { email, password, user, browser } = await newUser();
+        const config = await app('Passkey app');
+        const refreshToken = await connect(browser, { email, password }, config);
+        await addPasskey(user);
+        await assertEnded(config, refreshToken, 'after adding a passkey');
+      });
+
+      it('regression (issue 30.2): removing a second factor, renewing recovery codes and an administrator’s reset end the apps’ grants and refresh tokens', async () => {
+        const t = server.get();
+        const { email, password, user, browser } = await newUser();
+        const config = await app('Factor removal app');
+        // Signed in before the factors exist: the session stays, and the app connects through it each time.
+        await browser.signIn(email, password);
+        const setup = await t.services.mfa.beginTotpSetup(user);
+        assert.ok(setup.ok);
+        const enabled = await t.services.mfa.enableTotp(user, totpCode(setup.secret, Date.now()), source(user.id));
+        assert.ok(enabled.ok);
+        const passkey = await addPasskey(user);
+
+        let refreshToken = await connect(browser, { email, password }, config);
+        const renewed = await t.services.mfa.regenerateRecoveryCodes(user, enabled.recoveryCodes[0], source(user.id));
+        assert.ok(renewed.ok);
+        await assertEnded(config, refreshToken, 'after renewing the recovery codes');
+
+        refreshToken = await connect(browser, { email, password }, config);
+        assert.ok((await t.services.mfa.disableTotp(user, renewed.recoveryCodes[0], source(user.id))).ok);
+        await assertEnded(config, refreshToken, 'after removing the authenticator app');
+
+        refreshToken = await connect(browser, { email, password }, config);
+        assert.ok(await t.services.passkeys.remove(user, passkey.id, source(user.id)));
+        await assertEnded(config, refreshToken, 'after removing a passkey');
+
+        await addPasskey(user);
+        refreshToken = await connect(browser, { email, password }, config);
+        await t.services.mfa.resetFactors(user, source(null));
+        await assertEnded(config, refreshToken, 'after an administrator reset the second factors');
+      });
     });
 
     it('revokes the grants and refresh tokens of a user whose sessions all end', async () => {

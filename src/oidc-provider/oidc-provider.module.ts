@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { DEFAULT_BRAND } from '../web/brand.ts';
 import { defineModule } from '../module.ts';
+import type { AuditEventType } from '../audit/audit.service.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { oidcProviderConfigSection } from './oidc-provider.config.ts';
 import * as payloads from './migrations/20261124-oidc-provider-payloads.ts';
@@ -21,6 +22,18 @@ declare module '../module.ts' {
     oidcProvider: OidcProviderService;
   }
 }
+
+/** The domain events after which every app the user signed in to must have them sign in again. */
+const ACCESS_ENDING_EVENTS = [
+  // All of their sessions ended; the account disabled or deleted.
+  'user.sessions_ended', 'user.disabled', 'user.deleted',
+  // A new password, by a reset or a change (even one that ended no other session: whoever had the
+  // old password may have signed out first, keeping only an app's refresh token).
+  'password.reset', 'password.changed',
+  // Second factors (the mfa and passkeys modules'): one added or removed, recovery codes renewed,
+  // all reset by an administrator. A passkey renamed changes nothing.
+  'mfa.totp_enabled', 'mfa.totp_disabled', 'mfa.recovery_codes_renewed', 'mfa.reset', 'passkey.added', 'passkey.removed',
+] as const satisfies readonly AuditEventType[];
 
 /** Rows deleted per housekeeping statement, and statements per run at most. */
 const PURGE_BATCH = 1_000;
@@ -68,11 +81,11 @@ export const oidcProviderModule = defineModule({
       },
     }),
   ],
-  // Ending all of a user's sessions (sign-out everywhere, a password reset, disabling or deleting the user)
-  // ends what their apps hold too, in the same transaction.
+  // What the user's apps hold (grants, refresh tokens, provider sessions) ends with the change
+  // that calls for it, in its transaction.
   subscriptions: ({ oidcProvider }) => [
     {
-      types: ['user.sessions_ended', 'password.reset', 'user.disabled', 'user.deleted'],
+      types: ACCESS_ENDING_EVENTS,
       async handle(event, db) {
         if (event.userId !== null) await oidcProvider.endAccess(event.userId, db);
       },

@@ -18,6 +18,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { clientKey, rateLimitHook, type RateLimiters } from '../http/rate-limit.ts';
+import { isUnder, readRequestPath } from '../../packages/protect/src/rules.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { UserService } from '../users/user.service.ts';
@@ -36,6 +37,20 @@ const BROWSER_PATHS = [OIDC_ROUTES.authorization, OIDC_ROUTES.code_verification,
 /** Client-facing endpoints, counted per IP. */
 const CLIENT_ENDPOINTS = new Set<string>([OIDC_ROUTES.token, OIDC_ROUTES.introspection, OIDC_ROUTES.revocation, OIDC_ROUTES.device_authorization, OIDC_ROUTES.pushed_authorization_request]);
 
+/**
+ * Whether the request's path is one of `routes` (lower case, as OIDC_ROUTES are), read as routers
+ * read it (rules.ts, the route guard's reading): resolved (decoded, dot segments and doubled slashes
+ * collapsed) and literal, each lower-cased, without a trailing slash, query, fragment or
+ * `;parameters`. oidc-provider's router ignores case and a trailing slash, and the path Koa hands
+ * it has no fragment: compared raw, `/oidc/token/`, `/oidc/TOKEN` or `/device#x` would not be the
+ * endpoint, yet it serves them as the endpoint. An unreadable path never comes here (the route
+ * guard refuses it).
+ */
+function isOneOf(request: FastifyRequest, routes: ReadonlySet<string>): boolean {
+  const path = readRequestPath(request.url);
+  return path !== null && (routes.has(path.resolved) || routes.has(path.literal));
+}
+
 export interface ProviderBridgeOptions {
   oidc: OidcProviderService;
   authenticate: RequestAuthenticator;
@@ -46,28 +61,27 @@ export interface ProviderBridgeOptions {
 export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = async (app, { oidc, authenticate, config, rateLimiters }) => {
   const authUrl = new URL(config.authUrl);
   const perIp = config.oidcProvider.tokenEndpointLimit;
-  const clientLimit = rateLimitHook([
-    {
-      limiter: rateLimiters.create('oidc-client-endpoints', perIp),
-      key: (request) => (request.method === 'POST' && CLIENT_ENDPOINTS.has(request.url.split('?')[0]!) ? clientKey(request.ip) : null),
-    },
-    {
-      limiter: rateLimiters.create('oidc-registration', config.oidcProvider.registrationLimit),
-      key: (request) => (request.method === 'POST' && request.url.split('?')[0] === OIDC_ROUTES.registration ? clientKey(request.ip) : null),
-    },
-    {
-      limiter: rateLimiters.create('oidc-user-code', config.oidcProvider.userCodeLimit),
-      key: (request) => (request.method === 'POST' && request.url.split('?')[0] === OIDC_ROUTES.code_verification ? clientKey(request.ip) : null),
-    },
-  ]);
+  // Each limit counts posts to its endpoints by route, however the path is spelled (isOneOf).
+  const limits = [
+    { limiter: rateLimiters.create('oidc-client-endpoints', perIp), routes: CLIENT_ENDPOINTS },
+    { limiter: rateLimiters.create('oidc-registration', config.oidcProvider.registrationLimit), routes: new Set<string>([OIDC_ROUTES.registration]) },
+    { limiter: rateLimiters.create('oidc-user-code', config.oidcProvider.userCodeLimit), routes: new Set<string>([OIDC_ROUTES.code_verification]) },
+  ];
+  const clientLimit = rateLimitHook(
+    limits.map(({ limiter, routes }) => ({
+      limiter,
+      key: (request: FastifyRequest) => (request.method === 'POST' && isOneOf(request, routes) ? clientKey(request.ip) : null),
+    })),
+  );
 
   // The provider reads the body itself (and refuses what it does not expect): leave the stream alone.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 
   async function forward(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const path = request.url.split('?')[0]!;
-    const auth: RequestAuth | null = BROWSER_PATHS.some((prefix) => path === prefix || path.startsWith(`${prefix}/`)) ? await authenticate(request, reply) : null;
+    const path = readRequestPath(request.url);
+    const isBrowserPath = path !== null && BROWSER_PATHS.some((prefix) => isUnder(path.resolved, prefix) || isUnder(path.literal, prefix));
+    const auth: RequestAuth | null = isBrowserPath ? await authenticate(request, reply) : null;
     const raw = request.raw;
     // Pin what the provider builds URLs from to AUTH_URL (it trusts these headers: provider.proxy).
     raw.headers.host = authUrl.host;
@@ -105,15 +119,24 @@ interface MissingConsent {
 /** Scopes the consent page puts in words (`oidc-provider.consent.scope.<scope>`); others are named. */
 export const SCOPES_IN_WORDS: ReadonlySet<string> = new Set(['openid', 'profile', 'email', 'roles', 'offline_access']);
 
-/** The scopes of a consent in words, in the page's language, for the consent page. */
-export function consentItems(missing: MissingConsent, i18n: PageLanguage): string[] {
-  const items = (missing.missingOIDCScope ?? []).map((scope) =>
-    SCOPES_IN_WORDS.has(scope) ? i18n.t(`oidc-provider.consent.scope.${scope}`, { brand: i18n.brand.name }) : i18n.t('oidc-provider.consent.scope.other', { scope }),
-  );
+/**
+ * The scopes of a consent in words, in the page's language, for the consent page. `resources` are
+ * the APIs the request is for: the roles, when asked, go into their tokens too, and the page says so.
+ */
+export function consentItems(missing: MissingConsent, i18n: PageLanguage, resources: readonly string[] = []): string[] {
+  const items = (missing.missingOIDCScope ?? []).map((scope) => {
+    if (scope === 'roles' && resources.length > 0) return i18n.t('oidc-provider.consent.scope.rolesForResource', { resource: resources.join(', ') });
+    return SCOPES_IN_WORDS.has(scope) ? i18n.t(`oidc-provider.consent.scope.${scope}`, { brand: i18n.brand.name }) : i18n.t('oidc-provider.consent.scope.other', { scope });
+  });
   for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
     items.push(i18n.t('oidc-provider.consent.resource', { resource: indicator, scopes: scopes.join(', ') }));
   }
   return items;
+}
+
+/** The `resource` parameter of an authorization request, as a list. */
+function requestedResources(value: unknown): string[] {
+  return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === 'string');
 }
 
 function covers(consent: Consent | undefined, missing: MissingConsent): boolean {
@@ -245,7 +268,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
           csrfToken: csrf.issueToken(request, reply),
           clientName: client.name,
           email: user?.email ?? '',
-          items: consentItems(missing, i18n),
+          items: consentItems(missing, i18n, requestedResources(interaction.params.resource)),
           redirectOrigin: redirectUri === undefined ? null : (source ?? redirectUri),
         }),
         200,

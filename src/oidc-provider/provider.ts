@@ -13,7 +13,8 @@
  * - A provider session is good only while the browser's Gatehouse session is: the `login` prompt
  *   gets a check that compares them, so signing out of Gatehouse ends sign-in at every app.
  * - Access tokens for an API named in OIDC_PROVIDER_RESOURCES are RFC 9068 JWTs bound to it
- *   (`aud`), with the user's roles; without a resource they are opaque and good for userinfo only.
+ *   (`aud`), with the user's roles when the `roles` scope was granted; without a resource they are
+ *   opaque and good for userinfo only.
  */
 import type { IncomingMessage } from 'node:http';
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC, type ResourceServer as ProviderResourceServer } from 'oidc-provider';
@@ -56,6 +57,19 @@ export interface ProviderDeps {
   clientSecretMatches(secret: string, hash: string): boolean;
   /** The browser confirmed an RP-initiated logout: end its Gatehouse session too. */
   onLogout(req: IncomingMessage): void;
+}
+
+/**
+ * The OpenID scopes the token being issued at the token endpoint was asked for and granted: those
+ * of the code, device code or refresh token it comes from (a refresh may ask for fewer), kept only
+ * if the grant holds them. Empty when there is no such source: nothing is granted by default.
+ */
+function grantedScopes(ctx: KoaContextWithOIDC): ReadonlySet<string> {
+  const { entities, params } = ctx.oidc;
+  const source = entities.AuthorizationCode ?? entities.DeviceCode ?? entities.RefreshToken;
+  const asked = typeof params?.scope === 'string' ? ctx.oidc.requestParamScopes : source?.scopes;
+  if (asked === undefined || entities.Grant === undefined) return new Set();
+  return new Set(entities.Grant.getOIDCScopeFiltered(asked).split(' '));
 }
 
 /** A provider instance for the keys of this moment. */
@@ -144,10 +158,12 @@ export function createProvider(deps: ProviderDeps): Provider {
       RefreshToken: settings.refreshTokenTtlSeconds,
       Session: settings.refreshTokenTtlSeconds,
     },
-    async extraTokenClaims(_ctx, token) {
-      // User tokens carry the roles the user holds when the token is issued (a refresh re-reads them).
+    async extraTokenClaims(ctx, token) {
+      // A user's access token (for an API, or opaque and read by introspection) carries the roles
+      // the user holds when it is issued (a refresh re-reads them), and only when the app asked
+      // for the `roles` scope and the user granted it: the consent page then says so.
       const accountId = 'accountId' in token ? token.accountId : undefined;
-      if (typeof accountId !== 'string') return undefined;
+      if (typeof accountId !== 'string' || !grantedScopes(ctx).has('roles')) return undefined;
       const user = await users.findUserById(accountId);
       return user === null ? undefined : { roles: user.roles };
     },

@@ -180,7 +180,8 @@ export async function authorize(browser: Browser, config: client.Configuration, 
     ...(scope.includes('offline_access') && { prompt: 'consent' }),
     ...(options.pkce !== false && { code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' }),
     state,
-    nonce,
+    // A nonce goes with an ID token: oidc-provider refuses one in a request without `openid`.
+    ...(scope.split(' ').includes('openid') && { nonce }),
     ...(options.resource !== undefined && { resource: options.resource }),
     ...options.extra,
   });
