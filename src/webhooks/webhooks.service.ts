@@ -276,6 +276,8 @@ export function createWebhooksService(deps: {
         created_at: now,
         updated_at: now,
         secret_rotated_at: null,
+        lane_locked_until: null,
+        lane_locked_by: null,
       };
       await db.transaction().execute(async (trx) => {
         await store.insertEndpoint(trx, row);
