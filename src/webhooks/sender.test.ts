@@ -62,9 +62,13 @@ describe('webhook targets', () => {
     assert.equal(section('development').config.allowHttp, true);
     assert.equal(section('test').config.allowHttp, true);
     const defaults = section('production').config;
-    assert.deepEqual({ ...defaults }, { allowPrivateTargets: false, allowHttp: false, disableAfterSeconds: 5 * 86_400, retentionSeconds: 30 * 86_400, pollIntervalMs: 5_000, timeoutMs: 10_000 });
+    assert.deepEqual({ ...defaults }, { allowPrivateTargets: false, allowHttp: false, disableAfterSeconds: 5 * 86_400, retentionSeconds: 30 * 86_400, pollIntervalMs: 5_000, timeoutMs: 10_000, maxPendingPerEndpoint: 10_000 });
     assert.equal(section('production', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_DISABLE_AFTER: '2d' }).config.disableAfterSeconds, 2 * 86_400);
     assert.match(section('production', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'maybe' }).problems.join(), /WEBHOOK_ALLOW_PRIVATE_TARGETS must be true or false/);
+    assert.equal(section('production', { WEBHOOK_MAX_PENDING_PER_ENDPOINT: '500' }).config.maxPendingPerEndpoint, 500);
+    for (const value of ['0', '9', '1000001', 'lots']) {
+      assert.match(section('production', { WEBHOOK_MAX_PENDING_PER_ENDPOINT: value }).problems.join(), /WEBHOOK_MAX_PENDING_PER_ENDPOINT must be an integer from 10 to 1000000/, value);
+    }
   });
 });
 

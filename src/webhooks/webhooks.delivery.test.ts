@@ -433,7 +433,7 @@ for (const backend of await backends()) {
    * behind it could not pass by luck; each healthy webhook must arrive within 15 s of its event.
    */
   describe(`webhook delivery fairness on ${backend.name}`, { skip: backend.skip }, () => {
-    const t = useTestApp(backend, { env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_POLL_INTERVAL_MS: '600000' } });
+    const t = useTestApp(backend, { env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_POLL_INTERVAL_MS: '600000', WEBHOOK_MAX_PENDING_PER_ENDPOINT: '10' } });
 
     async function endpointFor(test: { after(fn: () => unknown): void }, answer: 'hold' | 'ok'): Promise<{ receiver: Receiver; id: string; secret: string }> {
       const receiver = await startReceiver((fn) => test.after(fn));
@@ -477,6 +477,37 @@ for (const backend of await backends()) {
       // Each silent receiver holds one attempt, on one lane of one instance; the rest of its
       // backlog waits for that lane.
       for (const { receiver } of silent) assert.equal(receiver.received.length, 1);
+    });
+
+    it('bounds the backlog of a failing endpoint: events over WEBHOOK_MAX_PENDING_PER_ENDPOINT are recorded failed (BACKLOG_FULL), redeliverable; a healthy burst is never refused', async (test) => {
+      const failing = await endpointFor(test, 'ok');
+      failing.receiver.answer({ status: 503 });
+      const healthy = await endpointFor(test, 'ok');
+      await t.services.audit.record({ type: 'email.verified', userId: 'user-backlog-1' });
+      await t.services.webhooks.runOnce();
+      assert.notEqual((await t.services.webhooks.show(failing.id))!.failingSince, null);
+      const events = 15;
+      for (let i = 2; i <= events; i++) await t.services.audit.record({ type: 'email.verified', userId: `user-backlog-${i}` });
+      await healthy.receiver.waitFor(events);
+      await t.services.webhooks.runOnce();
+
+      const rows = (await t.services.webhooks.listDeliveries(failing.id, 500))!;
+      const userOf = (row: { payload: unknown }) => (row.payload as { data: { userId: string } }).data.userId;
+      const users = (from: number, count: number) => Array.from({ length: count }, (_, i) => `user-backlog-${from + i}`).sort();
+      const refused = rows.filter((row) => row.lastError === 'BACKLOG_FULL');
+      // The first 10 stay pending, retried as ever; the later ones are on record, never sent.
+      assert.deepEqual(rows.filter((row) => row.status === 'pending').map(userOf).sort(), users(1, 10));
+      assert.deepEqual(refused.map(userOf).sort(), users(11, 5));
+      for (const row of refused) assert.deepEqual([row.status, row.attempts, row.nextAttemptAt], ['failed', 0, null]);
+      const sent = new Set(failing.receiver.received.map((request) => (JSON.parse(request.body) as { data: { userId: string } }).data.userId));
+      assert.deepEqual([...sent].sort(), users(1, 10), 'each kept one attempted, no refused one sent');
+      // The healthy endpoint got the same burst, all of it.
+      const delivered = (await t.services.webhooks.listDeliveries(healthy.id, 500))!.filter((row) => row.status === 'delivered');
+      assert.equal(delivered.length, events);
+      // An administrator can send a refused one again.
+      const again = await t.services.webhooks.redeliver(refused[0]!.id, SYSTEM_SOURCE);
+      assert.ok(again.ok);
+      assert.equal(again.delivery.status, 'pending');
     });
   });
 }

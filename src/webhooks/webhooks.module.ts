@@ -91,6 +91,7 @@ export const webhooksModule = defineModule({
       retentionMs: config.webhooks.retentionSeconds * 1000,
       disableAfterMs: config.webhooks.disableAfterSeconds * 1000,
       timeoutMs: config.webhooks.timeoutMs,
+      maxPendingPerEndpoint: config.webhooks.maxPendingPerEndpoint,
     }),
   }),
   jobs: ({ webhooks }) => [webhooks],

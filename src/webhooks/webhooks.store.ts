@@ -88,8 +88,8 @@ export async function listEndpoints(db: Db): Promise<EndpointRow[]> {
 }
 
 /** The enabled endpoints (the subscription filters them by event type: the list is short). */
-export async function listEnabledEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'event_types'>>> {
-  return db.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('disabled_at', 'is', null).orderBy('id').execute();
+export async function listEnabledEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'event_types' | 'failing_since'>>> {
+  return db.selectFrom('webhook_endpoints').select(['id', 'event_types', 'failing_since']).where('disabled_at', 'is', null).orderBy('id').execute();
 }
 
 export async function updateEndpoint(
@@ -284,6 +284,19 @@ async function claimDeliveryOf(db: Db, endpointId: string, options: { now: numbe
 /** Gives an endpoint's lane back once its attempt is recorded; only the holder's write counts. */
 export async function releaseLane(db: Db, endpointId: string, owner: string): Promise<void> {
   await db.updateTable('webhook_endpoints').set({ lane_locked_until: null, lane_locked_by: null }).where('id', '=', endpointId).where('lane_locked_by', '=', owner).execute();
+}
+
+/** How many pending deliveries each of `endpointIds` has (an endpoint with none is left out). */
+export async function countPending(db: Db, endpointIds: readonly string[]): Promise<Map<string, number>> {
+  if (endpointIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => ['endpoint_id', eb.fn.countAll<number | string | bigint>().as('pending')])
+    .where('endpoint_id', 'in', [...endpointIds])
+    .where('status', '=', 'pending')
+    .groupBy('endpoint_id')
+    .execute();
+  return new Map(rows.map((row) => [row.endpoint_id, Number(row.pending)]));
 }
 
 /** Records the start of an attempt (its time, and the first attempt's); only the holder's write counts. */
