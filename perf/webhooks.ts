@@ -8,7 +8,7 @@
  * time from its first event to its last receipt; each delivery's latency is its event to its
  * receipt, queueing in the outbox included.
  *
- * The worker sends to one endpoint one attempt at a time (a lane per endpoint, 4 lanes): measured
+ * The worker sends to one endpoint one attempt at a time (a lane per endpoint): measured
  * with 1 endpoint and with 4 (each event then makes 4 deliveries). The baseline of each is the
  * same receiver fed signed POSTs straight from one process on the server's core, with as many
  * lanes, by the worker's own signing and sending code (perf/webhook-sender.ts): what the transport
@@ -31,7 +31,7 @@ const FIRST_WARMUP_DELIVERIES = 400;
 const EVENT_CONNECTIONS = 8;
 /** Every delivery of a run must have arrived by then (a dead worker must not hang the bench). */
 const DELIVERY_TIMEOUT_MS = 60_000;
-/** The fan-out measured beside one endpoint: the worker's lanes. */
+/** The fan-out measured beside one endpoint: as many endpoints, each on a lane of its own. */
 const LANES = 4;
 
 type Receiver = App & { url: string };

@@ -1,16 +1,22 @@
 /**
  * Delivers what is in the `webhook_deliveries` outbox, in the background, at least once.
  *
- * Each run claims due deliveries (a few lanes at once, so one slow receiver does not hold up the
- * others), signs each attempt with the endpoint's secret(s) and POSTs it (sender.ts), and records
- * the outcome: delivered (2xx); or retried with exponential backoff and jitter (30 s, 1 min,
+ * Deliveries go out on fair lanes (fair-lanes.ts): one lane per endpoint with something due, never
+ * two attempts to one endpoint at once, and every other endpoint's due delivery started at once,
+ * whatever one endpoint's attempt is doing. A receiver that never answers holds its own lane (one
+ * attempt, until WEBHOOK_TIMEOUT_MS cuts it) and its own backlog waits behind it; nobody else's
+ * does. New deliveries (`wake()`) and due retries (the poll) are claimed even while attempts are in
+ * flight. Each attempt is signed with the endpoint's secret(s) and POSTed (sender.ts), and its
+ * outcome recorded: delivered (2xx); or retried with exponential backoff and jitter (30 s, 1 min,
  * 2 min, … doubling up to 6 h, less up to 20 % at random) until RETRY_WINDOW (3 days) after the
  * first attempt, with one last attempt at the end of the window; then failed.
  *
- * A claim is a lease (`locked_until`, `locked_by`) taken with one conditional UPDATE (FOR UPDATE
- * SKIP LOCKED on PostgreSQL): several instances never deliver the same attempt at once, and an
- * instance that dies mid-delivery leaves a lease that runs out, after which another instance (or
- * this one, restarted) delivers again. The `webhook-id` stays the same, so receivers dedupe.
+ * A claim is two leases (`lane_locked_until` on the endpoint, `locked_until` on the delivery, both
+ * named by one token), each taken with one conditional UPDATE (FOR UPDATE SKIP LOCKED on
+ * PostgreSQL): several instances never deliver the same attempt, nor two attempts to one endpoint,
+ * at once; an instance that dies mid-delivery leaves leases that run out, after which another
+ * instance (or this one, restarted) delivers again. The `webhook-id` stays the same, so receivers
+ * dedupe.
  *
  * Every attempt also tells its endpoint's health: a delivered one clears `failing_since`, a failed
  * one sets it if unset. When an attempt fails and the endpoint has been failing (no delivery
@@ -24,6 +30,7 @@ import * as store from './webhooks.store.ts';
 import type { Sender } from './sender.ts';
 import { signatureHeader, webhookTimestamp } from './signing.ts';
 import { SEND_TIMEOUT_MS } from './sender.ts';
+import { createFairLanes } from './fair-lanes.ts';
 
 const FIRST_RETRY_DELAY_MS = 30_000;
 const MAX_RETRY_DELAY_MS = 6 * 3_600_000;
@@ -35,8 +42,6 @@ export const leaseMs = (timeoutMs: number) => 3 * timeoutMs;
 const STOP_GRACE_MS = 5_000;
 const PURGE_INTERVAL_MS = 3_600_000;
 const PURGE_BATCH_SIZE = 1_000;
-const DEFAULT_LANES = 4;
-const DEFAULT_MAX_PER_RUN = 50;
 
 /** The wait before attempt `attempts + 1`. `random` returns [0, 1). */
 export function retryDelayMs(attempts: number, random: () => number = Math.random): number {
@@ -52,11 +57,15 @@ export interface DeliveryRunResult {
 
 export interface DeliveryWorker {
   start(): void;
-  /** Run soon (a delivery was just written); a run in progress is followed by another. */
+  /** Claim now (a delivery was just written), even while attempts are in flight. */
   wake(): void;
   /** Stops the timer and waits for the attempts in progress (cut off after a few seconds). */
   stop(): Promise<void>;
-  /** One run now; concurrent calls share it. */
+  /**
+   * Claims everything claimable now and waits until nothing is in flight and nothing more is
+   * claimable: what was attempted meanwhile (tests; concurrent calls share it). Rejects with the
+   * first storage error met, once the attempts in flight have ended.
+   */
   runOnce(): Promise<DeliveryRunResult>;
 }
 
@@ -76,8 +85,6 @@ export interface DeliveryWorkerDeps {
   /** The endpoint has failed every attempt since `failingSince`, for WEBHOOK_DISABLE_AFTER or longer. */
   onEndpointFailing(endpoint: store.EndpointRow, failingSince: number): Promise<void>;
   random?: () => number;
-  lanes?: number;
-  maxPerRun?: number;
   /** Names this worker's leases (tests: two workers on one database). */
   owner?: string;
 }
@@ -85,66 +92,41 @@ export interface DeliveryWorkerDeps {
 export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const { db, isPostgres, sender, clock, logger, pollIntervalMs, retentionMs, disableAfterMs } = deps;
   const random = deps.random ?? Math.random;
-  const lanes = deps.lanes ?? DEFAULT_LANES;
-  const maxPerRun = deps.maxPerRun ?? DEFAULT_MAX_PER_RUN;
   const owner = deps.owner ?? randomId();
   const lease = leaseMs(deps.timeoutMs ?? SEND_TIMEOUT_MS);
   const stopping = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<DeliveryRunResult> | undefined;
+  /** What runOnce() reports: the attempts that ended, and the first error, while it runs. */
+  let tally: { result: DeliveryRunResult; error?: unknown } | undefined;
   let isStarted = false;
   let isStopped = false;
-  let isWakeRequested = false;
+  let purging: Promise<void> | undefined;
   let nextPurgeAt = 0;
 
-  /**
-   * The endpoints this worker is sending to now: a lane never claims a delivery of one of them, so
-   * a slow or dead receiver holds at most one lane (per instance) and the others keep delivering.
-   */
-  const busyEndpoints = new Set<string>();
-  let claiming: Promise<unknown> = Promise.resolve();
-
-  /**
-   * Claims the next due delivery of an endpoint no lane of this worker is sending to. Claims are
-   * taken one at a time (the set is then exact), each under a lease token of its own (the owner,
-   * then a random part): a lane whose lease ran out, and whose row another lane or instance took
-   * over, changes nothing with its later writes.
-   */
-  function claimNext(): Promise<store.DeliveryRow | null> {
-    const next = claiming.then(async () => {
+  const lanes = createFairLanes<store.DeliveryRow>({
+    // Each claim under a lease token of its own (the owner, then a random part): a lane whose lease
+    // ran out, and whose rows another lane or instance took over, changes nothing with its writes.
+    claim(busyEndpointIds) {
       const now = clock();
       const token = `${owner.slice(0, 9)}:${randomId()}`;
-      const row = await store.claimNextDue(db, { now, owner: token, lockedUntil: now + lease, isPostgres, excludeEndpointIds: [...busyEndpoints] });
-      if (row !== null) busyEndpoints.add(row.endpoint_id);
-      return row;
-    });
-    claiming = next.catch(() => {});
-    return next;
-  }
-
-  async function run(): Promise<DeliveryRunResult> {
-    const result: DeliveryRunResult = { delivered: 0, retried: 0, failed: 0 };
-    await purgeIfDue();
-    let claimed = 0;
-    const lane = async () => {
-      while (claimed < maxPerRun && !isStopped) {
-        const row = await claimNext();
-        if (row === null) return;
-        claimed += 1;
-        try {
-          result[await attempt(row)] += 1;
-        } finally {
-          busyEndpoints.delete(row.endpoint_id);
-        }
+      return store.claimNextDue(db, { now, owner: token, lockedUntil: now + lease, isPostgres, excludeEndpointIds: busyEndpointIds });
+    },
+    keyOf: (row) => row.endpoint_id,
+    async work(row) {
+      try {
+        const verdict = await attempt(row);
+        if (tally !== undefined) tally.result[verdict] += 1;
+      } finally {
+        await store.releaseLane(db, row.endpoint_id, row.locked_by!);
       }
-    };
-    // Every lane ends before the run does, even when one fails (a database error): a run that
-    // ended early would let the next run, or stop(), overlap attempts still in progress.
-    const lanesDone = await Promise.allSettled(Array.from({ length: lanes }, lane));
-    const failure = lanesDone.find((outcome) => outcome.status === 'rejected');
-    if (failure !== undefined) throw failure.reason;
-    return result;
-  }
+    },
+    onError(error) {
+      if (tally !== undefined) tally.error ??= error;
+      // A claimed delivery whose outcome could not be written is claimed again once its lease runs out.
+      logger.error({ err: error }, 'webhook delivery: the database failed; will try again');
+    },
+  });
 
   async function attempt(row: store.DeliveryRow): Promise<keyof DeliveryRunResult> {
     // The claim's lease token: every write about this attempt names it.
@@ -210,17 +192,37 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     return verdict;
   }
 
-  async function purgeIfDue(): Promise<void> {
+  /** Deletes what is past WEBHOOK_RETENTION, at most once an hour; a call during a purge shares it. */
+  function purgeIfDue(): Promise<void> {
     const now = clock();
-    if (now < nextPurgeAt) return;
+    if (purging !== undefined || now < nextPurgeAt) return purging ?? Promise.resolve();
     nextPurgeAt = now + PURGE_INTERVAL_MS;
-    let deleted = 0;
-    for (let batch = 0; batch < 10 && !isStopped; batch++) {
-      const count = await store.deleteFinishedBefore(db, now - retentionMs, PURGE_BATCH_SIZE);
-      deleted += count;
-      if (count < PURGE_BATCH_SIZE) break;
+    purging = (async () => {
+      let deleted = 0;
+      for (let batch = 0; batch < 10 && !isStopped; batch++) {
+        const count = await store.deleteFinishedBefore(db, now - retentionMs, PURGE_BATCH_SIZE);
+        deleted += count;
+        if (count < PURGE_BATCH_SIZE) break;
+      }
+      if (deleted > 0) logger.info({ deleted }, 'purged old webhook deliveries');
+    })().finally(() => {
+      purging = undefined;
+    });
+    return purging;
+  }
+
+  async function run(): Promise<DeliveryRunResult> {
+    const current: NonNullable<typeof tally> = { result: { delivered: 0, retried: 0, failed: 0 } };
+    tally = current;
+    try {
+      await purgeIfDue();
+      lanes.fill();
+      await lanes.settled();
+    } finally {
+      tally = undefined;
     }
-    if (deleted > 0) logger.info({ deleted }, 'purged old webhook deliveries');
+    if (current.error !== undefined) throw current.error;
+    return current.result;
   }
 
   function runOnce(): Promise<DeliveryRunResult> {
@@ -230,42 +232,30 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     return running;
   }
 
-  function schedule(delayMs: number): void {
-    if (isStopped || !isStarted) return;
-    clearTimeout(timer);
-    timer = setTimeout(tick, delayMs);
-    timer.unref();
-  }
-
+  /** The poll: due retries, and leases that ran out, are claimed at least this often. */
   function tick(): void {
-    isWakeRequested = false;
-    runOnce()
-      .then((result) => {
-        const isFull = result.delivered + result.retried + result.failed >= maxPerRun;
-        schedule(isFull || isWakeRequested ? 0 : pollIntervalMs);
-      })
-      .catch((error: unknown) => {
-        logger.error({ err: error }, 'webhook delivery run failed; will retry');
-        schedule(pollIntervalMs);
-      });
+    if (isStopped) return;
+    timer = setTimeout(tick, pollIntervalMs);
+    timer.unref();
+    purgeIfDue().catch((error: unknown) => logger.error({ err: error }, 'webhook deliveries not purged; will try again'));
+    lanes.fill();
   }
 
   return {
     start() {
       if (isStarted || isStopped) return;
       isStarted = true;
-      schedule(0);
+      tick();
     },
     wake() {
-      if (running !== undefined) isWakeRequested = true;
-      else schedule(0);
+      if (isStarted && !isStopped) lanes.fill();
     },
     async stop() {
       isStopped = true;
       clearTimeout(timer);
       const grace = setTimeout(() => stopping.abort(new Error('webhook worker stopping')), STOP_GRACE_MS);
       grace.unref();
-      await running?.catch(() => {});
+      await Promise.allSettled([lanes.close(), running, purging]);
       clearTimeout(grace);
     },
     runOnce,

@@ -4,10 +4,13 @@
  * what DNS answered (the address checked is the one connected to: a name that resolves to
  * loopback is refused, even when it resolved to a public address a moment before), the metadata
  * addresses refused even when private targets are allowed, plain http refused in production,
- * redirects not followed, and a receiver that never answers cut off at the timeout.
+ * redirects not followed, and a receiver that never answers, or answers too slowly (its head a
+ * line at a time, or a head and then a body that never ends), or a name that never resolves, cut
+ * off at the timeout.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { EnvReader } from '../config/env-reader.ts';
 import { checkWebhookUrl, isAllowedAddress } from './target-rules.ts';
 import { createSender, type Resolver } from './sender.ts';
@@ -62,9 +65,13 @@ describe('webhook targets', () => {
     assert.equal(section('development').config.allowHttp, true);
     assert.equal(section('test').config.allowHttp, true);
     const defaults = section('production').config;
-    assert.deepEqual({ ...defaults }, { allowPrivateTargets: false, allowHttp: false, disableAfterSeconds: 5 * 86_400, retentionSeconds: 30 * 86_400, pollIntervalMs: 5_000, timeoutMs: 10_000 });
+    assert.deepEqual({ ...defaults }, { allowPrivateTargets: false, allowHttp: false, disableAfterSeconds: 5 * 86_400, retentionSeconds: 30 * 86_400, pollIntervalMs: 5_000, timeoutMs: 10_000, maxPendingPerEndpoint: 10_000 });
     assert.equal(section('production', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_DISABLE_AFTER: '2d' }).config.disableAfterSeconds, 2 * 86_400);
     assert.match(section('production', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'maybe' }).problems.join(), /WEBHOOK_ALLOW_PRIVATE_TARGETS must be true or false/);
+    assert.equal(section('production', { WEBHOOK_MAX_PENDING_PER_ENDPOINT: '500' }).config.maxPendingPerEndpoint, 500);
+    for (const value of ['0', '9', '1000001', 'lots']) {
+      assert.match(section('production', { WEBHOOK_MAX_PENDING_PER_ENDPOINT: value }).problems.join(), /WEBHOOK_MAX_PENDING_PER_ENDPOINT must be an integer from 10 to 1000000/, value);
+    }
   });
 });
 
@@ -129,5 +136,42 @@ describe('webhook sender', () => {
     assert.ok(performance.now() - started < 5_000);
     await receiver.close();
     assert.equal((await createSender({ policy: OPEN })({ url: receiver.url, ...post })).error, 'CONNECTION_REFUSED');
+  });
+
+  it('cuts off at the timeout an answer whose head comes too slowly, whose body never ends, or a name that never resolves', async (t) => {
+    /** A TCP receiver that, once the request arrived, writes `answer` to the socket. */
+    async function rawReceiver(answer: (socket: Socket) => void): Promise<string> {
+      const sockets: Socket[] = [];
+      const server = createServer((socket) => {
+        sockets.push(socket);
+        socket.on('error', () => {});
+        socket.once('data', () => answer(socket));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      t.after(() => {
+        server.close();
+        for (const socket of sockets) socket.destroy();
+      });
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    }
+    /** Writes a line every 50 ms, forever (until the sender hangs up). */
+    const trickle = (socket: Socket, first: string, line: string) => {
+      socket.write(first);
+      const interval = setInterval(() => socket.write(line), 50);
+      socket.on('close', () => clearInterval(interval));
+    };
+    const urls = {
+      headLineByLine: await rawReceiver((socket) => trickle(socket, 'HTTP/1.1 200 OK\r\n', 'x-slow: 1\r\n')),
+      headThenNothing: await rawReceiver((socket) => socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n')),
+      bodyNeverEnds: await rawReceiver((socket) => trickle(socket, 'HTTP/1.1 500 No\r\ncontent-length: 100000\r\n\r\n', 'x')),
+      nameNeverResolves: 'http://hooks.example.test/hooks',
+    };
+    const send = createSender({ policy: OPEN, timeoutMs: 1_000, resolve: () => new Promise(() => {}) });
+    for (const [name, url] of Object.entries(urls)) {
+      const started = performance.now();
+      const outcome = await send({ url, ...post });
+      assert.deepEqual(outcome, { delivered: false, responseCode: null, error: 'TIMEOUT', snippet: null }, name);
+      assert.ok(performance.now() - started < 5_000, name);
+    }
   });
 });

@@ -6,7 +6,9 @@
  *   connected to is the one checked: DNS rebinding between check and connect cannot swap it);
  *   the connected socket's remote address is checked once more before a byte is sent;
  * - no connection reuse (`agent: false`), no proxy, no redirects followed (a 3xx is a failure);
- * - 10 s (WEBHOOK_TIMEOUT_MS) for everything (connect, TLS, request, response head), then abandoned;
+ * - 10 s (WEBHOOK_TIMEOUT_MS) for everything (resolving, connect, TLS, request, the answer's head
+ *   and its first bytes, however slowly they trickle), then abandoned: the worker's lane for the
+ *   endpoint is held no longer;
  * - of the answer only the status and the first bytes (a snippet for the admin) are read.
  * The outcome is a value: delivered (2xx) or a short error code, never an exception.
  */

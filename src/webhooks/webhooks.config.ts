@@ -18,6 +18,12 @@ export interface WebhooksConfig {
   readonly pollIntervalMs: number;
   /** One attempt (connect, TLS, request, the answer's head) may take this long (WEBHOOK_TIMEOUT_MS, default 10 s). */
   readonly timeoutMs: number;
+  /**
+   * A failing endpoint's backlog: with this many deliveries pending for it, a new event is recorded
+   * as a failed delivery (`BACKLOG_FULL`, redeliverable) instead of queued
+   * (WEBHOOK_MAX_PENDING_PER_ENDPOINT, default 10 000).
+   */
+  readonly maxPendingPerEndpoint: number;
 }
 
 declare module '../config.ts' {
@@ -34,5 +40,6 @@ export const webhooksConfigSection: ConfigSection = (read, { env }) => ({
     retentionSeconds: read.duration('WEBHOOK_RETENTION', 30 * 86_400),
     pollIntervalMs: read.integer('WEBHOOK_POLL_INTERVAL_MS', 5_000, { min: 100, max: 600_000 }),
     timeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 10_000, { min: 1_000, max: 60_000 }),
+    maxPendingPerEndpoint: read.integer('WEBHOOK_MAX_PENDING_PER_ENDPOINT', 10_000, { min: 10, max: 1_000_000 }),
   },
 });

@@ -280,7 +280,7 @@ for (const backend of await backends()) {
       );
     }
 
-    function workerWith(sender: (request: SendRequest) => Promise<SendOutcome>, options: { lanes: number; timeoutMs?: number }) {
+    function workerWith(sender: (request: SendRequest) => Promise<SendOutcome>, options: { timeoutMs?: number } = {}) {
       const seal = createSecretSeal(TEST_SECRET);
       return createDeliveryWorker({
         db: t.services.storage.db,
@@ -293,7 +293,6 @@ for (const backend of await backends()) {
         retentionMs: 30 * DAY,
         disableAfterMs: 5 * DAY,
         onEndpointFailing: async () => {},
-        lanes: options.lanes,
         ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
       });
     }
@@ -317,20 +316,17 @@ for (const backend of await backends()) {
       let fastSent = 0;
       let slowInFlight = 0;
       let slowInFlightMax = 0;
-      const worker = workerWith(
-        async (request) => {
-          if (request.url.includes('fast')) {
-            fastSent += 1;
-            return delivered;
-          }
-          slowInFlight += 1;
-          slowInFlightMax = Math.max(slowInFlight, slowInFlightMax);
-          await released;
-          slowInFlight -= 1;
-          return { delivered: false, responseCode: null, error: 'TIMEOUT', snippet: null };
-        },
-        { lanes: 3 },
-      );
+      const worker = workerWith(async (request) => {
+        if (request.url.includes('fast')) {
+          fastSent += 1;
+          return delivered;
+        }
+        slowInFlight += 1;
+        slowInFlightMax = Math.max(slowInFlight, slowInFlightMax);
+        await released;
+        slowInFlight -= 1;
+        return { delivered: false, responseCode: null, error: 'TIMEOUT', snippet: null };
+      });
       const run = worker.runOnce();
       for (let i = 0; i < 100 && fastSent < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20));
       const fastWhileSlowHeld = fastSent;
@@ -358,7 +354,7 @@ for (const backend of await backends()) {
           }
           return delivered;
         },
-        { lanes: 2, timeoutMs: 1_000 },
+        { timeoutMs: 1_000 },
       );
       await worker.runOnce();
       assert.deepEqual(sentTo.sort(), ['a.example.com', 'b.example.com']);
@@ -405,7 +401,6 @@ for (const backend of await backends()) {
           disableAfterMs: 5 * DAY,
           onEndpointFailing: async () => assert.fail('nothing fails here'),
           owner,
-          lanes: 3,
         }),
       );
       const total = 30;
@@ -427,6 +422,92 @@ for (const backend of await backends()) {
       await drain();
       const rows = await deliveries(id);
       assert.deepEqual(rows.map((row) => (row.payload as { data: { userId: string } }).data.userId), ['user-new']);
+    });
+  });
+}
+
+for (const backend of await backends()) {
+  /**
+   * Fairness on the real clock, with real receivers: a silent receiver holds each attempt for
+   * WEBHOOK_TIMEOUT_MS, here the longest allowed (60 s), so a healthy endpoint that had to wait
+   * behind it could not pass by luck; each healthy webhook must arrive within 15 s of its event.
+   */
+  describe(`webhook delivery fairness on ${backend.name}`, { skip: backend.skip }, () => {
+    const t = useTestApp(backend, { env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_POLL_INTERVAL_MS: '600000', WEBHOOK_MAX_PENDING_PER_ENDPOINT: '10' } });
+
+    async function endpointFor(test: { after(fn: () => unknown): void }, answer: 'hold' | 'ok'): Promise<{ receiver: Receiver; id: string; secret: string }> {
+      const receiver = await startReceiver((fn) => test.after(fn));
+      if (answer === 'hold') receiver.answer('hold');
+      const created = await t.services.webhooks.create({ url: receiver.url, eventTypes: ['email.verified'], description: answer }, SYSTEM_SOURCE);
+      assert.ok(created.ok, JSON.stringify(created));
+      test.after(() => t.services.webhooks.delete(created.endpoint.id, SYSTEM_SOURCE));
+      return { receiver, id: created.endpoint.id, secret: created.secret };
+    }
+
+    it('regression (issue 30.3): one silent receiver stalls every endpoint', async (test) => {
+      const healthy = await endpointFor(test, 'ok');
+      // More silent receivers than the worker once had lanes, and a second instance on the same
+      // database (polling, as an instance that did not write the event does).
+      const silent = await Promise.all(Array.from({ length: 5 }, () => endpointFor(test, 'hold')));
+      const seal = createSecretSeal(TEST_SECRET);
+      const other = createDeliveryWorker({
+        db: t.services.storage.db,
+        isPostgres: t.services.storage.dialect === 'postgres',
+        sender: createSender({ policy: { allowHttp: true, allowPrivate: true }, timeoutMs: 60_000 }),
+        secretsOf: (endpoint) => [seal.open(endpoint.id, endpoint.secret_sealed)],
+        clock: Date.now,
+        logger: t.services.logger,
+        pollIntervalMs: 100,
+        retentionMs: 30 * DAY,
+        disableAfterMs: 5 * DAY,
+        timeoutMs: 60_000,
+        onEndpointFailing: async () => {},
+        owner: 'other-instance',
+      });
+      other.start();
+      test.after(() => other.stop());
+
+      const events = 20;
+      for (let i = 1; i <= events; i++) {
+        await t.services.audit.record({ type: 'email.verified', userId: `user-stream-${i}` });
+        const arrived = await healthy.receiver.waitFor(i, 15_000);
+        assert.equal(verifyWithLibrary(arrived, healthy.secret).data.userId, `user-stream-${i}`);
+      }
+      assert.equal(healthy.receiver.received.length, events);
+      // Each silent receiver holds one attempt, on one lane of one instance; the rest of its
+      // backlog waits for that lane.
+      for (const { receiver } of silent) assert.equal(receiver.received.length, 1);
+    });
+
+    it('bounds the backlog of a failing endpoint: events over WEBHOOK_MAX_PENDING_PER_ENDPOINT are recorded failed (BACKLOG_FULL), redeliverable; a healthy burst is never refused', async (test) => {
+      const failing = await endpointFor(test, 'ok');
+      failing.receiver.answer({ status: 503 });
+      const healthy = await endpointFor(test, 'ok');
+      await t.services.audit.record({ type: 'email.verified', userId: 'user-backlog-1' });
+      await t.services.webhooks.runOnce();
+      assert.notEqual((await t.services.webhooks.show(failing.id))!.failingSince, null);
+      const events = 15;
+      for (let i = 2; i <= events; i++) await t.services.audit.record({ type: 'email.verified', userId: `user-backlog-${i}` });
+      await healthy.receiver.waitFor(events);
+      await t.services.webhooks.runOnce();
+
+      const rows = (await t.services.webhooks.listDeliveries(failing.id, 500))!;
+      const userOf = (row: { payload: unknown }) => (row.payload as { data: { userId: string } }).data.userId;
+      const users = (from: number, count: number) => Array.from({ length: count }, (_, i) => `user-backlog-${from + i}`).sort();
+      const refused = rows.filter((row) => row.lastError === 'BACKLOG_FULL');
+      // The first 10 stay pending, retried as ever; the later ones are on record, never sent.
+      assert.deepEqual(rows.filter((row) => row.status === 'pending').map(userOf).sort(), users(1, 10));
+      assert.deepEqual(refused.map(userOf).sort(), users(11, 5));
+      for (const row of refused) assert.deepEqual([row.status, row.attempts, row.nextAttemptAt], ['failed', 0, null]);
+      const sent = new Set(failing.receiver.received.map((request) => (JSON.parse(request.body) as { data: { userId: string } }).data.userId));
+      assert.deepEqual([...sent].sort(), users(1, 10), 'each kept one attempted, no refused one sent');
+      // The healthy endpoint got the same burst, all of it.
+      const delivered = (await t.services.webhooks.listDeliveries(healthy.id, 500))!.filter((row) => row.status === 'delivered');
+      assert.equal(delivered.length, events);
+      // An administrator can send a refused one again.
+      const again = await t.services.webhooks.redeliver(refused[0]!.id, SYSTEM_SOURCE);
+      assert.ok(again.ok);
+      assert.equal(again.delivery.status, 'pending');
     });
   });
 }

@@ -13,6 +13,7 @@ import { isUnder } from '../../packages/protect/src/rules.ts';
 import { WEBHOOKS_ERRORS } from './webhooks.errors.ts';
 import { webhooksConfigSection } from './webhooks.config.ts';
 import * as endpointsAndDeliveries from './migrations/20261127-webhooks-endpoints-deliveries.ts';
+import * as endpointLanes from './migrations/20261129-webhooks-endpoint-lanes.ts';
 import { createWebhooksService, type WebhooksService } from './webhooks.service.ts';
 import { webhookRoutes, WEBHOOKS_API } from './webhooks.routes.ts';
 import { webhookPageRoutes, WEBHOOKS_PAGE } from './webhooks-pages.routes.ts';
@@ -71,7 +72,7 @@ export const webhooksModule = defineModule({
   // The texts of the /admin/webhooks pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   config: webhooksConfigSection,
-  migrations: { '20261127-webhooks-endpoints-deliveries': endpointsAndDeliveries },
+  migrations: { '20261127-webhooks-endpoints-deliveries': endpointsAndDeliveries, '20261129-webhooks-endpoint-lanes': endpointLanes },
   errors: WEBHOOKS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, storage, config, clock, logger, services, modules }) => ({
@@ -90,6 +91,7 @@ export const webhooksModule = defineModule({
       retentionMs: config.webhooks.retentionSeconds * 1000,
       disableAfterMs: config.webhooks.disableAfterSeconds * 1000,
       timeoutMs: config.webhooks.timeoutMs,
+      maxPendingPerEndpoint: config.webhooks.maxPendingPerEndpoint,
     }),
   }),
   jobs: ({ webhooks }) => [webhooks],

@@ -51,6 +51,8 @@ import { createSender, type Resolver } from './sender.ts';
 import { createDeliveryWorker, type DeliveryRunResult } from './delivery-worker.ts';
 
 const WAKE_AFTER_TRANSACTION_MS = 100;
+/** An endpoint whose backlog is full is logged at most this often (each refused event is a row). */
+const BACKLOG_FULL_LOG_INTERVAL_MS = 3_600_000;
 const ADMIN_PAGE = '/admin/webhooks';
 
 export type WebhooksService = ReturnType<typeof createWebhooksService>;
@@ -72,6 +74,8 @@ export function createWebhooksService(deps: {
   disableAfterMs: number;
   /** Per attempt; default 10 s. */
   timeoutMs?: number;
+  /** With this many deliveries pending for an endpoint, its next events are recorded failed (BACKLOG_FULL). */
+  maxPendingPerEndpoint: number;
   random?: () => number;
   resolve?: Resolver;
 }) {
@@ -196,7 +200,17 @@ export function createWebhooksService(deps: {
     }
   }
 
-  /** Writes one delivery per enabled endpoint that wants this event, in the event's transaction. */
+  const backlogFullLoggedAt = new Map<string, number>();
+
+  /**
+   * Writes one delivery per enabled endpoint that wants this event, in the event's transaction.
+   * A failing endpoint (its last attempt failed and none has succeeded since) that already has
+   * WEBHOOK_MAX_PENDING_PER_ENDPOINT deliveries pending gets it as a failed delivery
+   * (`BACKLOG_FULL`): never sent, but on record in its deliveries, and redeliverable. So a dead
+   * receiver's backlog stays bounded until it is disabled, while a healthy one's burst is never
+   * refused (its lane drains it). Transactions committing at the same moment may each see room for
+   * one more, so the backlog can pass the cap by as many.
+   */
   async function enqueueFor(event: AuditEvent, trx: Db): Promise<number> {
     const source = EVENT_SOURCES[event.type];
     if (source === undefined) return 0;
@@ -204,6 +218,9 @@ export function createWebhooksService(deps: {
     if (endpoints.length === 0) return 0;
     const payload = webhookBody(source.type, event.createdAt, source.data(event));
     const now = clock();
+    const failing = endpoints.filter((endpoint) => endpoint.failing_since !== null).map((endpoint) => endpoint.id);
+    const pending = await store.countPending(trx, failing);
+    const isFull = (endpointId: string) => (pending.get(endpointId) ?? 0) >= deps.maxPendingPerEndpoint;
     await store.insertDeliveries(
       trx,
       endpoints.map((endpoint) => ({
@@ -214,7 +231,7 @@ export function createWebhooksService(deps: {
         event_type: source.type,
         event_id: event.id,
         payload,
-        status: 'pending' as const,
+        status: isFull(endpoint.id) ? ('failed' as const) : ('pending' as const),
         attempts: 0,
         next_attempt_at: now,
         first_attempt_at: null,
@@ -222,14 +239,22 @@ export function createWebhooksService(deps: {
         locked_until: null,
         locked_by: null,
         last_response_code: null,
-        last_error: null,
+        last_error: isFull(endpoint.id) ? 'BACKLOG_FULL' : null,
         last_response_snippet: null,
         redelivery_of: null,
         created_at: now,
         delivered_at: null,
       })),
     );
-    wakeAfter(trx);
+    for (const endpoint of endpoints.filter((candidate) => isFull(candidate.id))) {
+      if (now - (backlogFullLoggedAt.get(endpoint.id) ?? -Infinity) < BACKLOG_FULL_LOG_INTERVAL_MS) continue;
+      backlogFullLoggedAt.set(endpoint.id, now);
+      logger.warn(
+        { endpointId: endpoint.id, pending: pending.get(endpoint.id), maxPending: deps.maxPendingPerEndpoint },
+        'webhook endpoint backlog full: new events are recorded as failed (BACKLOG_FULL) until it catches up',
+      );
+    }
+    if (endpoints.some((endpoint) => !isFull(endpoint.id))) wakeAfter(trx);
     return endpoints.length;
   }
 
@@ -276,6 +301,8 @@ export function createWebhooksService(deps: {
         created_at: now,
         updated_at: now,
         secret_rotated_at: null,
+        lane_locked_until: null,
+        lane_locked_by: null,
       };
       await db.transaction().execute(async (trx) => {
         await store.insertEndpoint(trx, row);

@@ -1,11 +1,13 @@
 /**
  * Queries on webhook endpoints and their deliveries (the outbox). Functions take `db` so callers
- * can pass a transaction. A worker claims a delivery with one conditional UPDATE that re-checks
- * every condition on the row itself (and, on PostgreSQL, skips rows another worker is locking), so
- * of two workers racing for the same row exactly one gets it; every later write about the attempt
- * names the claim's owner, so a worker whose lease ran out and was taken over changes nothing.
+ * can pass a transaction. A worker claims an endpoint's lane, then one of its deliveries, each with
+ * one conditional UPDATE that re-checks every condition on the row itself (and, on PostgreSQL,
+ * skips rows another worker is locking), so of two workers racing for the same row exactly one gets
+ * it; every later write about the attempt names the claim's owner, so a worker whose lease ran out
+ * and was taken over changes nothing.
  */
-import type { Selectable } from 'kysely';
+import type { ExpressionBuilder, Selectable } from 'kysely';
+import type { Database } from '../storage/schema.ts';
 import type { Db } from '../storage/database.ts';
 
 export interface WebhookEndpointsTable {
@@ -27,6 +29,9 @@ export interface WebhookEndpointsTable {
   created_at: number;
   updated_at: number;
   secret_rotated_at: number | null;
+  /** The lane lease: one attempt to this endpoint at a time, across instances (see claimNextDue). */
+  lane_locked_until: number | null;
+  lane_locked_by: string | null;
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
@@ -83,8 +88,8 @@ export async function listEndpoints(db: Db): Promise<EndpointRow[]> {
 }
 
 /** The enabled endpoints (the subscription filters them by event type: the list is short). */
-export async function listEnabledEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'event_types'>>> {
-  return db.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('disabled_at', 'is', null).orderBy('id').execute();
+export async function listEnabledEndpoints(db: Db): Promise<Array<Pick<EndpointRow, 'id' | 'event_types' | 'failing_since'>>> {
+  return db.selectFrom('webhook_endpoints').select(['id', 'event_types', 'failing_since']).where('disabled_at', 'is', null).orderBy('id').execute();
 }
 
 export async function updateEndpoint(
@@ -182,42 +187,116 @@ export async function failPendingDeliveries(db: Db, endpointId: string, lastErro
   return Number(result.numUpdatedRows);
 }
 
+/** A delivery that can be attempted now: pending, due, and not leased to a live attempt. */
+const isClaimableAt =
+  (now: number) =>
+  (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
+    eb.and([
+      eb('webhook_deliveries.status', '=', 'pending'),
+      eb('webhook_deliveries.next_attempt_at', '<=', now),
+      eb.or([eb('webhook_deliveries.locked_until', 'is', null), eb('webhook_deliveries.locked_until', '<', now)]),
+    ]);
+
+/** An endpoint no attempt is in flight to (or only one whose holder died: its lease ran out). */
+const isLaneFreeAt =
+  (now: number) =>
+  (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) =>
+    eb.or([eb('webhook_endpoints.lane_locked_until', 'is', null), eb('webhook_endpoints.lane_locked_until', '<', now)]);
+
 /**
- * Takes the oldest due pending delivery of an enabled endpoint (not one of `excludeEndpointIds`)
- * for `owner` (the claim's lease token) until `lockedUntil` and counts the attempt; null when
- * nothing is due. A row whose holder died becomes claimable when its lease runs out.
+ * Takes the lane of an enabled endpoint (not one of `excludeEndpointIds`) that has a claimable
+ * delivery and whose lane is free, then that endpoint's oldest claimable delivery, both for `owner`
+ * (the claim's lease token) until `lockedUntil`, and counts the attempt; null when no endpoint has
+ * anything claimable. The lane is what keeps every other worker, on any instance, off the endpoint
+ * until releaseLane (or until the lease runs out, when its holder died): one attempt per endpoint
+ * at a time, so a receiver that never answers holds one attempt, never a backlog of them.
  */
 export async function claimNextDue(
   db: Db,
   options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean; excludeEndpointIds?: readonly string[] },
 ): Promise<DeliveryRow | null> {
+  const excluded = [...(options.excludeEndpointIds ?? [])];
+  // Bounded: each turn either claims, or leaves out one more endpoint whose lane it just gave back.
+  for (;;) {
+    const endpointId = await claimLane(db, { ...options, excludeEndpointIds: excluded });
+    if (endpointId === null) return null;
+    const row = await claimDeliveryOf(db, endpointId, options);
+    if (row !== null) return row;
+    // Its claimable delivery went meanwhile (delivered by a worker whose lane lease had run out,
+    // the endpoint deleted): give the lane back and look at the other endpoints.
+    await releaseLane(db, endpointId, options.owner);
+    excluded.push(endpointId);
+  }
+}
+
+async function claimLane(
+  db: Db,
+  options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean; excludeEndpointIds: readonly string[] },
+): Promise<string | null> {
+  const { now, owner, lockedUntil, excludeEndpointIds } = options;
+  let candidate = db
+    .selectFrom('webhook_endpoints')
+    .select('webhook_endpoints.id')
+    .where('webhook_endpoints.disabled_at', 'is', null)
+    .where(isLaneFreeAt(now))
+    .$if(excludeEndpointIds.length > 0, (query) => query.where('webhook_endpoints.id', 'not in', [...excludeEndpointIds]))
+    .where((eb) => eb.exists(eb.selectFrom('webhook_deliveries').select('webhook_deliveries.id').whereRef('webhook_deliveries.endpoint_id', '=', 'webhook_endpoints.id').where(isClaimableAt(now))))
+    .orderBy('webhook_endpoints.id')
+    .limit(1);
+  // PostgreSQL: skip an endpoint another worker is claiming instead of waiting for its transaction.
+  if (options.isPostgres) candidate = candidate.forUpdate('webhook_endpoints').skipLocked();
+  const lane = await db
+    .updateTable('webhook_endpoints')
+    .set({ lane_locked_until: lockedUntil, lane_locked_by: owner })
+    // `=` and not `in`: PostgreSQL then runs the locking sub-select once (as the mail outbox does).
+    .where('id', '=', candidate)
+    // Re-checked on the row as it is when the UPDATE takes it, whatever the sub-select saw.
+    .where('disabled_at', 'is', null)
+    .where(isLaneFreeAt(now))
+    .returning('id')
+    .executeTakeFirst();
+  return lane?.id ?? null;
+}
+
+async function claimDeliveryOf(db: Db, endpointId: string, options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean }): Promise<DeliveryRow | null> {
   const { now, owner, lockedUntil } = options;
-  const enabled = db.selectFrom('webhook_endpoints').select('webhook_endpoints.id').where('webhook_endpoints.disabled_at', 'is', null);
   let due = db
     .selectFrom('webhook_deliveries')
     .select('webhook_deliveries.id')
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
-    .where('endpoint_id', 'in', enabled)
-    .$if((options.excludeEndpointIds ?? []).length > 0, (query) => query.where('endpoint_id', 'not in', [...options.excludeEndpointIds!]))
-    .orderBy('next_attempt_at')
+    .where('webhook_deliveries.endpoint_id', '=', endpointId)
+    .where(isClaimableAt(now))
+    .orderBy('webhook_deliveries.next_attempt_at')
     .orderBy('webhook_deliveries.id')
     .limit(1);
-  // PostgreSQL: skip a row another worker is claiming instead of waiting for its transaction.
+  // PostgreSQL: skip a row a worker whose lane lease ran out may still be claiming.
   if (options.isPostgres) due = due.forUpdate('webhook_deliveries').skipLocked();
   const row = await db
     .updateTable('webhook_deliveries')
     .set((eb) => ({ locked_until: lockedUntil, locked_by: owner, attempts: eb('attempts', '+', 1) }))
-    // `=` and not `in`: PostgreSQL then runs the locking sub-select once (as the mail outbox does).
     .where('id', '=', due)
     // Re-checked on the row as it is when the UPDATE takes it, whatever the sub-select saw.
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
+    .where(isClaimableAt(now))
     .returningAll()
     .executeTakeFirst();
   return row ?? null;
+}
+
+/** Gives an endpoint's lane back once its attempt is recorded; only the holder's write counts. */
+export async function releaseLane(db: Db, endpointId: string, owner: string): Promise<void> {
+  await db.updateTable('webhook_endpoints').set({ lane_locked_until: null, lane_locked_by: null }).where('id', '=', endpointId).where('lane_locked_by', '=', owner).execute();
+}
+
+/** How many pending deliveries each of `endpointIds` has (an endpoint with none is left out). */
+export async function countPending(db: Db, endpointIds: readonly string[]): Promise<Map<string, number>> {
+  if (endpointIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => ['endpoint_id', eb.fn.countAll<number | string | bigint>().as('pending')])
+    .where('endpoint_id', 'in', [...endpointIds])
+    .where('status', '=', 'pending')
+    .groupBy('endpoint_id')
+    .execute();
+  return new Map(rows.map((row) => [row.endpoint_id, Number(row.pending)]));
 }
 
 /** Records the start of an attempt (its time, and the first attempt's); only the holder's write counts. */
