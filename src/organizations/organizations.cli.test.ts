@@ -44,11 +44,15 @@ for (const backend of await backends()) {
 
     const cli = (args: readonly string[], cleanup: RegisterCleanup) => runCli(['orgs', ...args], { env, timeoutMs: CLI_TIMEOUT_MS, cleanup });
 
-    it('creates, lists, shows, manages members and deletes', async (context) => {
+    // One story in three tests (each a handful of processes, far from the per-test timeout on a
+    // busy machine), run in order on the same database.
+    let organization: { id: string; slug: string };
+
+    it('creates and lists', async (context) => {
       const cleanup: RegisterCleanup = (fn) => context.after(fn);
       const created = await cli(['create', '--name', 'Acme Corp', '--slug', 'acme', '--owner-email', 'owner@example.com', '--json'], cleanup);
       assert.equal(created.code, 0, describeRun(created));
-      const organization = JSON.parse(created.stdout) as { id: string; slug: string };
+      organization = JSON.parse(created.stdout) as { id: string; slug: string };
       assert.equal(organization.slug, 'acme');
       const events = (await t.services.audit.listEvents({ type: 'organization.created', limit: 10 })).events;
       assert.equal(events.find((e) => e.details?.organizationId === organization.id)?.details?.via, 'cli');
@@ -63,7 +67,11 @@ for (const backend of await backends()) {
       assert.match(list.stdout, /2 organizations\n$/);
       const listed = JSON.parse((await cli(['list', '--json'], cleanup)).stdout) as Array<{ slug: string; memberCount: number }>;
       assert.deepEqual(listed.map((o) => o.slug).sort(), ['acme', 'beta-works']);
+    });
 
+    it('adds members and shows them', async (context) => {
+      const cleanup: RegisterCleanup = (fn) => context.after(fn);
+      assert.ok(organization, 'created by the test before');
       assert.equal((await cli(['add-member', 'acme', '--email', 'second@example.com', '--role', 'ADMIN'], cleanup)).code, 0);
       const members = JSON.parse((await cli(['members', organization.id, '--json'], cleanup)).stdout) as Array<{ email: string; role: string }>;
       assert.deepEqual(members.map((m) => [m.email, m.role]), [['owner@example.com', 'OWNER'], ['second@example.com', 'ADMIN']]);
@@ -72,7 +80,11 @@ for (const backend of await backends()) {
       assert.match(shown.stdout, /Owners:\s+owner@example.com\n/);
       const shownJson = JSON.parse((await cli(['show', 'acme', '--json'], cleanup)).stdout) as { id: string; slug: string; memberCount: number };
       assert.deepEqual([shownJson.id, shownJson.slug, shownJson.memberCount], [organization.id, 'acme', 2]);
+    });
 
+    it('keeps the last OWNER, hands the organization over and deletes it', async (context) => {
+      const cleanup: RegisterCleanup = (fn) => context.after(fn);
+      assert.ok(organization, 'created by the test before');
       // The last OWNER stays.
       const refused = await cli(['set-role', 'acme', '--email', 'owner@example.com', '--role', 'MEMBER'], cleanup);
       assert.equal(refused.code, 1, describeRun(refused));

@@ -180,19 +180,21 @@ for (const backend of await backends()) {
       const disabled = await newUser();
       await t.services.admin.updateUser(disabled.id, { disabled: true }, SYSTEM_SOURCE);
       const timings: Record<string, number[]> = { known: [], unknown: [], disabled: [] };
-      for (let round = 0; round < 4; round++) {
+      for (let round = 0; round < 8; round++) {
         for (const [kind, email] of [['known', known], ['unknown', `ghost${++count}@example.com`], ['disabled', disabled.email]] as const) {
           const started = performance.now();
           assertAccepted(await forgot(email), kind);
           timings[kind]!.push(performance.now() - started);
         }
       }
-      const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+      // The lower quartile of each: a busy machine only ever adds time, so a difference the code
+      // makes shows in the fastest answers too, while a neighbour's load spikes do not.
+      const lowerQuartile = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 4)]!;
       for (const [kind, values] of Object.entries(timings)) {
         assert.ok(Math.min(...values) >= FORGOT_PASSWORD_MIN_RESPONSE_MS - 1, `${kind}: ${values.join(', ')}`);
       }
-      const medians = Object.values(timings).map(median);
-      assert.ok(Math.max(...medians) - Math.min(...medians) < 40, `medians ${JSON.stringify(timings)}`);
+      const quartiles = Object.values(timings).map(lowerQuartile);
+      assert.ok(Math.max(...quartiles) - Math.min(...quartiles) < 40, `lower quartiles of ${JSON.stringify(timings)}`);
       // The disabled account got no mail, and said so only in the audit log.
       await t.services.mail.runOnce();
       assert.deepEqual(mailsTo(smtp, disabled.email), []);
