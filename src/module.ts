@@ -16,7 +16,8 @@
  * app, never by building), routes and pages (`routes`, in the JSON or the browser scope), sign-in
  * steps (`signInSteps`, run by the sign-in pipeline), access-token claims (`tokenClaims`),
  * sections of the dashboard and the admin's user page (`pageSections`), rules every signed-in
- * request meets (`accessPolicies`),
+ * request meets (`accessPolicies`) and named checks a route may require (`accessRequirements`; a
+ * route declares who may call it in its own options: authorization/access.ts),
  * subscriptions to domain events (`subscriptions`, run in the event's transaction), and resources
  * to release (`close`). Its rate limits are read in its config section and counted with the
  * `rateLimiters` service. docs/architecture.md walks through adding one.
@@ -35,6 +36,7 @@ import type { TokenClaimsSource } from './sessions/access-token.ts';
 import { CORE_ERRORS, type ErrorCode, type ErrorDefinition } from './errors.ts';
 import { createScriptNonce, type PageLanguage } from './web/render.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
+import type { RouteAccess } from './authorization/access.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
 export interface ServiceRegistry {}
@@ -81,20 +83,32 @@ export interface RouteContext {
 }
 
 /**
- * A rule every request from a signed-in user meets, after the route guard: an enrolment policy,
- * say ("holders of ADMIN reach nothing but enrolment until they have a second factor"). Run only
- * while `isActive` (so a policy that is not configured costs nothing) and only for requests that
- * carry a session, on paths it does not exempt.
+ * A rule every routed request from a signed-in user meets (authorization/route-access.ts): an
+ * enrolment policy, say ("holders of ADMIN reach nothing but enrolment until they have a second
+ * factor"). Run only while `isActive` (so a policy that is not configured costs nothing), on every
+ * route that does not name its `exemption` in its access declaration.
  */
 export interface AccessPolicy {
   readonly name: string;
   readonly isActive: boolean;
-  /** Paths the policy never applies to (read as both routers read them: see packages/protect/src/rules.ts). */
-  readonly exemptPrefixes: readonly string[];
-  /** When set, the only paths it applies to (either reading under one), so others cost nothing. */
-  readonly onlyPrefixes?: readonly string[];
+  /** The name a route's declaration gives in `exempt` to be outside this policy (DURING_ENROLMENT, say). */
+  readonly exemption?: string;
   /** Null to let the request through; else why not, and where a page load should go instead. */
-  check(auth: RequestAuth, request: { readonly path: string; readonly method: string; /** The path as routers that do not resolve it read it. */ readonly literalPath: string }): Promise<AccessRefusal | null>;
+  check(auth: RequestAuth, request: AccessRequest): Promise<AccessRefusal | null>;
+}
+
+/** A named check a route asks for in its declaration (`requires`): a recent second factor, say. */
+export interface AccessRequirement {
+  /** What routes name in `requires` (authorization/access.ts); one module enforces each. */
+  readonly name: string;
+  check(auth: RequestAuth, request: AccessRequest): Promise<AccessRefusal | null>;
+}
+
+/** What a policy or a requirement knows of the request it judges. */
+export interface AccessRequest {
+  /** The route's declaration (for a path no route serves, what the prefix rules ask of it). */
+  readonly access: RouteAccess;
+  readonly method: string;
 }
 
 export interface AccessRefusal {
@@ -187,8 +201,10 @@ export interface GatehouseModule {
   readonly routes?: readonly ModuleRoutes[];
   /** Steps every sign-in runs after the account checks, in list order (see signin/signin-pipeline.ts). */
   signInSteps?(services: ServiceRegistry): readonly SignInStep[];
-  /** Rules every signed-in request meets after the route guard (see `AccessPolicy`). */
+  /** Rules every signed-in routed request meets, unless its route is exempt (see `AccessPolicy`). */
   accessPolicies?(services: BuiltServices): readonly AccessPolicy[];
+  /** Named checks routes may require in their access declaration (see `AccessRequirement`). */
+  accessRequirements?(services: BuiltServices): readonly AccessRequirement[];
   /** Sections it adds to other modules' pages (the dashboard, the admin's user page, the sign-in page). */
   pageSections?(services: BuiltServices): readonly PageSection[];
   /** Claims the module adds to every access token (see sessions/access-token.ts). */

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { defineModule, type AccessPolicy } from '../module.ts';
+import { defineModule, type AccessPolicy, type AccessRequirement } from '../module.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { MFA_ERRORS } from './mfa.errors.ts';
 import { mfaConfigSection } from './mfa.config.ts';
@@ -14,7 +14,7 @@ import { createSecondFactor, type SecondFactor } from './second-factor.ts';
 import { deleteExpiredChallenges } from './mfa.store.ts';
 import { mfaRoutes } from './mfa.routes.ts';
 import { mfaPageRoutes, mfaPageSections } from './mfa-pages.routes.ts';
-import { createMfaPolicy, createStepUpPolicy } from './mfa-policy.ts';
+import { createMfaPolicy, createMfaRequirements } from './mfa-policy.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -22,6 +22,8 @@ declare module '../module.ts' {
     secondFactor: SecondFactor;
     /** MFA_REQUIRED_ROLES on every signed-in request, and step-up for sensitive changes. */
     mfaPolicies: readonly AccessPolicy[];
+    mfaRequirements: readonly AccessRequirement[];
+
   }
 }
 
@@ -56,13 +58,15 @@ export const mfaModule = defineModule({
     return {
       mfa,
       secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline }),
-      mfaPolicies: [createMfaPolicy({ mfa, config: config.mfa, clock }), createStepUpPolicy({ mfa, config: config.mfa, clock })],
+      mfaPolicies: [createMfaPolicy({ mfa, config: config.mfa, clock })],
+      mfaRequirements: createMfaRequirements({ mfa, config: config.mfa, clock }),
     };
   },
   // Challenges nobody answered are deleted once expired.
   jobs: (_services, { db, clock, logger }) => [createPeriodicJob({ name: 'mfa-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await deleteExpiredChallenges(db, clock())) })],
   signInSteps: ({ secondFactor }) => [secondFactor.step],
   accessPolicies: ({ mfaPolicies }) => mfaPolicies,
+  accessRequirements: ({ mfaRequirements }) => mfaRequirements,
   pageSections: ({ mfa, users, config }) => mfaPageSections({ mfa, users, requiredRoles: config.mfa.requiredRoles }),
   routes: [
     {
