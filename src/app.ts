@@ -18,7 +18,7 @@ import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
 import { connectionServerOptions, createClientErrorHandler, limitConnections } from './http/connections.ts';
 import { createRequestAuthenticator } from './sessions/request-authentication.ts';
-import { access } from './authorization/access.ts';
+import { access, DURING_ENROLMENT } from './authorization/access.ts';
 import { registerRouteAccess } from './authorization/route-access.ts';
 import { createForbiddenPage } from './web/forbidden-page.ts';
 import { requestPageLanguage } from './i18n/i18n.module.ts';
@@ -85,9 +85,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // After CSRF: a forged cross-site request is refused before any session work. Every route
   // declares who may call it; one hook decides (authorization/route-access.ts). It answers before
   // the browser routes' language hook runs: its 403 page negotiates its own language.
-  const sendForbiddenPage = createForbiddenPage(requestPageLanguage(services.translations, services.brand.page));
+  const languageOf = requestPageLanguage(services.translations, services.brand.page);
+  const sendForbiddenPage = createForbiddenPage(languageOf);
   const routeAccess = registerRouteAccess(app, {
     authenticate,
+    languageOf,
     sendForbiddenPage,
     policies: services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []),
     requirements: services.modules.flatMap((module) => module.accessRequirements?.(services) ?? []),
@@ -114,7 +116,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     for (const routes of routesOf('browser')) await routes.register(browser, routeContext);
   });
 
-  app.get(OPENAPI_PATH, { schema: { hide: true }, config: { access: access.anyone() } }, async () => app.swagger());
+  app.get(OPENAPI_PATH, { schema: { hide: true }, config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) } }, async () => app.swagger());
   await app.register(apiDocsRoutes, { openApiPath: OPENAPI_PATH, authUrl: config.authUrl });
   // Routes registered in plugins are known once the plugins have loaded.
   await app.after();

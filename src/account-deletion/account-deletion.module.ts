@@ -33,15 +33,14 @@ export const accountDeletionModule = defineModule({
   routes: [
     {
       scope: 'api',
-      register: (app, { services, authenticate, config, clock }) => app.register(accountDeletionRoutes, { accountDeletion: services.accountDeletion, authenticate, config, clock }),
+      register: (app, { services, config }) => app.register(accountDeletionRoutes, { accountDeletion: services.accountDeletion, config }),
     },
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, clock }) =>
+      register: (app, { services, csrf, config, clock }) =>
         app.register(accountDeletionPageRoutes, {
           accountDeletion: services.accountDeletion,
           users: services.users,
-          authenticate,
           csrf,
           config,
           clock,

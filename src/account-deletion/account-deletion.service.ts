@@ -79,7 +79,7 @@ export function createAccountDeletionService(deps: {
   }
 
   return {
-    /** The signed-in user deletes their own account (the route checked a recent sign-in, and the step-up policy a factor). */
+    /** The signed-in user deletes their own account (its routes require a recent sign-in and, for an account that has one, a recent second factor). */
     deleteOwnAccount: (userId: string, source: AuditSource) => deleteAccount(userId, { source, by: 'self' }),
     /** An administrator (or the command line: no actor) deletes someone's account. */
     deleteUser: (userId: string, source: AuditSource) => deleteAccount(userId, { source, by: source.via === 'cli' ? 'cli' : 'admin' }),

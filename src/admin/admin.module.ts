@@ -20,11 +20,11 @@ export const adminModule = defineModule({
   errors: ADMIN_ERRORS,
   provide: ({ services }) => ({ admin: createAdminService({ users: services.users, sessions: services.sessions, credentials: services.credentials, audit: services.audit }) }),
   routes: [
-    { scope: 'api', register: (app, { services, authenticate }) => app.register(adminRoutes, { admin: services.admin, authenticate }) },
+    { scope: 'api', register: (app, { services }) => app.register(adminRoutes, { admin: services.admin }) },
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, pageSections }) =>
-        app.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config, sections: pageSections('admin-user'), places: services.places }),
+      register: (app, { services, csrf, config, pageSections }) =>
+        app.register(adminPageRoutes, { admin: services.admin, csrf, config, sections: pageSections('admin-user'), places: services.places }),
     },
   ],
 });

@@ -22,6 +22,7 @@ import type { AccessPolicy, AccessRefusal, AccessRequirement } from '../module.t
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { ADMIN_ROLE, GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type ProtectionRules, type RequestPath } from '../../packages/protect/src/rules.ts';
 import { access as declare, type RouteAccess } from './access.ts';
+import type { PageLanguage } from '../web/render.ts';
 
 /** One route of the app and what it declares (methods as Fastify registered them). */
 export interface DeclaredRoute {
@@ -36,9 +37,6 @@ declare module 'fastify' {
     readonly routeAccess: readonly DeclaredRoute[];
   }
 }
-
-// TEMPORARY while the modules' routes are being declared (issue 31): undeclared routes pass the check.
-const TRANSITION_LENIENT = true;
 
 const NO_ROLES = Object.freeze({ roles: Object.freeze([]) });
 const ANYONE = declare.anyone();
@@ -57,6 +55,8 @@ export interface RouteAccessOptions {
   readonly requirements: readonly AccessRequirement[];
   readonly sendForbiddenPage: (reply: FastifyReply) => FastifyReply;
   readonly rules?: ProtectionRules;
+  /** The language of a page refused here, before the browser routes' own language hook has run. */
+  readonly languageOf?: (request: FastifyRequest) => PageLanguage;
 }
 
 /**
@@ -134,16 +134,21 @@ export function registerRouteAccess(app: FastifyInstance, options: RouteAccessOp
   }
 
   function refuse(request: FastifyRequest, reply: FastifyReply, path: RequestPath | null, access: RouteAccess, refusal: AccessRefusal) {
+    // A route that names where a signed-out caller goes sends them there, API path or not (the
+    // dashboard's "Link a provider" button posts to /api/auth/link/:provider).
+    const signedOutTo = refusal.code === 'UNAUTHENTICATED' ? access.signedOutRedirect : undefined;
+    if (signedOutTo !== undefined) return reply.redirect(typeof signedOutTo === 'string' ? signedOutTo : signedOutTo(request), 303);
     if (isApiRequestPath(path) || refusal.code === 'BAD_REQUEST') throw new AppError(refusal.code as ErrorCode);
     // Come back to a page, never to a form's target (it answers only POST).
     const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
-    if (refusal.code === 'UNAUTHENTICATED') {
-      const target = access.signedOutRedirect;
-      const to = target === undefined ? signInRedirect(isPageLoad ? request.url : undefined) : typeof target === 'string' ? target : target(request);
-      return reply.redirect(to, 303);
-    }
+    if (refusal.code === 'UNAUTHENTICATED') return reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
     if (isPageLoad && refusal.redirectTo !== undefined) return reply.redirect(refusal.redirectTo, 303);
-    if (access.refusalPage !== undefined) return access.refusalPage(request, reply, refusal.code);
+    if (access.refusalPage !== undefined) {
+      // The route's own page renders in the visitor's language, as it would from its handler.
+      const page = request as { language?: PageLanguage | null };
+      if (page.language == null && options.languageOf !== undefined) page.language = options.languageOf(request);
+      return access.refusalPage(request, reply, refusal.code);
+    }
     return sendForbiddenPage(reply);
   }
 
@@ -155,7 +160,6 @@ export function registerRouteAccess(app: FastifyInstance, options: RouteAccessOp
         if (route.method === 'HEAD') continue;
         const where = `${route.method} ${route.url}`;
         if (route.access === undefined) {
-          if (TRANSITION_LENIENT) continue;
           problems.push(`${where} declares no access (config.access: access.anyone(), access.user() or access.role())`);
           continue;
         }

@@ -6,6 +6,8 @@
  * - the generic rules of `openapi.ts` hold for every operation (operationId, security from the
  *   route guard, 429 on rate-limited routes, 503 everywhere, both with Retry-After, the body
  *   statuses, described tags), and a documented 429 is what a limited route really answers;
+ * - security, 401 and 403 are what each route declares (`app.routeAccess`), the declarations the
+ *   access hook enforces;
  * - `GET /api/docs` serves Swagger UI from the package under a nonce CSP with cached assets, and in
  *   Chromium renders the operations with no CSP violation and no request leaving the origin.
  */
@@ -109,7 +111,8 @@ describe('the OpenAPI document', () => {
       // The guard's session requirement is always documented; a public path documents a session
       // only when its route says it acts on one (GET /api/auth/session, say).
       if (guard.action === 'deny') assert.deepEqual(operation.security, [{ bearer: [] }], where);
-      const signedIn = operation.security!.length > 0;
+      // Required, not optional (`{}`: a route that reads the session when one is given).
+      const signedIn = operation.security!.length > 0 && operation.security!.every((requirement) => Object.keys(requirement).length > 0);
       if (signedIn) assert.ok(operation.responses['401'], `${where}: 401`);
     }
     assert.deepEqual(document.paths['/api/auth']!.post!.security, []);
@@ -118,6 +121,28 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(document.paths['/api/auth/session']!.get!.security, [{ bearer: [] }]);
     assert.deepEqual(document.paths['/api/organizations']!.get!.security, [{ bearer: [] }]);
     assert.equal(document.paths['/api/auth/sessions/{id}']!.delete!.operationId, 'deleteAuthSessionsById');
+  });
+
+  it('documents security, 401 and 403 as each route declares its access', () => {
+    const declared = new Map(t.app.routeAccess.map((route) => [`${route.method} ${route.url}`, route.access]));
+    for (const { method, path, operation } of operations(document)) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const access = declared.get(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`);
+      assert.ok(access !== undefined, `${where}: a route that declares its access`);
+      const needsSession = access.who !== 'anyone';
+      const expected = needsSession ? [{ bearer: [] }] : access.readsSession ? [{}, { bearer: [] }] : [];
+      assert.deepEqual(operation.security, expected, `${where}: ${access.who}${access.readsSession ? ', reads the session' : ''}`);
+      if (needsSession) {
+        assert.ok(operation.responses['401'], `${where}: 401`);
+        assert.ok(operation.responses['403'], `${where}: 403`);
+      } else {
+        // A 401 of its own (a wrong password, say) is the route's; never the missing session's.
+        assert.notEqual(operation.responses['401']?.$ref, '#/components/responses/Unauthenticated', `${where}: no session needed`);
+      }
+    }
+    // Documented as public until the declarations said otherwise.
+    assert.deepEqual(document.paths['/api/auth/signout']!.post!.security, [{}, { bearer: [] }]);
+    assert.deepEqual(document.paths['/api/auth/link/{provider}']!.post!.security, [{ bearer: [] }]);
   });
 
   it('documents 503 with Retry-After everywhere, 429 with Retry-After on every rate-limited route, and the body statuses', () => {

@@ -71,13 +71,12 @@ export const mfaModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, clock, pageSections }) =>
+      register: (app, { services, csrf, config, clock, pageSections }) =>
         app.register(mfaPageRoutes, {
           mfa: services.mfa,
           secondFactor: services.secondFactor,
           users: services.users,
           sessions: services.sessions,
-          authenticate,
           csrf,
           config,
           clock,
@@ -86,13 +85,12 @@ export const mfaModule = defineModule({
     },
     {
       scope: 'api',
-      register: (app, { services, authenticate, config, clock }) =>
+      register: (app, { services, config, clock }) =>
         app.register(mfaRoutes, {
           mfa: services.mfa,
           secondFactor: services.secondFactor,
           users: services.users,
           sessions: services.sessions,
-          authenticate,
           config: config.mfa,
           cookieConfig: config,
           clock,

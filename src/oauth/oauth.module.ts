@@ -49,8 +49,8 @@ export const oauthModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, csrf, authenticate, config, clock }) =>
-        app.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, authenticate, config, clock, limits: services.limits }),
+      register: (app, { services, csrf, config, clock }) =>
+        app.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, config, clock, limits: services.limits }),
     },
     { scope: 'browser', register: (app, { services, csrf }) => app.register(linkReviewRoutes, { oauth: services.oauth, csrf, limits: services.limits }) },
   ],

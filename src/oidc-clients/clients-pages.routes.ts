@@ -11,20 +11,17 @@
  * (web/form-errors.ts), the edit form with each problem listed. Register where form bodies are parsed; CSRF (origin + token) is checked
  * for every form post before these handlers run. Hidden from the OpenAPI document.
  *
- * ADMIN only: the route guard already refuses `/admin/**` to everyone else; the hook below checks
- * again before any request body or query is read, as the admin pages do.
+ * ADMIN only, declared on each route and checked before any request body or query is read, as the
+ * admin pages do; a form post also needs a recent second factor (REAUTH_REQUIRED: the 403 page).
  */
-import { requireAdminPages } from '../authorization/admin-only.ts';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import type { Csrf } from '../http/csrf.ts';
-import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
-import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { shownCode } from '../web/page-query.ts';
 import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
@@ -36,7 +33,6 @@ import type { ClientFormValues, ClientPages, PageAlert } from './clients-pages.t
 
 export interface ClientPageOptions {
   oidcClients: OidcClientsService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
 }
 
@@ -116,6 +112,7 @@ const EMPTY_FORM: ClientFormValues = {
 };
 
 const hidden = { hide: true } as const;
+const adminOnly = { access: access.role(ADMIN_ROLE) };
 const csrfField = z.string().max(200).optional();
 const pageQuery = z.object({ notice: shownCode, error: shownCode });
 /** Room for MAX_URIS long URIs, one a line; the rules hold the real limits. */
@@ -136,10 +133,10 @@ const createForm = z.object({
 const updateForm = z.object({ name: z.string().max(1000).optional(), redirectUris: uriLines, postLogoutRedirectUris: uriLines, csrfToken: csrfField });
 
 export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async (app, options) => {
-  const { oidcClients, authenticate, csrf } = options;
+  const { oidcClients, csrf } = options;
   const pages = createPageRenderer<ClientPages>([...templatesIn(join(import.meta.dirname, 'templates')), ADMIN_HEADER]);
-  const actingAdmin = requireAdminPages(app, authenticate);
-  const actor = async (request: FastifyRequest, reply: FastifyReply) => requestSource(request, (await actingAdmin(request, reply)).userId);
+  /** The acting admin, for the audit log. */
+  const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
 
   async function showList(request: FastifyRequest, reply: FastifyReply, values: ClientFormValues, alerts: PageAlert[], form = registerForm(values)) {
     const clients = await oidcClients.list();
@@ -225,17 +222,17 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${CLIENTS_PAGE}?${new URLSearchParams(query)}`, 303);
 
-  app.get(CLIENTS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
+  app.get(CLIENTS_PAGE, { config: adminOnly, schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
 
-  app.get(`${CLIENTS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
+  app.get(`${CLIENTS_PAGE}/:id`, { config: adminOnly, schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
     const client = await oidcClients.show(request.params.id);
     if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
     return showClient(request, reply, client, alertsOf(request.query, request.language));
   });
 
-  // The forms. What cannot be told apart by the handlers (a malformed field, a database outage)
-  // goes back to the list with the error code.
-  const formRoute = { config: { formErrorPage: CLIENTS_PAGE } };
+  // The forms change the registry: a recent second factor too. What cannot be told apart by the
+  // handlers (a malformed field, a database outage) goes back to the list with the error code.
+  const formRoute = { config: { formErrorPage: CLIENTS_PAGE, access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) } };
 
   app.post(CLIENTS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
     const body = request.body;
@@ -258,7 +255,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
       isFirstParty: form.isFirstParty,
       idTokenSignedResponseAlg: form.idTokenSignedResponseAlg,
     };
-    const result = await oidcClients.create(input, await actor(request, reply));
+    const result = await oidcClients.create(input, actor(request));
     if (!result.ok) return showList(request, reply, form, [], registerForm(form, { problems: result.problems, input, i18n: request.language }));
     if (result.clientSecret === undefined) return reply.redirect(`${clientPage(result.client.id)}?notice=CLIENT_REGISTERED`, 303);
     return showSecret(request, reply, result.client, result.clientSecret, true);
@@ -268,7 +265,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     const { id } = request.params;
     const form = { name: request.body.name ?? '', redirectUris: request.body.redirectUris ?? '', postLogoutRedirectUris: request.body.postLogoutRedirectUris ?? '' };
     const changes = { name: form.name, redirectUris: lines(form.redirectUris), postLogoutRedirectUris: lines(form.postLogoutRedirectUris) };
-    const result = await oidcClients.update(id, changes, await actor(request, reply));
+    const result = await oidcClients.update(id, changes, actor(request));
     if (result.ok) return reply.redirect(`${clientPage(id)}?notice=CLIENT_SAVED`, 303);
     if (result.reason === 'NOT_FOUND') return toList(reply, { error: 'CLIENT_NOT_FOUND' });
     const client = await oidcClients.show(id);
@@ -280,14 +277,14 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   app.post(`${CLIENTS_PAGE}/:id/rotate-secret`, { ...formRoute, schema: { ...hidden, params: clientParams, body: stateBody } }, async (request, reply) => {
     const { id } = request.params;
-    const result = await oidcClients.rotateSecret(id, await actor(request, reply));
+    const result = await oidcClients.rotateSecret(id, actor(request));
     if (result.ok) return showSecret(request, reply, result.client, result.clientSecret, false);
     if (result.reason === 'PUBLIC_CLIENT') return reply.redirect(`${clientPage(id)}?error=PUBLIC_CLIENT_HAS_NO_SECRET`, 303);
     return toList(reply, { error: 'CLIENT_NOT_FOUND' });
   });
 
   app.post(`${CLIENTS_PAGE}/:id/delete`, { ...formRoute, schema: { ...hidden, params: clientParams, body: stateBody } }, async (request, reply) => {
-    const deleted = await oidcClients.delete(request.params.id, await actor(request, reply));
+    const deleted = await oidcClients.delete(request.params.id, actor(request));
     return toList(reply, deleted ? { notice: 'CLIENT_DELETED' } : { error: 'CLIENT_NOT_FOUND' });
   });
 };

@@ -87,16 +87,16 @@ export const organizationsModule = defineModule({
   routes: [
     {
       scope: 'api',
-      register: async (app, { services, authenticate, config, clock }) => {
-        await app.register(organizationRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, authenticate, config, clock });
-        await app.register(adminOrganizationRoutes, { organizations: services.organizations, authenticate });
+      register: async (app, { services, config, clock }) => {
+        await app.register(organizationRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, config, clock });
+        await app.register(adminOrganizationRoutes, { organizations: services.organizations });
       },
     },
     {
       scope: 'browser',
-      register: async (app, { services, authenticate, csrf, config, clock }) => {
-        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, authenticate, csrf, config, clock });
-        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, authenticate, csrf });
+      register: async (app, { services, csrf, config, clock }) => {
+        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, csrf, config, clock });
+        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, csrf });
       },
     },
   ],

@@ -7,14 +7,17 @@
  * - `/api/organizations/active` and `/api/organizations/:id/activate`: the session's active
  *   organization, answered with a new access token that carries the `org` claim.
  * To someone who is not a member, an organization does not exist (404 ORGANIZATION_NOT_FOUND).
+ * Every route is for a signed-in user (`access.user()`); the role a member holds in an organization
+ * is the organizations service's to check.
  */
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { access, signedIn } from '../authorization/access.ts';
 import { AppError } from '../errors.ts';
 import type { Config } from '../config.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { setAccessCookie } from '../sessions/session-cookie.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -53,7 +56,6 @@ export interface OrganizationRouteOptions {
   organizations: OrganizationsService;
   users: UserService;
   sessions: SessionService;
-  authenticate: RequestAuthenticator;
   config: Config;
   clock: Clock;
 }
@@ -79,13 +81,14 @@ export async function activateAndReissue(
 
 const tags = ['organizations'];
 const security = [{ bearer: [] }];
+const config = { access: access.user() };
 
 export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions> = async (app, options) => {
-  const { organizations, users, authenticate } = options;
+  const { organizations, users } = options;
 
-  async function signedIn(request: FastifyRequest, reply: FastifyReply) {
-    const auth = await authenticate(request, reply);
-    if (auth === null) throw new AppError('UNAUTHENTICATED');
+  /** The signed-in caller: as the service's actor, and as the audit log's source. */
+  function caller(request: FastifyRequest) {
+    const auth = signedIn(request);
     return { auth, actor: { userId: auth.userId }, source: requestSource(request, auth.userId) };
   }
 
@@ -97,9 +100,9 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
 
   app.get(
     '/api/organizations',
-    { schema: { tags, summary: 'List your organizations', description: 'With your role in each, and which one is active in this session.', security, response: { 200: z.object({ organizations: z.array(membershipView) }), 401: signedInErrors[401] } } },
-    async (request, reply) => {
-      const { auth } = await signedIn(request, reply);
+    { config, schema: { tags, summary: 'List your organizations', description: 'With your role in each, and which one is active in this session.', security, response: { 200: z.object({ organizations: z.array(membershipView) }), 401: signedInErrors[401] } } },
+    async (request) => {
+      const { auth } = caller(request);
       return { organizations: (await organizations.listFor(auth.userId, auth.sessionId)).map(toMembershipJson) };
     },
   );
@@ -107,6 +110,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.post(
     '/api/organizations',
     {
+      config,
       schema: {
         tags,
         summary: 'Create an organization',
@@ -123,7 +127,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
       },
     },
     async (request, reply) => {
-      const { auth, source } = await signedIn(request, reply);
+      const { auth, source } = caller(request);
       const user = await currentUser(auth.userId);
       const result = await organizations.create(request.body, auth.userId, source, { policyFor: user });
       if (!result.ok) throw refusal(result);
@@ -134,6 +138,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.get(
     '/api/organizations/invitations',
     {
+      config,
       schema: {
         tags,
         summary: 'List the invitations to your address',
@@ -142,8 +147,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         response: { 200: z.object({ invitations: z.array(invitationPreviewView) }), 401: signedInErrors[401] },
       },
     },
-    async (request, reply) => {
-      const { auth } = await signedIn(request, reply);
+    async (request) => {
+      const { auth } = caller(request);
       return { invitations: (await organizations.invitationsFor(await currentUser(auth.userId))).map(toInvitationPreviewJson) };
     },
   );
@@ -151,6 +156,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.post(
     '/api/organizations/invitations/accept',
     {
+      config,
       schema: {
         tags,
         summary: 'Accept an invitation',
@@ -168,8 +174,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         },
       },
     },
-    async (request, reply) => {
-      const { auth, source } = await signedIn(request, reply);
+    async (request) => {
+      const { auth, source } = caller(request);
       const ref = request.body.token !== undefined ? { token: request.body.token } : { invitationId: request.body.invitationId! };
       const result = await organizations.acceptInvitation(ref, await currentUser(auth.userId), source);
       if (!result.ok) throw refusal(result);
@@ -180,6 +186,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.post(
     '/api/organizations/invitations/decline',
     {
+      config,
       schema: {
         tags,
         summary: 'Decline an invitation',
@@ -196,8 +203,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         },
       },
     },
-    async (request, reply) => {
-      const { auth, source } = await signedIn(request, reply);
+    async (request) => {
+      const { auth, source } = caller(request);
       const ref = request.body.token !== undefined ? { token: request.body.token } : { invitationId: request.body.invitationId! };
       const result = await organizations.declineInvitation(ref, await currentUser(auth.userId), source);
       if (!result.ok) throw refusal(result);
@@ -214,6 +221,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.post(
     '/api/organizations/active',
     {
+      config,
       schema: {
         tags,
         summary: 'Set or clear the active organization of this session',
@@ -225,7 +233,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
       },
     },
     async (request, reply) => {
-      const { auth } = await signedIn(request, reply);
+      const { auth } = caller(request);
       return answerActive(await activateAndReissue(options, auth, reply, request.body.organizationId), reply);
     },
   );
@@ -233,19 +241,20 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.post(
     '/api/organizations/:id/activate',
     {
+      config,
       schema: { tags, summary: 'Make this organization active in this session', description: 'As `POST /api/organizations/active` with its id.', security, params: organizationParams, body: noBody, response: activeResponse },
     },
     async (request, reply) => {
-      const { auth } = await signedIn(request, reply);
+      const { auth } = caller(request);
       return answerActive(await activateAndReissue(options, auth, reply, request.params.id), reply);
     },
   );
 
   app.get(
     '/api/organizations/:id',
-    { schema: { tags, summary: 'Show one of your organizations', security, params: organizationParams, response: { 200: z.object({ organization: organizationView, role: z.string() }), ...signedInErrors } } },
-    async (request, reply) => {
-      const { actor } = await signedIn(request, reply);
+    { config, schema: { tags, summary: 'Show one of your organizations', security, params: organizationParams, response: { 200: z.object({ organization: organizationView, role: z.string() }), ...signedInErrors } } },
+    async (request) => {
+      const { actor } = caller(request);
       const found = await organizations.get(request.params.id, actor);
       if (found === null) throw new AppError('ORGANIZATION_NOT_FOUND');
       return { organization: toOrganizationJson(found.organization), role: found.role! };
@@ -255,6 +264,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.patch(
     '/api/organizations/:id',
     {
+      config,
       schema: {
         tags,
         summary: 'Rename an organization, or change its slug',
@@ -265,8 +275,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         response: { 200: z.object({ organization: organizationView }), ...bodyErrorResponses, ...signedInErrors, 409: errorResponse.describe('The slug is taken (SLUG_TAKEN)') },
       },
     },
-    async (request, reply) => {
-      const { actor, source } = await signedIn(request, reply);
+    async (request) => {
+      const { actor, source } = caller(request);
       const result = await organizations.update(request.params.id, actor, request.body, source);
       if (!result.ok) throw refusal(result);
       return { organization: toOrganizationJson(result.organization) };
@@ -275,9 +285,9 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
 
   app.delete(
     '/api/organizations/:id',
-    { schema: { tags, summary: 'Delete an organization', description: 'OWNER only: its members, invitations and every session\'s choice of it go with it.', security, params: organizationParams, response: { 200: okView, ...signedInErrors } } },
-    async (request, reply) => {
-      const { actor, source } = await signedIn(request, reply);
+    { config, schema: { tags, summary: 'Delete an organization', description: 'OWNER only: its members, invitations and every session\'s choice of it go with it.', security, params: organizationParams, response: { 200: okView, ...signedInErrors } } },
+    async (request) => {
+      const { actor, source } = caller(request);
       const result = await organizations.delete(request.params.id, actor, source);
       if (!result.ok) throw refusal(result);
       return { ok: true as const };
@@ -286,9 +296,9 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
 
   app.get(
     '/api/organizations/:id/members',
-    { schema: { tags, summary: 'List the members', description: 'Any member may.', security, params: organizationParams, response: { 200: z.object({ members: z.array(memberView) }), ...signedInErrors } } },
-    async (request, reply) => {
-      const { actor } = await signedIn(request, reply);
+    { config, schema: { tags, summary: 'List the members', description: 'Any member may.', security, params: organizationParams, response: { 200: z.object({ members: z.array(memberView) }), ...signedInErrors } } },
+    async (request) => {
+      const { actor } = caller(request);
       const members = await organizations.listMembers(request.params.id, actor);
       if (members === null) throw new AppError('ORGANIZATION_NOT_FOUND');
       return { members: members.map(toMemberJson) };
@@ -304,6 +314,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.patch(
     '/api/organizations/:id/members/:userId',
     {
+      config,
       schema: {
         tags,
         summary: 'Change a member\'s role',
@@ -314,8 +325,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         response: { 200: z.object({ member: memberView }), ...bodyErrorResponses, ...memberErrors },
       },
     },
-    async (request, reply) => {
-      const { actor, source } = await signedIn(request, reply);
+    async (request) => {
+      const { actor, source } = caller(request);
       const result = await organizations.setRole(request.params.id, actor, request.params.userId, request.body.role, source);
       if (!result.ok) throw refusal(result);
       return { member: toMemberJson(result.member) };
@@ -325,6 +336,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.delete(
     '/api/organizations/:id/members/:userId',
     {
+      config,
       schema: {
         tags,
         summary: 'Remove a member',
@@ -334,8 +346,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         response: { 200: okView, ...memberErrors },
       },
     },
-    async (request, reply) => {
-      const { actor, source } = await signedIn(request, reply);
+    async (request) => {
+      const { actor, source } = caller(request);
       const result = await organizations.removeMember(request.params.id, actor, request.params.userId, source);
       if (!result.ok) throw refusal(result);
       return { ok: true as const };
@@ -344,9 +356,9 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
 
   app.post(
     '/api/organizations/:id/leave',
-    { schema: { tags, summary: 'Leave an organization', description: 'The last OWNER cannot (409 LAST_OWNER): transfer ownership or delete it first.', security, params: organizationParams, body: noBody, response: { 200: okView, ...bodyErrorResponses, ...memberErrors } } },
-    async (request, reply) => {
-      const { auth, source } = await signedIn(request, reply);
+    { config, schema: { tags, summary: 'Leave an organization', description: 'The last OWNER cannot (409 LAST_OWNER): transfer ownership or delete it first.', security, params: organizationParams, body: noBody, response: { 200: okView, ...bodyErrorResponses, ...memberErrors } } },
+    async (request) => {
+      const { auth, source } = caller(request);
       const result = await organizations.leave(request.params.id, auth.userId, source);
       if (!result.ok) throw refusal(result);
       return { ok: true as const };
@@ -356,6 +368,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.post(
     '/api/organizations/:id/transfer',
     {
+      config,
       schema: {
         tags,
         summary: 'Transfer ownership',
@@ -366,8 +379,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         response: { 200: z.object({ member: memberView }), ...bodyErrorResponses, ...memberErrors, 409: errorResponse.describe('You named yourself (ALREADY_MEMBER)') },
       },
     },
-    async (request, reply) => {
-      const { auth, source } = await signedIn(request, reply);
+    async (request) => {
+      const { auth, source } = caller(request);
       const result = await organizations.transferOwnership(request.params.id, { userId: auth.userId }, request.body.userId, source);
       if (!result.ok) throw refusal(result);
       return { member: toMemberJson(result.member) };
@@ -376,9 +389,9 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
 
   app.get(
     '/api/organizations/:id/invitations',
-    { schema: { tags, summary: 'List pending invitations', description: 'OWNER or ADMIN.', security, params: organizationParams, response: { 200: z.object({ invitations: z.array(invitationView) }), ...signedInErrors } } },
-    async (request, reply) => {
-      const { actor } = await signedIn(request, reply);
+    { config, schema: { tags, summary: 'List pending invitations', description: 'OWNER or ADMIN.', security, params: organizationParams, response: { 200: z.object({ invitations: z.array(invitationView) }), ...signedInErrors } } },
+    async (request) => {
+      const { actor } = caller(request);
       const result = await organizations.listInvitations(request.params.id, actor);
       if (!Array.isArray(result)) throw refusal(result);
       return { invitations: result.map(toInvitationJson) };
@@ -388,6 +401,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.post(
     '/api/organizations/:id/invitations',
     {
+      config,
       schema: {
         tags,
         summary: 'Invite someone by e-mail',
@@ -406,7 +420,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
       },
     },
     async (request, reply) => {
-      const { actor, source } = await signedIn(request, reply);
+      const { actor, source } = caller(request);
       const result = await organizations.invite(request.params.id, actor, request.body, source);
       if (!result.ok) throw refusal(result);
       reply.header('cache-control', 'no-store');
@@ -417,6 +431,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
   app.delete(
     '/api/organizations/:id/invitations/:invitationId',
     {
+      config,
       schema: {
         tags,
         summary: 'Revoke an invitation',
@@ -426,8 +441,8 @@ export const organizationRoutes: FastifyPluginAsyncZod<OrganizationRouteOptions>
         response: { 200: okView, ...signedInErrors, 404: errorResponse.describe('ORGANIZATION_NOT_FOUND, or no such pending invitation (INVITATION_NOT_FOUND)') },
       },
     },
-    async (request, reply) => {
-      const { actor, source } = await signedIn(request, reply);
+    async (request) => {
+      const { actor, source } = caller(request);
       const result = await organizations.revokeInvitation(request.params.id, actor, request.params.invitationId, source);
       if (!result.ok) throw refusal(result);
       return { ok: true as const };

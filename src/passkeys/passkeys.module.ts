@@ -52,7 +52,7 @@ export const passkeysModule = defineModule({
   routes: [
     {
       scope: 'api',
-      register: async (app, { services, authenticate, csrf, config, clock }) => {
+      register: async (app, { services, csrf, config, clock }) => {
         await app.register(passkeyRoutes, {
           passkeys: services.passkeys,
           users: services.users,
@@ -65,7 +65,6 @@ export const passkeysModule = defineModule({
             const registry = services as Partial<typeof services>;
             return { recoveryCodes: registry.mfa ?? NO_RECOVERY_CODES, secondFactor: registry.secondFactor ?? NO_SECOND_FACTOR };
           },
-          authenticate,
           csrf,
           config,
           clock,
@@ -75,7 +74,7 @@ export const passkeysModule = defineModule({
     },
     {
       scope: 'browser',
-      register: (app, { services, authenticate, config, clock }) => app.register(passkeyFormRoutes, { passkeys: services.passkeys, users: services.users, authenticate, config, clock }),
+      register: (app, { services, config, clock }) => app.register(passkeyFormRoutes, { passkeys: services.passkeys, users: services.users, config, clock }),
     },
   ],
 });

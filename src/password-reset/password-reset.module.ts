@@ -39,8 +39,7 @@ export const passwordResetModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, authenticate }) =>
-        app.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate, limits: services.limits }),
+      register: (app, { services }) => app.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, limits: services.limits }),
     },
     {
       scope: 'browser',

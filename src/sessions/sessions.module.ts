@@ -26,9 +26,8 @@ declare module '../module.ts' {
   }
 }
 
-const sessionRouteOptions = ({ services, authenticate, csrf, config, clock }: RouteContext) => ({
+const sessionRouteOptions = ({ services, csrf, config, clock }: RouteContext) => ({
   sessions: services.sessions,
-  authenticate,
   csrf,
   config,
   clock,
