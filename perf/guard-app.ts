@@ -35,7 +35,7 @@ await app.register(cookie);
 // As app.ts registers it: the modules' policies and requirements too (a policy that is not
 // configured, MFA_REQUIRED_ROLES say, costs nothing).
 const routeAccess = registerRouteAccess(app, {
-  authenticate: createRequestAuthenticator({ sessions: services.sessions, config, clock: services.clock }),
+  authenticate: createRequestAuthenticator({ sessions: services.sessions, config, clock: services.clock, resolvers: services.modules.flatMap((module) => module.credentialResolvers?.(services) ?? []) }),
   sendForbiddenPage: createForbiddenPage(),
   policies: services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []),
   requirements: services.modules.flatMap((module) => module.accessRequirements?.(services) ?? []),

@@ -7,7 +7,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
-import type { ModuleRoutes, RouteContext } from './module.ts';
+import { collectAdminNav, collectOpenApiTags, type ModuleRoutes, type RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
 import { toErrorBody } from './errors.ts';
 import { registerErrorHandling, sendError } from './http/error-handler.ts';
@@ -81,7 +81,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Signed cookies (the CSRF secret) use a key of their own, derived from AUTH_SECRET.
   await app.register(cookie, { secret: deriveKey(config.authSecret, 'gatehouse cookie signing v1') });
   const csrf = registerCsrfProtection(app, config);
-  const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock });
+  const resolvers = services.modules.flatMap((module) => module.credentialResolvers?.(services) ?? []);
+  const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock, resolvers });
   // After CSRF: a forged cross-site request is refused before any session work. Every route
   // declares who may call it; one hook decides (authorization/route-access.ts). It answers before
   // the browser routes' language hook runs: its 403 page negotiates its own language.
@@ -96,7 +97,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
 
   // The OpenAPI document's rules (http/openapi.ts); before the routes, which it collects.
-  await registerOpenApi(app, { authUrl: config.authUrl, rateLimitHooks: Object.values(services.limits) });
+  await registerOpenApi(app, { authUrl: config.authUrl, rateLimitHooks: Object.values(services.limits), tags: collectOpenApiTags(services.modules) });
 
   // Every module's routes: JSON-only ones at the top level, the browser's where form bodies parse too.
   const sections = services.modules.flatMap((module) => module.pageSections?.(services) ?? []);
@@ -108,6 +109,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     authenticate,
     csrf,
     pageSections: (page) => sections.filter((section) => section.page === page),
+    adminNav: collectAdminNav(services.modules),
   };
   const routesOf = (scope: ModuleRoutes['scope']) => services.modules.flatMap((module) => (module.routes ?? []).filter((routes) => routes.scope === scope));
   for (const routes of routesOf('api')) await routes.register(app, routeContext);

@@ -1,7 +1,8 @@
 /**
  * Account deletion in the hosted pages:
  * - a dashboard section linking to `/dashboard/account/delete`: what deletion does, what stops it
- *   (an organization to hand over first, a sign-in that is not recent), and a confirmed form;
+ *   (what a module blocks it with, an organization to hand over first say; a sign-in that is not
+ *   recent), and a confirmed form;
  *   `POST /dashboard/account/delete` deletes, clears the cookies and shows `/auth/account-deleted`;
  * - a section of the administrators' page of a user, with a confirmed form posting to
  *   `POST /admin/users/:id/delete` (current ADMINs only).
@@ -10,7 +11,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { PageSection } from '../module.ts';
+import type { DeletionBlock, PageSection } from '../module.ts';
 import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
@@ -35,7 +36,8 @@ interface AccountDeletionPages {
   'account-delete': {
     email: string;
     csrfToken: string;
-    blockers: ReadonlyArray<{ id: string; slug: string; name: string }>;
+    /** What the modules say stops the deletion now (an organization to hand over first, say). */
+    blockers: readonly DeletionBlock[];
     needsRecentSignIn: boolean;
     signInUrl: string;
     error: ShownError | null;

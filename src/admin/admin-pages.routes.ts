@@ -15,7 +15,7 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import { renderPageSections, type PageSection } from '../module.ts';
+import { renderPageSections, type AdminNavEntry, type PageSection } from '../module.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import type { AdminService } from './admin.service.ts';
@@ -29,7 +29,8 @@ import { toSessionItems } from '../sessions/session-items.ts';
 import type { PlaceFinder } from '../sessions/place.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { createAdminPageRenderer } from './admin-area.ts';
 import { formatTime } from '../web/time-text.ts';
 import { adminError, adminNotice } from './admin-pages.messages.ts';
 import type { AdminEventItem, AdminPages, PageAlert } from './admin-pages.types.ts';
@@ -42,6 +43,8 @@ export interface AdminPageOptions {
   sections: readonly PageSection[];
   /** Sessions' approximate places (none unless GEOIP_DATABASE_FILE is set). */
   places: PlaceFinder;
+  /** The admin area's navigation (its header's): every module's links. */
+  adminNav: readonly AdminNavEntry[];
 }
 
 export const ADMIN_PAGE = '/admin';
@@ -106,7 +109,7 @@ const forAdminsRecentlyVerified = { access: access.role(ADMIN_ROLE, { requires: 
 
 export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (app, options) => {
   const { admin, csrf, config } = options;
-  const pages = createPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')));
+  const pages = createAdminPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   const sendForbiddenPage = createForbiddenPage();
   /** A continuation cursor from a link: its position, none, or null for one we did not make. */
   const positionOf = (cursor: string | undefined): KeysetPosition | undefined | null => (cursor === undefined ? undefined : decodeCursor(cursor));

@@ -237,6 +237,7 @@ for (const strategy of ['database', 'jwt'] as const) {
             config: {} as Config,
             sections: [],
             places: { isConfigured: false, locator: async () => null },
+            adminNav: [],
           });
           const { pages, forms } = everyRoute('someone', 'some-session');
           for (const url of pages) {

@@ -24,7 +24,9 @@ import { createTestApp, serveTestApp, type ServedTestApp, type TestApp } from '.
 import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, watchConsole, withPage, type Browser } from '../../test/helpers/browser.ts';
 import { decide } from '../../packages/protect/src/rules.ts';
 import { OPENAPI_PATH } from '../app.ts';
-import { TAG_DESCRIPTIONS, operationIdFor } from './openapi.ts';
+import { operationIdFor } from './openapi.ts';
+import { collectOpenApiTags, defineModule } from '../module.ts';
+import { MODULES } from '../modules.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../..');
 const REDOCLY = join(REPO_ROOT, 'node_modules/.bin/redocly');
@@ -175,7 +177,8 @@ describe('the OpenAPI document', () => {
 
   it('names every tag in use, each with a description, and keeps only the schemas it uses', () => {
     const used = new Set(operations(document).flatMap(({ operation }) => operation.tags ?? []));
-    for (const tag of used) assert.ok(TAG_DESCRIPTIONS[tag], `tag "${tag}": add its description to TAG_DESCRIPTIONS in src/http/openapi.ts`);
+    const described = collectOpenApiTags(MODULES);
+    for (const tag of used) assert.ok(described.get(tag), `tag "${tag}": describe it in the openApiTags of the module that introduces it`);
     assert.deepEqual(document.tags?.map((tag) => tag.name), [...used].sort());
     const schemas = Object.keys(document.components.schemas ?? {});
     assert.ok(schemas.includes('AuthRequest') && schemas.includes('AuthResponse') && schemas.includes('ErrorResponse'), schemas.join(' '));
@@ -314,5 +317,13 @@ describe('the API reference in Chromium', { skip: chromium.ok ? false : chromium
       assert.deepEqual(foreign, [], 'every request stays on the origin');
       assert.ok(requests.some((url) => url.startsWith(`${baseURL}${OPENAPI_PATH}`)), 'the page loaded the document');
     });
+  });
+});
+
+describe('the OpenAPI tags', () => {
+  it('are described by the modules that introduce them, each by one', () => {
+    assert.match(collectOpenApiTags(MODULES).get('admin') ?? '', /^Administration/);
+    const tag = { name: 'twice', description: 'Twice.' };
+    assert.throws(() => collectOpenApiTags([defineModule({ name: 'one', openApiTags: [tag] }), defineModule({ name: 'two', openApiTags: [tag] })]), /"twice" is declared by both "one" and "two"/);
   });
 });

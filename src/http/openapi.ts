@@ -24,7 +24,9 @@
  * - **components**: only the schemas something refers to (the zod provider emits an input and an
  *   output variant of each named schema: the one no route uses goes), an input-only one under its
  *   plain name; shared responses and the `Retry-After` header once each.
- * - **info.license**, **servers** (AUTH_URL), and the **tags** in use, each with its description.
+ * - **info.license**, **servers** (AUTH_URL), and the **tags** in use, each with the description
+ *   the module that introduces it declares (`openApiTags`, module.ts; `openapi.test.ts` fails on a tag
+ *   no module describes).
  */
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
@@ -38,21 +40,6 @@ declare module 'fastify' {
     rateLimited?: boolean;
   }
 }
-
-/** One line per tag an operation may carry; `openapi.test.ts` fails on a tag missing here. */
-export const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = Object.freeze({
-  auth: 'Sign-in with e-mail and password, sign-up and e-mail verification.',
-  password: 'Forgotten, reset and changed passwords.',
-  sessions: 'The current session, the signed-in user\'s sessions, refresh tokens, sign-out and the CSRF token.',
-  keys: 'The public keys that verify Gatehouse\'s tokens (JWKS).',
-  oauth: 'Sign-in with GitHub, Google or an OpenID Connect provider, and linked accounts.',
-  passkeys: 'WebAuthn passkeys: registration, sign-in and step-up.',
-  mfa: 'Second factors: TOTP, recovery codes, the second step of a sign-in and step-up.',
-  account: 'The signed-in user\'s own account.',
-  organizations: 'Organizations, their members, roles and invitations, and the session\'s active organization.',
-  admin: 'Administration (role ADMIN): users, roles, sessions, the audit log, OAuth clients, organizations and webhooks.',
-  operations: 'Health for load balancers and orchestrators.',
-});
 
 /** The route's facts the document cannot show, carried from `transform` to `transformObject`. */
 const ROUTE_FACTS = 'x-gatehouse-route';
@@ -130,6 +117,8 @@ export interface OpenApiOptions {
   rateLimitHooks: readonly unknown[];
   /** The prefix rules a route that declares nothing is documented by (GATEHOUSE_RULES). */
   rules?: ProtectionRules;
+  /** The tags' descriptions, by name: what the modules declare (`collectOpenApiTags`). */
+  tags: ReadonlyMap<string, string>;
 }
 
 /** Registers `@fastify/swagger` with the rules above; call before any route is added. */
@@ -156,7 +145,7 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
       const facts: RouteFacts = { rateLimited: isRateLimited(input.route, limitHooks), skipCsrf: input.route.config?.skipCsrf === true, caller: callerOf(input.route.config?.access) };
       return { ...output, schema: { ...output.schema, [ROUTE_FACTS]: facts } as FastifySchema };
     },
-    transformObject: (input) => finishDocument(jsonSchemaTransformObject(input) as Json, rules),
+    transformObject: (input) => finishDocument(jsonSchemaTransformObject(input) as Json, rules, options.tags),
   });
 }
 
@@ -192,7 +181,7 @@ function floorCaller(path: string, rules: ProtectionRules): Caller {
   return floor.action === 'deny' && floor.reason === 'UNAUTHENTICATED' ? 'signed-in' : 'anyone';
 }
 
-function finishDocument(document: Json, rules: ProtectionRules): Json {
+function finishDocument(document: Json, rules: ProtectionRules, tagDescriptions: ReadonlyMap<string, string>): Json {
   const paths = (document.paths ?? {}) as Record<string, Record<string, Operation>>;
   const usedResponses = new Set<string>();
   const usedTags = new Set<string>();
@@ -253,7 +242,7 @@ function finishDocument(document: Json, rules: ProtectionRules): Json {
   components.headers = { ...(components.headers as Json | undefined), RetryAfter: RETRY_AFTER_HEADER };
   const finished: Json = {
     ...document,
-    tags: [...usedTags].sort().map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] !== undefined && { description: TAG_DESCRIPTIONS[name] }) })),
+    tags: [...usedTags].sort().map((name) => ({ name, ...(tagDescriptions.has(name) && { description: tagDescriptions.get(name) }) })),
     components,
   };
   pruneSchemas(finished);

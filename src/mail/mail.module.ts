@@ -23,6 +23,8 @@ export const mailModule = defineModule({
     mail: createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger, translations: services.translations }),
   }),
   jobs: ({ mail }) => [mail],
+  // A deleted user's mails still waiting are dropped (the address is forgotten).
+  userData: ({ mail }) => ({ erase: async ({ user, db }) => void (await mail.forgetRecipient(db, user.email)) }),
   routes: [
     // Development and tests without EMAIL_SERVER_HOST only; never registered in production. A
     // browser route: the page answers in the request's language (`request.language`).

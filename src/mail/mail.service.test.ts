@@ -13,7 +13,8 @@ import { migrateToLatest, loadConfig } from '../modules.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createMailService, type MailService } from './mail.service.ts';
 import { retryDelayMs } from './outbox-worker.ts';
-import * as store from './outbox.store.ts';
+import { MAIL_QUEUE } from './outbox.store.ts';
+import { claimNext } from '../storage/outbox/outbox.store.ts';
 import { createSmtpTransport, MailSendError, smtpTransportOptions } from './transports.ts';
 import { mailModule } from './mail.module.ts';
 import { mergeCatalogs } from '../i18n/catalog.ts';
@@ -410,7 +411,7 @@ for (const backend of await backends()) {
         const isPostgres = backend.name === 'postgres';
         const claims = await Promise.all(
           Array.from({ length: 8 }, (_, i) =>
-            store.claimNextDue(i % 2 === 0 ? storage.db : second.db, { now: clock(), owner: `owner-${i}`, lockedUntil: clock() + 60_000, isPostgres }),
+            claimNext(i % 2 === 0 ? storage.db : second.db, MAIL_QUEUE, { now: clock(), owner: `owner-${i}`, lockedUntil: clock() + 60_000, isPostgres }),
           ),
         );
         const winners = claims.filter((row) => row !== null);
@@ -426,7 +427,7 @@ for (const backend of await backends()) {
     it('takes over a message whose worker died mid-send once its claim runs out', async () => {
       const { mail, clock } = mailService();
       const { id } = await mail.enqueue(storage.db, resetMessage().message);
-      const claimed = await store.claimNextDue(storage.db, { now: clock(), owner: 'dead-instance', lockedUntil: clock() + 60_000, isPostgres: backend.name === 'postgres' });
+      const claimed = await claimNext(storage.db, MAIL_QUEUE, { now: clock(), owner: 'dead-instance', lockedUntil: clock() + 60_000, isPostgres: backend.name === 'postgres' });
       assert.equal(claimed?.id, id);
       assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 0 }, 'held by the other instance');
       clock.advance(60_001);

@@ -21,7 +21,7 @@ import * as store from './outbox.store.ts';
 import { createPayloadSeal } from './payload-seal.ts';
 import { createMailRenderer, isTemplateName, type MailTemplates, type TemplateName } from './templates.ts';
 import { createDevOutboxTransport, createSmtpTransport, extractLinks, type MailTransport } from './transports.ts';
-import { createOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
+import { createMailOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
 
 /**
  * A message to send: a template and the data it reads, to one address, in `locale`: the
@@ -33,8 +33,6 @@ export type MailMessage = {
 }[TemplateName];
 
 export const DEV_OUTBOX_PATH = '/dev/outbox';
-/** A wake right after an enqueue inside a transaction would not yet see the row. */
-const WAKE_AFTER_TRANSACTION_MS = 100;
 
 /** One outbox message as the dev outbox page shows it. */
 export interface OutboxEntry {
@@ -92,7 +90,6 @@ export function createMailService(deps: {
   /** Every module's catalogs (the i18n module's `translations`): the mails' texts are the mail module's. */
   translations: Translations;
   random?: () => number;
-  maxPerRun?: number;
 }): MailService {
   const { db, config, clock, logger } = deps;
   const { authUrl } = config;
@@ -102,7 +99,7 @@ export function createMailService(deps: {
     config.mail.kind === 'smtp'
       ? createSmtpTransport(config.mail.smtp, config.mail.from)
       : createDevOutboxTransport({ logger, shouldLogLinks: config.env === 'development', outboxUrl: `${authUrl}${DEV_OUTBOX_PATH}` });
-  const worker = createOutboxWorker({
+  const worker = createMailOutboxWorker({
     db,
     isPostgres: deps.isPostgres,
     transport,
@@ -112,7 +109,6 @@ export function createMailService(deps: {
     maxAttempts: config.mail.maxAttempts,
     pollIntervalMs: config.mail.pollIntervalMs,
     retentionMs: config.mail.retentionSeconds * 1000,
-    ...(deps.maxPerRun !== undefined && { maxPerRun: deps.maxPerRun }),
     ...(deps.random !== undefined && { random: deps.random }),
   });
 
@@ -155,8 +151,7 @@ export function createMailService(deps: {
         created_at: now,
         sent_at: null,
       });
-      if (target.isTransaction) setTimeout(() => worker.wake(), WAKE_AFTER_TRANSACTION_MS).unref();
-      else worker.wake();
+      worker.wakeAfter(target);
       return { id };
     },
 
@@ -190,7 +185,10 @@ export function createMailService(deps: {
     forgetRecipient: (target, address) => store.deleteMessagesTo(target, address),
 
     start: () => worker.start(),
-    stop: () => worker.stop(),
+    async stop() {
+      await worker.stop();
+      transport.close();
+    },
     runOnce: () => worker.runOnce(),
   };
 }

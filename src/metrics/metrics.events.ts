@@ -1,10 +1,11 @@
 /**
  * What the domain events count for: sign-ins by method and outcome, second-factor outcomes, changes
  * to second factors, sessions started and ended. Pure functions of an event, giving label values
- * from fixed vocabularies only (methods, lower-cased reason codes): never an id, an address, an IP
- * or anything else an event carries about a person.
+ * from fixed vocabularies only (the factors' registered names, lower-cased reason codes): never an
+ * id, an address, an IP or anything else an event carries about a person.
  */
 import type { AuditEvent, AuditEventType } from '../audit/audit.service.ts';
+import { FACTOR_NAME } from '../signin/first-factor.ts';
 
 /** The events the metrics module subscribes to. */
 export const COUNTED_EVENTS = [
@@ -25,13 +26,25 @@ export const COUNTED_EVENTS = [
 /** The step name of the second factor in the sign-in pipeline (mfa/second-factor.ts). */
 const SECOND_FACTOR_STEP = 'second-factor';
 
-/** How the first factor was proved: `password`, `oauth` (a provider), `passkey`, or `unknown`. */
-export type SignInMethod = 'password' | 'oauth' | 'passkey' | 'unknown';
+/**
+ * How the first factor was proved: its registered kind (`password`, `oauth` for a provider,
+ * `passkey`, and those of modules added later), or `unknown`.
+ */
+export type SignInMethod = string;
+
+/**
+ * A second factor's label: `otp` for the methods that prove a one-time password (RFC 8176: an
+ * authenticator app, a recovery code), else the method as registered (`passkey`).
+ */
+const SECOND_FACTOR_LABELS: ReadonlyMap<string, string> = new Map([
+  ['totp', 'otp'],
+  ['recovery_code', 'otp'],
+]);
 
 /** One increment: the metric, its labels, and by how much. */
 export type Count =
   | { readonly metric: 'signins'; readonly labels: { readonly method: SignInMethod; readonly outcome: string }; readonly by: 1 }
-  | { readonly metric: 'secondFactor'; readonly labels: { readonly method: 'otp' | 'passkey' | 'unknown'; readonly outcome: string }; readonly by: 1 }
+  | { readonly metric: 'secondFactor'; readonly labels: { readonly method: string; readonly outcome: string }; readonly by: 1 }
   | { readonly metric: 'mfaChanges'; readonly labels: { readonly event: string }; readonly by: 1 }
   | { readonly metric: 'sessionsCreated'; readonly labels: { readonly method: SignInMethod }; readonly by: 1 }
   | { readonly metric: 'sessionsEnded'; readonly labels: { readonly reason: string }; readonly by: number };
@@ -45,17 +58,22 @@ function detail(event: AuditEvent, key: string): unknown {
   return event.details?.[key];
 }
 
-function amrOf(event: AuditEvent): readonly string[] {
-  const amr = detail(event, 'amr');
-  return Array.isArray(amr) ? amr.filter((value): value is string => typeof value === 'string') : [];
+/** A factor's name as an event records it (a plain word: signin/first-factor.ts), or `unknown`. */
+function factorName(value: unknown): string {
+  return typeof value === 'string' && FACTOR_NAME.test(value) ? value : 'unknown';
 }
 
-/** The first factor of a sign-in event: the pipeline records `provider` or `passkeyId`, and `pwd` in `amr` (successes) or the address tried (failures). */
+/**
+ * The factor a sign-in event records as `method`: the first factor's kind (the pipeline, and each
+ * first factor's own refusals, record it), or on a failed second factor that one's method.
+ */
 export function signInMethod(event: AuditEvent): SignInMethod {
-  if (detail(event, 'provider') !== undefined) return 'oauth';
-  if (detail(event, 'passkeyId') !== undefined || detail(event, 'method') === 'passkey') return 'passkey';
-  if (amrOf(event).includes('pwd') || (event.type === 'signin.failure' && event.email !== null)) return 'password';
-  return 'unknown';
+  return factorName(detail(event, 'method'));
+}
+
+function secondFactorLabel(method: unknown): string {
+  const name = factorName(method);
+  return SECOND_FACTOR_LABELS.get(name) ?? name;
 }
 
 /** What `event` counts for; nothing for an event this module does not count. */
@@ -67,21 +85,19 @@ export function countsOf(event: AuditEvent): Count[] {
         { metric: 'signins', labels: { method, outcome: 'success' }, by: 1 },
         { metric: 'sessionsCreated', labels: { method }, by: 1 },
       ];
-      // A second factor was met after the first: `mfa` in `amr`, unless a passkey alone (it is both).
-      const amr = amrOf(event);
-      if (amr.includes('mfa') && method !== 'passkey') {
-        const secondMethod = amr.includes('otp') ? 'otp' : amr.includes('hwk') || amr.includes('swk') ? 'passkey' : 'unknown';
-        counts.push({ metric: 'secondFactor', labels: { method: secondMethod, outcome: 'success' }, by: 1 });
+      // A second factor was met after the first: the sign-in resumed after its challenge, met by
+      // `stepMethod` (a first factor that is two in one, a passkey alone, has none).
+      if (detail(event, 'step') === SECOND_FACTOR_STEP) {
+        counts.push({ metric: 'secondFactor', labels: { method: secondFactorLabel(detail(event, 'stepMethod')), outcome: 'success' }, by: 1 });
       }
       return counts;
     }
     case 'signin.failure': {
       const outcome = codeLabel(event.reason, 'other');
       if (detail(event, 'step') === SECOND_FACTOR_STEP) {
-        const method = detail(event, 'method') === 'passkey' ? 'passkey' : event.reason === 'INVALID_CODE' ? 'otp' : 'unknown';
-        // The first factor is not recorded on a failed second one.
+        // There, `method` is the second factor's (the first factor is not recorded on a failed second one).
         return [
-          { metric: 'secondFactor', labels: { method, outcome }, by: 1 },
+          { metric: 'secondFactor', labels: { method: secondFactorLabel(detail(event, 'method')), outcome }, by: 1 },
           { metric: 'signins', labels: { method: 'unknown', outcome }, by: 1 },
         ];
       }

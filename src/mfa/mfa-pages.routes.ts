@@ -30,7 +30,9 @@ import type { Clock } from '../lib/clock.ts';
 import { createPageRenderer, ENGLISH_PAGE, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { shownCode } from '../web/page-query.ts';
 import { renderPageSections, type PageSection } from '../module.ts';
-import type { MfaService, MfaStatus } from './mfa.service.ts';
+import { hasFactor, type MfaService } from './mfa.service.ts';
+import { isSingle } from '../signin/second-factor-kind.ts';
+import { TOTP_METHOD } from './totp-factor.ts';
 import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
 import { RECOVERY_CODE_COUNT } from './recovery-codes.ts';
 import { mfaPageError, mfaPromptForm, mfaSetupForm, type ShownError } from './mfa-pages.messages.ts';
@@ -46,8 +48,9 @@ interface MfaPages {
   /** `form`: a wrong code, in the summary and beside the field (the code itself never comes back). */
   'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; form: FormView };
   'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string; fileName: string };
-  'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean; recoveryCodeCount: number };
-  'mfa-admin-section': { csrfToken: string; status: MfaStatus; userId: string };
+  'mfa-dashboard-section': { csrfToken: string; hasTotp: boolean; hasFactor: boolean; recoveryCodesLeft: number; isRequired: boolean; recoveryCodeCount: number };
+  /** `rows`: a row per kind of second factor, its label and what the user has of it. */
+  'mfa-admin-section': { csrfToken: string; rows: Array<{ label: string; value: string }>; recoveryCodesLeft: number; hasFactor: boolean; userId: string };
 }
 
 export interface MfaPageRouteOptions {
@@ -153,7 +156,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const csrfToken = csrf.issueToken(request, reply);
     const i18n = request.language;
     const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n });
-    const hasTotp = (await mfa.methodsOf(userId)).includes('totp');
+    const hasTotp = (await mfa.methodsOf(userId)).includes(TOTP_METHOD);
     const usedRecoveryCode = using === RECOVERY_CODE_USED;
     const html = pages.render('mfa-prompt', {
       i18n,
@@ -268,16 +271,23 @@ export function mfaPageSections(deps: { mfa: MfaService; users: UserService; req
       page: 'dashboard',
       async render({ userId, csrfToken, i18n }) {
         if (userId === null) return null;
-        const [status, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);
+        const [{ factors, recoveryCodesLeft }, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);
         const isRequired = user !== null && user.roles.some((role) => deps.requiredRoles.includes(role));
-        return pages.render('mfa-dashboard-section', { i18n, title: '', csrfToken, status, isRequired, recoveryCodeCount: RECOVERY_CODE_COUNT });
+        const hasTotp = factors.some(({ kind, items }) => kind.method === TOTP_METHOD && items.length > 0);
+        return pages.render('mfa-dashboard-section', { i18n, title: '', csrfToken, hasTotp, hasFactor: hasFactor(factors), recoveryCodesLeft, isRequired, recoveryCodeCount: RECOVERY_CODE_COUNT });
       },
     },
     {
       page: 'admin-user',
       async render({ userId, csrfToken, i18n }) {
         if (userId === null) return null;
-        return pages.render('mfa-admin-section', { i18n, title: '', csrfToken, status: await mfa.status(userId), userId });
+        const { factors, recoveryCodesLeft } = await mfa.status(userId);
+        // A kind an account has at most one of is set up or not; the others are counted.
+        const rows = factors.map(({ kind, items }) => ({
+          label: i18n.t(kind.adminLabel),
+          value: isSingle(kind) ? i18n.t(items.length > 0 ? 'mfa.admin.setUp' : 'mfa.admin.none') : String(items.length),
+        }));
+        return pages.render('mfa-admin-section', { i18n, title: '', csrfToken, rows, recoveryCodesLeft, hasFactor: hasFactor(factors), userId });
       },
     },
   ];

@@ -21,7 +21,7 @@ import type { Config } from '../config.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { setAccessCookie } from '../sessions/session-cookie.ts';
 import type { MfaConfig } from './mfa.config.ts';
-import type { MfaService } from './mfa.service.ts';
+import { statusJson, type MfaService } from './mfa.service.ts';
 import type { ChallengeResult, SecondFactor } from './second-factor.ts';
 import { signInBody } from '../signin/signin-response.ts';
 
@@ -94,10 +94,10 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
         summary: 'Your second factors',
         security: [{ bearer: [] }],
         response: {
+          // A field per kind of second factor (`totp`, `passkeys`), as the kind describes it.
           200: z
             .object({
-              totp: z.boolean().describe('An authenticator app is set up'),
-              passkeys: z.array(z.object({ id: z.string(), name: z.string(), createdAt: z.iso.datetime(), lastUsedAt: z.iso.datetime().nullable() })),
+              ...Object.fromEntries(mfa.factorKinds().map((kind) => [kind.statusKey, 'single' in kind.status ? z.boolean().describe(kind.status.single) : z.array(kind.status.item)])),
               recoveryCodesLeft: z.number().int(),
             })
             .meta({ id: 'MfaStatus' }),
@@ -107,11 +107,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
     },
     async (request) => {
       const { user } = await caller(request);
-      const status = await mfa.status(user.id);
-      return {
-        ...status,
-        passkeys: status.passkeys.map((passkey) => ({ ...passkey, createdAt: isoTime(passkey.createdAt), lastUsedAt: passkey.lastUsedAt === null ? null : isoTime(passkey.lastUsedAt) })),
-      };
+      return statusJson(await mfa.status(user.id));
     },
   );
 

@@ -8,6 +8,7 @@ import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
 import { createOAuthService, type OAuthService } from './oauth.service.ts';
 import { oauthRoutes } from './oauth.routes.ts';
 import { linkReviewRoutes } from './link-review.routes.ts';
+import { providerFactorKind } from './provider-factor.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -24,6 +25,9 @@ declare module '../audit/audit.service.ts' {
 
 export const oauthModule = defineModule({
   name: 'oauth',
+  openApiTags: [
+    { name: 'oauth', description: 'Sign-in with GitHub, Google or an OpenID Connect provider, and linked accounts.' },
+  ],
   migrations: { '0006-oauth-accounts': oauthAccounts },
   config: oauthConfigSection,
   messages: readMessages(join(import.meta.dirname, 'messages')),
@@ -46,6 +50,9 @@ export const oauthModule = defineModule({
       pipeline: services.signInPipeline,
     }),
   }),
+  firstFactors: () => [providerFactorKind],
+  // The providers' accounts linked to a user (their rows go with the user's, on cascade).
+  userData: ({ oauth }) => ({ export: async (userId) => ({ linkedAccounts: await oauth.listLinkedAccounts(userId) }) }),
   routes: [
     {
       scope: 'browser',

@@ -23,7 +23,9 @@ import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { createAdminPageRenderer } from '../admin/admin-area.ts';
+import type { AdminNavEntry } from '../module.ts';
 import { formatTime } from '../web/time-text.ts';
 import { formView, type FormProblem, type FormView } from '../web/form-errors.ts';
 import { DEFAULT_GRANT_TYPES, DEFAULT_ID_TOKEN_ALG, DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
@@ -34,13 +36,12 @@ import type { ClientFormValues, ClientPages, PageAlert } from './clients-pages.t
 export interface ClientPageOptions {
   oidcClients: OidcClientsService;
   csrf: Csrf;
+  /** The admin area's navigation (its header's). */
+  adminNav: readonly AdminNavEntry[];
 }
 
 export const CLIENTS_PAGE = '/admin/clients';
 export const clientPage = (id: string) => `${CLIENTS_PAGE}/${encodeURIComponent(id)}`;
-
-/** The admin area's header and navigation, shared with the admin module's pages. */
-const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
 /** Each grant type's label on the register form (`oidc-clients.grant.<key>`); the device code grant's type is a URN. */
 const GRANT_LABEL_KEYS: Readonly<Record<string, string>> = {
@@ -134,7 +135,7 @@ const updateForm = z.object({ name: z.string().max(1000).optional(), redirectUri
 
 export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async (app, options) => {
   const { oidcClients, csrf } = options;
-  const pages = createPageRenderer<ClientPages>([...templatesIn(join(import.meta.dirname, 'templates')), ADMIN_HEADER]);
+  const pages = createAdminPageRenderer<ClientPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   /** The acting admin, for the audit log. */
   const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
 

@@ -7,11 +7,12 @@
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
+import { cli } from './clients.cli.ts';
 import { OIDC_CLIENTS_ERRORS } from './oidc-clients.errors.ts';
 import * as registry from './migrations/20261124-oidc-clients-registry.ts';
 import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';
 import { clientRoutes } from './clients.routes.ts';
-import { clientPageRoutes } from './clients-pages.routes.ts';
+import { CLIENTS_PAGE, clientPageRoutes } from './clients-pages.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -28,6 +29,8 @@ declare module '../audit/audit.service.ts' {
 
 export const oidcClientsModule = defineModule({
   name: 'oidc-clients',
+  cli,
+  adminNav: [{ path: CLIENTS_PAGE, labelKey: 'oidc-clients.adminNav', section: 'clients', order: 20 }],
   // The texts of the /admin/clients pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   migrations: { '20261124-oidc-clients-registry': registry },
@@ -36,6 +39,6 @@ export const oidcClientsModule = defineModule({
   provide: ({ db, clock, services }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit }) }),
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(clientRoutes, { oidcClients: services.oidcClients }) },
-    { scope: 'browser', register: (app, { services, csrf }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, csrf }) },
+    { scope: 'browser', register: (app, { services, csrf, adminNav }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, csrf, adminNav }) },
   ],
 });

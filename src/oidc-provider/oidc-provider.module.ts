@@ -91,6 +91,8 @@ export const oidcProviderModule = defineModule({
       },
     },
   ],
+  // The apps a user allowed (their consents go with the user's row; the grants end by the subscription to `user.deleted` above).
+  userData: ({ oidcProvider }) => ({ export: async (userId) => ({ connectedApps: await oidcProvider.connectedApps(userId) }) }),
   pageSections: ({ oidcProvider }) => {
     const pages = createOidcPageRenderer();
     return [

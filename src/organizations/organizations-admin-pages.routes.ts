@@ -11,7 +11,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, signedIn } from '../authorization/access.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { sendPage, templatesIn } from '../web/render.ts';
+import { createAdminPageRenderer } from '../admin/admin-area.ts';
+import type { AdminNavEntry } from '../module.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
@@ -20,7 +22,6 @@ import { organizationAlerts, type PageAlert } from './organizations-pages.messag
 
 export const ADMIN_ORGANIZATIONS_PAGE = '/admin/organizations';
 const adminOrganizationPage = (id: string) => `${ADMIN_ORGANIZATIONS_PAGE}/${encodeURIComponent(id)}`;
-const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
 interface AdminFrame {
   section: 'organizations';
@@ -40,11 +41,11 @@ interface AdminOrganizationPages {
   };
 }
 
-export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; csrf: Csrf }> = async (app, { organizations, csrf }) => {
-  const pages = createPageRenderer<AdminOrganizationPages>([
-    ...templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
-    ADMIN_HEADER,
-  ]);
+export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; csrf: Csrf; adminNav: readonly AdminNavEntry[] }> = async (app, { organizations, csrf, adminNav }) => {
+  const pages = createAdminPageRenderer<AdminOrganizationPages>(
+    templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
+    adminNav,
+  );
   const forAdmins = { access: access.role(ADMIN_ROLE) };
   const hidden = { hide: true } as const;
   const toList = (query: Record<string, string>) => `${ADMIN_ORGANIZATIONS_PAGE}?${new URLSearchParams(query)}`;

@@ -34,11 +34,12 @@ import type { UserService } from '../users/user.service.ts';
 import { isoTime, type Clock } from '../lib/clock.ts';
 import type { PasskeyService, RecoveryCodeIssuer } from './passkeys.service.ts';
 import { credentialId, passkeyName, registrationResponse, authenticationResponse, mfaToken, passkeyView, creationOptions, requestOptions, signInResponse, noBody, idParams, signedInErrors, toJson } from './passkeys.schemas.ts';
+import { PASSKEY_FACTOR, passkeyFactor } from './passkey-factor.ts';
 
 /** What the routes need of the mfa module, which is built after this one (read at request time). */
 export interface SecondFactorPort {
   userOf(mfaToken: unknown): Promise<string | null>;
-  finishWith(mfaToken: unknown, userId: string, amr: readonly string[], source: ReturnType<typeof requestSource>): Promise<SignInOutcome | { ok: false; reason: string; retryAfterSeconds?: number }>;
+  finishWith(mfaToken: unknown, userId: string, met: { method: string; amr: readonly string[] }, source: ReturnType<typeof requestSource>): Promise<SignInOutcome | { ok: false; reason: string; retryAfterSeconds?: number }>;
 }
 
 export interface PasskeyRouteOptions {
@@ -284,7 +285,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       const token = fromChallenge ? (readChallengeCookie(request, config) ?? '') : request.body.mfaToken;
       const source = requestSource(request, null);
       const refuse = async (userId: string | null, step?: string) => {
-        await audit.record({ type: 'signin.failure', userId, source, reason: 'INVALID_PASSKEY', details: { method: 'passkey', ...(step !== undefined && { step }) } });
+        await audit.record({ type: 'signin.failure', userId, source, reason: 'INVALID_PASSKEY', details: { method: PASSKEY_FACTOR, ...(step !== undefined && { step }) } });
         return new AppError('INVALID_PASSKEY');
       };
 
@@ -294,7 +295,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         if (userId === null) throw new AppError('INVALID_TOKEN', { status: 401 });
         const verified = await passkeys.verifyAssertion(response, { purpose: 'second-factor', userId, mfaToken: token });
         if (!verified.ok) throw await refuse(verified.userId, 'second-factor');
-        const outcome = await secondFactor.finishWith(token, userId, [verified.keyKind], source);
+        const outcome = await secondFactor.finishWith(token, userId, { method: PASSKEY_FACTOR, amr: [verified.keyKind] }, source);
         if (fromChallenge && outcome.ok) clearChallengeCookie(reply, config);
         return answerSignIn(request, reply, outcome);
       }
@@ -303,7 +304,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       if (!verified.ok) throw await refuse(verified.userId);
       const user = await users.findUserById(verified.userId);
       if (user === null) throw await refuse(null);
-      return answerSignIn(request, reply, await signInPipeline.complete({ user, factor: { kind: 'passkey', credentialId: verified.credentialId, keyKind: verified.keyKind }, source }));
+      return answerSignIn(request, reply, await signInPipeline.complete({ user, factor: passkeyFactor(verified), source }));
     },
   );
 

@@ -22,6 +22,9 @@ declare module '../audit/audit.service.ts' {
 
 export const passwordResetModule = defineModule({
   name: 'password-reset',
+  openApiTags: [
+    { name: 'password', description: 'Forgotten, reset and changed passwords.' },
+  ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, services }) => ({

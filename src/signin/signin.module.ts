@@ -1,4 +1,4 @@
-/** The sign-in pipeline every first factor ends in; its steps come from the modules that declare them. */
+/** The sign-in pipeline every first factor ends in; its steps and the kinds of first factor come from the modules that declare them. */
 import { defineModule } from '../module.ts';
 import { SIGNIN_ERRORS } from './signin.errors.ts';
 import { createSignInPipeline, type SignInPipeline } from './signin-pipeline.ts';
@@ -20,7 +20,7 @@ export const signInModule = defineModule({
   name: 'signin',
   errors: SIGNIN_ERRORS,
   auditEvents: AUDIT_EVENTS,
-  provide: ({ services, clock, config, signInSteps }) => ({
+  provide: ({ services, clock, config, signInSteps, firstFactorKinds }) => ({
     signInPipeline: createSignInPipeline({
       users: services.users,
       sessions: services.sessions,
@@ -28,6 +28,7 @@ export const signInModule = defineModule({
       clock,
       requireEmailVerification: config.accounts.requireEmailVerification,
       steps: signInSteps,
+      firstFactorKinds,
     }),
   }),
 });

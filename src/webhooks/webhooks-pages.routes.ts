@@ -21,7 +21,9 @@ import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { createAdminPageRenderer } from '../admin/admin-area.ts';
+import type { AdminNavEntry } from '../module.ts';
 import { formatTime } from '../web/time-text.ts';
 import { formView, type FormView } from '../web/form-errors.ts';
 import type { EndpointProblem, WebhookEndpoint, WebhooksService } from './webhooks.service.ts';
@@ -33,13 +35,12 @@ import type { EndpointFormValues, PageAlert, WebhookPages } from './webhooks-pag
 export interface WebhookPageOptions {
   webhooks: WebhooksService;
   csrf: Csrf;
+  /** The admin area's navigation (its header's). */
+  adminNav: readonly AdminNavEntry[];
 }
 
 export const WEBHOOKS_PAGE = '/admin/webhooks';
 export const endpointPage = (id: string) => `${WEBHOOKS_PAGE}/${encodeURIComponent(id)}`;
-
-/** The admin area's header and navigation, shared with the admin module's pages. */
-const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
 /** The error code of a refused form: the URL's, an unknown event type's, or any field's. */
 function refusalCode(problems: readonly EndpointProblem[]): string {
@@ -83,7 +84,7 @@ const stateBody = z.object({ csrfToken: csrfField }).optional();
 
 export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = async (app, options) => {
   const { webhooks, csrf } = options;
-  const pages = createPageRenderer<WebhookPages>([...templatesIn(join(import.meta.dirname, 'templates')), ADMIN_HEADER]);
+  const pages = createAdminPageRenderer<WebhookPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   /** The acting admin, for the audit log. */
   const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
   const eventTypeChoices = webhooks.eventTypes.map((value, index) => ({ value, id: `event-${index}` }));

@@ -9,13 +9,14 @@
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { collectAuditEventTypes, defineModule } from '../module.ts';
+import { cli } from './webhooks.cli.ts';
 import { WEBHOOKS_ERRORS } from './webhooks.errors.ts';
 import { webhooksConfigSection } from './webhooks.config.ts';
 import * as endpointsAndDeliveries from './migrations/20261127-webhooks-endpoints-deliveries.ts';
 import * as endpointLanes from './migrations/20261129-webhooks-endpoint-lanes.ts';
 import { createWebhooksService, type WebhooksService } from './webhooks.service.ts';
 import { webhookRoutes } from './webhooks.routes.ts';
-import { webhookPageRoutes } from './webhooks-pages.routes.ts';
+import { WEBHOOKS_PAGE, webhookPageRoutes } from './webhooks-pages.routes.ts';
 import type { AuditEventType } from '../audit/audit.service.ts';
 
 declare module '../module.ts' {
@@ -42,6 +43,8 @@ declare module '../audit/audit.service.ts' {
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
+  cli,
+  adminNav: [{ path: WEBHOOKS_PAGE, labelKey: 'webhooks.adminNav', section: 'webhooks', order: 40 }],
   // The texts of the /admin/webhooks pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   config: webhooksConfigSection,
@@ -79,6 +82,6 @@ export const webhooksModule = defineModule({
   ],
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(webhookRoutes, { webhooks: services.webhooks }) },
-    { scope: 'browser', register: (app, { services, csrf }) => app.register(webhookPageRoutes, { webhooks: services.webhooks, csrf }) },
+    { scope: 'browser', register: (app, { services, csrf, adminNav }) => app.register(webhookPageRoutes, { webhooks: services.webhooks, csrf, adminNav }) },
   ],
 });

@@ -50,7 +50,6 @@ import { createSecretSeal, newWebhookSecret } from './signing.ts';
 import { createSender, type Resolver } from './sender.ts';
 import { createDeliveryWorker, type DeliveryRunResult } from './delivery-worker.ts';
 
-const WAKE_AFTER_TRANSACTION_MS = 100;
 /** An endpoint whose backlog is full is logged at most this often (each refused event is a row). */
 const BACKLOG_FULL_LOG_INTERVAL_MS = 3_600_000;
 const ADMIN_PAGE = '/admin/webhooks';
@@ -156,11 +155,6 @@ export function createWebhooksService(deps: {
 
   const facts = (row: Pick<store.EndpointRow, 'id' | 'url'>) => ({ endpointId: row.id, host: hostOf(row.url) });
 
-  function wakeAfter(target: Db): void {
-    if (target.isTransaction) setTimeout(() => worker.wake(), WAKE_AFTER_TRANSACTION_MS).unref();
-    else worker.wake();
-  }
-
   /** Every enabled administrator (a rare walk: only when an endpoint is disabled for failing). */
   async function enabledAdmins() {
     const admins = [];
@@ -254,7 +248,7 @@ export function createWebhooksService(deps: {
         'webhook endpoint backlog full: new events are recorded as failed (BACKLOG_FULL) until it catches up',
       );
     }
-    if (endpoints.some((endpoint) => !isFull(endpoint.id))) wakeAfter(trx);
+    if (endpoints.some((endpoint) => !isFull(endpoint.id))) worker.wakeAfter(trx);
     return endpoints.length;
   }
 

@@ -1,6 +1,6 @@
 /**
- * Fair lanes for an outbox: one lane per key (for webhooks, the endpoint), as many lanes as there
- * are keys with claimable work, and never two items of one key at once.
+ * Fair lanes for an outbox: one lane per key (for webhooks, the endpoint; mail has one key), as
+ * many lanes as there are keys with claimable work, and never two items of one key at once.
  *
  * A lane is one item in flight. Claiming goes on, one claim at a time (the set of busy keys is then
  * exact), until nothing is claimable for a key without a lane: the work of every other key is
@@ -11,8 +11,8 @@
  * no other key's backlog queued behind it.
  *
  * What is claimable, and the lease that keeps other instances off a key while its lane is busy,
- * are the claim's business (webhooks.store.ts): this unit only knows keys. It has no store, clock
- * or logger of its own, so that another outbox can use it as it is.
+ * are the claim's business (outbox.store.ts): this unit only knows keys. It has no store, clock or
+ * logger of its own (the outbox worker, outbox-worker.ts, gives it those).
  */
 
 export interface FairLanes {

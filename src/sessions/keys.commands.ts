@@ -1,11 +1,15 @@
-/** `gatehouse keys rotate|list`: the token signing keys. */
-import { describeSigningKeys, rotateSigningKey } from '../sessions/signing-keys.ts';
+/** `gatehouse keys rotate|list`: the token signing keys (declared in keys.cli.ts, which loads this file when one runs). */
+import { describeSigningKeys, rotateSigningKey } from './signing-keys.ts';
 import { isoTime, systemClock } from '../lib/clock.ts';
-import { parseCommandLine, writeJson, type CliIo } from './args.ts';
-import { withStorage } from './context.ts';
-import { KEYS_USAGE } from './usage.ts';
+import type { CliCommandRunner } from '../module.ts';
+import { parseCommandLine, runSubcommand, writeJson, type Subcommands } from '../cli/args.ts';
+import { withStorage } from '../cli/context.ts';
+import { KEYS_USAGE } from './keys.cli.ts';
 
-export const KEY_COMMANDS: Readonly<Record<string, (args: string[], io: CliIo) => Promise<void>>> = {
+/** `gatehouse keys <command> …`. */
+export const runKeysCommand: CliCommandRunner = (args, io) => runSubcommand('keys', KEYS_USAGE, KEY_COMMANDS, args, io);
+
+const KEY_COMMANDS: Subcommands = {
   async rotate(args, io) {
     parseCommandLine(args, {}, { command: 'keys rotate', usage: KEYS_USAGE });
     await withStorage(io, { migrate: true }, async (storage, config) => {

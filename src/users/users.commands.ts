@@ -1,19 +1,24 @@
 /**
- * `gatehouse users …`. Passwords are read from standard input only (`--password-stdin`): an
- * argument would be visible to every user of the machine in the process list and shell history.
+ * `gatehouse users …` (declared in users.cli.ts, which loads this file when one runs). Passwords
+ * are read from standard input only (`--password-stdin`): an argument would be visible to every
+ * user of the machine in the process list and shell history.
  */
-import { emailField } from '../users/email.ts';
-import { nameProblem } from '../users/name.ts';
-import { isValidRole, type User } from '../users/user.service.ts';
+import { emailField } from './email.ts';
+import { nameProblem } from './name.ts';
+import { isValidRole, type User } from './user.service.ts';
 import { CLI_SOURCE } from '../audit/audit.service.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import { isoTime } from '../lib/clock.ts';
 import type { Services } from '../services.ts';
-import { CliError, formatTable, parseCommandLine, writeJson, type CliIo, type OptionSpecs } from './args.ts';
-import { withServices } from './context.ts';
-import { USERS_USAGE } from './usage.ts';
+import type { CliCommandRunner } from '../module.ts';
+import { CliError, formatTable, parseCommandLine, runSubcommand, writeJson, type CliIo, type OptionSpecs, type Subcommands } from '../cli/args.ts';
+import { withServices } from '../cli/context.ts';
+import { USERS_USAGE } from './users.cli.ts';
 
-export const USER_COMMANDS: Readonly<Record<string, (args: string[], io: CliIo) => Promise<void>>> = {
+/** `gatehouse users <command> …`. */
+export const runUsersCommand: CliCommandRunner = (args, io) => runSubcommand('users', USERS_USAGE, USER_COMMANDS, args, io);
+
+const USER_COMMANDS: Subcommands = {
   create: createUser,
   roles: changeRoles,
   disable: (args, io) => setDisabled(args, io, true),
@@ -140,13 +145,13 @@ async function deleteUser(args: string[], io: CliIo): Promise<void> {
       io.stdout.write(`Deleted ${email}\n`);
       return;
     }
+    // What a module blocks the deletion with says itself what to do (the only OWNER of an organization, say).
+    if ('block' in result) throw new CliError(`${email} ${result.block.summary}`);
     switch (result.reason) {
       case 'NOT_FOUND':
         throw new CliError(`no user with the e-mail ${email}`);
       case 'LAST_ADMIN':
         throw new CliError(`${email} is the only enabled ADMIN: make someone else an ADMIN first`);
-      case 'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED':
-        throw new CliError(`${email} is the only OWNER of ${result.organizations.map((org) => org.slug).join(', ')}: transfer ownership or delete the organization first`);
       case 'FORBIDDEN':
         throw new CliError('not allowed');
     }
