@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { serveTestApp, type ServedTestApp } from '../helpers/app.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, newPage, saveScreenshot, type Browser } from '../helpers/browser.ts';
+import type { Page } from 'playwright-core';
 import { openTourPage, seedTour, setLanguage, signInVisitor, stopsByVisitor, TOUR_ENV, type TourSeed } from '../helpers/page-tour.ts';
 import { LOCALES } from '../../src/i18n/locales.ts';
 
@@ -48,21 +49,32 @@ describe('accessibility of the hosted pages (axe-core in Chromium)', { skip: chr
     await closeBrowser(browser);
   });
 
+  // One test per look, visitor and language (a few pages each, far from the per-test timeout on
+  // two busy cores); a visitor signs in once per look, in a context its tests share.
   for (const look of LOOKS) {
     for (const { visitor, stops } of stopsByVisitor()) {
-      it(`${look.name}, as ${visitor}: ${stops.map((stop) => stop.id).join(', ')} — no serious or critical violation, in every language`, async () => {
-        assert.ok(browser && seed);
-        const page = await newPage(browser, { baseURL: seed.baseURL, colorScheme: look.colorScheme, viewport: look.viewport, bypassCSP: true });
-        const found: string[] = [];
-        try {
+      describe(`${look.name}, as ${visitor}: ${stops.map((stop) => stop.id).join(', ')}`, () => {
+        let page: Page | undefined;
+        before(async () => {
+          assert.ok(browser && seed);
+          page = await newPage(browser, { baseURL: seed.baseURL, colorScheme: look.colorScheme, viewport: look.viewport, bypassCSP: true });
           await signInVisitor(page, seed, visitor);
-          for (const locale of LOCALES) {
+        });
+        after(async () => {
+          await page?.context().close();
+        });
+
+        for (const locale of LOCALES) {
+          it(`no serious or critical violation, in ${locale}`, async () => {
+            assert.ok(page && seed);
+            const found: string[] = [];
             await setLanguage(page.context(), seed, locale);
             for (const stop of stops) {
               await openTourPage(page, seed, stop);
               const where = `${stop.id} (${new URL(page.url()).pathname}, ${locale}, ${look.name})`;
-              if ((await page.getAttribute('html', 'lang')) !== locale) {
-                found.push(`${where}: the page is not in ${locale} (<html lang="${await page.getAttribute('html', 'lang')}">)`);
+              const lang = await page.getAttribute('html', 'lang');
+              if (lang !== locale) {
+                found.push(`${where}: the page is not in ${locale} (<html lang="${lang}">)`);
                 continue;
               }
               await page.addScriptTag({ content: AXE_SOURCE });
@@ -75,11 +87,9 @@ describe('accessibility of the hosted pages (axe-core in Chromium)', { skip: chr
               for (const violation of serious) found.push(`${where}: ${violation.id} [${violation.impact}] ${violation.help} at ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
               if (serious.length > 0) await saveScreenshot(page, `axe-${stop.id}-${locale}-${look.name}`);
             }
-          }
-        } finally {
-          await page.context().close();
+            assert.deepEqual(found, []);
+          });
         }
-        assert.deepEqual(found, []);
       });
     }
   }

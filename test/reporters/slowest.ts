@@ -1,0 +1,43 @@
+/**
+ * A test reporter that closes the run with its slowest tests and the time of the whole run, so a
+ * test creeping towards the per-test timeout (120 s, package.json) is seen long before it fails on
+ * a busy machine. Used next to the spec reporter by `npm test`; it prints nothing else.
+ */
+import { relative } from 'node:path';
+
+interface TestEventData {
+  name: string;
+  file?: string;
+  nesting: number;
+  details: { duration_ms: number; type?: 'suite' | 'test' };
+}
+
+type TestEvent = { type: 'test:pass' | 'test:fail'; data: TestEventData } | { type: string; data: unknown };
+
+const SHOWN = 15;
+/** The per-test timeout `npm test` sets: a test above half of it is named as a warning. */
+const TIMEOUT_MS = 120_000;
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+export default async function* slowestTests(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
+  const started = performance.now();
+  const tests: Array<{ name: string; file: string; ms: number }> = [];
+  for await (const event of source) {
+    if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
+    const data = event.data as TestEventData;
+    if (data.details.type === 'suite') continue;
+    tests.push({ name: data.name, file: data.file === undefined ? '?' : relative(process.cwd(), data.file), ms: data.details.duration_ms });
+  }
+  if (tests.length === 0) return;
+  tests.sort((a, b) => b.ms - a.ms);
+  const lines = [`\nslowest tests (of ${tests.length}; the per-test timeout is ${seconds(TIMEOUT_MS)}):`];
+  for (const test of tests.slice(0, SHOWN)) {
+    const warning = test.ms > TIMEOUT_MS / 2 ? '  ← over half the timeout' : '';
+    lines.push(`  ${seconds(test.ms).padStart(8)}  ${test.file}: ${test.name}${warning}`);
+  }
+  lines.push(`whole run: ${seconds(performance.now() - started)}\n`);
+  yield `${lines.join('\n')}\n`;
+}
