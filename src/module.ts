@@ -21,10 +21,13 @@
  * route declares who may call it in its own options: authorization/access.ts),
  * subscriptions to domain events (`subscriptions`, run in the event's transaction), what it holds of
  * a user (`userData`: account deletion erases it, an export gathers it), the kinds of Bearer
- * credential it resolves (`credentialResolvers`), its `gatehouse` command groups (`cli`), its links
- * in the admin area's navigation (`adminNav`), the OpenAPI tags its routes use (`openApiTags`), and
- * resources to release (`close`). Its rate limits are read in its config section and counted with the
- * `rateLimiters` service. docs/architecture.md walks through adding one.
+ * credential it resolves (`credentialResolvers`), the mails it sends (`mailTemplates`) and the
+ * changes to an account it tells the owner of (`securityNotices`), its `gatehouse` command groups (`cli`), its links
+ * in the admin area's navigation (`adminNav`), the OpenAPI tags its routes use (`openApiTags`), the
+ * public (webhook) events made from its domain events (`publicEvents`), the counters its events feed
+ * and how they count (`counters`, `countedEvents`), and resources to release (`close`). Its rate
+ * limits are read in its config section and counted with the `rateLimiters` service.
+ * docs/architecture.md walks through adding one.
  */
 import type { ModuleMessages } from './i18n/catalog.ts';
 import type { CliIo } from './cli/args.ts';
@@ -37,16 +40,19 @@ import type { Logger } from './lib/logger.ts';
 import type { RequestAuth, RequestAuthenticator } from './sessions/request-authentication.ts';
 import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
-import { FACTOR_NAME, type FirstFactorKind } from './signin/first-factor.ts';
+import type { FirstFactorKind } from './signin/first-factor.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
-import { CORE_ERRORS, type ErrorCode, type ErrorDefinition } from './errors.ts';
+import type { ErrorCode, ErrorDefinition } from './errors.ts';
 import { createScriptNonce, type PageLanguage } from './web/render.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 import type { RouteAccess } from './authorization/access.ts';
 import type { AuditSource } from './audit/audit.service.ts';
 import type { AuthContext } from './sessions/session.service.ts';
 import type { User } from './users/user.service.ts';
+import type { ModuleMailTemplates } from './mail/templates.ts';
+import type { PublicEventType } from './audit/public-events.ts';
+import type { CountedEvent, CounterDefinition } from './metrics/counted-events.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
 export interface ServiceRegistry {}
@@ -355,6 +361,25 @@ export interface GatehouseModule {
   readonly adminNav?: readonly AdminNavEntry[];
   /** The OpenAPI tags its routes introduce, each described once: a tag two modules declare stops the start; other modules' routes may use it. */
   readonly openApiTags?: readonly OpenApiTag[];
+  /**
+   * The public (webhook) events made from the domain events it records, each with its payload's
+   * allow-list (see audit/public-events.ts); an audit type two declarations make public stops the start.
+   */
+  readonly publicEvents?: readonly PublicEventType[];
+  /** The counters its domain events feed, with their labels' vocabularies (see metrics/counted-events.ts); a name two modules declare stops the start. */
+  readonly counters?: readonly CounterDefinition[];
+  /** How its domain events (or those of the modules it builds on) count for the counters (see metrics/counted-events.ts). */
+  readonly countedEvents?: readonly CountedEvent[];
+  /**
+   * The mails it sends, by template name (mail/templates.ts: its files in its folder, its texts in
+   * its catalogs under `<module>.mail.`), given every module; a name two modules declare stops the start.
+   */
+  mailTemplates?(modules: readonly GatehouseModule[]): ModuleMailTemplates;
+  /**
+   * The changes to an account that its owner hears of by a `security-notice` mail (mail/security-notice.ts),
+   * each with its texts in the module's catalogs; a change two modules declare stops the start.
+   */
+  readonly securityNotices?: readonly string[];
   /** Releases what `provide` opened (a connection), after the jobs have stopped. */
   close?(services: ServiceRegistry): Promise<void>;
 }
@@ -364,93 +389,6 @@ export function defineModule(module: GatehouseModule): GatehouseModule {
   return module;
 }
 
-/**
- * What the modules declare of one kind, by name, each with its owner: a name two modules claim
- * is a mistake, refused at start with both their names.
- */
-function claimed<T>(kind: string, owners: Iterable<readonly [owner: string, entries: Iterable<readonly [string, T]>]>): Map<string, { readonly value: T; readonly module: string }> {
-  const all = new Map<string, { readonly value: T; readonly module: string }>();
-  for (const [module, entries] of owners) {
-    for (const [name, value] of entries) {
-      const other = all.get(name);
-      if (other !== undefined) throw new Error(`modules: the ${kind} "${name}" is declared by both "${other.module}" and "${module}"`);
-      all.set(name, { value, module });
-    }
-  }
-  return all;
-}
-
-/**
- * Every module's factors of one vocabulary (first-factor kinds, second-factor methods), in list
- * order: each name a `FACTOR_NAME`, claimed by one module.
- */
-function collectFactors<T>(what: string, owners: ReadonlyArray<readonly [module: string, factors: readonly T[]]>, nameOf: (factor: T) => string): T[] {
-  for (const [module, factors] of owners) {
-    for (const factor of factors) {
-      if (!FACTOR_NAME.test(nameOf(factor))) throw new Error(`modules: the ${what} "${nameOf(factor)}" of "${module}" must be lower-case letters, digits, - or _ (at most 16)`);
-    }
-  }
-  return [...claimed<T>(what, owners.map(([module, factors]) => [module, factors.map((factor) => [nameOf(factor), factor] as const)] as const)).values()].map((entry) => entry.value);
-}
-
-/** Every module's first-factor kinds, in list order. */
-export function collectFirstFactorKinds(modules: readonly GatehouseModule[], services: ServiceRegistry): FirstFactorKind[] {
-  return collectFactors('first-factor kind', modules.map((module) => [module.name, module.firstFactors?.(services) ?? []] as const), (kind) => kind.kind);
-}
-
-/** Every module's second-factor kinds, in list order; two claiming one status field are refused too. */
-export function collectSecondFactorKinds(modules: readonly GatehouseModule[], services: ServiceRegistry): SecondFactorKind[] {
-  const owners = modules.map((module) => [module.name, module.secondFactors?.(services) ?? []] as const);
-  claimed<SecondFactorKind>('second-factor status field', owners.map(([module, kinds]) => [module, kinds.map((kind) => [kind.statusKey, kind] as const)] as const));
-  return collectFactors('second-factor method', owners, (kind) => kind.method);
-}
-
-/** Every module's config section, in list order. */
-export function collectConfigSections(modules: readonly GatehouseModule[]): ConfigSection[] {
-  return modules.flatMap((module) => (module.config === undefined ? [] : [module.config]));
-}
-
-/** Every module's migrations, by name. */
-export function collectMigrations(modules: readonly GatehouseModule[]): Record<string, Migration> {
-  const all = claimed<Migration>('migration', modules.map((module) => [module.name, Object.entries(module.migrations ?? {})] as const));
-  return Object.fromEntries([...all].map(([name, { value }]) => [name, value]));
-}
-
-export interface CatalogueEntry extends ErrorDefinition {
-  /** The module that declares it; `http` for the plumbing's own (errors.ts). */
-  readonly module: string;
-}
-
-/** Every error code a client can see, by code: the core's, then each module's, in list order. */
-export function collectErrorCatalogue(modules: readonly GatehouseModule[]): Record<string, CatalogueEntry> {
-  const owners = [['http', Object.entries(CORE_ERRORS)] as const, ...modules.map((module) => [module.name, Object.entries(module.errors ?? {})] as const)];
-  const all = claimed<ErrorDefinition>('error code', owners);
-  return Object.fromEntries([...all].map(([code, { value, module }]) => [code, { status: value.status, message: value.message, module }]));
-}
-
-/** Every audit event type (domain event), in list order. */
-export function collectAuditEventTypes(modules: readonly GatehouseModule[]): readonly AuditEventType[] {
-  const all = claimed('audit event type', modules.map((module) => [module.name, (module.auditEvents ?? []).map((type) => [type, type] as const)] as const));
-  return [...all.keys()] as AuditEventType[];
-}
-
-/** What several modules declare with an `order`, by it (list order among equals). */
-function byOrder<T extends { readonly order: number }>(entries: Iterable<{ readonly value: T }>): T[] {
-  return [...entries].map((entry) => entry.value).sort((a, b) => a.order - b.order);
-}
-
-/** Every module's `gatehouse` command groups, in their order (src/cli/main.ts finds the same by their files). */
-export function collectCliGroups(modules: readonly GatehouseModule[]): CliCommandGroup[] {
-  return byOrder(claimed<CliCommandGroup>('CLI command group', modules.map((module) => [module.name, (module.cli ?? []).map((group) => [group.name, group] as const)] as const)).values());
-}
-
-/** Every module's links in the admin area's navigation, in their order. */
-export function collectAdminNav(modules: readonly GatehouseModule[]): AdminNavEntry[] {
-  return byOrder(claimed<AdminNavEntry>('admin navigation path', modules.map((module) => [module.name, (module.adminNav ?? []).map((entry) => [entry.path, entry] as const)] as const)).values());
-}
-
-/** Every OpenAPI tag the modules describe: its description, by name. */
-export function collectOpenApiTags(modules: readonly GatehouseModule[]): ReadonlyMap<string, string> {
-  const all = claimed<string>('OpenAPI tag', modules.map((module) => [module.name, (module.openApiTags ?? []).map((tag) => [tag.name, tag.description] as const)] as const));
-  return new Map([...all].map(([name, { value }]) => [name, value]));
-}
+// What the modules declare, collected (module-collect.ts).
+export { collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices } from './module-collect.ts';
+export type { CatalogueEntry } from './module-collect.ts';

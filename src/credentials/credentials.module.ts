@@ -17,6 +17,8 @@ import { createSignupService, type SignupService } from './signup.service.ts';
 import { apiSignInRoutes, browserSignInRoutes } from './signin.routes.ts';
 import { passwordFactorKind } from './password-factor.ts';
 import { signupRoutes } from './signup.routes.ts';
+import { CREDENTIALS_PUBLIC_EVENTS } from './credentials.public-events.ts';
+import { credentialsMail } from './credentials.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -45,9 +47,11 @@ export const credentialsModule = defineModule({
     { name: 'auth', description: 'Sign-in with e-mail and password, sign-up and e-mail verification.' },
   ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => credentialsMail,
   config: credentialsConfigSection,
   errors: CREDENTIALS_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: CREDENTIALS_PUBLIC_EVENTS,
   async provide({ db, config, clock, logger, services }) {
     const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
     const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs });

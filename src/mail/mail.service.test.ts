@@ -17,14 +17,11 @@ import { MAIL_QUEUE } from './outbox.store.ts';
 import { claimNext } from '../storage/outbox/outbox.store.ts';
 import { createSmtpTransport, MailSendError, smtpTransportOptions } from './transports.ts';
 import { mailModule } from './mail.module.ts';
-import { mergeCatalogs } from '../i18n/catalog.ts';
-import { createTranslations } from '../i18n/translator.ts';
+import { mailTemplates, translations } from '../../test/helpers/mail-templates.ts';
 
 const AUTH_URL = 'https://auth.example.test';
 const START = 1_700_000_000_000;
 const DAY_MS = 86_400_000;
-/** The mail module's catalogs, as the i18n module's `translations` service holds them. */
-const translations = createTranslations(mergeCatalogs([{ name: 'mail', messages: mailModule.messages! }]));
 
 /** A clock tests move by hand. */
 function fakeClock(start = START) {
@@ -115,6 +112,7 @@ for (const backend of await backends()) {
         clock,
         logger,
         translations,
+        templates: mailTemplates,
         random: () => 0,
       });
       started.push(mail);
@@ -623,7 +621,7 @@ describe('retryDelayMs', () => {
 describe('mail links', () => {
   it('builds links from AUTH_URL only, with the query encoded', () => {
     const config = loadConfig({ NODE_ENV: 'test', AUTH_SECRET: TEST_SECRET, AUTH_URL: 'https://auth.example.test/base/', DATA_DIR: tmpdir() });
-    const mail = createMailService({ db: {} as never, isPostgres: false, config, clock: () => START, logger: recordingLogger(), translations });
+    const mail = createMailService({ db: {} as never, isPostgres: false, config, clock: () => START, logger: recordingLogger(), translations, templates: mailTemplates });
     assert.equal(mail.link('/auth/reset-password', { token: 'a b&c' }), 'https://auth.example.test/base/auth/reset-password?token=a+b%26c');
     assert.equal(mail.link('/auth/signin'), 'https://auth.example.test/base/auth/signin');
   });

@@ -19,7 +19,7 @@ import { toLocale, type Locale } from '../i18n/locales.ts';
 import type { Translations } from '../i18n/translator.ts';
 import * as store from './outbox.store.ts';
 import { createPayloadSeal } from './payload-seal.ts';
-import { createMailRenderer, isTemplateName, type MailTemplates, type TemplateName } from './templates.ts';
+import { createMailRenderer, type MailTemplate, type MailTemplates, type TemplateName } from './templates.ts';
 import { createDevOutboxTransport, createSmtpTransport, extractLinks, type MailTransport } from './transports.ts';
 import { createMailOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
 
@@ -87,13 +87,15 @@ export function createMailService(deps: {
   config: Pick<Config, 'mail' | 'authUrl' | 'authSecret' | 'env'> & { branding?: Pick<Config['branding'], 'name'> };
   clock: Clock;
   logger: Logger;
-  /** Every module's catalogs (the i18n module's `translations`): the mails' texts are the mail module's. */
+  /** Every module's catalogs (the i18n module's `translations`): each mail's texts are its module's. */
   translations: Translations;
+  /** Every module's mail templates, by name (module.ts `collectMailTemplates`). */
+  templates: ReadonlyMap<string, MailTemplate>;
   random?: () => number;
 }): MailService {
   const { db, config, clock, logger } = deps;
   const { authUrl } = config;
-  const renderer = createMailRenderer({ authUrl, translations: deps.translations, ...(config.branding !== undefined && { brandName: config.branding.name }) });
+  const renderer = createMailRenderer({ authUrl, translations: deps.translations, templates: deps.templates, ...(config.branding !== undefined && { brandName: config.branding.name }) });
   const seal = createPayloadSeal(config.authSecret);
   const transport: MailTransport =
     config.mail.kind === 'smtp'
@@ -115,7 +117,7 @@ export function createMailService(deps: {
   function assertValid(message: MailMessage): void {
     const mailbox = typeof message.to === 'string' && message.to.length <= 320 ? parseMailbox(message.to) : undefined;
     if (mailbox === undefined || mailbox.name !== null) throw new TypeError('mail: `to` must be a single e-mail address');
-    if (typeof message.template !== 'string' || !isTemplateName(message.template)) throw new TypeError('mail: unknown template');
+    if (typeof message.template !== 'string' || !renderer.has(message.template)) throw new TypeError('mail: unknown template');
     if (toLocale(message.locale) !== message.locale) throw new TypeError('mail: `locale` must be one of LOCALES');
     for (const [field, value] of Object.entries(message.data)) {
       if (field.endsWith('Url') && !isOurLink(value)) throw new TypeError(`mail: data.${field} must be a link under AUTH_URL`);

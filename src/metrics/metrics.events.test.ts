@@ -1,8 +1,13 @@
-/** What each domain event counts for, and the strict exposition parser the metrics tests rely on. */
+/**
+ * What each domain event counts for, as the modules declare it (`counters`, `countedEvents`), and
+ * the strict exposition parser the metrics tests rely on.
+ */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AuditEvent } from '../audit/audit.service.ts';
-import { codeLabel, countsOf, type Count } from './metrics.events.ts';
+import { collectAuditEventTypes, collectCountedEvents, collectCounters } from '../module.ts';
+import { MODULES } from '../modules.ts';
+import { codeLabel, eventCounting, type Count } from './counted-events.ts';
 import { parseExposition } from './exposition.ts';
 
 const event = (fields: Partial<AuditEvent> & { type: string }): AuditEvent => ({
@@ -17,6 +22,9 @@ const event = (fields: Partial<AuditEvent> & { type: string }): AuditEvent => ({
   createdAt: 0,
   ...fields,
 });
+
+/** What an event counts for with today's modules (each module's counts, in list order). */
+const { countsOf } = eventCounting(collectCounters(MODULES), collectCountedEvents(MODULES), collectAuditEventTypes(MODULES), (count, why) => assert.fail(`${count.metric}: ${why}`));
 
 describe('countsOf', () => {
   it('tells the sign-in method and the second factor from the event', () => {

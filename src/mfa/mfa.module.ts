@@ -18,6 +18,9 @@ import { deleteExpiredChallenges } from './mfa.store.ts';
 import { mfaRoutes } from './mfa.routes.ts';
 import { mfaPageRoutes, mfaPageSections } from './mfa-pages.routes.ts';
 import { createMfaPolicy, createMfaRequirements } from './mfa-policy.ts';
+import { MFA_PUBLIC_EVENTS } from './mfa.public-events.ts';
+import { MFA_COUNTERS, mfaCountedEvents } from './mfa.metrics.ts';
+import { MFA_SECURITY_NOTICES } from './mfa.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -43,10 +46,14 @@ export const mfaModule = defineModule({
     { name: 'mfa', description: 'Second factors: TOTP, recovery codes, the second step of a sign-in and step-up.' },
   ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  securityNotices: MFA_SECURITY_NOTICES,
   config: mfaConfigSection,
   migrations: { '20261124-mfa-factors': mfaFactors, '20261129-mfa-challenge-binding': mfaChallengeBinding },
   errors: MFA_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: MFA_PUBLIC_EVENTS,
+  counters: MFA_COUNTERS,
+  countedEvents: mfaCountedEvents(AUDIT_EVENTS),
   provide({ db, clock, config, services, firstFactorKinds, secondFactorKinds }) {
     const { users, audit, mail, signInThrottle, signInPipeline, rateLimiters } = services;
     const mfa = createMfaService({

@@ -9,6 +9,7 @@ import { createOAuthService, type OAuthService } from './oauth.service.ts';
 import { oauthRoutes } from './oauth.routes.ts';
 import { linkReviewRoutes } from './link-review.routes.ts';
 import { providerFactorKind } from './provider-factor.ts';
+import { OAUTH_SECURITY_NOTICES } from './oauth.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -31,6 +32,7 @@ export const oauthModule = defineModule({
   migrations: { '0006-oauth-accounts': oauthAccounts },
   config: oauthConfigSection,
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  securityNotices: OAUTH_SECURITY_NOTICES,
   errors: OAUTH_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, clock, logger, services }) => ({

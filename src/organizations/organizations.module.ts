@@ -20,6 +20,8 @@ import { adminOrganizationRoutes } from './organizations-admin.routes.ts';
 import { organizationPageRoutes, organizationPageSections } from './organizations-pages.routes.ts';
 import { ADMIN_ORGANIZATIONS_PAGE, adminOrganizationPageRoutes } from './organizations-admin-pages.routes.ts';
 import { organizationsUserData } from './organizations.user-data.ts';
+import { ORGANIZATIONS_PUBLIC_EVENTS } from './organizations.public-events.ts';
+import { organizationsMail } from './organizations.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -57,10 +59,12 @@ export const organizationsModule = defineModule({
     { name: 'organizations', description: "Organizations, their members, roles and invitations, and the session's active organization." },
   ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => organizationsMail,
   config: organizationsConfigSection,
   migrations: { '20261127-organizations-tables': tables },
   errors: ORGANIZATIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: ORGANIZATIONS_PUBLIC_EVENTS,
   provide({ db, storage, clock, logger, config, services }) {
     const { audit, mail, rateLimiters, users } = services;
     return {

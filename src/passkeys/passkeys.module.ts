@@ -16,6 +16,9 @@ import { createPasskeyService, type PasskeyService, type RecoveryCodeIssuer } fr
 import { passkeyRoutes, type SecondFactorPort } from './passkeys.routes.ts';
 import { passkeyAssetRoutes, passkeyFormRoutes, passkeyPageSections } from './passkeys-pages.ts';
 import { passkeyFactorKind, passkeySecondFactorKind } from './passkey-factor.ts';
+import { PASSKEYS_PUBLIC_EVENTS } from './passkeys.public-events.ts';
+import { PASSKEYS_COUNTED_EVENTS } from './passkeys.metrics.ts';
+import { PASSKEYS_SECURITY_NOTICES } from './passkeys.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -40,9 +43,12 @@ export const passkeysModule = defineModule({
     { name: 'passkeys', description: 'WebAuthn passkeys: registration, sign-in and step-up.' },
   ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  securityNotices: PASSKEYS_SECURITY_NOTICES,
   migrations: { '20261125-passkeys': passkeysTables },
   errors: PASSKEY_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: PASSKEYS_PUBLIC_EVENTS,
+  countedEvents: PASSKEYS_COUNTED_EVENTS,
   provide({ db, clock, logger, config, services }) {
     const { audit, mail } = services;
     const authUrl = new URL(config.authUrl);

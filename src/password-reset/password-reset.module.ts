@@ -6,6 +6,8 @@ import { createPasswordResetService, type PasswordResetService } from './passwor
 import { passwordRoutes } from './password.routes.ts';
 import { passwordPageRoutes } from './password-pages.routes.ts';
 import { LINK_REVIEW_PAGE } from '../oauth/oauth.service.ts';
+import { PASSWORD_RESET_PUBLIC_EVENTS } from './password-reset.public-events.ts';
+import { passwordResetMail } from './password-reset.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -26,7 +28,9 @@ export const passwordResetModule = defineModule({
     { name: 'password', description: 'Forgotten, reset and changed passwords.' },
   ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => passwordResetMail,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: PASSWORD_RESET_PUBLIC_EVENTS,
   provide: ({ db, config, services }) => ({
     passwordReset: createPasswordResetService({
       db,

@@ -17,6 +17,8 @@ import { sessionRoutes, signOutRoutes } from './session.routes.ts';
 import { SESSIONS_MESSAGES } from './session-texts.ts';
 import { createPlaceFinder, type PlaceFinder } from './place.ts';
 import { accessTokenResolver } from './request-authentication.ts';
+import { SESSIONS_PUBLIC_EVENTS } from './sessions.public-events.ts';
+import { SESSIONS_COUNTED_EVENTS, SESSIONS_COUNTERS } from './sessions.metrics.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -54,6 +56,9 @@ export const sessionsModule = defineModule({
   migrations: { '0008-session-housekeeping': sessionHousekeeping, '20261124-sessions-authentication': sessionAuthentication },
   errors: SESSIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: SESSIONS_PUBLIC_EVENTS,
+  counters: SESSIONS_COUNTERS,
+  countedEvents: SESSIONS_COUNTED_EVENTS,
   // How the pages (dashboard, admin) name a session's device and place, in every language.
   messages: SESSIONS_MESSAGES,
   async provide({ db, storage, config, clock, services, tokenClaims, logger }) {

@@ -2,6 +2,8 @@
 import { defineModule } from '../module.ts';
 import { SIGNIN_ERRORS } from './signin.errors.ts';
 import { createSignInPipeline, type SignInPipeline } from './signin-pipeline.ts';
+import { SIGNIN_PUBLIC_EVENTS } from './signin.public-events.ts';
+import { SIGNIN_COUNTED_EVENTS, SIGNIN_COUNTERS } from './signin.metrics.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -20,6 +22,9 @@ export const signInModule = defineModule({
   name: 'signin',
   errors: SIGNIN_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: SIGNIN_PUBLIC_EVENTS,
+  counters: SIGNIN_COUNTERS,
+  countedEvents: SIGNIN_COUNTED_EVENTS,
   provide: ({ services, clock, config, signInSteps, firstFactorKinds }) => ({
     signInPipeline: createSignInPipeline({
       users: services.users,

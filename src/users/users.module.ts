@@ -7,6 +7,7 @@ import * as userNameConfirmed from './migrations/0009-user-name-confirmed.ts';
 import * as usersLocale from './migrations/20261127-users-locale.ts';
 import { createUserService, type UserService } from './user.service.ts';
 import { registerLanguageChoice } from './language-choice.ts';
+import { USERS_PUBLIC_EVENTS } from './users.public-events.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -26,6 +27,7 @@ export const usersModule = defineModule({
   cli,
   migrations: { '0001-initial': initial, '0003-users-created-at': usersCreatedAt, '0009-user-name-confirmed': userNameConfirmed, '20261127-users-locale': usersLocale },
   auditEvents: AUDIT_EVENTS,
+  publicEvents: USERS_PUBLIC_EVENTS,
   provide: ({ db, clock }) => ({ users: createUserService({ db, clock }) }),
   // The account itself (its row is deleted by the deletion's `deleteUser`; rows referencing it go on cascade).
   userData: ({ users }) => ({ export: async (userId) => ({ account: await users.findUserById(userId) }) }),

@@ -1,14 +1,15 @@
 /**
  * Outbound webhooks (Standard Webhooks): the `webhook_endpoints` and `webhook_deliveries` tables,
- * the `webhooks` service, a subscription to the domain events of events.ts that writes a delivery
- * per matching enabled endpoint in the event's transaction, the delivery worker (a job), the admin
- * API (`/api/admin/webhooks`) and pages (`/admin/webhooks`), for ADMIN (changes with a recent second
- * factor), its config section (WEBHOOK_*), error codes and the `webhook.*` events. The
+ * the `webhooks` service, a subscription to the domain events the modules make public (their
+ * `publicEvents`, events.ts) that writes a delivery per matching enabled endpoint in the event's
+ * transaction, the delivery worker (a job), the admin API (`/api/admin/webhooks`) and pages
+ * (`/admin/webhooks`), for ADMIN (changes with a recent second factor), its config section
+ * (WEBHOOK_*), error codes and the `webhook.*` events. The
  * `gatehouse webhooks …` commands use the same service (webhooks.cli.ts). docs/guides/webhooks.md.
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { collectAuditEventTypes, defineModule } from '../module.ts';
+import { collectPublicEvents, defineModule } from '../module.ts';
 import { cli } from './webhooks.cli.ts';
 import { WEBHOOKS_ERRORS } from './webhooks.errors.ts';
 import { webhooksConfigSection } from './webhooks.config.ts';
@@ -18,6 +19,7 @@ import { createWebhooksService, type WebhooksService } from './webhooks.service.
 import { webhookRoutes } from './webhooks.routes.ts';
 import { WEBHOOKS_PAGE, webhookPageRoutes } from './webhooks-pages.routes.ts';
 import type { AuditEventType } from '../audit/audit.service.ts';
+import { webhooksMail } from './webhooks.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -47,6 +49,7 @@ export const webhooksModule = defineModule({
   adminNav: [{ path: WEBHOOKS_PAGE, labelKey: 'webhooks.adminNav', section: 'webhooks', order: 40 }],
   // The texts of the /admin/webhooks pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => webhooksMail,
   config: webhooksConfigSection,
   migrations: { '20261127-webhooks-endpoints-deliveries': endpointsAndDeliveries, '20261129-webhooks-endpoint-lanes': endpointLanes },
   errors: WEBHOOKS_ERRORS,
@@ -62,7 +65,7 @@ export const webhooksModule = defineModule({
       users: services.users,
       authSecret: config.authSecret,
       policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivateTargets },
-      declaredAuditTypes: collectAuditEventTypes(modules),
+      publicEvents: collectPublicEvents(modules),
       pollIntervalMs: config.webhooks.pollIntervalMs,
       retentionMs: config.webhooks.retentionSeconds * 1000,
       disableAfterMs: config.webhooks.disableAfterSeconds * 1000,
@@ -71,7 +74,7 @@ export const webhooksModule = defineModule({
     }),
   }),
   jobs: ({ webhooks }) => [webhooks],
-  // Only the declared types of the table (events.ts): the others join once their module declares them.
+  // The audit types the modules' public events are made from (events.ts); this module names none.
   subscriptions: ({ webhooks }) => [
     {
       types: webhooks.subscribedAuditTypes as readonly AuditEventType[],
