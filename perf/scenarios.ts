@@ -466,7 +466,7 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
 
 const PROTECTED_PATH = '/api/admin/users?limit=1';
 
-/** The guard alone on a bare app, for the diagnosis (see guard-app.ts). */
+/** The access hook alone on a bare app, for the diagnosis (see guard-app.ts). */
 async function startGuardApp(ctx: Context, server: Gatehouse, routes: Record<string, unknown>): Promise<App & { url: string }> {
   const port = await freePort();
   const app = await startApp({
@@ -482,7 +482,7 @@ async function startGuardApp(ctx: Context, server: Gatehouse, routes: Record<str
 }
 
 export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
-  process.stdout.write(`\nprotected route GET ${PROTECTED_PATH} (ADMIN, through the route guard) vs the same JSON from bare Fastify\n`);
+  process.stdout.write(`\nprotected route GET ${PROTECTED_PATH} (ADMIN, through the access hook) vs the same JSON from bare Fastify\n`);
   const apps: App[] = [];
   return withApps(apps, async () => {
     type Named = Subject & { name: string; label: string; server: string; isService: boolean };
@@ -502,7 +502,7 @@ export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
         server: describeServer(server.options),
         isService: true,
       });
-      // The same route and JSON on a bare app with only the route guard in front (diagnosis),
+      // The same route and JSON on a bare app with only the access hook in front (diagnosis),
       // on the same SQLite file and secret, so the same token is good there.
       const guard = await startGuardApp(ctx, server, { '/api/admin/users': body });
       apps.push(guard);
@@ -510,8 +510,8 @@ export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
         app: guard,
         spec: load(ctx, `${guard.url}${PROTECTED_PATH}`, { headers: bearer(token) }),
         name: `guard-only-${strategy}`,
-        label: `bare fastify + route guard (the middleware), ${strategy}`,
-        server: 'bare fastify + src/authorization/route-guard.ts',
+        label: `bare fastify + access hook (the middleware), ${strategy}`,
+        server: 'bare fastify + src/authorization/route-access.ts',
         isService: false,
       });
     }
@@ -525,7 +525,7 @@ export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
     compare(runs.slice(0, -1), baselineRun);
 
     // The issue's target: a route through the middleware vs the same Fastify route without it. That is
-    // the guard-only row (the real guard, authenticator and session service in front of the bare
+    // the guard-only row (the real access hook, authenticator and session service in front of the bare
     // app's route). The whole-service row also runs the admin handler's own queries, which the bare
     // route does not, so it is shown beside it, not judged against it.
     const thresholds = { jwt: 0.85, database: 0.6 } as const;
@@ -542,7 +542,7 @@ export async function protectedScenario(ctx: Context): Promise<ScenarioResult> {
         };
       });
     const notes = [
-      `The target row is "bare fastify + route guard": the same route as the baseline with Gatehouse's protection in front (src/authorization/route-guard.ts with the real request authenticator and session service, on the server's storage). The "protected route" rows are the whole service answering the admin route: security headers, CSRF and input hooks, request ids, the guard, and the admin handler's two queries and zod serialisation, work the bare route does not do.`,
+      `The target row is "bare fastify + access hook": the same route as the baseline with Gatehouse's protection in front (src/authorization/route-access.ts, the route declared for ADMIN, with the real request authenticator and session service, on the server's storage). The "protected route" rows are the whole service answering the admin route: security headers, CSRF and input hooks, request ids, the access hook, and the admin handler's two queries and zod serialisation, work the bare route does not do.`,
     ];
     return result(ctx, 'protected', `Protected API route, GET ${PROTECTED_PATH} as ADMIN`, runs, targets, { notes });
   });

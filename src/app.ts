@@ -7,7 +7,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
-import type { ModuleRoutes, RouteContext } from './module.ts';
+import { collectAdminNav, collectOpenApiTags, type ModuleRoutes, type RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
 import { toErrorBody } from './errors.ts';
 import { registerErrorHandling, sendError } from './http/error-handler.ts';
@@ -18,8 +18,8 @@ import { registerInputHygiene } from './http/input-hygiene.ts';
 import { createResponseHeaderSetter, registerSecurityHeaders } from './http/security-headers.ts';
 import { connectionServerOptions, createClientErrorHandler, limitConnections } from './http/connections.ts';
 import { createRequestAuthenticator } from './sessions/request-authentication.ts';
-import { registerRouteGuard } from './authorization/route-guard.ts';
-import { registerAccessPolicies } from './authorization/access-policies.ts';
+import { access, DURING_ENROLMENT } from './authorization/access.ts';
+import { registerRouteAccess } from './authorization/route-access.ts';
 import { createForbiddenPage } from './web/forbidden-page.ts';
 import { requestPageLanguage } from './i18n/i18n.module.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -81,17 +81,23 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Signed cookies (the CSRF secret) use a key of their own, derived from AUTH_SECRET.
   await app.register(cookie, { secret: deriveKey(config.authSecret, 'gatehouse cookie signing v1') });
   const csrf = registerCsrfProtection(app, config);
-  const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock });
-  // After CSRF: a forged cross-site request is refused before any session work.
-  // The guard answers before the browser routes' language hook runs: the page negotiates its own.
-  const sendForbiddenPage = createForbiddenPage(requestPageLanguage(services.translations, services.brand.page));
-  registerRouteGuard(app, { authenticate, sendForbiddenPage });
-  // Then the modules' policies for signed-in users (an enrolment policy, say).
-  const policies = services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []);
-  registerAccessPolicies(app, { policies, authenticate, sendForbiddenPage });
+  const resolvers = services.modules.flatMap((module) => module.credentialResolvers?.(services) ?? []);
+  const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock, resolvers });
+  // After CSRF: a forged cross-site request is refused before any session work. Every route
+  // declares who may call it; one hook decides (authorization/route-access.ts). It answers before
+  // the browser routes' language hook runs: its 403 page negotiates its own language.
+  const languageOf = requestPageLanguage(services.translations, services.brand.page);
+  const sendForbiddenPage = createForbiddenPage(languageOf);
+  const routeAccess = registerRouteAccess(app, {
+    authenticate,
+    languageOf,
+    sendForbiddenPage,
+    policies: services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []),
+    requirements: services.modules.flatMap((module) => module.accessRequirements?.(services) ?? []),
+  });
 
   // The OpenAPI document's rules (http/openapi.ts); before the routes, which it collects.
-  await registerOpenApi(app, { authUrl: config.authUrl, rateLimitHooks: Object.values(services.limits) });
+  await registerOpenApi(app, { authUrl: config.authUrl, rateLimitHooks: Object.values(services.limits), tags: collectOpenApiTags(services.modules) });
 
   // Every module's routes: JSON-only ones at the top level, the browser's where form bodies parse too.
   const sections = services.modules.flatMap((module) => module.pageSections?.(services) ?? []);
@@ -103,6 +109,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     authenticate,
     csrf,
     pageSections: (page) => sections.filter((section) => section.page === page),
+    adminNav: collectAdminNav(services.modules),
   };
   const routesOf = (scope: ModuleRoutes['scope']) => services.modules.flatMap((module) => (module.routes ?? []).filter((routes) => routes.scope === scope));
   for (const routes of routesOf('api')) await routes.register(app, routeContext);
@@ -111,8 +118,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     for (const routes of routesOf('browser')) await routes.register(browser, routeContext);
   });
 
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  app.get(OPENAPI_PATH, { schema: { hide: true }, config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) } }, async () => app.swagger());
   await app.register(apiDocsRoutes, { openApiPath: OPENAPI_PATH, authUrl: config.authUrl });
+  // Routes registered in plugins are known once the plugins have loaded.
+  await app.after();
+  routeAccess.check();
 
   await app.ready();
   // Only a built app runs the modules' background work (the mail worker, housekeeping…); the

@@ -22,6 +22,7 @@ import { ConfigError, type Config } from './config.ts';
 import type { AuditEventType } from './audit/audit.service.ts';
 import { decodeJwt } from 'jose';
 import { sql } from 'kysely';
+import { access } from './authorization/access.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -60,7 +61,7 @@ function exampleModule(events: string[]): GatehouseModule {
         register: (app, { services }) =>
           app.register(async (scope) => {
             const example = (services as unknown as { example: { countUsers(): Promise<number> } }).example;
-            scope.get('/api/example', async () => ({ users: await example.countUsers() }));
+            scope.get('/api/example', { config: { access: access.user() } }, async () => ({ users: await example.countUsers() }));
           }),
       },
     ],
@@ -102,7 +103,7 @@ const declaringModule = defineModule({
       scope: 'api',
       register: (app, { config }) =>
         app.register(async (scope) => {
-          scope.get('/api/example/refuse', async () => {
+          scope.get('/api/example/refuse', { config: { access: access.user() } }, async () => {
             throw new AppError('EXAMPLE_REFUSED' as ErrorCode, { message: `limit ${(config as unknown as { example: { limit: number } }).example.limit}` });
           });
         }),

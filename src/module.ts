@@ -14,14 +14,23 @@
  * rest), migrations (`migrations`), error codes (`errors`) and audit event types (`auditEvents`,
  * the domain events), services (`provide`), background jobs (`jobs`, started and stopped by the
  * app, never by building), routes and pages (`routes`, in the JSON or the browser scope), sign-in
- * steps (`signInSteps`, run by the sign-in pipeline), access-token claims (`tokenClaims`),
+ * steps (`signInSteps`, run by the sign-in pipeline), the kinds of first factor it verifies
+ * (`firstFactors`) and of second factor it brings (`secondFactors`), access-token claims (`tokenClaims`),
  * sections of the dashboard and the admin's user page (`pageSections`), rules every signed-in
- * request meets (`accessPolicies`),
- * subscriptions to domain events (`subscriptions`, run in the event's transaction), and resources
- * to release (`close`). Its rate limits are read in its config section and counted with the
- * `rateLimiters` service. docs/architecture.md walks through adding one.
+ * request meets (`accessPolicies`) and named checks a route may require (`accessRequirements`; a
+ * route declares who may call it in its own options: authorization/access.ts),
+ * subscriptions to domain events (`subscriptions`, run in the event's transaction), what it holds of
+ * a user (`userData`: account deletion erases it, an export gathers it), the kinds of Bearer
+ * credential it resolves (`credentialResolvers`), the mails it sends (`mailTemplates`) and the
+ * changes to an account it tells the owner of (`securityNotices`), its `gatehouse` command groups (`cli`), its links
+ * in the admin area's navigation (`adminNav`), the OpenAPI tags its routes use (`openApiTags`), the
+ * public (webhook) events made from its domain events (`publicEvents`), the counters its events feed
+ * and how they count (`counters`, `countedEvents`), and resources to release (`close`). Its rate
+ * limits are read in its config section and counted with the `rateLimiters` service.
+ * docs/architecture.md walks through adding one.
  */
 import type { ModuleMessages } from './i18n/catalog.ts';
+import type { CliIo } from './cli/args.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Migration } from 'kysely/migration';
 import type { Config, ConfigSection } from './config.ts';
@@ -31,10 +40,19 @@ import type { Logger } from './lib/logger.ts';
 import type { RequestAuth, RequestAuthenticator } from './sessions/request-authentication.ts';
 import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
+import type { FirstFactorKind } from './signin/first-factor.ts';
+import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
-import { CORE_ERRORS, type ErrorCode, type ErrorDefinition } from './errors.ts';
+import type { ErrorCode, ErrorDefinition } from './errors.ts';
 import { createScriptNonce, type PageLanguage } from './web/render.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
+import type { RouteAccess } from './authorization/access.ts';
+import type { AuditSource } from './audit/audit.service.ts';
+import type { AuthContext } from './sessions/session.service.ts';
+import type { User } from './users/user.service.ts';
+import type { ModuleMailTemplates } from './mail/templates.ts';
+import type { PublicEventType } from './audit/public-events.ts';
+import type { CountedEvent, CounterDefinition } from './metrics/counted-events.ts';
 
 /** Every module's services, by name; each module adds its own (see above). */
 export interface ServiceRegistry {}
@@ -56,6 +74,10 @@ export interface ModuleContext {
   readonly services: ServiceRegistry;
   /** Every module's sign-in steps, in list order; known once all modules are built, so call it at sign-in, not while building. */
   readonly signInSteps: () => readonly SignInStep[];
+  /** Every module's first-factor kinds, in list order; the same: call it at sign-in. */
+  readonly firstFactorKinds: () => readonly FirstFactorKind[];
+  /** Every module's second-factor kinds, in list order; the same: call it when factors are listed. */
+  readonly secondFactorKinds: () => readonly SecondFactorKind[];
   /** Every module's domain-event subscriptions, in list order; the same: call it when an event happens. */
   readonly eventSubscriptions: () => readonly EventSubscription[];
   /** Every module's access-token claims, in list order; the same: call it when a token is issued. */
@@ -78,29 +100,104 @@ export interface RouteContext {
   readonly csrf: Csrf & CsrfRotation;
   /** The sections modules add to `page`, in list order (to render inside it). */
   readonly pageSections: (page: SectionedPage) => readonly PageSection[];
+  /** Every module's links in the admin area's navigation, in their order (admin/admin-area.ts renders them). */
+  readonly adminNav: readonly AdminNavEntry[];
 }
 
 /**
- * A rule every request from a signed-in user meets, after the route guard: an enrolment policy,
- * say ("holders of ADMIN reach nothing but enrolment until they have a second factor"). Run only
- * while `isActive` (so a policy that is not configured costs nothing) and only for requests that
- * carry a session, on paths it does not exempt.
+ * A rule every routed request from a signed-in user meets (authorization/route-access.ts): an
+ * enrolment policy, say ("holders of ADMIN reach nothing but enrolment until they have a second
+ * factor"). Run only while `isActive` (so a policy that is not configured costs nothing), on every
+ * route that does not name its `exemption` in its access declaration.
  */
 export interface AccessPolicy {
   readonly name: string;
   readonly isActive: boolean;
-  /** Paths the policy never applies to (read as both routers read them: see packages/protect/src/rules.ts). */
-  readonly exemptPrefixes: readonly string[];
-  /** When set, the only paths it applies to (either reading under one), so others cost nothing. */
-  readonly onlyPrefixes?: readonly string[];
+  /** The name a route's declaration gives in `exempt` to be outside this policy (DURING_ENROLMENT, say). */
+  readonly exemption?: string;
   /** Null to let the request through; else why not, and where a page load should go instead. */
-  check(auth: RequestAuth, request: { readonly path: string; readonly method: string; /** The path as routers that do not resolve it read it. */ readonly literalPath: string }): Promise<AccessRefusal | null>;
+  check(auth: RequestAuth, request: AccessRequest): Promise<AccessRefusal | null>;
+}
+
+/** A named check a route asks for in its declaration (`requires`): a recent second factor, say. */
+export interface AccessRequirement {
+  /** What routes name in `requires` (authorization/access.ts); one module enforces each. */
+  readonly name: string;
+  check(auth: RequestAuth, request: AccessRequest): Promise<AccessRefusal | null>;
+}
+
+/** What a policy or a requirement knows of the request it judges. */
+export interface AccessRequest {
+  /** The route's declaration (for a path no route serves, what the prefix rules ask of it). */
+  readonly access: RouteAccess;
+  readonly method: string;
 }
 
 export interface AccessRefusal {
   readonly code: ErrorCode;
   /** A page load is sent here (303) rather than shown a 403 page. */
   readonly redirectTo?: string;
+}
+
+/**
+ * What a module holds of one user (`userData`): account deletion walks every module's to judge
+ * whether the account may go and to erase it, and gathers their exports for the user to take away.
+ */
+export interface UserDataHandler {
+  /**
+   * Why the account cannot be deleted now (the only OWNER of an organization with other members,
+   * say), or null. Writes nothing. Judged inside the deletion's transaction (`db`), for every
+   * module before any erases, and without `db` for the deletion page to say what stands in the way.
+   */
+  blocksDeletion?(userId: string, db?: Db): Promise<DeletionBlock | null>;
+  /**
+   * Removes or erases what it holds of the user, inside the deletion's transaction, before the
+   * user's row is deleted; rows that reference that one go with it on cascade, so a module holding
+   * nothing else leaves this out. Modules erase in reverse list order (as they close): a module's
+   * data goes before that of the modules it builds on, the audit history (where the others'
+   * erasures record their events) last. A block returned here (what only the locks the erasure
+   * takes could judge) refuses the deletion: everything it wrote is rolled back.
+   */
+  erase?(deletion: UserDeletion): Promise<DeletionBlock | null | void>;
+  /** What it holds of the user, as JSON, for them to take away (never a secret or a hash); null: nothing. */
+  export?(userId: string): Promise<Record<string, unknown> | null>;
+}
+
+/** The deletion an erasure is part of. */
+export interface UserDeletion {
+  /** The user, as they were when the deletion began (their address, to forget it). */
+  readonly user: User;
+  /** The deletion's transaction: every write goes through it. */
+  readonly db: Db;
+  /** Who deletes, for the events the erasure records (for one's own account, with no address or browser). */
+  readonly source: AuditSource;
+}
+
+/** What stops an account being deleted until the user (or an administrator) deals with it. */
+export interface DeletionBlock {
+  /** What the refused deletion answers with (a 409 code: ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED, say). */
+  readonly code: ErrorCode;
+  /** The key, in the module's catalog, of what the deletion page says to do first (given `count`, the items). */
+  readonly message: string;
+  /** What stands in the way, for the page to list: its name, a detail in brackets, a link to deal with it. */
+  readonly items: ReadonlyArray<{ readonly name: string; readonly detail?: string; readonly href?: string }>;
+  /** The same in English for the command line, after the user's address: `is the only OWNER of acme: …`. */
+  readonly summary: string;
+}
+
+/**
+ * A kind of Bearer credential (`credentialResolvers`): the sessions module's access tokens; API
+ * keys, say. Each request's Bearer token goes to the first resolver, in list order, that
+ * recognises it; a token none recognises, or that its resolver refuses, leaves the request
+ * unauthenticated (an explicit credential never falls back to a cookie).
+ */
+export interface CredentialResolver {
+  /** Unique among the resolvers (errors and logs name it). */
+  readonly name: string;
+  /** Whether the token is of its kind, by its shape alone (a prefix): synchronous and cheap, it runs on every Bearer request. */
+  recognises(token: string): boolean;
+  /** Who the token speaks for, or null when it grants nothing (expired, revoked, unknown). */
+  resolve(token: string): Promise<AuthContext | null>;
 }
 
 /** The pages of other modules a module may add a section to. */
@@ -151,6 +248,56 @@ export async function renderPageSections(
   return { html: shown.map((entry) => entry.html), scripts, scriptNonce: scripts.length === 0 ? undefined : createScriptNonce() };
 }
 
+/**
+ * A group of `gatehouse` commands a module brings: `gatehouse <name> …`. `gatehouse help` must not
+ * load the modules (that takes most of a second), so the command finds the groups by their files:
+ * a module declares them in a `*.cli.ts` file of its folder, exported as `cli`, which loads nothing
+ * but cli/args.ts and its usage text (its commands' code only when one runs, by `load`), and names
+ * the same array in its `cli` slot; cli/module-commands.test.ts checks the two agree.
+ */
+export interface CliCommandGroup {
+  /** The command's first word (`webhooks`), unique among the modules' groups and the core's (serve, migrate, backup, restore, doctor). */
+  readonly name: string;
+  /** Its lines of `gatehouse help` (and of `gatehouse help <name>`), each indented by two spaces. */
+  readonly usage: string;
+  /** Where its lines go among the modules' groups in `gatehouse help` (after `migrate`, before `backup`), smallest first. */
+  readonly order: number;
+  /** Its commands' code, imported when one of them runs. */
+  load(): Promise<CliCommandRunner>;
+}
+
+/** Runs `gatehouse <group> …` given the rest of the command line: its exit code (0 when none), or throws a CliError (cli/args.ts). */
+export type CliCommandRunner = (args: string[], io: CliIo, context: CliCommandContext) => Promise<number | void>;
+
+/** What a group's commands are run with. */
+export interface CliCommandContext {
+  /** The group's `usage`, for its errors. */
+  readonly usage: string;
+  /** Runs `fn` with the server's services on the configured, migrated database (cli/context.ts), imported only now. */
+  withServices<T>(io: CliIo, fn: (services: BuiltServices) => Promise<T>): Promise<T>;
+}
+
+/**
+ * A link in the admin area's navigation (the header of every /admin page): an area a module serves
+ * to administrators. The admin module renders the links; it knows no other module's pages.
+ */
+export interface AdminNavEntry {
+  /** Where it goes: `/admin/webhooks`. */
+  readonly path: string;
+  /** Its text: a key of the module's messages (`webhooks.adminNav`). */
+  readonly labelKey: string;
+  /** The `section` the area's pages give the header, which marks this link the current page. */
+  readonly section: string;
+  /** Where it goes in the navigation, smallest first (the admin module's users at 10, its audit log at 90). */
+  readonly order: number;
+}
+
+/** An OpenAPI tag a module's routes use (`schema.tags`), with the line the document describes it by. */
+export interface OpenApiTag {
+  readonly name: string;
+  readonly description: string;
+}
+
 export interface ModuleRoutes {
   /** `api`: JSON only; `browser`: where HTML form bodies are parsed too. */
   readonly scope: 'api' | 'browser';
@@ -187,14 +334,52 @@ export interface GatehouseModule {
   readonly routes?: readonly ModuleRoutes[];
   /** Steps every sign-in runs after the account checks, in list order (see signin/signin-pipeline.ts). */
   signInSteps?(services: ServiceRegistry): readonly SignInStep[];
-  /** Rules every signed-in request meets after the route guard (see `AccessPolicy`). */
+  /** The kinds of first factor it verifies and hands to the sign-in pipeline (see signin/first-factor.ts). */
+  firstFactors?(services: ServiceRegistry): readonly FirstFactorKind[];
+  /** The kinds of second factor it brings to the MFA module (see signin/second-factor-kind.ts). */
+  secondFactors?(services: ServiceRegistry): readonly SecondFactorKind[];
+  /** Rules every signed-in routed request meets, unless its route is exempt (see `AccessPolicy`). */
   accessPolicies?(services: BuiltServices): readonly AccessPolicy[];
+  /** Named checks routes may require in their access declaration (see `AccessRequirement`). */
+  accessRequirements?(services: BuiltServices): readonly AccessRequirement[];
   /** Sections it adds to other modules' pages (the dashboard, the admin's user page, the sign-in page). */
   pageSections?(services: BuiltServices): readonly PageSection[];
   /** Claims the module adds to every access token (see sessions/access-token.ts). */
   tokenClaims?(services: ServiceRegistry): TokenClaimsSource;
   /** Domain events (the audit events) the module handles, inside the transaction of the change. */
   subscriptions?(services: ServiceRegistry): readonly EventSubscription[];
+  /** What it holds of a user: what blocks deleting them, how to erase it, how to export it (see `UserDataHandler`). */
+  userData?(services: ServiceRegistry, context: ModuleContext): UserDataHandler;
+  /** The kinds of Bearer credential it issues, resolved to who they speak for (see `CredentialResolver`). */
+  credentialResolvers?(services: ServiceRegistry): readonly CredentialResolver[];
+  /**
+   * Its `gatehouse` command groups (`gatehouse webhooks …`): the `cli` its `*.cli.ts` file exports,
+   * which is how the command finds them without loading the modules (see `CliCommandGroup`).
+   */
+  readonly cli?: readonly CliCommandGroup[];
+  /** Its links in the admin area's navigation (see `AdminNavEntry`); a path two modules declare stops the start. */
+  readonly adminNav?: readonly AdminNavEntry[];
+  /** The OpenAPI tags its routes introduce, each described once: a tag two modules declare stops the start; other modules' routes may use it. */
+  readonly openApiTags?: readonly OpenApiTag[];
+  /**
+   * The public (webhook) events made from the domain events it records, each with its payload's
+   * allow-list (see audit/public-events.ts); an audit type two declarations make public stops the start.
+   */
+  readonly publicEvents?: readonly PublicEventType[];
+  /** The counters its domain events feed, with their labels' vocabularies (see metrics/counted-events.ts); a name two modules declare stops the start. */
+  readonly counters?: readonly CounterDefinition[];
+  /** How its domain events (or those of the modules it builds on) count for the counters (see metrics/counted-events.ts). */
+  readonly countedEvents?: readonly CountedEvent[];
+  /**
+   * The mails it sends, by template name (mail/templates.ts: its files in its folder, its texts in
+   * its catalogs under `<module>.mail.`), given every module; a name two modules declare stops the start.
+   */
+  mailTemplates?(modules: readonly GatehouseModule[]): ModuleMailTemplates;
+  /**
+   * The changes to an account that its owner hears of by a `security-notice` mail (mail/security-notice.ts),
+   * each with its texts in the module's catalogs; a change two modules declare stops the start.
+   */
+  readonly securityNotices?: readonly string[];
   /** Releases what `provide` opened (a connection), after the jobs have stopped. */
   close?(services: ServiceRegistry): Promise<void>;
 }
@@ -204,47 +389,6 @@ export function defineModule(module: GatehouseModule): GatehouseModule {
   return module;
 }
 
-/**
- * What the modules declare of one kind, by name, each with its owner: a name two modules claim
- * is a mistake, refused at start with both their names.
- */
-function claimed<T>(kind: string, owners: Iterable<readonly [owner: string, entries: Iterable<readonly [string, T]>]>): Map<string, { readonly value: T; readonly module: string }> {
-  const all = new Map<string, { readonly value: T; readonly module: string }>();
-  for (const [module, entries] of owners) {
-    for (const [name, value] of entries) {
-      const other = all.get(name);
-      if (other !== undefined) throw new Error(`modules: the ${kind} "${name}" is declared by both "${other.module}" and "${module}"`);
-      all.set(name, { value, module });
-    }
-  }
-  return all;
-}
-
-/** Every module's config section, in list order. */
-export function collectConfigSections(modules: readonly GatehouseModule[]): ConfigSection[] {
-  return modules.flatMap((module) => (module.config === undefined ? [] : [module.config]));
-}
-
-/** Every module's migrations, by name. */
-export function collectMigrations(modules: readonly GatehouseModule[]): Record<string, Migration> {
-  const all = claimed<Migration>('migration', modules.map((module) => [module.name, Object.entries(module.migrations ?? {})] as const));
-  return Object.fromEntries([...all].map(([name, { value }]) => [name, value]));
-}
-
-export interface CatalogueEntry extends ErrorDefinition {
-  /** The module that declares it; `http` for the plumbing's own (errors.ts). */
-  readonly module: string;
-}
-
-/** Every error code a client can see, by code: the core's, then each module's, in list order. */
-export function collectErrorCatalogue(modules: readonly GatehouseModule[]): Record<string, CatalogueEntry> {
-  const owners = [['http', Object.entries(CORE_ERRORS)] as const, ...modules.map((module) => [module.name, Object.entries(module.errors ?? {})] as const)];
-  const all = claimed<ErrorDefinition>('error code', owners);
-  return Object.fromEntries([...all].map(([code, { value, module }]) => [code, { status: value.status, message: value.message, module }]));
-}
-
-/** Every audit event type (domain event), in list order. */
-export function collectAuditEventTypes(modules: readonly GatehouseModule[]): readonly AuditEventType[] {
-  const all = claimed('audit event type', modules.map((module) => [module.name, (module.auditEvents ?? []).map((type) => [type, type] as const)] as const));
-  return [...all.keys()] as AuditEventType[];
-}
+// What the modules declare, collected (module-collect.ts).
+export { collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices } from './module-collect.ts';
+export type { CatalogueEntry } from './module-collect.ts';

@@ -8,8 +8,10 @@ import type { Storage } from './storage/database.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { createLogger } from './http/logging.ts';
-import type { BackgroundJob, GatehouseModule, ModuleContext, ServiceRegistry } from './module.ts';
+import { collectFirstFactorKinds, collectSecondFactorKinds, type BackgroundJob, type GatehouseModule, type ModuleContext, type ServiceRegistry } from './module.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
+import type { FirstFactorKind } from './signin/first-factor.ts';
+import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { EventSubscription } from './audit/audit.service.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
 import { MODULES } from './modules.ts';
@@ -43,6 +45,8 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     },
   }) as unknown as ServiceRegistry;
   let steps: readonly SignInStep[] | null = null;
+  let firstFactors: readonly FirstFactorKind[] | null = null;
+  let secondFactors: readonly SecondFactorKind[] | null = null;
   let subscriptions: readonly EventSubscription[] | null = null;
   let claims: readonly TokenClaimsSource[] | null = null;
   const context: ModuleContext = {
@@ -53,18 +57,11 @@ export async function createServices(deps: { config: Config; storage: Storage; c
     clock,
     logger,
     services: available,
-    signInSteps: () => {
-      if (steps === null) throw new Error('sign-in steps are known once every module is built');
-      return steps;
-    },
-    eventSubscriptions: () => {
-      if (subscriptions === null) throw new Error('event subscriptions are known once every module is built');
-      return subscriptions;
-    },
-    tokenClaims: () => {
-      if (claims === null) throw new Error('token claims are known once every module is built');
-      return claims;
-    },
+    signInSteps: knownOnceBuilt('sign-in steps', () => steps),
+    firstFactorKinds: knownOnceBuilt('first-factor kinds', () => firstFactors),
+    secondFactorKinds: knownOnceBuilt('second-factor kinds', () => secondFactors),
+    eventSubscriptions: knownOnceBuilt('event subscriptions', () => subscriptions),
+    tokenClaims: knownOnceBuilt('token claims', () => claims),
   };
 
   const built: GatehouseModule[] = [];
@@ -77,6 +74,9 @@ export async function createServices(deps: { config: Config; storage: Storage; c
       }
       built.push(module);
     }
+    // Two modules claiming one kind of factor is a wiring mistake too.
+    firstFactors = collectFirstFactorKinds(modules, registry as unknown as ServiceRegistry);
+    secondFactors = collectSecondFactorKinds(modules, registry as unknown as ServiceRegistry);
   } catch (error) {
     await closeModules(built, registry as unknown as ServiceRegistry, logger);
     throw error;
@@ -108,6 +108,15 @@ export async function createServices(deps: { config: Config; storage: Storage; c
       await closeModules(modules, services, logger);
     },
   });
+}
+
+/** What the modules declare of one kind, known once every one is built: asking while building is a wiring mistake. */
+function knownOnceBuilt<T>(what: string, get: () => T | null): () => T {
+  return () => {
+    const value = get();
+    if (value === null) throw new Error(`${what} are known once every module is built`);
+    return value;
+  };
 }
 
 async function closeModules(modules: readonly GatehouseModule[], services: ServiceRegistry, logger: Logger): Promise<void> {

@@ -1,21 +1,22 @@
 /**
  * Account deletion in the hosted pages:
  * - a dashboard section linking to `/dashboard/account/delete`: what deletion does, what stops it
- *   (an organization to hand over first, a sign-in that is not recent), and a confirmed form;
+ *   (what a module blocks it with, an organization to hand over first say; a sign-in that is not
+ *   recent), and a confirmed form;
  *   `POST /dashboard/account/delete` deletes, clears the cookies and shows `/auth/account-deleted`;
  * - a section of the administrators' page of a user, with a confirmed form posting to
- *   `POST /admin/users/:id/delete` (under the route guard: current ADMINs only).
+ *   `POST /admin/users/:id/delete` (current ADMINs only).
  * Register where form bodies are parsed.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { PageSection } from '../module.ts';
+import type { DeletionBlock, PageSection } from '../module.ts';
 import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
-import { AppError } from '../errors.ts';
 import { requestSource } from '../audit/request-source.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } from '../authorization/access.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { UserService } from '../users/user.service.ts';
@@ -35,7 +36,8 @@ interface AccountDeletionPages {
   'account-delete': {
     email: string;
     csrfToken: string;
-    blockers: ReadonlyArray<{ id: string; slug: string; name: string }>;
+    /** What the modules say stops the deletion now (an organization to hand over first, say). */
+    blockers: readonly DeletionBlock[];
     needsRecentSignIn: boolean;
     signInUrl: string;
     error: ShownError | null;
@@ -90,28 +92,27 @@ export function accountDeletionPageSections(users: UserService): PageSection[] {
 export interface AccountDeletionPageOptions {
   accountDeletion: AccountDeletionService;
   users: UserService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
   clock: Clock;
-  /** Whether the user has a second factor (then deleting needs it used recently, see mfa/mfa-policy.ts). */
+  /** Whether the user has a second factor (then deleting needs it used recently: `RECENT_SECOND_FACTOR`). */
   hasSecondFactor(userId: string): Promise<boolean>;
 }
 
 const hidden = { hide: true } as const;
 const confirmedForm = z.object({ csrfToken: z.string().max(200).optional(), confirm: z.literal('yes', { error: 'must be ticked' }) }, { error: 'must be a form' });
 
-export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPageOptions> = async (app, { accountDeletion, users, authenticate, csrf, config, clock, hasSecondFactor }) => {
+export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPageOptions> = async (app, { accountDeletion, users, csrf, config, clock, hasSecondFactor }) => {
   const pages = renderer();
   const isRecent = (authTime: number) => authTime >= clock() - config.mfa.reauthWindowSeconds * 1000;
-  /** Signed in (or stepped up) within REAUTH_WINDOW, with the second factor when there is one. */
+  /** Signed in (or stepped up) within REAUTH_WINDOW, with the second factor when there is one: what the POST requires, shown ahead. */
   const isRecentEnough = async (auth: { userId: string; authTime: number; amr: readonly string[] }) =>
     isRecent(auth.authTime) && (auth.amr.includes('mfa') || !(await hasSecondFactor(auth.userId)));
 
-  app.get(DELETE_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
-    const auth = await authenticate(request, reply);
-    const user = auth === null ? null : await users.findUserById(auth.userId);
-    if (auth === null || user === null) return reply.redirect(signInRedirect(DELETE_PAGE), 303);
+  app.get(DELETE_PAGE, { config: { access: access.user({ exempt: [DURING_ENROLMENT] }) }, schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
+    const auth = signedIn(request);
+    const user = await users.findUserById(auth.userId);
+    if (user === null) return reply.redirect(signInRedirect(DELETE_PAGE), 303);
     const code = request.query.error;
     const i18n = request.language;
     return sendPage(
@@ -129,27 +130,42 @@ export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPag
     );
   });
 
-  app.post(DELETE_PAGE, { config: { formErrorPage: DELETE_PAGE }, schema: { ...hidden, body: confirmedForm } }, async (request, reply) => {
-    const auth = await authenticate(request, reply);
-    if (auth === null) return reply.redirect(signInRedirect(DELETE_PAGE), 303);
-    if (!isRecent(auth.authTime)) throw new AppError('REAUTH_REQUIRED');
-    const result = await accountDeletion.deleteOwnAccount(auth.userId, requestSource(request, auth.userId));
-    if (!result.ok && result.reason !== 'NOT_FOUND') throw deletionRefusal(result);
-    clearSessionCookies(reply, config);
-    return reply.redirect(DELETED_PAGE, 303);
-  });
+  app.post(
+    DELETE_PAGE,
+    {
+      config: {
+        access: access.user({
+          requires: [RECENT_SIGN_IN, RECENT_SECOND_FACTOR],
+          exempt: [DURING_ENROLMENT],
+          // Back to the form, which says what to do (sign in again), as for its other refusals.
+          refusalPage: (_request, reply, code) => reply.redirect(`${DELETE_PAGE}?${new URLSearchParams({ error: code })}`, 303),
+        }),
+        formErrorPage: DELETE_PAGE,
+      },
+      schema: { ...hidden, body: confirmedForm },
+    },
+    async (request, reply) => {
+      const auth = signedIn(request);
+      const result = await accountDeletion.deleteOwnAccount(auth.userId, requestSource(request, auth.userId));
+      if (!result.ok && result.reason !== 'NOT_FOUND') throw deletionRefusal(result);
+      clearSessionCookies(reply, config);
+      return reply.redirect(DELETED_PAGE, 303);
+    },
+  );
 
-  app.get(DELETED_PAGE, { schema: hidden }, async (request, reply) => {
+  app.get(DELETED_PAGE, { config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) }, schema: hidden }, async (request, reply) => {
     const i18n = request.language;
     return sendPage(reply, pages.render('account-deleted', { i18n, title: i18n.t('account-deletion.deleted.title') }));
   });
 
   app.post(
     '/admin/users/:id/delete',
-    { schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), body: confirmedForm } },
+    {
+      config: { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) },
+      schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), body: confirmedForm },
+    },
     async (request, reply) => {
-      const auth = await authenticate.withCurrentRoles(request, reply);
-      if (auth === null) throw new AppError('UNAUTHENTICATED');
+      const auth = signedIn(request);
       const { id } = request.params;
       const back = (code: string) => reply.redirect(`/admin/users/${encodeURIComponent(id)}?${new URLSearchParams({ error: code })}`, 303);
       if (id === auth.userId) return back('SELF_DELETION_VIA_ADMIN');

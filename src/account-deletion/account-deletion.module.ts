@@ -1,14 +1,15 @@
 /**
  * Account deletion: by its owner from the dashboard (`DELETE /api/auth/account`) or by an
  * administrator (`DELETE /api/admin/users/:id`, the admin page of a user, `gatehouse users
- * delete`). Listed after the organizations module, whose memberships it removes (see
- * account-deletion.service.ts for all it removes, in one transaction).
+ * delete`). What it removes is what every module declares it holds of a user (`userData`, walked
+ * by account-deletion.service.ts, in one transaction), which the service also exports
+ * (`exportUserData`; no route serves it yet).
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { ACCOUNT_DELETION_ERRORS } from './account-deletion.errors.ts';
-import { createAccountDeletionService, type AccountDeletionService, type OrganizationMemberships } from './account-deletion.service.ts';
+import { collectUserData, createAccountDeletionService, type AccountDeletionService, type ModuleUserData } from './account-deletion.service.ts';
 import { accountDeletionRoutes } from './account-deletion.routes.ts';
 import { accountDeletionPageRoutes, accountDeletionPageSections } from './account-deletion-pages.ts';
 
@@ -20,28 +21,30 @@ declare module '../module.ts' {
 
 export const accountDeletionModule = defineModule({
   name: 'account-deletion',
+  openApiTags: [
+    { name: 'account', description: "The signed-in user's own account." },
+  ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: ACCOUNT_DELETION_ERRORS,
-  provide({ services }) {
-    const { users, sessions, audit, mail } = services;
-    // Without the organizations module in the list, nobody belongs to any.
-    const registry = services as { organizations?: OrganizationMemberships };
-    const organizations = () => ('organizations' in registry ? registry.organizations! : null);
-    return { accountDeletion: createAccountDeletionService({ users, sessions, audit, mail, organizations }) };
+  provide(context) {
+    const { users, audit } = context.services;
+    // Read at the first deletion or export: by then every module's services (those listed after this one too) are built.
+    let handlers: readonly ModuleUserData[] | undefined;
+    const userData = () => (handlers ??= collectUserData(context));
+    return { accountDeletion: createAccountDeletionService({ users, audit, userData }) };
   },
   pageSections: ({ users }) => accountDeletionPageSections(users),
   routes: [
     {
       scope: 'api',
-      register: (app, { services, authenticate, config, clock }) => app.register(accountDeletionRoutes, { accountDeletion: services.accountDeletion, authenticate, config, clock }),
+      register: (app, { services, config }) => app.register(accountDeletionRoutes, { accountDeletion: services.accountDeletion, config }),
     },
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, clock }) =>
+      register: (app, { services, csrf, config, clock }) =>
         app.register(accountDeletionPageRoutes, {
           accountDeletion: services.accountDeletion,
           users: services.users,
-          authenticate,
           csrf,
           config,
           clock,

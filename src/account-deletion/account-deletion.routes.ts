@@ -2,11 +2,10 @@
  * The JSON routes of account deletion:
  * - `DELETE /api/auth/account`: the signed-in user deletes their own account (Bearer, or cookie +
  *   CSRF); they must have signed in (or stepped up) within REAUTH_WINDOW, and a user with a second
- *   factor must have used it then (the step-up policy, mfa/mfa-policy.ts). The session cookies are
- *   cleared.
- * - `DELETE /api/admin/users/:id`: an administrator deletes another user's account (the route
- *   guard admits current ADMINs only; the acting admin is checked again in the deletion's
- *   transaction).
+ *   factor must have used it then (`RECENT_SIGN_IN`, `RECENT_SECOND_FACTOR`). The session cookies
+ *   are cleared.
+ * - `DELETE /api/admin/users/:id`: an administrator deletes another user's account (current
+ *   ADMINs only; the acting admin is checked again in the deletion's transaction).
  */
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -14,16 +13,14 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
 import { requestSource } from '../audit/request-source.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } from '../authorization/access.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
-import type { Clock } from '../lib/clock.ts';
 import type { AccountDeletionResult, AccountDeletionService } from './account-deletion.service.ts';
 
 export interface AccountDeletionRouteOptions {
   accountDeletion: AccountDeletionService;
-  authenticate: RequestAuthenticator;
   config: Config;
-  clock: Clock;
 }
 
 const deleted = z.object({ ok: z.literal(true) }).meta({ id: 'AccountDeleted' });
@@ -33,10 +30,11 @@ export function deletionRefusal(result: Exclude<AccountDeletionResult, { ok: tru
   return new AppError(result.reason);
 }
 
-export const accountDeletionRoutes: FastifyPluginAsyncZod<AccountDeletionRouteOptions> = async (app, { accountDeletion, authenticate, config, clock }) => {
+export const accountDeletionRoutes: FastifyPluginAsyncZod<AccountDeletionRouteOptions> = async (app, { accountDeletion, config }) => {
   app.delete(
     '/api/auth/account',
     {
+      config: { access: access.user({ requires: [RECENT_SIGN_IN, RECENT_SECOND_FACTOR] }) },
       schema: {
         tags: ['account'],
         summary: 'Delete your own account',
@@ -52,9 +50,7 @@ export const accountDeletionRoutes: FastifyPluginAsyncZod<AccountDeletionRouteOp
       },
     },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) throw new AppError('UNAUTHENTICATED');
-      if (auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) throw new AppError('REAUTH_REQUIRED');
+      const auth = signedIn(request);
       const result = await accountDeletion.deleteOwnAccount(auth.userId, requestSource(request, auth.userId));
       if (!result.ok) throw result.reason === 'NOT_FOUND' ? new AppError('UNAUTHENTICATED') : deletionRefusal(result);
       clearSessionCookies(reply, config);
@@ -65,6 +61,7 @@ export const accountDeletionRoutes: FastifyPluginAsyncZod<AccountDeletionRouteOp
   app.delete(
     '/api/admin/users/:id',
     {
+      config: { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) },
       schema: {
         tags: ['admin'],
         summary: 'Delete a user’s account (audited; user.deleted is emitted)',
@@ -81,9 +78,8 @@ export const accountDeletionRoutes: FastifyPluginAsyncZod<AccountDeletionRouteOp
         },
       },
     },
-    async (request, reply) => {
-      const auth = await authenticate.withCurrentRoles(request, reply);
-      if (auth === null) throw new AppError('UNAUTHENTICATED');
+    async (request) => {
+      const auth = signedIn(request);
       if (request.params.id === auth.userId) throw new AppError('SELF_DELETION_VIA_ADMIN');
       const result = await accountDeletion.deleteUser(request.params.id, requestSource(request, auth.userId));
       if (!result.ok) throw deletionRefusal(result);

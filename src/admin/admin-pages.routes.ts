@@ -6,44 +6,45 @@
  * twice. Register this plugin where form bodies are parsed; CSRF (origin + token) is checked for
  * every form post before these handlers run. Hidden from the OpenAPI document.
  *
- * ADMIN only. The route guard already refuses `/admin/**` to everyone else; the hook below checks
- * again, before any request body or query is read, so a route added here can never be looser.
+ * ADMIN only: every route declares it (`access.role(ADMIN_ROLE)`), on top of the prefix rules that
+ * refuse `/admin/**` to everyone else, so the caller is refused before any request body or query is
+ * read. The forms change a user, so they also need a recent second factor from an admin who has one.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import { renderPageSections, type PageSection } from '../module.ts';
-import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { renderPageSections, type AdminNavEntry, type PageSection } from '../module.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
-import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { AdminService } from './admin.service.ts';
 import { MAX_ROLES } from './admin.routes.ts';
 import type { AuditEvent } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
-import { requireAdminPages } from '../authorization/admin-only.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
 import { toSessionItems } from '../sessions/session-items.ts';
 import type { PlaceFinder } from '../sessions/place.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { createAdminPageRenderer } from './admin-area.ts';
 import { formatTime } from '../web/time-text.ts';
 import { adminError, adminNotice } from './admin-pages.messages.ts';
 import type { AdminEventItem, AdminPages, PageAlert } from './admin-pages.types.ts';
 
 export interface AdminPageOptions {
   admin: AdminService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
   /** What other modules add to the page of one user. */
   sections: readonly PageSection[];
   /** Sessions' approximate places (none unless GEOIP_DATABASE_FILE is set). */
   places: PlaceFinder;
+  /** The admin area's navigation (its header's): every module's links. */
+  adminNav: readonly AdminNavEntry[];
 }
 
 export const ADMIN_PAGE = '/admin';
@@ -101,18 +102,21 @@ const pageQuery = { notice: shownCode, error: shownCode };
 const cursorQuery = queryText(200);
 /** Ids are ours and short; a longer one names nobody (the API refuses it the same way). */
 const userParams = z.object({ id: z.string().min(1).max(64) });
+/** The pages. */
+const forAdmins = { access: access.role(ADMIN_ROLE) };
+/** The forms, each a change to a user: an admin who has a second factor used it within REAUTH_WINDOW. */
+const forAdminsRecentlyVerified = { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) };
 
 export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (app, options) => {
-  const { admin, authenticate, csrf, config } = options;
-  const pages = createPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')));
+  const { admin, csrf, config } = options;
+  const pages = createAdminPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   const sendForbiddenPage = createForbiddenPage();
-  const actingAdmin = requireAdminPages(app, authenticate);
   /** A continuation cursor from a link: its position, none, or null for one we did not make. */
   const positionOf = (cursor: string | undefined): KeysetPosition | undefined | null => (cursor === undefined ? undefined : decodeCursor(cursor));
 
   app.get(
     ADMIN_PAGE,
-    { schema: { ...hidden, querystring: z.object({ query: queryText(200), cursor: cursorQuery, ...pageQuery }) } },
+    { config: forAdmins, schema: { ...hidden, querystring: z.object({ query: queryText(200), cursor: cursorQuery, ...pageQuery }) } },
     async (request, reply) => {
       const { query, cursor, ...codes } = request.query;
       const i18n = request.language;
@@ -147,12 +151,12 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
 
   app.get(
     `${ADMIN_PAGE}/users/:id`,
-    { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: z.object(pageQuery) } },
+    { config: forAdmins, schema: { ...hidden, params: z.object({ id: z.string() }), querystring: z.object(pageQuery) } },
     async (request, reply) => {
       const { id } = request.params;
       const found = id.length > 0 && id.length <= 64 ? await admin.getUser(id) : null;
       if (found === null) return reply.redirect(pageUrl(ADMIN_PAGE, { error: 'USER_NOT_FOUND' }), 303);
-      const auth = await actingAdmin(request, reply);
+      const auth = signedIn(request);
       const { user } = found;
       const isSelf = user.id === auth.userId;
       const base = adminUserPage(user.id);
@@ -200,7 +204,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
 
   app.get(
     ADMIN_EVENTS_PAGE,
-    { schema: { ...hidden, querystring: z.object({ userId: queryText(64), type: queryText(64), cursor: cursorQuery, ...pageQuery }) } },
+    { config: forAdmins, schema: { ...hidden, querystring: z.object({ userId: queryText(64), type: queryText(64), cursor: cursorQuery, ...pageQuery }) } },
     async (request, reply) => {
       const { userId, type: requestedType, cursor, ...codes } = request.query;
       const i18n = request.language;
@@ -232,15 +236,14 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
 
   // The forms. What cannot be told apart by the handlers (a malformed id, a database outage)
   // goes back to the user list with the error code.
-  const formRoute = { config: { formErrorPage: ADMIN_PAGE } };
+  const formRoute = { config: { ...forAdminsRecentlyVerified, formErrorPage: ADMIN_PAGE } };
   const back = (reply: FastifyReply, userId: string, result: { notice: string } | { error: string }) =>
     reply.redirect(pageUrl(adminUserPage(userId), result), 303);
   const noSuchUser = (reply: FastifyReply) => reply.redirect(pageUrl(ADMIN_PAGE, { error: 'USER_NOT_FOUND' }), 303);
 
   /** Applies one change through the admin service, as `PATCH /api/admin/users/:id` does. */
   async function updateUser(request: FastifyRequest, reply: FastifyReply, id: string, changes: { roles?: string[]; disabled?: boolean }, notice: string) {
-    const auth = await actingAdmin(request, reply);
-    const result = await admin.updateUser(id, changes, requestSource(request, auth.userId));
+    const result = await admin.updateUser(id, changes, requestSource(request, signedIn(request).userId));
     if (result.ok) return back(reply, id, { notice });
     if (result.reason === 'NOT_FOUND') return noSuchUser(reply);
     // Demoted or disabled by another admin's change that came first: what the hook shows a non-admin.
@@ -273,7 +276,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
     `${ADMIN_PAGE}/users/:id/sessions/end`,
     { ...formRoute, schema: { ...hidden, params: userParams, body: z.object({ sessionId: z.string().max(64).optional(), csrfToken: csrfField }) } },
     async (request, reply) => {
-      const auth = await actingAdmin(request, reply);
+      const auth = signedIn(request);
       const { id } = request.params;
       const sessionId = request.body.sessionId ?? '';
       if (sessionId === '' || !(await admin.endSession(id, sessionId, requestSource(request, auth.userId)))) {
@@ -285,7 +288,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
   );
 
   app.post(`${ADMIN_PAGE}/users/:id/sessions/end-all`, { ...formRoute, schema: { ...hidden, params: userParams, body: stateBody } }, async (request, reply) => {
-    const auth = await actingAdmin(request, reply);
+    const auth = signedIn(request);
     const { id } = request.params;
     const ended = await admin.endAllSessions(id, requestSource(request, auth.userId));
     if (ended === null) return noSuchUser(reply);

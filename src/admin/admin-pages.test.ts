@@ -1,6 +1,6 @@
 /**
  * The `/admin` pages through `app.inject()`, on both session strategies: who may open them (ADMIN
- * only, checked by the route guard and again by the pages themselves), the user list with search
+ * only, by the prefix rules and by each route's own declaration), the user list with search
  * and pages, a user's page with its forms (roles, disable / enable, sessions) and what those forms
  * change, the audit log with its filters, CSRF on every form, and escaping of everything users and
  * their clients control. Pages read through the admin service only, so SQLite is enough here; the
@@ -20,6 +20,9 @@ import type { AdminService } from './admin.service.ts';
 import type { Config } from '../config.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
 import { ADMIN_PAGE_SIZE, adminPageRoutes } from './admin-pages.routes.ts';
+import { registerRouteAccess } from '../authorization/route-access.ts';
+import { RECENT_SECOND_FACTOR } from '../authorization/access.ts';
+import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { readMessages } from '../i18n/catalog.ts';
 import { ADMIN_ERROR_CODES, ADMIN_NOTICE_CODES } from './admin-pages.messages.ts';
 
@@ -210,8 +213,8 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.equal((await t.services.admin.getUser(target.id))?.user.disabledAt, null);
       });
 
-      it('refuses non-admins by itself too, before the service is touched, with no route guard in front', async () => {
-        // The plugin alone, as a future mounting without the guard would have it.
+      it('refuses non-admins by its routes\' declarations too, before the service is touched, with no prefix rules in front', async () => {
+        // The plugin alone behind the access hook, as a future mounting outside `/admin` would have it.
         const untouchable = new Proxy({}, { get: () => () => assert.fail('the admin service must not be called') }) as AdminService;
         for (const [who, auth, expected] of [
           ['a plain user', { userId: 'u', sessionId: 's', roles: ['EDITOR'], accessTokenExpiresAt: 0, via: 'cookie' }, 403],
@@ -221,13 +224,20 @@ for (const strategy of ['database', 'jwt'] as const) {
           app.setValidatorCompiler(validatorCompiler);
           app.setSerializerCompiler(serializerCompiler);
           await app.register(formbody);
+          registerRouteAccess(app, {
+            authenticate: Object.assign(async () => auth as RequestAuth | null, { withCurrentRoles: async () => auth as RequestAuth | null }),
+            policies: [],
+            requirements: [{ name: RECENT_SECOND_FACTOR, check: async () => assert.fail('a refused caller is never asked for a second factor') }],
+            sendForbiddenPage: createForbiddenPage(),
+            rules: { protectedPrefixes: [], publicPrefixes: [], roleRequirements: [] },
+          });
           await app.register(adminPageRoutes, {
             admin: untouchable,
-            authenticate: Object.assign(async () => auth as RequestAuth | null, { withCurrentRoles: async () => auth as RequestAuth | null }),
             csrf: { issueToken: () => 'token' },
             config: {} as Config,
             sections: [],
             places: { isConfigured: false, locator: async () => null },
+            adminNav: [],
           });
           const { pages, forms } = everyRoute('someone', 'some-session');
           for (const url of pages) {

@@ -15,16 +15,24 @@ declare module '../module.ts' {
 
 export const adminModule = defineModule({
   name: 'admin',
+  // The admin area's own links; the other modules' pages for administrators declare theirs (admin-area.ts).
+  adminNav: [
+    { path: '/admin', labelKey: 'admin.nav.users', section: 'users', order: 10 },
+    { path: '/admin/events', labelKey: 'admin.nav.events', section: 'events', order: 90 },
+  ],
+  openApiTags: [
+    { name: 'admin', description: 'Administration (role ADMIN): users, roles, sessions, the audit log, OAuth clients, organizations and webhooks.' },
+  ],
   // The /admin pages' texts, and the admin area's header shared with the clients' and webhooks' pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: ADMIN_ERRORS,
   provide: ({ services }) => ({ admin: createAdminService({ users: services.users, sessions: services.sessions, credentials: services.credentials, audit: services.audit }) }),
   routes: [
-    { scope: 'api', register: (app, { services, authenticate }) => app.register(adminRoutes, { admin: services.admin, authenticate }) },
+    { scope: 'api', register: (app, { services }) => app.register(adminRoutes, { admin: services.admin }) },
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, pageSections }) =>
-        app.register(adminPageRoutes, { admin: services.admin, authenticate, csrf, config, sections: pageSections('admin-user'), places: services.places }),
+      register: (app, { services, csrf, config, pageSections, adminNav }) =>
+        app.register(adminPageRoutes, { admin: services.admin, csrf, config, sections: pageSections('admin-user'), places: services.places, adminNav }),
     },
   ],
 });

@@ -1,21 +1,21 @@
 /**
  * `/api/admin/*`: users, roles, sessions and the audit log, for holders of the ADMIN role. Every
- * route checks the caller itself (401 UNAUTHENTICATED, 403 FORBIDDEN) before reading the request,
- * whatever guard runs in front. Responses are built from declared schemas only, which strip every
+ * route declares it (`access.role(ADMIN_ROLE)`), so the caller is refused (401 UNAUTHENTICATED,
+ * 403 FORBIDDEN) before the request is read; a change to a user also needs a recent second factor
+ * from an admin who has one. Responses are built from declared schemas only, which strip every
  * undeclared field: a password hash or refresh seed can never reach a client.
  */
 import { z } from 'zod';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { requireAdminApi } from '../authorization/admin-only.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import { ADMIN_ROLE, isValidRole, type User } from '../users/user.service.ts';
 import type { SessionSummary } from '../sessions/session.service.ts';
-import type { AuditEvent, AuditEventType, AuditSource } from '../audit/audit.service.ts';
+import type { AuditEvent, AuditEventType } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { AdminService } from './admin.service.ts';
@@ -24,7 +24,6 @@ import { LOCALES } from '../i18n/locales.ts';
 
 export interface AdminRouteOptions {
   admin: AdminService;
-  authenticate: RequestAuthenticator;
 }
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -134,6 +133,12 @@ const guarded = {
 };
 const notFound = { 404: errorResponse.describe('No such user (NOT_FOUND)') };
 const common = { tags: ['admin'], security: [{ bearer: [] }] };
+/** Reading the admin area. */
+const forAdmins = { access: access.role(ADMIN_ROLE) };
+/** Changing a user: an admin who has a second factor used it within REAUTH_WINDOW. */
+const forAdminsRecentlyVerified = { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) };
+/** The acting admin, for the audit log. */
+const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
 
 function toAdminUser(user: User) {
   return {
@@ -167,12 +172,11 @@ function toAuditEvent(event: AuditEvent) {
 const nextCursor = (next: KeysetPosition | null) => (next === null ? null : encodeCursor(next));
 const positionOf = (cursor: string | undefined) => (cursor === undefined ? {} : { before: decodeCursor(cursor)! });
 
-export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { admin, authenticate }) => {
-  const actor = requireAdminApi(app, authenticate);
-
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { admin }) => {
   app.get(
     '/api/admin/users',
     {
+      config: forAdmins,
       schema: {
         ...common,
         summary: 'Find users: newest first, by a case-insensitive substring of the name or e-mail',
@@ -190,6 +194,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   app.get(
     '/api/admin/users/:id',
     {
+      config: forAdmins,
       schema: {
         ...common,
         summary: 'A user and their active sessions',
@@ -207,6 +212,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   app.post(
     '/api/admin/users',
     {
+      config: forAdminsRecentlyVerified,
       schema: {
         ...common,
         summary: 'Create a user (the address counts as verified)',
@@ -225,7 +231,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       const { email, name, password, roles } = request.body;
       const result = await admin.createUser(
         { email, name, ...(password !== undefined && { password }), ...(roles !== undefined && { roles }) },
-        await actor(request, reply),
+        actor(request),
       );
       if (!result.ok) {
         if (result.reason === 'EMAIL_TAKEN') throw new AppError('EMAIL_TAKEN');
@@ -240,6 +246,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   app.patch(
     '/api/admin/users/:id',
     {
+      config: forAdminsRecentlyVerified,
       schema: {
         ...common,
         summary: 'Change a user’s name, roles or disabled state (disabling ends all their sessions)',
@@ -255,10 +262,10 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
         },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { name, roles, disabled } = request.body;
       const changes = { ...(name !== undefined && { name }), ...(roles !== undefined && { roles }), ...(disabled !== undefined && { disabled }) };
-      const result = await admin.updateUser(request.params.id, changes, await actor(request, reply));
+      const result = await admin.updateUser(request.params.id, changes, actor(request));
       if (!result.ok) {
         if (result.reason === 'NOT_FOUND') throw new AppError('NOT_FOUND', { message: 'No such user.' });
         if (result.reason === 'SELF_LOCKOUT') throw new AppError('SELF_LOCKOUT');
@@ -273,6 +280,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   app.delete(
     '/api/admin/users/:id/sessions',
     {
+      config: forAdminsRecentlyVerified,
       schema: {
         ...common,
         summary: 'End all of a user’s sessions',
@@ -280,8 +288,8 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
         response: { 200: z.object({ ok: z.literal(true), ended: z.number().int() }), ...guarded, ...notFound },
       },
     },
-    async (request, reply) => {
-      const ended = await admin.endAllSessions(request.params.id, await actor(request, reply));
+    async (request) => {
+      const ended = await admin.endAllSessions(request.params.id, actor(request));
       if (ended === null) throw new AppError('NOT_FOUND', { message: 'No such user.' });
       return { ok: true as const, ended };
     },
@@ -290,6 +298,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   app.delete(
     '/api/admin/users/:id/sessions/:sessionId',
     {
+      config: forAdminsRecentlyVerified,
       schema: {
         ...common,
         summary: 'End one of a user’s sessions',
@@ -297,9 +306,9 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
         response: { 200: z.object({ ok: z.literal(true) }), ...guarded, 404: errorResponse.describe('Not an active session of this user (NOT_FOUND)') },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { id, sessionId } = request.params;
-      if (!(await admin.endSession(id, sessionId, await actor(request, reply)))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
+      if (!(await admin.endSession(id, sessionId, actor(request)))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
       return { ok: true as const };
     },
   );
@@ -307,6 +316,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
   app.get(
     '/api/admin/events',
     {
+      config: forAdmins,
       schema: {
         ...common,
         summary: 'The audit log, newest first',

@@ -3,6 +3,7 @@ import { collectAuditEventTypes, defineModule } from '../module.ts';
 import * as auditEvents from './migrations/0002-audit-events.ts';
 import { createAuditService, type AuditService } from './audit.service.ts';
 import { createAuditRetentionJob, type AuditRetentionJob } from './audit-retention.ts';
+import { auditUserData } from './audit.user-data.ts';
 
 declare module '../config.ts' {
   interface Config {
@@ -29,4 +30,6 @@ export const auditModule = defineModule({
     return { audit, auditRetention: createAuditRetentionJob({ audit, clock, logger, retentionMs: config.audit.retentionSeconds * 1000 }) };
   },
   jobs: (services) => [services.auditRetention],
+  // The events about a user; a deleted user's address, network addresses and browsers are erased from them.
+  userData: ({ audit }) => auditUserData(audit),
 });

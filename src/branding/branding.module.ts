@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { defineModule } from '../module.ts';
 import type { Brand } from '../web/brand.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 import { brandingConfigSection, DEFAULT_BRAND_NAME, type BrandingConfig } from './branding.config.ts';
 
 declare module '../module.ts' {
@@ -78,7 +79,7 @@ export const brandingModule = defineModule({
       scope: 'api',
       register: async (app, { services }) => {
         for (const [path, file] of services.brand.assets) {
-          app.get(path, { schema: { hide: true } }, async (request, reply) => {
+          app.get(path, { config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) }, schema: { hide: true } }, async (request, reply) => {
             const { v } = (request.query ?? {}) as { v?: unknown };
             void reply.headers({
               // The pages' URLs carry the version (a new file is a new URL): those are kept for good.

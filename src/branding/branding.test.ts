@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { contrastRatio, parseHexColor } from './contrast.ts';
 import { loadConfig } from '../modules.ts';
 import { createMailRenderer } from '../mail/templates.ts';
+import { mailTemplates } from '../../test/helpers/mail-templates.ts';
 import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { assertHtmlPage } from '../../test/helpers/pages.ts';
@@ -146,7 +147,7 @@ describe('a branded instance', () => {
   });
 
   it('names itself in the mails', () => {
-    const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', brandName: 'Acme & Co', translations: test.services.translations });
+    const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', brandName: 'Acme & Co', translations: test.services.translations, templates: mailTemplates });
     const mail = renderer.render('password-reset', { name: 'Ada', resetUrl: 'https://auth.example.test/auth/reset-password?token=t', expiresInMinutes: 30 }, 'en');
     assert.equal(mail.subject, 'Reset your Acme & Co password');
     assert.match(mail.html, /Acme &amp; Co/);

@@ -157,3 +157,13 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
 export function writeJson(io: Pick<CliIo, 'stdout'>, value: unknown): void {
   io.stdout.write(`${JSON.stringify(value)}\n`);
 }
+
+/** A group's commands by name (`create`, `list`…), each given the rest of the command line. */
+export type Subcommands = Readonly<Record<string, (args: string[], io: CliIo) => Promise<void>>>;
+
+/** Runs the command of `group` its first argument names; an unknown one is a wrong command line, answered with the group's usage. */
+export async function runSubcommand(group: string, usage: string, commands: Subcommands, [name = '', ...rest]: readonly string[], io: CliIo): Promise<void> {
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (command === undefined) throw new CliError(`unknown ${group} command "${name}"\n\nUsage:\n${usage}`, 2);
+  await command(rest, io);
+}

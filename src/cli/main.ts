@@ -6,74 +6,73 @@
  * (`--password-stdin`): an argument would be visible to every user of the machine in the process
  * list and shell history.
  *
+ * The core's commands are here (serve, migrate, backup, restore, doctor); every other group is a
+ * module's (`gatehouse webhooks …`: module.ts, `CliCommandGroup`). Walking the module list would
+ * load every module's code (most of a second), so the command finds the modules' groups by their
+ * files instead: the `cli` each `src/<folder>/*.cli.ts` exports, the same array its module names in
+ * its `cli` slot (cli/module-commands.test.ts checks they agree). It knows no module by name.
+ *
  * Exit codes: 0 done, 1 the operation failed, 2 the command line is wrong.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { asksForHelp, CliError, parseCommandLine, type CliIo } from './args.ts';
-import { BACKUP_USAGE, DOCTOR_USAGE, HELP_USAGE, KEYS_USAGE, MIGRATE_USAGE, SERVE_USAGE, USERS_USAGE } from './usage.ts';
-import { CLIENTS_USAGE, runClientsCommand } from '../oidc-clients/clients.cli.ts';
-import { ORGS_USAGE, runOrgsCommand } from '../organizations/organizations.cli.ts';
-import { WEBHOOKS_USAGE, runWebhooksCommand } from '../webhooks/webhooks.cli.ts';
+import { BACKUP_USAGE, DOCTOR_USAGE, HELP_USAGE, MIGRATE_USAGE, SERVE_USAGE } from './usage.ts';
+import type { CliCommandContext, CliCommandGroup } from '../module.ts';
 
-const USAGE = `Usage:
-${SERVE_USAGE}
-${MIGRATE_USAGE}
-${USERS_USAGE}
-${KEYS_USAGE}
-${CLIENTS_USAGE}
-${ORGS_USAGE}
-${WEBHOOKS_USAGE}
-${BACKUP_USAGE}
-${DOCTOR_USAGE}
-${HELP_USAGE}
+/** A group of commands: a module's, or one of the core's (which have no `order`: their place is fixed). */
+type Group = Omit<CliCommandGroup, 'order'>;
+
+const SERVE: Group = {
+  name: 'serve',
+  usage: SERVE_USAGE,
+  load: async () => async (args) => {
+    parseCommandLine(args, {}, { command: 'serve', usage: SERVE_USAGE });
+    const { runServer } = await import('../main.ts');
+    await runServer();
+  },
+};
+
+/** The core's groups before the modules' in `gatehouse help`, and after them. */
+const CORE_BEFORE: readonly Group[] = [SERVE, { name: 'migrate', usage: MIGRATE_USAGE, load: async () => (await import('./migrate.ts')).migrate }];
+const CORE_AFTER: readonly Group[] = [
+  { name: 'backup', usage: BACKUP_USAGE, load: async () => (await import('./backup.ts')).backup },
+  { name: 'restore', usage: BACKUP_USAGE, load: async () => (await import('./backup.ts')).restore },
+  { name: 'doctor', usage: DOCTOR_USAGE, load: async () => (await import('./doctor.ts')).doctor },
+];
+
+/** The modules' command groups, in their order: the `cli` of every `*.cli.ts` in a folder of src/. */
+export async function findModuleCliGroups(): Promise<CliCommandGroup[]> {
+  const src = new URL('../', import.meta.url);
+  const files = readdirSync(src, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((folder) => readdirSync(new URL(`${folder.name}/`, src)).filter((file) => file.endsWith('.cli.ts')).map((file) => new URL(`${folder.name}/${file}`, src).href));
+  const declared = await Promise.all(files.map(async (file) => ((await import(file)) as { cli?: readonly CliCommandGroup[] }).cli ?? []));
+  return declared.flat().sort((a, b) => a.order - b.order || a.name.localeCompare(b.name));
+}
+
+/** Every group by name: the core's and `moduleGroups`; a name two claim is refused. */
+function groupsByName(moduleGroups: readonly CliCommandGroup[]): ReadonlyMap<string, Group> {
+  const groups = new Map<string, Group>();
+  for (const group of [...CORE_BEFORE, ...moduleGroups, ...CORE_AFTER]) {
+    if (groups.has(group.name)) throw new Error(`two command groups are named "${group.name}"`);
+    groups.set(group.name, group);
+  }
+  return groups;
+}
+
+/** `gatehouse help`: every group's lines, in order (backup's and restore's are the same lines, shown once). */
+function usageText(groups: ReadonlyMap<string, Group>): string {
+  return `Usage:
+${[...new Set([...groups.values()].map((group) => group.usage)), HELP_USAGE].join('\n')}
 
 Options are strict: an unknown one is refused (exit 2). Where a command names an ID, an ID that
 starts with "-" is taken as one; "--" ends the options. --json prints one line of JSON.
 Reads the same environment as the server (DATABASE_URL, DATA_DIR, AUTH_SECRET, ...).
 Exit codes: 0 done, 1 the operation failed, 2 the command line is wrong.`;
-
-type Group = {
-  readonly usage: string;
-  run(args: string[], io: CliIo): Promise<number | void>;
-};
-
-/** Runs one of `commands` (the group's first argument), loaded from `load` only now. */
-function subcommands(group: string, usage: string, load: () => Promise<Readonly<Record<string, (args: string[], io: CliIo) => Promise<void>>>>): Group {
-  return {
-    usage,
-    async run([name = '', ...rest], io) {
-      const commands = await load();
-      const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
-      if (command === undefined) throw new CliError(`unknown ${group} command "${name}"\n\nUsage:\n${usage}`, 2);
-      await command(rest, io);
-    },
-  };
 }
 
 /** context.ts's `withServices`, imported (with the configuration, storage and services) on first use. */
-async function withServices<T>(io: CliIo, fn: (services: import('../services.ts').Services) => Promise<T>): Promise<T> {
-  return (await import('./context.ts')).withServices(io, fn);
-}
-
-const GROUPS: Readonly<Record<string, Group>> = {
-  serve: {
-    usage: SERVE_USAGE,
-    async run(args) {
-      parseCommandLine(args, {}, { command: 'serve', usage: SERVE_USAGE });
-      const { runServer } = await import('../main.ts');
-      await runServer();
-    },
-  },
-  migrate: { usage: MIGRATE_USAGE, run: async (args, io) => (await import('./migrate.ts')).migrate(args, io) },
-  users: subcommands('users', USERS_USAGE, async () => (await import('./users.ts')).USER_COMMANDS),
-  keys: subcommands('keys', KEYS_USAGE, async () => (await import('./keys.ts')).KEY_COMMANDS),
-  clients: { usage: CLIENTS_USAGE, run: (args, io) => runClientsCommand(args, io, { withServices, usage: CLIENTS_USAGE }) },
-  orgs: { usage: ORGS_USAGE, run: (args, io) => runOrgsCommand(args, io, { withServices, usage: ORGS_USAGE }) },
-  webhooks: { usage: WEBHOOKS_USAGE, run: (args, io) => runWebhooksCommand(args, io, { withServices, usage: WEBHOOKS_USAGE }) },
-  backup: { usage: BACKUP_USAGE, run: async (args, io) => (await import('./backup.ts')).backup(args, io) },
-  restore: { usage: BACKUP_USAGE, run: async (args, io) => (await import('./backup.ts')).restore(args, io) },
-  doctor: { usage: DOCTOR_USAGE, run: async (args, io) => (await import('./doctor.ts')).doctor(args, io) },
-};
+const withServices: CliCommandContext['withServices'] = async (io, fn) => (await import('./context.ts')).withServices(io, fn);
 
 /** `gatehouse <version>`, from package.json. */
 export function versionLine(): string {
@@ -81,40 +80,43 @@ export function versionLine(): string {
   return `gatehouse ${version}`;
 }
 
-export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+/**
+ * Runs `gatehouse …` (`argv`: the arguments after the program's): its exit code. The modules'
+ * groups are those `findModuleCliGroups` finds, unless `moduleGroups` are given (a module list's:
+ * `collectCliGroups`, module.ts).
+ */
+export async function runCli(argv: readonly string[], io: CliIo, options: { moduleGroups?: readonly CliCommandGroup[] } = {}): Promise<number> {
   const [command = 'serve', ...rest] = argv;
   try {
-    switch (command) {
-      case 'help':
-      case '--help':
-      case '-h': {
-        const topic = rest[0];
-        if (topic !== undefined && command === 'help') {
-          const group = Object.hasOwn(GROUPS, topic) ? GROUPS[topic] : undefined;
-          if (group === undefined) throw new CliError(`no such command "${topic}"\n\n${USAGE}`, 2);
-          io.stdout.write(`Usage:\n${group.usage}\n`);
-          return 0;
-        }
-        io.stdout.write(`${USAGE}\n`);
+    if (command === '--version' || command === '-v' || command === 'version') {
+      parseCommandLine(rest, {}, { command: 'version', usage: HELP_USAGE });
+      io.stdout.write(`${versionLine()}\n`);
+      return 0;
+    }
+    const groups = groupsByName(options.moduleGroups ?? (await findModuleCliGroups()));
+    const usage = usageText(groups);
+    if (command === 'help' || command === '--help' || command === '-h') {
+      const topic = rest[0];
+      if (topic !== undefined && command === 'help') {
+        const group = groups.get(topic);
+        if (group === undefined) throw new CliError(`no such command "${topic}"\n\n${usage}`, 2);
+        io.stdout.write(`Usage:\n${group.usage}\n`);
         return 0;
       }
-      case '--version':
-      case '-v':
-      case 'version':
-        parseCommandLine(rest, {}, { command: 'version', usage: HELP_USAGE });
-        io.stdout.write(`${versionLine()}\n`);
-        return 0;
+      io.stdout.write(`${usage}\n`);
+      return 0;
     }
-    const group = Object.hasOwn(GROUPS, command) ? GROUPS[command] : undefined;
+    const group = groups.get(command);
     if (group === undefined) {
       const hint = command.startsWith('-') ? `unknown option ${command.startsWith('--') ? command.split('=')[0] : command.slice(0, 2)}` : `unknown command "${command}"`;
-      throw new CliError(`${hint}\n\n${USAGE}`, 2);
+      throw new CliError(`${hint}\n\n${usage}`, 2);
     }
     if (asksForHelp(rest)) {
       io.stdout.write(`Usage:\n${group.usage}\n`);
       return 0;
     }
-    return (await group.run(rest, io)) ?? 0;
+    const run = await group.load();
+    return (await run(rest, io, { usage: group.usage, withServices })) ?? 0;
   } catch (error) {
     if (error instanceof CliError) {
       io.stderr.write(`gatehouse: ${error.message}\n`);

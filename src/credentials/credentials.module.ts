@@ -15,7 +15,10 @@ import { createPasswordRefusalLimits } from './password-refusals.ts';
 import { createCredentialsService, type CredentialsService } from './credentials.service.ts';
 import { createSignupService, type SignupService } from './signup.service.ts';
 import { apiSignInRoutes, browserSignInRoutes } from './signin.routes.ts';
+import { passwordFactorKind } from './password-factor.ts';
 import { signupRoutes } from './signup.routes.ts';
+import { CREDENTIALS_PUBLIC_EVENTS } from './credentials.public-events.ts';
+import { credentialsMail } from './credentials.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -40,10 +43,15 @@ declare module '../audit/audit.service.ts' {
 
 export const credentialsModule = defineModule({
   name: 'credentials',
+  openApiTags: [
+    { name: 'auth', description: 'Sign-in with e-mail and password, sign-up and e-mail verification.' },
+  ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => credentialsMail,
   config: credentialsConfigSection,
   errors: CREDENTIALS_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: CREDENTIALS_PUBLIC_EVENTS,
   async provide({ db, config, clock, logger, services }) {
     const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
     const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs });
@@ -71,6 +79,14 @@ export const credentialsModule = defineModule({
     };
   },
   jobs: ({ storedHashParameters }) => [storedHashParameters],
+  // Whether the account has a password, never its hash (which goes with the user's row).
+  userData: ({ users }) => ({
+    async export(userId) {
+      const credentials = await users.findCredentialsById(userId);
+      return credentials && { password: { isSet: credentials.passwordHash !== null, lockedAt: credentials.passwordLockedAt } };
+    },
+  }),
+  firstFactors: ({ users }) => [passwordFactorKind(users)],
   routes: [
     { scope: 'api', register: (app, context) => app.register(apiSignInRoutes, signInRouteOptions(context)) },
     { scope: 'browser', register: (app, context) => app.register(browserSignInRoutes, signInRouteOptions(context)) },

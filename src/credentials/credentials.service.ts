@@ -20,6 +20,7 @@ import { createNewPasswordCheck, type NewPasswordCheck, type PasswordClient } fr
 import type { PasswordRefusalLimits } from './password-refusals.ts';
 import type { SignInThrottle } from './signin-throttle.ts';
 import type { SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
+import { PASSWORD_FACTOR, passwordFactor } from './password-factor.ts';
 
 export type SignInResult =
   | { ok: true; user: User; session: StartedSession }
@@ -148,7 +149,7 @@ export function createCredentialsService(deps: {
     async signIn(input: SignInInput): Promise<SignInResult> {
       const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent, ...(input.locale !== undefined && { locale: input.locale }) };
       async function refuse(reason: 'INVALID_CREDENTIALS', userId: string | null): Promise<SignInResult> {
-        await audit.record({ type: 'signin.failure', userId, email: normaliseEmail(input.email), source, reason });
+        await audit.record({ type: 'signin.failure', userId, email: normaliseEmail(input.email), source, reason, details: { method: PASSWORD_FACTOR } });
         return { ok: false, reason };
       }
 
@@ -190,7 +191,7 @@ export function createCredentialsService(deps: {
         }
         const user = await users.findUserById(credentials.id);
         if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
-        const complete = (hash: string) => pipeline.complete({ user, factor: { kind: 'password', email: normaliseEmail(input.email), verifiedPasswordHash: hash }, source });
+        const complete = (hash: string) => pipeline.complete({ user, factor: passwordFactor(normaliseEmail(input.email), hash), source });
         let outcome = await complete(verifiedHash);
         if (!outcome.ok && 'refusal' in outcome && outcome.refusal === 'CREDENTIALS_CHANGED') {
           // The account changed while the password was checked. Disabled: answered as a disabled

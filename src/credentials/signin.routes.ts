@@ -20,6 +20,7 @@ import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { signInBody } from '../signin/signin-response.ts';
 import { requestLocale } from '../audit/request-source.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { CredentialsService, SignInResult } from './credentials.service.ts';
 
@@ -92,6 +93,7 @@ export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async 
   app.post(
     '/api/auth',
     {
+      config: { access: access.anyone() },
       schema: {
         tags: ['auth'],
         summary: 'Sign in with e-mail and password; returns a JWT',
@@ -111,7 +113,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
     '/api/auth/signin',
     {
       // A refused form comes back with the address typed, never the password (http/form-values.ts).
-      config: { formErrorPage: SIGN_IN_PAGE, formKeptFields: ['email'] },
+      config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }), formErrorPage: SIGN_IN_PAGE, formKeptFields: ['email'] },
       schema: {
         tags: ['auth'],
         summary: 'Sign in with e-mail and password; sets the session cookies (form posts get a 303)',

@@ -12,6 +12,7 @@ import { MAX_NAME_LENGTH, nameField } from '../users/name.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { isFormPost } from '../http/forms.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { access } from '../authorization/access.ts';
 import { CHECK_EMAIL_PAGE } from '../verification/verification.routes.ts';
 import type { SignupService } from './signup.service.ts';
 
@@ -50,7 +51,7 @@ export const signupRoutes: FastifyPluginAsyncZod<{ signup: SignupService; limits
     '/api/auth/signup',
     {
       // A refused form comes back with what was typed, except the password (http/form-values.ts).
-      config: { formErrorPage: SIGNUP_PAGE, formKeptFields: ['name', 'email'] },
+      config: { access: access.anyone(), formErrorPage: SIGNUP_PAGE, formKeptFields: ['name', 'email'] },
       // Turned off means turned off, whatever the body holds (after the CSRF check, before validation).
       preValidation: async () => {
         if (!signup.isEnabled) throw new AppError('SIGNUP_DISABLED');

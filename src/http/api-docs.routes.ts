@@ -19,6 +19,7 @@ import { gzipSync } from 'node:zlib';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
 import { createScriptNonce } from '../web/render.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 
 export const API_DOCS_PATH = '/api/docs';
 const ASSETS_PATH = `${API_DOCS_PATH}/assets`;
@@ -123,13 +124,15 @@ function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: Asset): 
 
 export const apiDocsRoutes: FastifyPluginAsync<{ openApiPath: string; authUrl: string }> = async (app, { openApiPath, authUrl }) => {
   const authOrigin = new URL(authUrl).origin;
+  // The reference is public, like the document it shows.
+  const forAnyone = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
 
-  app.get(API_DOCS_PATH, { schema: { hide: true } }, async (_request, reply) => {
+  app.get(API_DOCS_PATH, { config: forAnyone, schema: { hide: true } }, async (_request, reply) => {
     const nonce = createScriptNonce();
     return reply.headers(pageHeaders(nonce, authOrigin)).send(page(openApiPath, nonce));
   });
 
-  app.get<{ Params: { name: string } }>(`${ASSETS_PATH}/:name`, { schema: { hide: true } }, async (request, reply) => {
+  app.get<{ Params: { name: string } }>(`${ASSETS_PATH}/:name`, { config: forAnyone, schema: { hide: true } }, async (request, reply) => {
     const asset = Object.hasOwn(SOURCES, request.params.name) ? assets().get(request.params.name) : undefined;
     if (asset === undefined) throw new AppError('NOT_FOUND');
     return sendAsset(request, reply, asset);

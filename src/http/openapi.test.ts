@@ -6,6 +6,8 @@
  * - the generic rules of `openapi.ts` hold for every operation (operationId, security from the
  *   route guard, 429 on rate-limited routes, 503 everywhere, both with Retry-After, the body
  *   statuses, described tags), and a documented 429 is what a limited route really answers;
+ * - security, 401 and 403 are what each route declares (`app.routeAccess`), the declarations the
+ *   access hook enforces;
  * - `GET /api/docs` serves Swagger UI from the package under a nonce CSP with cached assets, and in
  *   Chromium renders the operations with no CSP violation and no request leaving the origin.
  */
@@ -22,7 +24,9 @@ import { createTestApp, serveTestApp, type ServedTestApp, type TestApp } from '.
 import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, watchConsole, withPage, type Browser } from '../../test/helpers/browser.ts';
 import { decide } from '../../packages/protect/src/rules.ts';
 import { OPENAPI_PATH } from '../app.ts';
-import { TAG_DESCRIPTIONS, operationIdFor } from './openapi.ts';
+import { operationIdFor } from './openapi.ts';
+import { collectOpenApiTags, defineModule } from '../module.ts';
+import { MODULES } from '../modules.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../..');
 const REDOCLY = join(REPO_ROOT, 'node_modules/.bin/redocly');
@@ -109,7 +113,8 @@ describe('the OpenAPI document', () => {
       // The guard's session requirement is always documented; a public path documents a session
       // only when its route says it acts on one (GET /api/auth/session, say).
       if (guard.action === 'deny') assert.deepEqual(operation.security, [{ bearer: [] }], where);
-      const signedIn = operation.security!.length > 0;
+      // Required, not optional (`{}`: a route that reads the session when one is given).
+      const signedIn = operation.security!.length > 0 && operation.security!.every((requirement) => Object.keys(requirement).length > 0);
       if (signedIn) assert.ok(operation.responses['401'], `${where}: 401`);
     }
     assert.deepEqual(document.paths['/api/auth']!.post!.security, []);
@@ -118,6 +123,28 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(document.paths['/api/auth/session']!.get!.security, [{ bearer: [] }]);
     assert.deepEqual(document.paths['/api/organizations']!.get!.security, [{ bearer: [] }]);
     assert.equal(document.paths['/api/auth/sessions/{id}']!.delete!.operationId, 'deleteAuthSessionsById');
+  });
+
+  it('documents security, 401 and 403 as each route declares its access', () => {
+    const declared = new Map(t.app.routeAccess.map((route) => [`${route.method} ${route.url}`, route.access]));
+    for (const { method, path, operation } of operations(document)) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const access = declared.get(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`);
+      assert.ok(access !== undefined, `${where}: a route that declares its access`);
+      const needsSession = access.who !== 'anyone';
+      const expected = needsSession ? [{ bearer: [] }] : access.readsSession ? [{}, { bearer: [] }] : [];
+      assert.deepEqual(operation.security, expected, `${where}: ${access.who}${access.readsSession ? ', reads the session' : ''}`);
+      if (needsSession) {
+        assert.ok(operation.responses['401'], `${where}: 401`);
+        assert.ok(operation.responses['403'], `${where}: 403`);
+      } else {
+        // A 401 of its own (a wrong password, say) is the route's; never the missing session's.
+        assert.notEqual(operation.responses['401']?.$ref, '#/components/responses/Unauthenticated', `${where}: no session needed`);
+      }
+    }
+    // Documented as public until the declarations said otherwise.
+    assert.deepEqual(document.paths['/api/auth/signout']!.post!.security, [{}, { bearer: [] }]);
+    assert.deepEqual(document.paths['/api/auth/link/{provider}']!.post!.security, [{ bearer: [] }]);
   });
 
   it('documents 503 with Retry-After everywhere, 429 with Retry-After on every rate-limited route, and the body statuses', () => {
@@ -150,7 +177,8 @@ describe('the OpenAPI document', () => {
 
   it('names every tag in use, each with a description, and keeps only the schemas it uses', () => {
     const used = new Set(operations(document).flatMap(({ operation }) => operation.tags ?? []));
-    for (const tag of used) assert.ok(TAG_DESCRIPTIONS[tag], `tag "${tag}": add its description to TAG_DESCRIPTIONS in src/http/openapi.ts`);
+    const described = collectOpenApiTags(MODULES);
+    for (const tag of used) assert.ok(described.get(tag), `tag "${tag}": describe it in the openApiTags of the module that introduces it`);
     assert.deepEqual(document.tags?.map((tag) => tag.name), [...used].sort());
     const schemas = Object.keys(document.components.schemas ?? {});
     assert.ok(schemas.includes('AuthRequest') && schemas.includes('AuthResponse') && schemas.includes('ErrorResponse'), schemas.join(' '));
@@ -289,5 +317,13 @@ describe('the API reference in Chromium', { skip: chromium.ok ? false : chromium
       assert.deepEqual(foreign, [], 'every request stays on the origin');
       assert.ok(requests.some((url) => url.startsWith(`${baseURL}${OPENAPI_PATH}`)), 'the page loaded the document');
     });
+  });
+});
+
+describe('the OpenAPI tags', () => {
+  it('are described by the modules that introduce them, each by one', () => {
+    assert.match(collectOpenApiTags(MODULES).get('admin') ?? '', /^Administration/);
+    const tag = { name: 'twice', description: 'Twice.' };
+    assert.throws(() => collectOpenApiTags([defineModule({ name: 'one', openApiTags: [tag] }), defineModule({ name: 'two', openApiTags: [tag] })]), /"twice" is declared by both "one" and "two"/);
   });
 });

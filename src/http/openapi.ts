@@ -6,12 +6,16 @@
  * - **operationId**: camelCase from the method and the path without its leading `/api`
  *   (`DELETE /api/auth/sessions/{id}` → `deleteAuthSessionsById`), unless the route names one. Two
  *   routes reading the same stop the document with both named.
- * - **security**: what the route declares; else what the route guard (`GATEHOUSE_RULES`) asks of
- *   the path: a session (`bearer`) under `/api` and `/api/admin`, nothing (`[]`) on the public
- *   prefixes (`/api/auth`, `/api/health`, `/api/docs`) and outside the matcher (the JWKS).
+ * - **security**: from the route's access declaration (`config.access`, authorization/access.ts),
+ *   the one the access hook enforces: `access.user()` and `access.role()` need a session
+ *   (`[{ bearer: [] }]`); `access.anyone()` needs none (`[]`); `access.anyone({ readsSession: true })`
+ *   takes one if given (`[{}, { bearer: [] }]`: anonymous, or a Bearer token the route acts on, as
+ *   `POST /api/auth/signout` does). A route that declares nothing (only while route-access.ts is
+ *   lenient) is documented as the hook treats it: by the prefix rules (`GATEHOUSE_RULES`).
  * - **responses** every route can give, added where the route does not document the status itself:
- *   400 (a refused URL; on a body, malformed JSON), 401 and 403 where the guard or the access
- *   policies may refuse, 403 `CSRF_FAILED` on unsafe methods, 413 / 415 / 422 on a body (422 also on
+ *   400 (a refused URL; on a body, malformed JSON), 401 and 403 on the routes that need a session
+ *   (no session; a role missing, a requirement unmet or a policy refusing: the access hook), 403
+ *   `CSRF_FAILED` on unsafe methods, 413 / 415 / 422 on a body (422 also on
  *   a validated query or path), 429 with `Retry-After` on rate-limited routes, 500, and 503
  *   `SERVICE_UNAVAILABLE` with `Retry-After` (storage or Redis unavailable, or the instance shutting
  *   down). A route is rate limited when one of its preHandlers is a request limit
@@ -20,12 +24,15 @@
  * - **components**: only the schemas something refers to (the zod provider emits an input and an
  *   output variant of each named schema: the one no route uses goes), an input-only one under its
  *   plain name; shared responses and the `Retry-After` header once each.
- * - **info.license**, **servers** (AUTH_URL), and the **tags** in use, each with its description.
+ * - **info.license**, **servers** (AUTH_URL), and the **tags** in use, each with the description
+ *   the module that introduces it declares (`openApiTags`, module.ts; `openapi.test.ts` fails on a tag
+ *   no module describes).
  */
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { GATEHOUSE_RULES, decide, type ProtectionRules } from '../../packages/protect/src/rules.ts';
+import type { RouteAccess } from '../authorization/access.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -34,26 +41,28 @@ declare module 'fastify' {
   }
 }
 
-/** One line per tag an operation may carry; `openapi.test.ts` fails on a tag missing here. */
-export const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = Object.freeze({
-  auth: 'Sign-in with e-mail and password, sign-up and e-mail verification.',
-  password: 'Forgotten, reset and changed passwords.',
-  sessions: 'The current session, the signed-in user\'s sessions, refresh tokens, sign-out and the CSRF token.',
-  keys: 'The public keys that verify Gatehouse\'s tokens (JWKS).',
-  oauth: 'Sign-in with GitHub, Google or an OpenID Connect provider, and linked accounts.',
-  passkeys: 'WebAuthn passkeys: registration, sign-in and step-up.',
-  mfa: 'Second factors: TOTP, recovery codes, the second step of a sign-in and step-up.',
-  account: 'The signed-in user\'s own account.',
-  organizations: 'Organizations, their members, roles and invitations, and the session\'s active organization.',
-  admin: 'Administration (role ADMIN): users, roles, sessions, the audit log, OAuth clients, organizations and webhooks.',
-  operations: 'Health for load balancers and orchestrators.',
-});
-
 /** The route's facts the document cannot show, carried from `transform` to `transformObject`. */
 const ROUTE_FACTS = 'x-gatehouse-route';
 interface RouteFacts {
   rateLimited: boolean;
   skipCsrf: boolean;
+  /** Who may call it, from its declaration; null when it declares nothing. */
+  caller: Caller | null;
+}
+
+/** What a declaration asks of the caller, as the document can say it. */
+type Caller = 'anyone' | 'anyone-or-signed-in' | 'signed-in';
+
+function callerOf(access: RouteAccess | undefined): Caller | null {
+  if (access === undefined) return null;
+  if (access.who !== 'anyone') return 'signed-in';
+  return access.readsSession ? 'anyone-or-signed-in' : 'anyone';
+}
+
+/** The security requirement of each kind of caller (OpenAPI: `{}` is "no credential"). */
+function securityFor(caller: Caller): Record<string, string[]>[] {
+  if (caller === 'signed-in') return [{ bearer: [] }];
+  return caller === 'anyone-or-signed-in' ? [{}, { bearer: [] }] : [];
 }
 
 const UNSAFE_METHODS = new Set(['post', 'put', 'patch', 'delete']);
@@ -80,7 +89,7 @@ const RESPONSES: Readonly<Record<string, Json>> = {
   Unauthenticated: { description: 'No valid session: no or an expired or revoked Bearer token or session cookie (UNAUTHENTICATED)', content: errorContent },
   Forbidden: {
     description:
-      'The session may not do this: a role the path needs is missing (FORBIDDEN), an access policy refuses (a second factor to enrol or to prove again, say), or an unsafe request with the session cookie failed the CSRF check (CSRF_FAILED)',
+      'The session may not do this: a role the route needs is missing (FORBIDDEN), a requirement of the route or an access policy refuses (a second factor to enrol or to prove again, say), or an unsafe request with the session cookie failed the CSRF check (CSRF_FAILED)',
     content: errorContent,
   },
   CsrfFailed: { description: 'A request with the session cookie (or a form post) did not come from this site or lacks a valid CSRF token (CSRF_FAILED)', content: errorContent },
@@ -106,7 +115,10 @@ export interface OpenApiOptions {
   authUrl: string;
   /** The request-limit preHandlers (`services.limits`): a route using one of them is rate limited. */
   rateLimitHooks: readonly unknown[];
+  /** The prefix rules a route that declares nothing is documented by (GATEHOUSE_RULES). */
   rules?: ProtectionRules;
+  /** The tags' descriptions, by name: what the modules declare (`collectOpenApiTags`). */
+  tags: ReadonlyMap<string, string>;
 }
 
 /** Registers `@fastify/swagger` with the rules above; call before any route is added. */
@@ -130,10 +142,10 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
     transform: (input) => {
       const output = jsonSchemaTransform(input);
       if ((output.schema as { hide?: boolean } | undefined)?.hide === true) return output;
-      const facts: RouteFacts = { rateLimited: isRateLimited(input.route, limitHooks), skipCsrf: input.route.config?.skipCsrf === true };
+      const facts: RouteFacts = { rateLimited: isRateLimited(input.route, limitHooks), skipCsrf: input.route.config?.skipCsrf === true, caller: callerOf(input.route.config?.access) };
       return { ...output, schema: { ...output.schema, [ROUTE_FACTS]: facts } as FastifySchema };
     },
-    transformObject: (input) => finishDocument(jsonSchemaTransformObject(input) as Json, rules),
+    transformObject: (input) => finishDocument(jsonSchemaTransformObject(input) as Json, rules, options.tags),
   });
 }
 
@@ -158,12 +170,18 @@ function splitWords(text: string): string[] {
   return text.split(/[^A-Za-z0-9]+/).filter((word) => word !== '');
 }
 
-/** The path as a request could spell it, for the route guard: `{id}` → `id`. */
+/** The path as a request could spell it, for the prefix rules: `{id}` → `id`. */
 function samplePath(path: string): string {
   return path.replace(/\{([^}]+)\}/g, '$1');
 }
 
-function finishDocument(document: Json, rules: ProtectionRules): Json {
+/** What the access hook asks of a route that declares nothing: the prefix rules' answer. */
+function floorCaller(path: string, rules: ProtectionRules): Caller {
+  const floor = decide(samplePath(path), null, rules);
+  return floor.action === 'deny' && floor.reason === 'UNAUTHENTICATED' ? 'signed-in' : 'anyone';
+}
+
+function finishDocument(document: Json, rules: ProtectionRules, tagDescriptions: ReadonlyMap<string, string>): Json {
   const paths = (document.paths ?? {}) as Record<string, Record<string, Operation>>;
   const usedResponses = new Set<string>();
   const usedTags = new Set<string>();
@@ -174,7 +192,7 @@ function finishDocument(document: Json, rules: ProtectionRules): Json {
       const operation = item[method];
       if (operation === undefined) continue;
       const where = `${method.toUpperCase()} ${path}`;
-      const facts = (operation[ROUTE_FACTS] ?? { rateLimited: false, skipCsrf: false }) as RouteFacts;
+      const facts = (operation[ROUTE_FACTS] ?? { rateLimited: false, skipCsrf: false, caller: null }) as RouteFacts;
       delete operation[ROUTE_FACTS];
 
       operation.operationId ??= operationIdFor(method, path);
@@ -182,10 +200,10 @@ function finishDocument(document: Json, rules: ProtectionRules): Json {
       if (other !== undefined) throw new Error(`OpenAPI: ${other} and ${where} both have the operationId "${operation.operationId}"; give one an operationId in its schema`);
       operationIds.set(operation.operationId, where);
 
-      const guard = decide(samplePath(path), null, rules);
-      const needsSession = guard.action === 'deny' && guard.reason === 'UNAUTHENTICATED';
-      operation.security ??= needsSession ? [{ bearer: [] }] : [];
-      const signedIn = operation.security.some((requirement) => Object.keys(requirement).length > 0);
+      // The declaration decides, not what a schema says by hand: the document cannot drift from the hook.
+      const caller = facts.caller ?? floorCaller(path, rules);
+      operation.security = securityFor(caller);
+      const signedIn = caller === 'signed-in';
 
       const responses = (operation.responses ??= {});
       const add = (status: string, name: string) => {
@@ -224,7 +242,7 @@ function finishDocument(document: Json, rules: ProtectionRules): Json {
   components.headers = { ...(components.headers as Json | undefined), RetryAfter: RETRY_AFTER_HEADER };
   const finished: Json = {
     ...document,
-    tags: [...usedTags].sort().map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] !== undefined && { description: TAG_DESCRIPTIONS[name] }) })),
+    tags: [...usedTags].sort().map((name) => ({ name, ...(tagDescriptions.has(name) && { description: tagDescriptions.get(name) }) })),
     components,
   };
   pruneSchemas(finished);

@@ -7,14 +7,11 @@ import type { Logger } from '../lib/logger.ts';
 import { createMailService } from './mail.service.ts';
 import { openStorage } from '../storage/database.ts';
 import { migrateToLatest, loadConfig } from '../modules.ts';
-import { createMailRenderer, SECURITY_CHANGES, TEMPLATE_NAMES } from './templates.ts';
+import { createMailRenderer } from './templates.ts';
 import { mailModule } from './mail.module.ts';
-import { mergeCatalogs } from '../i18n/catalog.ts';
-import { createTranslations } from '../i18n/translator.ts';
+import { mailTemplates, SECURITY_CHANGES, translations } from '../../test/helpers/mail-templates.ts';
 import { LOCALES } from '../i18n/locales.ts';
 
-/** The mail module's catalogs, as the i18n module's `translations` service holds them. */
-const translations = createTranslations(mergeCatalogs([{ name: 'mail', messages: mailModule.messages! }]));
 
 const TOKEN = 'dev-outbox-token-0123456789';
 
@@ -167,7 +164,7 @@ for (const backend of await backends()) {
           const lines: unknown[] = [];
           const logger: Logger = { error: (d, m) => lines.push([d, m]), warn: (d, m) => lines.push([d, m]), info: (d, m) => lines.push([d, m]) };
           const config = loadConfig({ NODE_ENV: env, AUTH_SECRET: TEST_SECRET, AUTH_URL: 'http://localhost:3000', DATA_DIR: tmpdir(), DATABASE_URL: database.url });
-          const mail = createMailService({ db: storage.db, isPostgres: backend.name === 'postgres', config, clock: () => Date.now(), logger, translations });
+          const mail = createMailService({ db: storage.db, isPostgres: backend.name === 'postgres', config, clock: () => Date.now(), logger, translations, templates: mailTemplates });
           const { id } = await mail.enqueue(storage.db, {
             to: 'ada@example.test',
             template: 'verify-email',
@@ -212,7 +209,9 @@ for (const backend of await backends()) {
 }
 
 describe('mail templates', () => {
-  const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', translations });
+  const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', translations, templates: mailTemplates });
+  /** The templates `renderAll` renders, in its order: every one the modules declare. */
+  const TEMPLATE_NAMES = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account', 'security-notice', 'organization-invitation', 'webhook-endpoint-disabled'];
   const url = (path: string) => `https://auth.example.test${path}?token=a&b=<c>`;
   const renderAll = (locale: (typeof LOCALES)[number]) => [
     renderer.render('password-reset', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }, locale),
@@ -235,6 +234,7 @@ describe('mail templates', () => {
   it('renders every template as text and HTML with its links, escaping only the HTML', () => {
     const rendered = renderAll('en');
     assert.equal(rendered.length, TEMPLATE_NAMES.length);
+    assert.deepEqual([...TEMPLATE_NAMES].sort(), [...mailTemplates.keys()].sort());
     for (const mail of rendered) {
       assert.ok(mail.subject.length > 0 && !/[\r\n]/.test(mail.subject));
       assert.ok(mail.text.includes('?token=a&b=<c>'), mail.text);

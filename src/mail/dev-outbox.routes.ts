@@ -12,6 +12,7 @@ import type { Config } from '../config.ts';
 import { createPageRenderer, sendPage } from '../web/render.ts';
 import type { TimeText } from '../web/time-text.ts';
 import { DEV_OUTBOX_PATH, type MailService, type OutboxEntry } from './mail.service.ts';
+import { access } from '../authorization/access.ts';
 
 const SHOWN_MESSAGES = 50;
 
@@ -30,7 +31,8 @@ export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pi
   // The hosted pages' layout, so the outbox looks like the rest; same escaping rules.
   const pages = createPageRenderer<OutboxPages>([join(import.meta.dirname, 'dev-outbox.eta')]);
 
-  app.get(DEV_OUTBOX_PATH, { schema: { hide: true } }, async (request, reply) => {
+  // No session asked: who may look is the machine it is asked from (below).
+  app.get(DEV_OUTBOX_PATH, { config: { access: access.anyone() }, schema: { hide: true } }, async (request, reply) => {
     // Live reset links: shown only to the developer's own machine, even on a dev box others reach.
     if (!isFromThisMachine(request)) return reply.callNotFound();
     const entries = await mail.listRecent(SHOWN_MESSAGES);

@@ -2,10 +2,11 @@
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { mailConfigSection } from './mail.config.ts';
-import { defineModule } from '../module.ts';
+import { collectMailTemplates, collectSecurityNotices, defineModule } from '../module.ts';
 import * as mailOutbox from './migrations/0004-mail-outbox.ts';
 import { createMailService, type MailService } from './mail.service.ts';
 import { devOutboxRoutes } from './dev-outbox.routes.ts';
+import { securityNoticeTemplate } from './security-notice.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -18,11 +19,16 @@ export const mailModule = defineModule({
   messages: readMessages(join(import.meta.dirname, 'messages')),
   migrations: { '0004-mail-outbox': mailOutbox },
   config: mailConfigSection,
-  // `translations`: the i18n module's, above this one in modules.ts (every module's catalogs, this one's among them).
-  provide: ({ db, storage, config, clock, logger, services }) => ({
-    mail: createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger, translations: services.translations }),
+  // Its own template: the notice of a change to an account, the changes the other modules'.
+  mailTemplates: (modules) => ({ 'security-notice': securityNoticeTemplate(collectSecurityNotices(modules)) }),
+  // `translations`: the i18n module's, above this one in modules.ts (every module's catalogs, this one's among them);
+  // the templates every module's, this one's among them.
+  provide: ({ db, storage, config, clock, logger, services, modules }) => ({
+    mail: createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger, translations: services.translations, templates: collectMailTemplates(modules) }),
   }),
   jobs: ({ mail }) => [mail],
+  // A deleted user's mails still waiting are dropped (the address is forgotten).
+  userData: ({ mail }) => ({ erase: async ({ user, db }) => void (await mail.forgetRecipient(db, user.email)) }),
   routes: [
     // Development and tests without EMAIL_SERVER_HOST only; never registered in production. A
     // browser route: the page answers in the request's language (`request.language`).

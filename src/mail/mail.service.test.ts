@@ -13,17 +13,15 @@ import { migrateToLatest, loadConfig } from '../modules.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createMailService, type MailService } from './mail.service.ts';
 import { retryDelayMs } from './outbox-worker.ts';
-import * as store from './outbox.store.ts';
+import { MAIL_QUEUE } from './outbox.store.ts';
+import { claimNext } from '../storage/outbox/outbox.store.ts';
 import { createSmtpTransport, MailSendError, smtpTransportOptions } from './transports.ts';
 import { mailModule } from './mail.module.ts';
-import { mergeCatalogs } from '../i18n/catalog.ts';
-import { createTranslations } from '../i18n/translator.ts';
+import { mailTemplates, translations } from '../../test/helpers/mail-templates.ts';
 
 const AUTH_URL = 'https://auth.example.test';
 const START = 1_700_000_000_000;
 const DAY_MS = 86_400_000;
-/** The mail module's catalogs, as the i18n module's `translations` service holds them. */
-const translations = createTranslations(mergeCatalogs([{ name: 'mail', messages: mailModule.messages! }]));
 
 /** A clock tests move by hand. */
 function fakeClock(start = START) {
@@ -114,6 +112,7 @@ for (const backend of await backends()) {
         clock,
         logger,
         translations,
+        templates: mailTemplates,
         random: () => 0,
       });
       started.push(mail);
@@ -410,7 +409,7 @@ for (const backend of await backends()) {
         const isPostgres = backend.name === 'postgres';
         const claims = await Promise.all(
           Array.from({ length: 8 }, (_, i) =>
-            store.claimNextDue(i % 2 === 0 ? storage.db : second.db, { now: clock(), owner: `owner-${i}`, lockedUntil: clock() + 60_000, isPostgres }),
+            claimNext(i % 2 === 0 ? storage.db : second.db, MAIL_QUEUE, { now: clock(), owner: `owner-${i}`, lockedUntil: clock() + 60_000, isPostgres }),
           ),
         );
         const winners = claims.filter((row) => row !== null);
@@ -426,7 +425,7 @@ for (const backend of await backends()) {
     it('takes over a message whose worker died mid-send once its claim runs out', async () => {
       const { mail, clock } = mailService();
       const { id } = await mail.enqueue(storage.db, resetMessage().message);
-      const claimed = await store.claimNextDue(storage.db, { now: clock(), owner: 'dead-instance', lockedUntil: clock() + 60_000, isPostgres: backend.name === 'postgres' });
+      const claimed = await claimNext(storage.db, MAIL_QUEUE, { now: clock(), owner: 'dead-instance', lockedUntil: clock() + 60_000, isPostgres: backend.name === 'postgres' });
       assert.equal(claimed?.id, id);
       assert.deepEqual(await mail.runOnce(), { sent: 0, retried: 0, failed: 0 }, 'held by the other instance');
       clock.advance(60_001);
@@ -622,7 +621,7 @@ describe('retryDelayMs', () => {
 describe('mail links', () => {
   it('builds links from AUTH_URL only, with the query encoded', () => {
     const config = loadConfig({ NODE_ENV: 'test', AUTH_SECRET: TEST_SECRET, AUTH_URL: 'https://auth.example.test/base/', DATA_DIR: tmpdir() });
-    const mail = createMailService({ db: {} as never, isPostgres: false, config, clock: () => START, logger: recordingLogger(), translations });
+    const mail = createMailService({ db: {} as never, isPostgres: false, config, clock: () => START, logger: recordingLogger(), translations, templates: mailTemplates });
     assert.equal(mail.link('/auth/reset-password', { token: 'a b&c' }), 'https://auth.example.test/base/auth/reset-password?token=a+b%26c');
     assert.equal(mail.link('/auth/signin'), 'https://auth.example.test/base/auth/signin');
   });

@@ -19,9 +19,9 @@ import { toLocale, type Locale } from '../i18n/locales.ts';
 import type { Translations } from '../i18n/translator.ts';
 import * as store from './outbox.store.ts';
 import { createPayloadSeal } from './payload-seal.ts';
-import { createMailRenderer, isTemplateName, type MailTemplates, type TemplateName } from './templates.ts';
+import { createMailRenderer, type MailTemplate, type MailTemplates, type TemplateName } from './templates.ts';
 import { createDevOutboxTransport, createSmtpTransport, extractLinks, type MailTransport } from './transports.ts';
-import { createOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
+import { createMailOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
 
 /**
  * A message to send: a template and the data it reads, to one address, in `locale`: the
@@ -33,8 +33,6 @@ export type MailMessage = {
 }[TemplateName];
 
 export const DEV_OUTBOX_PATH = '/dev/outbox';
-/** A wake right after an enqueue inside a transaction would not yet see the row. */
-const WAKE_AFTER_TRANSACTION_MS = 100;
 
 /** One outbox message as the dev outbox page shows it. */
 export interface OutboxEntry {
@@ -89,20 +87,21 @@ export function createMailService(deps: {
   config: Pick<Config, 'mail' | 'authUrl' | 'authSecret' | 'env'> & { branding?: Pick<Config['branding'], 'name'> };
   clock: Clock;
   logger: Logger;
-  /** Every module's catalogs (the i18n module's `translations`): the mails' texts are the mail module's. */
+  /** Every module's catalogs (the i18n module's `translations`): each mail's texts are its module's. */
   translations: Translations;
+  /** Every module's mail templates, by name (module.ts `collectMailTemplates`). */
+  templates: ReadonlyMap<string, MailTemplate>;
   random?: () => number;
-  maxPerRun?: number;
 }): MailService {
   const { db, config, clock, logger } = deps;
   const { authUrl } = config;
-  const renderer = createMailRenderer({ authUrl, translations: deps.translations, ...(config.branding !== undefined && { brandName: config.branding.name }) });
+  const renderer = createMailRenderer({ authUrl, translations: deps.translations, templates: deps.templates, ...(config.branding !== undefined && { brandName: config.branding.name }) });
   const seal = createPayloadSeal(config.authSecret);
   const transport: MailTransport =
     config.mail.kind === 'smtp'
       ? createSmtpTransport(config.mail.smtp, config.mail.from)
       : createDevOutboxTransport({ logger, shouldLogLinks: config.env === 'development', outboxUrl: `${authUrl}${DEV_OUTBOX_PATH}` });
-  const worker = createOutboxWorker({
+  const worker = createMailOutboxWorker({
     db,
     isPostgres: deps.isPostgres,
     transport,
@@ -112,14 +111,13 @@ export function createMailService(deps: {
     maxAttempts: config.mail.maxAttempts,
     pollIntervalMs: config.mail.pollIntervalMs,
     retentionMs: config.mail.retentionSeconds * 1000,
-    ...(deps.maxPerRun !== undefined && { maxPerRun: deps.maxPerRun }),
     ...(deps.random !== undefined && { random: deps.random }),
   });
 
   function assertValid(message: MailMessage): void {
     const mailbox = typeof message.to === 'string' && message.to.length <= 320 ? parseMailbox(message.to) : undefined;
     if (mailbox === undefined || mailbox.name !== null) throw new TypeError('mail: `to` must be a single e-mail address');
-    if (typeof message.template !== 'string' || !isTemplateName(message.template)) throw new TypeError('mail: unknown template');
+    if (typeof message.template !== 'string' || !renderer.has(message.template)) throw new TypeError('mail: unknown template');
     if (toLocale(message.locale) !== message.locale) throw new TypeError('mail: `locale` must be one of LOCALES');
     for (const [field, value] of Object.entries(message.data)) {
       if (field.endsWith('Url') && !isOurLink(value)) throw new TypeError(`mail: data.${field} must be a link under AUTH_URL`);
@@ -155,8 +153,7 @@ export function createMailService(deps: {
         created_at: now,
         sent_at: null,
       });
-      if (target.isTransaction) setTimeout(() => worker.wake(), WAKE_AFTER_TRANSACTION_MS).unref();
-      else worker.wake();
+      worker.wakeAfter(target);
       return { id };
     },
 
@@ -190,7 +187,10 @@ export function createMailService(deps: {
     forgetRecipient: (target, address) => store.deleteMessagesTo(target, address),
 
     start: () => worker.start(),
-    stop: () => worker.stop(),
+    async stop() {
+      await worker.stop();
+      transport.close();
+    },
     runOnce: () => worker.runOnce(),
   };
 }

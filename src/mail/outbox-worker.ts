@@ -1,43 +1,38 @@
 /**
- * Sends what is in the outbox, in the background. Each run claims due messages one at a time (at
- * most `maxPerRun`), hands each to the transport, and records the outcome: sent; or retried later
- * with exponential backoff and jitter; or, after `maxAttempts` tries or a permanent refusal,
- * failed, with an error log naming the message id and template (never its content). All state is
- * in the table, so a restart loses nothing and any instance can carry on where another stopped.
+ * Sends what is in the mail outbox, in the background, on the shared outbox worker
+ * (storage/outbox/outbox-worker.ts): what is the mail module's is here. A message is opened and
+ * handed to the transport (SMTP or the dev outbox); the outcome is sent; or retried later (5 s,
+ * 10 s, 20 s … doubling to 15 min, less up to 20 % at random); or, after `maxAttempts` tries or a
+ * permanent refusal (a 5xx for the message), failed, with an error log naming the message id and
+ * template (never its content). All state is in the table, so a restart loses nothing and any
+ * instance can carry on where another stopped.
  *
- * A claimed row is held for `lockMs`; a send is cut off well before that, so two instances never
- * send the same message in normal operation. If an instance dies mid-send, the lock runs out and
- * another instance sends the message again: at least once, never silently dropped.
+ * Mail goes out on one lane: every message goes to the one relay (EMAIL_SERVER_HOST), so lanes per
+ * recipient domain would only open more connections to the same server; one send at a time per
+ * instance, as before. A claim is held for `LOCK_MS`; a send is cut off well before that, so two
+ * instances never send the same message in normal operation. If an instance dies mid-send, the
+ * claim runs out and another instance sends the message again: at least once, never dropped.
  */
 import type { Db } from '../storage/database.ts';
 import type { MailOutboxRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import { randomId } from '../lib/random.ts';
-import * as store from './outbox.store.ts';
+import { createOutboxWorker, type OutboxAttempt, type OutboxWorker } from '../storage/outbox/outbox-worker.ts';
+import { backoffMs, type RetryPolicy } from '../storage/outbox/retry-policy.ts';
+import { MAIL_QUEUE } from './outbox.store.ts';
 import type { PayloadSeal } from './payload-seal.ts';
 import { describeSendError, MailSendError, type MailTransport, type SendFailure } from './transports.ts';
 
-const FIRST_RETRY_DELAY_MS = 5_000;
-const MAX_RETRY_DELAY_MS = 15 * 60_000;
-/** Up to this share of a retry delay is taken off at random, so instances and messages spread out. */
-const RETRY_JITTER = 0.2;
+/** 5 s, 10 s, 20 s, … doubling up to 15 min, less up to 20 % at random. */
+const RETRY_DELAYS = { firstDelayMs: 5_000, maxDelayMs: 15 * 60_000, jitter: 0.2 };
 /** One send may take this long in all (connect, TLS, auth, data) before it is abandoned. */
 const SEND_TIMEOUT_MS = 60_000;
 /** A claim outlives the longest possible send by a wide margin. */
 const LOCK_MS = 3 * SEND_TIMEOUT_MS;
-/** `stop()` lets a send in progress finish for this long before cutting it off. */
-const STOP_GRACE_MS = 5_000;
-const PURGE_INTERVAL_MS = 3_600_000;
-const PURGE_BATCH_SIZE = 1_000;
 
-/**
- * The wait before try `attempts + 1`: 5 s, 10 s, 20 s, … doubling up to 15 min, less up to 20 %
- * at random. `random` returns [0, 1).
- */
+/** The wait before try `attempts + 1`. `random` returns [0, 1). */
 export function retryDelayMs(attempts: number, random: () => number = Math.random): number {
-  const nominal = Math.min(MAX_RETRY_DELAY_MS, FIRST_RETRY_DELAY_MS * 2 ** Math.max(0, attempts - 1));
-  return Math.round(nominal * (1 - RETRY_JITTER * random()));
+  return backoffMs(RETRY_DELAYS, attempts, random);
 }
 
 export interface OutboxRunResult {
@@ -46,17 +41,12 @@ export interface OutboxRunResult {
   failed: number;
 }
 
-export interface OutboxWorker {
-  start(): void;
-  /** Run soon (a message was just enqueued); a run in progress is followed by another. */
-  wake(): void;
-  /** Stops the timer and waits for the send in progress (cut off after a few seconds). */
-  stop(): Promise<void>;
-  /** One run now; concurrent calls share it. */
+/** The shared worker's, with its counts in the mail module's words. */
+export interface MailOutboxWorker extends Omit<OutboxWorker, 'runOnce'> {
   runOnce(): Promise<OutboxRunResult>;
 }
 
-export function createOutboxWorker(deps: {
+export function createMailOutboxWorker(deps: {
   db: Db;
   isPostgres: boolean;
   transport: MailTransport;
@@ -66,130 +56,70 @@ export function createOutboxWorker(deps: {
   maxAttempts: number;
   pollIntervalMs: number;
   retentionMs: number;
-  maxPerRun?: number;
   random?: () => number;
-}): OutboxWorker {
-  const { db, isPostgres, transport, seal, clock, logger, maxAttempts, pollIntervalMs, retentionMs } = deps;
-  const maxPerRun = deps.maxPerRun ?? 20;
-  const random = deps.random ?? Math.random;
-  /** Names this instance's claims. */
-  const owner = randomId();
-  const stopping = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<OutboxRunResult> | undefined;
-  let isStarted = false;
-  let isStopped = false;
-  let isWakeRequested = false;
-  let nextPurgeAt = 0;
+}): MailOutboxWorker {
+  const { transport, seal, logger, maxAttempts } = deps;
+  const retry: RetryPolicy<MailOutboxRow> = { ...RETRY_DELAYS, maxAttempts };
+  /** The failure of a message not sent, for its log line; null when sent. */
+  type Note = SendFailure | null;
+  const fail = (failure: SendFailure): OutboxAttempt<MailOutboxRow, Note> => ({ outcome: 'fail', set: { last_error: failure.summary }, note: failure });
 
-  async function run(): Promise<OutboxRunResult> {
-    const result: OutboxRunResult = { sent: 0, retried: 0, failed: 0 };
-    await purgeIfDue();
-    for (let i = 0; i < maxPerRun && !isStopped; i++) {
-      const now = clock();
-      const row = await store.claimNextDue(db, { now, owner, lockedUntil: now + LOCK_MS, isPostgres });
-      if (row === null) break;
-      result[await deliver(row)] += 1;
-    }
-    return result;
-  }
+  const worker = createOutboxWorker<MailOutboxRow, Note>({
+    db: deps.db,
+    isPostgres: deps.isPostgres,
+    queue: MAIL_QUEUE,
+    retry,
+    clock: deps.clock,
+    logger,
+    pollIntervalMs: deps.pollIntervalMs,
+    retentionMs: deps.retentionMs,
+    leaseMs: LOCK_MS,
+    messages: { purged: 'purged old outbox messages', storageFailed: 'mail outbox run failed; will retry', stopping: 'mail worker stopping' },
+    ...(deps.random !== undefined && { random: deps.random }),
+    handler: {
+      async attempt(row, { signal }) {
+        if (row.attempts > maxAttempts) {
+          // The last try was claimed but never recorded: its instance died mid-send.
+          return fail({ code: 'INTERRUPTED', responseCode: null, isPermanent: true, summary: 'INTERRUPTED the last attempt ended without an outcome' });
+        }
+        const mail = row.payload === null ? null : seal.open(row.id, row.payload);
+        if (mail === null) return fail({ code: 'UNREADABLE', responseCode: null, isPermanent: true, summary: 'UNREADABLE the payload cannot be opened with this AUTH_SECRET' });
+        try {
+          await transport.send({ id: row.id, to: row.to_address, template: row.template, ...mail }, AbortSignal.any([AbortSignal.timeout(SEND_TIMEOUT_MS), signal]));
+        } catch (error) {
+          const failure = error instanceof MailSendError ? error.failure : describeSendError(error);
+          // A transient failure is retried until MAIL_MAX_ATTEMPTS (the worker counts).
+          return failure.isPermanent ? fail(failure) : { outcome: 'retry', set: { last_error: failure.summary }, note: failure };
+        }
+        return {
+          outcome: 'done',
+          // The dev outbox is read back at /dev/outbox; a mail handed to SMTP has no reason to keep its link.
+          set: { delivered_via: transport.kind, last_error: null, ...(transport.kind === 'dev-outbox' ? {} : { payload: null }) },
+          note: null,
+        };
+      },
 
-  async function deliver(row: MailOutboxRow): Promise<keyof OutboxRunResult> {
-    const facts = { mailId: row.id, template: row.template, attempts: row.attempts };
-    if (row.attempts > maxAttempts) {
-      // The last try was claimed but never recorded: its instance died mid-send.
-      return fail(row, { code: 'INTERRUPTED', responseCode: null, isPermanent: true, summary: 'INTERRUPTED the last attempt ended without an outcome' });
-    }
-    const mail = row.payload === null ? null : seal.open(row.id, row.payload);
-    if (mail === null) {
-      return fail(row, { code: 'UNREADABLE', responseCode: null, isPermanent: true, summary: 'UNREADABLE the payload cannot be opened with this AUTH_SECRET' });
-    }
-
-    try {
-      await transport.send({ id: row.id, to: row.to_address, template: row.template, ...mail }, AbortSignal.any([AbortSignal.timeout(SEND_TIMEOUT_MS), stopping.signal]));
-    } catch (error) {
-      const failure = error instanceof MailSendError ? error.failure : describeSendError(error);
-      if (failure.isPermanent || row.attempts >= maxAttempts) return fail(row, failure);
-      const delayMs = retryDelayMs(row.attempts, random);
-      await store.scheduleRetry(db, row.id, owner, { nextAttemptAt: clock() + delayMs, lastError: failure.summary });
-      logger.warn({ ...facts, error: failure.code, responseCode: failure.responseCode, retryInMs: delayMs }, 'mail not sent; will retry');
-      return 'retried';
-    }
-
-    const isRecorded = await store.markSent(db, row.id, owner, {
-      sentAt: clock(),
-      deliveredVia: transport.kind,
-      // The dev outbox is read back at /dev/outbox; a mail handed to SMTP has no reason to keep its link.
-      keepPayload: transport.kind === 'dev-outbox',
-    });
-    if (!isRecorded) logger.warn(facts, 'mail sent after its claim ran out; another instance may send it again');
-    return 'sent';
-  }
-
-  async function fail(row: MailOutboxRow, failure: SendFailure): Promise<'failed'> {
-    await store.markFailed(db, row.id, owner, failure.summary);
-    logger.error(
-      { mailId: row.id, template: row.template, attempts: row.attempts, error: failure.code, responseCode: failure.responseCode },
-      failure.isPermanent ? 'mail failed: refused for good, not retried' : 'mail failed: no attempts left',
-    );
-    return 'failed';
-  }
-
-  async function purgeIfDue(): Promise<void> {
-    const now = clock();
-    if (now < nextPurgeAt) return;
-    nextPurgeAt = now + PURGE_INTERVAL_MS;
-    const deleted = await store.deleteFinishedBefore(db, now - retentionMs, PURGE_BATCH_SIZE);
-    if (deleted > 0) logger.info({ deleted }, 'purged old outbox messages');
-  }
-
-  function runOnce(): Promise<OutboxRunResult> {
-    running ??= run().finally(() => {
-      running = undefined;
-    });
-    return running;
-  }
-
-  function schedule(delayMs: number): void {
-    if (isStopped || !isStarted) return;
-    clearTimeout(timer);
-    timer = setTimeout(tick, delayMs);
-    timer.unref();
-  }
-
-  function tick(): void {
-    isWakeRequested = false;
-    runOnce()
-      .then((result) => {
-        // A full run may have left more due messages: go on at once rather than after the poll.
-        const isFull = result.sent + result.retried + result.failed >= maxPerRun;
-        schedule(isFull || isWakeRequested ? 0 : pollIntervalMs);
-      })
-      .catch((error: unknown) => {
-        logger.error({ err: error }, 'mail outbox run failed; will retry');
-        schedule(pollIntervalMs);
-      });
-  }
+      async settled(row, { verdict, note: failure, isRecorded, retryInMs }) {
+        const facts = { mailId: row.id, template: row.template, attempts: row.attempts };
+        if (failure === null) {
+          if (!isRecorded) logger.warn(facts, 'mail sent after its claim ran out; another instance may send it again');
+        } else if (verdict === 'retried') {
+          logger.warn({ ...facts, error: failure.code, responseCode: failure.responseCode, retryInMs }, 'mail not sent; will retry');
+        } else {
+          logger.error(
+            { ...facts, error: failure.code, responseCode: failure.responseCode },
+            failure.isPermanent ? 'mail failed: refused for good, not retried' : 'mail failed: no attempts left',
+          );
+        }
+      },
+    },
+  });
 
   return {
-    start() {
-      if (isStarted || isStopped) return;
-      isStarted = true;
-      schedule(0);
+    ...worker,
+    async runOnce() {
+      const { done, retried, failed } = await worker.runOnce();
+      return { sent: done, retried, failed };
     },
-    wake() {
-      if (running !== undefined) isWakeRequested = true;
-      else schedule(0);
-    },
-    async stop() {
-      isStopped = true;
-      clearTimeout(timer);
-      const grace = setTimeout(() => stopping.abort(new Error('mail worker stopping')), STOP_GRACE_MS);
-      grace.unref();
-      await running?.catch(() => {});
-      clearTimeout(grace);
-      transport.close();
-    },
-    runOnce,
   };
 }

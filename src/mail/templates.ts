@@ -1,13 +1,15 @@
 /**
- * Mail templates: for each name, `templates/<name>.text.eta` (plain text, nothing escaped) and
- * `templates/<name>.html.eta` (every `<%= %>` HTML-escaped), each inside its layout. All are
- * compiled once when the renderer is made, so a broken template fails start-up, not a send.
+ * Mail templates: each module owns its own (the `mailTemplates` slot of module.ts), by name: the
+ * files `<dir>/<name>.text.eta` (plain text, nothing escaped) and `<dir>/<name>.html.eta` (every
+ * `<%= %>` HTML-escaped), each inside the mail module's layout (`templates/layout.*.eta`, and its
+ * `button` for HTML). All are compiled once when the renderer is made, so a broken template fails
+ * start-up, not a send; a name two modules declare stops the start.
  *
- * Every text, the subject included, is a message of the mail module's catalogs
- * (`messages/<locale>.json`, keys `mail.<template>.…`; both variants of a template share them),
- * rendered in the language the caller chose for the recipient (`MailMessage.locale`). Times are
- * written as that language writes them, in UTC (said so: we do not know the reader's time zone);
- * durations in its words (`Translator.duration`).
+ * Every text, the subject included, is a message of the owning module's catalogs (keys
+ * `<module>.mail.<template>.…`; both variants of a template share them), rendered in the language
+ * the caller chose for the recipient (`MailMessage.locale`). Times are written as that language
+ * writes them, in UTC (said so: we do not know the reader's time zone); durations in its words
+ * (`Translator.duration`). The layout's texts (greeting, footer, button) are the mail module's.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,67 +18,66 @@ import { isValidName } from '../users/name.ts';
 import { DEFAULT_LOCALE, type Locale } from '../i18n/locales.ts';
 import type { Translations, Translator } from '../i18n/translator.ts';
 
-const TEMPLATES_DIR = join(import.meta.dirname, 'templates');
+const LAYOUT_DIR = join(import.meta.dirname, 'templates');
 
 /**
- * What each template reads. Every `…Url` must be a full link under AUTH_URL (`MailService.link`).
- * Every `name` is the account's name only when a mail may greet by it (`greetingName` in
- * users/name.ts), else null: the greeting is then a neutral "Hello,".
+ * What each template reads, by its name: each module adds its own where it declares them (its
+ * `*.mail.ts` file), as it adds its services to the registry:
+ *
+ *   declare module '../mail/templates.ts' {
+ *     interface MailTemplates { 'magic-link': { name: string | null; signInUrl: string; expiresInMinutes: number } }
+ *   }
+ *
+ * Every `…Url` must be a full link under AUTH_URL (`MailService.link`). Every template reads a
+ * `name`: the account's name only when a mail may greet by it (`greetingName` in users/name.ts),
+ * else null: the greeting is then a neutral "Hello,".
  */
-export interface MailTemplates {
-  /** A link that lets the holder set a new password: a secret until it is used or expires. */
-  'password-reset': { name: string | null; resetUrl: string; expiresInMinutes: number };
-  /**
-   * Sent after a password change or reset; `forgotPasswordUrl` is the forgot-password page, not a
-   * token. After a reset, `linkedProviders` names the providers that can still sign in to the
-   * account (their configured names) and `reviewUrl` is a page, under a token of its own, where
-   * each is removed in one step: a thief who linked one keeps no way in after the owner's reset.
-   */
-  'password-changed': { name: string | null; changedAt: number; forgotPasswordUrl: string; linkedProviders?: { names: readonly string[]; reviewUrl: string } };
-  /** A link that confirms the address: a secret until used. */
-  'verify-email': { name: string | null; verifyUrl: string; expiresInMinutes: number };
-  /**
-   * Someone tried to sign up with an address that has an account. `name` is the account's own
-   * confirmed name, never one from the sign-up request (a stranger must not be able to put words in it).
-   * The links are plain pages: a live reset token must not be minted by an unauthenticated request.
-   */
-  'signup-existing-account': { name: string | null; signInUrl: string; forgotPasswordUrl: string };
-  /**
-   * A security-relevant change to the account that the owner should hear of (a second factor added
-   * or removed, say): `change` names it, and the catalog has its subject and sentence
-   * (`mail.security-notice.<change>.subject` / `.intro`). `provider` is the configured name of the
-   * provider a `providerLinked` / `providerUnlinked` notice is about.
-   */
-  'security-notice': { name: string | null; change: SecurityChange; changedAt: number; forgotPasswordUrl: string; provider?: string };
-  /**
-   * An invitation to join an organization, sent to an address that may or may not have an
-   * account (the mail is the same either way). `organizationName` is the organization's name as
-   * its members set it (checked by the name rule, as a person's name is); the link is a secret
-   * until it is used, revoked or expires. `name` is always null: the invitee is not known.
-   */
-  'organization-invitation': { name: null; organizationName: string; role: string; acceptUrl: string; expiresInMinutes: number };
-  /**
-   * To the administrators: a webhook endpoint kept failing for days and was disabled. Names the
-   * endpoint by id and host only (never its secret or full URL with a query).
-   */
-  'webhook-endpoint-disabled': { name: string | null; endpointId: string; host: string; failingSinceAt: number; adminUrl: string };
-}
+export interface MailTemplates {}
 
 export type TemplateName = keyof MailTemplates;
 
-/** The changes a `security-notice` tells of; each has its texts in the catalogs. */
-export const SECURITY_CHANGES = ['totpAdded', 'totpRemoved', 'recoveryCodesRenewed', 'secondFactorsReset', 'passkeyAdded', 'passkeyRemoved', 'providerLinked', 'providerUnlinked'] as const;
-export type SecurityChange = (typeof SECURITY_CHANGES)[number];
+/**
+ * The changes a `security-notice` tells of (a second factor added, say), by the module that
+ * declares them in its `securityNotices` slot: each module adds its own as a union of names.
+ */
+export interface SecurityChanges {}
+export type SecurityChange = SecurityChanges[keyof SecurityChanges];
 
-export const TEMPLATE_NAMES: readonly TemplateName[] = [
-  'password-reset',
-  'password-changed',
-  'verify-email',
-  'signup-existing-account',
-  'security-notice',
-  'organization-invitation',
-  'webhook-endpoint-disabled',
-];
+/** What a template's `subject` and `model` are given: the mail's language and the shared wording. */
+export interface MailWording {
+  readonly i18n: Translator;
+  /** Who the mails say they are from (BRAND_NAME): a name, never user-supplied text. */
+  readonly brandName: string;
+  /** A time as the mail's language writes it, in UTC: "November 14, 2023 at 10:13 PM UTC". */
+  dateTime(epochMs: number): string;
+  /** Names joined as the language joins them: "GitHub and Google", "GitHub und Google". */
+  list(names: readonly string[]): string;
+  /** A name as a mail may show it (spaces collapsed), or null when the name rule refuses it (a bidi override, a line break). */
+  name(value: string): string | null;
+}
+
+/**
+ * One mail a module sends (its `mailTemplates` slot, by name). Its files read the data, with
+ * what `model` adds, and what every mail has: `greeting`, `subject`, `brandName`, `authUrl`, `i18n`.
+ */
+export interface MailTemplate<T extends TemplateName = TemplateName> {
+  /** The folder of its two files, `<name>.text.eta` and `<name>.html.eta`. */
+  readonly dir: string;
+  /** Its subject, in the mail's language: usually `i18n.t('<module>.mail.<name>.subject', { brand: brandName })`. */
+  subject(data: MailTemplates[T], mail: MailWording): string;
+  /** What its files read besides the data (the data's own fields, formatted, override it). */
+  model?(data: MailTemplates[T], mail: MailWording): Record<string, unknown>;
+  /** The keys its code builds from names (its files' and code's literal ones are checked by the catalog test): one English lacks stops the start. */
+  readonly builtKeys?: readonly string[];
+}
+
+/** A module's templates, each typed by the data its name reads (`MailTemplates`). */
+export type ModuleMailTemplates = { readonly [T in TemplateName]?: MailTemplate<T> };
+
+/** Declares a module's templates; the identity function, for the type checking of each against its name's data. */
+export function defineMailTemplates<const M extends ModuleMailTemplates>(templates: M): M {
+  return templates;
+}
 
 /** A message ready to send. */
 export interface RenderedMail {
@@ -88,76 +89,76 @@ export interface RenderedMail {
 export interface MailRenderer {
   /** `template` with `data`, in `locale`. */
   render<T extends TemplateName>(template: T, data: MailTemplates[T], locale: Locale): RenderedMail;
-}
-
-export function isTemplateName(value: string): value is TemplateName {
-  return (TEMPLATE_NAMES as readonly string[]).includes(value);
+  /** Whether a module declares a template of that name. */
+  has(template: string): template is TemplateName;
 }
 
 /**
- * `brandName`: who the mails say they are from (BRAND_NAME; Gatehouse by default). `translations`:
- * every module's catalogs, merged and checked (the i18n module's `translations` service).
+ * `templates`: every module's, by name (module.ts `collectMailTemplates`). `brandName`: who the
+ * mails say they are from (BRAND_NAME; Gatehouse by default). `translations`: every module's
+ * catalogs, merged and checked (the i18n module's `translations` service).
  */
-export function createMailRenderer(options: { authUrl: string; translations: Translations; brandName?: string; dir?: string }): MailRenderer {
-  const dir = options.dir ?? TEMPLATES_DIR;
+export function createMailRenderer(options: {
+  authUrl: string;
+  translations: Translations;
+  templates: ReadonlyMap<string, MailTemplate>;
+  brandName?: string;
+  /** The layout's folder (tests). */
+  dir?: string;
+}): MailRenderer {
+  const dir = options.dir ?? LAYOUT_DIR;
   // Plain text keeps every line break as written: blank lines are its only layout.
   const text = new Eta({ autoEscape: false, autoTrim: false });
   const html = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
-  const load = (eta: Eta, name: string, kind: 'text' | 'html') => eta.loadTemplate(name, readFileSync(join(dir, `${name}.${kind}.eta`), 'utf8'));
-  load(text, 'layout', 'text');
-  load(html, 'layout', 'html');
-  load(html, 'button', 'html');
-  for (const name of TEMPLATE_NAMES) {
-    load(text, name, 'text');
-    load(html, name, 'html');
+  const load = (eta: Eta, name: string, from: string, kind: 'text' | 'html') => eta.loadTemplate(name, readFileSync(join(from, `${name}.${kind}.eta`), 'utf8'));
+  load(text, 'layout', dir, 'text');
+  load(html, 'layout', dir, 'html');
+  load(html, 'button', dir, 'html');
+  for (const [name, template] of options.templates) {
+    if (name === 'layout' || name === 'button') throw new Error(`mail: a template may not be named "${name}" (the layout's)`);
+    load(text, name, template.dir, 'text');
+    load(html, name, template.dir, 'html');
   }
-  // The keys made from names (the templates' literal ones are checked by the catalog test): a
-  // missing one would put the key itself in a subject. Every language has English's keys.
+  // A missing key would put the key itself in a subject. Every language has English's keys.
   const english = options.translations.translator(DEFAULT_LOCALE);
-  const builtKeys = [
-    ...TEMPLATE_NAMES.filter((name) => name !== 'security-notice').map((name) => `mail.${name}.subject`),
-    ...SECURITY_CHANGES.flatMap((change) => [`mail.security-notice.${change}.subject`, `mail.security-notice.${change}.intro`]),
-  ];
-  const missing = builtKeys.filter((key) => english.t(key, { brand: '', time: '', provider: '' }) === key);
+  const missing = [...options.templates.values()].flatMap((template) => template.builtKeys ?? []).filter((key) => english.t(key, { brand: '', time: '', provider: '' }) === key);
   if (missing.length > 0) throw new Error(`mail: the catalogs lack ${missing.join(', ')}`);
 
   return {
-    render(template, data, locale) {
+    render(name, data, locale) {
+      const template = options.templates.get(name) as MailTemplate<typeof name> | undefined;
+      if (template === undefined) throw new TypeError('mail: unknown template');
       const brandName = options.brandName ?? 'Gatehouse';
-      const i18n = options.translations.translator(locale);
-      // `{brand}` is the brand's name (a name, never user-supplied text); a value, never parsed as ICU.
-      const subject = 'change' in data ? i18n.t(`mail.security-notice.${data.change}.subject`, { brand: brandName, provider: data.provider ?? '' }) : i18n.t(`mail.${template}.subject`, { brand: brandName });
-      const model = { ...presentable(data, i18n, brandName), subject, authUrl: options.authUrl, brandName, i18n };
+      const mail = wording(options.translations.translator(locale), brandName);
+      const subject = template.subject(data, mail);
+      const model = { ...data, greeting: greeting(data, mail), ...template.model?.(data, mail), subject, authUrl: options.authUrl, brandName, i18n: mail.i18n };
       return {
         subject,
-        text: `${text.render(template, model).trim()}\n`,
-        html: html.render(template, model),
+        text: `${text.render(name, model).trim()}\n`,
+        html: html.render(name, model),
       };
     },
+    has: (template): template is TemplateName => options.templates.has(template),
   };
 }
 
 /**
- * The wording every template shares, in the mail's language: a greeting, durations and times in
- * words. A name the name rule refuses (stored before the rule, say: a bidi override, a line break)
- * is never put in a mail: the greeting is then neutral, as without a name; so is an organization's
- * (the invitation then says "an organization").
+ * The greeting every mail opens with, in its language. A name the name rule refuses (stored before
+ * the rule, say) is never put in a mail: the greeting is then neutral, as without a name.
  */
-function presentable(data: MailTemplates[TemplateName], i18n: Translator, brandName: string): Record<string, unknown> {
-  const model: Record<string, unknown> = { ...data };
-  const name = typeof data.name === 'string' && isValidName(data.name) ? data.name.replace(/\s+/g, ' ').trim() : '';
-  model.greeting = name === '' ? i18n.t('mail.layout.greeting') : i18n.t('mail.layout.greetingNamed', { name });
-  if ('expiresInMinutes' in data) model.expiresIn = i18n.duration(data.expiresInMinutes * 60);
-  if ('changedAt' in data) model.changedAt = formatDateTime(data.changedAt, i18n.locale);
-  if ('failingSinceAt' in data) model.failingSince = formatDateTime(data.failingSinceAt, i18n.locale);
-  if ('organizationName' in data) model.organizationName = isValidName(data.organizationName) ? data.organizationName.replace(/\s+/g, ' ').trim() : null;
-  if ('change' in data) model.changeText = i18n.t(`mail.security-notice.${data.change}.intro`, { brand: brandName, time: model.changedAt as string, provider: data.provider ?? '' });
-  if ('linkedProviders' in data && data.linkedProviders !== undefined && data.linkedProviders.names.length > 0) {
-    model.linkedProviders = { list: listFormat(i18n.locale).format(data.linkedProviders.names), reviewUrl: data.linkedProviders.reviewUrl };
-  } else {
-    model.linkedProviders = null;
-  }
-  return model;
+function greeting(data: { name?: unknown }, mail: MailWording): string {
+  const name = typeof data.name === 'string' ? mail.name(data.name) : null;
+  return name === null || name === '' ? mail.i18n.t('mail.layout.greeting') : mail.i18n.t('mail.layout.greetingNamed', { name });
+}
+
+function wording(i18n: Translator, brandName: string): MailWording {
+  return {
+    i18n,
+    brandName,
+    dateTime: (epochMs) => formatDateTime(epochMs, i18n.locale),
+    list: (names) => listFormat(i18n.locale).format(names),
+    name: (value) => (isValidName(value) ? value.replace(/\s+/g, ' ').trim() : null),
+  };
 }
 
 /** "GitHub and Google", "GitHub und Google", "GitHub、Google": built once per language. */

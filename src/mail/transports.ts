@@ -103,7 +103,7 @@ export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTr
           text: mail.text,
           html: mail.html,
           messageId: `<${mail.id}@${fromDomain}>`,
-          // RFC 3834: no vacation auto-replies to a password-reset mail.
+          // RFC 3834: no vacation auto-replies to a mail with a password reset link, say.
           headers: { 'Auto-Submitted': 'auto-generated' },
           signal,
         });

@@ -1,8 +1,13 @@
-/** What each domain event counts for, and the strict exposition parser the metrics tests rely on. */
+/**
+ * What each domain event counts for, as the modules declare it (`counters`, `countedEvents`), and
+ * the strict exposition parser the metrics tests rely on.
+ */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AuditEvent } from '../audit/audit.service.ts';
-import { codeLabel, countsOf } from './metrics.events.ts';
+import { collectAuditEventTypes, collectCountedEvents, collectCounters } from '../module.ts';
+import { MODULES } from '../modules.ts';
+import { codeLabel, eventCounting, type Count } from './counted-events.ts';
 import { parseExposition } from './exposition.ts';
 
 const event = (fields: Partial<AuditEvent> & { type: string }): AuditEvent => ({
@@ -18,34 +23,37 @@ const event = (fields: Partial<AuditEvent> & { type: string }): AuditEvent => ({
   ...fields,
 });
 
+/** What an event counts for with today's modules (each module's counts, in list order). */
+const { countsOf } = eventCounting(collectCounters(MODULES), collectCountedEvents(MODULES), collectAuditEventTypes(MODULES), (count, why) => assert.fail(`${count.metric}: ${why}`));
+
 describe('countsOf', () => {
   it('tells the sign-in method and the second factor from the event', () => {
-    assert.deepEqual(countsOf(event({ type: 'signin.success', details: { sessionId: 's', amr: ['pwd'] } })), [
+    assert.deepEqual(countsOf(event({ type: 'signin.success', details: { sessionId: 's', amr: ['pwd'], method: 'password' } })), [
       { metric: 'signins', labels: { method: 'password', outcome: 'success' }, by: 1 },
       { metric: 'sessionsCreated', labels: { method: 'password' }, by: 1 },
     ]);
-    assert.deepEqual(countsOf(event({ type: 'signin.success', details: { amr: ['pwd', 'otp', 'mfa'] } })).at(-1), {
+    assert.deepEqual(countsOf(event({ type: 'signin.success', details: { amr: ['pwd', 'otp', 'mfa'], method: 'password', step: 'second-factor', stepMethod: 'totp' } })).at(-1), {
       metric: 'secondFactor',
       labels: { method: 'otp', outcome: 'success' },
       by: 1,
     });
-    assert.deepEqual(countsOf(event({ type: 'signin.success', details: { amr: ['fed', 'hwk', 'mfa'], provider: 'github' } })).at(-1), {
+    assert.deepEqual(countsOf(event({ type: 'signin.success', details: { amr: ['fed', 'hwk', 'mfa'], provider: 'github', method: 'oauth', step: 'second-factor', stepMethod: 'passkey' } })).at(-1), {
       metric: 'secondFactor',
       labels: { method: 'passkey', outcome: 'success' },
       by: 1,
     });
     // A passkey alone is one factor that counts as two: no second-factor outcome.
-    const passkey = countsOf(event({ type: 'signin.success', details: { amr: ['hwk', 'user', 'mfa'], passkeyId: 'pk1' } }));
+    const passkey = countsOf(event({ type: 'signin.success', details: { amr: ['hwk', 'user', 'mfa'], passkeyId: 'pk1', method: 'passkey' } }));
     assert.deepEqual(passkey.map((count) => count.metric), ['signins', 'sessionsCreated']);
     assert.deepEqual(passkey[0]!.labels, { method: 'passkey', outcome: 'success' });
   });
 
   it('counts failures by reason code, second-factor ones apart', () => {
-    assert.deepEqual(countsOf(event({ type: 'signin.failure', email: 'a@example.com', reason: 'INVALID_CREDENTIALS' })), [
+    assert.deepEqual(countsOf(event({ type: 'signin.failure', email: 'a@example.com', reason: 'INVALID_CREDENTIALS', details: { method: 'password' } })), [
       { metric: 'signins', labels: { method: 'password', outcome: 'invalid_credentials' }, by: 1 },
     ]);
-    assert.deepEqual(countsOf(event({ type: 'signin.failure', reason: 'ACCOUNT_NOT_LINKED', details: { provider: 'google' } }))[0]!.labels, { method: 'oauth', outcome: 'account_not_linked' });
-    assert.deepEqual(countsOf(event({ type: 'signin.failure', email: 'a@example.com', reason: 'INVALID_CODE', details: { step: 'second-factor' } })), [
+    assert.deepEqual(countsOf(event({ type: 'signin.failure', reason: 'ACCOUNT_NOT_LINKED', details: { provider: 'google', method: 'oauth' } }))[0]!.labels, { method: 'oauth', outcome: 'account_not_linked' });
+    assert.deepEqual(countsOf(event({ type: 'signin.failure', email: 'a@example.com', reason: 'INVALID_CODE', details: { step: 'second-factor', method: 'totp' } })), [
       { metric: 'secondFactor', labels: { method: 'otp', outcome: 'invalid_code' }, by: 1 },
       { metric: 'signins', labels: { method: 'unknown', outcome: 'invalid_code' }, by: 1 },
     ]);
@@ -53,6 +61,27 @@ describe('countsOf', () => {
       method: 'passkey',
       outcome: 'invalid_passkey',
     });
+  });
+
+  it('takes the method from the factor the event names: a kind added by a module counts under its own name', () => {
+    assert.deepEqual(countsOf(event({ type: 'signin.success', details: { amr: ['otp'], method: 'magic-link' } })), [
+      { metric: 'signins', labels: { method: 'magic-link', outcome: 'success' }, by: 1 },
+      { metric: 'sessionsCreated', labels: { method: 'magic-link' }, by: 1 },
+    ]);
+    // A recovery code is a one-time password too; a second factor a module added counts under its method.
+    const firstLabels = (counts: Count[]) => counts[0]!.labels as Readonly<Record<string, string>>;
+    const secondFactor = (method: string) => firstLabels(countsOf(event({ type: 'signin.failure', reason: 'INVALID_CODE', details: { step: 'second-factor', method } }))).method;
+    assert.equal(secondFactor('recovery_code'), 'otp');
+    assert.equal(secondFactor('email-code'), 'email-code');
+    const metBy = (stepMethod: unknown) => countsOf(event({ type: 'signin.success', details: { amr: ['pwd', 'mfa'], method: 'password', step: 'second-factor', stepMethod } })).at(-1);
+    assert.deepEqual(metBy('email-code'), { metric: 'secondFactor', labels: { method: 'email-code', outcome: 'success' }, by: 1 });
+    assert.deepEqual(metBy('recovery_code')?.labels, { method: 'otp', outcome: 'success' });
+    assert.deepEqual(metBy(undefined)?.labels, { method: 'unknown', outcome: 'success' });
+    // Only a plain word becomes a label: anything else an event could carry is `unknown`.
+    for (const method of ['Password', 'a@example.com', 'x'.repeat(17), '', 'pass word']) {
+      assert.equal(firstLabels(countsOf(event({ type: 'signin.failure', reason: 'INVALID_CREDENTIALS', details: { method } }))).method, 'unknown', method);
+    }
+    assert.equal(secondFactor('constructor'), 'constructor', 'no inherited property of a lookup table');
   });
 
   it('counts ended sessions, all of a user’s by their number', () => {

@@ -4,11 +4,11 @@
  * no service, no hook, no subscription, no job, not even prom-client loaded: an instance without
  * metrics pays nothing.
  *
- * Fed by: an `onResponse` hook (requests), a subscription to the domain events (sign-ins, second
- * factors, sessions), the rate limiters' refusal observer, storage's statement observer; and read at
+ * Fed by: an `onResponse` hook (requests), a subscription to the domain events the modules count
+ * (their `counters` and `countedEvents`: sign-ins, second factors, sessions; counted-events.ts), the rate limiters' refusal observer, storage's statement observer; and read at
  * scrape time from the hash queue, the strength-estimate queue, the signing keys and the outboxes.
  */
-import { defineModule, type BackgroundJob } from '../module.ts';
+import { collectAuditEventTypes, collectCountedEvents, collectCounters, defineModule, type BackgroundJob } from '../module.ts';
 import cluster from 'node:cluster';
 import { serverLogDestination } from '../http/logging.ts';
 import { strengthEstimator } from '../credentials/password-strength.ts';
@@ -16,7 +16,7 @@ import { metricsConfigSection } from './metrics.config.ts';
 import type { MetricsService, MetricsSources } from './metrics.service.ts';
 import { createMetricsListener, type MetricsListener } from './metrics.listener.ts';
 import { countResponses, registerMetricsRoute } from './metrics.routes.ts';
-import { COUNTED_EVENTS } from './metrics.events.ts';
+import { eventCounting } from './counted-events.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -31,6 +31,13 @@ export const metricsModule = defineModule({
   name: 'metrics',
   config: metricsConfigSection,
   async provide({ config, storage, db, clock, logger, modules, services }) {
+    // Checked whether metrics are on or not: a module's mistake shows on every instance.
+    const refused = new Set<string>();
+    const counting = eventCounting(collectCounters(modules), collectCountedEvents(modules), collectAuditEventTypes(modules), (count, why) => {
+      if (refused.has(`${count.metric} ${why}`)) return;
+      refused.add(`${count.metric} ${why}`);
+      logger.warn({ metric: count.metric, why }, 'a count breaking the label rules was not counted');
+    });
     if (!config.metrics.isEnabled) return { metrics: null, metricsListener: null };
     // prom-client (some 20 MB of resident memory) is loaded only by an instance that serves metrics.
     const [{ createMetricsService }, { clusterScrape }] = await Promise.all([import('./metrics.service.ts'), import('./cluster-metrics.ts')]);
@@ -52,6 +59,8 @@ export const metricsModule = defineModule({
       clock,
       logger,
       sources,
+      counters: collectCounters(modules),
+      counting,
       // WORKERS > 1: a scrape answers for the whole cluster (the primary gathers every worker's).
       ...(cluster.isWorker && config.workers > 1 && { clusterScrape }),
     });
@@ -70,7 +79,7 @@ export const metricsModule = defineModule({
       ? []
       : [
           {
-            types: COUNTED_EVENTS,
+            types: metrics.countedEventTypes,
             handle: async (event) => metrics.countEvent(event),
           },
         ],

@@ -3,13 +3,14 @@
  * sees every route of both scopes and the 404s), and `GET /metrics` on the main port for a scraper
  * presenting METRICS_TOKEN as a Bearer token.
  *
- * `/metrics` is outside the route guard's matcher (`/dashboard`, `/admin`, `/api`), so the guard
- * lets it through and it protects itself; it is a GET, so no CSRF check applies; it is left out of
- * the OpenAPI document (an operator's endpoint, not the API's).
+ * `/metrics` is open to anyone as far as sessions go (it is outside the prefix rules' `/dashboard`,
+ * `/admin`, `/api`) and protects itself with its own token; it is a GET, so no CSRF check applies;
+ * it is left out of the OpenAPI document (an operator's endpoint, not the API's).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.ts';
+import { access } from '../authorization/access.ts';
 import type { MetricsService } from './metrics.service.ts';
 
 export const METRICS_PATH = '/metrics';
@@ -33,7 +34,7 @@ export function countResponses(app: FastifyInstance, metrics: MetricsService): v
 
 /** `GET /metrics` with `Authorization: Bearer <token>`; 401 otherwise. */
 export function registerMetricsRoute(app: FastifyInstance, metrics: MetricsService, token: string): void {
-  app.get(METRICS_PATH, { schema: { hide: true } }, async (request, reply) => {
+  app.get(METRICS_PATH, { config: { access: access.anyone() }, schema: { hide: true } }, async (request, reply) => {
     if (!presentsToken(request.headers.authorization, token)) {
       void reply.header('www-authenticate', 'Bearer realm="metrics"');
       throw new AppError('UNAUTHENTICATED', { message: 'Metrics need the METRICS_TOKEN as a Bearer token.' });

@@ -11,14 +11,14 @@
  * when Prometheus scrapes, bounded in rows and time.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AuditEvent } from '../audit/audit.service.ts';
+import type { AuditEvent, AuditEventType } from '../audit/audit.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { HashQueueStats } from '../credentials/password-hasher.ts';
 import type { Db, QueryObserver, Storage } from '../storage/database.ts';
 import type { RateLimiters } from '../http/rate-limit.ts';
 import { UnavailableError } from '../errors.ts';
-import { countsOf } from './metrics.events.ts';
+import type { Count, CounterDefinition } from './counted-events.ts';
 import { readOutboxBacklog, type OutboxBacklog, type OutboxTable } from './metrics.store.ts';
 
 export const METRIC_PREFIX = 'gatehouse_';
@@ -59,6 +59,8 @@ export interface MetricsService {
   scrape(): Promise<string>;
   /** One answered request: `route` is the route's pattern, or null when no route matched. */
   observeHttp(method: string, route: string | undefined, status: number, seconds: number): void;
+  /** The domain events the modules count (their `countedEvents`). */
+  readonly countedEventTypes: readonly AuditEventType[];
   /** A domain event, inside its transaction: increments counters only, never throws. */
   countEvent(event: AuditEvent): void;
   /** Starts the process metrics and the feeds (rate-limit refusals, storage statements); the app does, when it serves. */
@@ -74,6 +76,9 @@ export function createMetricsService(deps: {
   clock: Clock;
   logger: Logger;
   sources: MetricsSources;
+  /** The counters the modules declare, in list order, and what an event counts for (counted-events.ts's `eventCounting`: within the label rules). */
+  counters: readonly CounterDefinition[];
+  counting: { readonly types: readonly AuditEventType[]; countsOf(event: AuditEvent): readonly Count[] };
   /** With WORKERS > 1, in a worker: how a scrape gets the cluster's metrics rather than this process's. */
   clusterScrape?: (registry: Registry) => () => Promise<string>;
 }): MetricsService {
@@ -95,38 +100,10 @@ export function createMetricsService(deps: {
     registers: [registry],
   });
 
-  const counters = {
-    signins: new Counter({
-      name: name('signins_total'),
-      help: 'Sign-in outcomes, by first-factor method (password, oauth, passkey, unknown) and outcome (`success`, or the refusal code in lower case).',
-      labelNames: ['method', 'outcome'] as const,
-      registers: [registry],
-    }),
-    secondFactor: new Counter({
-      name: name('second_factor_total'),
-      help: 'Second-factor outcomes at sign-in, by method (otp, passkey, unknown) and outcome (`success`, or the refusal code in lower case).',
-      labelNames: ['method', 'outcome'] as const,
-      registers: [registry],
-    }),
-    mfaChanges: new Counter({
-      name: name('mfa_changes_total'),
-      help: 'Second factors added, removed or renewed, by domain event type.',
-      labelNames: ['event'] as const,
-      registers: [registry],
-    }),
-    sessionsCreated: new Counter({
-      name: name('sessions_created_total'),
-      help: 'Sessions started by a sign-in, by first-factor method.',
-      labelNames: ['method'] as const,
-      registers: [registry],
-    }),
-    sessionsEnded: new Counter({
-      name: name('sessions_ended_total'),
-      help: 'Sessions ended before their time, by reason (signout, token_reused, a reason code, ended, all_ended); expiry is not counted.',
-      labelNames: ['reason'] as const,
-      registers: [registry],
-    }),
-  };
+  // The modules' counters (their `counters`): names, help texts and labels as they declare them.
+  const counters = new Map(
+    deps.counters.map((counter) => [counter.metric, new Counter({ name: name(counter.name), help: counter.help, labelNames: Object.keys(counter.labels), registers: [registry] })]),
+  );
 
   const refusals = new Counter({
     name: name('rate_limit_refusals_total'),
@@ -173,6 +150,7 @@ export function createMetricsService(deps: {
     contentType: registry.contentType,
     // In a cluster worker, the whole cluster's (the primary gathers every worker's): see cluster-metrics.ts.
     scrape: deps.clusterScrape?.(registry) ?? (() => registry.metrics()),
+    countedEventTypes: deps.counting.types,
 
     observeHttp(method, route, status, seconds) {
       const methodLabel = HTTP_METHODS.has(method) ? method : 'OTHER';
@@ -187,10 +165,7 @@ export function createMetricsService(deps: {
 
     countEvent(event) {
       try {
-        for (const count of countsOf(event)) {
-          // Each metric's labels are the ones its Count type names.
-          (counters[count.metric] as Counter<string>).inc(count.labels, count.by);
-        }
+        for (const count of deps.counting.countsOf(event)) counters.get(count.metric)?.inc(count.labels, count.by);
       } catch {
         // Metrics never cost the change its transaction.
       }

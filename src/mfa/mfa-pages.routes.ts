@@ -16,20 +16,23 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Csrf, CsrfRotation } from '../http/csrf.ts';
 import { AppError } from '../errors.ts';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn, type RouteAccess } from '../authorization/access.ts';
 import { isFormPost } from '../http/forms.ts';
 import { callbackFormActions, toCallbackUrl } from '../http/safe-redirect.ts';
 import { signInRedirect, SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { requestSource } from '../audit/request-source.ts';
-import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
-import type { User, UserService } from '../users/user.service.ts';
+import { ADMIN_ROLE, type User, type UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, ENGLISH_PAGE, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
 import { shownCode } from '../web/page-query.ts';
 import { renderPageSections, type PageSection } from '../module.ts';
-import type { MfaService, MfaStatus } from './mfa.service.ts';
+import { hasFactor, type MfaService } from './mfa.service.ts';
+import { isSingle } from '../signin/second-factor-kind.ts';
+import { TOTP_METHOD } from './totp-factor.ts';
 import { MFA_PROMPT_PAGE, type SecondFactor } from './second-factor.ts';
 import { RECOVERY_CODE_COUNT } from './recovery-codes.ts';
 import { mfaPageError, mfaPromptForm, mfaSetupForm, type ShownError } from './mfa-pages.messages.ts';
@@ -45,8 +48,9 @@ interface MfaPages {
   /** `form`: a wrong code, in the summary and beside the field (the code itself never comes back). */
   'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; form: FormView };
   'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string; fileName: string };
-  'mfa-dashboard-section': { csrfToken: string; status: MfaStatus; isRequired: boolean; recoveryCodeCount: number };
-  'mfa-admin-section': { csrfToken: string; status: MfaStatus; userId: string };
+  'mfa-dashboard-section': { csrfToken: string; hasTotp: boolean; hasFactor: boolean; recoveryCodesLeft: number; isRequired: boolean; recoveryCodeCount: number };
+  /** `rows`: a row per kind of second factor, its label and what the user has of it. */
+  'mfa-admin-section': { csrfToken: string; rows: Array<{ label: string; value: string }>; recoveryCodesLeft: number; hasFactor: boolean; userId: string };
 }
 
 export interface MfaPageRouteOptions {
@@ -54,12 +58,17 @@ export interface MfaPageRouteOptions {
   secondFactor: SecondFactor;
   users: UserService;
   sessions: SessionService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf & CsrfRotation;
   config: Config;
   clock: Clock;
   /** Other ways other modules offer to answer the challenge (a passkey). */
   promptSections: readonly PageSection[];
+  /**
+   * The page language of a request refused before the browser routes' hooks gave it one (the
+   * access hook runs first): the dashboard forms' error page is in the person's language.
+   * Without it, such a page is in English.
+   */
+  languageOf?: (request: FastifyRequest) => PageLanguage;
 }
 
 const DASHBOARD_MFA = '/dashboard#mfa-heading';
@@ -80,26 +89,40 @@ function recoveryCodesFileName(brandName: string): string {
 }
 
 export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (app, options) => {
-  const { mfa, secondFactor, users, sessions, authenticate, csrf, config, clock } = options;
+  const { mfa, secondFactor, users, sessions, csrf, config, clock } = options;
   const pages = renderer();
 
-  /** The signed-in user of a dashboard form, or null after sending the browser to sign in (or to an error page). */
-  async function dashboardUser(request: FastifyRequest, reply: FastifyReply, options: { recent: boolean }): Promise<(User & { auth: RequestAuth }) | null> {
-    const auth = await authenticate(request, reply);
-    const user = auth === null ? null : await users.findUserById(auth.userId);
-    if (auth === null || user === null) {
+  /**
+   * The dashboard's forms: signed in (or back to sign-in, then the dashboard), reachable during
+   * enrolment, and a refusal (REAUTH_REQUIRED) on the forms' own error page.
+   */
+  const dashboardForm = (requires: readonly string[]): RouteAccess =>
+    access.user({
+      exempt: [DURING_ENROLMENT],
+      requires,
+      refusalPage: (_request, reply, errorCode) => showError(reply, errorCode, 403),
+    });
+
+  /** The signed-in user of a dashboard form, or null after sending the browser to sign in. */
+  async function dashboardUser(request: FastifyRequest, reply: FastifyReply): Promise<(User & { auth: RequestAuth }) | null> {
+    const auth = signedIn(request);
+    const user = await users.findUserById(auth.userId);
+    if (user === null) {
       void reply.redirect(signInRedirect('/dashboard'), 303);
-      return null;
-    }
-    if (options.recent && auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) {
-      void showError(reply, 'REAUTH_REQUIRED', 403);
       return null;
     }
     return { ...user, auth };
   }
 
+  /** The language of a refusal by the access hook, which answers before the browser routes' language hook. */
+  function refusalLanguage(reply: FastifyReply): PageLanguage {
+    const language = options.languageOf?.(reply.request) ?? ENGLISH_PAGE;
+    void reply.header('content-language', language.locale);
+    return language;
+  }
+
   function showError(reply: FastifyReply, errorCode: string, status: number) {
-    const i18n = reply.request.language;
+    const i18n = reply.request.language ?? refusalLanguage(reply);
     const { heading, message } = mfaPageError(errorCode, config.mfa.reauthWindowSeconds, i18n);
     return sendPage(reply, pages.render('error', { i18n, title: heading, heading, message, code: errorCode }), status);
   }
@@ -121,7 +144,10 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     return sendPage(reply, pages.render('mfa-recovery-codes', { i18n, title: i18n.t('mfa.recoveryCodes.title'), intro, codes, downloadHref, fileName: recoveryCodesFileName(i18n.brand.name) }));
   }
 
-  app.get(MFA_PROMPT_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, using: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
+  // The second-factor prompt: no session yet (the challenge's cookie says who), during enrolment too.
+  const challengePage = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
+
+  app.get(MFA_PROMPT_PAGE, { config: challengePage, schema: { ...hidden, querystring: z.object({ error: shownCode, using: shownCode, callbackUrl: z.string().max(2048).optional() }) } }, async (request, reply) => {
     // The sign-in's callback, carried here in the query (see redirectToChallenge) and judged again.
     const callbackUrl = toCallbackUrl(request.query.callbackUrl, config);
     const userId = await secondFactor.userOf(readChallengeCookie(request, config));
@@ -130,7 +156,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const csrfToken = csrf.issueToken(request, reply);
     const i18n = request.language;
     const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n });
-    const hasTotp = (await mfa.methodsOf(userId)).includes('totp');
+    const hasTotp = (await mfa.methodsOf(userId)).includes(TOTP_METHOD);
     const usedRecoveryCode = using === RECOVERY_CODE_USED;
     const html = pages.render('mfa-prompt', {
       i18n,
@@ -149,7 +175,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     return sendPage(reply, html, 200, { scriptNonce: sections.scriptNonce, formActionOrigins: callbackFormActions(callbackUrl, config) });
   });
 
-  app.post(MFA_PROMPT_PAGE, { schema: { ...hidden, body: answerBody } }, async (request, reply) => {
+  app.post(MFA_PROMPT_PAGE, { config: challengePage, schema: { ...hidden, body: answerBody } }, async (request, reply) => {
     const { code: totp, recoveryCode, callbackUrl: requested } = request.body;
     const callbackUrl = toCallbackUrl(requested, config);
     const isForm = isFormPost(request);
@@ -173,16 +199,19 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     throw challengeError(result);
   });
 
-  app.post('/dashboard/mfa/totp/setup', { schema: { ...hidden, body: z.object({ csrfToken: z.string().max(200).optional() }).optional() } }, async (request, reply) => {
-    const user = await dashboardUser(request, reply, { recent: true });
+  // Adding the app carries no code of an existing factor: a recent one is needed (a stolen session
+  // that never used the user's factor must not add one of its own). Removing it and renewing the
+  // codes check a code in the request.
+  app.post('/dashboard/mfa/totp/setup', { config: { access: dashboardForm([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]) }, schema: { ...hidden, body: z.object({ csrfToken: z.string().max(200).optional() }).optional() } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply);
     if (user === null) return reply;
     const setup = await mfa.beginTotpSetup(user);
     if (!setup.ok) return reply.redirect(DASHBOARD_MFA, 303);
     return showSetup(reply, request, setup, null);
   });
 
-  app.post('/dashboard/mfa/totp/enable', { schema: { ...hidden, body: codeForm } }, async (request, reply) => {
-    const user = await dashboardUser(request, reply, { recent: true });
+  app.post('/dashboard/mfa/totp/enable', { config: { access: dashboardForm([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]) }, schema: { ...hidden, body: codeForm } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply);
     if (user === null) return reply;
     const result = await mfa.enableTotp(user, request.body.code, requestSource(request, user.id));
     // The code just proved the factor: this session counts as having used it.
@@ -193,28 +222,30 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 409);
   });
 
-  app.post('/dashboard/mfa/totp/disable', { schema: { ...hidden, body: codeForm } }, async (request, reply) => {
-    const user = await dashboardUser(request, reply, { recent: true });
+  app.post('/dashboard/mfa/totp/disable', { config: { access: dashboardForm([RECENT_SIGN_IN]) }, schema: { ...hidden, body: codeForm } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply);
     if (user === null) return reply;
     const result = await mfa.disableTotp(user, request.body.code, requestSource(request, user.id));
     if (result.ok) return reply.redirect(DASHBOARD_MFA, 303);
     return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 400);
   });
 
-  app.post('/dashboard/mfa/recovery-codes', { schema: { ...hidden, body: codeForm } }, async (request, reply) => {
-    const user = await dashboardUser(request, reply, { recent: true });
+  app.post('/dashboard/mfa/recovery-codes', { config: { access: dashboardForm([RECENT_SIGN_IN]) }, schema: { ...hidden, body: codeForm } }, async (request, reply) => {
+    const user = await dashboardUser(request, reply);
     if (user === null) return reply;
     const result = await mfa.regenerateRecoveryCodes(user, request.body.code, requestSource(request, user.id));
     if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'renewed');
     return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 400);
   });
 
-  // Under /admin and /api/admin: the route guard lets only current ADMINs (and MFA_REQUIRED_ROLES
-  // a second factor) this far.
+  // An administrator's change to a user: a current ADMIN (who, under MFA_REQUIRED_ROLES, used a
+  // second factor), with a recent second factor if they have one.
+  const adminChange = { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) };
   for (const [path, isApi] of [['/admin/users/:id/mfa/reset', false], ['/api/admin/users/:id/mfa/reset', true]] as const) {
     app.post(
       path,
       {
+        config: adminChange,
         schema: {
           ...(isApi ? { tags: ['admin'], summary: 'Remove every second factor of a user who lost them all (audited; the user is mailed)', security: [{ bearer: [] }] } : hidden),
           params: z.object({ id: z.string().max(64) }),
@@ -222,11 +253,9 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
         },
       },
       async (request, reply) => {
-        const auth = await authenticate.withCurrentRoles(request, reply);
-        if (auth === null) throw new AppError('UNAUTHENTICATED');
         const user = await users.findUserById(request.params.id);
         if (user === null) throw new AppError('NOT_FOUND');
-        await mfa.resetFactors(user, requestSource(request, auth.userId));
+        await mfa.resetFactors(user, requestSource(request, signedIn(request).userId));
         return isApi ? { ok: true as const } : reply.redirect(`/admin/users/${encodeURIComponent(user.id)}`, 303);
       },
     );
@@ -242,16 +271,23 @@ export function mfaPageSections(deps: { mfa: MfaService; users: UserService; req
       page: 'dashboard',
       async render({ userId, csrfToken, i18n }) {
         if (userId === null) return null;
-        const [status, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);
+        const [{ factors, recoveryCodesLeft }, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);
         const isRequired = user !== null && user.roles.some((role) => deps.requiredRoles.includes(role));
-        return pages.render('mfa-dashboard-section', { i18n, title: '', csrfToken, status, isRequired, recoveryCodeCount: RECOVERY_CODE_COUNT });
+        const hasTotp = factors.some(({ kind, items }) => kind.method === TOTP_METHOD && items.length > 0);
+        return pages.render('mfa-dashboard-section', { i18n, title: '', csrfToken, hasTotp, hasFactor: hasFactor(factors), recoveryCodesLeft, isRequired, recoveryCodeCount: RECOVERY_CODE_COUNT });
       },
     },
     {
       page: 'admin-user',
       async render({ userId, csrfToken, i18n }) {
         if (userId === null) return null;
-        return pages.render('mfa-admin-section', { i18n, title: '', csrfToken, status: await mfa.status(userId), userId });
+        const { factors, recoveryCodesLeft } = await mfa.status(userId);
+        // A kind an account has at most one of is set up or not; the others are counted.
+        const rows = factors.map(({ kind, items }) => ({
+          label: i18n.t(kind.adminLabel),
+          value: isSingle(kind) ? i18n.t(items.length > 0 ? 'mfa.admin.setUp' : 'mfa.admin.none') : String(items.length),
+        }));
+        return pages.render('mfa-admin-section', { i18n, title: '', csrfToken, rows, recoveryCodesLeft, hasFactor: hasFactor(factors), userId });
       },
     },
   ];

@@ -1,7 +1,8 @@
 /**
  * MFA_REQUIRED_ROLES on real storage, with both strategies: an ADMIN without a factor reaches
  * nothing but enrolment; the admin area needs a session that used a second factor (step-up);
- * sensitive changes need a recent one; users without the role are not affected.
+ * sensitive changes need a recent one; users without the role are not affected. And the routes'
+ * declarations say what the policy's path lists used to.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +11,9 @@ import { createUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
+import { DURING_ENROLMENT, RECENT_SECOND_FACTOR } from '../authorization/access.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
+import { isUnder } from '../../packages/protect/src/rules.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -193,6 +197,80 @@ for (const backend of await backends()) {
       assert.equal(database.olderAdmin, '403 STEP_UP_REQUIRED');
       assert.equal(database.olderEndSessions, '403 STEP_UP_REQUIRED');
       assert.equal(database.olderAfterStepUp, 200);
+    });
+  });
+}
+
+/**
+ * The path lists the MFA policy held before access moved onto the routes (issue 31), kept as the
+ * test of the declarations that replaced them: a route under one of these paths that forgot its
+ * declaration would silently lose the enrolment exemption or the step-up.
+ */
+const ENROLMENT_PATHS = [
+  '/api/auth/mfa',
+  '/api/auth/passkeys',
+  '/api/auth/session',
+  '/api/auth/signout',
+  '/api/auth/csrf',
+  '/api/auth/refresh',
+  '/api/auth/signin',
+  '/api/auth/providers',
+  '/api/auth/callback',
+  '/auth',
+  '/dashboard',
+  '/assets',
+  '/.well-known',
+  '/api/health',
+  '/api/docs',
+];
+const ADMIN_AREA = ['/admin', '/api/admin'];
+const SECOND_FACTOR_CHANGES = [
+  { methods: ['POST'], prefix: '/api/auth/change-password' },
+  { methods: ['DELETE'], prefix: '/api/auth/account' },
+  { methods: ['POST'], prefix: '/dashboard/account/delete' },
+  { methods: ['PATCH', 'POST', 'DELETE'], prefix: '/api/admin/users' },
+  { methods: ['POST'], prefix: '/admin/users' },
+  { methods: ['POST'], prefix: '/api/auth/mfa/totp/setup' },
+  { methods: ['POST'], prefix: '/api/auth/mfa/totp/enable' },
+  { methods: ['POST'], prefix: '/api/auth/passkeys/register' },
+  { methods: ['DELETE'], prefix: '/api/auth/passkeys' },
+  { methods: ['POST'], prefix: '/dashboard/mfa/totp/setup' },
+  { methods: ['POST'], prefix: '/dashboard/mfa/totp/enable' },
+  { methods: ['POST'], prefix: '/dashboard/passkeys' },
+  { methods: ['POST'], prefix: '/api/auth/link' },
+];
+
+{
+  const [sqlite] = await backends();
+  describe('the routes declare what the MFA policy\'s path lists said (issue 31)', () => {
+    const t = useTestApp(sqlite!, { env: { MFA_REQUIRED_ROLES: 'ADMIN' } });
+    // Fastify's HEAD twin of a GET route carries the GET's declaration.
+    const routes = () => t.app.routeAccess.filter((route) => route.method !== 'HEAD');
+    const isUnderAny = (url: string, prefixes: readonly string[]) => prefixes.some((prefix) => isUnder(url, prefix));
+
+    it('every route declares its access', () => {
+      assert.deepEqual(routes().filter((route) => route.access === undefined).map((route) => `${route.method} ${route.url}`), []);
+    });
+
+    it('exempts from enrolment exactly the routes under the enrolment paths', () => {
+      const wrong = routes()
+        .filter((route) => route.access !== undefined && route.access.exempt.includes(DURING_ENROLMENT) !== isUnderAny(route.url, ENROLMENT_PATHS))
+        .map((route) => `${route.method} ${route.url}`);
+      assert.deepEqual(wrong, [], 'exempt without being an enrolment path, or an enrolment path that is not exempt');
+    });
+
+    it('holds the admin area to ADMINs, so that the policy asks them to step up', () => {
+      const wrong = routes()
+        .filter((route) => isUnderAny(route.url, ADMIN_AREA) && !(route.access?.who === 'role' && route.access.role === ADMIN_ROLE))
+        .map((route) => `${route.method} ${route.url}`);
+      assert.deepEqual(wrong, []);
+    });
+
+    it('asks for a recent second factor on every sensitive change', () => {
+      const sensitive = routes().filter((route) => SECOND_FACTOR_CHANGES.some((change) => change.methods.includes(route.method) && isUnder(route.url, change.prefix)));
+      assert.ok(sensitive.length >= SECOND_FACTOR_CHANGES.length, 'each entry names at least one route');
+      const wrong = sensitive.filter((route) => !route.access?.requires.includes(RECENT_SECOND_FACTOR)).map((route) => `${route.method} ${route.url}`);
+      assert.deepEqual(wrong, []);
     });
   });
 }

@@ -1,20 +1,26 @@
 /**
  * Multi-factor sign-in: an authenticator app (TOTP) and recovery codes, the second-factor step of
- * every sign-in, and the API to enrol, remove and answer them.
+ * every sign-in, and the API to enrol, remove and answer them. Other modules register other kinds
+ * of second factor (`secondFactors`: passkeys); this module registers TOTP the same way.
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { defineModule, type AccessPolicy } from '../module.ts';
+import { defineModule, type AccessPolicy, type AccessRequirement } from '../module.ts';
+import { mfaUserData } from './mfa.user-data.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { MFA_ERRORS } from './mfa.errors.ts';
 import { mfaConfigSection } from './mfa.config.ts';
 import * as mfaFactors from './migrations/20261124-mfa-factors.ts';
+import * as mfaChallengeBinding from './migrations/20261129-mfa-challenge-binding.ts';
 import { createMfaService, type MfaService } from './mfa.service.ts';
 import { createSecondFactor, type SecondFactor } from './second-factor.ts';
 import { deleteExpiredChallenges } from './mfa.store.ts';
 import { mfaRoutes } from './mfa.routes.ts';
 import { mfaPageRoutes, mfaPageSections } from './mfa-pages.routes.ts';
-import { createMfaPolicy, createStepUpPolicy } from './mfa-policy.ts';
+import { createMfaPolicy, createMfaRequirements } from './mfa-policy.ts';
+import { MFA_PUBLIC_EVENTS } from './mfa.public-events.ts';
+import { MFA_COUNTERS, mfaCountedEvents } from './mfa.metrics.ts';
+import { MFA_SECURITY_NOTICES } from './mfa.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -22,6 +28,8 @@ declare module '../module.ts' {
     secondFactor: SecondFactor;
     /** MFA_REQUIRED_ROLES on every signed-in request, and step-up for sensitive changes. */
     mfaPolicies: readonly AccessPolicy[];
+    mfaRequirements: readonly AccessRequirement[];
+
   }
 }
 
@@ -34,12 +42,19 @@ declare module '../audit/audit.service.ts' {
 
 export const mfaModule = defineModule({
   name: 'mfa',
+  openApiTags: [
+    { name: 'mfa', description: 'Second factors: TOTP, recovery codes, the second step of a sign-in and step-up.' },
+  ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  securityNotices: MFA_SECURITY_NOTICES,
   config: mfaConfigSection,
-  migrations: { '20261124-mfa-factors': mfaFactors },
+  migrations: { '20261124-mfa-factors': mfaFactors, '20261129-mfa-challenge-binding': mfaChallengeBinding },
   errors: MFA_ERRORS,
   auditEvents: AUDIT_EVENTS,
-  provide({ db, clock, config, services }) {
+  publicEvents: MFA_PUBLIC_EVENTS,
+  counters: MFA_COUNTERS,
+  countedEvents: mfaCountedEvents(AUDIT_EVENTS),
+  provide({ db, clock, config, services, firstFactorKinds, secondFactorKinds }) {
     const { users, audit, mail, signInThrottle, signInPipeline, rateLimiters } = services;
     const mfa = createMfaService({
       db,
@@ -51,29 +66,33 @@ export const mfaModule = defineModule({
       codeAttempts: rateLimiters.create('mfa-codes-account', config.mfa.codesPerAccount),
       config: config.mfa,
       authSecret: config.authSecret,
-      passkeys: services.passkeys,
+      factorKinds: secondFactorKinds,
     });
     return {
       mfa,
-      secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline }),
-      mfaPolicies: [createMfaPolicy({ mfa, config: config.mfa, clock }), createStepUpPolicy({ mfa, config: config.mfa, clock })],
+      secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline, firstFactorKinds }),
+      mfaPolicies: [createMfaPolicy({ mfa, config: config.mfa, clock })],
+      mfaRequirements: createMfaRequirements({ mfa, config: config.mfa, clock }),
     };
   },
   // Challenges nobody answered are deleted once expired.
   jobs: (_services, { db, clock, logger }) => [createPeriodicJob({ name: 'mfa-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await deleteExpiredChallenges(db, clock())) })],
   signInSteps: ({ secondFactor }) => [secondFactor.step],
+  secondFactors: ({ mfa }) => [mfa.totpFactor],
+  // A user's second factors and recovery codes, as GET /api/auth/mfa shows them (the rows go with the user's, on cascade).
+  userData: ({ mfa }) => mfaUserData(mfa),
   accessPolicies: ({ mfaPolicies }) => mfaPolicies,
+  accessRequirements: ({ mfaRequirements }) => mfaRequirements,
   pageSections: ({ mfa, users, config }) => mfaPageSections({ mfa, users, requiredRoles: config.mfa.requiredRoles }),
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, clock, pageSections }) =>
+      register: (app, { services, csrf, config, clock, pageSections }) =>
         app.register(mfaPageRoutes, {
           mfa: services.mfa,
           secondFactor: services.secondFactor,
           users: services.users,
           sessions: services.sessions,
-          authenticate,
           csrf,
           config,
           clock,
@@ -82,13 +101,12 @@ export const mfaModule = defineModule({
     },
     {
       scope: 'api',
-      register: (app, { services, authenticate, config, clock }) =>
+      register: (app, { services, config, clock }) =>
         app.register(mfaRoutes, {
           mfa: services.mfa,
           secondFactor: services.secondFactor,
           users: services.users,
           sessions: services.sessions,
-          authenticate,
           config: config.mfa,
           cookieConfig: config,
           clock,

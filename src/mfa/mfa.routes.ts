@@ -2,16 +2,17 @@
  * The second-factor API:
  * - `GET /api/auth/mfa`: which factors the signed-in user has;
  * - `POST /api/auth/mfa/totp/setup`, `/totp/enable`, `/totp/disable`, `/recovery-codes`: enrolment
- *   and removal (signed in, by Bearer or cookie + CSRF, and signed in at most REAUTH_WINDOW ago);
+ *   and removal (signed in, by Bearer or cookie + CSRF, and signed in at most REAUTH_WINDOW ago;
+ *   adding the app also needs a recent second factor from a user who has one);
  * - `POST /api/auth/mfa/verify`: finishes a sign-in that answered 403 MFA_REQUIRED, with the same
  *   body `POST /api/auth` gives.
  */
 import { z } from 'zod';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import type { RequestAuthenticator, RequestAuth } from '../sessions/request-authentication.ts';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -20,7 +21,7 @@ import type { Config } from '../config.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { setAccessCookie } from '../sessions/session-cookie.ts';
 import type { MfaConfig } from './mfa.config.ts';
-import type { MfaService } from './mfa.service.ts';
+import { statusJson, type MfaService } from './mfa.service.ts';
 import type { ChallengeResult, SecondFactor } from './second-factor.ts';
 import { signInBody } from '../signin/signin-response.ts';
 
@@ -29,7 +30,6 @@ export interface MfaRouteOptions {
   secondFactor: SecondFactor;
   users: UserService;
   sessions: SessionService;
-  authenticate: RequestAuthenticator;
   config: MfaConfig;
   /** For the access cookie a step-up replaces. */
   cookieConfig: Config;
@@ -59,14 +59,23 @@ const signedInErrors = {
   429: errorResponse.describe('Too many wrong codes for this account (RATE_LIMITED), with Retry-After'),
 };
 
-export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { mfa, secondFactor, users, sessions, authenticate, config, cookieConfig, clock }) => {
-  /** The signed-in user; with `recent`, only if they signed in (or stepped up) within REAUTH_WINDOW. */
-  async function signedIn(request: FastifyRequest, reply: FastifyReply, options: { recent: boolean }) {
-    const auth: RequestAuth | null = await authenticate(request, reply);
-    if (auth === null) throw new AppError('UNAUTHENTICATED');
+// Everything here is enrolment (or answering a factor): reachable while MFA_REQUIRED_ROLES asks
+// the user to enrol.
+const signedInUser = access.user({ exempt: [DURING_ENROLMENT] });
+/** Removing the app, renewing the codes: a code in the request, and a recent sign-in. */
+const recentSignIn = access.user({ exempt: [DURING_ENROLMENT], requires: [RECENT_SIGN_IN] });
+/**
+ * Adding the app carries no code of an existing factor: a stolen session that never used the
+ * user's factor must not add one of its own.
+ */
+const recentSecondFactor = access.user({ exempt: [DURING_ENROLMENT], requires: [RECENT_SECOND_FACTOR, RECENT_SIGN_IN] });
+
+export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { mfa, secondFactor, users, sessions, cookieConfig, clock }) => {
+  /** The caller (the route's declaration admitted them) and their account. */
+  async function caller(request: FastifyRequest) {
+    const auth = signedIn(request);
     const user = await users.findUserById(auth.userId);
     if (user === null) throw new AppError('UNAUTHENTICATED');
-    if (options.recent && auth.authTime < clock() - config.reauthWindowSeconds * 1000) throw new AppError('REAUTH_REQUIRED');
     return { auth, user, source: requestSource(request, auth.userId) };
   }
 
@@ -79,15 +88,16 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
   app.get(
     '/api/auth/mfa',
     {
+      config: { access: signedInUser },
       schema: {
         tags: ['mfa'],
         summary: 'Your second factors',
         security: [{ bearer: [] }],
         response: {
+          // A field per kind of second factor (`totp`, `passkeys`), as the kind describes it.
           200: z
             .object({
-              totp: z.boolean().describe('An authenticator app is set up'),
-              passkeys: z.array(z.object({ id: z.string(), name: z.string(), createdAt: z.iso.datetime(), lastUsedAt: z.iso.datetime().nullable() })),
+              ...Object.fromEntries(mfa.factorKinds().map((kind) => [kind.statusKey, 'single' in kind.status ? z.boolean().describe(kind.status.single) : z.array(kind.status.item)])),
               recoveryCodesLeft: z.number().int(),
             })
             .meta({ id: 'MfaStatus' }),
@@ -95,19 +105,16 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
         },
       },
     },
-    async (request, reply) => {
-      const { user } = await signedIn(request, reply, { recent: false });
-      const status = await mfa.status(user.id);
-      return {
-        ...status,
-        passkeys: status.passkeys.map((passkey) => ({ ...passkey, createdAt: isoTime(passkey.createdAt), lastUsedAt: passkey.lastUsedAt === null ? null : isoTime(passkey.lastUsedAt) })),
-      };
+    async (request) => {
+      const { user } = await caller(request);
+      return statusJson(await mfa.status(user.id));
     },
   );
 
   app.post(
     '/api/auth/mfa/totp/setup',
     {
+      config: { access: recentSecondFactor },
       schema: {
         tags: ['mfa'],
         summary: 'Start setting up an authenticator app',
@@ -121,7 +128,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
       },
     },
     async (request, reply) => {
-      const { user } = await signedIn(request, reply, { recent: true });
+      const { user } = await caller(request);
       const result = await mfa.beginTotpSetup(user);
       if (!result.ok) throw refusal(result);
       reply.header('cache-control', 'no-store');
@@ -132,6 +139,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
   app.post(
     '/api/auth/mfa/totp/enable',
     {
+      config: { access: recentSecondFactor },
       schema: {
         tags: ['mfa'],
         summary: 'Turn on the authenticator app with a code from it',
@@ -148,7 +156,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
       },
     },
     async (request, reply) => {
-      const { auth, user, source } = await signedIn(request, reply, { recent: true });
+      const { auth, user, source } = await caller(request);
       const result = await mfa.enableTotp(user, request.body.code, source);
       if (!result.ok) throw refusal(result);
       // The code just proved the factor: this session counts as having used it.
@@ -161,6 +169,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
   app.post(
     '/api/auth/mfa/totp/disable',
     {
+      config: { access: recentSignIn },
       schema: {
         tags: ['mfa'],
         summary: 'Remove the authenticator app, with a code from it or a recovery code',
@@ -176,8 +185,8 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
         },
       },
     },
-    async (request, reply) => {
-      const { user, source } = await signedIn(request, reply, { recent: true });
+    async (request) => {
+      const { user, source } = await caller(request);
       const result = await mfa.disableTotp(user, request.body.code, source);
       if (!result.ok) throw refusal(result);
       return { ok: true as const };
@@ -187,6 +196,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
   app.post(
     '/api/auth/mfa/recovery-codes',
     {
+      config: { access: recentSignIn },
       schema: {
         tags: ['mfa'],
         summary: 'A new set of recovery codes, with a code from the app or a recovery code',
@@ -203,7 +213,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
       },
     },
     async (request, reply) => {
-      const { user, source } = await signedIn(request, reply, { recent: true });
+      const { user, source } = await caller(request);
       const result = await mfa.regenerateRecoveryCodes(user, request.body.code, source);
       if (!result.ok) throw refusal(result);
       reply.header('cache-control', 'no-store');
@@ -214,6 +224,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
   app.post(
     '/api/auth/mfa/step-up',
     {
+      config: { access: signedInUser },
       schema: {
         tags: ['mfa'],
         summary: 'Confirm it is you with a second factor, in this session',
@@ -233,7 +244,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
       },
     },
     async (request, reply) => {
-      const { auth, user } = await signedIn(request, reply, { recent: false });
+      const { auth, user } = await caller(request);
       if ((await mfa.methodsOf(user.id)).length === 0) throw new AppError('MFA_NOT_ENABLED');
       const check = await mfa.checkCode(user, request.body.code, request.ip);
       if (!check.ok) throw refusal(check);
@@ -248,6 +259,7 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
   app.post(
     '/api/auth/mfa/verify',
     {
+      config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       schema: {
         tags: ['mfa'],
         summary: 'Finish a sign-in with a second factor',

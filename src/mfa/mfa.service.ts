@@ -7,6 +7,10 @@
  *
  * Every code check counts against the account's sign-in throttle (the same as password attempts),
  * so the 10^6 TOTP codes cannot be walked, whether through sign-in or a signed-in session.
+ *
+ * Other modules bring other kinds of second factor (passkeys), registered in their module
+ * (`secondFactors`, signin/second-factor-kind.ts): which factors an account has, what a sign-in
+ * may be finished with, the status and an administrator's reset walk every kind, TOTP first.
  */
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -25,32 +29,40 @@ import { acceptCode, createTotpSecret, totpUrl } from './totp.ts';
 import { generateRecoveryCodes, hashRecoveryCode, normalise } from './recovery-codes.ts';
 import { openSecret, sealSecret, SecretBoxError } from './secret-box.ts';
 import { otpauthQrSvg } from './qr.ts';
+import { createTotpFactorKind } from './totp-factor.ts';
 import * as store from './mfa.store.ts';
+import { isSingle, type SecondFactorKind } from '../signin/second-factor-kind.ts';
 
 /** How long a setup's secret waits for the code that enables it. */
 const PENDING_SETUP_MS = 15 * 60_000;
 
-/** The second factors a sign-in may be finished with, as `methods` names them. */
-export type MfaMethod = 'totp' | 'recovery_code' | 'passkey';
+/** The recovery codes, offered in `methods` after the account's factors when some are left. */
+export const RECOVERY_CODE_METHOD = 'recovery_code';
+
+/** An account's factors of one kind, as the kind lists them. */
+export interface FactorsOfKind {
+  kind: SecondFactorKind;
+  items: readonly unknown[];
+}
 
 export interface MfaStatus {
-  totp: boolean;
-  passkeys: Array<{ id: string; name: string; createdAt: number; lastUsedAt: number | null }>;
+  /** Every kind, in the order offered, with the account's factors of it (none, for most). */
+  factors: FactorsOfKind[];
   recoveryCodesLeft: number;
+}
+
+/** Whether any factor of any kind is among `factors`. */
+export const hasFactor = (factors: readonly FactorsOfKind[]): boolean => factors.some((entry) => entry.items.length > 0);
+
+/** The status as `GET /api/auth/mfa` answers it: a field per kind (set up or not, or the list), and the codes left. */
+export function statusJson({ factors, recoveryCodesLeft }: MfaStatus): Record<string, unknown> & { recoveryCodesLeft: number } {
+  return { ...Object.fromEntries(factors.map(({ kind, items }) => [kind.statusKey, isSingle(kind) ? items.length > 0 : items])), recoveryCodesLeft };
 }
 
 export type CodeCheck =
   | { ok: true; method: 'totp' | 'recovery_code' }
   | { ok: false; reason: 'INVALID_CODE' }
   | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
-
-/** The user's passkeys, as the passkeys module lists them (it is built before this one). */
-export interface PasskeyDirectory {
-  /** Through `db` when given: inside a transaction, its own (SQLite has one connection for both). */
-  listPasskeys(userId: string, db?: Db): Promise<MfaStatus['passkeys']>;
-  /** Removes every passkey of the user, through `db` (a transaction); how many there were. */
-  removeAllPasskeys(db: Db, userId: string): Promise<number>;
-}
 
 export type MfaService = ReturnType<typeof createMfaService>;
 
@@ -65,9 +77,21 @@ export function createMfaService(deps: {
   codeAttempts: Limiter;
   config: MfaConfig;
   authSecret: string;
-  passkeys?: PasskeyDirectory;
+  /** Every registered kind of second factor (the modules are built after this one): read when needed. Without it, TOTP alone. */
+  factorKinds?: () => readonly SecondFactorKind[];
 }) {
   const { db, clock, audit, mail, throttle, config } = deps;
+  const totpFactor = createTotpFactorKind(db);
+  /** TOTP first (the order `methods` and the pages offer them), then the other modules' in list order. */
+  const kinds = () => [totpFactor, ...(deps.factorKinds?.() ?? []).filter((kind) => kind.method !== totpFactor.method)];
+
+  /**
+   * The account's factors, kind by kind. Through `on` when given: inside a transaction, its own
+   * (SQLite has one connection for both).
+   */
+  async function listFactors(userId: string, on: Db = db): Promise<FactorsOfKind[]> {
+    return Promise.all(kinds().map(async (kind) => ({ kind, items: await kind.list(userId, on) })));
+  }
   const secretKey = deriveKey(deps.authSecret, 'gatehouse mfa totp-secret v1');
   const recoveryKey = deriveKey(deps.authSecret, 'gatehouse mfa recovery-codes v1');
 
@@ -156,23 +180,22 @@ export function createMfaService(deps: {
   return {
     checkCode,
 
+    /** The mfa module's own kind, which it registers with the others. */
+    totpFactor,
+
+    /** Every kind of second factor, in the order offered. */
+    factorKinds: kinds,
+
     async status(userId: string): Promise<MfaStatus> {
-      const [totp, recoveryCodesLeft, passkeys] = await Promise.all([
-        store.findTotp(db, userId),
-        store.countRecoveryCodesLeft(db, userId),
-        deps.passkeys?.listPasskeys(userId) ?? [],
-      ]);
-      return { totp: totp?.secret_box != null, passkeys, recoveryCodesLeft };
+      const [factors, recoveryCodesLeft] = await Promise.all([listFactors(userId), store.countRecoveryCodesLeft(db, userId)]);
+      return { factors, recoveryCodesLeft };
     },
 
     /** The methods a sign-in of `userId` may be finished with; empty when the account has no second factor. */
-    async methodsOf(userId: string): Promise<MfaMethod[]> {
+    async methodsOf(userId: string): Promise<string[]> {
       // Run by every sign-in: the recovery codes are counted only for an account with a factor.
-      const [totp, passkeys] = await Promise.all([store.findTotp(db, userId), deps.passkeys?.listPasskeys(userId) ?? []]);
-      const methods: MfaMethod[] = [];
-      if (totp?.secret_box != null) methods.push('totp');
-      if (passkeys.length > 0) methods.push('passkey');
-      if (methods.length > 0 && (await store.countRecoveryCodesLeft(db, userId)) > 0) methods.push('recovery_code');
+      const methods = (await listFactors(userId)).filter((entry) => entry.items.length > 0).map((entry) => entry.kind.method);
+      if (methods.length > 0 && (await store.countRecoveryCodesLeft(db, userId)) > 0) methods.push(RECOVERY_CODE_METHOD);
       return methods;
     },
 
@@ -182,12 +205,8 @@ export function createMfaService(deps: {
      * (codes left from factors removed earlier must not come back to life unseen); null otherwise.
      */
     async issueRecoveryCodesIfNone(trx: Db, userId: string): Promise<string[] | null> {
-      const [left, totp, passkeys] = await Promise.all([
-        store.countRecoveryCodesLeft(trx, userId),
-        store.findTotp(trx, userId),
-        deps.passkeys?.listPasskeys(userId, trx) ?? [],
-      ]);
-      const isOnlyFactor = totp?.secret_box == null && passkeys.length <= 1;
+      const [left, factors] = await Promise.all([store.countRecoveryCodesLeft(trx, userId), listFactors(userId, trx)]);
+      const isOnlyFactor = factors.reduce((count, entry) => count + entry.items.length, 0) <= 1;
       return left > 0 && !isOnlyFactor ? null : issueRecoveryCodes(trx, userId);
     },
 
@@ -202,19 +221,22 @@ export function createMfaService(deps: {
     },
 
     /**
-     * An administrator removes every second factor of `user` (who lost them all): the app, the
-     * passkeys, the recovery codes and pending sign-ins; audited and mailed to the user.
+     * An administrator removes every second factor of `user` (who lost them all): every kind's (the
+     * app, the passkeys), the recovery codes and pending sign-ins; audited (by kind: whether it was
+     * set up, or how many were removed) and mailed to the user.
      */
-    async resetFactors(user: User, source: AuditSource): Promise<{ removed: { totp: boolean; passkeys: number } }> {
+    async resetFactors(user: User, source: AuditSource): Promise<{ removed: Record<string, boolean | number> }> {
       const removed = await db.transaction().execute(async (trx) => {
-        const totp = await store.deleteTotp(trx, user.id);
-        await store.deleteTotpSetup(trx, user.id);
-        const passkeys = (await deps.passkeys?.removeAllPasskeys(trx, user.id)) ?? 0;
+        const removedByKind: Record<string, boolean | number> = {};
+        for (const kind of kinds()) {
+          const count = await kind.removeAll(trx, user.id);
+          removedByKind[kind.statusKey] = isSingle(kind) ? count > 0 : count;
+        }
         await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
-        await audit.record({ type: 'mfa.reset', userId: user.id, source, details: { totp, passkeys } }, { db: trx });
+        await audit.record({ type: 'mfa.reset', userId: user.id, source, details: removedByKind }, { db: trx });
         await notify(trx, user, 'secondFactorsReset', source);
-        return { totp, passkeys };
+        return removedByKind;
       });
       mail.wake();
       return { removed };
@@ -276,7 +298,7 @@ export function createMfaService(deps: {
       await db.transaction().execute(async (trx) => {
         await store.deleteTotp(trx, user.id);
         // Recovery codes back up the other factors: with none left, they go too.
-        if (((await deps.passkeys?.listPasskeys(user.id, trx)) ?? []).length === 0) await store.deleteRecoveryCodes(trx, user.id);
+        if (!hasFactor(await listFactors(user.id, trx))) await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.totp_disabled', userId: user.id, source, details: { with: check.method } }, { db: trx });
         await notify(trx, user, 'totpRemoved', source);

@@ -30,9 +30,10 @@ export interface MfaChallengesTable {
   /** SHA-256 of the mfaToken, base64url. (`failed_attempts` counts the codes tried, each taken before it is checked.) */
   id: string;
   user_id: string;
-  factor: 'password' | 'provider';
-  provider: string | null;
-  password_fingerprint: string | null;
+  /** The first factor's registered kind (`password`, `oauth`), which resumes the sign-in. */
+  factor: string;
+  /** What that kind checks again when the challenge is met (signin/first-factor.ts); null for nothing. */
+  binding: string | null;
   failed_attempts: number;
   created_at: number;
   expires_at: number;

@@ -3,20 +3,24 @@
  *
  * After a right first factor, an account with a second factor gets no session: the step answers
  * 403 MFA_REQUIRED with an `mfaToken` and the `methods` it may be finished with. The token is a
- * 256-bit secret of which only the SHA-256 is stored, with the user, the first factor (for a
- * password, a SHA-256 of the hash it was verified against) and a count of wrong codes. It lives
- * 5 minutes, allows 5 wrong codes, and is spent by the sign-in it finishes; every code also counts
- * against the account's throttle. The sign-in then resumes in the pipeline, after this step, and
- * the session records both factors in its `amr`.
+ * 256-bit secret of which only the SHA-256 is stored, with the user, the first factor's kind and
+ * binding (for a password, a SHA-256 of the hash it was verified against: signin/first-factor.ts)
+ * and a count of wrong codes. It lives 5 minutes, allows 5 wrong codes, and is spent by the
+ * sign-in it finishes; every code also counts against the account's throttle. The sign-in then
+ * resumes in the pipeline, after this step, with the first factor its registered kind rebuilds
+ * from the binding (a kind no module registers any more: the token is refused), and the session
+ * records both factors in its `amr`.
  */
-import { createHash } from 'node:crypto';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
-import type { FirstFactor, SignInOutcome, SignInPipeline, SignInStep } from '../signin/signin-pipeline.ts';
+import type { SignInOutcome, SignInPipeline, SignInStep } from '../signin/signin-pipeline.ts';
+import type { FirstFactorKind } from '../signin/first-factor.ts';
 import { randomSecret, sha256Base64url } from '../lib/random.ts';
-import type { MfaService } from './mfa.service.ts';
+import { RECOVERY_CODE_METHOD, type MfaService } from './mfa.service.ts';
+import { normalise } from './recovery-codes.ts';
+import { TOTP_METHOD } from './totp-factor.ts';
 import * as store from './mfa.store.ts';
 
 export const SECOND_FACTOR_STEP = 'second-factor';
@@ -33,21 +37,34 @@ export interface ChallengeAnswer {
   code: string;
 }
 
+/** The second factor that met a challenge: its method (`totp`, `passkey`) and what it proves (`amr`: `otp`, `hwk`). */
+export interface MetChallenge {
+  method: string;
+  amr: readonly string[];
+}
+
 export type ChallengeResult =
   | SignInOutcome
   | { ok: false; reason: 'INVALID_TOKEN' | 'INVALID_CODE' }
   | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
-const fingerprint = (passwordHash: string) => createHash('sha256').update(passwordHash).digest('base64url');
-
-export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserService; audit: AuditService; mfa: MfaService; pipeline: SignInPipeline }) {
+export function createSecondFactor(deps: {
+  db: Db;
+  clock: Clock;
+  users: UserService;
+  audit: AuditService;
+  mfa: MfaService;
+  pipeline: SignInPipeline;
+  /** The registered kinds of first factor, which resume a sign-in once its challenge is met. */
+  firstFactorKinds: () => readonly FirstFactorKind[];
+}) {
   const { db, clock, users, audit, mfa, pipeline } = deps;
 
   const step: SignInStep = {
     name: SECOND_FACTOR_STEP,
     async decide({ user, factor }) {
-      // A user-verified passkey is two factors already.
-      if (factor.kind === 'passkey') return { action: 'continue' };
+      // A first factor that is two already (a user-verified passkey).
+      if (factor.amr.includes('mfa')) return { action: 'continue' };
       const methods = await mfa.methodsOf(user.id);
       if (methods.length === 0) return { action: 'continue' };
       const mfaToken = randomSecret();
@@ -55,9 +72,8 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
       await store.insertChallenge(db, {
         id: sha256Base64url(mfaToken),
         user_id: user.id,
-        factor: factor.kind === 'provider' ? 'provider' : 'password',
-        provider: factor.kind === 'provider' ? factor.provider : null,
-        password_fingerprint: factor.kind === 'password' ? fingerprint(factor.verifiedPasswordHash) : null,
+        factor: factor.kind,
+        binding: factor.binding,
         failed_attempts: 0,
         created_at: now,
         expires_at: now + CHALLENGE_TTL_MS,
@@ -69,37 +85,33 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
     },
   };
 
-  /** The first factor the challenge was made for, as it still holds now; null when it no longer does. */
-  async function firstFactorOf(challenge: store.ChallengeRow, email: string): Promise<FirstFactor | null> {
-    if (challenge.factor === 'provider') return { kind: 'provider', provider: challenge.provider ?? '', provesEmail: false, isNewUser: false };
-    const credentials = await users.findCredentialsById(challenge.user_id);
-    const hash = credentials?.passwordHash ?? null;
-    // Changed or reset since: the session must not be started on the strength of the old one.
-    if (hash === null || challenge.password_fingerprint !== fingerprint(hash)) return null;
-    return { kind: 'password', email, verifiedPasswordHash: hash };
-  }
-
-  /** The live challenge `mfaToken` names, and its user; null when there is none. */
+  /**
+   * The live challenge `mfaToken` names, its user and the kind of its first factor; null when there
+   * is none, or when no module registers that kind any more: it fails closed, never as another kind.
+   */
   async function openChallenge(mfaToken: unknown) {
     if (typeof mfaToken !== 'string' || mfaToken.length > MAX_TOKEN_LENGTH) return null;
     const id = sha256Base64url(mfaToken);
     const challenge = await store.findChallenge(db, id);
     if (challenge === undefined || challenge.expires_at <= clock()) return null;
+    const kind = deps.firstFactorKinds().find((registered) => registered.kind === challenge.factor);
+    if (kind === undefined) return null;
     const user = await users.findUserById(challenge.user_id);
-    return user === null ? null : { id, challenge, user };
+    return user === null ? null : { id, challenge, kind, user };
   }
 
-  /** Spends the challenge and resumes its sign-in in the pipeline, with the second factor's `amr`. */
-  async function finish(open: NonNullable<Awaited<ReturnType<typeof openChallenge>>>, amr: readonly string[], source: AuditSource): Promise<ChallengeResult> {
-    const { id, challenge, user } = open;
+  /** Spends the challenge and resumes its sign-in in the pipeline, with the second factor's method and `amr`. */
+  async function finish(open: NonNullable<Awaited<ReturnType<typeof openChallenge>>>, met: MetChallenge, source: AuditSource): Promise<ChallengeResult> {
+    const { id, challenge, kind, user } = open;
     // Spent by exactly one request: another one finishing it with another code gets nothing.
     if (!(await store.deleteChallenge(db, id))) return { ok: false, reason: 'INVALID_TOKEN' };
-    const factor = await firstFactorOf(challenge, user.email);
+    // The first factor as it holds now: a password changed or reset since does not count.
+    const factor = await kind.resume({ user, binding: challenge.binding });
     if (factor === null) {
       await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'CREDENTIALS_CHANGED', details: { step: SECOND_FACTOR_STEP } });
       return { ok: false, refusal: 'CREDENTIALS_CHANGED' };
     }
-    return pipeline.complete({ user, factor, source }, { step: SECOND_FACTOR_STEP, amr: [...amr, 'mfa'] });
+    return pipeline.complete({ user, factor, source }, { step: SECOND_FACTOR_STEP, method: met.method, amr: [...met.amr, 'mfa'] });
   }
 
   return {
@@ -114,10 +126,10 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
      * Finishes the sign-in `mfaToken` waits for with a second factor another module verified for
      * `userId` (a passkey: `amr` its `hwk`/`swk`); INVALID_TOKEN when the token is not that user's.
      */
-    async finishWith(mfaToken: unknown, userId: string, amr: readonly string[], source: AuditSource): Promise<ChallengeResult> {
+    async finishWith(mfaToken: unknown, userId: string, met: MetChallenge, source: AuditSource): Promise<ChallengeResult> {
       const open = await openChallenge(mfaToken);
       if (open === null || open.user.id !== userId) return { ok: false, reason: 'INVALID_TOKEN' };
-      return finish(open, amr, source);
+      return finish(open, met, source);
     },
 
     /** Finishes the sign-in `answer.mfaToken` waits for, when `answer.code` is a valid second factor. */
@@ -131,11 +143,13 @@ export function createSecondFactor(deps: { db: Db; clock: Clock; users: UserServ
       const check = await mfa.checkCode(user, answer.code, source.ip);
       if (!check.ok) {
         if (check.reason === 'RATE_LIMITED') return check;
-        await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'INVALID_CODE', details: { step: SECOND_FACTOR_STEP } });
+        // Which second factor failed: a code in the shape of a recovery code is checked as one.
+        const method = normalise(answer.code) === null ? TOTP_METHOD : RECOVERY_CODE_METHOD;
+        await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'INVALID_CODE', details: { step: SECOND_FACTOR_STEP, method } });
         return { ok: false, reason: 'INVALID_CODE' };
       }
       // RFC 8176: a recovery code is a one-time password too.
-      return finish(open, ['otp'], source);
+      return finish(open, { method: check.method, amr: ['otp'] }, source);
     },
   };
 }

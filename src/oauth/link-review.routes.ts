@@ -18,6 +18,7 @@ import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
 import { isFormPost } from '../http/forms.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 import { createPageRenderer, pageResponseHeaders, templatesIn } from '../web/render.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 import { LINK_REVIEW_PAGE, type LinkedAccount, type OAuthService } from './oauth.service.ts';
@@ -57,7 +58,7 @@ export const linkReviewRoutes: FastifyPluginAsyncZod<LinkReviewRouteOptions> = a
 
   app.get(
     LINK_REVIEW_PAGE,
-    { schema: { hide: true, querystring: z.object({ token: linkToken, notice: shownCode, error: shownCode }) } },
+    { config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) }, schema: { hide: true, querystring: z.object({ token: linkToken, notice: shownCode, error: shownCode }) } },
     async (request, reply) => {
       const { token, notice, error } = request.query;
       const opened = await oauth.openLinkReview(token);
@@ -78,6 +79,8 @@ export const linkReviewRoutes: FastifyPluginAsyncZod<LinkReviewRouteOptions> = a
   app.post(
     '/api/auth/linked-accounts/remove',
     {
+      // No session: the review link's token is the proof.
+      config: { access: access.anyone() },
       preHandler: limits.tokenUse,
       schema: {
         tags: ['oauth'],

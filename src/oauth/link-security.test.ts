@@ -106,7 +106,7 @@ for (const backend of await backends()) {
       assert.equal(refused.headers.location, '/dashboard?error=REAUTH_REQUIRED');
       assert.equal(stolen.jar.has('gatehouse.oauth'), false, 'no flow was started');
       const page = await t.app.inject({ method: 'GET', url: '/dashboard?error=REAUTH_REQUIRED', headers: { cookie: stolen.jar.header() } });
-      assert.match(page.body, /Linking a provider needs a recent sign-in/);
+      assert.match(page.body, /This change needs a recent sign-in/);
       const byBearer = await t.app.inject({ method: 'POST', url: '/api/auth/link/github', headers: { authorization: `Bearer ${bearer}` }, payload: {} });
       assert.equal(byBearer.statusCode, 403);
       assert.deepEqual(byBearer.json(), { error: 'REAUTH_REQUIRED', message: byBearer.json().message });

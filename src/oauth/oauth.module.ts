@@ -8,6 +8,8 @@ import * as oauthAccounts from './migrations/0006-oauth-accounts.ts';
 import { createOAuthService, type OAuthService } from './oauth.service.ts';
 import { oauthRoutes } from './oauth.routes.ts';
 import { linkReviewRoutes } from './link-review.routes.ts';
+import { providerFactorKind } from './provider-factor.ts';
+import { OAUTH_SECURITY_NOTICES } from './oauth.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -24,9 +26,13 @@ declare module '../audit/audit.service.ts' {
 
 export const oauthModule = defineModule({
   name: 'oauth',
+  openApiTags: [
+    { name: 'oauth', description: 'Sign-in with GitHub, Google or an OpenID Connect provider, and linked accounts.' },
+  ],
   migrations: { '0006-oauth-accounts': oauthAccounts },
   config: oauthConfigSection,
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  securityNotices: OAUTH_SECURITY_NOTICES,
   errors: OAUTH_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, config, clock, logger, services }) => ({
@@ -46,11 +52,14 @@ export const oauthModule = defineModule({
       pipeline: services.signInPipeline,
     }),
   }),
+  firstFactors: () => [providerFactorKind],
+  // The providers' accounts linked to a user (their rows go with the user's, on cascade).
+  userData: ({ oauth }) => ({ export: async (userId) => ({ linkedAccounts: await oauth.listLinkedAccounts(userId) }) }),
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, csrf, authenticate, config, clock }) =>
-        app.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, authenticate, config, clock, limits: services.limits }),
+      register: (app, { services, csrf, config, clock }) =>
+        app.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, config, clock, limits: services.limits }),
     },
     { scope: 'browser', register: (app, { services, csrf }) => app.register(linkReviewRoutes, { oauth: services.oauth, csrf, limits: services.limits }) },
   ],

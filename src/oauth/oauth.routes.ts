@@ -9,8 +9,9 @@
  * Signed-in users link a provider (`POST /api/auth/link/:provider`, back on the dashboard) and
  * unlink one (`DELETE /api/auth/accounts/:provider`), never their last way to sign in. Linking
  * needs what adding a second factor needs: a sign-in within REAUTH_WINDOW (403 REAUTH_REQUIRED),
- * and for an account with a second factor a recent use of it (the step-up policy, mfa module): a
- * linked provider is a way in that outlives a password reset, so a stolen session must not add one.
+ * and for an account with a second factor a recent use of it (`RECENT_SIGN_IN` and
+ * `RECENT_SECOND_FACTOR`, declared on the route): a linked provider is a way in that outlives a
+ * password reset, so a stolen session must not add one.
  * Register this plugin where form bodies are parsed.
  */
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
@@ -22,7 +23,7 @@ import { isoTime, type Clock } from '../lib/clock.ts';
 import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, sessionOf, signedIn } from '../authorization/access.ts';
 import type { CsrfRotation } from '../http/csrf.ts';
 import { baseCookieOptions, cookieNames, setBrowserSession } from '../sessions/session-cookie.ts';
 import { toCallbackUrl } from '../http/safe-redirect.ts';
@@ -36,7 +37,6 @@ export interface OAuthRouteOptions {
   oauth: OAuthService;
   sessions: SessionService;
   csrf: CsrfRotation;
-  authenticate: RequestAuthenticator;
   config: Config;
   clock: Clock;
   limits: RequestLimits;
@@ -86,7 +86,7 @@ function dashboardWith(kind: 'error' | 'notice', code: string): string {
 }
 
 export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app, options) => {
-  const { oauth, sessions, csrf, authenticate, config, clock, limits } = options;
+  const { oauth, sessions, csrf, config, clock, limits } = options;
   const flowCookie = cookieNames(config).oauthFlow;
   const cookieOptions = baseCookieOptions(config);
 
@@ -105,6 +105,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   app.get(
     '/api/auth/providers',
     {
+      config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       schema: {
         tags: ['oauth'],
         summary: 'The configured sign-in providers, keyed by id, with the callback URL to register at each',
@@ -117,7 +118,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   app.post(
     '/api/auth/signin/:provider',
     {
-      config: { formErrorPage: SIGN_IN_PAGE },
+      config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }), formErrorPage: SIGN_IN_PAGE },
       preHandler: limits.oauthStart,
       schema: {
         tags: ['oauth'],
@@ -140,7 +141,15 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   app.post(
     '/api/auth/link/:provider',
     {
-      config: { formErrorPage: DASHBOARD_PAGE },
+      config: {
+        access: access.user({
+          // A linked provider is a way in that outlives a password reset: a stolen session must not add one.
+          requires: [RECENT_SIGN_IN, RECENT_SECOND_FACTOR],
+          // The dashboard's button: without a session, sign in and come back there.
+          signedOutRedirect: signInRedirect(DASHBOARD_PAGE),
+        }),
+        formErrorPage: DASHBOARD_PAGE,
+      },
       preHandler: limits.oauthStart,
       schema: {
         tags: ['oauth'],
@@ -157,9 +166,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
       },
     },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
-      if (auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) throw new AppError('REAUTH_REQUIRED');
+      const auth = signedIn(request);
       return sendToProvider(request, reply, {
         // Linking starts and ends on the dashboard: no callback is taken, so it stays ours.
         callbackUrl: DASHBOARD_PAGE,
@@ -172,6 +179,8 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   app.get(
     '/api/auth/callback/:provider',
     {
+      // A link's callback reads the session that asked for it.
+      config: { access: access.anyone({ readsSession: true, exempt: [DURING_ENROLMENT] }) },
       schema: {
         tags: ['oauth'],
         summary: 'Where the provider sends the browser back; signs in and redirects to the callbackUrl',
@@ -195,19 +204,19 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
 
       if (flow !== null && flow.linkUserId !== null) {
         // Only into the account that asked, and only while it is still signed in here.
-        const auth = await authenticate(request, reply);
+        const auth = sessionOf(request);
         if (auth === null || auth.userId !== flow.linkUserId) return reply.redirect(errorPage('SessionRequired'), 303);
         const linked = await oauth.linkIdentity(auth.userId, identity, requestSource(request, auth.userId));
         return reply.redirect(linked.ok ? dashboardWith('notice', 'PROVIDER_LINKED') : dashboardWith('error', linked.reason), 303);
       }
 
-      const signedIn = await oauth.signInWithIdentity(identity, requestSource(request, null));
+      const outcome = await oauth.signInWithIdentity(identity, requestSource(request, null));
       // Judged when the flow began; judged again against today's TRUSTED_ORIGINS, which a restart
       // may have changed within the flow's 10 minutes.
       const callbackUrl = toCallbackUrl(flow?.callbackUrl ?? DASHBOARD_PAGE, config);
-      if (!signedIn.ok && signedIn.reason === 'CHALLENGE' && redirectToChallenge(reply, signedIn.challenge, callbackUrl, config)) return reply;
-      if (!signedIn.ok) return reply.redirect(errorPage(signedIn.reason), 303);
-      await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: signedIn.user.id, session: signedIn.session });
+      if (!outcome.ok && outcome.reason === 'CHALLENGE' && redirectToChallenge(reply, outcome.challenge, callbackUrl, config)) return reply;
+      if (!outcome.ok) return reply.redirect(errorPage(outcome.reason), 303);
+      await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: outcome.user.id, session: outcome.session });
       return reply.redirect(callbackUrl, 303);
     },
   );
@@ -215,6 +224,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   app.get(
     '/api/auth/accounts',
     {
+      config: { access: access.user() },
       schema: {
         tags: ['oauth'],
         summary: 'The providers linked to your account',
@@ -222,9 +232,8 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
         response: { 200: linkedAccounts, 401: errorResponse.describe('UNAUTHENTICATED') },
       },
     },
-    async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) throw new AppError('UNAUTHENTICATED');
+    async (request) => {
+      const auth = signedIn(request);
       const accounts = await oauth.listLinkedAccounts(auth.userId);
       return { accounts: accounts.map((account) => ({ ...account, createdAt: isoTime(account.createdAt), lastUsedAt: isoTime(account.lastUsedAt) })) };
     },
@@ -233,6 +242,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   app.delete(
     '/api/auth/accounts/:provider',
     {
+      config: { access: access.user() },
       schema: {
         tags: ['oauth'],
         summary: 'Unlink a provider from your account (not your last way to sign in)',
@@ -247,9 +257,8 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
         },
       },
     },
-    async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) throw new AppError('UNAUTHENTICATED');
+    async (request) => {
+      const auth = signedIn(request);
       const result = await oauth.unlinkIdentity(auth.userId, request.params.provider, requestSource(request, auth.userId));
       if (!result.ok) throw new AppError(result.reason);
       return { ok: true as const };

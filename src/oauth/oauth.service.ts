@@ -29,6 +29,7 @@ import type { ActionTokens } from '../tokens/action-tokens.ts';
 import { mailLocale } from '../users/locale.ts';
 import { greetingName } from '../users/name.ts';
 import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
+import { PROVIDER_FACTOR, providerFactor } from './provider-factor.ts';
 
 /**
  * How long a password reset's review link (its mail and its confirmation page) can remove the
@@ -115,7 +116,7 @@ export function createOAuthService(deps: {
   /** Every sign-in of a user found (or just created) by their identity ends in the sign-in pipeline. */
   async function completeSignIn(user: User, identity: ProviderIdentity, source: AuditSource, isNewUser: boolean): Promise<OAuthSignInResult> {
     const provesEmail = identity.isEmailVerified && identity.email === user.email;
-    const outcome = await pipeline.complete({ user, factor: { kind: 'provider', provider: identity.provider, provesEmail, isNewUser }, source });
+    const outcome = await pipeline.complete({ user, factor: providerFactor(identity.provider, provesEmail), source });
     if (outcome.ok) return { ...outcome, isNewUser };
     if ('challenge' in outcome) return { ok: false, reason: 'CHALLENGE', challenge: outcome.challenge };
     // CREDENTIALS_CHANGED: disabled while the provider was answering, the same as a disabled account.
@@ -123,7 +124,7 @@ export function createOAuthService(deps: {
   }
 
   async function refuse(reason: OAuthSignInFailure, identity: ProviderIdentity, source: AuditSource, userId: string | null): Promise<OAuthSignInResult> {
-    await audit.record({ type: 'signin.failure', userId, source, reason: toAuditReason(reason), details: { provider: identity.provider } });
+    await audit.record({ type: 'signin.failure', userId, source, reason: toAuditReason(reason), details: { method: PROVIDER_FACTOR, provider: identity.provider } });
     return { ok: false, reason };
   }
 

@@ -11,22 +11,21 @@
  * (web/form-errors.ts), the edit form with each problem listed. Register where form bodies are parsed; CSRF (origin + token) is checked
  * for every form post before these handlers run. Hidden from the OpenAPI document.
  *
- * ADMIN only: the route guard already refuses `/admin/**` to everyone else; the hook below checks
- * again before any request body or query is read, as the admin pages do.
+ * ADMIN only, declared on each route and checked before any request body or query is read, as the
+ * admin pages do; a form post also needs a recent second factor (REAUTH_REQUIRED: the 403 page).
  */
-import { requireAdminPages } from '../authorization/admin-only.ts';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import type { Csrf } from '../http/csrf.ts';
-import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
-import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { createAdminPageRenderer } from '../admin/admin-area.ts';
+import type { AdminNavEntry } from '../module.ts';
 import { formatTime } from '../web/time-text.ts';
 import { formView, type FormProblem, type FormView } from '../web/form-errors.ts';
 import { DEFAULT_GRANT_TYPES, DEFAULT_ID_TOKEN_ALG, DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, type ClientProblem } from './client-rules.ts';
@@ -36,15 +35,13 @@ import type { ClientFormValues, ClientPages, PageAlert } from './clients-pages.t
 
 export interface ClientPageOptions {
   oidcClients: OidcClientsService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
+  /** The admin area's navigation (its header's). */
+  adminNav: readonly AdminNavEntry[];
 }
 
 export const CLIENTS_PAGE = '/admin/clients';
 export const clientPage = (id: string) => `${CLIENTS_PAGE}/${encodeURIComponent(id)}`;
-
-/** The admin area's header and navigation, shared with the admin module's pages. */
-const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
 /** Each grant type's label on the register form (`oidc-clients.grant.<key>`); the device code grant's type is a URN. */
 const GRANT_LABEL_KEYS: Readonly<Record<string, string>> = {
@@ -116,6 +113,7 @@ const EMPTY_FORM: ClientFormValues = {
 };
 
 const hidden = { hide: true } as const;
+const adminOnly = { access: access.role(ADMIN_ROLE) };
 const csrfField = z.string().max(200).optional();
 const pageQuery = z.object({ notice: shownCode, error: shownCode });
 /** Room for MAX_URIS long URIs, one a line; the rules hold the real limits. */
@@ -136,10 +134,10 @@ const createForm = z.object({
 const updateForm = z.object({ name: z.string().max(1000).optional(), redirectUris: uriLines, postLogoutRedirectUris: uriLines, csrfToken: csrfField });
 
 export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async (app, options) => {
-  const { oidcClients, authenticate, csrf } = options;
-  const pages = createPageRenderer<ClientPages>([...templatesIn(join(import.meta.dirname, 'templates')), ADMIN_HEADER]);
-  const actingAdmin = requireAdminPages(app, authenticate);
-  const actor = async (request: FastifyRequest, reply: FastifyReply) => requestSource(request, (await actingAdmin(request, reply)).userId);
+  const { oidcClients, csrf } = options;
+  const pages = createAdminPageRenderer<ClientPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
+  /** The acting admin, for the audit log. */
+  const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
 
   async function showList(request: FastifyRequest, reply: FastifyReply, values: ClientFormValues, alerts: PageAlert[], form = registerForm(values)) {
     const clients = await oidcClients.list();
@@ -225,17 +223,17 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${CLIENTS_PAGE}?${new URLSearchParams(query)}`, 303);
 
-  app.get(CLIENTS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
+  app.get(CLIENTS_PAGE, { config: adminOnly, schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
 
-  app.get(`${CLIENTS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
+  app.get(`${CLIENTS_PAGE}/:id`, { config: adminOnly, schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
     const client = await oidcClients.show(request.params.id);
     if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
     return showClient(request, reply, client, alertsOf(request.query, request.language));
   });
 
-  // The forms. What cannot be told apart by the handlers (a malformed field, a database outage)
-  // goes back to the list with the error code.
-  const formRoute = { config: { formErrorPage: CLIENTS_PAGE } };
+  // The forms change the registry: a recent second factor too. What cannot be told apart by the
+  // handlers (a malformed field, a database outage) goes back to the list with the error code.
+  const formRoute = { config: { formErrorPage: CLIENTS_PAGE, access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) } };
 
   app.post(CLIENTS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
     const body = request.body;
@@ -258,7 +256,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
       isFirstParty: form.isFirstParty,
       idTokenSignedResponseAlg: form.idTokenSignedResponseAlg,
     };
-    const result = await oidcClients.create(input, await actor(request, reply));
+    const result = await oidcClients.create(input, actor(request));
     if (!result.ok) return showList(request, reply, form, [], registerForm(form, { problems: result.problems, input, i18n: request.language }));
     if (result.clientSecret === undefined) return reply.redirect(`${clientPage(result.client.id)}?notice=CLIENT_REGISTERED`, 303);
     return showSecret(request, reply, result.client, result.clientSecret, true);
@@ -268,7 +266,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     const { id } = request.params;
     const form = { name: request.body.name ?? '', redirectUris: request.body.redirectUris ?? '', postLogoutRedirectUris: request.body.postLogoutRedirectUris ?? '' };
     const changes = { name: form.name, redirectUris: lines(form.redirectUris), postLogoutRedirectUris: lines(form.postLogoutRedirectUris) };
-    const result = await oidcClients.update(id, changes, await actor(request, reply));
+    const result = await oidcClients.update(id, changes, actor(request));
     if (result.ok) return reply.redirect(`${clientPage(id)}?notice=CLIENT_SAVED`, 303);
     if (result.reason === 'NOT_FOUND') return toList(reply, { error: 'CLIENT_NOT_FOUND' });
     const client = await oidcClients.show(id);
@@ -280,14 +278,14 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   app.post(`${CLIENTS_PAGE}/:id/rotate-secret`, { ...formRoute, schema: { ...hidden, params: clientParams, body: stateBody } }, async (request, reply) => {
     const { id } = request.params;
-    const result = await oidcClients.rotateSecret(id, await actor(request, reply));
+    const result = await oidcClients.rotateSecret(id, actor(request));
     if (result.ok) return showSecret(request, reply, result.client, result.clientSecret, false);
     if (result.reason === 'PUBLIC_CLIENT') return reply.redirect(`${clientPage(id)}?error=PUBLIC_CLIENT_HAS_NO_SECRET`, 303);
     return toList(reply, { error: 'CLIENT_NOT_FOUND' });
   });
 
   app.post(`${CLIENTS_PAGE}/:id/delete`, { ...formRoute, schema: { ...hidden, params: clientParams, body: stateBody } }, async (request, reply) => {
-    const deleted = await oidcClients.delete(request.params.id, await actor(request, reply));
+    const deleted = await oidcClients.delete(request.params.id, actor(request));
     return toList(reply, deleted ? { notice: 'CLIENT_DELETED' } : { error: 'CLIENT_NOT_FOUND' });
   });
 };

@@ -5,7 +5,7 @@
  * Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the command line is wrong
  * (a value the registry's rules refuse included, with each problem on standard error).
  */
-import type { ServiceRegistry } from '../module.ts';
+import type { CliCommandGroup, ServiceRegistry } from '../module.ts';
 import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
 import type { ClientProblem } from './client-rules.ts';
 import type { OidcClient } from './clients.service.ts';
@@ -41,6 +41,9 @@ export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri
   gatehouse clients rotate-secret ID [--json]
                                     a new secret, printed this once; the old one stops working
   gatehouse clients delete ID       delete a client`;
+
+/** These commands as the oidc-clients module declares them (module.ts: `CliCommandGroup`); `gatehouse help` reads this file. */
+export const cli: readonly CliCommandGroup[] = [{ name: 'clients', usage: CLIENTS_USAGE, order: 30, load: async () => runClientsCommand }];
 
 /** Short names the command line accepts for grant types. */
 const grantAliases = (deviceCodeGrant: string): Readonly<Record<string, string>> => ({ device_code: deviceCodeGrant });

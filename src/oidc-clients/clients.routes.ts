@@ -1,19 +1,18 @@
 /**
  * `/api/admin/clients`: the registry of OAuth / OIDC clients, for holders of the ADMIN role. As
  * in admin/admin.routes.ts, every route checks the caller (401 UNAUTHENTICATED, 403 FORBIDDEN)
- * before reading the request. A client secret is in exactly two answers, the one that creates the
- * client and the one that rotates its secret (both `Cache-Control: no-store`); responses are built
- * from declared schemas, which strip every other field, so the secret's hash never leaves.
+ * before reading the request; a change also needs a recent second factor (403 REAUTH_REQUIRED).
+ * A client secret is in exactly two answers, the one that creates the client and the one that
+ * rotates its secret (both `Cache-Control: no-store`); responses are built from declared schemas,
+ * which strip every other field, so the secret's hash never leaves.
  */
 import { z } from 'zod';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { requireAdminApi } from '../authorization/admin-only.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { AppError, type FieldError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
-import type { AuditSource } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { isoTime } from '../lib/clock.ts';
 import { GRANT_TYPES, ID_TOKEN_ALGS, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem } from './client-rules.ts';
@@ -21,7 +20,6 @@ import type { OidcClient, OidcClientsService } from './clients.service.ts';
 
 export interface ClientRouteOptions {
   oidcClients: OidcClientsService;
-  authenticate: RequestAuthenticator;
 }
 
 export const CLIENTS_API = '/api/admin/clients';
@@ -91,6 +89,14 @@ const invalid = {
 };
 const common = { tags: ['admin'], security: [{ bearer: [] }] };
 
+/** Reading the registry: ADMIN only, checked before the request is read. */
+const adminOnly = { access: access.role(ADMIN_ROLE) };
+/** Changing it is as sensitive as an administrator's change to a user: a recent second factor too. */
+const adminChange = { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) };
+
+/** The acting admin, for the audit log. */
+const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
+
 export function toClientBody(client: OidcClient) {
   return {
     clientId: client.id,
@@ -114,12 +120,12 @@ export function clientProblemsError(problems: readonly ClientProblem[]): AppErro
   return new AppError(isAboutUris ? 'INVALID_REDIRECT_URI' : 'INVALID_CLIENT_METADATA', { errors });
 }
 
-export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (app, { oidcClients, authenticate }) => {
-  const actor = requireAdminApi(app, authenticate);
+export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (app, { oidcClients }) => {
 
   app.get(
     CLIENTS_API,
     {
+      config: adminOnly,
       schema: {
         ...common,
         summary: 'The registered OAuth / OIDC clients, newest first (never their secrets)',
@@ -132,6 +138,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
   app.get(
     `${CLIENTS_API}/:id`,
     {
+      config: adminOnly,
       schema: { ...common, summary: 'One client (never its secret)', params: clientParams, response: { 200: oidcClient, ...guarded, ...notFound } },
     },
     async (request) => {
@@ -144,6 +151,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
   app.post(
     CLIENTS_API,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'Register a client; a confidential one’s secret is in this answer only',
@@ -171,7 +179,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
           ...(firstParty !== undefined && { isFirstParty: firstParty }),
           ...(idTokenSignedResponseAlg !== undefined && { idTokenSignedResponseAlg }),
         },
-        await actor(request, reply),
+        actor(request),
       );
       if (!result.ok) throw clientProblemsError(result.problems);
       reply.header('cache-control', 'no-store');
@@ -182,6 +190,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
   app.patch(
     `${CLIENTS_API}/:id`,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'Change a client’s name or redirect URIs (each list replaced whole)',
@@ -191,14 +200,14 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
         response: { 200: oidcClient, ...bodyErrorResponses, ...guarded, ...notFound, ...invalid },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { name, redirectUris, postLogoutRedirectUris } = request.body;
       const changes = {
         ...(name !== undefined && { name }),
         ...(redirectUris !== undefined && { redirectUris }),
         ...(postLogoutRedirectUris !== undefined && { postLogoutRedirectUris }),
       };
-      const result = await oidcClients.update(request.params.id, changes, await actor(request, reply));
+      const result = await oidcClients.update(request.params.id, changes, actor(request));
       if (result.ok) return toClientBody(result.client);
       if (result.reason === 'NOT_FOUND') throw new AppError('CLIENT_NOT_FOUND');
       throw clientProblemsError(result.problems);
@@ -208,6 +217,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
   app.post(
     `${CLIENTS_API}/:id/rotate-secret`,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'A new secret for a confidential client: the old one stops working at once',
@@ -222,7 +232,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       },
     },
     async (request, reply) => {
-      const result = await oidcClients.rotateSecret(request.params.id, await actor(request, reply));
+      const result = await oidcClients.rotateSecret(request.params.id, actor(request));
       if (!result.ok) throw new AppError(result.reason === 'PUBLIC_CLIENT' ? 'PUBLIC_CLIENT_HAS_NO_SECRET' : 'CLIENT_NOT_FOUND');
       reply.header('cache-control', 'no-store');
       return { clientId: result.client.id, clientSecret: result.clientSecret };
@@ -232,6 +242,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
   app.delete(
     `${CLIENTS_API}/:id`,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'Delete a client: the provider no longer knows it',
@@ -240,8 +251,8 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
         response: { 200: z.object({ ok: z.literal(true) }), ...guarded, ...notFound },
       },
     },
-    async (request, reply) => {
-      if (!(await oidcClients.delete(request.params.id, await actor(request, reply)))) throw new AppError('CLIENT_NOT_FOUND');
+    async (request) => {
+      if (!(await oidcClients.delete(request.params.id, actor(request)))) throw new AppError('CLIENT_NOT_FOUND');
       return { ok: true as const };
     },
   );

@@ -6,13 +6,13 @@
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { defineModule, type AccessPolicy, type BuiltServices } from '../module.ts';
-import { isUnder } from '../../packages/protect/src/rules.ts';
+import { defineModule } from '../module.ts';
+import { cli } from './clients.cli.ts';
 import { OIDC_CLIENTS_ERRORS } from './oidc-clients.errors.ts';
 import * as registry from './migrations/20261124-oidc-clients-registry.ts';
 import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';
-import { clientRoutes, CLIENTS_API } from './clients.routes.ts';
-import { clientPageRoutes, CLIENTS_PAGE } from './clients-pages.routes.ts';
+import { clientRoutes } from './clients.routes.ts';
+import { CLIENTS_PAGE, clientPageRoutes } from './clients-pages.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -27,44 +27,18 @@ declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends OidcClientsAuditEvents {}
 }
 
-/**
- * Changing the registry is as sensitive as an administrator's change to a user: an admin who has
- * a second factor must have used it in this session within REAUTH_WINDOW (403 REAUTH_REQUIRED;
- * `POST /api/auth/mfa/step-up`), as the mfa module's step-up policy asks for `/admin/users`.
- */
-export function createClientsStepUpPolicy(services: BuiltServices): AccessPolicy {
-  const { mfa, config, clock } = services;
-  const sensitive = [
-    { methods: ['POST', 'PATCH', 'DELETE'], prefix: CLIENTS_API },
-    { methods: ['POST'], prefix: CLIENTS_PAGE },
-  ] as const;
-  return {
-    name: 'oidc-clients-step-up',
-    isActive: true,
-    exemptPrefixes: [],
-    onlyPrefixes: sensitive.map((rule) => rule.prefix),
-    async check(auth, { path, literalPath, method }) {
-      const isSensitive = sensitive.some((rule) => (rule.methods as readonly string[]).includes(method) && (isUnder(path, rule.prefix) || isUnder(literalPath, rule.prefix)));
-      if (!isSensitive) return null;
-      const isFresh = auth.amr.includes('mfa') && auth.authTime >= clock() - config.mfa.reauthWindowSeconds * 1000;
-      if (isFresh) return null;
-      // Only a user who has a second factor can be asked for one.
-      return (await mfa.methodsOf(auth.userId)).length === 0 ? null : { code: 'REAUTH_REQUIRED' };
-    },
-  };
-}
-
 export const oidcClientsModule = defineModule({
   name: 'oidc-clients',
+  cli,
+  adminNav: [{ path: CLIENTS_PAGE, labelKey: 'oidc-clients.adminNav', section: 'clients', order: 20 }],
   // The texts of the /admin/clients pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   migrations: { '20261124-oidc-clients-registry': registry },
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, clock, services }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit }) }),
-  accessPolicies: (services) => [createClientsStepUpPolicy(services)],
   routes: [
-    { scope: 'api', register: (app, { services, authenticate }) => app.register(clientRoutes, { oidcClients: services.oidcClients, authenticate }) },
-    { scope: 'browser', register: (app, { services, authenticate, csrf }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, authenticate, csrf }) },
+    { scope: 'api', register: (app, { services }) => app.register(clientRoutes, { oidcClients: services.oidcClients }) },
+    { scope: 'browser', register: (app, { services, csrf, adminNav }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, csrf, adminNav }) },
   ],
 });

@@ -91,6 +91,8 @@ export const oidcProviderModule = defineModule({
       },
     },
   ],
+  // The apps a user allowed (their consents go with the user's row; the grants end by the subscription to `user.deleted` above).
+  userData: ({ oidcProvider }) => ({ export: async (userId) => ({ connectedApps: await oidcProvider.connectedApps(userId) }) }),
   pageSections: ({ oidcProvider }) => {
     const pages = createOidcPageRenderer();
     return [
@@ -107,17 +109,15 @@ export const oidcProviderModule = defineModule({
   routes: [
     {
       scope: 'api',
-      register: (app, { services, authenticate, config }) =>
-        app.register(providerBridge, { oidc: services.oidcProvider, authenticate, config, rateLimiters: services.rateLimiters }),
+      register: (app, { services, config }) => app.register(providerBridge, { oidc: services.oidcProvider, config, rateLimiters: services.rateLimiters }),
     },
     {
       scope: 'browser',
-      register: (app, { services, authenticate, csrf, config, clock }) =>
+      register: (app, { services, csrf, config, clock }) =>
         app.register(interactionRoutes, {
           oidc: services.oidcProvider,
           clients: services.oidcClients,
           users: services.users,
-          authenticate,
           csrf,
           config,
           clock,

@@ -11,16 +11,22 @@
  * - `interactionRoutes` (browser scope): where the provider sends the browser to sign in and to
  *   consent: our sign-in page (password, providers, passkeys, the second factor), then the consent
  *   page for apps that are not first-party; and the dashboard's "Connected apps" disconnect form.
+ *
+ * The provider's endpoints and the interaction pages are open to anyone as far as our router is
+ * concerned (the provider and the interaction decide, with the session when there is one); the
+ * disconnect form is for a signed-in user. Only discovery (`/.well-known`) is reachable while the
+ * MFA policy asks a user to enrol a second factor.
  */
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Config } from '../config.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { clientKey, rateLimitHook, type RateLimiters } from '../http/rate-limit.ts';
 import { isUnder, readRequestPath } from '../../packages/protect/src/rules.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
-import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -53,12 +59,11 @@ function isOneOf(request: FastifyRequest, routes: ReadonlySet<string>): boolean 
 
 export interface ProviderBridgeOptions {
   oidc: OidcProviderService;
-  authenticate: RequestAuthenticator;
   config: Config;
   rateLimiters: RateLimiters;
 }
 
-export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = async (app, { oidc, authenticate, config, rateLimiters }) => {
+export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = async (app, { oidc, config, rateLimiters }) => {
   const authUrl = new URL(config.authUrl);
   const perIp = config.oidcProvider.tokenEndpointLimit;
   // Each limit counts posts to its endpoints by route, however the path is spelled (isOneOf).
@@ -81,7 +86,7 @@ export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = asyn
   async function forward(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const path = readRequestPath(request.url);
     const isBrowserPath = path !== null && BROWSER_PATHS.some((prefix) => isUnder(path.resolved, prefix) || isUnder(path.literal, prefix));
-    const auth: RequestAuth | null = isBrowserPath ? await authenticate(request, reply) : null;
+    const auth: RequestAuth | null = isBrowserPath ? sessionOf(request) : null;
     const raw = request.raw;
     // Pin what the provider builds URLs from to AUTH_URL (it trusts these headers: provider.proxy).
     raw.headers.host = authUrl.host;
@@ -94,8 +99,19 @@ export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = asyn
   }
 
   // GET (and HEAD), POST and CORS preflights are all the provider answers; others are our 404.
-  for (const url of ['/oidc/*', OIDC_ROUTES.code_verification, `${OIDC_ROUTES.code_verification}/*`, '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
-    app.route({ method: ['GET', 'POST', 'OPTIONS'], url, schema: hidden, config: { skipCsrf: true }, preHandler: clientLimit, handler: forward });
+  // Its endpoints read the browser's session (forward, on the browser paths); discovery reads none
+  // and stays reachable during MFA enrolment, as everything under /.well-known.
+  const endpoints = access.anyone({ readsSession: true });
+  const discovery = access.anyone({ exempt: [DURING_ENROLMENT] });
+  const routes = [
+    { url: '/oidc/*', access: endpoints },
+    { url: OIDC_ROUTES.code_verification, access: endpoints },
+    { url: `${OIDC_ROUTES.code_verification}/*`, access: endpoints },
+    { url: '/.well-known/openid-configuration', access: discovery },
+    { url: '/.well-known/oauth-authorization-server', access: discovery },
+  ];
+  for (const { url, access: routeAccess } of routes) {
+    app.route({ method: ['GET', 'POST', 'OPTIONS'], url, schema: hidden, config: { skipCsrf: true, access: routeAccess }, preHandler: clientLimit, handler: forward });
   }
 };
 
@@ -103,7 +119,6 @@ export interface InteractionRouteOptions {
   oidc: OidcProviderService;
   clients: OidcClientsService;
   users: UserService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
   clock: Clock;
@@ -152,7 +167,7 @@ const uidParams = z.object({ uid: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-
 const consentBody = z.object({ decision: z.enum(['allow', 'deny']), csrfToken: z.string().max(200).optional() });
 
 export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> = async (app, options) => {
-  const { oidc, clients, users, authenticate, csrf, config, clock, pages } = options;
+  const { oidc, clients, users, csrf, config, clock, pages } = options;
 
   function errorPage(reply: FastifyReply, code: string, status = 400): FastifyReply {
     const i18n = reply.request.language;
@@ -220,11 +235,14 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
     return sendPage(reply, pages.render('oidc-continue', { i18n, title: i18n.t('oidc-provider.continue.title'), url: safe }));
   }
 
-  app.get(`${INTERACTION_PATH}/:uid`, { schema: { ...hidden, params: uidParams } }, async (request, reply) => {
+  // The interaction decides who must sign in (again) and comes back here: the session is read, not required.
+  const interactionAccess = { access: access.anyone({ readsSession: true }) };
+
+  app.get(`${INTERACTION_PATH}/:uid`, { config: interactionAccess, schema: { ...hidden, params: uidParams } }, async (request, reply) => {
     const { uid } = request.params;
     const interaction = await details(request, reply, uid);
     if (interaction === null) return errorPage(reply, 'expired_login_request');
-    const auth = await authenticate(request, reply);
+    const auth = sessionOf(request);
     const here = `${INTERACTION_PATH}/${uid}`;
 
     if (interaction.prompt.name === 'login') {
@@ -279,11 +297,11 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
     return errorPage(reply, 'invalid_request');
   });
 
-  app.post(`${INTERACTION_PATH}/:uid/consent`, { schema: { ...hidden, params: uidParams, body: consentBody } }, async (request, reply) => {
+  app.post(`${INTERACTION_PATH}/:uid/consent`, { config: interactionAccess, schema: { ...hidden, params: uidParams, body: consentBody } }, async (request, reply) => {
     const { uid } = request.params;
     const interaction = await details(request, reply, uid);
     if (interaction === null) return errorPage(reply, 'expired_login_request');
-    const auth = await authenticate(request, reply);
+    const auth = sessionOf(request);
     if (auth === null || interaction.prompt.name !== 'consent' || auth.userId !== interaction.session?.accountId) {
       return reply.redirect(signInRedirect(`${INTERACTION_PATH}/${uid}`), 303);
     }
@@ -296,11 +314,13 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
 
   app.post(
     '/oidc/connected-apps/:clientId/disconnect',
-    { schema: { ...hidden, params: z.object({ clientId: z.string().min(1).max(255) }), body: z.object({ csrfToken: z.string().max(200).optional() }) } },
+    {
+      // Signed out, sign in and come back to the dashboard (the form's page), never to this form's target.
+      config: { access: access.user({ signedOutRedirect: signInRedirect('/dashboard') }) },
+      schema: { ...hidden, params: z.object({ clientId: z.string().min(1).max(255) }), body: z.object({ csrfToken: z.string().max(200).optional() }) },
+    },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) return reply.redirect(signInRedirect('/dashboard'), 303);
-      await oidc.disconnect(auth.userId, request.params.clientId);
+      await oidc.disconnect(signedIn(request).userId, request.params.clientId);
       return reply.redirect('/dashboard#connected-apps-heading', 303);
     },
   );

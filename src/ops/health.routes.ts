@@ -12,6 +12,10 @@ import { toErrorBody } from '../errors.ts';
 import { sendError } from '../http/error-handler.ts';
 import { errorResponse } from '../http/schemas.ts';
 import { withTimeout, type Readiness } from './readiness.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
+
+// For load balancers: no session, and nothing a policy could refuse.
+const forAnyone = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
 
 const HEALTH_TIMEOUT_MS = 2_000;
 const RETRY_AFTER_SECONDS = 5;
@@ -31,6 +35,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ storage: Storage; readiness: 
   app.get(
     '/api/health',
     {
+      config: forAnyone,
       schema: {
         tags: ['operations'],
         summary: 'Liveness and storage readiness',
@@ -51,13 +56,14 @@ export const healthRoutes: FastifyPluginAsyncZod<{ storage: Storage; readiness: 
 
   app.get(
     '/api/health/live',
-    { schema: { tags: ['operations'], summary: 'Liveness: the process answers', security: [], response: { 200: z.object({ status: z.literal('ok') }) } } },
+    { config: forAnyone, schema: { tags: ['operations'], summary: 'Liveness: the process answers', security: [], response: { 200: z.object({ status: z.literal('ok') }) } } },
     async () => ({ status: 'ok' as const }),
   );
 
   app.get(
     '/api/health/ready',
     {
+      config: forAnyone,
       schema: {
         tags: ['operations'],
         summary: 'Readiness: storage reachable, migrations current, signing keys loaded, not shutting down',

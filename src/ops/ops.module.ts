@@ -13,6 +13,9 @@ declare module '../module.ts' {
 
 export const opsModule = defineModule({
   name: 'ops',
+  openApiTags: [
+    { name: 'operations', description: 'Health for load balancers and orchestrators.' },
+  ],
   provide: ({ db, clock, logger, config, services, storage, modules }) => ({
     housekeeping: createHousekeepingJob({ db, clock, logger, actionTokens: services.actionTokens, idleTimeoutMs: config.sessions.idleTimeoutSeconds * 1000 }),
     readiness: createReadiness({ storage, keys: services.keys, migrations: collectMigrations(modules) }),

@@ -2,25 +2,26 @@
  * `/admin/organizations`: the administrators' pages of organizations, in the admin area's frame and
  * the page's language:
  * the list with a search, one organization with its members and a Delete button. ADMIN only (the
- * route guard refuses `/admin/**` to everyone else; the hook checks again). Hidden from the
+ * prefix rules refuse `/admin/**` to everyone else; each route declares it too). Hidden from the
  * OpenAPI document; CSRF is checked for the form post before the handler runs.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { requireAdminPages } from '../authorization/admin-only.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, signedIn } from '../authorization/access.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { sendPage, templatesIn } from '../web/render.ts';
+import { createAdminPageRenderer } from '../admin/admin-area.ts';
+import type { AdminNavEntry } from '../module.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 import { OPERATOR, type OrganizationsService } from './organizations.service.ts';
 import { organizationAlerts, type PageAlert } from './organizations-pages.messages.ts';
 
 export const ADMIN_ORGANIZATIONS_PAGE = '/admin/organizations';
 const adminOrganizationPage = (id: string) => `${ADMIN_ORGANIZATIONS_PAGE}/${encodeURIComponent(id)}`;
-const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
 interface AdminFrame {
   section: 'organizations';
@@ -40,16 +41,16 @@ interface AdminOrganizationPages {
   };
 }
 
-export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; authenticate: RequestAuthenticator; csrf: Csrf }> = async (app, { organizations, authenticate, csrf }) => {
-  const pages = createPageRenderer<AdminOrganizationPages>([
-    ...templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
-    ADMIN_HEADER,
-  ]);
-  const actingAdmin = requireAdminPages(app, authenticate);
+export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; csrf: Csrf; adminNav: readonly AdminNavEntry[] }> = async (app, { organizations, csrf, adminNav }) => {
+  const pages = createAdminPageRenderer<AdminOrganizationPages>(
+    templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
+    adminNav,
+  );
+  const forAdmins = { access: access.role(ADMIN_ROLE) };
   const hidden = { hide: true } as const;
   const toList = (query: Record<string, string>) => `${ADMIN_ORGANIZATIONS_PAGE}?${new URLSearchParams(query)}`;
 
-  app.get(ADMIN_ORGANIZATIONS_PAGE, { schema: { ...hidden, querystring: z.object({ query: queryText(200), notice: shownCode, error: shownCode }) } }, async (request, reply) => {
+  app.get(ADMIN_ORGANIZATIONS_PAGE, { config: forAdmins, schema: { ...hidden, querystring: z.object({ query: queryText(200), notice: shownCode, error: shownCode }) } }, async (request, reply) => {
     const list = await organizations.list({ query: request.query.query, limit: 200 });
     const i18n = request.language;
     return sendPage(
@@ -66,7 +67,7 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
     );
   });
 
-  app.get(`${ADMIN_ORGANIZATIONS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), querystring: z.object({ notice: shownCode, error: shownCode }) } }, async (request, reply) => {
+  app.get(`${ADMIN_ORGANIZATIONS_PAGE}/:id`, { config: forAdmins, schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), querystring: z.object({ notice: shownCode, error: shownCode }) } }, async (request, reply) => {
     const organization = await organizations.find(request.params.id);
     if (organization === null) return reply.redirect(toList({ error: 'ORGANIZATION_NOT_FOUND' }), 303);
     const members = (await organizations.listMembers(organization.id, OPERATOR)) ?? [];
@@ -89,10 +90,9 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
 
   app.post(
     `${ADMIN_ORGANIZATIONS_PAGE}/:id/delete`,
-    { config: { formErrorPage: ADMIN_ORGANIZATIONS_PAGE }, schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), body: z.object({ csrfToken: z.string().max(200).optional() }).optional() } },
+    { config: { ...forAdmins, formErrorPage: ADMIN_ORGANIZATIONS_PAGE }, schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), body: z.object({ csrfToken: z.string().max(200).optional() }).optional() } },
     async (request, reply) => {
-      const admin = await actingAdmin(request, reply);
-      const result = await organizations.delete(request.params.id, OPERATOR, requestSource(request, admin.userId));
+      const result = await organizations.delete(request.params.id, OPERATOR, requestSource(request, signedIn(request).userId));
       return reply.redirect(toList(result.ok ? { notice: 'ORGANIZATION_DELETED' } : { error: 'ORGANIZATION_NOT_FOUND' }), 303);
     },
   );

@@ -1,13 +1,14 @@
 /**
  * The administrators' API of organizations (`/api/admin/organizations`, ADMIN as held now, like
- * every admin route): list with a search, show one with its members, delete one.
+ * every admin route; each route declares it): list with a search, show one with its members, delete one.
  */
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
-import { requireAdminApi } from '../authorization/admin-only.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, signedIn } from '../authorization/access.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 import { queryText } from '../web/page-query.ts';
 import { OPERATOR, type OrganizationsService } from './organizations.service.ts';
 import { memberView, okView, organizationView, toMemberJson, toOrganizationJson } from './organizations.schemas.ts';
@@ -21,13 +22,13 @@ const adminErrors = {
 const tags = ['admin'];
 const security = [{ bearer: [] }];
 const params = z.object({ id: z.string().min(1).max(64).describe('Its id or slug') });
+const config = { access: access.role(ADMIN_ROLE) };
 
-export const adminOrganizationRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; authenticate: RequestAuthenticator }> = async (app, { organizations, authenticate }) => {
-  const actingAdmin = requireAdminApi(app, authenticate);
-
+export const adminOrganizationRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService }> = async (app, { organizations }) => {
   app.get(
     ADMIN_ORGANIZATIONS_API,
     {
+      config,
       schema: {
         tags,
         summary: 'List organizations',
@@ -45,7 +46,7 @@ export const adminOrganizationRoutes: FastifyPluginAsyncZod<{ organizations: Org
 
   app.get(
     `${ADMIN_ORGANIZATIONS_API}/:id`,
-    { schema: { tags, summary: 'Show an organization with its members', security, params, response: { 200: z.object({ organization: organizationView, members: z.array(memberView) }), ...adminErrors, 404: errorResponse.describe('ORGANIZATION_NOT_FOUND') } } },
+    { config, schema: { tags, summary: 'Show an organization with its members', security, params, response: { 200: z.object({ organization: organizationView, members: z.array(memberView) }), ...adminErrors, 404: errorResponse.describe('ORGANIZATION_NOT_FOUND') } } },
     async (request) => {
       const organization = await organizations.find(request.params.id);
       if (organization === null) throw new AppError('ORGANIZATION_NOT_FOUND');
@@ -56,9 +57,9 @@ export const adminOrganizationRoutes: FastifyPluginAsyncZod<{ organizations: Org
 
   app.delete(
     `${ADMIN_ORGANIZATIONS_API}/:id`,
-    { schema: { tags, summary: 'Delete an organization', description: 'With its members and invitations; audited with the acting admin.', security, params, response: { 200: okView, ...adminErrors, 404: errorResponse.describe('ORGANIZATION_NOT_FOUND') } } },
-    async (request, reply) => {
-      const source = await actingAdmin(request, reply);
+    { config, schema: { tags, summary: 'Delete an organization', description: 'With its members and invitations; audited with the acting admin.', security, params, response: { 200: okView, ...adminErrors, 404: errorResponse.describe('ORGANIZATION_NOT_FOUND') } } },
+    async (request) => {
+      const source = requestSource(request, signedIn(request).userId);
       const organization = await organizations.find(request.params.id);
       if (organization === null) throw new AppError('ORGANIZATION_NOT_FOUND');
       const result = await organizations.delete(organization.id, OPERATOR, source);

@@ -10,18 +10,20 @@
  * - `/organizations/invitations/accept?token=…`: what a mailed link opens: the organization and
  *   role, Accept (signed in; sign-in comes back here) and Decline. A GET never uses the token.
  * Every form posts to a route here, which calls the service the JSON API calls and answers 303
- * back to a page with `?notice=CODE` or `?error=CODE`.
+ * back to a page with `?notice=CODE` or `?error=CODE`. A signed-out visitor of a page or a form
+ * for the signed-in is sent to sign in, coming back to the page (the form's page, for a form); the
+ * role a member holds in an organization is the organizations service's to check.
  */
 import { z } from 'zod';
 import { join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { access, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Config } from '../config.ts';
 import type { PageSection } from '../module.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { toSafeLocalPath } from '../http/safe-redirect.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { UserService } from '../users/user.service.ts';
@@ -112,7 +114,6 @@ export interface OrganizationPageOptions {
   organizations: OrganizationsService;
   users: UserService;
   sessions: SessionService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
   clock: Clock;
@@ -124,11 +125,18 @@ const text = (max: number) => z.string().max(max).optional();
 const pageQuery = z.object({ notice: shownCode, error: shownCode });
 const params = z.object({ id: z.string().min(1).max(64) });
 
+/** Signed in; signed out, to sign in and back to `page` (for a form: the page it is on). */
+const signedInComingBackTo = (page: string) => ({ access: access.user({ signedOutRedirect: signInRedirect(page) }) });
+/** Signed in; signed out, to sign in and back to the organization's page (the route's `:id`). */
+const forOrganizationMembers = { access: access.user({ signedOutRedirect: (request: FastifyRequest) => signInRedirect(organizationPage((request.params as { id: string }).id)) }) };
+/** Anyone; the handler tells the signed-in apart (`sessionOf`). */
+const readingTheSession = { access: access.anyone({ readsSession: true }) };
+
 export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptions> = async (app, options) => {
-  const { organizations, users, authenticate, csrf } = options;
+  const { organizations, users, csrf } = options;
   const pages = renderer();
   // What the handlers cannot tell apart (a field far too long, a database outage) goes back to the dashboard.
-  const formRoute = { config: { formErrorPage: DASHBOARD } };
+  const formErrorPage = DASHBOARD;
 
   const back = (reply: FastifyReply, path: string, query: Record<string, string>) => reply.redirect(`${path}?${new URLSearchParams(query)}`, 303);
 
@@ -139,19 +147,14 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     return sendPage(reply, pages.render('error', { i18n, title: heading, code, heading, message }), 404);
   }
 
-  /** The signed-in user, or a redirect to sign in (back to `page` for a page load; to the dashboard for a form). */
-  async function signedIn(request: FastifyRequest, reply: FastifyReply, comeBackTo: string) {
-    const auth = await authenticate(request, reply);
-    if (auth === null) {
-      void reply.redirect(signInRedirect(comeBackTo), 303);
-      return null;
-    }
+  /** The signed-in caller: as the service's actor, and as the audit log's source. */
+  function caller(request: FastifyRequest) {
+    const auth = signedIn(request);
     return { auth, actor: { userId: auth.userId }, source: requestSource(request, auth.userId) };
   }
 
-  app.get(NEW_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => {
-    const signed = await signedIn(request, reply, NEW_PAGE);
-    if (signed === null) return reply;
+  app.get(NEW_PAGE, { config: signedInComingBackTo(NEW_PAGE), schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => {
+    const signed = caller(request);
     const user = await users.findUserById(signed.auth.userId);
     const i18n = request.language;
     return sendPage(
@@ -167,9 +170,8 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     );
   });
 
-  app.post(ORGANIZATIONS_PAGE, { ...formRoute, schema: { ...hidden, body: z.object({ name: text(1000), slug: text(200), csrfToken: csrfField }) } }, async (request, reply) => {
-    const signed = await signedIn(request, reply, NEW_PAGE);
-    if (signed === null) return reply;
+  app.post(ORGANIZATIONS_PAGE, { config: { ...signedInComingBackTo(NEW_PAGE), formErrorPage }, schema: { ...hidden, body: z.object({ name: text(1000), slug: text(200), csrfToken: csrfField }) } }, async (request, reply) => {
+    const signed = caller(request);
     const user = await users.findUserById(signed.auth.userId);
     if (user === null) return reply.redirect(signInRedirect(NEW_PAGE), 303);
     const slug = (request.body.slug ?? '').trim();
@@ -181,10 +183,9 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
 
   app.post(
     `${ORGANIZATIONS_PAGE}/active`,
-    { ...formRoute, schema: { ...hidden, body: z.object({ organizationId: text(64), returnTo: text(200), csrfToken: csrfField }) } },
+    { config: { ...signedInComingBackTo(DASHBOARD), formErrorPage }, schema: { ...hidden, body: z.object({ organizationId: text(64), returnTo: text(200), csrfToken: csrfField }) } },
     async (request, reply) => {
-      const signed = await signedIn(request, reply, DASHBOARD);
-      if (signed === null) return reply;
+      const signed = caller(request);
       const returnTo = toSafeLocalPath(request.body.returnTo, 'http://x', DASHBOARD);
       const target = returnTo === DASHBOARD || returnTo.startsWith(`${ORGANIZATIONS_PAGE}/`) ? returnTo : DASHBOARD;
       const organizationId = (request.body.organizationId ?? '') === '' ? null : request.body.organizationId!;
@@ -200,9 +201,9 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
   );
 
   // The invitation link's page and its two forms.
-  app.get(INVITATION_PAGE, { schema: { ...hidden, querystring: pageQuery.extend({ token: queryText(200) }) } }, async (request, reply) => {
+  app.get(INVITATION_PAGE, { config: readingTheSession, schema: { ...hidden, querystring: pageQuery.extend({ token: queryText(200) }) } }, async (request, reply) => {
     const token = request.query.token ?? '';
-    const auth = await authenticate(request, reply);
+    const auth = sessionOf(request);
     const i18n = request.language;
     const alerts = organizationAlerts(request.query, i18n);
     const preview = token === '' ? null : await organizations.previewInvitation(token);
@@ -227,23 +228,24 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
 
   const answerBody = z.object({ token: text(200), invitationId: text(64), csrfToken: csrfField });
 
-  app.post(`${INVITATION_PAGE}`, { ...formRoute, schema: { ...hidden, body: answerBody } }, async (request, reply) => {
+  // For the signed-in, but declared for anyone: a signed-out visitor goes to sign in and back to the
+  // invitation the form names (its body, which the access hook runs too early to read).
+  app.post(`${INVITATION_PAGE}`, { config: { ...readingTheSession, formErrorPage }, schema: { ...hidden, body: answerBody } }, async (request, reply) => {
     const { token, invitationId } = request.body;
     const page = token !== undefined ? `${INVITATION_PAGE}?${new URLSearchParams({ token })}` : DASHBOARD;
-    const signed = await signedIn(request, reply, page);
-    if (signed === null) return reply;
-    const user = await users.findUserById(signed.auth.userId);
+    const auth = sessionOf(request);
+    const user = auth === null ? null : await users.findUserById(auth.userId);
     if (user === null) return reply.redirect(signInRedirect(page), 303);
     const ref = token !== undefined ? { token } : { invitationId: invitationId ?? '' };
-    const result = await organizations.acceptInvitation(ref, user, signed.source);
+    const result = await organizations.acceptInvitation(ref, user, requestSource(request, user.id));
     if (result.ok) return back(reply, organizationPage(result.organization.id), { notice: 'INVITATION_ACCEPTED' });
     if (token !== undefined) return back(reply, INVITATION_PAGE, { token, error: result.reason });
     return reply.redirect(`${DASHBOARD}?${new URLSearchParams({ error: result.reason })}`, 303);
   });
 
-  app.post('/organizations/invitations/decline', { ...formRoute, schema: { ...hidden, body: answerBody } }, async (request, reply) => {
+  app.post('/organizations/invitations/decline', { config: { ...readingTheSession, formErrorPage }, schema: { ...hidden, body: answerBody } }, async (request, reply) => {
     const { token, invitationId } = request.body;
-    const auth = await authenticate(request, reply);
+    const auth = sessionOf(request);
     const user = auth === null ? null : await users.findUserById(auth.userId);
     const source = requestSource(request, auth?.userId ?? null);
     if (token !== undefined) {
@@ -257,11 +259,9 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
   });
 
   // One organization's page and its forms.
-  app.get(`${ORGANIZATIONS_PAGE}/:id`, { schema: { ...hidden, params, querystring: pageQuery } }, async (request, reply) => {
+  app.get(`${ORGANIZATIONS_PAGE}/:id`, { config: forOrganizationMembers, schema: { ...hidden, params, querystring: pageQuery } }, async (request, reply) => {
     const href = organizationPage(request.params.id);
-    const signed = await signedIn(request, reply, href);
-    if (signed === null) return reply;
-    const { auth, actor } = signed;
+    const { auth, actor } = caller(request);
     const found = await organizations.get(request.params.id, actor);
     if (found === null || found.role === null) return notFoundPage(request, reply);
     const { organization, role: myRole } = found;
@@ -311,17 +311,16 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     );
   });
 
-  /** A form on an organization's page: signed in, then `act`; its outcome back to the page. */
+  /** A form on an organization's page: `act` as the signed-in caller; its outcome back to the page. */
   function organizationForm<B extends z.ZodType>(
     path: string,
     body: B,
     act: (input: { id: string; body: z.infer<B>; actor: { userId: string }; source: ReturnType<typeof requestSource> }) => Promise<{ ok: true; notice: string; to?: string } | { ok: false; reason: string }>,
   ) {
-    app.post(`${ORGANIZATIONS_PAGE}/:id/${path}`, { ...formRoute, schema: { ...hidden, params, body } }, async (request, reply) => {
+    app.post(`${ORGANIZATIONS_PAGE}/:id/${path}`, { config: { ...forOrganizationMembers, formErrorPage }, schema: { ...hidden, params, body } }, async (request, reply) => {
       const { id } = request.params as { id: string };
       const href = organizationPage(id);
-      const signed = await signedIn(request, reply, href);
-      if (signed === null) return reply;
+      const signed = caller(request);
       const outcome = await act({ id, body: request.body as z.infer<B>, actor: signed.actor, source: signed.source });
       if (outcome.ok) return back(reply, outcome.to ?? href, { notice: outcome.notice });
       const code = ['INVALID_NAME', 'INVALID_SLUG', 'INVALID_ROLE'].includes(outcome.reason) ? 'VALIDATION_ERROR' : outcome.reason;

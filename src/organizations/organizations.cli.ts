@@ -5,7 +5,7 @@
  * e-mail address. Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the
  * command line is wrong.
  */
-import type { ServiceRegistry } from '../module.ts';
+import type { CliCommandGroup, ServiceRegistry } from '../module.ts';
 import { isoTime } from '../lib/clock.ts';
 import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
 import type { Member, Organization } from './organizations.service.ts';
@@ -46,6 +46,9 @@ export const ORGS_USAGE = `  gatehouse orgs list [--json]      organizations, ne
   gatehouse orgs remove-member ORG --email E
                                     remove a member (an organization keeps at least one OWNER)
   gatehouse orgs delete ORG         delete an organization with its members and invitations`;
+
+/** These commands as the organizations module declares them (module.ts: `CliCommandGroup`); `gatehouse help` reads this file. */
+export const cli: readonly CliCommandGroup[] = [{ name: 'orgs', usage: ORGS_USAGE, order: 40, load: async () => runOrgsCommand }];
 
 type Command = (args: string[], io: CliIo, withServices: WithServices) => Promise<void>;
 

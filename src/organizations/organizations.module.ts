@@ -9,6 +9,7 @@
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
+import { cli } from './organizations.cli.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { ORGANIZATIONS_ERRORS } from './organizations.errors.ts';
 import { organizationsConfigSection } from './organizations.config.ts';
@@ -17,7 +18,10 @@ import { createOrganizationsService, type OrganizationsService } from './organiz
 import { organizationRoutes } from './organizations.routes.ts';
 import { adminOrganizationRoutes } from './organizations-admin.routes.ts';
 import { organizationPageRoutes, organizationPageSections } from './organizations-pages.routes.ts';
-import { adminOrganizationPageRoutes } from './organizations-admin-pages.routes.ts';
+import { ADMIN_ORGANIZATIONS_PAGE, adminOrganizationPageRoutes } from './organizations-admin-pages.routes.ts';
+import { organizationsUserData } from './organizations.user-data.ts';
+import { ORGANIZATIONS_PUBLIC_EVENTS } from './organizations.public-events.ts';
+import { organizationsMail } from './organizations.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -49,11 +53,18 @@ declare module '../audit/audit.service.ts' {
 
 export const organizationsModule = defineModule({
   name: 'organizations',
+  cli,
+  adminNav: [{ path: ADMIN_ORGANIZATIONS_PAGE, labelKey: 'organizations.adminNav', section: 'organizations', order: 30 }],
+  openApiTags: [
+    { name: 'organizations', description: "Organizations, their members, roles and invitations, and the session's active organization." },
+  ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => organizationsMail,
   config: organizationsConfigSection,
   migrations: { '20261127-organizations-tables': tables },
   errors: ORGANIZATIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: ORGANIZATIONS_PUBLIC_EVENTS,
   provide({ db, storage, clock, logger, config, services }) {
     const { audit, mail, rateLimiters, users } = services;
     return {
@@ -84,19 +95,21 @@ export const organizationsModule = defineModule({
     return org === null ? {} : { org };
   },
   pageSections: ({ organizations, users }) => organizationPageSections({ organizations, users }),
+  // Memberships and invitations; the only OWNER of an organization with other members hands it over before deleting their account.
+  userData: ({ organizations, users }) => organizationsUserData({ organizations, users }),
   routes: [
     {
       scope: 'api',
-      register: async (app, { services, authenticate, config, clock }) => {
-        await app.register(organizationRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, authenticate, config, clock });
-        await app.register(adminOrganizationRoutes, { organizations: services.organizations, authenticate });
+      register: async (app, { services, config, clock }) => {
+        await app.register(organizationRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, config, clock });
+        await app.register(adminOrganizationRoutes, { organizations: services.organizations });
       },
     },
     {
       scope: 'browser',
-      register: async (app, { services, authenticate, csrf, config, clock }) => {
-        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, authenticate, csrf, config, clock });
-        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, authenticate, csrf });
+      register: async (app, { services, csrf, config, clock, adminNav }) => {
+        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, csrf, config, clock });
+        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, csrf, adminNav });
       },
     },
   ],

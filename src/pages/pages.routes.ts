@@ -7,12 +7,12 @@
 import type { Clock } from '../lib/clock.ts';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import { renderPageSections, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { callbackFormActions, toCallbackUrl } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
@@ -75,7 +75,6 @@ export interface PageRouteOptions {
   sessions: SessionService;
   /** The sessions' approximate places, when the operator configured a database (GEOIP_DATABASE_FILE). */
   places: PlaceFinder;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
   oauth: OAuthService;
@@ -93,30 +92,32 @@ const callbackUrl = z.preprocess(firstValue, z.string()).optional();
 const csrfField = z.string().max(200).optional();
 
 export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, options) => {
-  const { sessions, authenticate, csrf, config, oauth } = options;
+  const { sessions, csrf, config, oauth } = options;
   const pages = createPageRenderer<Pages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
+  // The pages under /auth and /dashboard stay reachable while the MFA policy asks for enrolment.
+  const forAnyone = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
+  const forUser = { access: access.user({ exempt: [DURING_ENROLMENT] }) };
 
-  /** The signed-in person, or null; a session whose user is gone counts as none. */
-  async function signedIn(request: FastifyRequest, reply: FastifyReply) {
-    const auth = await authenticate(request, reply);
+  /** The person `auth` is, or null: a session whose user is gone counts as none. */
+  async function describe(auth: RequestAuth | null) {
     if (auth === null) return null;
     const view = await sessions.describeSession(auth);
     return view === null ? null : { auth, view };
   }
 
-  app.get('/', { schema: hidden }, async (request, reply) => {
-    const isSignedIn = (await authenticate(request, reply)) !== null;
+  app.get('/', { config: { access: access.anyone({ readsSession: true }) }, schema: hidden }, async (request, reply) => {
+    const isSignedIn = sessionOf(request) !== null;
     const i18n = request.language;
     return sendPage(reply, pages.render('home', { i18n, title: i18n.t('pages.home.title'), isSignedIn }));
   });
 
   app.get(
     '/auth/signin',
-    { schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl }) } },
+    { config: { access: access.anyone({ readsSession: true, exempt: [DURING_ENROLMENT] }) }, schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl }) } },
     async (request, reply) => {
       const { error, callbackUrl: requested } = request.query;
-      const current = await signedIn(request, reply);
+      const current = await describe(sessionOf(request));
       const csrfToken = csrf.issueToken(request, reply);
       const callbackUrl = toCallbackUrl(requested, config);
       const sections = await renderPageSections(options.signInSections, { userId: null, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n: request.language });
@@ -145,19 +146,19 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     },
   );
 
-  app.get('/auth/signout', { schema: hidden }, async (request, reply) => {
+  app.get('/auth/signout', { config: forAnyone, schema: hidden }, async (request, reply) => {
     const i18n = request.language;
     return sendPage(reply, pages.render('signout', { i18n, title: i18n.t('pages.signout.title'), csrfToken: csrf.issueToken(request, reply) }));
   });
 
-  app.get('/auth/error', { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
+  app.get('/auth/error', { config: forAnyone, schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
     const i18n = request.language;
     const { heading, message, code } = authErrorExplanation(request.query.error ?? '', i18n);
     return sendPage(reply, pages.render('error', { i18n, title: heading, heading, message, code }));
   });
 
-  app.get(DASHBOARD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode, notice: shownCode }) } }, async (request, reply) => {
-    const current = await signedIn(request, reply);
+  app.get(DASHBOARD_PAGE, { config: forUser, schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode, notice: shownCode }) } }, async (request, reply) => {
+    const current = await describe(signedIn(request));
     if (current === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
     const { auth, view } = current;
     const i18n = request.language;
@@ -201,14 +202,13 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
   });
 
   // The dashboard's buttons. CSRF (origin + token) is checked for every form post before these run.
-  const formRoute = { config: { formErrorPage: DASHBOARD_PAGE } };
+  const formRoute = { config: { ...forUser, formErrorPage: DASHBOARD_PAGE } };
 
   app.post(
     '/dashboard/sessions/end',
     { ...formRoute, schema: { ...hidden, body: z.object({ sessionId: z.string().min(1).max(64), csrfToken: csrfField }) } },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      const auth = signedIn(request);
       const { sessionId } = request.body;
       if (!(await sessions.endSession(auth.userId, sessionId, requestSource(request, auth.userId)))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
       if (sessionId === auth.sessionId) {
@@ -224,8 +224,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     '/dashboard/accounts/unlink',
     { ...formRoute, schema: { ...hidden, body: z.object({ provider: z.string().min(1).max(64), csrfToken: csrfField }) } },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      const auth = signedIn(request);
       const result = await oauth.unlinkIdentity(auth.userId, request.body.provider, requestSource(request, auth.userId));
       const target = new URLSearchParams(result.ok ? { notice: 'PROVIDER_UNLINKED' } : { error: result.reason });
       return reply.redirect(`${DASHBOARD_PAGE}?${target}`, 303);
@@ -236,8 +235,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     '/dashboard/sessions/end-others',
     { ...formRoute, schema: { ...hidden, body: z.object({ csrfToken: csrfField }).optional() } },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
+      const auth = signedIn(request);
       await sessions.endAllSessions(auth.userId, { source: requestSource(request, auth.userId), exceptSessionId: auth.sessionId });
       return reply.redirect(DASHBOARD_PAGE, 303);
     },

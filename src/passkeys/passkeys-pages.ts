@@ -8,7 +8,8 @@
  * - `GET /assets/passkeys.js`: @simplewebauthn/browser's own browser bundle (UMD, no eval) and our
  *   script (`assets/passkeys.client.js`), one file, read once at start;
  * - `POST /dashboard/passkeys/rename` and `/remove`: the same forms posted without JavaScript
- *   (the script sends them to the JSON API instead). Register where form bodies are parsed.
+ *   (the script sends them to the JSON API instead); a refusal (REAUTH_REQUIRED) goes back to the
+ *   dashboard with its code, as the forms' other errors do. Register where form bodies are parsed.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -19,9 +20,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { PageSection } from '../module.ts';
 import type { Translator } from '../i18n/translator.ts';
 import type { Config } from '../config.ts';
-import { AppError } from '../errors.ts';
+import { AppError, type ErrorCode } from '../errors.ts';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { UserService } from '../users/user.service.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -152,7 +153,7 @@ export function passkeysScript(): Buffer {
 export const passkeyAssetRoutes: FastifyPluginAsyncZod = async (app) => {
   const script = passkeysScript();
   const etag = `"${createHash('sha256').update(script).digest('base64url').slice(0, 27)}"`;
-  app.get(PASSKEYS_SCRIPT, { schema: { hide: true } }, async (request, reply) => {
+  app.get(PASSKEYS_SCRIPT, { config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) }, schema: { hide: true } }, async (request, reply) => {
     void reply.headers({ 'cache-control': `public, max-age=${MAX_AGE_SECONDS}`, etag, 'x-content-type-options': 'nosniff' });
     const presented = request.headers['if-none-match'];
     if (presented !== undefined && presented.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) return reply.code(304).send();
@@ -163,7 +164,6 @@ export const passkeyAssetRoutes: FastifyPluginAsyncZod = async (app) => {
 export interface PasskeyFormRouteOptions {
   passkeys: PasskeyService;
   users: UserService;
-  authenticate: RequestAuthenticator;
   config: Config;
   clock: Clock;
 }
@@ -171,17 +171,35 @@ export interface PasskeyFormRouteOptions {
 const csrfField = z.string().max(200).optional();
 const idField = z.string().min(1).max(64);
 
-/** The dashboard's Rename and Remove forms, posted without JavaScript. */
-export const passkeyFormRoutes: FastifyPluginAsyncZod<PasskeyFormRouteOptions> = async (app, { passkeys, users, authenticate, config, clock }) => {
-  const formRoute = { config: { formErrorPage: DASHBOARD } };
+/**
+ * A dashboard form: signed in (or back to sign-in, then the dashboard), reachable during
+ * enrolment; a refusal goes the way of the form's other errors (`formErrorPage`: back to the
+ * dashboard with its code).
+ */
+const dashboardForm = (requires: readonly string[]) => ({
+  formErrorPage: DASHBOARD,
+  access: access.user({
+    exempt: [DURING_ENROLMENT],
+    requires,
+    refusalPage: (_request, _reply, code) => {
+      throw new AppError(code as ErrorCode);
+    },
+  }),
+});
+
+/**
+ * The dashboard's Rename and Remove forms, posted without JavaScript. Both need a recent second
+ * factor from a user who has one, as every change posted under /dashboard/passkeys always has;
+ * removing also needs a recent sign-in, as `DELETE /api/auth/passkeys/:id` does.
+ */
+export const passkeyFormRoutes: FastifyPluginAsyncZod<PasskeyFormRouteOptions> = async (app, { passkeys, users }) => {
   const hidden = { hide: true } as const;
 
   app.post(
     '/dashboard/passkeys/rename',
-    { ...formRoute, schema: { ...hidden, body: z.object({ id: idField, name: passkeyName, csrfToken: csrfField }, { error: 'must be a JSON object' }) } },
+    { config: dashboardForm([RECENT_SECOND_FACTOR]), schema: { ...hidden, body: z.object({ id: idField, name: passkeyName, csrfToken: csrfField }, { error: 'must be a JSON object' }) } },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) return reply.redirect(signInRedirect(DASHBOARD), 303);
+      const auth = signedIn(request);
       const renamed = await passkeys.rename(auth.userId, request.body.id, request.body.name, requestSource(request, auth.userId));
       if (renamed === null) throw new AppError('PASSKEY_NOT_FOUND');
       return reply.redirect(DASHBOARD_PASSKEYS, 303);
@@ -190,12 +208,11 @@ export const passkeyFormRoutes: FastifyPluginAsyncZod<PasskeyFormRouteOptions> =
 
   app.post(
     '/dashboard/passkeys/remove',
-    { ...formRoute, schema: { ...hidden, body: z.object({ id: idField, csrfToken: csrfField }, { error: 'must be a JSON object' }) } },
+    { config: dashboardForm([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]), schema: { ...hidden, body: z.object({ id: idField, csrfToken: csrfField }, { error: 'must be a JSON object' }) } },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      const user = auth === null ? null : await users.findUserById(auth.userId);
-      if (auth === null || user === null) return reply.redirect(signInRedirect(DASHBOARD), 303);
-      if (auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) throw new AppError('REAUTH_REQUIRED');
+      const auth = signedIn(request);
+      const user = await users.findUserById(auth.userId);
+      if (user === null) return reply.redirect(signInRedirect(DASHBOARD), 303);
       if (!(await passkeys.remove(user, request.body.id, requestSource(request, auth.userId)))) throw new AppError('PASSKEY_NOT_FOUND');
       return reply.redirect(DASHBOARD_PASSKEYS, 303);
     },

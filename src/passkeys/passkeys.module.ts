@@ -1,9 +1,9 @@
 /**
  * Passkeys (WebAuthn): register them from the dashboard, sign in with one alone (a discoverable
  * credential with user verification), use one as the second factor after a password, or to step
- * up. Listed before the mfa module, which reads this module's passkeys (its `PasskeyDirectory`):
- * the routes reach the mfa module's services (recovery codes, the second-factor challenge) once
- * every module is built.
+ * up. Its passkeys are a first factor of the sign-in pipeline and a second factor the mfa module
+ * lists, counts and resets (passkey-factor.ts). Listed before the mfa module: the routes reach the
+ * mfa module's services (recovery codes, the second-factor challenge) once every module is built.
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
@@ -15,6 +15,10 @@ import * as passkeysTables from './migrations/20261125-passkeys.ts';
 import { createPasskeyService, type PasskeyService, type RecoveryCodeIssuer } from './passkeys.service.ts';
 import { passkeyRoutes, type SecondFactorPort } from './passkeys.routes.ts';
 import { passkeyAssetRoutes, passkeyFormRoutes, passkeyPageSections } from './passkeys-pages.ts';
+import { passkeyFactorKind, passkeySecondFactorKind } from './passkey-factor.ts';
+import { PASSKEYS_PUBLIC_EVENTS } from './passkeys.public-events.ts';
+import { PASSKEYS_COUNTED_EVENTS } from './passkeys.metrics.ts';
+import { PASSKEYS_SECURITY_NOTICES } from './passkeys.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -35,10 +39,16 @@ const NO_SECOND_FACTOR: SecondFactorPort = { userOf: async () => null, finishWit
 
 export const passkeysModule = defineModule({
   name: 'passkeys',
+  openApiTags: [
+    { name: 'passkeys', description: 'WebAuthn passkeys: registration, sign-in and step-up.' },
+  ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  securityNotices: PASSKEYS_SECURITY_NOTICES,
   migrations: { '20261125-passkeys': passkeysTables },
   errors: PASSKEY_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: PASSKEYS_PUBLIC_EVENTS,
+  countedEvents: PASSKEYS_COUNTED_EVENTS,
   provide({ db, clock, logger, config, services }) {
     const { audit, mail } = services;
     const authUrl = new URL(config.authUrl);
@@ -48,11 +58,15 @@ export const passkeysModule = defineModule({
   },
   // Challenges nobody answered are deleted once expired.
   jobs: ({ passkeys }, { logger }) => [createPeriodicJob({ name: 'passkey-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await passkeys.deleteExpiredChallenges()) })],
+  firstFactors: ({ passkeys }) => [passkeyFactorKind(passkeys)],
+  secondFactors: ({ passkeys }) => [passkeySecondFactorKind(passkeys)],
   pageSections: ({ passkeys }) => passkeyPageSections(passkeys),
+  // A user's passkeys, by name and dates, never their keys (the rows go with the user's, on cascade).
+  userData: ({ passkeys }) => ({ export: async (userId) => ({ passkeys: await passkeys.listPasskeys(userId) }) }),
   routes: [
     {
       scope: 'api',
-      register: async (app, { services, authenticate, csrf, config, clock }) => {
+      register: async (app, { services, csrf, config, clock }) => {
         await app.register(passkeyRoutes, {
           passkeys: services.passkeys,
           users: services.users,
@@ -65,7 +79,6 @@ export const passkeysModule = defineModule({
             const registry = services as Partial<typeof services>;
             return { recoveryCodes: registry.mfa ?? NO_RECOVERY_CODES, secondFactor: registry.secondFactor ?? NO_SECOND_FACTOR };
           },
-          authenticate,
           csrf,
           config,
           clock,
@@ -75,7 +88,7 @@ export const passkeysModule = defineModule({
     },
     {
       scope: 'browser',
-      register: (app, { services, authenticate, config, clock }) => app.register(passkeyFormRoutes, { passkeys: services.passkeys, users: services.users, authenticate, config, clock }),
+      register: (app, { services, config, clock }) => app.register(passkeyFormRoutes, { passkeys: services.passkeys, users: services.users, config, clock }),
     },
   ],
 });

@@ -1,9 +1,10 @@
 /**
  * The passkeys API (JSON only):
  * - `POST /api/auth/passkeys/register/options` + `/register/verify`: add a passkey to the signed-in
- *   account (Bearer, or cookie + CSRF; signed in at most REAUTH_WINDOW ago);
+ *   account (Bearer, or cookie + CSRF; signed in at most REAUTH_WINDOW ago, and with a recent second
+ *   factor from a user who has one);
  * - `PATCH /api/auth/passkeys/:id` (rename; signed in) and `DELETE /api/auth/passkeys/:id` (remove;
- *   signed in at most REAUTH_WINDOW ago); `GET /api/auth/mfa` lists them;
+ *   as adding); `GET /api/auth/mfa` lists them;
  * - `POST /api/auth/passkeys/authenticate/options` + `/authenticate/verify`: a whole sign-in with a
  *   passkey, or, with the `mfaToken` of a 403 MFA_REQUIRED, the second factor after a password.
  *   The answer is the body `POST /api/auth` gives, and, like `POST /api/auth/signin`, the browser
@@ -14,6 +15,7 @@
  */
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } from '../authorization/access.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { AppError } from '../errors.ts';
@@ -21,7 +23,6 @@ import type { Config } from '../config.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import type { CsrfRotation } from '../http/csrf.ts';
 import { clientKey, rateLimitHook, type RateLimiters } from '../http/rate-limit.ts';
-import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import { setAccessCookie, setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
@@ -33,11 +34,12 @@ import type { UserService } from '../users/user.service.ts';
 import { isoTime, type Clock } from '../lib/clock.ts';
 import type { PasskeyService, RecoveryCodeIssuer } from './passkeys.service.ts';
 import { credentialId, passkeyName, registrationResponse, authenticationResponse, mfaToken, passkeyView, creationOptions, requestOptions, signInResponse, noBody, idParams, signedInErrors, toJson } from './passkeys.schemas.ts';
+import { PASSKEY_FACTOR, passkeyFactor } from './passkey-factor.ts';
 
 /** What the routes need of the mfa module, which is built after this one (read at request time). */
 export interface SecondFactorPort {
   userOf(mfaToken: unknown): Promise<string | null>;
-  finishWith(mfaToken: unknown, userId: string, amr: readonly string[], source: ReturnType<typeof requestSource>): Promise<SignInOutcome | { ok: false; reason: string; retryAfterSeconds?: number }>;
+  finishWith(mfaToken: unknown, userId: string, met: { method: string; amr: readonly string[] }, source: ReturnType<typeof requestSource>): Promise<SignInOutcome | { ok: false; reason: string; retryAfterSeconds?: number }>;
 }
 
 export interface PasskeyRouteOptions {
@@ -49,25 +51,32 @@ export interface PasskeyRouteOptions {
   rateLimiters: RateLimiters;
   /** The mfa module's services (recovery codes, the second-factor challenge), once every module is built. */
   mfa: () => { recoveryCodes: RecoveryCodeIssuer; secondFactor: SecondFactorPort };
-  authenticate: RequestAuthenticator;
   csrf: CsrfRotation;
   config: Config;
   clock: Clock;
 }
 
+// Every route here is enrolment or answering a factor: reachable while MFA_REQUIRED_ROLES asks the
+// user to enrol.
+const anyone = access.anyone({ exempt: [DURING_ENROLMENT] });
+const signedInUser = access.user({ exempt: [DURING_ENROLMENT] });
+/**
+ * Adding or removing a passkey carries no code of an existing factor: a stolen session that never
+ * used the user's factor must not add one of its own, nor remove theirs.
+ */
+const recentSecondFactor = access.user({ exempt: [DURING_ENROLMENT], requires: [RECENT_SECOND_FACTOR, RECENT_SIGN_IN] });
+
 export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (app, options) => {
-  const { passkeys, users, sessions, signInPipeline, audit, authenticate, csrf, config, clock } = options;
+  const { passkeys, users, sessions, signInPipeline, audit, csrf, config, clock } = options;
   // Anyone may ask for a sign-in challenge (each is a row) and answer one: per client address,
   // as many as password sign-in attempts.
   const perIp = rateLimitHook([{ limiter: options.rateLimiters.create('passkey-ip', config.rateLimits.signinPerIp), key: (request) => clientKey(request.ip) }]);
 
-  /** The signed-in user; with `recent`, only if they signed in (or stepped up) within REAUTH_WINDOW. */
-  async function signedIn(request: FastifyRequest, reply: FastifyReply, recent: { recent: boolean }) {
-    const auth: RequestAuth | null = await authenticate(request, reply);
-    if (auth === null) throw new AppError('UNAUTHENTICATED');
+  /** The caller (the route's declaration admitted them) and their account. */
+  async function caller(request: FastifyRequest) {
+    const auth = signedIn(request);
     const user = await users.findUserById(auth.userId);
     if (user === null) throw new AppError('UNAUTHENTICATED');
-    if (recent.recent && auth.authTime < clock() - config.mfa.reauthWindowSeconds * 1000) throw new AppError('REAUTH_REQUIRED');
     return { auth, user, source: requestSource(request, auth.userId) };
   }
 
@@ -91,6 +100,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
   app.post(
     '/api/auth/passkeys/register/options',
     {
+      config: { access: recentSecondFactor },
       schema: {
         tags: ['passkeys'],
         summary: 'Start adding a passkey to your account',
@@ -106,7 +116,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const { user } = await signedIn(request, reply, { recent: true });
+      const { user } = await caller(request);
       const result = await passkeys.registrationOptions(user);
       if (!result.ok) throw new AppError(result.reason);
       reply.header('cache-control', 'no-store');
@@ -117,6 +127,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
   app.post(
     '/api/auth/passkeys/register/verify',
     {
+      config: { access: recentSecondFactor },
       schema: {
         tags: ['passkeys'],
         summary: 'Finish adding a passkey',
@@ -139,7 +150,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const { auth, user, source } = await signedIn(request, reply, { recent: true });
+      const { auth, user, source } = await caller(request);
       const result = await passkeys.register(user, request.body.response as unknown as RegistrationResponseJSON, { name: request.body.name, source, backup: options.mfa().recoveryCodes });
       if (!result.ok) throw new AppError(result.reason);
       // The user-verified ceremony just proved the factor: this session counts as having used it.
@@ -152,6 +163,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
   app.patch(
     '/api/auth/passkeys/:id',
     {
+      config: { access: signedInUser },
       schema: {
         tags: ['passkeys'],
         summary: 'Rename one of your passkeys',
@@ -167,8 +179,8 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         },
       },
     },
-    async (request, reply) => {
-      const { user, source } = await signedIn(request, reply, { recent: false });
+    async (request) => {
+      const { user, source } = await caller(request);
       const passkey = await passkeys.rename(user.id, request.params.id, request.body.name, source);
       if (passkey === null) throw new AppError('PASSKEY_NOT_FOUND');
       return { passkey: toJson(passkey) };
@@ -178,6 +190,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
   app.delete(
     '/api/auth/passkeys/:id',
     {
+      config: { access: recentSecondFactor },
       schema: {
         tags: ['passkeys'],
         summary: 'Remove one of your passkeys',
@@ -191,8 +204,8 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         },
       },
     },
-    async (request, reply) => {
-      const { user, source } = await signedIn(request, reply, { recent: true });
+    async (request) => {
+      const { user, source } = await caller(request);
       if (!(await passkeys.remove(user, request.params.id, source))) throw new AppError('PASSKEY_NOT_FOUND');
       return { ok: true as const };
     },
@@ -201,6 +214,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
   app.post(
     '/api/auth/passkeys/authenticate/options',
     {
+      config: { access: anyone },
       preHandler: perIp,
       schema: {
         tags: ['passkeys'],
@@ -243,6 +257,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
   app.post(
     '/api/auth/passkeys/authenticate/verify',
     {
+      config: { access: anyone },
       preHandler: perIp,
       schema: {
         tags: ['passkeys'],
@@ -270,7 +285,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       const token = fromChallenge ? (readChallengeCookie(request, config) ?? '') : request.body.mfaToken;
       const source = requestSource(request, null);
       const refuse = async (userId: string | null, step?: string) => {
-        await audit.record({ type: 'signin.failure', userId, source, reason: 'INVALID_PASSKEY', details: { method: 'passkey', ...(step !== undefined && { step }) } });
+        await audit.record({ type: 'signin.failure', userId, source, reason: 'INVALID_PASSKEY', details: { method: PASSKEY_FACTOR, ...(step !== undefined && { step }) } });
         return new AppError('INVALID_PASSKEY');
       };
 
@@ -280,7 +295,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         if (userId === null) throw new AppError('INVALID_TOKEN', { status: 401 });
         const verified = await passkeys.verifyAssertion(response, { purpose: 'second-factor', userId, mfaToken: token });
         if (!verified.ok) throw await refuse(verified.userId, 'second-factor');
-        const outcome = await secondFactor.finishWith(token, userId, [verified.keyKind], source);
+        const outcome = await secondFactor.finishWith(token, userId, { method: PASSKEY_FACTOR, amr: [verified.keyKind] }, source);
         if (fromChallenge && outcome.ok) clearChallengeCookie(reply, config);
         return answerSignIn(request, reply, outcome);
       }
@@ -289,13 +304,14 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       if (!verified.ok) throw await refuse(verified.userId);
       const user = await users.findUserById(verified.userId);
       if (user === null) throw await refuse(null);
-      return answerSignIn(request, reply, await signInPipeline.complete({ user, factor: { kind: 'passkey', credentialId: verified.credentialId, keyKind: verified.keyKind }, source }));
+      return answerSignIn(request, reply, await signInPipeline.complete({ user, factor: passkeyFactor(verified), source }));
     },
   );
 
   app.post(
     '/api/auth/passkeys/step-up/options',
     {
+      config: { access: signedInUser },
       schema: {
         tags: ['passkeys'],
         summary: 'Start confirming it is you with a passkey, in this session',
@@ -312,7 +328,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const { auth } = await signedIn(request, reply, { recent: false });
+      const { auth } = await caller(request);
       const result = await passkeys.authenticationOptions({ purpose: 'step-up', userId: auth.userId, sessionId: auth.sessionId });
       if (!result.ok) throw new AppError(result.reason, { message: 'You have no passkey.' });
       reply.header('cache-control', 'no-store');
@@ -323,6 +339,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
   app.post(
     '/api/auth/passkeys/step-up/verify',
     {
+      config: { access: signedInUser },
       schema: {
         tags: ['passkeys'],
         summary: 'Confirm it is you with a passkey, in this session',
@@ -339,7 +356,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const { auth } = await signedIn(request, reply, { recent: false });
+      const { auth } = await caller(request);
       const response = request.body.response as unknown as AuthenticationResponseJSON;
       if (response.response.userHandle === null) delete response.response.userHandle;
       const verified = await passkeys.verifyAssertion(response, { purpose: 'step-up', userId: auth.userId, sessionId: auth.sessionId });

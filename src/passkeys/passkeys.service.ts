@@ -152,9 +152,15 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
   return {
     config,
 
-    /** The user's passkeys, oldest first (the mfa module's `PasskeyDirectory`). */
+    /** The user's passkeys, oldest first. Through `on` when given (a transaction). */
     async listPasskeys(userId: string, on: Db = db): Promise<PasskeyView[]> {
       return (await store.listPasskeys(on, userId)).map(toView);
+    },
+
+    /** The key of the user's passkey `id` (a sign-in it began goes on); null once it is removed. */
+    async findKey(userId: string, id: string): Promise<{ passkeyId: string; credentialId: string; keyKind: KeyKind } | null> {
+      const row = await store.findPasskey(db, userId, id);
+      return row === undefined ? null : { passkeyId: row.id, credentialId: row.credential_id, keyKind: keyKindOf({ deviceType: row.device_type, backedUp: row.backed_up === 1 }) };
     },
 
     /** Removes every passkey of the user through `trx` (an administrator's reset); how many there were. */

@@ -19,6 +19,7 @@ import { createPageRenderer, pageResponseHeaders, sendPage, templatesIn } from '
 import type { FormView } from '../web/form-errors.ts';
 import { takeFormValues } from '../http/form-values.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 
 /** Each page's template (in `templates/`) and the data it reads. */
 interface PasswordPages {
@@ -65,9 +66,11 @@ const linkPageHeaders = (html: string) => ({ ...pageResponseHeaders({ html }), '
 export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, csrf, config, linkReviews }) => {
   const pages = createPageRenderer<PasswordPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
+  // Pages for anyone, reachable while the MFA policy asks for enrolment (they are under /auth).
+  const pageForAnyone = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
   const { minLength, maxLength } = config.passwords;
 
-  app.get(FORGOT_PASSWORD_PAGE, { schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
+  app.get(FORGOT_PASSWORD_PAGE, { config: pageForAnyone, schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
     const { error } = request.query;
     const i18n = request.language;
     const html = pages.render('forgot-password', {
@@ -80,14 +83,14 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
     return sendPage(reply, html);
   });
 
-  app.get(FORGOT_PASSWORD_SENT_PAGE, { schema: hidden }, async (request, reply) => {
+  app.get(FORGOT_PASSWORD_SENT_PAGE, { config: pageForAnyone, schema: hidden }, async (request, reply) => {
     const i18n = request.language;
     return sendPage(reply, pages.render('forgot-password-sent', { i18n, title: i18n.t('password-reset.sent.title'), expiresIn: i18n.duration(config.accounts.resetTokenTtlSeconds) }));
   });
 
   app.get(
     RESET_PASSWORD_PAGE,
-    { schema: { ...hidden, querystring: z.object({ token: linkToken, error: shownCode, reason: shownCode }) } },
+    { config: pageForAnyone, schema: { ...hidden, querystring: z.object({ token: linkToken, error: shownCode, reason: shownCode }) } },
     async (request, reply) => {
       const { token, error, reason } = request.query;
       // Looking is not using: mail scanners fetch links. Only the form's POST consumes the token.
@@ -108,7 +111,7 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
     },
   );
 
-  app.get(RESET_PASSWORD_DONE_PAGE, { schema: { ...hidden, querystring: z.object({ token: linkToken }) } }, async (request, reply) => {
+  app.get(RESET_PASSWORD_DONE_PAGE, { config: pageForAnyone, schema: { ...hidden, querystring: z.object({ token: linkToken }) } }, async (request, reply) => {
     const i18n = request.language;
     const { token } = request.query;
     const opened = token === undefined || token === '' || linkReviews === undefined ? null : await linkReviews.openLinkReview(token);

@@ -6,6 +6,8 @@ import { createPasswordResetService, type PasswordResetService } from './passwor
 import { passwordRoutes } from './password.routes.ts';
 import { passwordPageRoutes } from './password-pages.routes.ts';
 import { LINK_REVIEW_PAGE } from '../oauth/oauth.service.ts';
+import { PASSWORD_RESET_PUBLIC_EVENTS } from './password-reset.public-events.ts';
+import { passwordResetMail } from './password-reset.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -22,8 +24,13 @@ declare module '../audit/audit.service.ts' {
 
 export const passwordResetModule = defineModule({
   name: 'password-reset',
+  openApiTags: [
+    { name: 'password', description: 'Forgotten, reset and changed passwords.' },
+  ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => passwordResetMail,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: PASSWORD_RESET_PUBLIC_EVENTS,
   provide: ({ db, config, services }) => ({
     passwordReset: createPasswordResetService({
       db,
@@ -39,8 +46,7 @@ export const passwordResetModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, authenticate }) =>
-        app.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, authenticate, limits: services.limits }),
+      register: (app, { services }) => app.register(passwordRoutes, { passwordReset: services.passwordReset, credentials: services.credentials, limits: services.limits }),
     },
     {
       scope: 'browser',

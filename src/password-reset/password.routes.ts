@@ -16,7 +16,7 @@ import { AppError } from '../errors.ts';
 import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { isFormPost } from '../http/forms.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { PasswordRejection } from '../credentials/password-policy.ts';
@@ -89,15 +89,14 @@ function refusalQuery(rejection: PasswordRejection): Record<string, string> {
 export interface PasswordRouteOptions {
   passwordReset: PasswordResetService;
   credentials: CredentialsService;
-  authenticate: RequestAuthenticator;
   limits: RequestLimits;
 }
 
-export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async (app, { passwordReset, credentials, authenticate, limits }) => {
+export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async (app, { passwordReset, credentials, limits }) => {
   app.post(
     '/api/auth/forgot-password',
     {
-      config: { formErrorPage: FORGOT_PASSWORD_PAGE, formKeptFields: ['email'] },
+      config: { access: access.anyone(), formErrorPage: FORGOT_PASSWORD_PAGE, formKeptFields: ['email'] },
       preHandler: limits.forgotPassword,
       schema: {
         tags: ['password'],
@@ -120,6 +119,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
   app.post(
     '/api/auth/reset-password/validate',
     {
+      config: { access: access.anyone() },
       preHandler: limits.tokenUse,
       schema: {
         tags: ['password'],
@@ -138,7 +138,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
   app.post(
     '/api/auth/reset-password',
     {
-      config: { formErrorPage: RESET_PASSWORD_PAGE },
+      config: { access: access.anyone(), formErrorPage: RESET_PASSWORD_PAGE },
       preHandler: limits.tokenUse,
       schema: {
         tags: ['password'],
@@ -184,7 +184,8 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
   app.post(
     '/api/auth/change-password',
     {
-      config: { formErrorPage: DASHBOARD_PAGE },
+      // A stolen session that never used the user's second factor must not set a password of its own.
+      config: { access: access.user({ requires: [RECENT_SECOND_FACTOR] }), formErrorPage: DASHBOARD_PAGE },
       schema: {
         tags: ['password'],
         summary: 'Change your password (signed in); ends your other sessions',
@@ -203,8 +204,7 @@ export const passwordRoutes: FastifyPluginAsyncZod<PasswordRouteOptions> = async
       },
     },
     async (request, reply) => {
-      const auth = await authenticate(request, reply);
-      if (auth === null) throw new AppError('UNAUTHENTICATED');
+      const auth = signedIn(request);
       const result = await credentials.changePassword({
         userId: auth.userId,
         sessionId: auth.sessionId,

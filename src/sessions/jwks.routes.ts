@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { SigningKeys } from './signing-keys.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 
 // Ed25519 keys (`crv`, `x`) and RSA keys (`n`, `e`): only the public members, whatever else a key holds.
 const jwk = z.object({
@@ -19,7 +20,7 @@ const jwksResponse = z.object({ keys: z.array(jwk) }).meta({ id: 'JWKS' });
 export const jwksRoutes: FastifyPluginAsyncZod<{ keys: SigningKeys }> = async (app, { keys }) => {
   app.get(
     '/.well-known/jwks.json',
-    { schema: { tags: ['keys'], summary: 'Public signing keys (JWKS)', response: { 200: jwksResponse } } },
+    { config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) }, schema: { tags: ['keys'], summary: 'Public signing keys (JWKS)', response: { 200: jwksResponse } } },
     async (_request, reply) => {
       // Verifiers may cache briefly; a rotated key is published before it signs anything.
       void reply.header('cache-control', 'public, max-age=300');

@@ -1,12 +1,15 @@
 /**
- * Who is making a request: a Bearer access token if the request has an Authorization header
- * (and then nothing else), otherwise the browser's session cookie. A browser whose access cookie
- * has expired but whose refresh cookie is good is refreshed transparently: new cookies are set on
- * this response. The answer is computed once per request.
+ * Who is making a request: a Bearer credential if the request has an Authorization header (and
+ * then nothing else), otherwise the browser's session cookie. A Bearer token goes to the first of
+ * the modules' credential resolvers that recognises it (an access token: `accessTokenResolver`,
+ * the sessions module's); none, or a refusal, leaves the request unauthenticated. A browser whose
+ * access cookie has expired but whose refresh cookie is good is refreshed transparently: new
+ * cookies are set on this response. The answer is computed once per request.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { CredentialResolver } from '../module.ts';
 import type { AuthContext, SessionService } from './session.service.ts';
 import { clearSessionCookies, cookieNames, setSessionCookies } from './session-cookie.ts';
 import { readBearerToken } from '../../packages/protect/src/contract.ts';
@@ -29,16 +32,41 @@ export interface RequestAuthenticator {
 // Read exactly as gatehouse-protect reads it (packages/protect/src/contract.ts).
 export { readBearerToken } from '../../packages/protect/src/contract.ts';
 
-export function createRequestAuthenticator(deps: { sessions: SessionService; config: Config; clock: Clock }): RequestAuthenticator {
+/**
+ * A Gatehouse access token (a JWT: its header, base64url JSON, begins `eyJ`), checked by the
+ * session strategy. The sessions module's resolver.
+ */
+export function accessTokenResolver(sessions: Pick<SessionService, 'authenticate'>): CredentialResolver {
+  return { name: 'access-token', recognises: (token) => token.startsWith('eyJ'), resolve: sessions.authenticate };
+}
+
+/** The first of `resolvers` (every module's, in list order) to recognise a Bearer token, if any; refuses two of one name. */
+export function credentialResolverFor(resolvers: readonly CredentialResolver[]): (token: string) => CredentialResolver | undefined {
+  const names = new Set<string>();
+  for (const resolver of resolvers) {
+    if (names.has(resolver.name)) throw new Error(`modules: two credential resolvers are named "${resolver.name}"`);
+    names.add(resolver.name);
+  }
+  const list = [...resolvers];
+  return (token) => {
+    // Synchronous and without allocation: this runs on every Bearer request.
+    for (let index = 0; index < list.length; index++) if (list[index]!.recognises(token)) return list[index];
+    return undefined;
+  };
+}
+
+export function createRequestAuthenticator(deps: { sessions: SessionService; config: Config; clock: Clock; resolvers: readonly CredentialResolver[] }): RequestAuthenticator {
   const { sessions, config, clock } = deps;
   const names = cookieNames(config);
+  const resolverFor = credentialResolverFor(deps.resolvers);
   const resolved = new WeakMap<FastifyRequest, Promise<RequestAuth | null>>();
 
   async function resolve(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
     const bearer = readBearerToken(request.headers.authorization);
     if (bearer !== undefined) {
-      // An explicit credential that fails never falls back to a cookie.
-      const auth = bearer === null ? null : await sessions.authenticate(bearer);
+      // An explicit credential that no resolver recognises, or that fails, never falls back to a cookie.
+      const resolver = bearer === null ? undefined : resolverFor(bearer);
+      const auth = resolver === undefined ? null : await resolver.resolve(bearer!);
       return auth && { ...auth, via: 'bearer' };
     }
 

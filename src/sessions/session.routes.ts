@@ -10,7 +10,7 @@ import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { clearSessionCookies } from './session-cookie.ts';
 import { isFormPost } from '../http/forms.ts';
-import type { RequestAuthenticator } from './request-authentication.ts';
+import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { SessionService } from './session.service.ts';
@@ -18,7 +18,6 @@ import { isoTime } from '../lib/clock.ts';
 
 interface SessionRouteOptions {
   sessions: SessionService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
   config: Config;
   limits: RequestLimits;
@@ -76,19 +75,16 @@ const unauthenticated = { 401: errorResponse.describe('No valid session (UNAUTHE
 const csrfFailure = { 403: errorResponse.describe('Cookie-authenticated request without a valid CSRF token (CSRF_FAILED)') };
 
 export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
-  const { sessions, authenticate, csrf, config, limits } = options;
-
-  async function requireAuth(request: Parameters<RequestAuthenticator>[0], reply: Parameters<RequestAuthenticator>[1]) {
-    const auth = await authenticate(request, reply);
-    if (auth === null) throw new AppError('UNAUTHENTICATED');
-    return auth;
-  }
+  const { sessions, csrf, config, limits } = options;
 
   app.get(
     '/api/auth/session',
-    { schema: { tags: ['sessions'], summary: 'The signed-in user and session', security: [{ bearer: [] }], response: { 200: sessionResponse, ...unauthenticated } } },
-    async (request, reply) => {
-      const view = await sessions.describeSession(await requireAuth(request, reply));
+    {
+      config: { access: access.user({ exempt: [DURING_ENROLMENT] }) },
+      schema: { tags: ['sessions'], summary: 'The signed-in user and session', security: [{ bearer: [] }], response: { 200: sessionResponse, ...unauthenticated } },
+    },
+    async (request) => {
+      const view = await sessions.describeSession(signedIn(request));
       if (view === null) throw new AppError('UNAUTHENTICATED');
       const { id, expiresAt, amr, authTime } = view.session;
       return { user: view.user, session: { id, expiresAt: isoTime(expiresAt), amr, authTime: isoTime(authTime) }, claims: view.claims };
@@ -98,6 +94,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
   app.post(
     '/api/auth/refresh',
     {
+      config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       preHandler: limits.refresh,
       schema: {
         tags: ['sessions'],
@@ -121,9 +118,12 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
 
   app.get(
     '/api/auth/sessions',
-    { schema: { tags: ['sessions'], summary: 'Your active sessions', security: [{ bearer: [] }], response: { 200: sessionList, ...unauthenticated } } },
-    async (request, reply) => {
-      const auth = await requireAuth(request, reply);
+    {
+      config: { access: access.user() },
+      schema: { tags: ['sessions'], summary: 'Your active sessions', security: [{ bearer: [] }], response: { 200: sessionList, ...unauthenticated } },
+    },
+    async (request) => {
+      const auth = signedIn(request);
       const list = await sessions.listSessions(auth.userId);
       return {
         sessions: list.map((s) => ({
@@ -142,6 +142,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
   app.delete(
     '/api/auth/sessions/:id',
     {
+      config: { access: access.user() },
       schema: {
         tags: ['sessions'],
         summary: 'End one of your sessions',
@@ -151,7 +152,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const auth = await requireAuth(request, reply);
+      const auth = signedIn(request);
       if (!(await sessions.endSession(auth.userId, request.params.id, requestSource(request, auth.userId)))) throw new AppError('NOT_FOUND', { message: 'No such active session.' });
       if (request.params.id === auth.sessionId && auth.via === 'cookie') clearSessionCookies(reply, config);
       return { ok: true as const };
@@ -161,6 +162,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
   app.delete(
     '/api/auth/sessions',
     {
+      config: { access: access.user() },
       schema: {
         tags: ['sessions'],
         summary: 'End all your sessions (or all but this one with ?keepCurrent=true)',
@@ -170,7 +172,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const auth = await requireAuth(request, reply);
+      const auth = signedIn(request);
       const keepCurrent = request.query.keepCurrent === 'true';
       const source = requestSource(request, auth.userId);
       const ended = await sessions.endAllSessions(auth.userId, keepCurrent ? { source, exceptSessionId: auth.sessionId } : { source });
@@ -181,7 +183,10 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
 
   app.get(
     '/api/auth/csrf',
-    { schema: { tags: ['sessions'], summary: 'A CSRF token for this browser (sets its cookie)', response: { 200: z.object({ csrfToken: z.string() }).meta({ id: 'CsrfToken' }) } } },
+    {
+      config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
+      schema: { tags: ['sessions'], summary: 'A CSRF token for this browser (sets its cookie)', response: { 200: z.object({ csrfToken: z.string() }).meta({ id: 'CsrfToken' }) } },
+    },
     async (request, reply) => ({ csrfToken: csrf.issueToken(request, reply) }),
   );
 };
@@ -192,11 +197,13 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
  * harmless without a session. Register it where form bodies are parsed.
  */
 export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (app, options) => {
-  const { sessions, authenticate, config } = options;
+  const { sessions, config } = options;
 
   app.post(
     '/api/auth/signout',
     {
+      // Harmless without a session: the cookies are cleared either way.
+      config: { access: access.anyone({ readsSession: true, exempt: [DURING_ENROLMENT] }) },
       schema: {
         tags: ['sessions'],
         summary: 'Sign out: end the current session and clear the cookies',
@@ -206,8 +213,9 @@ export const signOutRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      // Resolving the request also covers an expired access cookie with a live refresh cookie.
-      const auth = await authenticate(request, reply);
+      // The session was resolved before the handler, which also covers an expired access cookie
+      // with a live refresh cookie.
+      const auth = sessionOf(request);
       if (auth !== null) await sessions.signOut(auth.userId, auth.sessionId, requestSource(request, auth.userId));
       clearSessionCookies(reply, config);
       if (isFormPost(request)) return reply.redirect('/', 303);

@@ -5,7 +5,8 @@
  *   effect at once; roles are read fresh.
  * - `jwt`: the token alone is trusted until it expires (short-lived), except for sessions on the
  *   revocation list, which every instance mirrors in memory.
- * Both rotate refresh tokens and detect the reuse of a rotated one.
+ * Both rotate refresh tokens and detect the reuse of a rotated one. Ending sessions (sign-out,
+ * one or all of a user's, a refresh token's) is in session-ending.ts.
  */
 import type { Config } from '../config.ts';
 import type { SessionStrategy } from './sessions.config.ts';
@@ -14,13 +15,14 @@ import type { SessionRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import { randomId, randomSecret } from '../lib/random.ts';
 import type { UserService } from '../users/user.service.ts';
-import { SYSTEM_SOURCE, type AuditEventInput, type AuditService, type AuditSource } from '../audit/audit.service.ts';
-import { CLOCK_TOLERANCE_SECONDS, createAccessTokenVerifier, signAccessToken, type AccessTokenClaims, type TokenClaimsSource } from './access-token.ts';
+import type { AuditService } from '../audit/audit.service.ts';
+import { createAccessTokenVerifier, signAccessToken, type AccessTokenClaims, type TokenClaimsSource } from './access-token.ts';
 import { deriveRefreshTokenKey, isGenuineRefreshToken, makeRefreshToken, parseRefreshToken } from './refresh-token.ts';
 import type { RevocationList } from './revocation-list.ts';
 import type { SigningKeys } from './signing-keys.ts';
 import * as store from './session.store.ts';
 import { authenticationOf, toAmr, toSessionView, truncate } from './session-views.ts';
+import { createSessionEnding } from './session-ending.ts';
 
 const MAX_USER_AGENT_LENGTH = 512;
 
@@ -63,8 +65,6 @@ export function createSessionService(deps: SessionServiceDeps) {
   const verifyAccessToken = createAccessTokenVerifier({ keys, issuer: tokens.issuer, audience: tokens.audience, clock });
   const idleMs = limits.idleTimeoutSeconds * 1000;
   const accessTokenTtlSeconds = tokens.accessTokenTtlSeconds;
-  /** How long after `exp` a token may still be accepted (clock tolerance), plus a margin. */
-  const acceptedPastExpiryMs = (CLOCK_TOLERANCE_SECONDS + 1) * 1000;
 
   function isExpired(row: Pick<SessionRow, 'expires_at' | 'last_seen_at'>, now: number): boolean {
     return row.expires_at <= now || row.last_seen_at + idleMs <= now;
@@ -110,37 +110,6 @@ export function createSessionService(deps: SessionServiceDeps) {
     return (await moduleClaimsFor({ userId: auth.userId, sessionId: auth.sessionId, roles, amr: auth.amr, authTime: auth.authTime })) ?? {};
   }
 
-  /**
-   * Revokes in storage and on the revocation list, in one transaction. The list entry outlives
-   * every access token issued before now (including the verifier's clock tolerance). Only the jwt
-   * strategy reads the list, but both write it: switching strategies at a restart must not bring
-   * a signed-out session's long-lived token back to life. The audit event that `describe` makes
-   * of the ended ids (null: none) is written in the same transaction.
-   *
-   * With `within` (a caller's transaction), all of it is written there instead. This instance's
-   * in-memory list learns of the ending at once, before the caller commits: should the caller roll
-   * back, those sessions are refused here until their tokens expire, which errs on the safe side.
-   */
-  async function revoke(
-    filter: { userId: string; sessionId?: string; exceptSessionId?: string },
-    describe: (endedIds: string[]) => AuditEventInput | null,
-    within?: Db,
-  ): Promise<string[]> {
-    const now = clock();
-    const listedUntil = now + accessTokenTtlSeconds * 1000 + acceptedPastExpiryMs;
-    const write = async (trx: Db) => {
-      const changed = await store.revokeSessions(trx, filter, now);
-      for (const id of changed) await revocations.add(trx, id, listedUntil);
-      const event = describe(changed);
-      if (event !== null) await audit.record(event, { db: trx });
-      return changed;
-    };
-    const ids = within === undefined ? await db.transaction().execute(write) : await write(within);
-    for (const id of ids) profiles.delete(id);
-    if (strategy === 'jwt') for (const id of ids) revocations.remember(id, listedUntil);
-    return ids;
-  }
-
   /** The session row a refresh token belongs to, when the token is one we issued for it. */
   async function findSessionOfRefreshToken(refreshToken: string) {
     const parsed = parseRefreshToken(refreshToken);
@@ -149,6 +118,19 @@ export function createSessionService(deps: SessionServiceDeps) {
     if (row === undefined || !isGenuineRefreshToken(refreshKey, parsed, row.refresh_seed)) return null;
     return { parsed, row };
   }
+
+  const { revoke, ...endings } = createSessionEnding({
+    db,
+    revocations,
+    audit,
+    clock,
+    strategy,
+    accessTokenTtlSeconds,
+    findSessionOfRefreshToken,
+    onEnded: (ids) => {
+      for (const id of ids) profiles.delete(id);
+    },
+  });
 
   return {
     /**
@@ -362,17 +344,6 @@ export function createSessionService(deps: SessionServiceDeps) {
       };
     },
 
-    /** Ends the session a genuine refresh token belongs to (a browser signing in again, say). */
-    async endSessionOfRefreshToken(refreshToken: string, source: AuditSource = SYSTEM_SOURCE): Promise<boolean> {
-      const found = await findSessionOfRefreshToken(refreshToken);
-      if (found === null) return false;
-      const { user_id: userId, id: sessionId } = found.row;
-      const ended = await revoke({ userId, sessionId }, (ids) =>
-        ids.length === 0 ? null : { type: 'session.ended', userId, source, reason: 'REPLACED', details: { sessionId } },
-      );
-      return ended.length > 0;
-    },
-
     async listSessions(userId: string): Promise<SessionSummary[]> {
       const now = clock();
       const rows = await store.findActiveSessionsByUser(db, userId, now, now - idleMs);
@@ -386,40 +357,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       }));
     },
 
-    /** Signing out: ends the session the request was made with (audit event `signout`). */
-    async signOut(userId: string, sessionId: string, source: AuditSource = SYSTEM_SOURCE): Promise<boolean> {
-      const ended = await revoke({ userId, sessionId }, (ids) => (ids.length === 0 ? null : { type: 'signout', userId, source, details: { sessionId } }));
-      return ended.length > 0;
-    },
-
-    /**
-     * Ends one of the user's sessions, by the user or an admin (`source.actorUserId`; without a
-     * source, by Gatehouse itself); false when it is not theirs or already ended.
-     */
-    async endSession(userId: string, sessionId: string, source: AuditSource = SYSTEM_SOURCE): Promise<boolean> {
-      const ended = await revoke({ userId, sessionId }, (ids) => (ids.length === 0 ? null : { type: 'session.ended', userId, source, details: { sessionId } }));
-      return ended.length > 0;
-    },
-
-    /**
-     * Ends all of the user's sessions, or all but one; returns how many ended. `reason` says why
-     * in the audit event (e.g. ACCOUNT_DISABLED), which is written when any session ended. With
-     * `db` (a transaction), the ending commits or rolls back with the caller's change (a password reset).
-     */
-    async endAllSessions(userId: string, options: { source?: AuditSource; exceptSessionId?: string; reason?: string; db?: Db } = {}): Promise<number> {
-      const { source = SYSTEM_SOURCE, reason, db: within, ...filter } = options;
-      const describe = (ids: string[]): AuditEventInput | null =>
-        ids.length === 0
-          ? null
-          : {
-              type: 'user.sessions_ended',
-              userId,
-              source,
-              reason: reason ?? null,
-              details: { count: ids.length, ...(filter.exceptSessionId !== undefined && { keptSessionId: filter.exceptSessionId }) },
-            };
-      const ended = await revoke({ userId, ...filter }, describe, within);
-      return ended.length;
-    },
+    /** Signing out, ending one or all of a user's sessions, ending a refresh token's (session-ending.ts). */
+    ...endings,
   };
 }

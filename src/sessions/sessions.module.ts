@@ -4,6 +4,7 @@
  * sessions' approximate places for the pages (from GEOIP_DATABASE_FILE, when the operator sets one).
  */
 import { defineModule, type RouteContext } from '../module.ts';
+import { cli } from './keys.cli.ts';
 import { SESSIONS_ERRORS } from './sessions.errors.ts';
 import { sessionsConfigSection } from './sessions.config.ts';
 import * as sessionHousekeeping from './migrations/0008-session-housekeeping.ts';
@@ -15,6 +16,9 @@ import { jwksRoutes } from './jwks.routes.ts';
 import { sessionRoutes, signOutRoutes } from './session.routes.ts';
 import { SESSIONS_MESSAGES } from './session-texts.ts';
 import { createPlaceFinder, type PlaceFinder } from './place.ts';
+import { accessTokenResolver } from './request-authentication.ts';
+import { SESSIONS_PUBLIC_EVENTS } from './sessions.public-events.ts';
+import { SESSIONS_COUNTED_EVENTS, SESSIONS_COUNTERS } from './sessions.metrics.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -26,9 +30,8 @@ declare module '../module.ts' {
   }
 }
 
-const sessionRouteOptions = ({ services, authenticate, csrf, config, clock }: RouteContext) => ({
+const sessionRouteOptions = ({ services, csrf, config, clock }: RouteContext) => ({
   sessions: services.sessions,
-  authenticate,
   csrf,
   config,
   clock,
@@ -44,10 +47,18 @@ declare module '../audit/audit.service.ts' {
 
 export const sessionsModule = defineModule({
   name: 'sessions',
+  cli,
+  openApiTags: [
+    { name: 'sessions', description: "The current session, the signed-in user's sessions, refresh tokens, sign-out and the CSRF token." },
+    { name: 'keys', description: "The public keys that verify Gatehouse's tokens (JWKS)." },
+  ],
   config: sessionsConfigSection,
   migrations: { '0008-session-housekeeping': sessionHousekeeping, '20261124-sessions-authentication': sessionAuthentication },
   errors: SESSIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: SESSIONS_PUBLIC_EVENTS,
+  counters: SESSIONS_COUNTERS,
+  countedEvents: SESSIONS_COUNTED_EVENTS,
   // How the pages (dashboard, admin) name a session's device and place, in every language.
   messages: SESSIONS_MESSAGES,
   async provide({ db, storage, config, clock, services, tokenClaims, logger }) {
@@ -83,6 +94,13 @@ export const sessionsModule = defineModule({
     // Only the jwt strategy reads the mirror; the database strategy reads session rows instead.
     ...(config.sessionStrategy === 'jwt' ? [revocations] : []),
   ],
+  // A Bearer token shaped as an access token is checked by the session strategy.
+  credentialResolvers: ({ sessions }) => [accessTokenResolver(sessions)],
+  // A deleted user's sessions end (their tokens refused at once, in both strategies); the list of them is theirs to export.
+  userData: ({ sessions }) => ({
+    erase: async ({ user, db, source }) => void (await sessions.endAllSessions(user.id, { source, reason: 'ACCOUNT_DELETED', db })),
+    export: async (userId) => ({ sessions: await sessions.listSessions(userId) }),
+  }),
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(jwksRoutes, { keys: services.keys }) },
     { scope: 'api', register: (app, context) => app.register(sessionRoutes, sessionRouteOptions(context)) },

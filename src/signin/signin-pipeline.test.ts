@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { backends } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, useTestApp } from '../../test/helpers/app.ts';
 import { createSignInPipeline, type SignInAttempt, type SignInStep, type StepDecision } from './signin-pipeline.ts';
+import { passwordFactor, passwordFactorKind } from '../credentials/password-factor.ts';
+import { providerFactor, providerFactorKind } from '../oauth/provider-factor.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const SOURCE = { actorUserId: null, ip: '203.0.113.9', userAgent: 'pipeline-test/1' };
@@ -18,7 +20,8 @@ for (const backend of await backends()) {
 
     function pipelineWith(steps: SignInStep[], options: { requireEmailVerification?: boolean } = {}) {
       const { users, sessions, audit, clock } = t.services;
-      return createSignInPipeline({ users, sessions, audit, clock, requireEmailVerification: options.requireEmailVerification ?? false, steps: () => steps });
+      const kinds = [passwordFactorKind(users), providerFactorKind];
+      return createSignInPipeline({ users, sessions, audit, clock, requireEmailVerification: options.requireEmailVerification ?? false, steps: () => steps, firstFactorKinds: () => kinds });
     }
 
     /** A step that records who reached it and answers `decision`. */
@@ -49,7 +52,7 @@ for (const backend of await backends()) {
 
     it('with no step, a password sign-in gets a session and one signin.success', async () => {
       const { user, passwordHash } = await newUser();
-      const outcome = await pipelineWith([]).complete({ user, factor: { kind: 'password', email: user.email, verifiedPasswordHash: passwordHash }, source: SOURCE });
+      const outcome = await pipelineWith([]).complete({ user, factor: passwordFactor(user.email, passwordHash), source: SOURCE });
       assert.ok(outcome.ok);
       assert.notEqual(await t.services.sessions.authenticate(outcome.session.accessToken), null);
       assert.deepEqual(await eventsOf(user.id), [{ type: 'signin.success', reason: null }]);
@@ -59,7 +62,7 @@ for (const backend of await backends()) {
       const { user, passwordHash } = await newUser();
       const challenge = { step: 'test-step', code: 'FORBIDDEN' as const, fields: { ticket: 'abc' } };
       const { step, seen } = recordingStep({ action: 'challenge', challenge });
-      const outcome = await pipelineWith([step]).complete({ user, factor: { kind: 'password', email: user.email, verifiedPasswordHash: passwordHash }, source: SOURCE });
+      const outcome = await pipelineWith([step]).complete({ user, factor: passwordFactor(user.email, passwordHash), source: SOURCE });
       assert.deepEqual(outcome, { ok: false, challenge });
       assert.equal(seen.length, 1);
       assert.deepEqual(await t.services.sessions.listSessions(user.id), []);
@@ -73,11 +76,11 @@ for (const backend of await backends()) {
       const after = recordingStep({ action: 'continue' });
       const afterStep: SignInStep = { ...after.step, name: 'after-step' };
       const pipeline = pipelineWith([asking.step, afterStep]);
-      const attempt = { user, factor: { kind: 'password' as const, email: user.email, verifiedPasswordHash: passwordHash }, source: SOURCE };
+      const attempt = { user, factor: passwordFactor(user.email, passwordHash), source: SOURCE };
       assert.deepEqual(await pipeline.complete(attempt), { ok: false, challenge });
       assert.equal(after.seen.length, 0, 'a challenge stops the steps after it');
 
-      const resumed = await pipeline.complete(attempt, { step: 'test-step', amr: ['otp', 'mfa'] });
+      const resumed = await pipeline.complete(attempt, { step: 'test-step', method: 'totp', amr: ['otp', 'mfa'] });
       assert.ok(resumed.ok);
       assert.equal(asking.seen.length, 1, 'the step whose challenge was met is not asked again');
       assert.equal(after.seen.length, 1, 'the steps after it run');
@@ -87,15 +90,15 @@ for (const backend of await backends()) {
 
       // Disabled while the second factor was being typed: the account checks run again.
       await t.services.admin.updateUser(user.id, { disabled: true }, SOURCE);
-      const late = await pipeline.complete({ ...attempt, user: (await t.services.users.findUserById(user.id))! }, { step: 'test-step', amr: ['otp'] });
+      const late = await pipeline.complete({ ...attempt, user: (await t.services.users.findUserById(user.id))! }, { step: 'test-step', method: 'totp', amr: ['otp'] });
       assert.deepEqual(late, { ok: false, refusal: 'ACCOUNT_DISABLED' });
-      await assert.rejects(pipeline.complete(attempt, { step: 'no-such-step', amr: [] }), /no sign-in step is named "no-such-step"/);
+      await assert.rejects(pipeline.complete(attempt, { step: 'no-such-step', method: 'totp', amr: [] }), /no sign-in step is named "no-such-step"/);
     });
 
     it('a step that refuses is audited once, with its reason, for a provider sign-in too', async () => {
       const { user } = await newUser();
       const { step } = recordingStep({ action: 'refuse', reason: 'TEST_REFUSAL' });
-      const outcome = await pipelineWith([step]).complete({ user, factor: { kind: 'provider', provider: 'github', provesEmail: false, isNewUser: false }, source: SOURCE });
+      const outcome = await pipelineWith([step]).complete({ user, factor: providerFactor('github', false), source: SOURCE });
       assert.deepEqual(outcome, { ok: false, refusal: 'TEST_REFUSAL' });
       assert.deepEqual(await eventsOf(user.id), [{ type: 'signin.failure', reason: 'TEST_REFUSAL' }]);
       assert.deepEqual(await t.services.sessions.listSessions(user.id), []);
@@ -107,19 +110,19 @@ for (const backend of await backends()) {
       const { step, seen } = recordingStep({ action: 'continue' });
       const refusedDisabled = await pipelineWith([step]).complete({
         user: (await t.services.users.findUserById(disabled.user.id))!,
-        factor: { kind: 'password', email: disabled.user.email, verifiedPasswordHash: disabled.passwordHash },
+        factor: passwordFactor(disabled.user.email, disabled.passwordHash),
         source: SOURCE,
       });
       assert.deepEqual(refusedDisabled, { ok: false, refusal: 'ACCOUNT_DISABLED' });
 
       const unverified = await newUser({ emailVerified: false });
       const strict = pipelineWith([step], { requireEmailVerification: true });
-      const factor = { kind: 'password' as const, email: unverified.user.email, verifiedPasswordHash: unverified.passwordHash };
+      const factor = passwordFactor(unverified.user.email, unverified.passwordHash);
       assert.deepEqual(await strict.complete({ user: unverified.user, factor, source: SOURCE }), { ok: false, refusal: 'EMAIL_NOT_VERIFIED' });
       assert.equal(seen.length, 0);
 
       // A provider that vouches for the account's own address verifies it, and the sign-in goes on.
-      const proved = await strict.complete({ user: unverified.user, factor: { kind: 'provider', provider: 'google', provesEmail: true, isNewUser: false }, source: SOURCE });
+      const proved = await strict.complete({ user: unverified.user, factor: providerFactor('google', true), source: SOURCE });
       assert.ok(proved.ok);
       assert.notEqual((await t.services.users.findUserById(unverified.user.id))!.emailVerifiedAt, null);
       assert.equal(seen.length, 1);
@@ -128,7 +131,7 @@ for (const backend of await backends()) {
     it('refuses CREDENTIALS_CHANGED when the verified hash is no longer the account\'s', async () => {
       const { user, passwordHash } = await newUser();
       await t.services.users.setPasswordHash(user.id, await t.services.credentials.hashPassword('another long passphrase'));
-      const outcome = await pipelineWith([]).complete({ user, factor: { kind: 'password', email: user.email, verifiedPasswordHash: passwordHash }, source: SOURCE });
+      const outcome = await pipelineWith([]).complete({ user, factor: passwordFactor(user.email, passwordHash), source: SOURCE });
       assert.deepEqual(outcome, { ok: false, refusal: 'CREDENTIALS_CHANGED' });
       assert.deepEqual(await t.services.sessions.listSessions(user.id), []);
     });
@@ -151,6 +154,7 @@ describe('a sign-in challenge over HTTP', () => {
         clock: t.services.clock,
         requireEmailVerification: false,
         steps: () => [{ name: 'test-step', decide: async () => ({ action: 'challenge', challenge: { step: 'test-step', code: 'FORBIDDEN', fields: { ticket: 't-1' } } }) }],
+        firstFactorKinds: () => [passwordFactorKind(t.services.users)],
       });
       Object.assign(t.services.signInPipeline, challenging);
       const response = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email: 'challenged@example.com', password: PASSWORD } });

@@ -1,6 +1,7 @@
 /**
- * The one place every sign-in ends. A first factor (a password, a provider, later a passkey)
- * identifies the account and proves something; it then calls `complete`, which runs, in order:
+ * The one place every sign-in ends. A first factor (a password, a provider, a passkey: see
+ * first-factor.ts) identifies the account and proves something; the module that verified it then
+ * calls `complete`, which runs, in order:
  * 1. the account checks: disabled (ACCOUNT_DISABLED), the address proved by the first factor
  *    stamped verified, and the e-mail verification policy (EMAIL_NOT_VERIFIED);
  * 2. the steps modules registered (`SignInStep`), in order: each may let the sign-in go on, refuse
@@ -8,9 +9,10 @@
  * 3. the session, written only if the account is still as the first factor found it (see
  *    `SessionService.startSession`), and, for an account with no language for its mails yet, the
  *    sign-in's language (users/locale.ts);
- * and records the outcome in the audit log once. Outcomes are values; the routes (JSON API, form
- * posts, provider callbacks) turn them into answers and set the browser's cookies in one place
- * (`setBrowserSession`).
+ * and records the outcome in the audit log once, with the factor's kind as `method` and what the
+ * factor says of itself (nothing here switches on its kind). Outcomes are values; the routes (JSON
+ * API, form posts, provider callbacks) turn them into answers and set the browser's cookies in one
+ * place (`setBrowserSession`).
  *
  * A challenge is answered at the asking module's own routes; when it is met, that module calls
  * `complete` again with `resume`: the account checks run again (the account may have been
@@ -22,30 +24,7 @@ import type { SessionService, StartedSession } from '../sessions/session.service
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { ErrorCode } from '../errors.ts';
-
-/** How the account was identified, and what that proved. */
-export type FirstFactor =
-  | {
-      kind: 'password';
-      /** The normalised address tried (the audit log records it). */
-      email: string;
-      /** The hash the password was verified against: the session is written only while it is still the account's. */
-      verifiedPasswordHash: string;
-    }
-  | {
-      kind: 'provider';
-      provider: string;
-      /** The provider vouched for the account's own address: as good as a verification link. */
-      provesEmail: boolean;
-      isNewUser: boolean;
-    }
-  | {
-      /** A passkey (WebAuthn) with user verification: possession and a PIN or biometric, two factors in one. */
-      kind: 'passkey';
-      credentialId: string;
-      /** `hwk` for a device-bound key, `swk` for a synced one. */
-      keyKind: 'hwk' | 'swk';
-    };
+import type { FirstFactor, FirstFactorKind } from './first-factor.ts';
 
 export interface SignInAttempt {
   user: User;
@@ -53,20 +32,10 @@ export interface SignInAttempt {
   source: AuditSource;
 }
 
-/**
- * The RFC 8176 `amr` values a first factor proves: a password `pwd`; a provider `fed` (federated,
- * ours); a user-verified passkey its key (`hwk`/`swk`), the user's verification (`user`) and, as
- * that is two factors, `mfa`.
- */
-export function firstFactorAmr(factor: FirstFactor): readonly string[] {
-  if (factor.kind === 'password') return ['pwd'];
-  if (factor.kind === 'provider') return ['fed'];
-  return [factor.keyKind, 'user', 'mfa'];
-}
-
-/** A sign-in going on after the challenge of `step` was met with `amr` (e.g. `['otp', 'mfa']`). */
+/** A sign-in going on after the challenge of `step` was met by `method` (`totp`, `passkey`), proving `amr` (e.g. `['otp', 'mfa']`). */
 export interface ResumedSignIn {
   step: string;
+  method: string;
   amr: readonly string[];
 }
 
@@ -116,18 +85,15 @@ export function createSignInPipeline(deps: {
   requireEmailVerification: boolean;
   /** The registered steps, in order; read at each sign-in (the modules declaring them are built after the pipeline). */
   steps: () => readonly SignInStep[];
+  /** The registered kinds of first factor; the same. A factor of another kind could never be resumed after a challenge. */
+  firstFactorKinds: () => readonly FirstFactorKind[];
 }) {
   const { users, sessions, audit, clock, steps } = deps;
 
-  /** Provider sign-ins name their provider in the audit log; password sign-ins the address tried. */
-  function auditFields(factor: FirstFactor) {
-    if (factor.kind === 'password') return { email: factor.email };
-    return factor.kind === 'provider' ? { details: { provider: factor.provider } } : { details: { passkeyId: factor.credentialId } };
-  }
-
   async function refuse(attempt: SignInAttempt, reason: string): Promise<SignInOutcome> {
-    const fields = auditFields(attempt.factor);
-    await audit.record({ type: 'signin.failure', userId: attempt.user.id, source: attempt.source, reason, ...fields });
+    const { kind, audit: described } = attempt.factor;
+    const details = { ...described.details, method: kind };
+    await audit.record({ type: 'signin.failure', userId: attempt.user.id, source: attempt.source, reason, ...(described.email !== undefined && { email: described.email }), details });
     return { ok: false, refusal: reason };
   }
 
@@ -136,9 +102,10 @@ export function createSignInPipeline(deps: {
     async complete(attempt: SignInAttempt, resume?: ResumedSignIn): Promise<SignInOutcome> {
       let { user } = attempt;
       const { factor, source } = attempt;
+      if (!deps.firstFactorKinds().some((registered) => registered.kind === factor.kind)) throw new Error(`no module registers the first-factor kind "${factor.kind}"`);
       // Only someone who passed the first factor learns the account is disabled or unverified.
       if (user.disabledAt !== null) return refuse(attempt, 'ACCOUNT_DISABLED');
-      if (factor.kind === 'provider' && factor.provesEmail && user.emailVerifiedAt === null) {
+      if (factor.provesEmail && user.emailVerifiedAt === null) {
         await users.markEmailVerified(user.id);
         user = { ...user, emailVerifiedAt: clock() };
       }
@@ -153,22 +120,18 @@ export function createSignInPipeline(deps: {
         if (decision.action === 'challenge') return { ok: false, challenge: decision.challenge };
       }
 
-      const amr = [...new Set([...firstFactorAmr(factor), ...(resume?.amr ?? [])])];
+      const amr = [...new Set([...factor.amr, ...(resume?.amr ?? [])])];
       const session = await sessions.startSession({
         userId: user.id,
         roles: user.roles,
         amr,
-        verifiedPasswordHash: factor.kind === 'password' ? factor.verifiedPasswordHash : null,
+        verifiedPasswordHash: factor.passwordHash ?? null,
         ip: source.ip,
         userAgent: source.userAgent,
         // In the session's transaction: what subscribes to sign-ins (webhooks) never misses one.
         onStarted: async (trx, sessionId) => {
-          const details = {
-            sessionId,
-            amr,
-            ...(factor.kind === 'provider' && { provider: factor.provider }),
-            ...(factor.kind === 'passkey' && { passkeyId: factor.credentialId }),
-          };
+          // What the factor says of itself, its kind, and the step whose challenge was met and by what.
+          const details = { ...factor.audit.details, sessionId, amr, method: factor.kind, ...(resume !== undefined && { step: resume.step, stepMethod: resume.method }) };
           await audit.record({ type: 'signin.success', userId: user.id, source, details }, { db: trx });
           // An account with no language yet (made before languages were stored, by an administrator
           // or a provider) takes this sign-in's for its mails: one write, once.

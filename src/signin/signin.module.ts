@@ -1,7 +1,9 @@
-/** The sign-in pipeline every first factor ends in; its steps come from the modules that declare them. */
+/** The sign-in pipeline every first factor ends in; its steps and the kinds of first factor come from the modules that declare them. */
 import { defineModule } from '../module.ts';
 import { SIGNIN_ERRORS } from './signin.errors.ts';
 import { createSignInPipeline, type SignInPipeline } from './signin-pipeline.ts';
+import { SIGNIN_PUBLIC_EVENTS } from './signin.public-events.ts';
+import { SIGNIN_COUNTED_EVENTS, SIGNIN_COUNTERS } from './signin.metrics.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -20,7 +22,10 @@ export const signInModule = defineModule({
   name: 'signin',
   errors: SIGNIN_ERRORS,
   auditEvents: AUDIT_EVENTS,
-  provide: ({ services, clock, config, signInSteps }) => ({
+  publicEvents: SIGNIN_PUBLIC_EVENTS,
+  counters: SIGNIN_COUNTERS,
+  countedEvents: SIGNIN_COUNTED_EVENTS,
+  provide: ({ services, clock, config, signInSteps, firstFactorKinds }) => ({
     signInPipeline: createSignInPipeline({
       users: services.users,
       sessions: services.sessions,
@@ -28,6 +33,7 @@ export const signInModule = defineModule({
       clock,
       requireEmailVerification: config.accounts.requireEmailVerification,
       steps: signInSteps,
+      firstFactorKinds,
     }),
   }),
 });

@@ -27,6 +27,11 @@ export async function consumeActionToken(db: Db, id: string, now: number): Promi
   return result.numUpdatedRows > 0n;
 }
 
+/** The user's tokens, oldest first (for an export: never their hashes). */
+export async function listActionTokensOf(db: Db, userId: string): Promise<Array<Pick<ActionTokenRow, 'purpose' | 'created_at' | 'expires_at' | 'consumed_at'>>> {
+  return db.selectFrom('action_tokens').select(['purpose', 'created_at', 'expires_at', 'consumed_at']).where('user_id', '=', userId).orderBy('created_at').execute();
+}
+
 /** Deletes up to `limit` tokens that expired before `cutoff`; returns how many. */
 export async function deleteExpiredActionTokens(db: Db, cutoff: number, limit: number): Promise<number> {
   const ids = (await db.selectFrom('action_tokens').select('id').where('expires_at', '<', cutoff).limit(limit).execute()).map((r) => r.id);

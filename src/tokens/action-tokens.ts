@@ -71,6 +71,11 @@ export function createActionTokens(deps: { clock: Clock }) {
       return (await store.consumeActionToken(db, checked.tokenId, clock())) ? checked : { ok: false, reason: 'INVALID_TOKEN' };
     },
 
+    /** What tokens the user was sent, and what became of them (never the tokens or their hashes). */
+    async listOf(db: Db, userId: string): Promise<Array<{ purpose: string; createdAt: number; expiresAt: number; consumedAt: number | null }>> {
+      return (await store.listActionTokensOf(db, userId)).map((row) => ({ purpose: row.purpose, createdAt: row.created_at, expiresAt: row.expires_at, consumedAt: row.consumed_at }));
+    },
+
     /** Deletes expired tokens, at most `limit` per call (for a bounded background purge). */
     purgeExpired(db: Db, limit = 1_000): Promise<number> {
       return store.deleteExpiredActionTokens(db, clock(), limit);

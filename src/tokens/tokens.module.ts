@@ -15,4 +15,6 @@ export const tokensModule = defineModule({
   migrations: { '0005-action-tokens': actionTokens },
   errors: TOKENS_ERRORS,
   provide: ({ clock }) => ({ actionTokens: createActionTokens({ clock }) }),
+  // The links mailed to a user (their rows go with the user's, on cascade).
+  userData: ({ actionTokens }, { db }) => ({ export: async (userId) => ({ actionTokens: await actionTokens.listOf(db, userId) }) }),
 });

@@ -11,7 +11,7 @@ import { toLocale, type Locale } from '../i18n/locales.ts';
 import { normaliseEmail } from './email.ts';
 import * as store from './user.store.ts';
 
-// The same role the route guard and gatehouse-protect require under /admin.
+// The same role the prefix rules (GATEHOUSE_RULES) and gatehouse-protect require under /admin.
 export { ADMIN_ROLE } from '../../packages/protect/src/contract.ts';
 import { ADMIN_ROLE } from '../../packages/protect/src/contract.ts';
 const ROLE_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;

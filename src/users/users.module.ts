@@ -1,11 +1,13 @@
 /** Accounts: who they are, their roles, their state (verified, disabled) and the language of their mails. */
 import { defineModule } from '../module.ts';
+import { cli } from './users.cli.ts';
 import * as initial from './migrations/0001-initial.ts';
 import * as usersCreatedAt from './migrations/0003-users-created-at.ts';
 import * as userNameConfirmed from './migrations/0009-user-name-confirmed.ts';
 import * as usersLocale from './migrations/20261127-users-locale.ts';
 import { createUserService, type UserService } from './user.service.ts';
 import { registerLanguageChoice } from './language-choice.ts';
+import { USERS_PUBLIC_EVENTS } from './users.public-events.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -22,9 +24,13 @@ declare module '../audit/audit.service.ts' {
 
 export const usersModule = defineModule({
   name: 'users',
+  cli,
   migrations: { '0001-initial': initial, '0003-users-created-at': usersCreatedAt, '0009-user-name-confirmed': userNameConfirmed, '20261127-users-locale': usersLocale },
   auditEvents: AUDIT_EVENTS,
+  publicEvents: USERS_PUBLIC_EVENTS,
   provide: ({ db, clock }) => ({ users: createUserService({ db, clock }) }),
+  // The account itself (its row is deleted by the deletion's `deleteUser`; rows referencing it go on cascade).
+  userData: ({ users }) => ({ export: async (userId) => ({ account: await users.findUserById(userId) }) }),
   routes: [
     // On the browser's routes (where `?lang=` chooses a page's language): a signed-in user's choice is stored for their mails.
     { scope: 'browser', register: async (app, { authenticate, services }) => registerLanguageChoice(app, { authenticate, users: services.users }) },

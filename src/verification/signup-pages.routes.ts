@@ -20,6 +20,7 @@ import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/
 import type { FormView } from '../web/form-errors.ts';
 import { takeFormValues } from '../http/form-values.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 
 /** Each page's template (in `templates/`) and the data it reads. */
 interface SignupPages {
@@ -54,11 +55,13 @@ const linkToken = z.preprocess(firstValue, z.string()).optional();
 export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = async (app, { verification, csrf, config }) => {
   const pages = createPageRenderer<SignupPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
+  // Pages for anyone, reachable while the MFA policy asks for enrolment (they are under /auth).
+  const pageForAnyone = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
   const { minLength, maxLength } = config.passwords;
 
   app.get(
     SIGNUP_PAGE,
-    { schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode }) } },
+    { config: pageForAnyone, schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode }) } },
     async (request, reply) => {
       const isDisabled = !config.accounts.allowSignup;
       const { error, reason } = request.query;
@@ -77,7 +80,7 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
     },
   );
 
-  app.get(CHECK_EMAIL_PAGE, { schema: hidden }, async (request, reply) => {
+  app.get(CHECK_EMAIL_PAGE, { config: pageForAnyone, schema: hidden }, async (request, reply) => {
     const i18n = request.language;
     const html = pages.render('check-email', {
       i18n,
@@ -90,7 +93,7 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
 
   app.get(
     VERIFY_EMAIL_PAGE,
-    { schema: { ...hidden, querystring: z.object({ token: linkToken, error: shownCode }) } },
+    { config: pageForAnyone, schema: { ...hidden, querystring: z.object({ token: linkToken, error: shownCode }) } },
     async (request, reply) => {
       const { token, error } = request.query;
       // Looking is not using: the token is checked here and consumed only by the button's POST.
@@ -108,7 +111,7 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
     },
   );
 
-  app.get(EMAIL_VERIFIED_PAGE, { schema: hidden }, async (request, reply) => {
+  app.get(EMAIL_VERIFIED_PAGE, { config: pageForAnyone, schema: hidden }, async (request, reply) => {
     const i18n = request.language;
     return sendPage(reply, pages.render('email-verified', { i18n, title: i18n.t('verification.verified.title') }));
   });

@@ -6,6 +6,8 @@ import { verificationConfigSection } from './verification.config.ts';
 import { createVerificationService, type VerificationService } from './verification.service.ts';
 import { verificationRoutes } from './verification.routes.ts';
 import { signupPageRoutes } from './signup-pages.routes.ts';
+import { VERIFICATION_PUBLIC_EVENTS } from './verification.public-events.ts';
+import { verificationMail } from './verification.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -23,8 +25,10 @@ declare module '../audit/audit.service.ts' {
 export const verificationModule = defineModule({
   name: 'verification',
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => verificationMail,
   config: verificationConfigSection,
   auditEvents: AUDIT_EVENTS,
+  publicEvents: VERIFICATION_PUBLIC_EVENTS,
   provide: ({ db, config, services }) => ({
     verification: createVerificationService({
       db,

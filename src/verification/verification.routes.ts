@@ -12,6 +12,7 @@ import { emailField } from '../users/email.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { isFormPost } from '../http/forms.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { access } from '../authorization/access.ts';
 import { VERIFY_EMAIL_PAGE, type VerificationService } from './verification.service.ts';
 
 export { VERIFY_EMAIL_PAGE };
@@ -46,7 +47,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<{ verification: Verificat
   app.post(
     '/api/auth/verify-email',
     {
-      config: { formErrorPage: VERIFY_EMAIL_PAGE },
+      config: { access: access.anyone(), formErrorPage: VERIFY_EMAIL_PAGE },
       preHandler: limits.tokenUse,
       schema: {
         tags: ['auth'],
@@ -73,7 +74,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<{ verification: Verificat
   app.post(
     '/api/auth/verify-email/resend',
     {
-      config: { formErrorPage: VERIFY_EMAIL_PAGE, formKeptFields: ['email'] },
+      config: { access: access.anyone(), formErrorPage: VERIFY_EMAIL_PAGE, formKeptFields: ['email'] },
       preHandler: limits.verificationResend,
       schema: {
         tags: ['auth'],

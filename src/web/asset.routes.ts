@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 
 export const STYLESHEET_PATH = '/assets/gatehouse.css';
 const STYLESHEET_FILE = join(import.meta.dirname, 'gatehouse.css');
@@ -15,7 +16,7 @@ export const assetRoutes: FastifyPluginAsyncZod = async (app) => {
   const css = readFileSync(STYLESHEET_FILE);
   const etag = `"${createHash('sha256').update(css).digest('base64url').slice(0, 27)}"`;
 
-  app.get(STYLESHEET_PATH, { schema: { hide: true } }, async (request, reply) => {
+  app.get(STYLESHEET_PATH, { config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) }, schema: { hide: true } }, async (request, reply) => {
     void reply.headers({
       'cache-control': `public, max-age=${MAX_AGE_SECONDS}`,
       etag,

@@ -1,4 +1,4 @@
-/** The page a signed-in person sees for a page their roles do not open (the route guard's 403). */
+/** The page a signed-in person sees for a page their roles do not open (the access hook's 403, authorization/route-access.ts). */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createPageRenderer, ENGLISH_PAGE, sendPage, type PageLanguage } from './render.ts';
 
@@ -6,7 +6,7 @@ export const FORBIDDEN_CODE = 'FORBIDDEN';
 
 /**
  * `languageOf`: the language of a request answered before the browser routes' own hooks gave it
- * one (the route guard runs first); without it such a page is English.
+ * one (the access hook runs first); without it such a page is English.
  */
 export function createForbiddenPage(languageOf?: (request: FastifyRequest) => PageLanguage): (reply: FastifyReply) => FastifyReply {
   const pages = createPageRenderer([]);

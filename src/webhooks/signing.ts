@@ -45,3 +45,12 @@ export function createSecretSeal(authSecret: string): SecretSeal {
     open: (endpointId, sealed) => openSecret(sealed, key, bound(endpointId)),
   };
 }
+
+/** The secret sealed in `sealed`, or null when it does not open (sealed under another AUTH_SECRET). */
+export function tryOpen(seal: SecretSeal, endpointId: string, sealed: string): string | null {
+  try {
+    return seal.open(endpointId, sealed);
+  } catch {
+    return null;
+  }
+}

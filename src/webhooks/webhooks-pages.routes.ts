@@ -9,18 +9,21 @@
  * never in a URL, never stored in clear, `no-store` like every page. Other forms answer 303 back to
  * a page with `?notice=CODE` or `?error=CODE`; a form the rules refuse comes back filled in, with
  * each problem in a summary linked to its field and beside it (web/form-errors.ts). CSRF (origin + token) is checked for every form post before these handlers
- * run. Hidden from the OpenAPI document. ADMIN only, checked before any body or query is read.
+ * run. Hidden from the OpenAPI document. ADMIN only, checked before any body or query is read; a
+ * form post also needs a recent second factor (REAUTH_REQUIRED: the 403 page).
  */
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { requireAdminPages } from '../authorization/admin-only.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { createAdminPageRenderer } from '../admin/admin-area.ts';
+import type { AdminNavEntry } from '../module.ts';
 import { formatTime } from '../web/time-text.ts';
 import { formView, type FormView } from '../web/form-errors.ts';
 import type { EndpointProblem, WebhookEndpoint, WebhooksService } from './webhooks.service.ts';
@@ -31,15 +34,13 @@ import type { EndpointFormValues, PageAlert, WebhookPages } from './webhooks-pag
 
 export interface WebhookPageOptions {
   webhooks: WebhooksService;
-  authenticate: RequestAuthenticator;
   csrf: Csrf;
+  /** The admin area's navigation (its header's). */
+  adminNav: readonly AdminNavEntry[];
 }
 
 export const WEBHOOKS_PAGE = '/admin/webhooks';
 export const endpointPage = (id: string) => `${WEBHOOKS_PAGE}/${encodeURIComponent(id)}`;
-
-/** The admin area's header and navigation, shared with the admin module's pages. */
-const ADMIN_HEADER = join(import.meta.dirname, '..', 'admin', 'templates', 'admin-header.eta');
 
 /** The error code of a refused form: the URL's, an unknown event type's, or any field's. */
 function refusalCode(problems: readonly EndpointProblem[]): string {
@@ -68,6 +69,7 @@ function stateOf(endpoint: WebhookEndpoint, i18n: PageLanguage): string {
 const EMPTY_FORM: EndpointFormValues = { url: '', description: '', eventTypes: [] };
 
 const hidden = { hide: true } as const;
+const adminOnly = { access: access.role(ADMIN_ROLE) };
 const csrfField = z.string().max(200).optional();
 const pageQuery = z.object({ notice: shownCode, error: shownCode });
 const endpointParams = z.object({ id: z.string().min(1).max(64) });
@@ -81,10 +83,10 @@ const createForm = z.object({
 const stateBody = z.object({ csrfToken: csrfField }).optional();
 
 export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = async (app, options) => {
-  const { webhooks, authenticate, csrf } = options;
-  const pages = createPageRenderer<WebhookPages>([...templatesIn(join(import.meta.dirname, 'templates')), ADMIN_HEADER]);
-  const actingAdmin = requireAdminPages(app, authenticate);
-  const actor = async (request: FastifyRequest, reply: FastifyReply) => requestSource(request, (await actingAdmin(request, reply)).userId);
+  const { webhooks, csrf } = options;
+  const pages = createAdminPageRenderer<WebhookPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
+  /** The acting admin, for the audit log. */
+  const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
   const eventTypeChoices = webhooks.eventTypes.map((value, index) => ({ value, id: `event-${index}` }));
   /** The register form's inputs that a problem can concern, in page order; the event types are their boxes, the first one first. */
   const registerFields = ['url', 'description', ...eventTypeChoices.map((choice) => choice.id)];
@@ -214,27 +216,28 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${WEBHOOKS_PAGE}?${new URLSearchParams(query)}`, 303);
   const toEndpoint = (reply: FastifyReply, id: string, query: { notice: string } | { error: string }) => reply.redirect(`${endpointPage(id)}?${new URLSearchParams(query)}`, 303);
 
-  app.get(WEBHOOKS_PAGE, { schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
+  app.get(WEBHOOKS_PAGE, { config: adminOnly, schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
 
-  app.get(`${WEBHOOKS_PAGE}/:id`, { schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
+  app.get(`${WEBHOOKS_PAGE}/:id`, { config: adminOnly, schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
     const endpoint = await webhooks.show(request.params.id);
     if (endpoint === null) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
     return showEndpoint(request, reply, endpoint, alertsOf(request.query, request.language));
   });
 
-  // What the handlers cannot tell apart (a malformed field, a database outage) goes back to the list.
-  const formRoute = { config: { formErrorPage: WEBHOOKS_PAGE } };
+  // The forms decide where account events go: a recent second factor too. What the handlers cannot
+  // tell apart (a malformed field, a database outage) goes back to the list.
+  const formRoute = { config: { formErrorPage: WEBHOOKS_PAGE, access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) } };
 
   app.post(WEBHOOKS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
     const form: EndpointFormValues = { url: request.body.url ?? '', description: request.body.description ?? '', eventTypes: asList(request.body.eventTypes) };
-    const result = await webhooks.create(form, await actor(request, reply));
+    const result = await webhooks.create(form, actor(request));
     if (!result.ok) return showList(request, reply, form, [], registerForm(form, result.problems, request.language));
     return showSecret(request, reply, result.endpoint, result.secret, true);
   });
 
   for (const action of ['disable', 'enable'] as const) {
     app.post(`${WEBHOOKS_PAGE}/:id/${action}`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {
-      const source = await actor(request, reply);
+      const source = actor(request);
       const endpoint = action === 'disable' ? await webhooks.disable(request.params.id, source) : await webhooks.enable(request.params.id, source);
       if (endpoint === null) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
       return toEndpoint(reply, endpoint.id, { notice: action === 'disable' ? 'WEBHOOK_DISABLED' : 'WEBHOOK_ENABLED' });
@@ -242,13 +245,13 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   }
 
   app.post(`${WEBHOOKS_PAGE}/:id/rotate-secret`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {
-    const result = await webhooks.rotateSecret(request.params.id, await actor(request, reply));
+    const result = await webhooks.rotateSecret(request.params.id, actor(request));
     if (!result.ok) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
     return showSecret(request, reply, result.endpoint, result.secret, false);
   });
 
   app.post(`${WEBHOOKS_PAGE}/:id/delete`, { ...formRoute, schema: { ...hidden, params: endpointParams, body: stateBody } }, async (request, reply) => {
-    const deleted = await webhooks.delete(request.params.id, await actor(request, reply));
+    const deleted = await webhooks.delete(request.params.id, actor(request));
     return toList(reply, deleted ? { notice: 'WEBHOOK_DELETED' } : { error: 'WEBHOOK_NOT_FOUND' });
   });
 
@@ -259,7 +262,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
       const { id, deliveryId } = request.params;
       const existing = await webhooks.showDelivery(deliveryId);
       if (existing === null || existing.endpointId !== id) return toEndpoint(reply, id, { error: 'WEBHOOK_DELIVERY_NOT_FOUND' });
-      const result = await webhooks.redeliver(deliveryId, await actor(request, reply));
+      const result = await webhooks.redeliver(deliveryId, actor(request));
       if (result.ok) return toEndpoint(reply, id, { notice: 'WEBHOOK_REDELIVERED' });
       const code = result.reason === 'PENDING' ? 'WEBHOOK_DELIVERY_PENDING' : result.reason === 'ENDPOINT_DISABLED' ? 'WEBHOOK_ENDPOINT_DISABLED' : 'WEBHOOK_DELIVERY_NOT_FOUND';
       return toEndpoint(reply, id, { error: code });

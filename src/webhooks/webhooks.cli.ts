@@ -6,7 +6,7 @@
  * Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the command line is wrong
  * (a value the rules refuse included, with each problem on standard error).
  */
-import type { ServiceRegistry } from '../module.ts';
+import type { CliCommandGroup, ServiceRegistry } from '../module.ts';
 import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
 import type { EndpointProblem, WebhookDelivery, WebhookEndpoint } from './webhooks.service.ts';
 
@@ -44,6 +44,9 @@ export const WEBHOOKS_USAGE = `  gatehouse webhooks create --url U --event T [--
                                     an endpoint's deliveries: status, attempts, response code
   gatehouse webhooks redeliver DELIVERY_ID
                                     send a delivered or failed webhook again (same webhook-id)`;
+
+/** These commands as the webhooks module declares them (module.ts: `CliCommandGroup`); `gatehouse help` reads this file. */
+export const cli: readonly CliCommandGroup[] = [{ name: 'webhooks', usage: WEBHOOKS_USAGE, order: 50, load: async () => runWebhooksCommand }];
 
 type Command = (args: string[], io: CliIo, withServices: WithServices) => Promise<void>;
 

@@ -9,7 +9,6 @@ import type { WebhookEventType } from './events.ts';
 export const SECRET_GRACE_MS = 24 * 3_600_000;
 export const MAX_DESCRIPTION_LENGTH = 200;
 export const MAX_EVENT_TYPES = 50;
-/** A wake right after a write inside a transaction would not yet see the row. */
 
 export interface WebhookEndpoint {
   id: string;

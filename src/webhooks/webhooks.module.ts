@@ -1,23 +1,25 @@
 /**
  * Outbound webhooks (Standard Webhooks): the `webhook_endpoints` and `webhook_deliveries` tables,
- * the `webhooks` service, a subscription to the domain events of events.ts that writes a delivery
- * per matching enabled endpoint in the event's transaction, the delivery worker (a job), the admin
- * API (`/api/admin/webhooks`) and pages (`/admin/webhooks`), both behind the shared admin guards
- * and a step-up rule, its config section (WEBHOOK_*), error codes and the `webhook.*` events. The
+ * the `webhooks` service, a subscription to the domain events the modules make public (their
+ * `publicEvents`, events.ts) that writes a delivery per matching enabled endpoint in the event's
+ * transaction, the delivery worker (a job), the admin API (`/api/admin/webhooks`) and pages
+ * (`/admin/webhooks`), for ADMIN (changes with a recent second factor), its config section
+ * (WEBHOOK_*), error codes and the `webhook.*` events. The
  * `gatehouse webhooks …` commands use the same service (webhooks.cli.ts). docs/guides/webhooks.md.
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { collectAuditEventTypes, defineModule, type AccessPolicy, type BuiltServices } from '../module.ts';
-import { isUnder } from '../../packages/protect/src/rules.ts';
+import { collectPublicEvents, defineModule } from '../module.ts';
+import { cli } from './webhooks.cli.ts';
 import { WEBHOOKS_ERRORS } from './webhooks.errors.ts';
 import { webhooksConfigSection } from './webhooks.config.ts';
 import * as endpointsAndDeliveries from './migrations/20261127-webhooks-endpoints-deliveries.ts';
 import * as endpointLanes from './migrations/20261129-webhooks-endpoint-lanes.ts';
 import { createWebhooksService, type WebhooksService } from './webhooks.service.ts';
-import { webhookRoutes, WEBHOOKS_API } from './webhooks.routes.ts';
-import { webhookPageRoutes, WEBHOOKS_PAGE } from './webhooks-pages.routes.ts';
+import { webhookRoutes } from './webhooks.routes.ts';
+import { WEBHOOKS_PAGE, webhookPageRoutes } from './webhooks-pages.routes.ts';
 import type { AuditEventType } from '../audit/audit.service.ts';
+import { webhooksMail } from './webhooks.mail.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -41,36 +43,13 @@ declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends WebhooksAuditEvents {}
 }
 
-/**
- * Registering a receiver decides where account events go: as sensitive as the client registry. An
- * admin who has a second factor must have used it in this session within REAUTH_WINDOW before a
- * change (403 REAUTH_REQUIRED; `POST /api/auth/mfa/step-up`), as for `/api/admin/clients`.
- */
-export function createWebhooksStepUpPolicy(services: BuiltServices): AccessPolicy {
-  const { mfa, config, clock } = services;
-  const sensitive = [
-    { methods: ['POST', 'PATCH', 'DELETE'], prefix: WEBHOOKS_API },
-    { methods: ['POST'], prefix: WEBHOOKS_PAGE },
-  ] as const;
-  return {
-    name: 'webhooks-step-up',
-    isActive: true,
-    exemptPrefixes: [],
-    onlyPrefixes: sensitive.map((rule) => rule.prefix),
-    async check(auth, { path, literalPath, method }) {
-      const isSensitive = sensitive.some((rule) => (rule.methods as readonly string[]).includes(method) && (isUnder(path, rule.prefix) || isUnder(literalPath, rule.prefix)));
-      if (!isSensitive) return null;
-      const isFresh = auth.amr.includes('mfa') && auth.authTime >= clock() - config.mfa.reauthWindowSeconds * 1000;
-      if (isFresh) return null;
-      return (await mfa.methodsOf(auth.userId)).length === 0 ? null : { code: 'REAUTH_REQUIRED' };
-    },
-  };
-}
-
 export const webhooksModule = defineModule({
   name: 'webhooks',
+  cli,
+  adminNav: [{ path: WEBHOOKS_PAGE, labelKey: 'webhooks.adminNav', section: 'webhooks', order: 40 }],
   // The texts of the /admin/webhooks pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
+  mailTemplates: () => webhooksMail,
   config: webhooksConfigSection,
   migrations: { '20261127-webhooks-endpoints-deliveries': endpointsAndDeliveries, '20261129-webhooks-endpoint-lanes': endpointLanes },
   errors: WEBHOOKS_ERRORS,
@@ -86,7 +65,7 @@ export const webhooksModule = defineModule({
       users: services.users,
       authSecret: config.authSecret,
       policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivateTargets },
-      declaredAuditTypes: collectAuditEventTypes(modules),
+      publicEvents: collectPublicEvents(modules),
       pollIntervalMs: config.webhooks.pollIntervalMs,
       retentionMs: config.webhooks.retentionSeconds * 1000,
       disableAfterMs: config.webhooks.disableAfterSeconds * 1000,
@@ -95,7 +74,7 @@ export const webhooksModule = defineModule({
     }),
   }),
   jobs: ({ webhooks }) => [webhooks],
-  // Only the declared types of the table (events.ts): the others join once their module declares them.
+  // The audit types the modules' public events are made from (events.ts); this module names none.
   subscriptions: ({ webhooks }) => [
     {
       types: webhooks.subscribedAuditTypes as readonly AuditEventType[],
@@ -104,9 +83,8 @@ export const webhooksModule = defineModule({
       },
     },
   ],
-  accessPolicies: (services) => [createWebhooksStepUpPolicy(services)],
   routes: [
-    { scope: 'api', register: (app, { services, authenticate }) => app.register(webhookRoutes, { webhooks: services.webhooks, authenticate }) },
-    { scope: 'browser', register: (app, { services, authenticate, csrf }) => app.register(webhookPageRoutes, { webhooks: services.webhooks, authenticate, csrf }) },
+    { scope: 'api', register: (app, { services }) => app.register(webhookRoutes, { webhooks: services.webhooks }) },
+    { scope: 'browser', register: (app, { services, csrf, adminNav }) => app.register(webhookPageRoutes, { webhooks: services.webhooks, csrf, adminNav }) },
   ],
 });

@@ -1,23 +1,25 @@
 /**
  * `/api/admin/webhooks`: webhook endpoints and their deliveries, for holders of the ADMIN role.
- * Every route checks the caller (401 UNAUTHENTICATED, 403 FORBIDDEN) before reading the request.
+ * Every route checks the caller (401 UNAUTHENTICATED, 403 FORBIDDEN) before reading the request;
+ * a change also needs a recent second factor (403 REAUTH_REQUIRED).
  * A signing secret is in exactly two answers, the one that registers the endpoint and the one that
  * rotates its secret (both `Cache-Control: no-store`); responses are built from declared schemas,
  * which strip every other field, so a sealed secret never leaves.
  */
 import { z } from 'zod';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { requireAdminApi } from '../authorization/admin-only.ts';
+import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { AppError, type FieldError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
-import type { RequestAuthenticator } from '../sessions/request-authentication.ts';
+import { requestSource } from '../audit/request-source.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 import { isoTime } from '../lib/clock.ts';
 import { MAX_URL_LENGTH } from './target-rules.ts';
 import { MAX_DESCRIPTION_LENGTH, MAX_EVENT_TYPES, type EndpointProblem, type WebhookDelivery, type WebhookEndpoint, type WebhooksService } from './webhooks.service.ts';
 
 export interface WebhookRouteOptions {
   webhooks: WebhooksService;
-  authenticate: RequestAuthenticator;
 }
 
 export const WEBHOOKS_API = '/api/admin/webhooks';
@@ -147,24 +149,31 @@ const invalid = {
 };
 const common = { tags: ['admin'], security: [{ bearer: [] }] };
 
-export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (app, { webhooks, authenticate }) => {
-  const actor = requireAdminApi(app, authenticate);
+/** Reading endpoints and deliveries: ADMIN only, checked before the request is read. */
+const adminOnly = { access: access.role(ADMIN_ROLE) };
+/** A change decides where account events go, as sensitive as the client registry: a recent second factor too. */
+const adminChange = { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) };
+
+/** The acting admin, for the audit log. */
+const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
+
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (app, { webhooks }) => {
 
   app.get(
     `${WEBHOOKS_API}/event-types`,
-    { schema: { ...common, summary: 'The event types an endpoint may ask for', response: { 200: z.object({ eventTypes: z.array(z.string()) }), ...guarded } } },
+    { config: adminOnly, schema: { ...common, summary: 'The event types an endpoint may ask for', response: { 200: z.object({ eventTypes: z.array(z.string()) }), ...guarded } } },
     async () => ({ eventTypes: [...webhooks.eventTypes] }),
   );
 
   app.get(
     WEBHOOKS_API,
-    { schema: { ...common, summary: 'The webhook endpoints, newest first (never their secrets)', response: { 200: z.object({ endpoints: z.array(webhookEndpoint) }).meta({ id: 'WebhookEndpointList' }), ...guarded } } },
+    { config: adminOnly, schema: { ...common, summary: 'The webhook endpoints, newest first (never their secrets)', response: { 200: z.object({ endpoints: z.array(webhookEndpoint) }).meta({ id: 'WebhookEndpointList' }), ...guarded } } },
     async () => ({ endpoints: (await webhooks.list()).map(toEndpointBody) }),
   );
 
   app.get(
     `${WEBHOOKS_API}/:id`,
-    { schema: { ...common, summary: 'One endpoint (never its secret)', params: endpointParams, response: { 200: webhookEndpoint, ...guarded, ...notFound } } },
+    { config: adminOnly, schema: { ...common, summary: 'One endpoint (never its secret)', params: endpointParams, response: { 200: webhookEndpoint, ...guarded, ...notFound } } },
     async (request) => {
       const endpoint = await webhooks.show(request.params.id);
       if (endpoint === null) throw new AppError('WEBHOOK_NOT_FOUND');
@@ -175,6 +184,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
   app.post(
     WEBHOOKS_API,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'Register an endpoint; its signing secret is in this answer only',
@@ -185,7 +195,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
     },
     async (request, reply) => {
       const { url, eventTypes, description } = request.body;
-      const result = await webhooks.create({ url, eventTypes, ...(description !== undefined && { description }) }, await actor(request, reply));
+      const result = await webhooks.create({ url, eventTypes, ...(description !== undefined && { description }) }, actor(request));
       if (!result.ok) throw endpointProblemsError(result.problems);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send({ endpoint: toEndpointBody(result.endpoint), secret: result.secret });
@@ -195,6 +205,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
   app.patch(
     `${WEBHOOKS_API}/:id`,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'Change an endpoint’s URL, event types (replaced whole) or description',
@@ -204,10 +215,10 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
         response: { 200: webhookEndpoint, ...bodyErrorResponses, ...guarded, ...notFound, ...invalid },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { url, eventTypes, description } = request.body;
       const changes = { ...(url !== undefined && { url }), ...(eventTypes !== undefined && { eventTypes }), ...(description !== undefined && { description }) };
-      const result = await webhooks.update(request.params.id, changes, await actor(request, reply));
+      const result = await webhooks.update(request.params.id, changes, actor(request));
       if (result.ok) return toEndpointBody(result.endpoint);
       if (result.reason === 'NOT_FOUND') throw new AppError('WEBHOOK_NOT_FOUND');
       throw endpointProblemsError(result.problems);
@@ -218,6 +229,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
     app.post(
       `${WEBHOOKS_API}/:id/${action}`,
       {
+        config: adminChange,
         schema: {
           ...common,
           summary: action === 'disable' ? 'Disable an endpoint: no more deliveries; its pending ones fail (ENDPOINT_DISABLED)' : 'Enable an endpoint again (healthy: its failure count starts over)',
@@ -226,8 +238,8 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
           response: { 200: webhookEndpoint, ...guarded, ...notFound },
         },
       },
-      async (request, reply) => {
-        const source = await actor(request, reply);
+      async (request) => {
+        const source = actor(request);
         const endpoint = action === 'disable' ? await webhooks.disable(request.params.id, source) : await webhooks.enable(request.params.id, source);
         if (endpoint === null) throw new AppError('WEBHOOK_NOT_FOUND');
         return toEndpointBody(endpoint);
@@ -238,6 +250,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
   app.post(
     `${WEBHOOKS_API}/:id/rotate-secret`,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'A new signing secret; the previous one keeps signing too for 24 hours',
@@ -257,7 +270,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const result = await webhooks.rotateSecret(request.params.id, await actor(request, reply));
+      const result = await webhooks.rotateSecret(request.params.id, actor(request));
       if (!result.ok) throw new AppError('WEBHOOK_NOT_FOUND');
       reply.header('cache-control', 'no-store');
       return { id: result.endpoint.id, secret: result.secret, previousSecretExpiresAt: time(result.endpoint.previousSecretExpiresAt) };
@@ -267,10 +280,11 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
   app.delete(
     `${WEBHOOKS_API}/:id`,
     {
+      config: adminChange,
       schema: { ...common, summary: 'Delete an endpoint and its deliveries', description: 'Audited as `webhook.endpoint_deleted`.', params: endpointParams, response: { 200: z.object({ ok: z.literal(true) }), ...guarded, ...notFound } },
     },
-    async (request, reply) => {
-      if (!(await webhooks.delete(request.params.id, await actor(request, reply)))) throw new AppError('WEBHOOK_NOT_FOUND');
+    async (request) => {
+      if (!(await webhooks.delete(request.params.id, actor(request)))) throw new AppError('WEBHOOK_NOT_FOUND');
       return { ok: true as const };
     },
   );
@@ -278,6 +292,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
   app.get(
     `${WEBHOOKS_API}/:id/deliveries`,
     {
+      config: adminOnly,
       schema: {
         ...common,
         summary: 'An endpoint’s deliveries, newest first: status, attempts, last response code and error',
@@ -296,6 +311,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
   app.post(
     `${WEBHOOKS_API}/deliveries/:deliveryId/redeliver`,
     {
+      config: adminChange,
       schema: {
         ...common,
         summary: 'Send a delivered or failed webhook again: a new delivery, same payload, same webhook-id',
@@ -310,7 +326,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const result = await webhooks.redeliver(request.params.deliveryId, await actor(request, reply));
+      const result = await webhooks.redeliver(request.params.deliveryId, actor(request));
       if (!result.ok) throw new AppError(result.reason === 'PENDING' ? 'WEBHOOK_DELIVERY_PENDING' : result.reason === 'ENDPOINT_DISABLED' ? 'WEBHOOK_ENDPOINT_DISABLED' : 'WEBHOOK_DELIVERY_NOT_FOUND');
       return reply.code(201).send({ delivery: toDeliveryBody(result.delivery) });
     },

@@ -1,14 +1,13 @@
 /**
  * Queries on webhook endpoints and their deliveries (the outbox). Functions take `db` so callers
- * can pass a transaction. A worker claims an endpoint's lane, then one of its deliveries, each with
- * one conditional UPDATE that re-checks every condition on the row itself (and, on PostgreSQL,
- * skips rows another worker is locking), so of two workers racing for the same row exactly one gets
- * it; every later write about the attempt names the claim's owner, so a worker whose lease ran out
- * and was taken over changes nothing.
+ * can pass a transaction. Claiming an endpoint's lane and then one of its deliveries, finishing,
+ * retrying and purging are the shared outbox's (storage/outbox/outbox.store.ts), on the tables and
+ * columns `DELIVERY_QUEUE` names; every write about an attempt here names the claim's lease token,
+ * so a worker whose lease ran out and was taken over changes nothing.
  */
-import type { ExpressionBuilder, Selectable } from 'kysely';
-import type { Database } from '../storage/schema.ts';
+import type { Selectable } from 'kysely';
 import type { Db } from '../storage/database.ts';
+import type { OutboxQueue } from '../storage/outbox/outbox.store.ts';
 
 export interface WebhookEndpointsTable {
   id: string;
@@ -29,7 +28,7 @@ export interface WebhookEndpointsTable {
   created_at: number;
   updated_at: number;
   secret_rotated_at: number | null;
-  /** The lane lease: one attempt to this endpoint at a time, across instances (see claimNextDue). */
+  /** The lane lease: one attempt to this endpoint at a time, across instances (see DELIVERY_QUEUE). */
   lane_locked_until: number | null;
   lane_locked_by: string | null;
 }
@@ -71,6 +70,17 @@ declare module '../storage/schema.ts' {
 
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+
+/**
+ * The deliveries as the shared outbox sees them: a lane per endpoint, leased on the endpoint's row
+ * (`lane_locked_until` / `lane_locked_by`), none for a disabled one; `delivered` when done.
+ */
+export const DELIVERY_QUEUE: OutboxQueue<DeliveryRow> = {
+  table: 'webhook_deliveries',
+  doneStatus: 'delivered',
+  doneAtColumn: 'delivered_at',
+  lanes: { table: 'webhook_endpoints', keyColumn: 'endpoint_id', leaseUntilColumn: 'lane_locked_until', leaseByColumn: 'lane_locked_by', closedColumn: 'disabled_at' },
+};
 
 // --- endpoints ---
 
@@ -187,105 +197,6 @@ export async function failPendingDeliveries(db: Db, endpointId: string, lastErro
   return Number(result.numUpdatedRows);
 }
 
-/** A delivery that can be attempted now: pending, due, and not leased to a live attempt. */
-const isClaimableAt =
-  (now: number) =>
-  (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
-    eb.and([
-      eb('webhook_deliveries.status', '=', 'pending'),
-      eb('webhook_deliveries.next_attempt_at', '<=', now),
-      eb.or([eb('webhook_deliveries.locked_until', 'is', null), eb('webhook_deliveries.locked_until', '<', now)]),
-    ]);
-
-/** An endpoint no attempt is in flight to (or only one whose holder died: its lease ran out). */
-const isLaneFreeAt =
-  (now: number) =>
-  (eb: ExpressionBuilder<Database, 'webhook_endpoints'>) =>
-    eb.or([eb('webhook_endpoints.lane_locked_until', 'is', null), eb('webhook_endpoints.lane_locked_until', '<', now)]);
-
-/**
- * Takes the lane of an enabled endpoint (not one of `excludeEndpointIds`) that has a claimable
- * delivery and whose lane is free, then that endpoint's oldest claimable delivery, both for `owner`
- * (the claim's lease token) until `lockedUntil`, and counts the attempt; null when no endpoint has
- * anything claimable. The lane is what keeps every other worker, on any instance, off the endpoint
- * until releaseLane (or until the lease runs out, when its holder died): one attempt per endpoint
- * at a time, so a receiver that never answers holds one attempt, never a backlog of them.
- */
-export async function claimNextDue(
-  db: Db,
-  options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean; excludeEndpointIds?: readonly string[] },
-): Promise<DeliveryRow | null> {
-  const excluded = [...(options.excludeEndpointIds ?? [])];
-  // Bounded: each turn either claims, or leaves out one more endpoint whose lane it just gave back.
-  for (;;) {
-    const endpointId = await claimLane(db, { ...options, excludeEndpointIds: excluded });
-    if (endpointId === null) return null;
-    const row = await claimDeliveryOf(db, endpointId, options);
-    if (row !== null) return row;
-    // Its claimable delivery went meanwhile (delivered by a worker whose lane lease had run out,
-    // the endpoint deleted): give the lane back and look at the other endpoints.
-    await releaseLane(db, endpointId, options.owner);
-    excluded.push(endpointId);
-  }
-}
-
-async function claimLane(
-  db: Db,
-  options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean; excludeEndpointIds: readonly string[] },
-): Promise<string | null> {
-  const { now, owner, lockedUntil, excludeEndpointIds } = options;
-  let candidate = db
-    .selectFrom('webhook_endpoints')
-    .select('webhook_endpoints.id')
-    .where('webhook_endpoints.disabled_at', 'is', null)
-    .where(isLaneFreeAt(now))
-    .$if(excludeEndpointIds.length > 0, (query) => query.where('webhook_endpoints.id', 'not in', [...excludeEndpointIds]))
-    .where((eb) => eb.exists(eb.selectFrom('webhook_deliveries').select('webhook_deliveries.id').whereRef('webhook_deliveries.endpoint_id', '=', 'webhook_endpoints.id').where(isClaimableAt(now))))
-    .orderBy('webhook_endpoints.id')
-    .limit(1);
-  // PostgreSQL: skip an endpoint another worker is claiming instead of waiting for its transaction.
-  if (options.isPostgres) candidate = candidate.forUpdate('webhook_endpoints').skipLocked();
-  const lane = await db
-    .updateTable('webhook_endpoints')
-    .set({ lane_locked_until: lockedUntil, lane_locked_by: owner })
-    // `=` and not `in`: PostgreSQL then runs the locking sub-select once (as the mail outbox does).
-    .where('id', '=', candidate)
-    // Re-checked on the row as it is when the UPDATE takes it, whatever the sub-select saw.
-    .where('disabled_at', 'is', null)
-    .where(isLaneFreeAt(now))
-    .returning('id')
-    .executeTakeFirst();
-  return lane?.id ?? null;
-}
-
-async function claimDeliveryOf(db: Db, endpointId: string, options: { now: number; owner: string; lockedUntil: number; isPostgres: boolean }): Promise<DeliveryRow | null> {
-  const { now, owner, lockedUntil } = options;
-  let due = db
-    .selectFrom('webhook_deliveries')
-    .select('webhook_deliveries.id')
-    .where('webhook_deliveries.endpoint_id', '=', endpointId)
-    .where(isClaimableAt(now))
-    .orderBy('webhook_deliveries.next_attempt_at')
-    .orderBy('webhook_deliveries.id')
-    .limit(1);
-  // PostgreSQL: skip a row a worker whose lane lease ran out may still be claiming.
-  if (options.isPostgres) due = due.forUpdate('webhook_deliveries').skipLocked();
-  const row = await db
-    .updateTable('webhook_deliveries')
-    .set((eb) => ({ locked_until: lockedUntil, locked_by: owner, attempts: eb('attempts', '+', 1) }))
-    .where('id', '=', due)
-    // Re-checked on the row as it is when the UPDATE takes it, whatever the sub-select saw.
-    .where(isClaimableAt(now))
-    .returningAll()
-    .executeTakeFirst();
-  return row ?? null;
-}
-
-/** Gives an endpoint's lane back once its attempt is recorded; only the holder's write counts. */
-export async function releaseLane(db: Db, endpointId: string, owner: string): Promise<void> {
-  await db.updateTable('webhook_endpoints').set({ lane_locked_until: null, lane_locked_by: null }).where('id', '=', endpointId).where('lane_locked_by', '=', owner).execute();
-}
-
 /** How many pending deliveries each of `endpointIds` has (an endpoint with none is left out). */
 export async function countPending(db: Db, endpointIds: readonly string[]): Promise<Map<string, number>> {
   if (endpointIds.length === 0) return new Map();
@@ -307,84 +218,4 @@ export async function markAttempted(db: Db, id: string, owner: string, at: numbe
     .where('id', '=', id)
     .where('locked_by', '=', owner)
     .execute();
-}
-
-export interface AttemptOutcome {
-  responseCode: number | null;
-  error: string | null;
-  snippet: string | null;
-}
-
-export async function markDelivered(db: Db, id: string, owner: string, at: number, outcome: AttemptOutcome): Promise<boolean> {
-  const result = await db
-    .updateTable('webhook_deliveries')
-    .set({
-      status: 'delivered',
-      delivered_at: at,
-      locked_until: null,
-      locked_by: null,
-      last_response_code: outcome.responseCode,
-      last_error: null,
-      last_response_snippet: outcome.snippet,
-    })
-    .where('id', '=', id)
-    .where('locked_by', '=', owner)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
-}
-
-export async function scheduleRetry(db: Db, id: string, owner: string, nextAttemptAt: number, outcome: AttemptOutcome): Promise<boolean> {
-  const result = await db
-    .updateTable('webhook_deliveries')
-    .set({
-      next_attempt_at: nextAttemptAt,
-      locked_until: null,
-      locked_by: null,
-      last_response_code: outcome.responseCode,
-      last_error: outcome.error,
-      last_response_snippet: outcome.snippet,
-    })
-    .where('id', '=', id)
-    .where('locked_by', '=', owner)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
-}
-
-export async function markFailed(db: Db, id: string, owner: string, outcome: AttemptOutcome): Promise<boolean> {
-  const result = await db
-    .updateTable('webhook_deliveries')
-    .set({
-      status: 'failed',
-      locked_until: null,
-      locked_by: null,
-      last_response_code: outcome.responseCode,
-      last_error: outcome.error,
-      last_response_snippet: outcome.snippet,
-    })
-    .where('id', '=', id)
-    .where('locked_by', '=', owner)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
-}
-
-/** Deletes at most `batchSize` of the oldest delivered or failed deliveries created before `cutoff`. */
-export async function deleteFinishedBefore(db: Db, cutoff: number, batchSize: number): Promise<number> {
-  const result = await db
-    .deleteFrom('webhook_deliveries')
-    .where(
-      'id',
-      'in',
-      db
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('status', 'in', ['delivered', 'failed'])
-        .where('created_at', '<', cutoff)
-        .orderBy('created_at')
-        .limit(batchSize),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
 }

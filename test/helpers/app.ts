@@ -9,6 +9,7 @@ import { migrateToLatest, loadConfig } from '../../src/modules.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { buildApp } from '../../src/app.ts';
 import type { Clock } from '../../src/lib/clock.ts';
+import type { GatehouseModule } from '../../src/module.ts';
 import { after, before } from 'node:test';
 import { createSqliteDatabase, type Backend, type TestDatabase } from './databases.ts';
 import { freePort } from './process.ts';
@@ -51,12 +52,12 @@ export function testEnv(database: TestDatabase, overrides: Env = {}): Env {
   };
 }
 
-export async function createTestApp(database: TestDatabase, options: { env?: Env; clock?: Clock } = {}): Promise<TestApp> {
+export async function createTestApp(database: TestDatabase, options: { env?: Env; clock?: Clock; modules?: readonly GatehouseModule[] } = {}): Promise<TestApp> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-data-'));
-  const config = loadConfig({ DATA_DIR: dataDir, ...testEnv(database, options.env) });
+  const config = loadConfig({ DATA_DIR: dataDir, ...testEnv(database, options.env) }, {}, options.modules);
   const storage = openStorage(config.database);
-  await migrateToLatest(storage.db);
-  const services = await createServices({ config, storage, ...(options.clock && { clock: options.clock }) });
+  await migrateToLatest(storage.db, options.modules);
+  const services = await createServices({ config, storage, ...(options.clock && { clock: options.clock }), ...(options.modules && { modules: options.modules }) });
   const app = await buildApp(services);
   return {
     app,
@@ -84,7 +85,7 @@ export async function createUser(
  * Inside a `describe`: a database of its own on `backend` and the app built on it, made before the
  * tests and dropped after. The result stands for that app (and its `database`) once `before` ran.
  */
-export function useTestApp(backend: Backend, options: { env?: Env; clock?: Clock } = {}): TestApp & { readonly database: TestDatabase } {
+export function useTestApp(backend: Backend, options: { env?: Env; clock?: Clock; modules?: readonly GatehouseModule[] } = {}): TestApp & { readonly database: TestDatabase } {
   let database: TestDatabase | undefined;
   let built: TestApp | undefined;
   before(async () => {
