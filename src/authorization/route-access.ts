@@ -20,7 +20,7 @@ import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { syncFirstHook } from '../http/sync-first-hook.ts';
 import type { AccessPolicy, AccessRefusal, AccessRequirement } from '../module.ts';
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
-import { ADMIN_ROLE, GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type ProtectionRules, type RequestPath } from '../../packages/protect/src/rules.ts';
+import { ADMIN_ROLE, GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules, type RequestPath } from '../../packages/protect/src/rules.ts';
 import { access as declare, type RouteAccess } from './access.ts';
 import type { PageLanguage } from '../web/render.ts';
 
@@ -104,14 +104,15 @@ export function registerRouteAccess(app: FastifyInstance, options: RouteAccessOp
       const policies = routed ? applicablePolicies(access) : [];
       const needsSession = floor.action === 'deny' || access.who !== 'anyone' || access.readsSession || policies.length > 0;
       if (!needsSession) return undefined;
-      return decide(request, reply, path, access, floor.action === 'deny' && floor.reason === 'BAD_REQUEST', policies);
+      return decide(request, reply, path, access, floor, policies);
     }),
   );
 
-  async function decide(request: FastifyRequest, reply: FastifyReply, path: RequestPath | null, access: RouteAccess, unreadable: boolean, policies: readonly AccessPolicy[]) {
-    if (unreadable) throw new AppError('BAD_REQUEST');
+  async function decide(request: FastifyRequest, reply: FastifyReply, path: RequestPath | null, access: RouteAccess, anonymous: Decision, policies: readonly AccessPolicy[]) {
+    if (anonymous.action === 'deny' && anonymous.reason === 'BAD_REQUEST') throw new AppError('BAD_REQUEST');
     // A decision that grants a role's powers, or a policy's, is made on the roles held now.
-    const floorNeedsRole = decidePath(path, NO_ROLES, rules).action === 'deny';
+    // (A path the rules leave public needs no role: no second reading of it.)
+    const floorNeedsRole = anonymous.action === 'deny' && decidePath(path, NO_ROLES, rules).action === 'deny';
     const currentRoles = access.currentRoles || floorNeedsRole || policies.length > 0;
     const auth = currentRoles ? await authenticate.withCurrentRoles(request, reply) : await authenticate(request, reply);
     request.gatehouseAuth = auth;

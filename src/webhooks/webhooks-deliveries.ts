@@ -50,6 +50,11 @@ export interface WebhookDeliveriesDeps {
   resolve?: Resolver;
 }
 
+/** The attempt columns of a delivery not attempted yet, due at `now` (a new event's, or a redelivery). */
+function notYetAttempted(now: number) {
+  return { attempts: 0, next_attempt_at: now, first_attempt_at: null, last_attempt_at: null, locked_until: null, locked_by: null, last_response_code: null } as const;
+}
+
 export function createWebhookDeliveries(deps: WebhookDeliveriesDeps & { seal: SecretSeal; sourceOf: (auditType: string) => EventSource | undefined }) {
   const { db, clock, logger, audit, mail, users, policy, seal } = deps;
 
@@ -153,13 +158,7 @@ export function createWebhookDeliveries(deps: WebhookDeliveriesDeps & { seal: Se
         event_id: event.id,
         payload,
         status: isFull(endpoint.id) ? ('failed' as const) : ('pending' as const),
-        attempts: 0,
-        next_attempt_at: now,
-        first_attempt_at: null,
-        last_attempt_at: null,
-        locked_until: null,
-        locked_by: null,
-        last_response_code: null,
+        ...notYetAttempted(now),
         last_error: isFull(endpoint.id) ? 'BACKLOG_FULL' : null,
         last_response_snippet: null,
         redelivery_of: null,
@@ -209,13 +208,7 @@ export function createWebhookDeliveries(deps: WebhookDeliveriesDeps & { seal: Se
           ...original,
           id: randomId(),
           status: 'pending',
-          attempts: 0,
-          next_attempt_at: now,
-          first_attempt_at: null,
-          last_attempt_at: null,
-          locked_until: null,
-          locked_by: null,
-          last_response_code: null,
+          ...notYetAttempted(now),
           last_error: null,
           last_response_snippet: null,
           redelivery_of: original.id,
