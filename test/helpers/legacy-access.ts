@@ -76,7 +76,7 @@ function signInRedirect(callbackPath?: string): string {
 // --- mfa-policy.ts ---------------------------------------------------------------------------
 
 /** What a user who must enrol still reached. */
-const EXEMPT = [
+export const EXEMPT = [
   '/api/auth/mfa',
   '/api/auth/passkeys',
   '/api/auth/session',
@@ -94,10 +94,10 @@ const EXEMPT = [
   '/api/docs',
 ] as const;
 
-const ADMIN_AREA = ['/admin', '/api/admin'] as const;
+export const ADMIN_AREA = ['/admin', '/api/admin'] as const;
 
 /** Changes that needed a recent second factor from a user who had one: mfa-policy.ts, then the two module copies. */
-const SENSITIVE: readonly { readonly methods: readonly string[]; readonly prefix: string }[] = [
+export const SENSITIVE: readonly { readonly methods: readonly string[]; readonly prefix: string }[] = [
   { methods: ['POST'], prefix: '/api/auth/change-password' },
   { methods: ['DELETE'], prefix: '/api/auth/account' },
   { methods: ['POST'], prefix: '/dashboard/account/delete' },
