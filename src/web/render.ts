@@ -126,18 +126,34 @@ export function createPageRenderer<Pages extends object>(files: readonly string[
 }
 
 /**
- * A template's data: the model, with the context's fields read from it when the template reads
- * them. The CSRF token is not enumerable: a page that shows no form issues none (and sets no
- * cookie), also when it passes `{ ...it }` to a partial (which therefore cannot read it; none
- * does). The layout, which Eta hands such a copy, reads the language and the nonce.
+ * A template's data: the model, with the context's parts. Eta hands every partial and the layout
+ * a copy (`{ ...it }`), which reads each property: the CSRF token is therefore a value that is
+ * made only when a template prints it (`<%= it.csrfToken %>` turns it into text), so a page that
+ * shows no form issues none and sets no cookie.
  */
 function pageData(context: PageContext, model: object): object {
-  const data = { isWide: false, isFull: false, ...model, passwordFieldScript: PASSWORD_FIELD_SCRIPT.source };
-  return Object.defineProperties(data, {
-    i18n: { get: () => context.i18n, enumerable: true },
-    scriptNonce: { get: () => context.scriptNonce, enumerable: true },
-    csrfToken: { get: () => context.csrfToken },
-  });
+  return {
+    isWide: false,
+    isFull: false,
+    ...model,
+    passwordFieldScript: PASSWORD_FIELD_SCRIPT.source,
+    i18n: context.i18n,
+    csrfToken: new PrintedLater(() => context.csrfToken),
+    get scriptNonce() {
+      return context.scriptNonce;
+    },
+  };
+}
+
+/** Text computed when it is printed (`String(value)`, as the templates' `<%= %>` does), not before. */
+class PrintedLater {
+  readonly #make: () => string;
+  constructor(make: () => string) {
+    this.#make = make;
+  }
+  toString(): string {
+    return this.#make();
+  }
 }
 
 /**
