@@ -198,6 +198,13 @@ export interface CredentialResolver {
   recognises(token: string): boolean;
   /** Who the token speaks for, or null when it grants nothing (expired, revoked, unknown). */
   resolve(token: string): Promise<AuthContext | null>;
+  /**
+   * The same caller with the roles they hold now, or null when they hold nothing any more: asked
+   * for every decision that grants a role's powers or that a policy makes (the access token's
+   * resolver reads the session, since a jwt-strategy token carries the roles it was issued with).
+   * Leave it out when `resolve` already reads what is current: its answer is then taken as is.
+   */
+  withCurrentRoles?(auth: AuthContext): Promise<AuthContext | null>;
 }
 
 /** The pages of other modules a module may add a section to. */
