@@ -21,6 +21,7 @@ import { createRequestAuthenticator } from './sessions/request-authentication.ts
 import { access, DURING_ENROLMENT } from './authorization/access.ts';
 import { registerRouteAccess } from './authorization/route-access.ts';
 import { createForbiddenPage } from './web/forbidden-page.ts';
+import { registerPageContext } from './web/page-context.ts';
 import { requestPageLanguage } from './i18n/i18n.module.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { apiDocsRoutes } from './http/api-docs.routes.ts';
@@ -83,15 +84,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const csrf = registerCsrfProtection(app, config);
   const resolvers = services.modules.flatMap((module) => module.credentialResolvers?.(services) ?? []);
   const authenticate = createRequestAuthenticator({ sessions: services.sessions, config, clock, resolvers });
-  // After CSRF: a forged cross-site request is refused before any session work. Every route
-  // declares who may call it; one hook decides (authorization/route-access.ts). It answers before
-  // the browser routes' language hook runs: its 403 page negotiates its own language.
+  // Every page's language, CSRF token, nonce and viewer, set once per request (reply.page). A
+  // page answered before the browser routes' language hook ran (the access hook's refusals)
+  // negotiates its language from the request alone.
   const languageOf = requestPageLanguage(services.translations, services.brand.page);
-  const sendForbiddenPage = createForbiddenPage(languageOf);
+  registerPageContext(app, { issueCsrfToken: (request, reply) => csrf.issueToken(request, reply), languageOf });
+  // After CSRF: a forged cross-site request is refused before any session work. Every route
+  // declares who may call it; one hook decides (authorization/route-access.ts).
   const routeAccess = registerRouteAccess(app, {
     authenticate,
-    languageOf,
-    sendForbiddenPage,
+    sendForbiddenPage: createForbiddenPage(),
     policies: services.modules.flatMap((module) => module.accessPolicies?.(services) ?? []),
     requirements: services.modules.flatMap((module) => module.accessRequirements?.(services) ?? []),
   });

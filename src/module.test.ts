@@ -92,10 +92,10 @@ const declaringModule = defineModule({
   auditEvents: ['example.noted' as AuditEventType],
   tokenClaims: () => async ({ userId }) => ({ example_claim: `for ${userId}` }),
   pageSections: () => [
-    { page: 'dashboard', render: async ({ userId, csrfToken }) => `<section id="example-dashboard">for ${userId}, csrf ${csrfToken.length > 0}</section>` },
+    { page: 'dashboard', render: async ({ userId, page }) => `<section id="example-dashboard">for ${userId}, csrf ${page.csrfToken.length > 0}</section>` },
     // Nothing to show for this user: no trace on the page.
     { page: 'dashboard', render: async () => null },
-    { page: 'admin-user', render: async ({ userId, viewerId }) => `<section id="example-admin">about ${userId}, seen by ${viewerId}</section>` },
+    { page: 'admin-user', render: async ({ userId, page }) => `<section id="example-admin">about ${userId}, seen by ${page.viewer?.userId}</section>` },
     { page: 'signin', render: async ({ callbackUrl }) => `<section id="example-signin">then ${callbackUrl}</section>`, scripts: ['/assets/example.js'] },
   ],
   routes: [

@@ -44,7 +44,7 @@ import type { FirstFactorKind } from './signin/first-factor.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
 import type { ErrorCode, ErrorDefinition } from './errors.ts';
-import { createScriptNonce, type PageLanguage } from './web/render.ts';
+import type { PageContext } from './web/page-context.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 import type { RouteAccess } from './authorization/access.ts';
 import type { AuditSource } from './audit/audit.service.ts';
@@ -198,6 +198,13 @@ export interface CredentialResolver {
   recognises(token: string): boolean;
   /** Who the token speaks for, or null when it grants nothing (expired, revoked, unknown). */
   resolve(token: string): Promise<AuthContext | null>;
+  /**
+   * The same caller with the roles they hold now, or null when they hold nothing any more: asked
+   * for every decision that grants a role's powers or that a policy makes (the access token's
+   * resolver reads the session, since a jwt-strategy token carries the roles it was issued with).
+   * Leave it out when `resolve` already reads what is current: its answer is then taken as is.
+   */
+  withCurrentRoles?(auth: AuthContext): Promise<AuthContext | null>;
 }
 
 /** The pages of other modules a module may add a section to. */
@@ -223,29 +230,24 @@ export interface PageSection {
 export interface PageSectionContext {
   /** Whom the page is about: on the dashboard, the signed-in user; on the second-factor page, the user signing in; null on the sign-in page. */
   readonly userId: string | null;
-  /** The signed-in user (the administrator, on the admin pages) and their session; null on the sign-in page. */
-  readonly viewerId: string | null;
-  readonly sessionId: string | null;
-  /** For the section's forms (the page issued it). */
-  readonly csrfToken: string;
-  /** The language (and brand) of the page the section is part of: render its texts with it. */
-  readonly i18n: PageLanguage;
+  /**
+   * The page's request context (web/page-context.ts): its language and brand, the CSRF token for
+   * the section's forms, and the signed-in viewer (the administrator, on the admin pages; null on
+   * the sign-in and second-factor pages). Render the section with it.
+   */
+  readonly page: PageContext;
   /** The sign-in and second-factor pages: where to go once signed in, already judged (a path of ours, or a URL on one of TRUSTED_ORIGINS). */
   readonly callbackUrl?: string;
 }
 
 /**
  * The sections' HTML for one page, in list order, leaving out those with nothing to show, and the
- * scripts of those shown (with a nonce for the page to pass to `sendPage`; none without scripts).
+ * scripts of those shown (the page loads them under its context's nonce).
  */
-export async function renderPageSections(
-  sections: readonly PageSection[],
-  context: PageSectionContext,
-): Promise<{ html: string[]; scripts: string[]; scriptNonce: string | undefined }> {
+export async function renderPageSections(sections: readonly PageSection[], context: PageSectionContext): Promise<{ html: string[]; scripts: string[] }> {
   const rendered = await Promise.all(sections.map(async (section) => ({ section, html: await section.render(context) })));
   const shown = rendered.filter((entry): entry is { section: PageSection; html: string } => entry.html !== null);
-  const scripts = [...new Set(shown.flatMap((entry) => entry.section.scripts ?? []))];
-  return { html: shown.map((entry) => entry.html), scripts, scriptNonce: scripts.length === 0 ? undefined : createScriptNonce() };
+  return { html: shown.map((entry) => entry.html), scripts: [...new Set(shown.flatMap((entry) => entry.section.scripts ?? []))] };
 }
 
 /**

@@ -199,12 +199,13 @@ for (const backend of await backends()) {
       assert.equal((await listNotes('nt_unknown')).statusCode, 401);
       assert.equal((await t.services.storage.db.selectFrom('note_tokens').select('token_hash').where('user_id', '=', user.id).executeTakeFirstOrThrow()).token_hash.includes(token.slice(3)), false, 'stored as its hash');
 
-      // A token is no second factor: once the user has one, it cannot add notes. (Today a route
-      // with a requirement judges the caller as their session is now, and a token has no session
-      // row: it is refused as unauthenticated, before the requirement is asked.)
+      // A token is no second factor: once the user has one, it cannot add notes. The route's
+      // requirement judges the token as its resolver describes it (it reads the token fresh, so
+      // that answer is current: no session row is looked for).
       await enrolTotp(t.services as never, (await t.services.users.findUserById(user.id))!, clock);
       const refused = await addNote(token, { text: 'by token' });
-      assert.ok([401, 403].includes(refused.statusCode), refused.body);
+      assert.equal(refused.statusCode, 403, refused.body);
+      assert.equal(refused.json().error, 'REAUTH_REQUIRED');
       assert.deepEqual((await listNotes(token)).json().notes.map((note: { text: string }) => note.text), ['read by token'], 'nothing added');
     });
 

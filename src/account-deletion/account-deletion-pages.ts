@@ -13,7 +13,6 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { DeletionBlock, PageSection } from '../module.ts';
 import type { Config } from '../config.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } from '../authorization/access.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
@@ -23,7 +22,7 @@ import type { UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Translator } from '../i18n/translator.ts';
 import { shownCode } from '../web/page-query.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
 import type { AccountDeletionService } from './account-deletion.service.ts';
 import { deletionRefusal } from './account-deletion.routes.ts';
 
@@ -74,16 +73,16 @@ export function accountDeletionPageSections(users: UserService): PageSection[] {
   return [
     {
       page: 'dashboard',
-      async render({ userId, i18n }) {
-        return userId === null ? null : pages.render('account-deletion-dashboard-section', { title: '', i18n });
+      async render({ userId, page }) {
+        return userId === null ? null : pages.html(page, 'account-deletion-dashboard-section', { title: '' });
       },
     },
     {
       page: 'admin-user',
-      async render({ userId, viewerId, csrfToken, i18n }) {
+      async render({ userId, page }) {
         const user = userId === null ? null : await users.findUserById(userId);
         if (user === null) return null;
-        return pages.render('account-deletion-admin-section', { title: '', i18n, userId: user.id, email: user.email, isSelf: user.id === viewerId, csrfToken });
+        return pages.html(page, 'account-deletion-admin-section', { title: '', userId: user.id, email: user.email, isSelf: user.id === page.viewer?.userId });
       },
     },
   ];
@@ -92,7 +91,6 @@ export function accountDeletionPageSections(users: UserService): PageSection[] {
 export interface AccountDeletionPageOptions {
   accountDeletion: AccountDeletionService;
   users: UserService;
-  csrf: Csrf;
   config: Config;
   clock: Clock;
   /** Whether the user has a second factor (then deleting needs it used recently: `RECENT_SECOND_FACTOR`). */
@@ -102,7 +100,7 @@ export interface AccountDeletionPageOptions {
 const hidden = { hide: true } as const;
 const confirmedForm = z.object({ csrfToken: z.string().max(200).optional(), confirm: z.literal('yes', { error: 'must be ticked' }) }, { error: 'must be a form' });
 
-export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPageOptions> = async (app, { accountDeletion, users, csrf, config, clock, hasSecondFactor }) => {
+export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPageOptions> = async (app, { accountDeletion, users, config, clock, hasSecondFactor }) => {
   const pages = renderer();
   const isRecent = (authTime: number) => authTime >= clock() - config.mfa.reauthWindowSeconds * 1000;
   /** Signed in (or stepped up) within REAUTH_WINDOW, with the second factor when there is one: what the POST requires, shown ahead. */
@@ -114,20 +112,15 @@ export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPag
     const user = await users.findUserById(auth.userId);
     if (user === null) return reply.redirect(signInRedirect(DELETE_PAGE), 303);
     const code = request.query.error;
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('account-delete', {
-        i18n,
-        title: i18n.t('account-deletion.delete.title'),
-        email: user.email,
-        csrfToken: csrf.issueToken(request, reply),
-        blockers: await accountDeletion.blockers(user.id),
-        needsRecentSignIn: !(await isRecentEnough(auth)),
-        signInUrl: signInRedirect(DELETE_PAGE),
-        error: code === undefined ? null : deletePageError(code, i18n),
-      }),
-    );
+    const { i18n } = reply.page;
+    return pages.send(reply, 'account-delete', {
+      title: i18n.t('account-deletion.delete.title'),
+      email: user.email,
+      blockers: await accountDeletion.blockers(user.id),
+      needsRecentSignIn: !(await isRecentEnough(auth)),
+      signInUrl: signInRedirect(DELETE_PAGE),
+      error: code === undefined ? null : deletePageError(code, i18n),
+    });
   });
 
   app.post(
@@ -154,8 +147,8 @@ export const accountDeletionPageRoutes: FastifyPluginAsyncZod<AccountDeletionPag
   );
 
   app.get(DELETED_PAGE, { config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) }, schema: hidden }, async (request, reply) => {
-    const i18n = request.language;
-    return sendPage(reply, pages.render('account-deleted', { i18n, title: i18n.t('account-deletion.deleted.title') }));
+    const { i18n } = reply.page;
+    return pages.send(reply, 'account-deleted', { title: i18n.t('account-deletion.deleted.title') });
   });
 
   app.post(

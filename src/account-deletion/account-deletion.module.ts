@@ -41,11 +41,10 @@ export const accountDeletionModule = defineModule({
     },
     {
       scope: 'browser',
-      register: (app, { services, csrf, config, clock }) =>
+      register: (app, { services, config, clock }) =>
         app.register(accountDeletionPageRoutes, {
           accountDeletion: services.accountDeletion,
           users: services.users,
-          csrf,
           config,
           clock,
           hasSecondFactor: async (userId) => (await services.mfa.methodsOf(userId)).length > 0,

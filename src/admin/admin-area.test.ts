@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { collectAdminNav, defineModule } from '../module.ts';
 import { MODULES } from '../modules.ts';
 import { createAdminPageRenderer } from './admin-area.ts';
+import { fixedPageContext } from '../web/page-context.ts';
 
 describe('the admin area\'s navigation', () => {
   it('lists the modules\' links in their order', () => {
@@ -34,7 +35,7 @@ describe('the admin area\'s navigation', () => {
       ];
       const pages = createAdminPageRenderer<{ 'probe-page': { section: string; alerts: [] } }>([join(dir, 'probe-page.eta')], nav);
       const i18n = { t: (key: string) => `[${key}]`, html: () => '', links: [], brand: {} } as never;
-      const html = pages.render('probe-page', { title: 'probe', section: 'a', alerts: [], i18n });
+      const html = pages.html(fixedPageContext(i18n), 'probe-page', { title: 'probe', section: 'a', alerts: [] });
       assert.match(html, /<a href="\/admin\/b">\[b\]<\/a>\n {2}<a href="\/admin\/a" aria-current="page">\[a\]<\/a>\n {2}<a href="\/dashboard">/);
     } finally {
       rmSync(dir, { recursive: true, force: true });

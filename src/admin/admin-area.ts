@@ -14,5 +14,8 @@ const ADMIN_HEADER = join(import.meta.dirname, 'templates', 'admin-header.eta');
 /** A renderer of an admin area's page templates (`files`) with the shared header, which lists `nav`. */
 export function createAdminPageRenderer<Pages extends object>(files: readonly string[], nav: readonly AdminNavEntry[]): PageRenderer<Pages> {
   const pages = createPageRenderer<Pages>([...files.filter((file) => file !== ADMIN_HEADER), ADMIN_HEADER]);
-  return { render: (page, model) => pages.render(page, { ...model, adminNav: nav }) };
+  return {
+    html: (context, page, model) => pages.html(context, page, { ...model, adminNav: nav }),
+    send: (reply, page, model, options) => pages.send(reply, page, { ...model, adminNav: nav }, options),
+  };
 }

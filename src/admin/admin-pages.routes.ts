@@ -16,7 +16,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import { renderPageSections, type AdminNavEntry, type PageSection } from '../module.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import type { AdminService } from './admin.service.ts';
 import { MAX_ROLES } from './admin.routes.ts';
@@ -29,7 +28,7 @@ import { toSessionItems } from '../sessions/session-items.ts';
 import type { PlaceFinder } from '../sessions/place.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
-import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { templatesIn, type PageLanguage } from '../web/render.ts';
 import { createAdminPageRenderer } from './admin-area.ts';
 import { formatTime } from '../web/time-text.ts';
 import { adminError, adminNotice } from './admin-pages.messages.ts';
@@ -37,7 +36,6 @@ import type { AdminEventItem, AdminPages, PageAlert } from './admin-pages.types.
 
 export interface AdminPageOptions {
   admin: AdminService;
-  csrf: Csrf;
   config: Config;
   /** What other modules add to the page of one user. */
   sections: readonly PageSection[];
@@ -108,7 +106,7 @@ const forAdmins = { access: access.role(ADMIN_ROLE) };
 const forAdminsRecentlyVerified = { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) };
 
 export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (app, options) => {
-  const { admin, csrf, config } = options;
+  const { admin, config } = options;
   const pages = createAdminPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   const sendForbiddenPage = createForbiddenPage();
   /** A continuation cursor from a link: its position, none, or null for one we did not make. */
@@ -119,33 +117,29 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
     { config: forAdmins, schema: { ...hidden, querystring: z.object({ query: queryText(200), cursor: cursorQuery, ...pageQuery }) } },
     async (request, reply) => {
       const { query, cursor, ...codes } = request.query;
-      const i18n = request.language;
+      const { i18n } = reply.page;
       const before = positionOf(cursor);
       const alerts = alertsOf(codes, i18n);
       // A cursor we did not make (edited, or from another build): the list starts again from the top.
       if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
       const page = await admin.listUsers({ ...(query !== undefined && { query }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
-      return sendPage(
-        reply,
-        pages.render('admin-users', {
-          i18n,
-          title: i18n.t('admin.users.title'),
-          isFull: true,
-          section: 'users',
-          alerts,
-          query: query ?? '',
-          users: page.users.map((user) => ({
-            href: adminUserPage(user.id),
-            name: user.name,
-            email: user.email,
-            roles: user.roles,
-            isDisabled: user.disabledAt !== null,
-            createdAt: formatTime(user.createdAt, i18n.locale),
-          })),
-          nextHref: page.next === null ? null : pageUrl(ADMIN_PAGE, { query, cursor: encodeCursor(page.next) }),
-          firstHref: before ? pageUrl(ADMIN_PAGE, { query }) : null,
-        }),
-      );
+      return pages.send(reply, 'admin-users', {
+        title: i18n.t('admin.users.title'),
+        isFull: true,
+        section: 'users',
+        alerts,
+        query: query ?? '',
+        users: page.users.map((user) => ({
+          href: adminUserPage(user.id),
+          name: user.name,
+          email: user.email,
+          roles: user.roles,
+          isDisabled: user.disabledAt !== null,
+          createdAt: formatTime(user.createdAt, i18n.locale),
+        })),
+        nextHref: page.next === null ? null : pageUrl(ADMIN_PAGE, { query, cursor: encodeCursor(page.next) }),
+        firstHref: before ? pageUrl(ADMIN_PAGE, { query }) : null,
+      });
     },
   );
 
@@ -160,45 +154,36 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const { user } = found;
       const isSelf = user.id === auth.userId;
       const base = adminUserPage(user.id);
-      const csrfToken = csrf.issueToken(request, reply);
-      const i18n = request.language;
-      const sections = await renderPageSections(options.sections, { userId: user.id, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n });
-      return sendPage(
-        reply,
-        pages.render('admin-user', {
-          i18n,
-          title: user.name,
-          isWide: true,
-          section: 'users',
-          alerts: alertsOf(request.query, i18n),
-          csrfToken,
-          sections: sections.html,
-          scripts: sections.scripts,
-          scriptNonce: sections.scriptNonce,
-          user: {
-            id: user.id,
-            name: user.name,
-            email: user.email,
-            roles: user.roles,
-            isEmailVerified: user.emailVerifiedAt !== null,
-            disabledAt: user.disabledAt === null ? null : formatTime(user.disabledAt, i18n.locale),
-            createdAt: formatTime(user.createdAt, i18n.locale),
-            updatedAt: formatTime(user.updatedAt, i18n.locale),
-          },
-          isSelf,
-          sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null, { i18n, locate: await options.places.locator(i18n.locale) }),
-          eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { userId: user.id }),
-          actions: {
-            roles: `${base}/roles`,
-            disable: `${base}/disable`,
-            enable: `${base}/enable`,
-            endSession: `${base}/sessions/end`,
-            endAllSessions: `${base}/sessions/end-all`,
-          },
-        }),
-        200,
-        { scriptNonce: sections.scriptNonce },
-      );
+      const { i18n } = reply.page;
+      const sections = await renderPageSections(options.sections, { userId: user.id, page: reply.page });
+      return pages.send(reply, 'admin-user', {
+        title: user.name,
+        isWide: true,
+        section: 'users',
+        alerts: alertsOf(request.query, i18n),
+        sections: sections.html,
+        scripts: sections.scripts,
+        user: {
+          id: user.id,
+          name: user.name,
+          email: user.email,
+          roles: user.roles,
+          isEmailVerified: user.emailVerifiedAt !== null,
+          disabledAt: user.disabledAt === null ? null : formatTime(user.disabledAt, i18n.locale),
+          createdAt: formatTime(user.createdAt, i18n.locale),
+          updatedAt: formatTime(user.updatedAt, i18n.locale),
+        },
+        isSelf,
+        sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null, { i18n, locate: await options.places.locator(i18n.locale) }),
+        eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { userId: user.id }),
+        actions: {
+          roles: `${base}/roles`,
+          disable: `${base}/disable`,
+          enable: `${base}/enable`,
+          endSession: `${base}/sessions/end`,
+          endAllSessions: `${base}/sessions/end-all`,
+        },
+      });
     },
   );
 
@@ -207,7 +192,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
     { config: forAdmins, schema: { ...hidden, querystring: z.object({ userId: queryText(64), type: queryText(64), cursor: cursorQuery, ...pageQuery }) } },
     async (request, reply) => {
       const { userId, type: requestedType, cursor, ...codes } = request.query;
-      const i18n = request.language;
+      const { i18n } = reply.page;
       const isKnownType = requestedType !== undefined && (options.admin.eventTypes as readonly string[]).includes(requestedType);
       const type = isKnownType ? requestedType : undefined;
       const before = positionOf(cursor);
@@ -215,22 +200,18 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       if (requestedType !== undefined && !isKnownType) alerts.push(adminError('UNKNOWN_EVENT_TYPE', i18n));
       if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
       const page = await admin.listEvents({ ...(userId !== undefined && { userId }), ...(type !== undefined && { type }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
-      return sendPage(
-        reply,
-        pages.render('admin-events', {
-          i18n,
-          title: i18n.t('admin.events.title'),
-          isFull: true,
-          section: 'events',
-          alerts,
-          filter: { userId: userId ?? '', type: type ?? '' },
-          types: options.admin.eventTypes,
-          isFiltered: userId !== undefined || type !== undefined,
-          events: page.events.map((event) => toEventItem(event, i18n)),
-          nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { userId, type, cursor: encodeCursor(page.next) }),
-          firstHref: before ? pageUrl(ADMIN_EVENTS_PAGE, { userId, type }) : null,
-        }),
-      );
+      return pages.send(reply, 'admin-events', {
+        title: i18n.t('admin.events.title'),
+        isFull: true,
+        section: 'events',
+        alerts,
+        filter: { userId: userId ?? '', type: type ?? '' },
+        types: options.admin.eventTypes,
+        isFiltered: userId !== undefined || type !== undefined,
+        events: page.events.map((event) => toEventItem(event, i18n)),
+        nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { userId, type, cursor: encodeCursor(page.next) }),
+        firstHref: before ? pageUrl(ADMIN_EVENTS_PAGE, { userId, type }) : null,
+      });
     },
   );
 

@@ -25,6 +25,8 @@ import { RECENT_SECOND_FACTOR } from '../authorization/access.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
 import { readMessages } from '../i18n/catalog.ts';
 import { ADMIN_ERROR_CODES, ADMIN_NOTICE_CODES } from './admin-pages.messages.ts';
+import { registerPageContext } from '../web/page-context.ts';
+import { ENGLISH_PAGE } from '../web/render.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const FORM = 'application/x-www-form-urlencoded';
@@ -224,6 +226,7 @@ for (const strategy of ['database', 'jwt'] as const) {
           app.setValidatorCompiler(validatorCompiler);
           app.setSerializerCompiler(serializerCompiler);
           await app.register(formbody);
+          registerPageContext(app, { issueCsrfToken: () => 'token', languageOf: () => ENGLISH_PAGE });
           registerRouteAccess(app, {
             authenticate: Object.assign(async () => auth as RequestAuth | null, { withCurrentRoles: async () => auth as RequestAuth | null }),
             policies: [],
@@ -233,7 +236,6 @@ for (const strategy of ['database', 'jwt'] as const) {
           });
           await app.register(adminPageRoutes, {
             admin: untouchable,
-            csrf: { issueToken: () => 'token' },
             config: {} as Config,
             sections: [],
             places: { isConfigured: false, locator: async () => null },

@@ -31,8 +31,8 @@ export const adminModule = defineModule({
     { scope: 'api', register: (app, { services }) => app.register(adminRoutes, { admin: services.admin }) },
     {
       scope: 'browser',
-      register: (app, { services, csrf, config, pageSections, adminNav }) =>
-        app.register(adminPageRoutes, { admin: services.admin, csrf, config, sections: pageSections('admin-user'), places: services.places, adminNav }),
+      register: (app, { services, config, pageSections, adminNav }) =>
+        app.register(adminPageRoutes, { admin: services.admin, config, sections: pageSections('admin-user'), places: services.places, adminNav }),
     },
   ],
 });

@@ -22,7 +22,6 @@ import type { AccessPolicy, AccessRefusal, AccessRequirement } from '../module.t
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { ADMIN_ROLE, GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules, type RequestPath } from '../../packages/protect/src/rules.ts';
 import { access as declare, type RouteAccess } from './access.ts';
-import type { PageLanguage } from '../web/render.ts';
 
 /** One route of the app and what it declares (methods as Fastify registered them). */
 export interface DeclaredRoute {
@@ -55,8 +54,6 @@ export interface RouteAccessOptions {
   readonly requirements: readonly AccessRequirement[];
   readonly sendForbiddenPage: (reply: FastifyReply) => FastifyReply;
   readonly rules?: ProtectionRules;
-  /** The language of a page refused here, before the browser routes' own language hook has run. */
-  readonly languageOf?: (request: FastifyRequest) => PageLanguage;
 }
 
 /**
@@ -144,12 +141,9 @@ export function registerRouteAccess(app: FastifyInstance, options: RouteAccessOp
     const isPageLoad = request.method === 'GET' || request.method === 'HEAD';
     if (refusal.code === 'UNAUTHENTICATED') return reply.redirect(signInRedirect(isPageLoad ? request.url : undefined), 303);
     if (isPageLoad && refusal.redirectTo !== undefined) return reply.redirect(refusal.redirectTo, 303);
-    if (access.refusalPage !== undefined) {
-      // The route's own page renders in the visitor's language, as it would from its handler.
-      const page = request as { language?: PageLanguage | null };
-      if (page.language == null && options.languageOf !== undefined) page.language = options.languageOf(request);
-      return access.refusalPage(request, reply, refusal.code);
-    }
+    // The route's own page, in the visitor's language (its page context negotiates it: the
+    // browser routes' language hook has not run yet).
+    if (access.refusalPage !== undefined) return access.refusalPage(request, reply, refusal.code);
     return sendForbiddenPage(reply);
   }
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { isIP } from 'node:net';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { createPageRenderer, sendPage } from '../web/render.ts';
+import { createPageRenderer } from '../web/render.ts';
 import type { TimeText } from '../web/time-text.ts';
 import { DEV_OUTBOX_PATH, type MailService, type OutboxEntry } from './mail.service.ts';
 import { access } from '../authorization/access.ts';
@@ -36,10 +36,10 @@ export const devOutboxRoutes: FastifyPluginAsync<{ mail: MailService; config: Pi
     // Live reset links: shown only to the developer's own machine, even on a dev box others reach.
     if (!isFromThisMachine(request)) return reply.callNotFound();
     const entries = await mail.listRecent(SHOWN_MESSAGES);
-    const i18n = request.language;
+    const { i18n } = reply.page;
     const times = new Intl.DateTimeFormat(i18n.locale, { dateStyle: 'medium', timeStyle: 'long', timeZone: 'UTC' });
     const messages = entries.map((entry) => ({ ...entry, createdAt: formatTime(entry.createdAt, times) }));
-    return sendPage(reply, pages.render('dev-outbox', { i18n, title: i18n.t('mail.outbox.title'), isWide: true, messages }));
+    return pages.send(reply, 'dev-outbox', { title: i18n.t('mail.outbox.title'), isWide: true, messages });
   });
 };
 

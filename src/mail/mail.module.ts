@@ -31,7 +31,7 @@ export const mailModule = defineModule({
   userData: ({ mail }) => ({ erase: async ({ user, db }) => void (await mail.forgetRecipient(db, user.email)) }),
   routes: [
     // Development and tests without EMAIL_SERVER_HOST only; never registered in production. A
-    // browser route: the page answers in the request's language (`request.language`).
+    // browser route: the page answers in the request's language (`reply.page.i18n`, web/page-context.ts).
     { scope: 'browser', register: (app, { services, config }) => app.register(devOutboxRoutes, { mail: services.mail, config }) },
   ],
 });

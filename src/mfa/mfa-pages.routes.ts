@@ -27,7 +27,7 @@ import { setBrowserSession } from '../sessions/session-cookie.ts';
 import { clearChallengeCookie, readChallengeCookie } from '../signin/challenge-cookie.ts';
 import { ADMIN_ROLE, type User, type UserService } from '../users/user.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { createPageRenderer, ENGLISH_PAGE, sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { shownCode } from '../web/page-query.ts';
 import { renderPageSections, type PageSection } from '../module.ts';
 import { hasFactor, type MfaService } from './mfa.service.ts';
@@ -63,12 +63,6 @@ export interface MfaPageRouteOptions {
   clock: Clock;
   /** Other ways other modules offer to answer the challenge (a passkey). */
   promptSections: readonly PageSection[];
-  /**
-   * The page language of a request refused before the browser routes' hooks gave it one (the
-   * access hook runs first): the dashboard forms' error page is in the person's language.
-   * Without it, such a page is in English.
-   */
-  languageOf?: (request: FastifyRequest) => PageLanguage;
 }
 
 const DASHBOARD_MFA = '/dashboard#mfa-heading';
@@ -114,34 +108,24 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     return { ...user, auth };
   }
 
-  /** The language of a refusal by the access hook, which answers before the browser routes' language hook. */
-  function refusalLanguage(reply: FastifyReply): PageLanguage {
-    const language = options.languageOf?.(reply.request) ?? ENGLISH_PAGE;
-    void reply.header('content-language', language.locale);
-    return language;
-  }
-
+  /** In the person's language also when the access hook refused the form, before the browser routes' language hook ran (web/page-context.ts). */
   function showError(reply: FastifyReply, errorCode: string, status: number) {
-    const i18n = reply.request.language ?? refusalLanguage(reply);
-    const { heading, message } = mfaPageError(errorCode, config.mfa.reauthWindowSeconds, i18n);
-    return sendPage(reply, pages.render('error', { i18n, title: heading, heading, message, code: errorCode }), status);
+    const { heading, message } = mfaPageError(errorCode, config.mfa.reauthWindowSeconds, reply.page.i18n);
+    return pages.send(reply, 'error', { title: heading, heading, message, code: errorCode }, { status });
   }
 
-  function showSetup(reply: FastifyReply, request: FastifyRequest, setup: { secret: string; qrSvg: string }, error: ShownError | null) {
-    const i18n = request.language;
-    const html = pages.render('mfa-setup', { i18n, title: i18n.t('mfa.setup.title'), csrfToken: csrf.issueToken(request, reply), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), form: mfaSetupForm(error) });
-    reply.header('cache-control', 'no-store');
+  function showSetup(reply: FastifyReply, setup: { secret: string; qrSvg: string }, error: ShownError | null) {
     // The same setup again, with the error above its form: a page to go on from, not a failure.
-    return sendPage(reply, html);
+    return pages.send(reply, 'mfa-setup', { title: reply.page.i18n.t('mfa.setup.title'), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), form: mfaSetupForm(error) });
   }
 
   /** The codes, shown once; `introKey` says why there are new ones (`mfa.recoveryCodes.intro.*`). */
   function showRecoveryCodes(reply: FastifyReply, codes: string[], introKey: 'enabled' | 'renewed') {
-    const i18n = reply.request.language;
+    const { i18n } = reply.page;
     const file = `${i18n.t('mfa.recoveryCodes.fileHeading', { brand: i18n.brand.name })}\n\n${codes.join('\n')}\n`;
     const downloadHref = `data:text/plain;charset=utf-8,${encodeURIComponent(file)}`;
     const intro = i18n.t(`mfa.recoveryCodes.intro.${introKey}`);
-    return sendPage(reply, pages.render('mfa-recovery-codes', { i18n, title: i18n.t('mfa.recoveryCodes.title'), intro, codes, downloadHref, fileName: recoveryCodesFileName(i18n.brand.name) }));
+    return pages.send(reply, 'mfa-recovery-codes', { title: i18n.t('mfa.recoveryCodes.title'), intro, codes, downloadHref, fileName: recoveryCodesFileName(i18n.brand.name) });
   }
 
   // The second-factor prompt: no session yet (the challenge's cookie says who), during enrolment too.
@@ -153,26 +137,22 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const userId = await secondFactor.userOf(readChallengeCookie(request, config));
     if (userId === null) return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ error: 'MFA_EXPIRED', callbackUrl })}`, 303);
     const { error, using } = request.query;
-    const csrfToken = csrf.issueToken(request, reply);
-    const i18n = request.language;
-    const sections = await renderPageSections(options.promptSections, { userId, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n });
+    const { i18n } = reply.page;
+    const sections = await renderPageSections(options.promptSections, { userId, page: reply.page, callbackUrl });
     const hasTotp = (await mfa.methodsOf(userId)).includes(TOTP_METHOD);
     const usedRecoveryCode = using === RECOVERY_CODE_USED;
-    const html = pages.render('mfa-prompt', {
-      i18n,
+    // The code forms' post ends in a redirect to the callback, which browsers check against
+    // `form-action`: a trusted origin it names is allowed, that one only.
+    const formActionOrigins = callbackFormActions(callbackUrl, config);
+    return pages.send(reply, 'mfa-prompt', {
       title: i18n.t('mfa.prompt.title'),
-      csrfToken,
       callbackUrl,
       hasTotp,
       form: mfaPromptForm(error, usedRecoveryCode, hasTotp, i18n),
       isRecoveryOpen: !hasTotp || (error !== undefined && usedRecoveryCode),
       sections: sections.html,
       scripts: sections.scripts,
-      scriptNonce: sections.scriptNonce,
-    });
-    // The code forms' post ends in a redirect to the callback, which browsers check against
-    // `form-action`: a trusted origin it names is allowed, that one only.
-    return sendPage(reply, html, 200, { scriptNonce: sections.scriptNonce, formActionOrigins: callbackFormActions(callbackUrl, config) });
+    }, { formActionOrigins });
   });
 
   app.post(MFA_PROMPT_PAGE, { config: challengePage, schema: { ...hidden, body: answerBody } }, async (request, reply) => {
@@ -207,7 +187,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     if (user === null) return reply;
     const setup = await mfa.beginTotpSetup(user);
     if (!setup.ok) return reply.redirect(DASHBOARD_MFA, 303);
-    return showSetup(reply, request, setup, null);
+    return showSetup(reply, setup, null);
   });
 
   app.post('/dashboard/mfa/totp/enable', { config: { access: dashboardForm([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]) }, schema: { ...hidden, body: codeForm } }, async (request, reply) => {
@@ -218,7 +198,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     if (result.ok) await sessions.reauthenticate(user.auth, ['otp', 'mfa']);
     if (result.ok) return showRecoveryCodes(reply, result.recoveryCodes, 'enabled');
     const pending = result.reason === 'INVALID_CODE' ? await mfa.pendingSetup(user) : null;
-    if (pending !== null) return showSetup(reply, request, pending, { code: 'INVALID_CODE', message: request.language.t('mfa.setup.error.INVALID_CODE') });
+    if (pending !== null) return showSetup(reply, pending, { code: 'INVALID_CODE', message: reply.page.i18n.t('mfa.setup.error.INVALID_CODE') });
     return showError(reply, result.reason, result.reason === 'RATE_LIMITED' ? 429 : 409);
   });
 
@@ -269,25 +249,26 @@ export function mfaPageSections(deps: { mfa: MfaService; users: UserService; req
   return [
     {
       page: 'dashboard',
-      async render({ userId, csrfToken, i18n }) {
+      async render({ userId, page }) {
         if (userId === null) return null;
         const [{ factors, recoveryCodesLeft }, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);
         const isRequired = user !== null && user.roles.some((role) => deps.requiredRoles.includes(role));
         const hasTotp = factors.some(({ kind, items }) => kind.method === TOTP_METHOD && items.length > 0);
-        return pages.render('mfa-dashboard-section', { i18n, title: '', csrfToken, hasTotp, hasFactor: hasFactor(factors), recoveryCodesLeft, isRequired, recoveryCodeCount: RECOVERY_CODE_COUNT });
+        return pages.html(page, 'mfa-dashboard-section', { title: '', hasTotp, hasFactor: hasFactor(factors), recoveryCodesLeft, isRequired, recoveryCodeCount: RECOVERY_CODE_COUNT });
       },
     },
     {
       page: 'admin-user',
-      async render({ userId, csrfToken, i18n }) {
+      async render({ userId, page }) {
         if (userId === null) return null;
+        const { i18n } = page;
         const { factors, recoveryCodesLeft } = await mfa.status(userId);
         // A kind an account has at most one of is set up or not; the others are counted.
         const rows = factors.map(({ kind, items }) => ({
           label: i18n.t(kind.adminLabel),
           value: isSingle(kind) ? i18n.t(items.length > 0 ? 'mfa.admin.setUp' : 'mfa.admin.none') : String(items.length),
         }));
-        return pages.render('mfa-admin-section', { i18n, title: '', csrfToken, rows, recoveryCodesLeft, hasFactor: hasFactor(factors), userId });
+        return pages.html(page, 'mfa-admin-section', { title: '', rows, recoveryCodesLeft, hasFactor: hasFactor(factors), userId });
       },
     },
   ];

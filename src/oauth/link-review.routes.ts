@@ -12,14 +12,13 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Csrf } from '../http/csrf.ts';
 import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
 import { isFormPost } from '../http/forms.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { access, DURING_ENROLMENT } from '../authorization/access.ts';
-import { createPageRenderer, pageResponseHeaders, templatesIn } from '../web/render.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 import { LINK_REVIEW_PAGE, type LinkedAccount, type OAuthService } from './oauth.service.ts';
 
@@ -37,7 +36,6 @@ interface LinkReviewPages {
 
 export interface LinkReviewRouteOptions {
   oauth: OAuthService;
-  csrf: Csrf;
   limits: RequestLimits;
 }
 
@@ -48,12 +46,9 @@ const removeBody = z.object({
   csrfToken: z.string().max(200).optional().describe('Form posts: the CSRF token'),
 });
 
-/** The page's URL holds a live token: no Referer may carry it, not even to our own stylesheet. */
-const linkPageHeaders = (html: string) => ({ ...pageResponseHeaders({ html }), 'referrer-policy': 'no-referrer' });
-
 const PAGE_ERRORS = new Set(['NOT_FOUND', 'LAST_SIGN_IN_METHOD'] as const);
 
-export const linkReviewRoutes: FastifyPluginAsyncZod<LinkReviewRouteOptions> = async (app, { oauth, csrf, limits }) => {
+export const linkReviewRoutes: FastifyPluginAsyncZod<LinkReviewRouteOptions> = async (app, { oauth, limits }) => {
   const pages = createPageRenderer<LinkReviewPages>(templatesIn(join(import.meta.dirname, 'templates')));
 
   app.get(
@@ -62,17 +57,18 @@ export const linkReviewRoutes: FastifyPluginAsyncZod<LinkReviewRouteOptions> = a
     async (request, reply) => {
       const { token, notice, error } = request.query;
       const opened = await oauth.openLinkReview(token);
-      const i18n = request.language;
-      const html = pages.render('linked-accounts', {
-        i18n,
-        title: i18n.t('oauth.review.title'),
-        csrfToken: csrf.issueToken(request, reply),
-        review: opened.ok ? { token: token!, accounts: opened.accounts } : null,
-        problem: opened.ok ? null : opened.reason,
-        notice: notice === 'PROVIDER_UNLINKED' ? notice : null,
-        error: error !== undefined && (PAGE_ERRORS as Set<string>).has(error) ? (error as 'NOT_FOUND' | 'LAST_SIGN_IN_METHOD') : null,
-      });
-      return reply.code(200).headers(linkPageHeaders(html)).send(html);
+      return pages.send(
+        reply,
+        'linked-accounts',
+        {
+          title: reply.page.i18n.t('oauth.review.title'),
+          review: opened.ok ? { token: token!, accounts: opened.accounts } : null,
+          problem: opened.ok ? null : opened.reason,
+          notice: notice === 'PROVIDER_UNLINKED' ? notice : null,
+          error: error !== undefined && (PAGE_ERRORS as Set<string>).has(error) ? (error as 'NOT_FOUND' | 'LAST_SIGN_IN_METHOD') : null,
+        },
+        { urlHoldsToken: true },
+      );
     },
   );
 

@@ -61,6 +61,6 @@ export const oauthModule = defineModule({
       register: (app, { services, csrf, config, clock }) =>
         app.register(oauthRoutes, { oauth: services.oauth, sessions: services.sessions, csrf, config, clock, limits: services.limits }),
     },
-    { scope: 'browser', register: (app, { services, csrf }) => app.register(linkReviewRoutes, { oauth: services.oauth, csrf, limits: services.limits }) },
+    { scope: 'browser', register: (app, { services }) => app.register(linkReviewRoutes, { oauth: services.oauth, limits: services.limits }) },
   ],
 });

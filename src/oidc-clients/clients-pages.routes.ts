@@ -19,11 +19,10 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { shownCode } from '../web/page-query.ts';
-import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { templatesIn, type PageLanguage } from '../web/render.ts';
 import { createAdminPageRenderer } from '../admin/admin-area.ts';
 import type { AdminNavEntry } from '../module.ts';
 import { formatTime } from '../web/time-text.ts';
@@ -35,7 +34,6 @@ import type { ClientFormValues, ClientPages, PageAlert } from './clients-pages.t
 
 export interface ClientPageOptions {
   oidcClients: OidcClientsService;
-  csrf: Csrf;
   /** The admin area's navigation (its header's). */
   adminNav: readonly AdminNavEntry[];
 }
@@ -134,101 +132,87 @@ const createForm = z.object({
 const updateForm = z.object({ name: z.string().max(1000).optional(), redirectUris: uriLines, postLogoutRedirectUris: uriLines, csrfToken: csrfField });
 
 export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async (app, options) => {
-  const { oidcClients, csrf } = options;
+  const { oidcClients } = options;
   const pages = createAdminPageRenderer<ClientPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   /** The acting admin, for the audit log. */
   const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
 
   async function showList(request: FastifyRequest, reply: FastifyReply, values: ClientFormValues, alerts: PageAlert[], form = registerForm(values)) {
     const clients = await oidcClients.list();
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('admin-clients', {
-        i18n,
-        title: i18n.t('oidc-clients.list.title'),
-        isFull: true,
-        section: 'clients',
-        alerts,
-        csrfToken: csrf.issueToken(request, reply),
-        clients: clients.map((client) => ({
-          href: clientPage(client.id),
-          id: client.id,
-          name: client.name,
-          type: typeOf(client, i18n),
-          grantTypes: client.grantTypes,
-          createdAt: formatTime(client.createdAt, i18n.locale),
-        })),
-        form,
-        values,
-        grantTypeChoices: grantChoices(i18n),
-        algChoices: ID_TOKEN_ALGS,
-        createAction: CLIENTS_PAGE,
-      }),
-    );
+    const { i18n } = reply.page;
+    return pages.send(reply, 'admin-clients', {
+      title: i18n.t('oidc-clients.list.title'),
+      isFull: true,
+      section: 'clients',
+      alerts,
+      clients: clients.map((client) => ({
+        href: clientPage(client.id),
+        id: client.id,
+        name: client.name,
+        type: typeOf(client, i18n),
+        grantTypes: client.grantTypes,
+        createdAt: formatTime(client.createdAt, i18n.locale),
+      })),
+      form,
+      values,
+      grantTypeChoices: grantChoices(i18n),
+      algChoices: ID_TOKEN_ALGS,
+      createAction: CLIENTS_PAGE,
+    });
   }
 
   function showClient(request: FastifyRequest, reply: FastifyReply, client: OidcClient, alerts: PageAlert[], form?: { name: string; redirectUris: string; postLogoutRedirectUris: string }) {
     const base = clientPage(client.id);
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('admin-client', {
-        i18n,
-        title: client.name,
-        isWide: true,
-        section: 'clients',
-        alerts,
-        csrfToken: csrf.issueToken(request, reply),
-        client: {
-          id: client.id,
-          name: client.name,
-          type: typeOf(client, i18n),
-          isPublic: client.isPublic,
-          isFirstParty: client.isFirstParty,
-          redirectUris: client.redirectUris,
-          postLogoutRedirectUris: client.postLogoutRedirectUris,
-          grantTypes: client.grantTypes,
-          idTokenSignedResponseAlg: client.idTokenSignedResponseAlg,
-          createdAt: formatTime(client.createdAt, i18n.locale),
-          updatedAt: formatTime(client.updatedAt, i18n.locale),
-          secretRotatedAt: client.secretRotatedAt === null ? null : formatTime(client.secretRotatedAt, i18n.locale),
-        },
-        form: form ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n') },
-        actions: { update: base, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
-      }),
-    );
+    const { i18n } = reply.page;
+    return pages.send(reply, 'admin-client', {
+      title: client.name,
+      isWide: true,
+      section: 'clients',
+      alerts,
+      client: {
+        id: client.id,
+        name: client.name,
+        type: typeOf(client, i18n),
+        isPublic: client.isPublic,
+        isFirstParty: client.isFirstParty,
+        redirectUris: client.redirectUris,
+        postLogoutRedirectUris: client.postLogoutRedirectUris,
+        grantTypes: client.grantTypes,
+        idTokenSignedResponseAlg: client.idTokenSignedResponseAlg,
+        createdAt: formatTime(client.createdAt, i18n.locale),
+        updatedAt: formatTime(client.updatedAt, i18n.locale),
+        secretRotatedAt: client.secretRotatedAt === null ? null : formatTime(client.secretRotatedAt, i18n.locale),
+      },
+      form: form ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n') },
+      actions: { update: base, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
+    });
   }
 
   /** The page that shows a secret, this once (the answer to the form post: never a URL). */
   function showSecret(request: FastifyRequest, reply: FastifyReply, client: OidcClient, clientSecret: string, isNew: boolean) {
-    const i18n = request.language;
+    const { i18n } = reply.page;
     const heading = i18n.t(isNew ? 'oidc-clients.secret.registered.title' : 'oidc-clients.secret.rotated.title');
-    return sendPage(
-      reply,
-      pages.render('admin-client-secret', {
-        i18n,
-        title: heading,
-        section: 'clients',
-        alerts: [],
-        heading,
-        intro: i18n.t(isNew ? 'oidc-clients.secret.registered.intro' : 'oidc-clients.secret.rotated.intro', { name: client.name }),
-        clientId: client.id,
-        clientName: client.name,
-        clientSecret,
-        clientHref: clientPage(client.id),
-      }),
-    );
+    return pages.send(reply, 'admin-client-secret', {
+      title: heading,
+      section: 'clients',
+      alerts: [],
+      heading,
+      intro: i18n.t(isNew ? 'oidc-clients.secret.registered.intro' : 'oidc-clients.secret.rotated.intro', { name: client.name }),
+      clientId: client.id,
+      clientName: client.name,
+      clientSecret,
+      clientHref: clientPage(client.id),
+    });
   }
 
   const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${CLIENTS_PAGE}?${new URLSearchParams(query)}`, 303);
 
-  app.get(CLIENTS_PAGE, { config: adminOnly, schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
+  app.get(CLIENTS_PAGE, { config: adminOnly, schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, reply.page.i18n)));
 
   app.get(`${CLIENTS_PAGE}/:id`, { config: adminOnly, schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
     const client = await oidcClients.show(request.params.id);
     if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
-    return showClient(request, reply, client, alertsOf(request.query, request.language));
+    return showClient(request, reply, client, alertsOf(request.query, reply.page.i18n));
   });
 
   // The forms change the registry: a recent second factor too. What cannot be told apart by the
@@ -257,7 +241,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
       idTokenSignedResponseAlg: form.idTokenSignedResponseAlg,
     };
     const result = await oidcClients.create(input, actor(request));
-    if (!result.ok) return showList(request, reply, form, [], registerForm(form, { problems: result.problems, input, i18n: request.language }));
+    if (!result.ok) return showList(request, reply, form, [], registerForm(form, { problems: result.problems, input, i18n: reply.page.i18n }));
     if (result.clientSecret === undefined) return reply.redirect(`${clientPage(result.client.id)}?notice=CLIENT_REGISTERED`, 303);
     return showSecret(request, reply, result.client, result.clientSecret, true);
   });
@@ -271,7 +255,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     if (result.reason === 'NOT_FOUND') return toList(reply, { error: 'CLIENT_NOT_FOUND' });
     const client = await oidcClients.show(id);
     if (client === null) return toList(reply, { error: 'CLIENT_NOT_FOUND' });
-    return showClient(request, reply, client, [refusal(result.problems, changes, request.language)], form);
+    return showClient(request, reply, client, [refusal(result.problems, changes, reply.page.i18n)], form);
   });
 
   const stateBody = z.object({ csrfToken: csrfField }).optional();

@@ -39,6 +39,6 @@ export const oidcClientsModule = defineModule({
   provide: ({ db, clock, services }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit }) }),
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(clientRoutes, { oidcClients: services.oidcClients }) },
-    { scope: 'browser', register: (app, { services, csrf, adminNav }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, csrf, adminNav }) },
+    { scope: 'browser', register: (app, { services, adminNav }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, adminNav }) },
   ],
 });

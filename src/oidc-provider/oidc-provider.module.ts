@@ -98,10 +98,10 @@ export const oidcProviderModule = defineModule({
     return [
       {
         page: 'dashboard',
-        async render({ userId, csrfToken, i18n }) {
+        async render({ userId, page }) {
           if (userId === null) return null;
           const apps = await oidcProvider.connectedApps(userId);
-          return pages.render('oidc-connected-apps', { title: '', i18n, csrfToken, apps: apps.map((app) => ({ clientId: app.clientId, name: app.name, scopes: app.scopes.join(' ') })) });
+          return pages.html(page, 'oidc-connected-apps', { title: '', apps: apps.map((app) => ({ clientId: app.clientId, name: app.name, scopes: app.scopes.join(' ') })) });
         },
       },
     ];
@@ -113,12 +113,11 @@ export const oidcProviderModule = defineModule({
     },
     {
       scope: 'browser',
-      register: (app, { services, csrf, config, clock }) =>
+      register: (app, { services, config, clock }) =>
         app.register(interactionRoutes, {
           oidc: services.oidcProvider,
           clients: services.oidcClients,
           users: services.users,
-          csrf,
           config,
           clock,
           pages: createOidcPageRenderer(),

@@ -22,7 +22,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Config } from '../config.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { clientKey, rateLimitHook, type RateLimiters } from '../http/rate-limit.ts';
 import { isUnder, readRequestPath } from '../../packages/protect/src/rules.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
@@ -30,7 +29,7 @@ import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import { formActionSource, sendPage, type PageLanguage } from '../web/render.ts';
+import { formActionSource, type PageLanguage } from '../web/render.ts';
 import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
 import { oidcErrorPage, type OidcPageRenderer } from './provider-pages.ts';
 import type { OidcProviderService } from './oidc-provider.service.ts';
@@ -119,7 +118,6 @@ export interface InteractionRouteOptions {
   oidc: OidcProviderService;
   clients: OidcClientsService;
   users: UserService;
-  csrf: Csrf;
   config: Config;
   clock: Clock;
   pages: OidcPageRenderer;
@@ -167,11 +165,11 @@ const uidParams = z.object({ uid: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-
 const consentBody = z.object({ decision: z.enum(['allow', 'deny']), csrfToken: z.string().max(200).optional() });
 
 export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> = async (app, options) => {
-  const { oidc, clients, users, csrf, config, clock, pages } = options;
+  const { oidc, clients, users, config, clock, pages } = options;
 
   function errorPage(reply: FastifyReply, code: string, status = 400): FastifyReply {
-    const i18n = reply.request.language;
-    return sendPage(reply, pages.render('error', { i18n, ...oidcErrorPage(code, i18n) }), status);
+    const { i18n } = reply.page;
+    return pages.send(reply, 'error', { ...oidcErrorPage(code, i18n) }, { status });
   }
 
   /** The provider's own cookie changes (set on the Node response) go out with our reply. */
@@ -231,8 +229,8 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
     const target = new URL(url, config.authUrl);
     const safe = target.origin === new URL(config.authUrl).origin ? `${target.pathname}${target.search}` : '/';
     void reply.header('refresh', `0;url=${safe}`);
-    const i18n = reply.request.language;
-    return sendPage(reply, pages.render('oidc-continue', { i18n, title: i18n.t('oidc-provider.continue.title'), url: safe }));
+    const { i18n } = reply.page;
+    return pages.send(reply, 'oidc-continue', { title: i18n.t('oidc-provider.continue.title'), url: safe });
   }
 
   // The interaction decides who must sign in (again) and comes back here: the session is read, not required.
@@ -276,20 +274,18 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
       const user = await users.findUserById(auth.userId);
       const redirectUri = typeof interaction.params.redirect_uri === 'string' ? interaction.params.redirect_uri : undefined;
       const source = redirectUri === undefined ? null : formActionSource(redirectUri);
-      const i18n = request.language;
-      return sendPage(
+      const { i18n } = reply.page;
+      return pages.send(
         reply,
-        pages.render('oidc-consent', {
-          i18n,
+        'oidc-consent',
+        {
           title: i18n.t('oidc-provider.consent.title', { client: client.name }),
           action: `${here}/consent`,
-          csrfToken: csrf.issueToken(request, reply),
           clientName: client.name,
           email: user?.email ?? '',
           items: consentItems(missing, i18n, requestedResources(interaction.params.resource)),
           redirectOrigin: redirectUri === undefined ? null : (source ?? redirectUri),
-        }),
-        200,
+        },
         // The answer redirects to the app (through the provider): the CSP must allow its address.
         { formActionOrigins: source === null ? [] : [source] },
       );

@@ -15,6 +15,7 @@ import { LOCALE_COOKIE, negotiateLocale } from '../i18n/negotiate.ts';
 import type { Translations } from '../i18n/translator.ts';
 import type { Brand } from '../web/brand.ts';
 import { createPageRenderer, formActionSource, pageResponseHeaders, templatesIn, type PageLanguage } from '../web/render.ts';
+import { fixedPageContext } from '../web/page-context.ts';
 
 interface OidcPages {
   'oidc-logout': { action: string; xsrf: string; clientName: string | null };
@@ -115,14 +116,14 @@ export function createProviderPages(pages: OidcPageRenderer, languageOf: Provide
     logout(ctx, form, postLogoutRedirectUri) {
       const i18n = languageOf(ctx.req);
       const source = postLogoutRedirectUri === undefined ? null : formActionSource(postLogoutRedirectUri);
-      send(ctx, i18n, pages.render('oidc-logout', { i18n, title: i18n.t('oidc-provider.logout.title'), ...formParts(form), clientName: clientName(ctx) }), {
+      send(ctx, i18n, pages.html(fixedPageContext(i18n), 'oidc-logout', { title: i18n.t('oidc-provider.logout.title'), ...formParts(form), clientName: clientName(ctx) }), {
         // The form's answer redirects to the app's post-logout address: the CSP must let it.
         formActionOrigins: source === null ? [] : [source],
       });
     },
     loggedOut(ctx) {
       const i18n = languageOf(ctx.req);
-      send(ctx, i18n, pages.render('oidc-logged-out', { i18n, title: i18n.t('oidc-provider.loggedOut.title'), clientName: clientName(ctx) }));
+      send(ctx, i18n, pages.html(fixedPageContext(i18n), 'oidc-logged-out', { title: i18n.t('oidc-provider.loggedOut.title'), clientName: clientName(ctx) }));
     },
     deviceInput(ctx, form, error) {
       const i18n = languageOf(ctx.req);
@@ -135,22 +136,22 @@ export function createProviderPages(pages: OidcPageRenderer, languageOf: Provide
             : name === 'AbortedError'
               ? i18n.t('oidc-provider.device.input.error.aborted')
               : i18n.t('oidc-provider.device.input.error.default');
-      send(ctx, i18n, pages.render('oidc-device-input', { i18n, title: i18n.t('oidc-provider.device.title'), ...formParts(form), userCode: '', error: message }), {
+      send(ctx, i18n, pages.html(fixedPageContext(i18n), 'oidc-device-input', { title: i18n.t('oidc-provider.device.title'), ...formParts(form), userCode: '', error: message }), {
         status: error === undefined ? 200 : 400,
       });
     },
     deviceConfirm(ctx, form, name, userCode) {
       const i18n = languageOf(ctx.req);
-      send(ctx, i18n, pages.render('oidc-device-confirm', { i18n, title: i18n.t('oidc-provider.device.title'), ...formParts(form), clientName: name, userCode }));
+      send(ctx, i18n, pages.html(fixedPageContext(i18n), 'oidc-device-confirm', { title: i18n.t('oidc-provider.device.title'), ...formParts(form), clientName: name, userCode }));
     },
     deviceDone(ctx) {
       const i18n = languageOf(ctx.req);
-      send(ctx, i18n, pages.render('oidc-device-done', { i18n, title: i18n.t('oidc-provider.device.done.title'), clientName: clientName(ctx) }));
+      send(ctx, i18n, pages.html(fixedPageContext(i18n), 'oidc-device-done', { title: i18n.t('oidc-provider.device.done.title'), clientName: clientName(ctx) }));
     },
     error(ctx, out) {
       const i18n = languageOf(ctx.req);
       const code = typeof out.error === 'string' && /^[a-z_]{1,64}$/.test(out.error) ? out.error : 'server_error';
-      send(ctx, i18n, pages.render('error', { i18n, ...oidcErrorPage(code, i18n) }), {
+      send(ctx, i18n, pages.html(fixedPageContext(i18n), 'error', { ...oidcErrorPage(code, i18n) }), {
         status: ctx.status >= 400 ? ctx.status : 400,
       });
     },

@@ -9,9 +9,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, signedIn } from '../authorization/access.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { sendPage, templatesIn } from '../web/render.ts';
+import { templatesIn } from '../web/render.ts';
 import { createAdminPageRenderer } from '../admin/admin-area.ts';
 import type { AdminNavEntry } from '../module.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
@@ -41,7 +40,7 @@ interface AdminOrganizationPages {
   };
 }
 
-export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; csrf: Csrf; adminNav: readonly AdminNavEntry[] }> = async (app, { organizations, csrf, adminNav }) => {
+export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; adminNav: readonly AdminNavEntry[] }> = async (app, { organizations, adminNav }) => {
   const pages = createAdminPageRenderer<AdminOrganizationPages>(
     templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
     adminNav,
@@ -52,40 +51,31 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
 
   app.get(ADMIN_ORGANIZATIONS_PAGE, { config: forAdmins, schema: { ...hidden, querystring: z.object({ query: queryText(200), notice: shownCode, error: shownCode }) } }, async (request, reply) => {
     const list = await organizations.list({ query: request.query.query, limit: 200 });
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('admin-organizations', {
-        i18n,
-        title: i18n.t('organizations.admin.title'),
-        isFull: true,
-        section: 'organizations',
-        alerts: organizationAlerts(request.query, i18n, 'admin'),
-        query: request.query.query ?? '',
-        organizations: list.map((organization) => ({ href: adminOrganizationPage(organization.id), name: organization.name, slug: organization.slug, memberCount: organization.memberCount, createdAt: formatTime(organization.createdAt, i18n.locale) })),
-      }),
-    );
+    const { i18n } = reply.page;
+    return pages.send(reply, 'admin-organizations', {
+      title: i18n.t('organizations.admin.title'),
+      isFull: true,
+      section: 'organizations',
+      alerts: organizationAlerts(request.query, i18n, 'admin'),
+      query: request.query.query ?? '',
+      organizations: list.map((organization) => ({ href: adminOrganizationPage(organization.id), name: organization.name, slug: organization.slug, memberCount: organization.memberCount, createdAt: formatTime(organization.createdAt, i18n.locale) })),
+    });
   });
 
   app.get(`${ADMIN_ORGANIZATIONS_PAGE}/:id`, { config: forAdmins, schema: { ...hidden, params: z.object({ id: z.string().min(1).max(64) }), querystring: z.object({ notice: shownCode, error: shownCode }) } }, async (request, reply) => {
     const organization = await organizations.find(request.params.id);
     if (organization === null) return reply.redirect(toList({ error: 'ORGANIZATION_NOT_FOUND' }), 303);
     const members = (await organizations.listMembers(organization.id, OPERATOR)) ?? [];
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('admin-organization', {
-        i18n,
-        title: organization.name,
-        isWide: true,
-        section: 'organizations',
-        alerts: organizationAlerts(request.query, i18n, 'admin'),
-        csrfToken: csrf.issueToken(request, reply),
-        organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
-        members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, role: member.role, joinedAt: formatTime(member.joinedAt, i18n.locale) })),
-        deleteAction: `${adminOrganizationPage(organization.id)}/delete`,
-      }),
-    );
+    const { i18n } = reply.page;
+    return pages.send(reply, 'admin-organization', {
+      title: organization.name,
+      isWide: true,
+      section: 'organizations',
+      alerts: organizationAlerts(request.query, i18n, 'admin'),
+      organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
+      members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, role: member.role, joinedAt: formatTime(member.joinedAt, i18n.locale) })),
+      deleteAction: `${adminOrganizationPage(organization.id)}/delete`,
+    });
   });
 
   app.post(

@@ -21,7 +21,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Config } from '../config.ts';
 import type { PageSection } from '../module.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { toSafeLocalPath } from '../http/safe-redirect.ts';
 import type { SessionService } from '../sessions/session.service.ts';
@@ -30,7 +29,7 @@ import type { UserService } from '../users/user.service.ts';
 import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import type { Clock } from '../lib/clock.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { shownCode, queryText } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { BUILT_IN_ROLES, OWNER, ADMIN, MEMBER, slugProblem, type OrganizationsService } from './organizations.service.ts';
@@ -90,15 +89,14 @@ export function organizationPageSections(deps: { organizations: OrganizationsSer
   return [
     {
       page: 'dashboard',
-      async render({ userId, sessionId, csrfToken, i18n }) {
+      async render({ userId, page }) {
+        const { i18n } = page;
         if (userId === null) return null;
         const user = await deps.users.findUserById(userId);
         if (user === null) return null;
-        const [memberships, invitations] = await Promise.all([deps.organizations.listFor(userId, sessionId ?? undefined), deps.organizations.invitationsFor(user)]);
-        return pages.render('organizations-dashboard-section', {
-          i18n,
+        const [memberships, invitations] = await Promise.all([deps.organizations.listFor(userId, page.viewer?.sessionId), deps.organizations.invitationsFor(user)]);
+        return pages.html(page, 'organizations-dashboard-section', {
           title: '',
-          csrfToken,
           organizations: memberships.map((membership) => ({ id: membership.id, name: membership.name, slug: membership.slug, role: membership.role, isActive: membership.isActive, href: organizationPage(membership.id) })),
           activeId: memberships.find((membership) => membership.isActive)?.id ?? null,
           invitations: invitations.map((invitation) => ({ id: invitation.id, organizationName: invitation.organization.name, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })),
@@ -114,7 +112,6 @@ export interface OrganizationPageOptions {
   organizations: OrganizationsService;
   users: UserService;
   sessions: SessionService;
-  csrf: Csrf;
   config: Config;
   clock: Clock;
 }
@@ -133,7 +130,7 @@ const forOrganizationMembers = { access: access.user({ signedOutRedirect: (reque
 const readingTheSession = { access: access.anyone({ readsSession: true }) };
 
 export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptions> = async (app, options) => {
-  const { organizations, users, csrf } = options;
+  const { organizations, users } = options;
   const pages = renderer();
   // What the handlers cannot tell apart (a field far too long, a database outage) goes back to the dashboard.
   const formErrorPage = DASHBOARD;
@@ -141,10 +138,10 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
   const back = (reply: FastifyReply, path: string, query: Record<string, string>) => reply.redirect(`${path}?${new URLSearchParams(query)}`, 303);
 
   function notFoundPage(request: FastifyRequest, reply: FastifyReply) {
-    const i18n = request.language;
+    const { i18n } = reply.page;
     const { code, message } = organizationError('ORGANIZATION_NOT_FOUND', i18n);
     const heading = i18n.t('organizations.notFound.title');
-    return sendPage(reply, pages.render('error', { i18n, title: heading, code, heading, message }), 404);
+    return pages.send(reply, 'error', { title: heading, code, heading, message }, { status: 404 });
   }
 
   /** The signed-in caller: as the service's actor, and as the audit log's source. */
@@ -156,18 +153,13 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
   app.get(NEW_PAGE, { config: signedInComingBackTo(NEW_PAGE), schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => {
     const signed = caller(request);
     const user = await users.findUserById(signed.auth.userId);
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('organization-new', {
-        i18n,
-        title: i18n.t('organizations.create.title'),
-        alerts: organizationAlerts(request.query, i18n),
-        csrfToken: csrf.issueToken(request, reply),
-        mayCreate: user !== null && organizations.mayCreate(user),
-        form: null,
-      }),
-    );
+    const { i18n } = reply.page;
+    return pages.send(reply, 'organization-new', {
+      title: i18n.t('organizations.create.title'),
+      alerts: organizationAlerts(request.query, i18n),
+      mayCreate: user !== null && organizations.mayCreate(user),
+      form: null,
+    });
   });
 
   app.post(ORGANIZATIONS_PAGE, { config: { ...signedInComingBackTo(NEW_PAGE), formErrorPage }, schema: { ...hidden, body: z.object({ name: text(1000), slug: text(200), csrfToken: csrfField }) } }, async (request, reply) => {
@@ -204,26 +196,21 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
   app.get(INVITATION_PAGE, { config: readingTheSession, schema: { ...hidden, querystring: pageQuery.extend({ token: queryText(200) }) } }, async (request, reply) => {
     const token = request.query.token ?? '';
     const auth = sessionOf(request);
-    const i18n = request.language;
+    const { i18n } = reply.page;
     const alerts = organizationAlerts(request.query, i18n);
     const preview = token === '' ? null : await organizations.previewInvitation(token);
     if (token !== '' && preview !== null && !preview.ok && request.query.error === undefined) alerts.push(organizationError(preview.reason, i18n));
     const invitation = preview !== null && preview.ok ? preview.invitation : null;
     const here = `${INVITATION_PAGE}?${new URLSearchParams({ token })}`;
-    return sendPage(
-      reply,
-      pages.render('organization-invitation', {
-        i18n,
-        title: i18n.t('organizations.invitation.title'),
-        alerts,
-        csrfToken: csrf.issueToken(request, reply),
-        token,
-        isSignedIn: auth !== null,
-        isDone: token === '',
-        signInHref: signInRedirect(here),
-        invitation: invitation === null ? null : { organizationName: invitation.organization.name, role: invitation.role, email: invitation.email, expiresAt: formatTime(invitation.expiresAt, i18n.locale) },
-      }),
-    );
+    return pages.send(reply, 'organization-invitation', {
+      title: i18n.t('organizations.invitation.title'),
+      alerts,
+      token,
+      isSignedIn: auth !== null,
+      isDone: token === '',
+      signInHref: signInRedirect(here),
+      invitation: invitation === null ? null : { organizationName: invitation.organization.name, role: invitation.role, email: invitation.email, expiresAt: formatTime(invitation.expiresAt, i18n.locale) },
+    });
   });
 
   const answerBody = z.object({ token: text(200), invitationId: text(64), csrfToken: csrfField });
@@ -274,41 +261,36 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     ]);
     const choicesFor = (current: string) => [...new Set([...(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]), current])];
     const base = href;
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('organization', {
-        i18n,
-        title: organization.name,
-        isWide: true,
-        alerts: organizationAlerts(request.query, i18n),
-        csrfToken: csrf.issueToken(request, reply),
-        href,
-        organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
-        myRole,
-        isActive: memberships.some((membership) => membership.id === organization.id && membership.isActive),
-        isManager,
-        isOwner,
-        members: (members ?? []).map((member) => {
-          const isSelf = member.userId === auth.userId;
-          const mayTouch = isManager && (isOwner || member.role !== OWNER);
-          return { userId: member.userId, name: member.name, email: member.email, role: member.role, isSelf, canChangeRole: mayTouch, canRemove: mayTouch && !isSelf, roleChoices: choicesFor(member.role) };
-        }),
-        invitations: Array.isArray(invitations) ? invitations.map((invitation) => ({ id: invitation.id, email: invitation.email, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })) : [],
-        inviteRoles: isOwner ? [...BUILT_IN_ROLES] : [ADMIN, MEMBER],
-        transferChoices: (members ?? []).filter((member) => member.userId !== auth.userId).map((member) => ({ userId: member.userId, label: i18n.t('organizations.page.transferChoice', { name: member.name, email: member.email }) })),
-        actions: {
-          role: `${base}/members/role`,
-          remove: `${base}/members/remove`,
-          invite: `${base}/invitations`,
-          revoke: `${base}/invitations/revoke`,
-          rename: `${base}/rename`,
-          transfer: `${base}/transfer`,
-          leave: `${base}/leave`,
-          delete: `${base}/delete`,
-        },
+    const { i18n } = reply.page;
+    return pages.send(reply, 'organization', {
+      title: organization.name,
+      isWide: true,
+      alerts: organizationAlerts(request.query, i18n),
+      href,
+      organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
+      myRole,
+      isActive: memberships.some((membership) => membership.id === organization.id && membership.isActive),
+      isManager,
+      isOwner,
+      members: (members ?? []).map((member) => {
+        const isSelf = member.userId === auth.userId;
+        const mayTouch = isManager && (isOwner || member.role !== OWNER);
+        return { userId: member.userId, name: member.name, email: member.email, role: member.role, isSelf, canChangeRole: mayTouch, canRemove: mayTouch && !isSelf, roleChoices: choicesFor(member.role) };
       }),
-    );
+      invitations: Array.isArray(invitations) ? invitations.map((invitation) => ({ id: invitation.id, email: invitation.email, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })) : [],
+      inviteRoles: isOwner ? [...BUILT_IN_ROLES] : [ADMIN, MEMBER],
+      transferChoices: (members ?? []).filter((member) => member.userId !== auth.userId).map((member) => ({ userId: member.userId, label: i18n.t('organizations.page.transferChoice', { name: member.name, email: member.email }) })),
+      actions: {
+        role: `${base}/members/role`,
+        remove: `${base}/members/remove`,
+        invite: `${base}/invitations`,
+        revoke: `${base}/invitations/revoke`,
+        rename: `${base}/rename`,
+        transfer: `${base}/transfer`,
+        leave: `${base}/leave`,
+        delete: `${base}/delete`,
+      },
+    });
   });
 
   /** A form on an organization's page: `act` as the signed-in caller; its outcome back to the page. */

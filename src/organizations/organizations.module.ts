@@ -107,9 +107,9 @@ export const organizationsModule = defineModule({
     },
     {
       scope: 'browser',
-      register: async (app, { services, csrf, config, clock, adminNav }) => {
-        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, csrf, config, clock });
-        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, csrf, adminNav });
+      register: async (app, { services, config, clock, adminNav }) => {
+        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, config, clock });
+        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, adminNav });
       },
     },
   ],

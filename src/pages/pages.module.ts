@@ -20,8 +20,8 @@ export const pagesModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, csrf, config, clock, pageSections }) =>
-        app.register(pageRoutes, { clock, sessions: services.sessions, places: services.places, oauth: services.oauth, csrf, config, sections: pageSections('dashboard'), signInSections: pageSections('signin') }),
+      register: (app, { services, config, clock, pageSections }) =>
+        app.register(pageRoutes, { clock, sessions: services.sessions, places: services.places, oauth: services.oauth, config, sections: pageSections('dashboard'), signInSections: pageSections('signin') }),
     },
     { scope: 'api', register: (app) => app.register(assetRoutes) },
   ],

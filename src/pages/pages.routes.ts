@@ -13,7 +13,6 @@ import { renderPageSections, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
 import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { callbackFormActions, toCallbackUrl } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
 import { takeFormValues } from '../http/form-values.ts';
@@ -24,7 +23,7 @@ import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { toSessionItems, type RelativeSessionItem } from '../sessions/session-items.ts';
-import { createPageRenderer, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 import { authErrorExplanation, dashboardError, dashboardNotice } from './pages.messages.ts';
 import { changePasswordForm } from './change-password-form.ts';
@@ -75,7 +74,6 @@ export interface PageRouteOptions {
   sessions: SessionService;
   /** The sessions' approximate places, when the operator configured a database (GEOIP_DATABASE_FILE). */
   places: PlaceFinder;
-  csrf: Csrf;
   config: Config;
   oauth: OAuthService;
   /** What other modules add to the dashboard. */
@@ -92,7 +90,7 @@ const callbackUrl = z.preprocess(firstValue, z.string()).optional();
 const csrfField = z.string().max(200).optional();
 
 export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, options) => {
-  const { sessions, csrf, config, oauth } = options;
+  const { sessions, config, oauth } = options;
   const pages = createPageRenderer<Pages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
   // The pages under /auth and /dashboard stay reachable while the MFA policy asks for enrolment.
@@ -108,8 +106,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
 
   app.get('/', { config: { access: access.anyone({ readsSession: true }) }, schema: hidden }, async (request, reply) => {
     const isSignedIn = sessionOf(request) !== null;
-    const i18n = request.language;
-    return sendPage(reply, pages.render('home', { i18n, title: i18n.t('pages.home.title'), isSignedIn }));
+    return pages.send(reply, 'home', { title: reply.page.i18n.t('pages.home.title'), isSignedIn });
   });
 
   app.get(
@@ -118,50 +115,44 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     async (request, reply) => {
       const { error, callbackUrl: requested } = request.query;
       const current = await describe(sessionOf(request));
-      const csrfToken = csrf.issueToken(request, reply);
       const callbackUrl = toCallbackUrl(requested, config);
-      const sections = await renderPageSections(options.signInSections, { userId: null, viewerId: null, sessionId: null, csrfToken, callbackUrl, i18n: request.language });
-      const i18n = request.language;
-      return sendPage(
+      const sections = await renderPageSections(options.signInSections, { userId: null, page: reply.page, callbackUrl });
+      const { i18n } = reply.page;
+      return pages.send(
         reply,
-        pages.render('signin', {
-          i18n,
+        'signin',
+        {
           title: i18n.t('pages.signin.title'),
-          csrfToken,
           callbackUrl,
           sections: sections.html,
           scripts: sections.scripts,
-          scriptNonce: sections.scriptNonce,
           // What a refused post typed (never the password) comes back once, through a cookie.
           form: signInForm(error, takeFormValues(request, reply, { page: SIGN_IN_PAGE, config }), i18n),
           signedInAs: current?.view.user.email ?? null,
           isSignupAllowed: config.accounts.allowSignup,
           providers: oauth.listProviders(),
-        }),
-        200,
+        },
         // The providers' buttons redirect to them, the sign-in form to the callback: a trusted
         // origin the callback names is allowed too, that one only.
-        { formActionOrigins: [...new Set([...oauth.formActionOrigins(), ...callbackFormActions(callbackUrl, config)])], scriptNonce: sections.scriptNonce },
+        { formActionOrigins: [...new Set([...oauth.formActionOrigins(), ...callbackFormActions(callbackUrl, config)])] },
       );
     },
   );
 
   app.get('/auth/signout', { config: forAnyone, schema: hidden }, async (request, reply) => {
-    const i18n = request.language;
-    return sendPage(reply, pages.render('signout', { i18n, title: i18n.t('pages.signout.title'), csrfToken: csrf.issueToken(request, reply) }));
+    return pages.send(reply, 'signout', { title: reply.page.i18n.t('pages.signout.title') });
   });
 
   app.get('/auth/error', { config: forAnyone, schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
-    const i18n = request.language;
-    const { heading, message, code } = authErrorExplanation(request.query.error ?? '', i18n);
-    return sendPage(reply, pages.render('error', { i18n, title: heading, heading, message, code }));
+    const { heading, message, code } = authErrorExplanation(request.query.error ?? '', reply.page.i18n);
+    return pages.send(reply, 'error', { title: heading, heading, message, code });
   });
 
   app.get(DASHBOARD_PAGE, { config: forUser, schema: { ...hidden, querystring: z.object({ error: shownCode, reason: shownCode, notice: shownCode }) } }, async (request, reply) => {
     const current = await describe(signedIn(request));
     if (current === null) return reply.redirect(signInRedirect(DASHBOARD_PAGE), 303);
     const { auth, view } = current;
-    const i18n = request.language;
+    const { i18n } = reply.page;
     const items = toSessionItems(await sessions.listSessions(auth.userId), auth.sessionId, { i18n, nowMs: options.clock(), locate: await options.places.locator(i18n.locale) });
     const linked = await oauth.listLinkedAccounts(auth.userId);
     const providers = oauth.listProviders().map((provider) => ({
@@ -172,16 +163,13 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     const { error, reason, notice } = request.query;
     // The change-password form's own errors sit at its fields; the others in the page's alert.
     const passwordForm = changePasswordForm(error, reason, config.passwords, i18n);
-    const csrfToken = csrf.issueToken(request, reply);
-    const context = { userId: auth.userId, viewerId: auth.userId, sessionId: auth.sessionId, csrfToken, i18n };
-    const sections = await renderPageSections(options.sections, context);
-    return sendPage(
+    const sections = await renderPageSections(options.sections, { userId: auth.userId, page: reply.page });
+    return pages.send(
       reply,
-      pages.render('dashboard', {
-        i18n,
+      'dashboard',
+      {
         title: i18n.t('pages.dashboard.title'),
         isWide: true,
-        csrfToken,
         user: view.user,
         isAdmin: view.user.roles.includes(ADMIN_ROLE),
         sessions: items,
@@ -194,10 +182,8 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
         providers,
         sections: sections.html,
         scripts: sections.scripts,
-        scriptNonce: sections.scriptNonce,
-      }),
-      200,
-      { formActionOrigins: oauth.formActionOrigins(), scriptNonce: sections.scriptNonce },
+      },
+      { formActionOrigins: oauth.formActionOrigins() },
     );
   });
 

@@ -107,7 +107,8 @@ export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
     {
       page: 'dashboard',
       scripts: [PASSKEYS_SCRIPT],
-      async render({ userId, csrfToken, i18n }) {
+      async render({ userId, page }) {
+        const { i18n } = page;
         if (userId === null) return null;
         const list = (await passkeys.listPasskeys(userId)).map((passkey) => ({
           id: passkey.id,
@@ -116,23 +117,25 @@ export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
           lastUsedAt: passkey.lastUsedAt === null ? null : formatTime(passkey.lastUsedAt, i18n.locale),
         }));
         const texts = JSON.stringify(scriptTexts(i18n));
-        return pages.render('passkeys-dashboard-section', { i18n, title: '', csrfToken, maxNameLength: MAX_PASSKEY_NAME_LENGTH, passkeys: list, texts });
+        return pages.html(page, 'passkeys-dashboard-section', { title: '', maxNameLength: MAX_PASSKEY_NAME_LENGTH, passkeys: list, texts });
       },
     },
     {
       page: 'signin',
       scripts: [PASSKEYS_SCRIPT],
-      async render({ csrfToken, callbackUrl, i18n }) {
-        return pages.render('passkeys-signin-section', { i18n, title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: false, texts: JSON.stringify(scriptTexts(i18n)) });
+      async render({ callbackUrl, page }) {
+        const { i18n } = page;
+        return pages.html(page, 'passkeys-signin-section', { title: '', callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: false, texts: JSON.stringify(scriptTexts(i18n)) });
       },
     },
     {
       // The second-factor page: for a user with a passkey, it may answer the challenge.
       page: 'mfa-prompt',
       scripts: [PASSKEYS_SCRIPT],
-      async render({ userId, csrfToken, callbackUrl, i18n }) {
+      async render({ userId, callbackUrl, page }) {
+        const { i18n } = page;
         if (userId === null || (await passkeys.listPasskeys(userId)).length === 0) return null;
-        return pages.render('passkeys-signin-section', { i18n, title: '', csrfToken, callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: true, texts: JSON.stringify(scriptTexts(i18n)) });
+        return pages.html(page, 'passkeys-signin-section', { title: '', callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: true, texts: JSON.stringify(scriptTexts(i18n)) });
       },
     },
   ];

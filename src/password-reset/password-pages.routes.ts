@@ -11,11 +11,10 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from './password-reset.service.ts';
 import { FORGOT_PASSWORD_SENT_PAGE, RESET_PASSWORD_DONE_PAGE } from './password.routes.ts';
 import { forgotPasswordForm, resetPasswordError, resetPasswordForm } from './password-pages.messages.ts';
-import { createPageRenderer, pageResponseHeaders, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
 import type { FormView } from '../web/form-errors.ts';
 import { takeFormValues } from '../http/form-values.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
@@ -47,7 +46,6 @@ export interface LinkReviews {
 
 export interface PasswordPageRouteOptions {
   passwordReset: PasswordResetService;
-  csrf: Csrf;
   config: Config;
   linkReviews?: LinkReviews;
 }
@@ -55,15 +53,7 @@ export interface PasswordPageRouteOptions {
 /** A token from a link: anything may be there; the token check refuses what is not a token. */
 const linkToken = z.preprocess(firstValue, z.string()).optional();
 
-/**
- * The reset page's URL holds a live token: no Referer may carry it anywhere, not even to our own
- * stylesheet. Its form then posts with `Origin: null`, which the CSRF check accepts only together
- * with `Sec-Fetch-Site: same-origin`. The page loads nothing from any other origin (the CSP says so
- * too; its one script, the password field's, is inline).
- */
-const linkPageHeaders = (html: string) => ({ ...pageResponseHeaders({ html }), 'referrer-policy': 'no-referrer' });
-
-export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, csrf, config, linkReviews }) => {
+export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions> = async (app, { passwordReset, config, linkReviews }) => {
   const pages = createPageRenderer<PasswordPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
   // Pages for anyone, reachable while the MFA policy asks for enrolment (they are under /auth).
@@ -72,20 +62,17 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
 
   app.get(FORGOT_PASSWORD_PAGE, { config: pageForAnyone, schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
     const { error } = request.query;
-    const i18n = request.language;
-    const html = pages.render('forgot-password', {
-      i18n,
+    const { i18n } = reply.page;
+    return pages.send(reply, 'forgot-password', {
       title: i18n.t('password-reset.forgot.title'),
-      csrfToken: csrf.issueToken(request, reply),
       // What a refused post typed comes back once, through a cookie (http/form-values.ts).
       form: forgotPasswordForm(error, takeFormValues(request, reply, { page: FORGOT_PASSWORD_PAGE, config }), i18n),
     });
-    return sendPage(reply, html);
   });
 
-  app.get(FORGOT_PASSWORD_SENT_PAGE, { config: pageForAnyone, schema: hidden }, async (request, reply) => {
-    const i18n = request.language;
-    return sendPage(reply, pages.render('forgot-password-sent', { i18n, title: i18n.t('password-reset.sent.title'), expiresIn: i18n.duration(config.accounts.resetTokenTtlSeconds) }));
+  app.get(FORGOT_PASSWORD_SENT_PAGE, { config: pageForAnyone, schema: hidden }, async (_request, reply) => {
+    const { i18n } = reply.page;
+    return pages.send(reply, 'forgot-password-sent', { title: i18n.t('password-reset.sent.title'), expiresIn: i18n.duration(config.accounts.resetTokenTtlSeconds) });
   });
 
   app.get(
@@ -98,27 +85,30 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
       const isLive = checked !== null && checked.ok;
       // A dead or missing token explains itself; a live one shows why its last post came back, if it did.
       const code = checked !== null && !checked.ok ? checked.reason : (error ?? (isLive ? undefined : 'INVALID_TOKEN'));
-      const i18n = request.language;
-      const html = pages.render('reset-password', {
-        i18n,
-        title: i18n.t('password-reset.reset.title'),
-        csrfToken: csrf.issueToken(request, reply),
-        link: isLive ? { token: token!, email: checked.user.email } : null,
-        form: resetPasswordForm(code === undefined ? null : resetPasswordError(code, reason, { minLength, maxLength }, i18n)),
-        minPasswordLength: minLength,
-      });
-      return reply.code(200).headers(linkPageHeaders(html)).send(html);
+      const { i18n } = reply.page;
+      return pages.send(
+        reply,
+        'reset-password',
+        {
+          title: i18n.t('password-reset.reset.title'),
+          link: isLive ? { token: token!, email: checked.user.email } : null,
+          form: resetPasswordForm(code === undefined ? null : resetPasswordError(code, reason, { minLength, maxLength }, i18n)),
+          minPasswordLength: minLength,
+        },
+        // The URL holds a live token: no Referer may carry it, not even to our own stylesheet. The
+        // form then posts with `Origin: null`, which the CSRF check accepts only together with
+        // `Sec-Fetch-Site: same-origin`. The page loads nothing from any other origin.
+        { urlHoldsToken: true },
+      );
     },
   );
 
   app.get(RESET_PASSWORD_DONE_PAGE, { config: pageForAnyone, schema: { ...hidden, querystring: z.object({ token: linkToken }) } }, async (request, reply) => {
-    const i18n = request.language;
     const { token } = request.query;
     const opened = token === undefined || token === '' || linkReviews === undefined ? null : await linkReviews.openLinkReview(token);
-    const review = opened !== null && opened.ok && opened.accounts.length > 0 ? { token: token!, csrfToken: csrf.issueToken(request, reply), accounts: opened.accounts } : null;
-    const html = pages.render('reset-password-done', { i18n, title: i18n.t('password-reset.done.title'), review });
+    const review = opened !== null && opened.ok && opened.accounts.length > 0 ? { token: token!, csrfToken: reply.page.csrfToken, accounts: opened.accounts } : null;
     // With a review token in its URL, the page is a link page: no Referer carries it anywhere.
-    return review === null ? sendPage(reply, html) : reply.code(200).headers(linkPageHeaders(html)).send(html);
+    return pages.send(reply, 'reset-password-done', { title: reply.page.i18n.t('password-reset.done.title'), review }, { urlHoldsToken: review !== null });
   });
 };
 

@@ -50,8 +50,8 @@ export const passwordResetModule = defineModule({
     },
     {
       scope: 'browser',
-      register: (app, { services, csrf, config }) =>
-        app.register(passwordPageRoutes, { passwordReset: services.passwordReset, csrf, config, ...('oauth' in services && { linkReviews: services.oauth }) }),
+      register: (app, { services, config }) =>
+        app.register(passwordPageRoutes, { passwordReset: services.passwordReset, config, ...('oauth' in services && { linkReviews: services.oauth }) }),
     },
   ],
 });

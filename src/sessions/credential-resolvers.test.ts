@@ -16,11 +16,18 @@ import { cookieNames } from './session-cookie.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
-/** A module with its own kind of key (`tk_…`), and a route that says who called and how. */
+/**
+ * A module with its own kind of key (`tk_…`, whose roles are those it was issued with until its
+ * `withCurrentRoles` reads them again, as a jwt-strategy token's) and another (`tf_…`, read fresh
+ * by `resolve`), and routes that say who called and how, one for a role.
+ */
 function keysModule(resolved: string[]) {
   let owner = '';
+  let current: readonly string[] | null = ['AUDITOR'];
   return {
     setOwner: (userId: string) => void (owner = userId),
+    /** The roles a `tk_good` key's holder has now; null: the key is revoked. */
+    setCurrentRoles: (roles: readonly string[] | null) => void (current = roles),
     module: defineModule({
       name: 'test-keys',
       credentialResolvers: () => [
@@ -30,8 +37,14 @@ function keysModule(resolved: string[]) {
           async resolve(token) {
             resolved.push(token);
             if (token !== 'tk_good') return null;
-            return { userId: owner, sessionId: 'key:good', roles: [], amr: ['key'], authTime: 0, accessTokenExpiresAt: Number.MAX_SAFE_INTEGER };
+            return { userId: owner, sessionId: 'key:good', roles: ['AUDITOR'], amr: ['key'], authTime: 0, accessTokenExpiresAt: Number.MAX_SAFE_INTEGER };
           },
+          withCurrentRoles: async (auth) => current && { ...auth, roles: current },
+        },
+        {
+          name: 'test-fresh-key',
+          recognises: (token) => token.startsWith('tf_'),
+          resolve: async (token) => (token === 'tf_good' ? { userId: owner, sessionId: 'key:fresh', roles: ['AUDITOR'], amr: ['key'], authTime: 0, accessTokenExpiresAt: Number.MAX_SAFE_INTEGER } : null),
         },
       ],
       routes: [
@@ -43,6 +56,7 @@ function keysModule(resolved: string[]) {
                 const auth = signedIn(request);
                 return { userId: auth.userId, sessionId: auth.sessionId, via: auth.via };
               });
+              scope.get('/api/test-keys/audit', { config: { access: access.role('AUDITOR') } }, async (request) => ({ roles: signedIn(request).roles, via: signedIn(request).via }));
             }),
         },
       ],
@@ -59,7 +73,7 @@ describe('Bearer credential resolvers', () => {
     assert.equal(pick('xyz'), undefined);
     assert.throws(() => credentialResolverFor([resolver('twin', 'a'), resolver('twin', 'b')]), /two credential resolvers are named "twin"/);
 
-    const tokens = accessTokenResolver({ authenticate: async () => null });
+    const tokens = accessTokenResolver({ authenticate: async () => null, withCurrentRoles: async () => null });
     assert.equal(tokens.name, 'access-token');
     assert.ok(tokens.recognises('eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln'));
     assert.ok(!tokens.recognises('tk_good') && !tokens.recognises('gh_abc'));
@@ -104,6 +118,39 @@ describe('Bearer credential resolvers', () => {
         assert.equal(refused.json().error, 'UNAUTHENTICATED');
       }
       assert.deepEqual(resolved, ['tk_good', 'tk_revoked'], 'each token went to its own resolver only');
+    } finally {
+      await t.close();
+      await database.drop();
+    }
+  });
+
+  it("a role's route judges a key by the roles its resolver says are current (a session's, for an access token)", async () => {
+    const database = await createSqliteDatabase();
+    const keys = keysModule([]);
+    const t = await createTestApp(database, { modules: [...MODULES, keys.module] });
+    try {
+      const user = await createUser(t.services, { email: 'auditor@example.com', password: PASSWORD });
+      keys.setOwner(user.id);
+      const audit = (token: string) => t.app.inject({ method: 'GET', url: '/api/test-keys/audit', headers: { authorization: `Bearer ${token}` } });
+
+      const allowed = await audit('tk_good');
+      assert.equal(allowed.statusCode, 200, allowed.body);
+      assert.deepEqual(allowed.json(), { roles: ['AUDITOR'], via: 'bearer' });
+      const fresh = await audit('tf_good');
+      assert.equal(fresh.statusCode, 200, `a resolver that reads roles fresh is taken as is: ${fresh.body}`);
+
+      keys.setCurrentRoles([]);
+      const demoted = await audit('tk_good');
+      assert.equal(demoted.statusCode, 403, 'issued with the role, no longer holding it');
+      assert.equal(demoted.json().error, 'FORBIDDEN');
+      assert.equal((await t.app.inject({ method: 'GET', url: '/api/test-keys/whoami', headers: { authorization: 'Bearer tk_good' } })).statusCode, 200, 'a route for any user does not ask again');
+
+      keys.setCurrentRoles(null);
+      assert.equal((await audit('tk_good')).statusCode, 401, 'revoked since');
+
+      // An access token's current roles are its session's: the user holds no AUDITOR role.
+      const signIn = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'auditor@example.com', password: PASSWORD } });
+      assert.equal((await audit(signIn.json().token)).statusCode, 403);
     } finally {
       await t.close();
       await database.drop();

@@ -36,8 +36,8 @@ export { readBearerToken } from '../../packages/protect/src/contract.ts';
  * A Gatehouse access token (a JWT: its header, base64url JSON, begins `eyJ`), checked by the
  * session strategy. The sessions module's resolver.
  */
-export function accessTokenResolver(sessions: Pick<SessionService, 'authenticate'>): CredentialResolver {
-  return { name: 'access-token', recognises: (token) => token.startsWith('eyJ'), resolve: sessions.authenticate };
+export function accessTokenResolver(sessions: Pick<SessionService, 'authenticate' | 'withCurrentRoles'>): CredentialResolver {
+  return { name: 'access-token', recognises: (token) => token.startsWith('eyJ'), resolve: sessions.authenticate, withCurrentRoles: sessions.withCurrentRoles };
 }
 
 /** The first of `resolvers` (every module's, in list order) to recognise a Bearer token, if any; refuses two of one name. */
@@ -60,6 +60,8 @@ export function createRequestAuthenticator(deps: { sessions: SessionService; con
   const names = cookieNames(config);
   const resolverFor = credentialResolverFor(deps.resolvers);
   const resolved = new WeakMap<FastifyRequest, Promise<RequestAuth | null>>();
+  /** The resolver that answered a Bearer request: it says what the caller's roles are now. */
+  const answeredBy = new WeakMap<FastifyRequest, CredentialResolver>();
 
   async function resolve(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
     const bearer = readBearerToken(request.headers.authorization);
@@ -67,7 +69,9 @@ export function createRequestAuthenticator(deps: { sessions: SessionService; con
       // An explicit credential that no resolver recognises, or that fails, never falls back to a cookie.
       const resolver = bearer === null ? undefined : resolverFor(bearer);
       const auth = resolver === undefined ? null : await resolver.resolve(bearer!);
-      return auth && { ...auth, via: 'bearer' };
+      if (auth === null) return null;
+      answeredBy.set(request, resolver!);
+      return { ...auth, via: 'bearer' };
     }
 
     const accessCookie = request.cookies[names.access];
@@ -100,7 +104,14 @@ export function createRequestAuthenticator(deps: { sessions: SessionService; con
     withCurrentRoles(request: FastifyRequest, reply: FastifyReply): Promise<RequestAuth | null> {
       let pending = confirmed.get(request);
       if (pending === undefined) {
-        pending = authenticate(request, reply).then((auth) => auth && sessions.withCurrentRoles(auth));
+        pending = authenticate(request, reply).then(async (auth) => {
+          if (auth === null) return null;
+          if (auth.via === 'cookie') return sessions.withCurrentRoles(auth);
+          const resolver = answeredBy.get(request)!;
+          if (resolver.withCurrentRoles === undefined) return auth;
+          const current = await resolver.withCurrentRoles(auth);
+          return current && { ...current, via: auth.via };
+        });
         confirmed.set(request, pending);
       }
       return pending;

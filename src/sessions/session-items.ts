@@ -29,7 +29,7 @@ export interface RelativeSessionItem extends SessionItem {
 }
 
 export interface SessionItemOptions {
-  /** The page's language (`request.language`): device names and times in it. Without it, English, and times as "2026-01-05 14:03 UTC". */
+  /** The page's language (`reply.page.i18n`, web/page-context.ts): device names and times in it. Without it, English, and times as "2026-01-05 14:03 UTC". */
   i18n?: Pick<Translator, 't' | 'locale'>;
   /** Now, for "3 hours ago": the service's clock (tests move it). Date.now() without it. */
   nowMs?: number;

@@ -8,15 +8,13 @@
  */
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { MAX_NAME_LENGTH, SIGNUP_PAGE } from '../credentials/signup.routes.ts';
 import { CHECK_EMAIL_PAGE, EMAIL_VERIFIED_PAGE, VERIFY_EMAIL_PAGE } from './verification.routes.ts';
 import type { VerificationService } from './verification.service.ts';
 import { signupForm, verifyEmailForm } from './signup-pages.messages.ts';
-import { createPageRenderer, PAGE_HEADERS, sendPage, templatesIn } from '../web/render.ts';
+import { createPageRenderer, templatesIn } from '../web/render.ts';
 import type { FormView } from '../web/form-errors.ts';
 import { takeFormValues } from '../http/form-values.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
@@ -45,14 +43,13 @@ interface SignupPages {
 
 export interface SignupPageRouteOptions {
   verification: VerificationService;
-  csrf: Csrf;
   config: Config;
 }
 
 /** A token from a link: anything may be there; the token check refuses what is not a token. */
 const linkToken = z.preprocess(firstValue, z.string()).optional();
 
-export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = async (app, { verification, csrf, config }) => {
+export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = async (app, { verification, config }) => {
   const pages = createPageRenderer<SignupPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const hidden = { hide: true } as const;
   // Pages for anyone, reachable while the MFA policy asks for enrolment (they are under /auth).
@@ -65,30 +62,26 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
     async (request, reply) => {
       const isDisabled = !config.accounts.allowSignup;
       const { error, reason } = request.query;
-      const i18n = request.language;
+      const { i18n } = reply.page;
       const kept = takeFormValues(request, reply, { page: SIGNUP_PAGE, config });
-      const html = pages.render('signup', {
-        i18n,
-        title: i18n.t('verification.signup.title'),
-        csrfToken: csrf.issueToken(request, reply),
-        isDisabled,
-        form: signupForm(isDisabled ? undefined : error, reason, kept, { minLength, maxLength }, i18n),
-        minPasswordLength: minLength,
-        maxNameLength: MAX_NAME_LENGTH,
-      });
-      return sendPage(reply, html, isDisabled ? 403 : 200);
+      return pages.send(
+        reply,
+        'signup',
+        {
+          title: i18n.t('verification.signup.title'),
+          isDisabled,
+          form: signupForm(isDisabled ? undefined : error, reason, kept, { minLength, maxLength }, i18n),
+          minPasswordLength: minLength,
+          maxNameLength: MAX_NAME_LENGTH,
+        },
+        { status: isDisabled ? 403 : 200 },
+      );
     },
   );
 
-  app.get(CHECK_EMAIL_PAGE, { config: pageForAnyone, schema: hidden }, async (request, reply) => {
-    const i18n = request.language;
-    const html = pages.render('check-email', {
-      i18n,
-      title: i18n.t('verification.check.title'),
-      csrfToken: csrf.issueToken(request, reply),
-      expiresIn: i18n.duration(config.accounts.verificationTokenTtlSeconds),
-    });
-    return sendPage(reply, html);
+  app.get(CHECK_EMAIL_PAGE, { config: pageForAnyone, schema: hidden }, async (_request, reply) => {
+    const { i18n } = reply.page;
+    return pages.send(reply, 'check-email', { title: i18n.t('verification.check.title'), expiresIn: i18n.duration(config.accounts.verificationTokenTtlSeconds) });
   });
 
   app.get(
@@ -99,30 +92,22 @@ export const signupPageRoutes: FastifyPluginAsyncZod<SignupPageRouteOptions> = a
       // Looking is not using: the token is checked here and consumed only by the button's POST.
       const checked = token === undefined || token === '' ? null : await verification.checkToken(token);
       const code = error ?? (checked !== null && !checked.ok ? checked.reason : undefined);
-      const i18n = request.language;
-      const html = pages.render('verify-email', {
-        i18n,
-        title: i18n.t('verification.verify.title'),
-        csrfToken: csrf.issueToken(request, reply),
-        token: checked?.ok === true && error === undefined ? token! : null,
-        form: verifyEmailForm(code, takeFormValues(request, reply, { page: VERIFY_EMAIL_PAGE, config }), i18n),
-      });
-      return sendLinkPage(reply, html);
+      const { i18n } = reply.page;
+      return pages.send(
+        reply,
+        'verify-email',
+        {
+          title: i18n.t('verification.verify.title'),
+          token: checked?.ok === true && error === undefined ? token! : null,
+          form: verifyEmailForm(code, takeFormValues(request, reply, { page: VERIFY_EMAIL_PAGE, config }), i18n),
+        },
+        { urlHoldsToken: true },
+      );
     },
   );
 
-  app.get(EMAIL_VERIFIED_PAGE, { config: pageForAnyone, schema: hidden }, async (request, reply) => {
-    const i18n = request.language;
-    return sendPage(reply, pages.render('email-verified', { i18n, title: i18n.t('verification.verified.title') }));
+  app.get(EMAIL_VERIFIED_PAGE, { config: pageForAnyone, schema: hidden }, async (_request, reply) => {
+    return pages.send(reply, 'email-verified', { title: reply.page.i18n.t('verification.verified.title') });
   });
 };
-
-/**
- * A page whose URL may hold a token: no Referer at all leaves it, not even to our own stylesheet.
- * (Its form then posts with `Origin: null` and `Sec-Fetch-Site: same-origin`, which the CSRF check
- * accepts as ours.)
- */
-function sendLinkPage(reply: FastifyReply, html: string): FastifyReply {
-  return reply.code(200).headers({ ...PAGE_HEADERS, 'referrer-policy': 'no-referrer' }).send(html);
-}
 

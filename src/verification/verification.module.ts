@@ -41,6 +41,6 @@ export const verificationModule = defineModule({
   }),
   routes: [
     { scope: 'browser', register: (app, { services }) => app.register(verificationRoutes, { verification: services.verification, limits: services.limits }) },
-    { scope: 'browser', register: (app, { services, csrf, config }) => app.register(signupPageRoutes, { verification: services.verification, csrf, config }) },
+    { scope: 'browser', register: (app, { services, config }) => app.register(signupPageRoutes, { verification: services.verification, config }) },
   ],
 });

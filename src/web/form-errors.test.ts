@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { formView, type FormView } from './form-errors.ts';
 import { createPageRenderer, createScriptNonce, ENGLISH_PAGE, PASSWORD_FIELD_SCRIPT, pageResponseHeaders, sendPage } from './render.ts';
+import { fixedPageContext } from './page-context.ts';
 
 describe('formView', () => {
   it('is a fresh form without problems: no summary, nothing marked, focus on the first empty field', () => {
@@ -73,7 +74,7 @@ describe('the form partials', () => {
       ].join('\n'),
     );
     const pages = createPageRenderer<{ 'test-form': { form: FormView } }>([join(dir, 'test-form.eta')]);
-    render = (form) => pages.render('test-form', { title: 'Test', form });
+    render = (form) => pages.html(fixedPageContext(), 'test-form', { title: 'Test', form });
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -112,11 +113,11 @@ describe('the password fields’ script', () => {
       writeFileSync(join(dir, 'with-field.eta'), "<% layout('layout') %>\n<div class=\"field\" data-password-field><input id=\"p\" type=\"password\"></div>\n");
       writeFileSync(join(dir, 'without-field.eta'), "<% layout('layout') %>\n<p>Nothing</p>\n");
       const pages = createPageRenderer<{ 'with-field': Record<never, never>; 'without-field': Record<never, never> }>([join(dir, 'with-field.eta'), join(dir, 'without-field.eta')]);
-      const withField = pages.render('with-field', { title: 'With' });
+      const withField = pages.html(fixedPageContext(), 'with-field', { title: 'With' });
       const inline = /<script data-show="Show password" data-hide="Hide password" data-caps-lock="Caps Lock is on">([\s\S]*?)<\/script>/.exec(withField);
       assert.ok(inline, withField);
       assert.equal(`'sha256-${createHash('sha256').update(inline[1]!).digest('base64')}'`, PASSWORD_FIELD_SCRIPT.hash, 'the page carries exactly the hashed bytes');
-      assert.doesNotMatch(pages.render('without-field', { title: 'Without' }), /<script/);
+      assert.doesNotMatch(pages.html(fixedPageContext(), 'without-field', { title: 'Without' }), /<script/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -13,6 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { FastifyReply } from 'fastify';
+import type { PageContext } from './page-context.ts';
 // The core build has no file-system lookups: templates are only what we load, by name.
 import { Eta } from 'eta/core';
 import { mergeCatalogs, readMessages } from '../i18n/catalog.ts';
@@ -48,28 +49,47 @@ export interface PageLanguage extends Translator {
 /** Pages rendered without a request's language (none given): English, with the base's texts only. */
 export const ENGLISH_PAGE: PageLanguage = { ...createTranslations(mergeCatalogs([{ name: 'web', messages: WEB_MESSAGES }])).translator(DEFAULT_LOCALE), links: [], brand: DEFAULT_BRAND };
 
-/** What every page gives the layout (`templates/layout.eta`, which each page template names itself). */
+/**
+ * What every page gives the layout (`templates/layout.eta`, which each page template names
+ * itself). The request's part — its language and brand (`it.i18n`), CSRF token (`it.csrfToken`)
+ * and script nonce (`it.scriptNonce`) — is not in it: the renderer takes those from the page
+ * context (web/page-context.ts), so a page renders with its name and model only.
+ */
 export interface PageFrame {
   title: string;
-  /** The request's language (`request.language`, set by the i18n module); English without it. */
-  i18n?: PageLanguage;
   /** Wider content column (the dashboard's session list). */
   isWide?: boolean;
   /** The widest column, for tables (the admin pages). */
   isFull?: boolean;
-  /** Same-origin scripts the page loads (with `scriptNonce`, which `sendPage` must be given too). */
+  /** Same-origin scripts the page loads, under the response's nonce (the page context's). */
   scripts?: readonly string[];
-  scriptNonce?: string;
 }
+
+/** What a page template reads from the page context rather than from its model. */
+type ContextField = 'i18n' | 'csrfToken' | 'scriptNonce';
 
 /** The pages of the base itself, which every renderer can render besides a feature's own. */
 export interface BasePages {
   error: { code: string | null; heading: string; message: string };
 }
 
+/** A page's model: what its template reads (but the context's fields), and the frame's. */
+export type PageModel<Pages extends object, P extends keyof (Pages & BasePages)> = Omit<(Pages & BasePages)[P], ContextField> & PageFrame;
+
+/** How a page is sent: its status (200), and the origins its forms' redirects may end at. */
+export interface SendOptions {
+  status?: number;
+  formActionOrigins?: readonly string[];
+  /** The page's URL holds a live token (a mailed link's): no Referer may carry it, not even to our own stylesheet. */
+  urlHoldsToken?: boolean;
+}
+
 /** Renders the pages of `Pages` (template name -> the data it reads) and those of the base. */
 export interface PageRenderer<Pages extends object> {
-  render<P extends keyof (Pages & BasePages) & string>(page: P, model: (Pages & BasePages)[P] & PageFrame): string;
+  /** The page's HTML in `context` (a section's, or a page another framework sends). */
+  html<P extends keyof (Pages & BasePages) & string>(context: PageContext, page: P, model: PageModel<Pages, P>): string;
+  /** Renders the page in the reply's request context and sends it with the page headers (its scripts under the context's nonce). */
+  send<P extends keyof (Pages & BasePages) & string>(reply: FastifyReply, page: P, model: PageModel<Pages, P>, options?: SendOptions): FastifyReply;
 }
 
 /** The `*.eta` files in `dir`: a feature's folder of page templates. */
@@ -93,11 +113,47 @@ export function createPageRenderer<Pages extends object>(files: readonly string[
     loaded.add(name);
     eta.loadTemplate(name, readFileSync(file, 'utf8'));
   }
+  const html = (context: PageContext, page: string, model: object): string => eta.render(page, pageData(context, model));
   return {
-    render(page, model) {
-      return eta.render(page, { isWide: false, isFull: false, i18n: ENGLISH_PAGE, ...model, passwordFieldScript: PASSWORD_FIELD_SCRIPT.source });
+    html,
+    send(reply, page, model, options = {}) {
+      const context = reply.page;
+      const body = html(context, page, model);
+      const scriptNonce = (model.scripts?.length ?? 0) > 0 ? context.scriptNonce : undefined;
+      return sendPage(reply, body, options.status ?? 200, { formActionOrigins: options.formActionOrigins, scriptNonce, urlHoldsToken: options.urlHoldsToken });
     },
   };
+}
+
+/**
+ * A template's data: the model, with the context's parts. Eta hands every partial and the layout
+ * a copy (`{ ...it }`), which reads each property: the CSRF token is therefore a value that is
+ * made only when a template prints it (`<%= it.csrfToken %>` turns it into text), so a page that
+ * shows no form issues none and sets no cookie.
+ */
+function pageData(context: PageContext, model: object): object {
+  return {
+    isWide: false,
+    isFull: false,
+    ...model,
+    passwordFieldScript: PASSWORD_FIELD_SCRIPT.source,
+    i18n: context.i18n,
+    csrfToken: new PrintedLater(() => context.csrfToken),
+    get scriptNonce() {
+      return context.scriptNonce;
+    },
+  };
+}
+
+/** Text computed when it is printed (`String(value)`, as the templates' `<%= %>` does), not before. */
+class PrintedLater {
+  readonly #make: () => string;
+  constructor(make: () => string) {
+    this.#make = make;
+  }
+  toString(): string {
+    return this.#make();
+  }
 }
 
 /**
@@ -159,8 +215,12 @@ function inlineScriptHashes(html: string | undefined): readonly string[] {
   return html !== undefined && html.includes(PASSWORD_FIELD_SCRIPT.source) ? [PASSWORD_FIELD_SCRIPT.hash] : [];
 }
 
-export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[]; scriptNonce?: string } = {}): FastifyReply {
-  return reply.code(status).headers(pageResponseHeaders({ ...options, html })).send(html);
+export function sendPage(reply: FastifyReply, html: string, status = 200, options: { formActionOrigins?: readonly string[]; scriptNonce?: string; urlHoldsToken?: boolean } = {}): FastifyReply {
+  const headers = pageResponseHeaders({ ...options, html });
+  return reply
+    .code(status)
+    .headers(options.urlHoldsToken === true ? { ...headers, 'referrer-policy': 'no-referrer' } : headers)
+    .send(html);
 }
 
 /**

@@ -17,11 +17,10 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
-import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { shownCode } from '../web/page-query.ts';
-import { sendPage, templatesIn, type PageLanguage } from '../web/render.ts';
+import { templatesIn, type PageLanguage } from '../web/render.ts';
 import { createAdminPageRenderer } from '../admin/admin-area.ts';
 import type { AdminNavEntry } from '../module.ts';
 import { formatTime } from '../web/time-text.ts';
@@ -34,7 +33,6 @@ import type { EndpointFormValues, PageAlert, WebhookPages } from './webhooks-pag
 
 export interface WebhookPageOptions {
   webhooks: WebhooksService;
-  csrf: Csrf;
   /** The admin area's navigation (its header's). */
   adminNav: readonly AdminNavEntry[];
 }
@@ -83,7 +81,7 @@ const createForm = z.object({
 const stateBody = z.object({ csrfToken: csrfField }).optional();
 
 export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = async (app, options) => {
-  const { webhooks, csrf } = options;
+  const { webhooks } = options;
   const pages = createAdminPageRenderer<WebhookPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   /** The acting admin, for the audit log. */
   const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
@@ -109,119 +107,105 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
     });
   }
 
-  async function showList(request: FastifyRequest, reply: FastifyReply, values: EndpointFormValues, alerts: PageAlert[], form = registerForm(values, null, request.language)) {
+  async function showList(request: FastifyRequest, reply: FastifyReply, values: EndpointFormValues, alerts: PageAlert[], form = registerForm(values, null, reply.page.i18n)) {
     const endpoints = await webhooks.list();
-    const i18n = request.language;
-    return sendPage(
-      reply,
-      pages.render('admin-webhooks', {
-        i18n,
-        title: i18n.t('webhooks.list.title'),
-        isFull: true,
-        section: 'webhooks',
-        alerts,
-        csrfToken: csrf.issueToken(request, reply),
-        endpoints: endpoints.map((endpoint) => ({
-          href: endpointPage(endpoint.id),
-          id: endpoint.id,
-          url: endpoint.url,
-          description: endpoint.description,
-          eventTypes: endpoint.eventTypes,
-          state: stateOf(endpoint, i18n),
-          createdAt: formatTime(endpoint.createdAt, i18n.locale),
-        })),
-        form,
-        values,
-        eventTypeChoices,
-        retryWindow: i18n.duration(RETRY_WINDOW_MS / 1000),
-        createAction: WEBHOOKS_PAGE,
-      }),
-    );
+    const { i18n } = reply.page;
+    return pages.send(reply, 'admin-webhooks', {
+      title: i18n.t('webhooks.list.title'),
+      isFull: true,
+      section: 'webhooks',
+      alerts,
+      endpoints: endpoints.map((endpoint) => ({
+        href: endpointPage(endpoint.id),
+        id: endpoint.id,
+        url: endpoint.url,
+        description: endpoint.description,
+        eventTypes: endpoint.eventTypes,
+        state: stateOf(endpoint, i18n),
+        createdAt: formatTime(endpoint.createdAt, i18n.locale),
+      })),
+      form,
+      values,
+      eventTypeChoices,
+      retryWindow: i18n.duration(RETRY_WINDOW_MS / 1000),
+      createAction: WEBHOOKS_PAGE,
+    });
   }
 
   async function showEndpoint(request: FastifyRequest, reply: FastifyReply, endpoint: WebhookEndpoint, alerts: PageAlert[]) {
     const base = endpointPage(endpoint.id);
     const deliveries = (await webhooks.listDeliveries(endpoint.id, 100)) ?? [];
-    const i18n = request.language;
+    const { i18n } = reply.page;
     const time = (epochMs: number) => formatTime(epochMs, i18n.locale);
-    return sendPage(
-      reply,
-      pages.render('admin-webhook', {
-        i18n,
-        title: i18n.t('webhooks.endpoint.title'),
-        isFull: true,
-        section: 'webhooks',
-        alerts,
-        csrfToken: csrf.issueToken(request, reply),
-        endpoint: {
-          id: endpoint.id,
-          url: endpoint.url,
-          description: endpoint.description,
-          eventTypes: endpoint.eventTypes,
-          isEnabled: endpoint.isEnabled,
-          state: stateOf(endpoint, i18n),
-          failingSince: endpoint.failingSince === null ? null : time(endpoint.failingSince),
-          createdAt: time(endpoint.createdAt),
-          updatedAt: time(endpoint.updatedAt),
-          secretRotatedAt: endpoint.secretRotatedAt === null ? null : time(endpoint.secretRotatedAt),
-          previousSecretExpiresAt: endpoint.previousSecretExpiresAt === null || endpoint.previousSecretExpiresAt <= Date.now() ? null : time(endpoint.previousSecretExpiresAt),
-        },
-        deliveries: deliveries.map((delivery) => ({
-          id: delivery.id,
-          eventType: delivery.eventType,
-          status: delivery.status,
-          attempts: delivery.attempts,
-          lastResponseCode: delivery.lastResponseCode,
-          lastError: delivery.lastError,
-          lastResponseSnippet: delivery.lastResponseSnippet,
-          nextAttemptAt: delivery.nextAttemptAt === null ? null : time(delivery.nextAttemptAt),
-          createdAt: time(delivery.createdAt),
-          isRedelivery: delivery.redeliveryOf !== null,
-          redeliverAction: delivery.status === 'pending' || !endpoint.isEnabled ? null : `${base}/deliveries/${encodeURIComponent(delivery.id)}/redeliver`,
-        })),
-        secretGrace: i18n.duration(SECRET_GRACE_MS / 1000),
-        actions: { disable: `${base}/disable`, enable: `${base}/enable`, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
-      }),
-    );
+    return pages.send(reply, 'admin-webhook', {
+      title: i18n.t('webhooks.endpoint.title'),
+      isFull: true,
+      section: 'webhooks',
+      alerts,
+      endpoint: {
+        id: endpoint.id,
+        url: endpoint.url,
+        description: endpoint.description,
+        eventTypes: endpoint.eventTypes,
+        isEnabled: endpoint.isEnabled,
+        state: stateOf(endpoint, i18n),
+        failingSince: endpoint.failingSince === null ? null : time(endpoint.failingSince),
+        createdAt: time(endpoint.createdAt),
+        updatedAt: time(endpoint.updatedAt),
+        secretRotatedAt: endpoint.secretRotatedAt === null ? null : time(endpoint.secretRotatedAt),
+        previousSecretExpiresAt: endpoint.previousSecretExpiresAt === null || endpoint.previousSecretExpiresAt <= Date.now() ? null : time(endpoint.previousSecretExpiresAt),
+      },
+      deliveries: deliveries.map((delivery) => ({
+        id: delivery.id,
+        eventType: delivery.eventType,
+        status: delivery.status,
+        attempts: delivery.attempts,
+        lastResponseCode: delivery.lastResponseCode,
+        lastError: delivery.lastError,
+        lastResponseSnippet: delivery.lastResponseSnippet,
+        nextAttemptAt: delivery.nextAttemptAt === null ? null : time(delivery.nextAttemptAt),
+        createdAt: time(delivery.createdAt),
+        isRedelivery: delivery.redeliveryOf !== null,
+        redeliverAction: delivery.status === 'pending' || !endpoint.isEnabled ? null : `${base}/deliveries/${encodeURIComponent(delivery.id)}/redeliver`,
+      })),
+      secretGrace: i18n.duration(SECRET_GRACE_MS / 1000),
+      actions: { disable: `${base}/disable`, enable: `${base}/enable`, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
+    });
   }
 
   /** The page that shows a secret, this once (the answer to the form post: never a URL). */
   function showSecret(request: FastifyRequest, reply: FastifyReply, endpoint: WebhookEndpoint, secret: string, isNew: boolean) {
-    const i18n = request.language;
+    const { i18n } = reply.page;
     const heading = i18n.t(isNew ? 'webhooks.secret.registered.title' : 'webhooks.secret.rotated.title');
-    return sendPage(
-      reply,
-      pages.render('admin-webhook-secret', {
-        i18n,
-        title: heading,
-        section: 'webhooks',
-        alerts: [],
-        heading,
-        intro: i18n.t(
-          isNew
-            ? 'webhooks.secret.registered.intro'
-            : endpoint.previousSecretExpiresAt === null
-              ? 'webhooks.secret.rotated.introUnreadable'
-              : 'webhooks.secret.rotated.intro',
-          { grace: i18n.duration(SECRET_GRACE_MS / 1000) },
-        ),
-        endpointId: endpoint.id,
-        url: endpoint.url,
-        secret,
-        endpointHref: endpointPage(endpoint.id),
-      }),
-    );
+    return pages.send(reply, 'admin-webhook-secret', {
+      title: heading,
+      section: 'webhooks',
+      alerts: [],
+      heading,
+      intro: i18n.t(
+        isNew
+          ? 'webhooks.secret.registered.intro'
+          : endpoint.previousSecretExpiresAt === null
+            ? 'webhooks.secret.rotated.introUnreadable'
+            : 'webhooks.secret.rotated.intro',
+        { grace: i18n.duration(SECRET_GRACE_MS / 1000) },
+      ),
+      endpointId: endpoint.id,
+      url: endpoint.url,
+      secret,
+      endpointHref: endpointPage(endpoint.id),
+    });
   }
 
   const toList = (reply: FastifyReply, query: { notice: string } | { error: string }) => reply.redirect(`${WEBHOOKS_PAGE}?${new URLSearchParams(query)}`, 303);
   const toEndpoint = (reply: FastifyReply, id: string, query: { notice: string } | { error: string }) => reply.redirect(`${endpointPage(id)}?${new URLSearchParams(query)}`, 303);
 
-  app.get(WEBHOOKS_PAGE, { config: adminOnly, schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, request.language)));
+  app.get(WEBHOOKS_PAGE, { config: adminOnly, schema: { ...hidden, querystring: pageQuery } }, async (request, reply) => showList(request, reply, EMPTY_FORM, alertsOf(request.query, reply.page.i18n)));
 
   app.get(`${WEBHOOKS_PAGE}/:id`, { config: adminOnly, schema: { ...hidden, params: z.object({ id: z.string() }), querystring: pageQuery } }, async (request, reply) => {
     const endpoint = await webhooks.show(request.params.id);
     if (endpoint === null) return toList(reply, { error: 'WEBHOOK_NOT_FOUND' });
-    return showEndpoint(request, reply, endpoint, alertsOf(request.query, request.language));
+    return showEndpoint(request, reply, endpoint, alertsOf(request.query, reply.page.i18n));
   });
 
   // The forms decide where account events go: a recent second factor too. What the handlers cannot
@@ -231,7 +215,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   app.post(WEBHOOKS_PAGE, { ...formRoute, schema: { ...hidden, body: createForm } }, async (request, reply) => {
     const form: EndpointFormValues = { url: request.body.url ?? '', description: request.body.description ?? '', eventTypes: asList(request.body.eventTypes) };
     const result = await webhooks.create(form, actor(request));
-    if (!result.ok) return showList(request, reply, form, [], registerForm(form, result.problems, request.language));
+    if (!result.ok) return showList(request, reply, form, [], registerForm(form, result.problems, reply.page.i18n));
     return showSecret(request, reply, result.endpoint, result.secret, true);
   });
 

@@ -85,6 +85,6 @@ export const webhooksModule = defineModule({
   ],
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(webhookRoutes, { webhooks: services.webhooks }) },
-    { scope: 'browser', register: (app, { services, csrf, adminNav }) => app.register(webhookPageRoutes, { webhooks: services.webhooks, csrf, adminNav }) },
+    { scope: 'browser', register: (app, { services, adminNav }) => app.register(webhookPageRoutes, { webhooks: services.webhooks, adminNav }) },
   ],
 });
