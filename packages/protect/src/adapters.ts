@@ -3,9 +3,9 @@
  * middleware and a Fastify `onRequest` hook. Both hand the verified user to the app.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
+import type { GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 
-type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; originalUrl?: string };
+type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; gatehouseClient?: GatehouseClient | null; originalUrl?: string };
 type Next = (error?: unknown) => void;
 
 /** The two headers the token check reads. The client's Host header is never read. */
@@ -22,15 +22,17 @@ async function sendWebResponse(response: Response, res: ServerResponse): Promise
 /**
  * `app.use(toNodeMiddleware(protector))` in Express or Connect, or call it from a plain
  * `http.createServer` handler. Allowed requests continue with `req.gatehouse` set (null when the
- * path needed no session).
+ * path needed no session, or for a machine's own token) and `req.gatehouseClient` (the app, for a
+ * token Gatehouse's OpenID Provider issued).
  */
 export function toNodeMiddleware(protector: Protector) {
   return (req: NodeRequest, res: ServerResponse, next: Next): void => {
     protector
       .evaluateCredentials(credentialsOf(req), req.originalUrl ?? req.url ?? '/')
-      .then(async ({ user, denial }) => {
+      .then(async ({ user, client, denial }) => {
         if (denial !== null) return sendWebResponse(denial, res);
         req.gatehouse = user;
+        req.gatehouseClient = client;
         next();
       })
       .catch(next);
@@ -42,6 +44,7 @@ interface FastifyLikeRequest {
   url: string;
   headers: IncomingMessage['headers'];
   gatehouse?: GatehouseUser | null;
+  gatehouseClient?: GatehouseClient | null;
 }
 interface FastifyLikeReply {
   code(status: number): FastifyLikeReply;
@@ -52,9 +55,10 @@ interface FastifyLikeReply {
 /** `app.addHook('onRequest', toFastifyHook(protector))`; allowed requests get `request.gatehouse`. */
 export function toFastifyHook(protector: Protector) {
   return async (request: FastifyLikeRequest, reply: FastifyLikeReply): Promise<FastifyLikeReply | undefined> => {
-    const { user, denial } = await protector.evaluateCredentials(credentialsOf(request), request.url);
+    const { user, client, denial } = await protector.evaluateCredentials(credentialsOf(request), request.url);
     if (denial === null) {
       request.gatehouse = user;
+      request.gatehouseClient = client;
       return undefined;
     }
     reply.code(denial.status);
