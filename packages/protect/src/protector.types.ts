@@ -20,6 +20,9 @@ export interface GatehouseUser {
    * roles in it; null when none is active (or the token says nothing).
    */
   org: { id: string; slug: string; roles: string[] } | null;
+  /** Sign-in mode only (the ID token's claims): the user's e-mail address and name. */
+  email?: string;
+  name?: string;
 }
 
 /**
