@@ -12,8 +12,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { EnvReader } from '../config/env-reader.ts';
-import { checkWebhookUrl, isAllowedAddress } from './target-rules.ts';
-import { createSender, type Resolver } from './sender.ts';
+import { checkWebhookUrl, isAllowedAddress } from '../http/outbound/target-rules.ts';
+import { createSender, type Resolver } from '../http/outbound/sender.ts';
 import { webhooksConfigSection } from './webhooks.config.ts';
 import { startReceiver } from './test-receiver.ts';
 

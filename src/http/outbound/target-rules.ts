@@ -1,5 +1,8 @@
 /**
- * Where webhooks may go (server-side request forgery rules). Checked twice: when an endpoint is
+ * Where Gatehouse may send a request to a URL someone registered: webhooks, and the OpenID
+ * Provider's back-channel logout tokens (server-side request forgery rules; each caller has its
+ * own setting for non-public addresses: WEBHOOK_ALLOW_PRIVATE_TARGETS,
+ * OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS). Checked twice: when an endpoint is
  * registered (the URL's shape, and an IP literal's address) and at every delivery against the
  * address actually connected to (sender.ts pins the address it checked, so DNS rebinding cannot
  * swap it between the check and the connection).
