@@ -41,7 +41,7 @@ describe('sign-in mode: an app on another host signs its users in through Gateho
     database = await createSqliteDatabase();
     const port = await freePort();
     gatehouseUrl = `http://localhost:${port}`;
-    gatehouse = await createTestApp(database, { env: { AUTH_URL: gatehouseUrl } });
+    gatehouse = await createTestApp(database, { env: { AUTH_URL: gatehouseUrl, OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS: 'true' } });
     await gatehouse.app.listen({ port, host: '127.0.0.1' });
     userId = (await createUser(gatehouse.services, { email: 'ada@example.com', password: PASSWORD, name: 'Ada Lovelace' })).id;
 
@@ -55,6 +55,7 @@ describe('sign-in mode: an app on another host signs its users in through Gateho
       postLogoutRedirectUris: [`${appUrl}/`],
       grantTypes: ['authorization_code', 'refresh_token'],
       isFirstParty: true,
+      backchannelLogoutUri: `${appUrl}/auth/backchannel-logout`,
     });
     const signIn = createSignIn({ issuer: gatehouseUrl, clientId, clientSecret, appUrl, secret: SECRET });
     const middleware = toNodeMiddleware(signIn);
@@ -162,6 +163,28 @@ describe('sign-in mode: an app on another host signs its users in through Gateho
       await page.goto(`${gatehouseUrl}/dashboard`);
       assert.equal(new URL(page.url()).pathname, '/auth/signin');
     }));
+
+  it('ends the app’s session when the person signs out at Gatehouse (back-channel logout), and only that browser’s', (t) =>
+    withPage(t, browser!, {}, async (page) =>
+      withPage(t, browser!, {}, async (other) => {
+        await signInThroughGatehouse(page);
+        await signInThroughGatehouse(other);
+        // Signing out on Gatehouse's own page, in the first browser.
+        const signedOutAt = Date.now();
+        await page.goto(`${gatehouseUrl}/auth/signout`);
+        await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+        await page.waitForURL((url) => url.origin === gatehouseUrl && url.pathname === '/');
+        // The logout token goes out through Gatehouse's outbox, woken after the sign-out commits:
+        // whatever the worker has not done yet, it does now (and waits for what it is doing).
+        await gatehouse.services.oidcProvider.backchannel.worker.runOnce();
+        const deliveries = await gatehouse.services.storage.db.selectFrom('oidc_logout_deliveries').select(['status', 'last_error']).where('created_at', '>=', signedOutAt).execute();
+        assert.deepEqual(deliveries, [{ status: 'delivered', last_error: null }], 'one logout token, to the one app of that session, accepted');
+        const after = await page.goto(`${appUrl}/dashboard`);
+        assert.equal(new URL(page.url()).origin, gatehouseUrl, `the app's session ended: sent to sign in (${after?.status()})`);
+        await other.goto(`${appUrl}/dashboard`);
+        assert.equal(new URL(other.url()).origin, appUrl, 'the other browser’s session of the app stays');
+        assert.match((await other.locator('#who').textContent()) ?? '', /ada@example\.com/);
+      })));
 
   it('signs out only from the app’s own pages, and starts a sign-in only back to its own paths', async () => {
     const crossSite = await fetch(`${appUrl}/auth/signout`, { method: 'POST', headers: { origin: 'https://evil.example' }, redirect: 'manual' });
