@@ -86,7 +86,7 @@ export function createOidcProviderService(deps: {
     isPostgres: deps.isPostgres,
     clock,
     logger,
-    policy: { allowHttp: config.oidcProvider.outbound.allowHttp, allowPrivate: config.oidcProvider.outbound.allowPrivateTargets },
+    policy: { allowHttp: config.oidcProvider.outbound.allowHttp, allowPrivate: config.oidcProvider.outbound.allowPrivateTargets, allowPrivateSetting: 'OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS' },
     // A link lives as long as the app's refresh token could.
     linkTtlMs: config.oidcProvider.refreshTokenTtlSeconds * 1000,
     provider: async () => (await current()).provider,

@@ -37,6 +37,18 @@ describe('webhook targets', () => {
     assert.equal(isAllowedAddress('not an address', true), false);
   });
 
+  it('names the setting that would allow a refused address, and why http is refused', () => {
+    const policy = { allowHttp: false, allowPrivate: false, allowPrivateSetting: 'WEBHOOK_ALLOW_PRIVATE_TARGETS' };
+    for (const url of ['https://localhost/hook', 'https://127.0.0.1/hook', 'https://[::1]/hook']) {
+      const checked = checkWebhookUrl(url, policy);
+      assert.ok(!checked.ok && /WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows it/.test(checked.message), url);
+    }
+    const http = checkWebhookUrl('http://hooks.example.com/x', policy);
+    assert.ok(!http.ok && /plain http only when NODE_ENV is development or test/.test(http.message));
+    const unnamed = checkWebhookUrl('https://localhost/hook', STRICT);
+    assert.ok(!unnamed.ok && !unnamed.message.includes('=true'), 'no setting named when the caller names none');
+  });
+
   it('checks the URL at registration: shape, credentials, IP literals and localhost', () => {
     const reasonOf = (url: string, policy = STRICT) => {
       const check = checkWebhookUrl(url, policy);
