@@ -154,14 +154,14 @@ export function createProtector(options: ProtectorOptions): Protector {
     const user = caller?.user ?? null;
     const client = caller?.client ?? null;
     if (decision.action === 'allow') return { decision, user, client, denial: null };
-    // A credential in the Authorization header that does not verify is a program's mistake: RFC
-    // 6750's answer, on any path (never a sign-in page).
+    // A credential in the Authorization header that does not verify gets RFC 6750's answer on an
+    // API path (a page still sends the browser to sign in).
     const hasAuthorization = credentials.authorization !== undefined && credentials.authorization !== null;
     return { decision, user, client, denial: denialFor(decision, isApiRequestPath(path), hasAuthorization, rawPath) };
   }
 
   function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, hasAuthorization: boolean, rawPath: string): Response {
-    if (hasAuthorization && decision.reason === 'UNAUTHENTICATED') return denialJson('INVALID_TOKEN', 'Bearer error="invalid_token"');
+    if (isApi && hasAuthorization && decision.reason === 'UNAUTHENTICATED') return denialJson('INVALID_TOKEN', 'Bearer error="invalid_token"');
     if (decision.reason === 'INSUFFICIENT_SCOPE') return denialJson('INSUFFICIENT_SCOPE', `Bearer error="insufficient_scope", scope="${decision.scopes.join(' ')}"`);
     if (isApi || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {

@@ -129,9 +129,9 @@ describe('gatehouse-protect and tokens Gatehouse issued to apps for an API', () 
     const basic = await fetch(`${apiUrl}/api/items`, { headers: { authorization: 'Basic bWFjaGluZTpzZWNyZXQ=' } });
     assert.equal(basic.status, 401);
     assert.equal(((await basic.json()) as { error: string }).error, 'INVALID_TOKEN');
-    // On a page path too: a program's credential gets JSON, not a sign-in redirect.
+    // A page path still sends the browser to sign in.
     const page = await fetch(`${apiUrl}/dashboard`, { headers: { authorization: `Bearer ${tampered}` }, redirect: 'manual' });
-    assert.equal(page.status, 401);
+    assert.equal(page.status, 303);
     const none = await call('/api/items');
     assert.equal(none.status, 401);
     assert.equal(none.headers.get('www-authenticate'), 'Bearer');
