@@ -11,7 +11,7 @@
 import './probe.ts';
 import { createServer } from 'node:http';
 import { randomId } from '../src/lib/random.ts';
-import { createSender } from '../src/webhooks/sender.ts';
+import { createSender } from '../src/http/outbound/sender.ts';
 import { signatureHeader, webhookTimestamp } from '../src/webhooks/signing.ts';
 import { webhookBody } from '../src/webhooks/events.ts';
 

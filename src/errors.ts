@@ -23,6 +23,8 @@ export const CORE_ERRORS = {
   CSRF_FAILED: { status: 403, message: 'The request did not come from this site or its CSRF token is missing or invalid.' },
   FORBIDDEN: DENIALS.FORBIDDEN,
   STEP_UP_REQUIRED: DENIALS.STEP_UP_REQUIRED,
+  /** Path rules that ask for a token's scopes (`scopeRequirements`, shared with gatehouse-protect); none of Gatehouse's own rules does yet. */
+  INSUFFICIENT_SCOPE: DENIALS.INSUFFICIENT_SCOPE,
   NOT_FOUND: { status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
   REQUEST_TIMEOUT: { status: 408, message: 'The request took too long to arrive.' },

@@ -70,6 +70,8 @@ export interface ClientInput {
   isFirstParty?: boolean;
   /** Default EdDSA. */
   idTokenSignedResponseAlg?: string;
+  /** Where Gatehouse posts a logout token when the person signs out (OpenID Back-Channel Logout 1.0); https, or http on a loopback host. */
+  backchannelLogoutUri?: string | null;
 }
 
 /** The settings once the rules accept them. */
@@ -81,6 +83,7 @@ export interface ClientSettings {
   isPublic: boolean;
   isFirstParty: boolean;
   idTokenSignedResponseAlg: IdTokenAlg;
+  backchannelLogoutUri: string | null;
 }
 
 export type RulesResult = { ok: true; settings: ClientSettings } | { ok: false; problems: ClientProblem[] };
@@ -197,6 +200,8 @@ export function checkClientInput(input: ClientInput): RulesResult {
   problems.push(...redirect.problems);
   const postLogout = checkRedirectUris('postLogoutRedirectUris', input.postLogoutRedirectUris ?? [], isPublic, isNative);
   problems.push(...postLogout.problems);
+  const backchannel = checkBackchannelLogoutUri(input.backchannelLogoutUri ?? null);
+  if (!backchannel.ok) problems.push(backchannel.problem);
   const alg = input.idTokenSignedResponseAlg ?? DEFAULT_ID_TOKEN_ALG;
   if (!(ID_TOKEN_ALGS as readonly string[]).includes(alg)) {
     problems.push({ field: 'idTokenSignedResponseAlg', reason: 'UNSUPPORTED_ALG', message: `must be one of ${ID_TOKEN_ALGS.join(', ')}` });
@@ -212,6 +217,18 @@ export function checkClientInput(input: ClientInput): RulesResult {
       isPublic,
       isFirstParty: input.isFirstParty ?? false,
       idTokenSignedResponseAlg: alg as IdTokenAlg,
+      backchannelLogoutUri: backchannel.ok ? backchannel.uri : null,
     },
   };
+}
+
+/**
+ * A back-channel logout URI: an absolute https URI (http only on a loopback host), without a
+ * fragment (OpenID Back-Channel Logout 1.0 §2.2); null or empty for none. Where it may point is
+ * judged again at each delivery (the outbound rules: no private address unless allowed).
+ */
+export function checkBackchannelLogoutUri(uri: string | null): { ok: true; uri: string | null } | { ok: false; problem: ClientProblem } {
+  if (uri === null || uri.trim() === '') return { ok: true, uri: null };
+  const problem = uriProblem(uri, false, false);
+  return problem === null ? { ok: true, uri } : { ok: false, problem: { field: 'backchannelLogoutUri', ...problem } };
 }

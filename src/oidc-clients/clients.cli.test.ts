@@ -54,7 +54,7 @@ for (const backend of await backends()) {
 
     it('create --json registers a confidential client and prints its id and secret', async (t) => {
       const result = await cli(
-        ['create', '--name', 'Billing', '--redirect-uri', WEB, '--redirect-uri', 'http://127.0.0.1:8080/cb', '--post-logout-redirect-uri', 'https://app.example.com/bye', '--first-party', '--id-token-alg', 'RS256', '--json'],
+        ['create', '--name', 'Billing', '--redirect-uri', WEB, '--redirect-uri', 'http://127.0.0.1:8080/cb', '--post-logout-redirect-uri', 'https://app.example.com/bye', '--first-party', '--id-token-alg', 'RS256', '--backchannel-logout-uri', 'https://app.example.com/backchannel', '--json'],
         (fn) => t.after(fn),
       );
       assert.equal(result.code, 0, describeRun(result));
@@ -68,6 +68,7 @@ for (const backend of await backends()) {
       assert.deepEqual(client.postLogoutRedirectUris, ['https://app.example.com/bye']);
       assert.equal(client.isFirstParty, true);
       assert.equal(client.idTokenSignedResponseAlg, 'RS256');
+      assert.equal(client.backchannelLogoutUri, 'https://app.example.com/backchannel');
       assert.ok(clientSecretMatches(confidential.clientSecret, (await hashOf(confidential.clientId))!));
       const events = (await (await app()).services.audit.listEvents({ type: 'oidc_client.created', limit: 10 })).events;
       assert.equal(events.find((event) => event.details?.clientId === confidential.clientId)?.details?.via, 'cli');
@@ -159,6 +160,7 @@ for (const backend of await backends()) {
         [['create', '--name', 'X', '--redirect-uri', WEB, '--grant-type', 'password'], /--grant-type: the password grant is not supported/],
         [['create', '--name', 'X', '--public', '--grant-type', 'client_credentials'], /a public client cannot use it/],
         [['create', '--name', 'X'], /--redirect-uri: must list at least one redirect URI/],
+        [['create', '--name', 'X', '--redirect-uri', WEB, '--backchannel-logout-uri', 'http://app.example.com/bc'], /--backchannel-logout-uri: must use https/],
         [['show'], /name exactly one client ID/],
         [['delete', 'a', 'b'], /name exactly one client ID/],
         [['list', 'extra'], /unexpected argument/i],

@@ -31,10 +31,13 @@ export type WithServices = (io: CliIo, fn: (services: ServiceRegistry) => Promis
 /** The lines of `gatehouse help` about these commands. */
 export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri U [--redirect-uri U]...
                           [--post-logout-redirect-uri U]... [--public] [--grant-type G]...
-                          [--first-party] [--id-token-alg EdDSA|RS256] [--json]
+                          [--first-party] [--id-token-alg EdDSA|RS256]
+                          [--backchannel-logout-uri U] [--json]
                                     register an OAuth / OIDC client; a confidential client's secret
                                     is printed this once (G: authorization_code, refresh_token,
-                                    client_credentials, device_code; default the first two)
+                                    client_credentials, device_code; default the first two); U of
+                                    --backchannel-logout-uri receives a logout token when a person
+                                    signed in to the app signs out of Gatehouse
   gatehouse clients list [--json]   the registered clients, newest first
   gatehouse clients show ID [--json]
                                     one client (never its secret)
@@ -92,7 +95,9 @@ function describeProblem(problem: ClientProblem, input: { redirectUris: readonly
             ? '--grant-type'
             : field === 'idTokenSignedResponseAlg'
               ? '--id-token-alg'
-              : problem.field;
+              : field === 'backchannelLogoutUri'
+                ? '--backchannel-logout-uri'
+                : problem.field;
   return `${option}: ${problem.message}`;
 }
 
@@ -108,6 +113,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
       'grant-type': { type: 'string', multiple: true },
       'first-party': { type: 'boolean' },
       'id-token-alg': { type: 'string' },
+      'backchannel-logout-uri': { type: 'string' },
       json: { type: 'boolean' },
     },
     0,
@@ -125,6 +131,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
     isPublic: values.public ?? false,
     isFirstParty: values['first-party'] ?? false,
     ...(alg !== undefined && { idTokenSignedResponseAlg: alg }),
+    ...(values['backchannel-logout-uri'] !== undefined && { backchannelLogoutUri: values['backchannel-logout-uri'] }),
   };
   await withServices(io, async ({ oidcClients }) => {
     const result = await oidcClients.create(input, CLI_SOURCE);
@@ -207,6 +214,7 @@ function describeClient(client: OidcClient): string {
     ['Redirect URIs', client.redirectUris.join(' ') || '-'],
     ['Post-logout URIs', client.postLogoutRedirectUris.join(' ') || '-'],
     ['ID token alg', client.idTokenSignedResponseAlg],
+    ['Back-channel logout', client.backchannelLogoutUri ?? '-'],
     ['Created', time(client.createdAt)],
     ['Updated', time(client.updatedAt)],
     ...(client.isPublic ? [] : [['Secret rotated', client.secretRotatedAt === null ? 'never' : time(client.secretRotatedAt)] as [string, string]]),

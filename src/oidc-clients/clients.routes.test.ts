@@ -68,6 +68,7 @@ for (const backend of await backends()) {
         createdAt: undefined,
         updatedAt: undefined,
         secretRotatedAt: null,
+        backchannelLogoutUri: null,
       });
       const hash = await secretHash(client.clientId);
       assert.ok(hash !== null && clientSecretMatches(clientSecret, hash));
@@ -108,6 +109,11 @@ for (const backend of await backends()) {
       assert.equal(publicMachine.json().errors[0].reason, 'CLIENT_CREDENTIALS_PUBLIC');
       const customConfidential = await call('POST', API, token, { name: 'A', redirectUris: ['com.example.app:/cb'] });
       assert.equal(customConfidential.json().errors[0].reason, 'CUSTOM_SCHEME_PUBLIC_ONLY');
+      const backchannel = await call('POST', API, token, { name: 'A', redirectUris: [WEB], backchannelLogoutUri: 'http://app.example.com/logout' });
+      assert.equal(backchannel.statusCode, 422);
+      assert.deepEqual(backchannel.json().errors.map((e: { field: string; reason: string }) => [e.field, e.reason]), [['backchannelLogoutUri', 'HTTPS_REQUIRED']]);
+      const fragment = await call('POST', API, token, { name: 'A', redirectUris: [WEB], backchannelLogoutUri: 'https://app.example.com/logout#x' });
+      assert.equal(fragment.json().errors[0].reason, 'FRAGMENT_NOT_ALLOWED');
       const badShape = await call('POST', API, token, { name: 5, public: 'yes', idTokenSignedResponseAlg: 'HS256' });
       assert.equal(badShape.statusCode, 422);
       assert.equal(badShape.json().error, 'VALIDATION_ERROR');
@@ -134,6 +140,14 @@ for (const backend of await backends()) {
       const patched = await call('PATCH', `${API}/${clientId}`, token, { name: 'Renamed', redirectUris: ['https://other.example.com/cb'] });
       assert.equal(patched.statusCode, 200, patched.body);
       assert.equal(patched.json().name, 'Renamed');
+      // A back-channel logout URI: set, shown to the provider, and taken away again.
+      const withBackchannel = await call('PATCH', `${API}/${clientId}`, token, { backchannelLogoutUri: 'https://other.example.com/backchannel' });
+      assert.equal(withBackchannel.json().backchannelLogoutUri, 'https://other.example.com/backchannel');
+      const metadata = (await t.services.oidcClients.providerMetadata(clientId))!;
+      assert.equal(metadata.backchannel_logout_uri, 'https://other.example.com/backchannel');
+      assert.equal(metadata.backchannel_logout_session_required, true);
+      assert.equal((await call('PATCH', `${API}/${clientId}`, token, { backchannelLogoutUri: null })).json().backchannelLogoutUri, null);
+      assert.equal((await t.services.oidcClients.providerMetadata(clientId))!.backchannel_logout_uri, undefined);
       const badPatch = await call('PATCH', `${API}/${clientId}`, token, { redirectUris: ['https://*.example.com/cb'] });
       assert.equal(badPatch.statusCode, 422);
       assert.equal(badPatch.json().error, 'INVALID_REDIRECT_URI');

@@ -29,6 +29,13 @@ const uriList = z
   .array(z.string({ error: 'must be a string' }).max(MAX_URI_LENGTH * 2, `must be at most ${MAX_URI_LENGTH} characters`), { error: 'must be an array of URIs' })
   .max(MAX_URIS * 5, `must list at most ${MAX_URIS} URIs`);
 
+const backchannelUri = z
+  .string({ error: 'must be a string' })
+  .max(4096, 'must be at most 2048 characters')
+  .nullable()
+  .optional()
+  .describe('Where Gatehouse posts a logout token (OpenID Back-Channel Logout 1.0) when a person signed in to the app signs out: https (http only on a loopback host), no fragment. null or empty: none');
+
 const oidcClient = z
   .object({
     clientId: z.string().describe('The client_id'),
@@ -42,6 +49,7 @@ const oidcClient = z
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
     secretRotatedAt: z.iso.datetime().nullable().describe('When the secret was last rotated; null if never, or for a public client'),
+    backchannelLogoutUri: z.string().nullable().describe('Where Gatehouse posts a logout token when a person signed in to the app signs out (OpenID Back-Channel Logout 1.0); null: none'),
   })
   .meta({ id: 'OidcClient' });
 
@@ -61,6 +69,7 @@ const createClientBody = z
       public: z.boolean({ error: 'must be true or false' }).optional().describe('A public client (a browser or native app) has no secret. Default false'),
       firstParty: z.boolean({ error: 'must be true or false' }).optional().describe('Default false'),
       idTokenSignedResponseAlg: z.enum(ID_TOKEN_ALGS, { error: `must be one of ${ID_TOKEN_ALGS.join(', ')}` }).optional().describe('Default EdDSA'),
+      backchannelLogoutUri: backchannelUri,
     },
     { error: 'must be a JSON object' },
   )
@@ -72,6 +81,7 @@ const updateClientBody = z
       name: z.string({ error: 'must be a string' }).max(1000, `must be at most ${MAX_NAME_LENGTH} characters`).optional(),
       redirectUris: uriList.optional().describe('The complete new list'),
       postLogoutRedirectUris: uriList.optional().describe('The complete new list'),
+      backchannelLogoutUri: backchannelUri,
     },
     { error: 'must be a JSON object' },
   )
@@ -110,6 +120,7 @@ export function toClientBody(client: OidcClient) {
     createdAt: isoTime(client.createdAt),
     updatedAt: isoTime(client.updatedAt),
     secretRotatedAt: client.secretRotatedAt === null ? null : isoTime(client.secretRotatedAt),
+    backchannelLogoutUri: client.backchannelLogoutUri,
   };
 }
 
@@ -168,7 +179,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       },
     },
     async (request, reply) => {
-      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg } = request.body;
+      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg, backchannelLogoutUri } = request.body;
       const result = await oidcClients.create(
         {
           name,
@@ -178,6 +189,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
           ...(isPublic !== undefined && { isPublic }),
           ...(firstParty !== undefined && { isFirstParty: firstParty }),
           ...(idTokenSignedResponseAlg !== undefined && { idTokenSignedResponseAlg }),
+          ...(backchannelLogoutUri !== undefined && { backchannelLogoutUri }),
         },
         actor(request),
       );
@@ -201,11 +213,12 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       },
     },
     async (request) => {
-      const { name, redirectUris, postLogoutRedirectUris } = request.body;
+      const { name, redirectUris, postLogoutRedirectUris, backchannelLogoutUri } = request.body;
       const changes = {
         ...(name !== undefined && { name }),
         ...(redirectUris !== undefined && { redirectUris }),
         ...(postLogoutRedirectUris !== undefined && { postLogoutRedirectUris }),
+        ...(backchannelLogoutUri !== undefined && { backchannelLogoutUri }),
       };
       const result = await oidcClients.update(request.params.id, changes, actor(request));
       if (result.ok) return toClientBody(result.client);

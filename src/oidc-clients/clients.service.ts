@@ -17,7 +17,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
-import { checkClientInput, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
+import { checkBackchannelLogoutUri, checkClientInput, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
 import * as store from './clients.store.ts';
 
 /** A registered client, as the registry shows it: never its secret or the secret's hash. */
@@ -38,6 +38,8 @@ export interface OidcClient {
   updatedAt: number;
   /** When the secret was last rotated; null if never (or public). */
   secretRotatedAt: number | null;
+  /** Where logout tokens go when a person signed in to it signs out (OpenID Back-Channel Logout 1.0); null: none. */
+  backchannelLogoutUri: string | null;
 }
 
 export type { ClientInput, ClientProblem, GrantType, IdTokenAlg } from './client-rules.ts';
@@ -55,6 +57,8 @@ export interface ClientChanges {
   name?: string;
   redirectUris?: readonly string[];
   postLogoutRedirectUris?: readonly string[];
+  /** Null or empty: none any more. */
+  backchannelLogoutUri?: string | null;
 }
 
 export type UpdateClientResult =
@@ -103,6 +107,7 @@ function toClient(row: store.ClientRow): OidcClient {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     secretRotatedAt: row.secret_rotated_at,
+    backchannelLogoutUri: row.backchannel_logout_uri ?? null,
   };
 }
 
@@ -137,6 +142,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
       public: settings.isPublic ? 1 : 0,
       first_party: settings.isFirstParty ? 1 : 0,
       id_token_signed_response_alg: settings.idTokenSignedResponseAlg,
+      backchannel_logout_uri: settings.backchannelLogoutUri,
       created_at: now,
       updated_at: now,
       secret_rotated_at: null,
@@ -211,7 +217,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
         const current = toClient(row);
         const problems: ClientProblem[] = [];
-        const set: Partial<Pick<store.ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris'>> = {};
+        const set: Partial<Pick<store.ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris' | 'backchannel_logout_uri'>> = {};
         if (changes.name !== undefined) {
           const name = checkName(changes.name);
           if (name.ok) set.name = name.name;
@@ -227,6 +233,11 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
           problems.push({ field: 'redirectUris', reason: 'REDIRECT_URI_REQUIRED', message: 'must list at least one redirect URI for the authorization_code grant' });
         }
         problems.push(...redirect.problems, ...postLogout.problems);
+        if (changes.backchannelLogoutUri !== undefined) {
+          const backchannel = checkBackchannelLogoutUri(changes.backchannelLogoutUri);
+          if (backchannel.ok) set.backchannel_logout_uri = backchannel.uri;
+          else problems.push(backchannel.problem);
+        }
         if (problems.length > 0) return { ok: false, reason: 'INVALID_CLIENT', problems };
         if (changes.redirectUris !== undefined) set.redirect_uris = JSON.stringify(redirect.uris);
         if (changes.postLogoutRedirectUris !== undefined) set.post_logout_redirect_uris = JSON.stringify(postLogout.uris);
@@ -234,7 +245,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         if (changed.length === 0) return { ok: true, client: current };
         const now = clock();
         if (!(await store.updateClient(trx, id, set, now))) return { ok: false, reason: 'NOT_FOUND' };
-        const fields = changed.map((key) => ({ name: 'name', redirect_uris: 'redirectUris', post_logout_redirect_uris: 'postLogoutRedirectUris' })[key]);
+        const fields = changed.map((key) => ({ name: 'name', redirect_uris: 'redirectUris', post_logout_redirect_uris: 'postLogoutRedirectUris', backchannel_logout_uri: 'backchannelLogoutUri' })[key]);
         await audit.record({ type: 'oidc_client.updated', source, details: { clientId: id, name: set.name ?? row.name, fields } }, { db: trx });
         return { ok: true, client: toClient({ ...row, ...set, updated_at: now }) };
       });
@@ -270,6 +281,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         ...(isNative && { application_type: 'native' }),
         redirect_uris: client.redirectUris,
         post_logout_redirect_uris: client.postLogoutRedirectUris,
+        ...(client.backchannelLogoutUri !== null && { backchannel_logout_uri: client.backchannelLogoutUri, backchannel_logout_session_required: true }),
         grant_types: client.grantTypes,
         response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
         id_token_signed_response_alg: client.idTokenSignedResponseAlg,

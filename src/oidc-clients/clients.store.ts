@@ -26,6 +26,8 @@ export interface OidcClientsTable {
   updated_at: number;
   /** Null until the secret is first rotated. */
   secret_rotated_at: number | null;
+  /** Where logout tokens go (OpenID Back-Channel Logout 1.0); null: none. */
+  backchannel_logout_uri: string | null;
 }
 
 declare module '../storage/schema.ts' {
@@ -64,7 +66,7 @@ export async function replaceSecret(db: Db, id: string, secretHash: string, now:
 export async function updateClient(
   db: Db,
   id: string,
-  changes: Partial<Pick<ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris'>>,
+  changes: Partial<Pick<ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris' | 'backchannel_logout_uri'>>,
   now: number,
 ): Promise<boolean> {
   const result = await db

@@ -10,6 +10,7 @@ import { defineModule } from '../module.ts';
 import { cli } from './clients.cli.ts';
 import { OIDC_CLIENTS_ERRORS } from './oidc-clients.errors.ts';
 import * as registry from './migrations/20261124-oidc-clients-registry.ts';
+import * as backchannelLogout from './migrations/20261129-oidc-clients-backchannel-logout.ts';
 import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';
 import { clientRoutes } from './clients.routes.ts';
 import { CLIENTS_PAGE, clientPageRoutes } from './clients-pages.routes.ts';
@@ -33,7 +34,7 @@ export const oidcClientsModule = defineModule({
   adminNav: [{ path: CLIENTS_PAGE, labelKey: 'oidc-clients.adminNav', section: 'clients', order: 20 }],
   // The texts of the /admin/clients pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
-  migrations: { '20261124-oidc-clients-registry': registry },
+  migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout },
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, clock, services }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit }) }),

@@ -32,6 +32,13 @@ export interface OidcProviderConfig {
   readonly registrationLimit: RateLimit;
   /** User codes typed on the /device page per IP (RATE_LIMIT_OIDC_USER_CODE, default 20 per 15 min): they are short. */
   readonly userCodeLimit: RateLimit;
+  /**
+   * Where the provider may post (back-channel logout tokens): the outbound rules webhooks follow
+   * (http/outbound/target-rules.ts). Loopback, private and other non-public addresses only with
+   * OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS (default false; never the cloud metadata addresses); plain
+   * http only when NODE_ENV is development or test.
+   */
+  readonly outbound: { readonly allowPrivateTargets: boolean; readonly allowHttp: boolean };
 }
 
 declare module '../config.ts' {
@@ -94,6 +101,7 @@ export const oidcProviderConfigSection: ConfigSection = (read, basis, problems) 
     deviceCodeTtlSeconds: read.duration('OIDC_PROVIDER_DEVICE_CODE_TTL', 10 * 60),
     tokenEndpointLimit: read.rateLimit('RATE_LIMIT_OIDC_TOKEN', { points: 300, durationSeconds: 60 }),
     userCodeLimit: read.rateLimit('RATE_LIMIT_OIDC_USER_CODE', { points: 20, durationSeconds: 15 * 60 }),
+    outbound: { allowPrivateTargets: read.boolean('OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS', false), allowHttp: basis.env === 'development' || basis.env === 'test' },
   },
 });
 

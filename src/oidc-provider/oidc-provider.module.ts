@@ -12,6 +12,7 @@ import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { oidcProviderConfigSection } from './oidc-provider.config.ts';
 import * as payloads from './migrations/20261124-oidc-provider-payloads.ts';
 import * as consents from './migrations/20261124-oidc-provider-consents.ts';
+import * as backchannelLogout from './migrations/20261129-oidc-provider-backchannel-logout.ts';
 import { deleteExpiredOidcPayloads } from './oidc.store.ts';
 import { createOidcProviderService, type OidcProviderService } from './oidc-provider.service.ts';
 import { createOidcPageRenderer, providerPageLanguage } from './provider-pages.ts';
@@ -43,8 +44,8 @@ export const oidcProviderModule = defineModule({
   name: 'oidc-provider',
   messages: readMessages(join(import.meta.dirname, 'messages')),
   config: oidcProviderConfigSection,
-  migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents },
-  provide({ db, clock, config, services, logger }) {
+  migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents, '20261129-oidc-provider-backchannel-logout': backchannelLogout },
+  provide({ db, clock, config, services, logger, storage }) {
     const pages = createOidcPageRenderer();
     return {
       oidcProvider: createOidcProviderService({
@@ -59,12 +60,15 @@ export const oidcProviderModule = defineModule({
         // Its own pages (logout, device, errors) answer in the request's language, in the deployment's brand.
         pageLanguage: providerPageLanguage(services.translations, services.brand?.page ?? DEFAULT_BRAND),
         logger,
+        isPostgres: storage.dialect === 'postgres',
       }),
     };
   },
   // Expired codes, tokens, sessions and interactions are deleted in batches now and then (reads
   // already ignore them).
-  jobs: (_services, { db, clock, logger }) => [
+  jobs: ({ oidcProvider }, { db, clock, logger }) => [
+    // Logout tokens owed to apps (backchannel-logout.ts).
+    oidcProvider.backchannel.worker,
     createPeriodicJob({
       name: 'oidc-provider-purge',
       intervalMs: 10 * 60_000,
@@ -74,6 +78,11 @@ export const oidcProviderModule = defineModule({
         let deleted = 0;
         for (let batch = 0; batch < PURGE_BATCHES_PER_RUN; batch += 1) {
           const count = await deleteExpiredOidcPayloads(db, clock(), PURGE_BATCH);
+          deleted += count;
+          if (count < PURGE_BATCH) break;
+        }
+        for (let batch = 0; batch < PURGE_BATCHES_PER_RUN; batch += 1) {
+          const count = await oidcProvider.backchannel.purgeLinks(PURGE_BATCH);
           deleted += count;
           if (count < PURGE_BATCH) break;
         }
@@ -87,7 +96,19 @@ export const oidcProviderModule = defineModule({
     {
       types: ACCESS_ENDING_EVENTS,
       async handle(event, db) {
-        if (event.userId !== null) await oidcProvider.endAccess(event.userId, db);
+        if (event.userId === null) return;
+        // The apps signed in from the sessions that ended hear of it (back-channel logout), then their grants end.
+        const kept = event.type === 'user.sessions_ended' ? event.details?.keptSessionId : undefined;
+        await oidcProvider.backchannel.ended(db, { userId: event.userId, ...(typeof kept === 'string' && { keptSessionId: kept }) });
+        await oidcProvider.endAccess(event.userId, db);
+      },
+    },
+    {
+      // One session ended (signed out, replaced, ended from another): the apps signed in from it hear of it.
+      types: ['signout', 'session.ended'] as const satisfies readonly AuditEventType[],
+      async handle(event, db) {
+        const sessionId = event.details?.sessionId;
+        if (typeof sessionId === 'string') await oidcProvider.backchannel.ended(db, { sessionId });
       },
     },
   ],

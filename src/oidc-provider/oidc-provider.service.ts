@@ -3,6 +3,7 @@
  * (rebuilt when a rotation changes them: its state is all in storage, so nothing is lost), what
  * a user's connected apps are, and how a user's access given to apps ends.
  */
+import { createBackchannelLogout } from './backchannel-logout.ts';
 import type { IncomingMessage } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Config } from '../config.ts';
@@ -27,6 +28,8 @@ interface RequestState {
   auth: RequestAuth | null;
   /** The Gatehouse sign-out an RP-initiated logout started; the bridge waits for it. */
   signingOut?: Promise<unknown>;
+  /** The back-channel logout link an authorization records; the bridge waits for it. */
+  linking?: Promise<unknown>;
 }
 
 export interface ConnectedApp {
@@ -49,6 +52,7 @@ async function registerClient(clients: OidcClientsService, clientId: string, met
       grantTypes: strings(metadata.grant_types) ?? ['authorization_code'],
       isPublic: metadata.token_endpoint_auth_method === 'none',
       ...(typeof metadata.id_token_signed_response_alg === 'string' && { idTokenSignedResponseAlg: metadata.id_token_signed_response_alg }),
+      ...(typeof metadata.backchannel_logout_uri === 'string' && { backchannelLogoutUri: metadata.backchannel_logout_uri }),
     },
     { clientId, clientSecret: typeof metadata.client_secret === 'string' ? metadata.client_secret : undefined },
     { ...SYSTEM_SOURCE, via: 'registration' },
@@ -73,9 +77,21 @@ export function createOidcProviderService(deps: {
   /** The language and brand of a page the provider renders itself, from its request. */
   pageLanguage: ProviderPageLanguage;
   logger: Logger;
+  isPostgres: boolean;
 }) {
   const { db, clock, config, keys, sessions, clients, logger } = deps;
   const requests = new WeakMap<IncomingMessage, RequestState>();
+  const backchannel = createBackchannelLogout({
+    db,
+    isPostgres: deps.isPostgres,
+    clock,
+    logger,
+    policy: { allowHttp: config.oidcProvider.outbound.allowHttp, allowPrivate: config.oidcProvider.outbound.allowPrivateTargets, allowPrivateSetting: 'OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS' },
+    // A link lives as long as the app's refresh token could.
+    linkTtlMs: config.oidcProvider.refreshTokenTtlSeconds * 1000,
+    provider: async () => (await current()).provider,
+    backchannelUri: async (clientId) => (await clients.show(clientId))?.backchannelLogoutUri ?? null,
+  });
   const adapter = createAdapterFactory({
     db,
     clock,
@@ -109,11 +125,22 @@ export function createOidcProviderService(deps: {
         const state = requests.get(req);
         if (state?.auth) state.signingOut = sessions.signOut(state.auth.userId, state.auth.sessionId);
       },
+      onAuthorized(req, authorized) {
+        const auth = requests.get(req)?.auth;
+        if (auth === null || auth === undefined || auth.userId !== authorized.accountId) return;
+        const linking = backchannel.link({ sessionId: auth.sessionId, ...authorized }).catch((error: unknown) => {
+          logger.error({ err: error, clientId: authorized.clientId }, 'back-channel logout link not recorded; that app will not hear of this sign-out');
+        });
+        const state = requests.get(req);
+        if (state !== undefined) state.linking = linking;
+      },
     });
-    // Before the provider answers: an RP-initiated logout's sign-out has ended the Gatehouse session.
+    // Before the provider answers: an RP-initiated logout's sign-out has ended the Gatehouse
+    // session; an authorization's link for back-channel logout is stored.
     provider.use(async (ctx, next) => {
       await next();
       await requests.get(ctx.req)?.signingOut;
+      await requests.get(ctx.req)?.linking;
     });
     return { provider, handler: provider.callback() };
   }
@@ -133,6 +160,9 @@ export function createOidcProviderService(deps: {
   }
 
   return {
+    /** Logout tokens to the apps a person signed in to, when their Gatehouse session ends (backchannel-logout.ts). */
+    backchannel,
+
     /** The provider for the keys loaded now. */
     provider: async (): Promise<Provider> => (await current()).provider,
 

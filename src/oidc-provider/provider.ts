@@ -57,6 +57,8 @@ export interface ProviderDeps {
   clientSecretMatches(secret: string, hash: string): boolean;
   /** The browser confirmed an RP-initiated logout: end its Gatehouse session too. */
   onLogout(req: IncomingMessage): void;
+  /** An app was authorized (a code issued): the sign-in to link for back-channel logout. */
+  onAuthorized(req: IncomingMessage, authorized: { clientId: string; accountId: string; sid: string }): void;
 }
 
 /**
@@ -186,6 +188,9 @@ export function createProvider(deps: ProviderDeps): Provider {
         idFactory: () => newClientId(),
         secretFactory: async () => newClientSecret(),
       },
+      // Logout tokens to apps that registered a back-channel URI (and `sid` in their ID tokens);
+      // sent by backchannel-logout.ts when the Gatehouse session ends, not by the provider itself.
+      backchannelLogout: { enabled: true },
       rpInitiatedLogout: {
         enabled: true,
         async logoutSource(ctx, form) {
@@ -288,6 +293,15 @@ export function createProvider(deps: ProviderDeps): Provider {
     const body = (ctx.oidc as { body?: Record<string, unknown> }).body;
     if (ctx.oidc.params?.logout && body?.gatehouse === 'signout') deps.onLogout(ctx.req);
   });
+  provider.on('authorization.success', (ctx: KoaContextWithOIDC) => {
+    const { client, session } = ctx.oidc;
+    if (client === undefined || session?.accountId === undefined) return;
+    deps.onAuthorized(ctx.req, { clientId: client.clientId, accountId: session.accountId, sid: session.sidFor(client.clientId) as string });
+  });
+  // What the provider would send on an RP-initiated logout is sent instead when the Gatehouse
+  // session ends (backchannel-logout.ts): through the outbox and the outbound rules, and also for
+  // sign-outs the provider never sees.
+  provider.Client.prototype.backchannelLogout = async function backchannelLogout() {};
   provider.on('server_error', (_ctx: unknown, error: Error) => deps.logger.error({ err: error }, 'OpenID Provider error'));
   return provider;
 }

@@ -39,6 +39,12 @@ interface Pages {
     /** The form: what went wrong (by field; an unknown code only the general message) and what was typed. */
     form: FormView;
     signedInAs: string | null;
+    /**
+     * The host of the trusted origin the callback names when Gatehouse's session cookie cannot
+     * reach it (another host: cookies go by host, whatever the port): a signed-in visitor sent
+     * back here is told that app must sign people in with OpenID Connect, not shown the form again.
+     */
+    unreachableApp: string | null;
     /** ALLOW_SIGNUP: the page links to `/auth/signup`. */
     isSignupAllowed: boolean;
     /** A "Sign in with …" button each. */
@@ -97,6 +103,15 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
   const forAnyone = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
   const forUser = { access: access.user({ exempt: [DURING_ENROLMENT] }) };
 
+  /** The host of the trusted origin `callbackUrl` leads to, when it is not Gatehouse's own host; null otherwise. */
+  const ownHost = new URL(config.authUrl).hostname;
+  function cookielessHost(callbackUrl: string): string | null {
+    const [origin] = callbackFormActions(callbackUrl, config);
+    if (origin === undefined) return null;
+    const target = new URL(origin);
+    return target.hostname === ownHost ? null : target.host;
+  }
+
   /** The person `auth` is, or null: a session whose user is gone counts as none. */
   async function describe(auth: RequestAuth | null) {
     if (auth === null) return null;
@@ -129,6 +144,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           // What a refused post typed (never the password) comes back once, through a cookie.
           form: signInForm(error, takeFormValues(request, reply, { page: SIGN_IN_PAGE, config }), i18n),
           signedInAs: current?.view.user.email ?? null,
+          unreachableApp: current === null ? null : cookielessHost(callbackUrl),
           isSignupAllowed: config.accounts.allowSignup,
           providers: oauth.listProviders(),
         },

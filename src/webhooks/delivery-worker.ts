@@ -26,9 +26,9 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createOutboxWorker, type OutboxAttempt, type OutboxWorker } from '../storage/outbox/outbox-worker.ts';
 import * as store from './webhooks.store.ts';
-import type { Sender, SendOutcome } from './sender.ts';
+import type { Sender, SendOutcome } from '../http/outbound/sender.ts';
 import { signatureHeader, webhookTimestamp } from './signing.ts';
-import { SEND_TIMEOUT_MS } from './sender.ts';
+import { SEND_TIMEOUT_MS } from '../http/outbound/sender.ts';
 
 /** Attempts go on for this long after the first one. */
 export const RETRY_WINDOW_MS = 3 * 86_400_000;

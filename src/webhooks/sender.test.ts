@@ -12,8 +12,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { EnvReader } from '../config/env-reader.ts';
-import { checkWebhookUrl, isAllowedAddress } from './target-rules.ts';
-import { createSender, type Resolver } from './sender.ts';
+import { checkWebhookUrl, isAllowedAddress } from '../http/outbound/target-rules.ts';
+import { createSender, type Resolver } from '../http/outbound/sender.ts';
 import { webhooksConfigSection } from './webhooks.config.ts';
 import { startReceiver } from './test-receiver.ts';
 
@@ -35,6 +35,18 @@ describe('webhook targets', () => {
     for (const address of ['::7f00:1', '::a00:1', '::c0a8:1']) assert.equal(isAllowedAddress(address, false), false, address);
     for (const metadata of ['::a9fe:a9fe', '64:ff9b::a9fe:a9fe', '2002:a9fe:a9fe::1']) assert.equal(isAllowedAddress(metadata, true), false, metadata);
     assert.equal(isAllowedAddress('not an address', true), false);
+  });
+
+  it('names the setting that would allow a refused address, and why http is refused', () => {
+    const policy = { allowHttp: false, allowPrivate: false, allowPrivateSetting: 'WEBHOOK_ALLOW_PRIVATE_TARGETS' };
+    for (const url of ['https://localhost/hook', 'https://127.0.0.1/hook', 'https://[::1]/hook']) {
+      const checked = checkWebhookUrl(url, policy);
+      assert.ok(!checked.ok && /WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows it/.test(checked.message), url);
+    }
+    const http = checkWebhookUrl('http://hooks.example.com/x', policy);
+    assert.ok(!http.ok && /plain http only when NODE_ENV is development or test/.test(http.message));
+    const unnamed = checkWebhookUrl('https://localhost/hook', STRICT);
+    assert.ok(!unnamed.ok && !unnamed.message.includes('=true'), 'no setting named when the caller names none');
   });
 
   it('checks the URL at registration: shape, credentials, IP literals and localhost', () => {

@@ -20,9 +20,9 @@ import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import * as store from './webhooks.store.ts';
 import { isPlausibleId, parseList, toDelivery, type RedeliverResult, type WebhookDelivery } from './webhooks.model.ts';
 import { webhookBody, type EventSource } from './events.ts';
-import { hostOf, type TargetPolicy } from './target-rules.ts';
+import { hostOf, type TargetPolicy } from '../http/outbound/target-rules.ts';
 import { tryOpen, type SecretSeal } from './signing.ts';
-import { createSender, type Resolver } from './sender.ts';
+import { createSender, type Resolver } from '../http/outbound/sender.ts';
 import { createDeliveryWorker, type DeliveryRunResult } from './delivery-worker.ts';
 import { endpointFacts as facts, findEndpointRow } from './webhooks-endpoints.ts';
 

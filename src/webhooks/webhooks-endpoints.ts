@@ -23,7 +23,7 @@ import {
   type WebhookEndpoint,
 } from './webhooks.model.ts';
 import type { WebhookEventType } from './events.ts';
-import { checkWebhookUrl, hostOf, type TargetPolicy } from './target-rules.ts';
+import { checkWebhookUrl, hostOf, type TargetPolicy } from '../http/outbound/target-rules.ts';
 import { newWebhookSecret, tryOpen, type SecretSeal } from './signing.ts';
 
 /** The endpoint's row, when `id` could be one and it exists. */

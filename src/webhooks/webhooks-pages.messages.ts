@@ -5,7 +5,7 @@
  * messages are the API's).
  */
 import type { PageLanguage } from '../web/render.ts';
-import { MAX_URL_LENGTH } from './target-rules.ts';
+import { MAX_URL_LENGTH } from '../http/outbound/target-rules.ts';
 import { MAX_DESCRIPTION_LENGTH, MAX_EVENT_TYPES, type EndpointProblem } from './webhooks.model.ts';
 import type { PageAlert } from './webhooks-pages.types.ts';
 

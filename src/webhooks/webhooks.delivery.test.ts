@@ -16,12 +16,12 @@ import { fakeClock } from '../../test/helpers/clock.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { startReceiver, verifyWithLibrary, type Receiver } from './test-receiver.ts';
 import { createDeliveryWorker, RETRY_WINDOW_MS } from './delivery-worker.ts';
-import { createSender } from './sender.ts';
+import { createSender } from '../http/outbound/sender.ts';
 import { createSecretSeal, newWebhookSecret } from './signing.ts';
 import { TEST_SECRET } from '../../test/helpers/app.ts';
 import type { WebhookEventType } from './events.ts';
 import { insertDeliveries } from './webhooks.store.ts';
-import type { SendOutcome, SendRequest } from './sender.ts';
+import type { SendOutcome, SendRequest } from '../http/outbound/sender.ts';
 import { randomId } from '../lib/random.ts';
 
 const PASSWORD = 'correct horse battery staple';

@@ -64,7 +64,7 @@ export const webhooksModule = defineModule({
       mail: services.mail,
       users: services.users,
       authSecret: config.authSecret,
-      policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivateTargets },
+      policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivateTargets, allowPrivateSetting: 'WEBHOOK_ALLOW_PRIVATE_TARGETS' },
       publicEvents: collectPublicEvents(modules),
       pollIntervalMs: config.webhooks.pollIntervalMs,
       retentionMs: config.webhooks.retentionSeconds * 1000,

@@ -15,7 +15,7 @@ import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { isoTime } from '../lib/clock.ts';
-import { MAX_URL_LENGTH } from './target-rules.ts';
+import { MAX_URL_LENGTH } from '../http/outbound/target-rules.ts';
 import { MAX_DESCRIPTION_LENGTH, MAX_EVENT_TYPES, type EndpointProblem, type WebhookDelivery, type WebhookEndpoint, type WebhooksService } from './webhooks.service.ts';
 
 export interface WebhookRouteOptions {

@@ -48,6 +48,10 @@ export const DENIALS = {
   STEP_UP_REQUIRED: { status: 403, message: 'Confirm it is you with your second factor to continue.' },
   /** A path the rules reserve for certain roles in the active organization (the token's `org` claim). */
   ORGANIZATION_ROLE_REQUIRED: { status: 403, message: 'Your role in the active organization does not allow this.' },
+  /** `gatehouse-protect`: an Authorization header whose token does not verify (bad signature, expired, another audience): RFC 6750 `invalid_token`. */
+  INVALID_TOKEN: { status: 401, message: 'The access token is invalid, has expired, or is not meant for this API.' },
+  /** `gatehouse-protect`: a path the rules reserve for tokens with certain scopes (RFC 6750 `insufficient_scope`). */
+  INSUFFICIENT_SCOPE: { status: 403, message: 'The access token does not carry a scope this resource needs.' },
 } as const;
 
 export type DenialReason = keyof typeof DENIALS;

@@ -10,8 +10,11 @@
  * Gatehouse's access tokens live minutes (ACCESS_TOKEN_TTL, 15 by default); set `checkSession`
  * to confirm each token with Gatehouse (`GET /api/auth/session`, cached briefly) for at once.
  * An API that Gatehouse's OpenID Provider issues tokens for (OIDC_PROVIDER_RESOURCES) passes its
- * resource URL as `audience`: the user's tokens an app got for it verify here too, with the app's
- * `clientId` and `scopes`; tokens an app got for itself (client credentials) speak for no user.
+ * resource URL as `audience`: the tokens apps got for it verify here, described as the app
+ * (`client`: its `clientId`, `scopes`, and the user when it calls for one); a machine's own token
+ * (client credentials) has no user. `scopeRequirements` in the rules ask for scopes. A token in an
+ * Authorization header that does not verify is refused as INVALID_TOKEN, a missing scope as
+ * INSUFFICIENT_SCOPE, each with its RFC 6750 `WWW-Authenticate` challenge.
  *
  *   const protector = createProtector({ issuer: 'https://auth.example.com' });
  *   const denied = await protector.check(request); // null: allowed; else a Response to return
@@ -20,8 +23,9 @@ import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKe
 import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules } from './rules.ts';
 
 export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
-export type { Evaluation, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
-import type { Evaluation, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
+export { createSignIn, type SignIn, type SignInOptions, type SignInPaths, type SignInResult, type SignInStore } from './sign-in.ts';
+export type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
+import type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBearerToken } from './contract.ts';
 
 export interface ProtectorOptions {
@@ -98,14 +102,12 @@ export function createProtector(options: ProtectorOptions): Protector {
    * Verified tokens are remembered (bounded, until they expire), so a client that reuses its token
    * for its whole lifetime costs one signature check, not one per request.
    */
-  const verified = new Map<string, { user: Readonly<GatehouseUser>; expiresAtMs: number }>();
-  /** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
-  const copyOf = (user: Readonly<GatehouseUser>): GatehouseUser => ({ ...user, roles: [...user.roles], amr: [...user.amr], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } });
+  const verified = new Map<string, { caller: Caller; expiresAtMs: number }>();
 
-  async function verifyToken(token: string): Promise<GatehouseUser | null> {
+  async function verifyToken(token: string): Promise<Caller | null> {
     const remembered = verified.get(token);
     if (remembered !== undefined) {
-      if (remembered.expiresAtMs + CLOCK_TOLERANCE_SECONDS * 1000 > Date.now()) return copyOf(remembered.user);
+      if (remembered.expiresAtMs + CLOCK_TOLERANCE_SECONDS * 1000 > Date.now()) return copyOfCaller(remembered.caller);
       verified.delete(token);
       return null;
     }
@@ -123,60 +125,44 @@ export function createProtector(options: ProtectorOptions): Protector {
       // Bad signature, unknown kid, expired, wrong issuer, or the JWKS unreachable: no user.
       return null;
     }
-    const { sub, sid, roles, exp } = payload;
-    const amr = payload.amr ?? [];
-    const authTime = typeof payload.auth_time === 'number' ? payload.auth_time : null;
-    if (!Array.isArray(amr) || !amr.every((method) => typeof method === 'string')) return null;
-    if (typeof sub !== 'string' || typeof exp !== 'number') return null;
-    if (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string')) return null;
-    // A token of Gatehouse's OpenID Provider (RFC 9068) names the app it was issued to and what it
-    // may do, and has no session; one issued to the app itself (client credentials: `sub` is the
-    // client) speaks for no user, so it is none here. Gatehouse's own tokens always name a session.
-    const clientId = payload.client_id;
-    if (clientId !== undefined && (typeof clientId !== 'string' || clientId === sub || typeof payload.scope !== 'string')) return null;
-    if (clientId === undefined && typeof sid !== 'string') return null;
-    // `org` (Gatehouse's organizations): a claim of the wrong shape is refused, never read loosely.
-    const org = readOrganizationClaim(payload.org);
-    if (org === undefined) return null;
-    const user: GatehouseUser = {
-      userId: sub,
-      sessionId: typeof sid === 'string' ? sid : null,
-      clientId: clientId ?? null,
-      scopes: typeof payload.scope === 'string' ? payload.scope.split(' ').filter((scope) => scope !== '') : [],
-      roles: [...roles],
-      amr: [...amr],
-      authTime,
-      org,
-    };
+    const caller = readCaller(payload);
+    if (caller === null) return null;
     if (verified.size >= MAX_REMEMBERED_TOKENS) verified.delete(verified.keys().next().value!);
-    verified.set(token, { user: copyOf(user), expiresAtMs: exp * 1000 });
-    return user;
+    verified.set(token, { caller: copyOfCaller(caller), expiresAtMs: (payload.exp as number) * 1000 });
+    return caller;
   }
 
-  async function authenticateCredentials(credentials: PresentedCredentials): Promise<GatehouseUser | null> {
+  async function authenticateCredentials(credentials: PresentedCredentials): Promise<Caller | null> {
     const token = readToken(credentials, cookieNames);
     if (token === null || token.length > MAX_TOKEN_LENGTH) return null;
-    const user = await verifyToken(token);
-    if (user === null) return null;
+    const caller = await verifyToken(token);
+    if (caller === null) return null;
     // The session check asks Gatehouse about the token's session; an app's token has none (it
     // lives minutes, and its grant dies with the user's sessions: see docs/openid-provider.md).
-    if (sessionCheck !== null && user.sessionId !== null && !(await sessionCheck(token))) return null;
-    return user;
+    if (sessionCheck !== null && caller.user?.sessionId != null && !(await sessionCheck(token))) return null;
+    return caller;
   }
 
   async function evaluateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Evaluation> {
     const path = readRequestPath(rawPath);
     let decision = decidePath(path, null, rules);
-    let user: GatehouseUser | null = null;
+    let caller: Caller | null = null;
     if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
-      user = await authenticateCredentials(credentials);
-      decision = decidePath(path, user, rules);
+      caller = await authenticateCredentials(credentials);
+      decision = decidePath(path, caller === null ? null : judged(caller), rules);
     }
-    if (decision.action === 'allow') return { decision, user, denial: null };
-    return { decision, user, denial: denialFor(decision, isApiRequestPath(path), rawPath) };
+    const user = caller?.user ?? null;
+    const client = caller?.client ?? null;
+    if (decision.action === 'allow') return { decision, user, client, denial: null };
+    // A credential in the Authorization header that does not verify gets RFC 6750's answer on an
+    // API path (a page still sends the browser to sign in).
+    const hasAuthorization = credentials.authorization !== undefined && credentials.authorization !== null;
+    return { decision, user, client, denial: denialFor(decision, isApiRequestPath(path), hasAuthorization, rawPath) };
   }
 
-  function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, rawPath: string): Response {
+  function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, hasAuthorization: boolean, rawPath: string): Response {
+    if (isApi && hasAuthorization && decision.reason === 'UNAUTHENTICATED') return denialJson('INVALID_TOKEN', 'Bearer error="invalid_token"');
+    if (decision.reason === 'INSUFFICIENT_SCOPE') return denialJson('INSUFFICIENT_SCOPE', `Bearer error="insufficient_scope", scope="${decision.scopes.join(' ')}"`);
     if (isApi || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
       const target = new URL(signInUrl);
@@ -206,7 +192,7 @@ export function createProtector(options: ProtectorOptions): Protector {
   }
 
   return {
-    authenticate: (request) => authenticateCredentials(credentialsOf(request)),
+    authenticate: async (request) => (await authenticateCredentials(credentialsOf(request)))?.user ?? null,
     evaluate,
     evaluateCredentials,
     async check(request) {
@@ -215,11 +201,66 @@ export function createProtector(options: ProtectorOptions): Protector {
   };
 }
 
-function denialJson(reason: keyof typeof DENIALS): Response {
+function denialJson(reason: keyof typeof DENIALS, challenge?: string): Response {
   const { status, message } = DENIALS[reason];
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
-  if (status === 401) headers['www-authenticate'] = 'Bearer';
+  if (challenge !== undefined) headers['www-authenticate'] = challenge;
+  else if (status === 401) headers['www-authenticate'] = 'Bearer';
   return new Response(JSON.stringify({ error: reason, message }), { status, headers });
+}
+
+/** Who a verified token speaks for: a user (Gatehouse's session token), an app for a user, or an app for itself. */
+interface Caller {
+  user: GatehouseUser | null;
+  client: GatehouseClient | null;
+}
+
+/** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
+function copyOfUser(user: Readonly<GatehouseUser>): GatehouseUser {
+  return { ...user, roles: [...user.roles], amr: [...user.amr], scopes: [...user.scopes], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } };
+}
+
+function copyOfCaller(caller: Caller): Caller {
+  const user = caller.user === null ? null : copyOfUser(caller.user);
+  return { user, client: caller.client === null ? null : { clientId: caller.client.clientId, scopes: [...caller.client.scopes], user } };
+}
+
+/** What the rules judge of a caller: the user's roles, proof and organization (none for a machine), and the token's scopes. */
+function judged(caller: Caller) {
+  return { roles: caller.user?.roles ?? [], amr: caller.user?.amr ?? [], org: caller.user?.org ?? null, scopes: caller.client?.scopes ?? [] };
+}
+
+/**
+ * The caller a verified token's claims describe, or null for claims of the wrong shape (refused,
+ * never read loosely). Gatehouse's own tokens name a session and carry `roles`. A token of its
+ * OpenID Provider (RFC 9068) names the app it was issued to (`client_id`) and what it may do
+ * (`scope`), and has no session; `roles` only when the app asked for them. One the app got for
+ * itself (client credentials) has the app as its subject: it speaks for no user.
+ */
+function readCaller(payload: Record<string, unknown>): Caller | null {
+  const { sub, sid, roles, client_id: clientId, scope } = payload;
+  if (typeof sub !== 'string') return null;
+  if (clientId !== undefined && (typeof clientId !== 'string' || typeof scope !== 'string')) return null;
+  const scopes = typeof scope === 'string' ? scope.split(' ').filter((value) => value !== '') : [];
+  if (clientId === sub) return { user: null, client: { clientId, scopes, user: null } };
+  if (clientId === undefined && (typeof sid !== 'string' || roles === undefined)) return null;
+  const heldRoles = roles ?? [];
+  if (!Array.isArray(heldRoles) || !heldRoles.every((role) => typeof role === 'string')) return null;
+  const amr = payload.amr ?? [];
+  if (!Array.isArray(amr) || !amr.every((method) => typeof method === 'string')) return null;
+  const org = readOrganizationClaim(payload.org);
+  if (org === undefined) return null;
+  const user: GatehouseUser = {
+    userId: sub,
+    sessionId: typeof sid === 'string' ? sid : null,
+    clientId: clientId ?? null,
+    scopes,
+    roles: [...heldRoles],
+    amr: [...amr],
+    authTime: typeof payload.auth_time === 'number' ? payload.auth_time : null,
+    org,
+  };
+  return { user, client: clientId === undefined ? null : { clientId, scopes: [...scopes], user } };
 }
 
 /** The token's `org` claim: null when absent, undefined when malformed (the token is then refused). */
@@ -294,6 +335,7 @@ function assertWellFormedRules(rules: ProtectionRules): void {
     ...rules.publicPrefixes,
     ...(rules.mfaPrefixes ?? []),
     ...(rules.organizationRoles ?? []).map((rule) => rule.prefix),
+    ...(rules.scopeRequirements ?? []).map((rule) => rule.prefix),
   ];
   for (const prefix of prefixes) {
     if (prefix !== '/' && !/^(\/[^/A-Z]+)+$/.test(prefix)) {
@@ -302,5 +344,11 @@ function assertWellFormedRules(rules: ProtectionRules): void {
   }
   for (const rule of rules.organizationRoles ?? []) {
     if (rule.roles.length === 0) throw new TypeError(`gatehouse-protect: the organization rule for ${rule.prefix} names no role`);
+  }
+  for (const rule of rules.scopeRequirements ?? []) {
+    // A scope is one token of the `scope` claim: a space inside one could never match.
+    if (rule.scopes.length === 0 || rule.scopes.some((scope) => !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope))) {
+      throw new TypeError(`gatehouse-protect: the scope rule for ${rule.prefix} must name one or more scopes, each without spaces or quotes`);
+    }
   }
 }

@@ -20,6 +20,22 @@ export interface GatehouseUser {
    * roles in it; null when none is active (or the token says nothing).
    */
   org: { id: string; slug: string; roles: string[] } | null;
+  /** Sign-in mode only (the ID token's claims): the user's e-mail address and name. */
+  email?: string;
+  name?: string;
+}
+
+/**
+ * The app a token was issued to by Gatehouse's OpenID Provider (RFC 9068), calling for a user or,
+ * with a token of its own (client credentials), for itself.
+ */
+export interface GatehouseClient {
+  /** The OAuth client the token was issued to. */
+  clientId: string;
+  /** What the app was allowed (the token's `scope`). */
+  scopes: string[];
+  /** The user the app calls for; null for a machine calling for itself. */
+  user: GatehouseUser | null;
 }
 
 /** What a request presents: its Authorization and Cookie headers (null or absent when missing). */
@@ -30,14 +46,17 @@ export interface PresentedCredentials {
 
 export interface Evaluation {
   denial: Response | null;
+  /** The user behind the request; null without one (no token, or a machine's own token). */
   user: GatehouseUser | null;
+  /** The app behind the request, for a token Gatehouse's OpenID Provider issued to one; null otherwise. */
+  client: GatehouseClient | null;
   decision: Decision;
 }
 
 export interface Protector {
   /** Null when the request may proceed; otherwise the denial to send (401/403 JSON, or a redirect / 403 for pages). */
   check(request: Request): Promise<Response | null>;
-  /** The user behind the request's token, or null; for handlers that need more than the rules. */
+  /** The user behind the request's token, or null (also for a machine's own token); for handlers that need more than the rules. */
   authenticate(request: Request): Promise<GatehouseUser | null>;
   /**
    * `check` and the user in one pass, for adapters that hand the user on to the app. `rawPath` is

@@ -38,6 +38,15 @@ export interface ProtectionRules {
    * `protectedPrefixes`, and `publicPrefixes` do not exempt it. None by default.
    */
   readonly organizationRoles?: readonly { readonly prefix: string; readonly roles: readonly string[] }[];
+  /**
+   * Path prefixes that need a token carrying scopes (its `scope` claim: a token Gatehouse's OpenID
+   * Provider issued to an app, for a user or for the app itself): a caller whose token lacks one of
+   * `scopes` is denied with INSUFFICIENT_SCOPE (Gatehouse's own session tokens carry none). Every
+   * rule whose prefix covers the path must be met. As with `organizationRoles`, a path under one of
+   * these prefixes needs a token even outside `protectedPrefixes`, and `publicPrefixes` do not
+   * exempt it. None by default.
+   */
+  readonly scopeRequirements?: readonly { readonly prefix: string; readonly scopes: readonly string[] }[];
 }
 
 export { ADMIN_ROLE };
@@ -63,9 +72,14 @@ export const GATEHOUSE_RULES: ProtectionRules = Object.freeze({
 
 export type Decision =
   | { readonly action: 'allow' }
-  | { readonly action: 'deny'; readonly reason: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST' | 'STEP_UP_REQUIRED' | 'ORGANIZATION_ROLE_REQUIRED' };
+  | { readonly action: 'deny'; readonly reason: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_REQUEST' | 'STEP_UP_REQUIRED' | 'ORGANIZATION_ROLE_REQUIRED' }
+  /** `scopes`: every scope the path's rules ask for (what a token must carry). */
+  | { readonly action: 'deny'; readonly reason: 'INSUFFICIENT_SCOPE'; readonly scopes: readonly string[] };
 
+/** Who the rules judge: a signed-in user, or an app calling with a token of its own (no roles). */
 export interface SessionUser {
+  /** The token's `scope` (tokens an app was issued); absent counts as none. */
+  readonly scopes?: readonly string[];
   readonly roles: readonly string[];
   /** How the user proved who they are (the token's `amr`); absent counts as nothing proved. */
   readonly amr?: readonly string[];
@@ -203,12 +217,20 @@ export function decide(rawPath: string, user: SessionUser | null, rules: Protect
 
 function decideNormalised(path: string, user: SessionUser | null, rules: ProtectionRules): Decision {
   const organizationRules = (rules.organizationRoles ?? []).filter((rule) => isUnder(path, rule.prefix));
-  // Rule 1, and everything outside the matcher (a path an organization rule covers is inside it).
-  if (path === '/' && organizationRules.length === 0) return ALLOW;
-  if (organizationRules.length === 0 && !isProtectedPath(path, rules)) return ALLOW;
-  if (organizationRules.length === 0 && rules.publicPrefixes.some((prefix) => isUnder(path, prefix))) return ALLOW;
+  const scopeRules = (rules.scopeRequirements ?? []).filter((rule) => isUnder(path, rule.prefix));
+  // Rule 1, and everything outside the matcher (a path an organization or scope rule covers is inside it).
+  const isRuled = organizationRules.length > 0 || scopeRules.length > 0;
+  if (path === '/' && !isRuled) return ALLOW;
+  if (!isRuled && !isProtectedPath(path, rules)) return ALLOW;
+  if (!isRuled && rules.publicPrefixes.some((prefix) => isUnder(path, prefix))) return ALLOW;
   // Rule 2.
   if (user === null) return { action: 'deny', reason: 'UNAUTHENTICATED' };
+  // Scopes, where the rules ask for them: all of every covering rule's.
+  if (scopeRules.length > 0) {
+    const needed = [...new Set(scopeRules.flatMap((rule) => rule.scopes))];
+    const held = user.scopes ?? [];
+    if (!needed.every((scope) => held.includes(scope))) return { action: 'deny', reason: 'INSUFFICIENT_SCOPE', scopes: needed };
+  }
   // Rule 3.
   const requirement = rules.roleRequirements.find((r) => isUnder(path, r.prefix));
   if (requirement !== undefined && !user.roles.includes(requirement.role)) return { action: 'deny', reason: 'FORBIDDEN' };

@@ -57,6 +57,11 @@ describe('createProtector against a live Gatehouse (Web Request/Response)', () =
     }
     assert.throws(() => createProtector({ issuer, rules: { ...SEED_RULES, organizationRoles: [{ prefix: '/billing', roles: [] }] } }), TypeError);
     assert.doesNotThrow(() => createProtector({ issuer, rules: { ...SEED_RULES, organizationRoles: [{ prefix: '/billing', roles: ['OWNER'] }] } }));
+    for (const scopes of [[], ['read items'], ['a"b'], ['']]) {
+      assert.throws(() => createProtector({ issuer, rules: { ...SEED_RULES, scopeRequirements: [{ prefix: '/items', scopes }] } }), TypeError, JSON.stringify(scopes));
+    }
+    assert.throws(() => createProtector({ issuer, rules: { ...SEED_RULES, scopeRequirements: [{ prefix: '/Items', scopes: ['read:items'] }] } }), TypeError);
+    assert.doesNotThrow(() => createProtector({ issuer, rules: { ...SEED_RULES, scopeRequirements: [{ prefix: '/items', scopes: ['read:items', 'https://api.example/x'] }] } }));
   });
 
   it('sends a page without a session to sign in with a callbackUrl back to the page: a path, or absolute on this app with appUrl', async () => {

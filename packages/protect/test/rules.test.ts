@@ -150,6 +150,21 @@ describe('decide (the seed rules, in order)', () => {
     assert.deepEqual(decide('/api/auth/org-only', { roles: [] }, exempting), deny, 'public prefixes do not exempt an organization rule');
   });
 
+  it('requires the token scopes scopeRequirements name, all of every covering rule, before roles', () => {
+    const rules = { ...SEED_RULES, scopeRequirements: [{ prefix: '/items', scopes: ['read:items'] }, { prefix: '/items/write', scopes: ['write:items'] }, { prefix: '/api/admin/audit', scopes: ['audit'] }] };
+    const deny = (scopes: string[]) => ({ action: 'deny', reason: 'INSUFFICIENT_SCOPE', scopes });
+    assert.deepEqual(decide('/items', null, rules), { action: 'deny', reason: 'UNAUTHENTICATED' }, 'outside the matcher, a scope rule still needs a token');
+    assert.deepEqual(decide('/items', { roles: ['ADMIN'] }, rules), deny(['read:items']), 'a session token carries no scope; roles are no scopes');
+    assert.deepEqual(decide('/items/1', { roles: [], scopes: ['read:items'] }, rules), { action: 'allow' });
+    assert.deepEqual(decide('/items/write', { roles: [], scopes: ['write:items'] }, rules), deny(['read:items', 'write:items']), 'every covering rule');
+    assert.deepEqual(decide('/ITEMS/%2e/write/x', { roles: [], scopes: ['read:items'] }, rules), deny(['read:items', 'write:items']), 'normalised like every rule');
+    assert.deepEqual(decide('/itemsx', { roles: [], scopes: [] }, rules), { action: 'allow' }, 'a prefix covers its segments only');
+    assert.deepEqual(decide('/api/admin/audit', { roles: [], scopes: ['audit'] }, rules), { action: 'deny', reason: 'FORBIDDEN' }, 'and the role rules still apply');
+    assert.deepEqual(decide('/api/admin/audit', { roles: ['ADMIN'], scopes: ['audit'] }, rules), { action: 'allow' });
+    const exempting = { ...GATEHOUSE_RULES, scopeRequirements: [{ prefix: '/api/auth/scoped', scopes: ['x'] }] };
+    assert.deepEqual(decide('/api/auth/scoped', { roles: [] }, exempting), deny(['x']), 'public prefixes do not exempt a scope rule');
+  });
+
   it('reads a path literally too: %2F stays inside its segment and .. is a name', () => {
     assert.equal(literalPath('/admin/users/42%2F..%2F..'), '/admin/users/42/../..');
     assert.equal(normalisePath('/admin/users/42%2F..%2F..'), '/admin');

@@ -85,6 +85,12 @@ export interface OutboxWorkerOptions<Item extends OutboxItem, Note> {
   logger: Logger;
   /** Due retries, and leases that ran out, are claimed at least this often. */
   pollIntervalMs: number;
+  /**
+   * The first poll (and purge) waits this long after `start()` (default: none). A queue that is
+   * mostly empty need not query at the moment every other worker does, each taking a connection
+   * the pool then keeps; what it holds is claimed at that first poll, or at once on `wake()`.
+   */
+  firstPollDelayMs?: number;
   /** Done and failed items are deleted this long after they were created. */
   retentionMs: number;
   /** How long a claim holds an item (and its lane): well beyond the longest possible attempt. */
@@ -232,7 +238,9 @@ export function createOutboxWorker<Item extends OutboxItem, Note>(options: Outbo
     start() {
       if (isStarted || isStopped) return;
       isStarted = true;
-      tick();
+      if ((options.firstPollDelayMs ?? 0) <= 0) return tick();
+      timer = setTimeout(tick, options.firstPollDelayMs);
+      timer.unref();
     },
     wake,
     wakeAfter(target) {

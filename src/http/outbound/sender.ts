@@ -77,8 +77,9 @@ function snippetOf(bytes: Buffer): string | null {
   return [...text].slice(0, SNIPPET_CHARS).join('');
 }
 
-export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; timeoutMs?: number; tls?: { ca?: string | Buffer } }): Sender {
+export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; timeoutMs?: number; tls?: { ca?: string | Buffer }; userAgent?: string }): Sender {
   const { policy } = deps;
+  const userAgent = deps.userAgent ?? 'Gatehouse-Webhooks/1.0';
   const resolve = deps.resolve ?? systemResolver;
   const timeoutMs = deps.timeoutMs ?? SEND_TIMEOUT_MS;
 
@@ -118,7 +119,7 @@ export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; t
         hostname: host,
         port: url.port === '' ? (isHttps ? 443 : 80) : Number(url.port),
         path: `${url.pathname}${url.search}`,
-        headers: { ...request.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(request.body)), 'user-agent': 'Gatehouse-Webhooks/1.0' },
+        headers: { 'content-type': 'application/json', ...request.headers, 'content-length': String(Buffer.byteLength(request.body)), 'user-agent': userAgent },
         agent: false,
         ...(isIP(host) === 0 && { lookup: pinnedLookup }),
         ...(isHttps && deps.tls?.ca !== undefined && { ca: deps.tls.ca }),

@@ -1,5 +1,8 @@
 /**
- * Where webhooks may go (server-side request forgery rules). Checked twice: when an endpoint is
+ * Where Gatehouse may send a request to a URL someone registered: webhooks, and the OpenID
+ * Provider's back-channel logout tokens (server-side request forgery rules; each caller has its
+ * own setting for non-public addresses: WEBHOOK_ALLOW_PRIVATE_TARGETS,
+ * OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS). Checked twice: when an endpoint is
  * registered (the URL's shape, and an IP literal's address) and at every delivery against the
  * address actually connected to (sender.ts pins the address it checked, so DNS rebinding cannot
  * swap it between the check and the connection).
@@ -22,6 +25,13 @@ export const MAX_URL_LENGTH = 2048;
 export interface TargetPolicy {
   readonly allowHttp: boolean;
   readonly allowPrivate: boolean;
+  /** The setting that allows non-public addresses, named in a refusal (`WEBHOOK_ALLOW_PRIVATE_TARGETS`). */
+  readonly allowPrivateSetting?: string;
+}
+
+/** What a refusal of a non-public address adds: the setting that would allow it, for development. */
+function privateHint(policy: TargetPolicy): string {
+  return policy.allowPrivateSetting === undefined ? '' : ` (${policy.allowPrivateSetting}=true allows it, for development)`;
 }
 
 export type UrlCheck =
@@ -95,12 +105,12 @@ export function checkWebhookUrl(raw: string, policy: TargetPolicy): UrlCheck {
   if (url.username !== '' || url.password !== '') return { ok: false, reason: 'URL_INVALID', message: 'must not contain credentials (user:password@)' };
   if (url.hash !== '' || text.includes('#')) return { ok: false, reason: 'URL_INVALID', message: 'must not have a fragment (#)' };
   if (url.hostname === '') return { ok: false, reason: 'URL_INVALID', message: 'must name a host' };
-  if (url.protocol === 'http:' && !policy.allowHttp) return { ok: false, reason: 'URL_NOT_ALLOWED', message: 'must use https' };
+  if (url.protocol === 'http:' && !policy.allowHttp) return { ok: false, reason: 'URL_NOT_ALLOWED', message: 'must use https (plain http only when NODE_ENV is development or test)' };
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   if (isIP(host) !== 0) {
-    if (!isAllowedAddress(host, policy.allowPrivate)) return { ok: false, reason: 'URL_NOT_ALLOWED', message: 'must not be a private, loopback, link-local or otherwise non-public address' };
+    if (!isAllowedAddress(host, policy.allowPrivate)) return { ok: false, reason: 'URL_NOT_ALLOWED', message: `must not be a private, loopback, link-local or otherwise non-public address${privateHint(policy)}` };
   } else if (isLocalName(host) && !policy.allowPrivate) {
-    return { ok: false, reason: 'URL_NOT_ALLOWED', message: 'must not be localhost' };
+    return { ok: false, reason: 'URL_NOT_ALLOWED', message: `must not be localhost${privateHint(policy)}` };
   }
   // What is stored and checked again at each delivery is the normalised URL, which can be longer
   // (non-ASCII percent-encoded, IDN hosts in punycode): the limit holds for it too.
