@@ -57,16 +57,19 @@ for (const backend of await backends()) {
     });
 
     const backchannel = () => t.services.oidcProvider.backchannel;
-    const deliveries = () => t.services.storage.db.selectFrom('oidc_logout_deliveries').selectAll().orderBy('created_at').execute();
+    const deliveries = () => t.services.storage.db.selectFrom('oidc_logout_deliveries').selectAll().orderBy('created_at').orderBy('sid').execute();
     async function signedInWithLink(sid: string) {
       const user = await createSignedInUser(t, { email: `person-${++count}@example.com`, password: PASSWORD });
       const session = (await t.services.sessions.listSessions(user.id))[0]!;
-      await backchannel().link({ sessionId: session.id, clientId, accountId: user.id, sid });
+      await backchannel().link({ sessionId: session.id, clientId, accountId: user.id, sid, grantId: `grant-${sid}` });
       return { user, sessionId: session.id };
     }
 
-    it('posts a logout token signed by Gatehouse when the session that signed in to the app signs out', async () => {
+    it('posts a logout token signed by Gatehouse when the session that signed in to the app signs out, and ends that sign-in’s grant', async () => {
       const { user, sessionId } = await signedInWithLink('sid-signout');
+      // A refresh token of the app's grant from that sign-in, and one of another grant.
+      const oidcRow = (grantId: string, id: string) => ({ model: 'RefreshToken', id, payload: '{}', grant_id: grantId, user_code: null, uid: null, account_id: user.id, expires_at: Date.now() + 3_600_000, consumed_at: null });
+      await t.services.storage.db.insertInto('oidc_payloads').values([oidcRow('grant-sid-signout', 'rt-linked'), oidcRow('grant-elsewhere', 'rt-other')] as never).execute();
       receiver.received.length = 0;
       assert.equal(await t.services.sessions.signOut(user.id, sessionId), true);
       await backchannel().worker.runOnce();
@@ -81,6 +84,27 @@ for (const backend of await backends()) {
       assert.equal(typeof payload.iat, 'number');
       assert.ok(!('nonce' in payload));
       assert.equal((await t.services.storage.db.selectFrom('oidc_logout_links').selectAll().where('session_id', '=', sessionId).execute()).length, 0, 'the link is used up');
+      const left = await t.services.storage.db.selectFrom('oidc_payloads').select('id').where('id', 'in', ['rt-linked', 'rt-other']).execute();
+      assert.deepEqual(left.map((row) => row.id), ['rt-other'], 'the grant of that sign-in ended, no other');
+    });
+
+    it('does not send a late logout token once the person signed in to the app again with the same sid', async () => {
+      const { user, sessionId } = await signedInWithLink('sid-again');
+      receiver.answer.status = 503;
+      await t.services.sessions.signOut(user.id, sessionId);
+      await backchannel().worker.runOnce();
+      receiver.answer.status = 200;
+      // Signed in again in that browser: the provider kept the sid; a newer link names it.
+      const again = await createSignedInUser(t, { email: `again-${++count}@example.com`, password: PASSWORD });
+      const session = (await t.services.sessions.listSessions(again.id))[0]!;
+      await backchannel().link({ sessionId: session.id, clientId, accountId: user.id, sid: 'sid-again', grantId: null });
+      const pending = (await deliveries()).find((row) => row.sid === 'sid-again')!;
+      await t.services.storage.db.updateTable('oidc_logout_deliveries').set({ next_attempt_at: 0 }).where('id', '=', pending.id).execute();
+      receiver.received.length = 0;
+      await backchannel().worker.runOnce();
+      assert.equal(receiver.received.length, 0, 'nothing sent');
+      const row = (await deliveries()).find((item) => item.id === pending.id)!;
+      assert.deepEqual([row.status, row.last_error], ['failed', 'SUPERSEDED']);
     });
 
     it('retries an app that fails, and gives up on one that refuses the token', async () => {
@@ -106,8 +130,8 @@ for (const backend of await backends()) {
       const user = await createSignedInUser(t, { email: `many-${++count}@example.com`, password: PASSWORD });
       await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: user.email, password: PASSWORD } });
       const [kept, other] = await t.services.sessions.listSessions(user.id);
-      await backchannel().link({ sessionId: kept!.id, clientId, accountId: user.id, sid: 'sid-kept' });
-      await backchannel().link({ sessionId: other!.id, clientId, accountId: user.id, sid: 'sid-other' });
+      await backchannel().link({ sessionId: kept!.id, clientId, accountId: user.id, sid: 'sid-kept', grantId: null });
+      await backchannel().link({ sessionId: other!.id, clientId, accountId: user.id, sid: 'sid-other', grantId: null });
       const before = (await deliveries()).length;
       await t.services.sessions.endAllSessions(user.id, { exceptSessionId: kept!.id });
       const added = (await deliveries()).slice(before);
@@ -127,7 +151,7 @@ describe('back-channel logout to an app on a loopback address, without OIDC_PROV
       const { clientId } = await registerClient(t, { name: 'Local app', redirectUris: ['http://127.0.0.1:1/cb'], backchannelLogoutUri: receiver.url });
       const user = await createSignedInUser(t, { email: 'local@example.com', password: PASSWORD });
       const session = (await t.services.sessions.listSessions(user.id))[0]!;
-      await t.services.oidcProvider.backchannel.link({ sessionId: session.id, clientId, accountId: user.id, sid: 'sid-local' });
+      await t.services.oidcProvider.backchannel.link({ sessionId: session.id, clientId, accountId: user.id, sid: 'sid-local', grantId: null });
       await t.services.sessions.signOut(user.id, session.id);
       await t.services.oidcProvider.backchannel.worker.runOnce();
       assert.equal(receiver.received.length, 0);

@@ -35,6 +35,8 @@ export interface OidcLogoutLinksTable {
   client_id: string;
   account_id: string;
   sid: string;
+  /** The app's grant from this sign-in: it ends with the session. */
+  grant_id: string | null;
   created_at: number;
   expires_at: number;
 }
@@ -70,7 +72,7 @@ const BACKCHANNEL_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
 export interface BackchannelLogout {
   /** An app was authorized in a browser signed in to Gatehouse with `sessionId`: remember the link, if the app takes logout tokens. */
-  link(input: { sessionId: string; clientId: string; accountId: string; sid: string }): Promise<void>;
+  link(input: { sessionId: string; clientId: string; accountId: string; sid: string; grantId: string | null }): Promise<void>;
   /** The sessions ended (one, or all of a user's but `keptSessionId`): their links become deliveries, in `db` (the event's transaction). */
   ended(db: Db, ended: { sessionId: string } | { userId: string; keptSessionId?: string }): Promise<number>;
   /** Deletes links whose session can no longer be alive. */
@@ -127,6 +129,10 @@ export function createBackchannelLogout(deps: {
     messages: { purged: 'purged old back-channel logout deliveries', storageFailed: 'back-channel logout run failed; will retry', stopping: 'back-channel logout worker stopping' },
     handler: {
       async attempt(row, { signal }) {
+        // The person signed in to the app again since (the provider keeps the sid for the browser):
+        // a late token must not end that newer sign-in.
+        const newer = await db.selectFrom('oidc_logout_links').select('session_id').where('client_id', '=', row.client_id).where('sid', '=', row.sid).where('created_at', '>', row.created_at).executeTakeFirst();
+        if (newer !== undefined) return { outcome: 'fail', set: { last_error: 'SUPERSEDED' }, note: null };
         const uri = await deps.backchannelUri(row.client_id);
         if (uri === null) return { outcome: 'fail', set: { last_error: 'NO_BACKCHANNEL_URI' }, note: { error: 'NO_BACKCHANNEL_URI', responseCode: null } };
         const token = await logoutToken(row);
@@ -149,14 +155,14 @@ export function createBackchannelLogout(deps: {
 
   return {
     worker,
-    async link({ sessionId, clientId, accountId, sid }) {
+    async link({ sessionId, clientId, accountId, sid, grantId }) {
       if ((await deps.backchannelUri(clientId)) === null) return;
       const now = clock();
-      const row = { session_id: sessionId, client_id: clientId, account_id: accountId, sid, created_at: now, expires_at: now + deps.linkTtlMs };
+      const row = { session_id: sessionId, client_id: clientId, account_id: accountId, sid, grant_id: grantId, created_at: now, expires_at: now + deps.linkTtlMs };
       await db
         .insertInto('oidc_logout_links')
         .values(row)
-        .onConflict((conflict) => conflict.columns(['session_id', 'client_id']).doUpdateSet({ account_id: accountId, sid, expires_at: row.expires_at }))
+        .onConflict((conflict) => conflict.columns(['session_id', 'client_id']).doUpdateSet({ account_id: accountId, sid, grant_id: grantId, created_at: now, expires_at: row.expires_at }))
         .execute();
     },
     async ended(within, ended) {
@@ -175,6 +181,9 @@ export function createBackchannelLogout(deps: {
         .execute();
       for (const link of links) {
         await within.deleteFrom('oidc_logout_links').where('session_id', '=', link.session_id).where('client_id', '=', link.client_id).execute();
+        // The grant from that sign-in ends too: an app that lost the logout token's news (a
+        // restart, another instance) loses the session at its next refresh all the same.
+        if (link.grant_id !== null) await within.deleteFrom('oidc_payloads').where('grant_id', '=', link.grant_id).execute();
       }
       worker.wakeAfter(within);
       return links.length;

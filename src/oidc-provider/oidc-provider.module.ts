@@ -13,6 +13,7 @@ import { oidcProviderConfigSection } from './oidc-provider.config.ts';
 import * as payloads from './migrations/20261124-oidc-provider-payloads.ts';
 import * as consents from './migrations/20261124-oidc-provider-consents.ts';
 import * as backchannelLogout from './migrations/20261129-oidc-provider-backchannel-logout.ts';
+import * as logoutGrants from './migrations/20261129-oidc-provider-logout-grants.ts';
 import { deleteExpiredOidcPayloads } from './oidc.store.ts';
 import { createOidcProviderService, type OidcProviderService } from './oidc-provider.service.ts';
 import { createOidcPageRenderer, providerPageLanguage } from './provider-pages.ts';
@@ -44,7 +45,7 @@ export const oidcProviderModule = defineModule({
   name: 'oidc-provider',
   messages: readMessages(join(import.meta.dirname, 'messages')),
   config: oidcProviderConfigSection,
-  migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents, '20261129-oidc-provider-backchannel-logout': backchannelLogout },
+  migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents, '20261129-oidc-provider-backchannel-logout': backchannelLogout, '20261129-oidc-provider-logout-grants': logoutGrants },
   provide({ db, clock, config, services, logger, storage }) {
     const pages = createOidcPageRenderer();
     return {
@@ -104,8 +105,9 @@ export const oidcProviderModule = defineModule({
       },
     },
     {
-      // One session ended (signed out, replaced, ended from another): the apps signed in from it hear of it.
-      types: ['signout', 'session.ended'] as const satisfies readonly AuditEventType[],
+      // One session ended (signed out, replaced, ended from another, its refresh token reused): the
+      // apps signed in from it hear of it, and their grants from it end.
+      types: ['signout', 'session.ended', 'refresh.reuse_detected'] as const satisfies readonly AuditEventType[],
       async handle(event, db) {
         const sessionId = event.details?.sessionId;
         if (typeof sessionId === 'string') await oidcProvider.backchannel.ended(db, { sessionId });

@@ -58,7 +58,7 @@ export interface ProviderDeps {
   /** The browser confirmed an RP-initiated logout: end its Gatehouse session too. */
   onLogout(req: IncomingMessage): void;
   /** An app was authorized (a code issued): the sign-in to link for back-channel logout. */
-  onAuthorized(req: IncomingMessage, authorized: { clientId: string; accountId: string; sid: string }): void;
+  onAuthorized(req: IncomingMessage, authorized: { clientId: string; accountId: string; sid: string; grantId: string | null }): void;
 }
 
 /**
@@ -296,7 +296,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.on('authorization.success', (ctx: KoaContextWithOIDC) => {
     const { client, session } = ctx.oidc;
     if (client === undefined || session?.accountId === undefined) return;
-    deps.onAuthorized(ctx.req, { clientId: client.clientId, accountId: session.accountId, sid: session.sidFor(client.clientId) as string });
+    const grantId = session.grantIdFor(client.clientId);
+    deps.onAuthorized(ctx.req, { clientId: client.clientId, accountId: session.accountId, sid: session.sidFor(client.clientId) as string, grantId: typeof grantId === 'string' ? grantId : null });
   });
   // What the provider would send on an RP-initiated logout is sent instead when the Gatehouse
   // session ends (backchannel-logout.ts): through the outbox and the outbound rules, and also for

@@ -24,6 +24,9 @@ async function sendWebResponse(response: Response, res: ServerResponse): Promise
   res.end(Buffer.from(await response.arrayBuffer()));
 }
 
+/** A sign-in path's form is small: a logout token, or nothing. */
+const MAX_BODY_BYTES = 65_536;
+
 /** The Web request sign-in mode reads: method, target and headers, and the body of a POST to one of its own paths. */
 async function webRequestOf(req: NodeRequest & { body?: unknown }, rawPath: string, signIn: SignIn): Promise<Request> {
   const headers = new Headers();
@@ -35,15 +38,17 @@ async function webRequestOf(req: NodeRequest & { body?: unknown }, rawPath: stri
   const ownPost = req.method === 'POST' && (url.pathname === signIn.paths.signOut || url.pathname === signIn.paths.backchannelLogout);
   if (!ownPost) return new Request(url, { method: req.method === 'HEAD' ? 'HEAD' : 'GET', headers });
   let body: string;
-  if (req.body !== undefined && req.body !== null && typeof req.body === 'object') {
-    // A body parser ran first (Express's urlencoded, say): the form again.
-    body = new URLSearchParams(req.body as Record<string, string>).toString();
+  if (req.readableEnded) {
+    // A body parser ran first and read the stream: the form it parsed, if it parsed one
+    // (Express's urlencoded; a JSON parser leaves `{}`, which is then no form: refused as such).
+    body = req.body !== null && typeof req.body === 'object' ? new URLSearchParams(req.body as Record<string, string>).toString() : '';
   } else {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > 65_536) break;
+      // Too long for a logout token or a sign-out form: the handler refuses what is left of it.
+      if (size > MAX_BODY_BYTES) return new Request(url, { method: 'POST', headers, body: 'x'.repeat(MAX_BODY_BYTES + 1) });
       chunks.push(chunk);
     }
     body = Buffer.concat(chunks).toString('utf8');

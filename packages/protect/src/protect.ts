@@ -154,9 +154,9 @@ export function createProtector(options: ProtectorOptions): Protector {
     const user = caller?.user ?? null;
     const client = caller?.client ?? null;
     if (decision.action === 'allow') return { decision, user, client, denial: null };
-    // A credential in the Authorization header that does not verify gets RFC 6750's answer on an
-    // API path (a page still sends the browser to sign in).
-    const hasAuthorization = credentials.authorization !== undefined && credentials.authorization !== null;
+    // A Bearer token that does not verify gets RFC 6750's answer on an API path (a page still sends
+    // the browser to sign in); another scheme (Basic) presents no bearer token: no error code (§3.1).
+    const hasAuthorization = typeof readBearerToken(credentials.authorization) === 'string';
     return { decision, user, client, denial: denialFor(decision, isApiRequestPath(path), hasAuthorization, rawPath) };
   }
 
@@ -227,7 +227,7 @@ function copyOfCaller(caller: Caller): Caller {
 
 /** What the rules judge of a caller: the user's roles, proof and organization (none for a machine), and the token's scopes. */
 function judged(caller: Caller) {
-  return { roles: caller.user?.roles ?? [], amr: caller.user?.amr ?? [], org: caller.user?.org ?? null, scopes: caller.client?.scopes ?? [] };
+  return { roles: caller.user?.roles ?? [], amr: caller.user?.amr ?? [], org: caller.user?.org ?? null, scopes: caller.client?.scopes ?? [], isMachine: caller.user === null };
 }
 
 /**

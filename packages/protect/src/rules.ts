@@ -80,6 +80,11 @@ export type Decision =
 export interface SessionUser {
   /** The token's `scope` (tokens an app was issued); absent counts as none. */
   readonly scopes?: readonly string[];
+  /**
+   * An app calling for itself (client credentials: no user). It passes only paths a scope rule
+   * covers: an API opts in to machines by saying which scopes they need; everywhere else FORBIDDEN.
+   */
+  readonly isMachine?: boolean;
   readonly roles: readonly string[];
   /** How the user proved who they are (the token's `amr`); absent counts as nothing proved. */
   readonly amr?: readonly string[];
@@ -225,6 +230,7 @@ function decideNormalised(path: string, user: SessionUser | null, rules: Protect
   if (!isRuled && rules.publicPrefixes.some((prefix) => isUnder(path, prefix))) return ALLOW;
   // Rule 2.
   if (user === null) return { action: 'deny', reason: 'UNAUTHENTICATED' };
+  if (user.isMachine === true && scopeRules.length === 0) return { action: 'deny', reason: 'FORBIDDEN' };
   // Scopes, where the rules ask for them: all of every covering rule's.
   if (scopeRules.length > 0) {
     const needed = [...new Set(scopeRules.flatMap((rule) => rule.scopes))];

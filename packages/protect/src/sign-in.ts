@@ -187,7 +187,9 @@ export function createSignIn(options: SignInOptions): SignIn {
     const idClaims = tokens.claims() as (oidc.IDToken & Record<string, unknown>) | undefined;
     const subject = idClaims?.sub ?? previous?.sub;
     if (subject === undefined) throw new Error('no ID token');
-    const info = (await oidc.fetchUserInfo(config, tokens.access_token, subject)) as Record<string, unknown>;
+    // On a refresh the new tokens are kept whatever userinfo does (the old refresh token is spent:
+    // dropping them would reuse it, and Gatehouse ends a grant whose refresh token comes back).
+    const info = previous === null ? ((await oidc.fetchUserInfo(config, tokens.access_token, subject)) as Record<string, unknown>) : await oidc.fetchUserInfo(config, tokens.access_token, subject).catch(() => ({}) as Record<string, unknown>);
     const claims = { ...idClaims, ...info } as Record<string, unknown> & { sub: string };
     const held = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? [...value] : undefined);
     const sub = subject;
@@ -240,7 +242,7 @@ export function createSignIn(options: SignInOptions): SignIn {
   }
 
   async function isLoggedOut(session: SessionData): Promise<boolean> {
-    const keys = [`logout:sub:${session.sub}`, ...(session.sid === undefined ? [] : [`logout:sid:${session.sid}`])];
+    const keys = [`logout:sub:${session.sub}`, session.sid === undefined ? `logout:session:${session.sub}:${session.since}` : `logout:sid:${session.sid}`];
     for (const key of keys) {
       const at = await store.get(key);
       if (at !== undefined && Number(at) >= session.since) return true;
@@ -281,7 +283,9 @@ export function createSignIn(options: SignInOptions): SignIn {
   /** A path of this app to come back to; anything else (another origin, `//host`, a backslash) is `/`. */
   function safeReturnTo(value: string | null): string {
     if (value === null || !value.startsWith('/') || value.startsWith('//') || value.includes('\\') || /[\u0000-\u001f]/.test(value)) return '/';
-    return value;
+    // As a URL encodes it (non-ASCII percent-encoded: it goes into a Location header), and still this app's.
+    const parsed = new URL(value, appOrigin);
+    return parsed.origin === appOrigin ? `${parsed.pathname}${parsed.search}${parsed.hash}` : '/';
   }
 
   const redirect = (location: string, setCookie: string[] = []): Response => {
@@ -351,8 +355,12 @@ export function createSignIn(options: SignInOptions): SignIn {
     const cleared = clearChunked(sessionCookie, cookieOptions, cookies);
     const back = `${appOrigin}${postLogoutPath}`;
     if (session === null) return redirect(back, cleared);
+    // A copy of the cookie must not outlive the sign-out: its session is recorded as ended, and its
+    // refresh token revoked at Gatehouse (best effort: the redirect below ends Gatehouse's part too).
+    await store.set(session.sid === undefined ? `logout:session:${session.sub}:${session.since}` : `logout:sid:${session.sid}`, String(now()), maxAge);
     try {
       const { config } = await configuration();
+      if (session.refreshToken !== undefined) await oidc.tokenRevocation(config, session.refreshToken, { token_type_hint: 'refresh_token' }).catch(() => undefined);
       const parameters: Record<string, string> = { post_logout_redirect_uri: back, client_id: options.clientId };
       if (session.idToken !== undefined) parameters.id_token_hint = session.idToken;
       return redirect(oidc.buildEndSessionUrl(config, parameters).href, cleared);
@@ -369,17 +377,30 @@ export function createSignIn(options: SignInOptions): SignIn {
     const logoutToken = new URLSearchParams(body).get('logout_token');
     if (logoutToken === null) return plain(400, { error: 'invalid_request' });
     let claims: JWTPayload;
+    let keys: JWTVerifyGetKey;
+    let expectedIssuer: string;
     try {
-      const { keys, config } = await configuration();
+      const discovered = await configuration();
+      keys = discovered.keys;
+      expectedIssuer = discovered.config.serverMetadata().issuer;
+    } catch {
+      // Gatehouse unreachable from here: not the token's fault, so not a 400 (which Gatehouse does not send again).
+      return plain(503, { error: 'temporarily_unavailable' });
+    }
+    try {
       ({ payload: claims } = await jwtVerify(logoutToken, keys, {
-        issuer: config.serverMetadata().issuer,
+        issuer: expectedIssuer,
         audience: options.clientId,
         typ: 'logout+jwt',
-        requiredClaims: ['iat', 'jti'],
+        algorithms: ['EdDSA', 'RS256'],
+        requiredClaims: ['iat', 'exp', 'jti'],
         maxTokenAge: '5 minutes',
         clockTolerance: 5,
       }));
-    } catch {
+    } catch (error) {
+      // Keys that could not be fetched (or a new key in the refetch cooldown) may work in a moment.
+      const code = (error as { code?: string }).code;
+      if (code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JOSE_GENERIC') return plain(503, { error: 'temporarily_unavailable' });
       return plain(400, { error: 'invalid_request' });
     }
     const events = claims.events as Record<string, unknown> | undefined;
@@ -390,7 +411,8 @@ export function createSignIn(options: SignInOptions): SignIn {
     const jtiKey = `logout:jti:${claims.jti}`;
     if ((await store.get(jtiKey)) !== undefined) return plain(400, { error: 'invalid_request' });
     await store.set(jtiKey, '1', 600);
-    const at = String(now());
+    // Sessions begun before the token was made end; one begun since (a sign-in again) does not.
+    const at = String(Math.min(now(), Number(claims.iat)));
     if (sid !== undefined) await store.set(`logout:sid:${sid}`, at, maxAge);
     else await store.set(`logout:sub:${sub}`, at, maxAge);
     return new Response(null, { status: 200, headers: { 'cache-control': 'no-store' } });
@@ -440,9 +462,10 @@ export function createSignIn(options: SignInOptions): SignIn {
         return answer(plain(503, { error: 'SIGN_IN_UNAVAILABLE', message: 'Signing in is not possible right now. Try again shortly.' }));
       }
       const requestPath = readRequestPath(target);
-      const { session, setCookie } = await currentSession(cookies);
+      // A store or Gatehouse that fails here grants nothing (no session), and is no 500.
+      const { session, setCookie } = await currentSession(cookies).catch(() => ({ session: null, setCookie: [] as string[] }));
       const user = session === null ? null : userOf(session);
-      const decision = decidePath(requestPath, user === null ? null : { roles: user.roles, amr: user.amr, org: null }, rules);
+      const decision = decidePath(requestPath, user === null ? null : { roles: user.roles, amr: user.amr, org: null, scopes: user.scopes }, rules);
       const accessToken = session?.accessToken ?? null;
       if (decision.action === 'allow') return { response: null, user, accessToken, setCookie };
       return { response: denial(decision, isApiRequestPath(requestPath), target, setCookie), user, accessToken, setCookie: [] };

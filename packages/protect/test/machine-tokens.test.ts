@@ -109,10 +109,14 @@ describe('gatehouse-protect and tokens Gatehouse issued to apps for an API', () 
     assert.equal(((await response.json()) as { error: string }).error, 'INSUFFICIENT_SCOPE');
   });
 
-  it('refuses a machine where a role is needed', async () => {
+  it('refuses a machine where a role is needed, and wherever no scope rule opts in to machines', async () => {
     const admin = await call('/api/admin/report', machineToken);
     assert.equal(admin.status, 403);
     assert.equal(((await admin.json()) as { error: string }).error, 'FORBIDDEN');
+    const unscoped = await call('/api/other', machineToken);
+    assert.equal(unscoped.status, 403, 'a path no scope rule covers is not for machines');
+    assert.equal(((await unscoped.json()) as { error: string }).error, 'FORBIDDEN');
+    assert.equal((await call('/api/other', userToken)).status, 200, 'an app calling for a user is, as before');
   });
 
   it('answers 401 INVALID_TOKEN for a token for another audience, a tampered one and a malformed header; UNAUTHENTICATED only without one', async () => {
@@ -126,9 +130,11 @@ describe('gatehouse-protect and tokens Gatehouse issued to apps for an API', () 
       assert.equal(body.error, 'INVALID_TOKEN', what);
       assert.doesNotMatch(body.message, /sign in/i, `${what}: a machine is never told to sign in`);
     }
+    // Another scheme presents no bearer token at all: the plain challenge, no error code (RFC 6750 §3.1).
     const basic = await fetch(`${apiUrl}/api/items`, { headers: { authorization: 'Basic bWFjaGluZTpzZWNyZXQ=' } });
     assert.equal(basic.status, 401);
-    assert.equal(((await basic.json()) as { error: string }).error, 'INVALID_TOKEN');
+    assert.equal(basic.headers.get('www-authenticate'), 'Bearer');
+    assert.equal(((await basic.json()) as { error: string }).error, 'UNAUTHENTICATED');
     // A page path still sends the browser to sign in.
     const page = await fetch(`${apiUrl}/dashboard`, { headers: { authorization: `Bearer ${tampered}` }, redirect: 'manual' });
     assert.equal(page.status, 303);

@@ -161,6 +161,9 @@ describe('decide (the seed rules, in order)', () => {
     assert.deepEqual(decide('/itemsx', { roles: [], scopes: [] }, rules), { action: 'allow' }, 'a prefix covers its segments only');
     assert.deepEqual(decide('/api/admin/audit', { roles: [], scopes: ['audit'] }, rules), { action: 'deny', reason: 'FORBIDDEN' }, 'and the role rules still apply');
     assert.deepEqual(decide('/api/admin/audit', { roles: ['ADMIN'], scopes: ['audit'] }, rules), { action: 'allow' });
+    assert.deepEqual(decide('/api/other', { roles: [], scopes: ['read:items'], isMachine: true }, rules), { action: 'deny', reason: 'FORBIDDEN' }, 'a machine only where a scope rule opts in');
+    assert.deepEqual(decide('/items', { roles: [], scopes: ['read:items'], isMachine: true }, rules), { action: 'allow' });
+    assert.deepEqual(decide('/', { roles: [], isMachine: true }, rules), { action: 'allow' }, 'public paths stay public');
     const exempting = { ...GATEHOUSE_RULES, scopeRequirements: [{ prefix: '/api/auth/scoped', scopes: ['x'] }] };
     assert.deepEqual(decide('/api/auth/scoped', { roles: [] }, exempting), deny(['x']), 'public prefixes do not exempt a scope rule');
   });
