@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
-import type { SignIn } from './sign-in.ts';
+import type { SignIn } from './sign-in.types.ts';
 
 type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; gatehouseClient?: GatehouseClient | null; originalUrl?: string };
 type Next = (error?: unknown) => void;

@@ -23,7 +23,8 @@ import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKe
 import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules } from './rules.ts';
 
 export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
-export { createSignIn, type SignIn, type SignInOptions, type SignInPaths, type SignInResult, type SignInStore } from './sign-in.ts';
+export { createSignIn } from './sign-in.ts';
+export type { SignIn, SignInOptions, SignInPaths, SignInResult, SignInStore } from './sign-in.types.ts';
 export type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBearerToken } from './contract.ts';

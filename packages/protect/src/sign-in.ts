@@ -19,78 +19,13 @@
  *   app runs on several instances).
  */
 import * as oidc from 'openid-client';
-import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { DENIALS } from './contract.ts';
-import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules } from './rules.ts';
+import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision } from './rules.ts';
 import type { GatehouseUser } from './protector.types.ts';
+import type { SignIn, SignInOptions, SignInPaths, SignInResult } from './sign-in.types.ts';
+import { createLogoutRecord, memoryStore } from './sign-in-logout.ts';
 import { clearChunked, createSealer, parseCookieHeader, readChunked, serializeCookie, writeChunked, type CookieOptions } from './session-cookie.ts';
-
-/** Where sign-in mode keeps what several instances of the app must share: back-channel logouts and used logout tokens. */
-export interface SignInStore {
-  get(key: string): Promise<string | undefined> | string | undefined;
-  /** Keeps `value` for `ttlSeconds`. */
-  set(key: string, value: string, ttlSeconds: number): Promise<void> | void;
-}
-
-export interface SignInPaths {
-  /** Starts a sign-in (`?returnTo=/a/path`). Default `/auth/signin`. */
-  signIn: string;
-  /** The redirect URI registered with Gatehouse is `appUrl` + this. Default `/auth/callback`. */
-  callback: string;
-  /** `POST` here (a form on this app's pages) signs out. Default `/auth/signout`. */
-  signOut: string;
-  /** Register `appUrl` + this as the client's `backchannel_logout_uri`. Default `/auth/backchannel-logout`. */
-  backchannelLogout: string;
-}
-
-export interface SignInOptions {
-  /** Gatehouse's public URL (its AUTH_URL): the OpenID Provider's issuer. https, or http on a loopback host for development. */
-  issuer: string;
-  /** The app's client at Gatehouse (`gatehouse clients create … --json` prints it). */
-  clientId: string;
-  /** The client's secret (a confidential client: what a server app should be). Without it, a public client (PKCE only). */
-  clientSecret?: string;
-  /** This app's public origin, e.g. `https://app.example.com`: its redirect URIs are made from it. */
-  appUrl: string;
-  /** Seals the session cookie: 32 characters or more. Several: the first seals, every one opens (rotation). */
-  secret: string | readonly string[];
-  /** Default `SEED_RULES`. */
-  rules?: ProtectionRules;
-  /** Default `openid email profile roles offline_access` (a refresh token keeps the session's roles current). */
-  scope?: string;
-  paths?: Partial<SignInPaths>;
-  /** Where the browser lands after signing out (a path of this app; register `appUrl` + it as a post-logout redirect URI). Default `/`. */
-  postLogoutPath?: string;
-  /** How long a session lasts at most, seconds. Default 7 days; it ends sooner when Gatehouse ends the grant. */
-  sessionMaxAgeSeconds?: number;
-  /** Default: this process's memory. */
-  store?: SignInStore;
-  /** For tests and special transports. */
-  fetch?: typeof fetch;
-}
-
-export interface SignInResult {
-  /** What to send instead of running the app's handler (a redirect, a refusal, the callback's answer); null: go on. */
-  response: Response | null;
-  /** The signed-in user, or null. */
-  user: GatehouseUser | null;
-  /** The session's access token for calling APIs as the user (Gatehouse's userinfo, say); null without a session. */
-  accessToken: string | null;
-  /** Set-Cookie headers to add to whatever is sent (the response above, or the app's). */
-  setCookie: string[];
-}
-
-export interface SignIn {
-  readonly paths: Readonly<SignInPaths>;
-  /** Handles the request: the sign-in paths answer; any other path gets the session and the rules' decision. `rawPath`: the request target as received (adapters pass it). */
-  handle(request: Request, rawPath?: string): Promise<SignInResult>;
-  /**
-   * The user of a request's session cookie (a `Request`, or its Cookie header), or null; it
-   * refreshes nothing and sets no cookie. For code that reads the user where the middleware cannot
-   * hand it on (a Next.js server component: `authenticate((await cookies()).toString())`).
-   */
-  authenticate(request: Request | string | null): Promise<GatehouseUser | null>;
-}
 
 const DEFAULT_PATHS: SignInPaths = { signIn: '/auth/signin', callback: '/auth/callback', signOut: '/auth/signout', backchannelLogout: '/auth/backchannel-logout' };
 const TRANSACTION_SECONDS = 600;
@@ -98,7 +33,6 @@ const TRANSACTION_SECONDS = 600;
 const REFRESH_AHEAD_SECONDS = 30;
 /** After a failed refresh that may be temporary (Gatehouse unreachable), wait this long before trying again. */
 const REFRESH_RETRY_SECONDS = 15;
-const BACKCHANNEL_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** The session as sealed in the cookie. */
@@ -169,6 +103,16 @@ export function createSignIn(options: SignInOptions): SignIn {
     });
     return discovered;
   }
+
+  const logouts = createLogoutRecord({
+    store,
+    rememberSeconds: maxAge,
+    clientId: options.clientId,
+    verification: async () => {
+      const { keys, config } = await configuration();
+      return { keys, issuer: config.serverMetadata().issuer };
+    },
+  });
 
   /** One refresh per refresh token at a time, and its answer kept briefly for requests still carrying the old cookie. */
   const refreshes = new Map<string, { until: number; result: Promise<SessionData | null | 'retry'> }>();
@@ -241,15 +185,6 @@ export function createSignIn(options: SignInOptions): SignIn {
     return result;
   }
 
-  async function isLoggedOut(session: SessionData): Promise<boolean> {
-    const keys = [`logout:sub:${session.sub}`, session.sid === undefined ? `logout:session:${session.sub}:${session.since}` : `logout:sid:${session.sid}`];
-    for (const key of keys) {
-      const at = await store.get(key);
-      if (at !== undefined && Number(at) >= session.since) return true;
-    }
-    return false;
-  }
-
   /** The request's session, current (refreshed when due), or null; and the cookies to set. */
   async function currentSession(cookies: ReadonlyMap<string, string>): Promise<{ session: SessionData | null; setCookie: string[] }> {
     const sealed = readChunked(cookies, sessionCookie);
@@ -257,7 +192,7 @@ export function createSignIn(options: SignInOptions): SignIn {
     const opened = (await sessions.open(sealed, 'session')) as SessionData | null;
     const end = (): { session: null; setCookie: string[] } => ({ session: null, setCookie: clearChunked(sessionCookie, cookieOptions, cookies) });
     if (opened === null || typeof opened.sub !== 'string' || opened.until <= now()) return end();
-    if (await isLoggedOut(opened)) return end();
+    if (await logouts.isEnded(opened)) return end();
     if (opened.refreshToken === undefined || opened.accessTokenExpiresAt - REFRESH_AHEAD_SECONDS > now()) return { session: opened, setCookie: [] };
     const next = await refreshed(opened);
     if (next === null) return end();
@@ -357,7 +292,7 @@ export function createSignIn(options: SignInOptions): SignIn {
     if (session === null) return redirect(back, cleared);
     // A copy of the cookie must not outlive the sign-out: its session is recorded as ended, and its
     // refresh token revoked at Gatehouse (best effort: the redirect below ends Gatehouse's part too).
-    await store.set(session.sid === undefined ? `logout:session:${session.sub}:${session.since}` : `logout:sid:${session.sid}`, String(now()), maxAge);
+    await logouts.recordSignOut(session);
     try {
       const { config } = await configuration();
       if (session.refreshToken !== undefined) await oidc.tokenRevocation(config, session.refreshToken, { token_type_hint: 'refresh_token' }).catch(() => undefined);
@@ -367,55 +302,6 @@ export function createSignIn(options: SignInOptions): SignIn {
     } catch {
       return redirect(back, cleared);
     }
-  }
-
-  async function backchannelLogout(request: Request): Promise<Response> {
-    const type = request.headers.get('content-type') ?? '';
-    if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded')) return plain(400, { error: 'invalid_request' });
-    const body = await request.text();
-    if (body.length > 16_384) return plain(400, { error: 'invalid_request' });
-    const logoutToken = new URLSearchParams(body).get('logout_token');
-    if (logoutToken === null) return plain(400, { error: 'invalid_request' });
-    let claims: JWTPayload;
-    let keys: JWTVerifyGetKey;
-    let expectedIssuer: string;
-    try {
-      const discovered = await configuration();
-      keys = discovered.keys;
-      expectedIssuer = discovered.config.serverMetadata().issuer;
-    } catch {
-      // Gatehouse unreachable from here: not the token's fault, so not a 400 (which Gatehouse does not send again).
-      return plain(503, { error: 'temporarily_unavailable' });
-    }
-    try {
-      ({ payload: claims } = await jwtVerify(logoutToken, keys, {
-        issuer: expectedIssuer,
-        audience: options.clientId,
-        typ: 'logout+jwt',
-        algorithms: ['EdDSA', 'RS256'],
-        requiredClaims: ['iat', 'exp', 'jti'],
-        maxTokenAge: '5 minutes',
-        clockTolerance: 5,
-      }));
-    } catch (error) {
-      // Keys that could not be fetched (or a new key in the refetch cooldown) may work in a moment.
-      const code = (error as { code?: string }).code;
-      if (code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JOSE_GENERIC') return plain(503, { error: 'temporarily_unavailable' });
-      return plain(400, { error: 'invalid_request' });
-    }
-    const events = claims.events as Record<string, unknown> | undefined;
-    const isLogout = typeof events === 'object' && events !== null && typeof events[BACKCHANNEL_EVENT] === 'object';
-    const sid = typeof claims.sid === 'string' ? claims.sid : undefined;
-    const sub = typeof claims.sub === 'string' ? claims.sub : undefined;
-    if (!isLogout || 'nonce' in claims || (sid === undefined && sub === undefined)) return plain(400, { error: 'invalid_request' });
-    const jtiKey = `logout:jti:${claims.jti}`;
-    if ((await store.get(jtiKey)) !== undefined) return plain(400, { error: 'invalid_request' });
-    await store.set(jtiKey, '1', 600);
-    // Sessions begun before the token was made end; one begun since (a sign-in again) does not.
-    const at = String(Math.min(now(), Number(claims.iat)));
-    if (sid !== undefined) await store.set(`logout:sid:${sid}`, at, maxAge);
-    else await store.set(`logout:sub:${sub}`, at, maxAge);
-    return new Response(null, { status: 200, headers: { 'cache-control': 'no-store' } });
   }
 
   function denial(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, rawPath: string, setCookie: string[]): Response {
@@ -443,7 +329,7 @@ export function createSignIn(options: SignInOptions): SignIn {
       const header = request === null || typeof request === 'string' ? request : request.headers.get('cookie');
       const sealed = readChunked(parseCookieHeader(header), sessionCookie);
       const session = sealed === undefined ? null : ((await sessions.open(sealed, 'session')) as SessionData | null);
-      if (session === null || typeof session.sub !== 'string' || session.until <= now() || (await isLoggedOut(session))) return null;
+      if (session === null || typeof session.sub !== 'string' || session.until <= now() || (await logouts.isEnded(session))) return null;
       return userOf(session);
     },
     async handle(request, rawPath) {
@@ -456,7 +342,7 @@ export function createSignIn(options: SignInOptions): SignIn {
         if (path === paths.signIn && request.method === 'GET') return answer(await startSignIn(url));
         if (path === paths.callback && request.method === 'GET') return answer(await finishSignIn(target, cookies));
         if (path === paths.signOut && request.method === 'POST') return answer(await signOut(request, cookies));
-        if (path === paths.backchannelLogout && request.method === 'POST') return answer(await backchannelLogout(request));
+        if (path === paths.backchannelLogout && request.method === 'POST') return answer(await logouts.receiveLogoutToken(request));
       } catch {
         // Gatehouse unreachable while starting or finishing: nothing is granted.
         return answer(plain(503, { error: 'SIGN_IN_UNAVAILABLE', message: 'Signing in is not possible right now. Try again shortly.' }));
@@ -475,27 +361,4 @@ export function createSignIn(options: SignInOptions): SignIn {
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
-}
-
-/** The default store: this process's memory, bounded, entries dropped when they expire. */
-function memoryStore(): SignInStore {
-  const entries = new Map<string, { value: string; until: number }>();
-  return {
-    get(key) {
-      const entry = entries.get(key);
-      if (entry === undefined) return undefined;
-      if (entry.until <= Date.now()) {
-        entries.delete(key);
-        return undefined;
-      }
-      return entry.value;
-    },
-    set(key, value, ttlSeconds) {
-      if (entries.size >= 100_000) {
-        for (const [name, entry] of entries) if (entry.until <= Date.now()) entries.delete(name);
-        if (entries.size >= 100_000) entries.delete(entries.keys().next().value!);
-      }
-      entries.set(key, { value, until: Date.now() + ttlSeconds * 1000 });
-    },
-  };
 }
