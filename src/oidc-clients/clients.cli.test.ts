@@ -58,8 +58,16 @@ for (const backend of await backends()) {
         (fn) => t.after(fn),
       );
       assert.equal(result.code, 0, describeRun(result));
-      confidential = JSON.parse(result.stdout);
-      assert.deepEqual(Object.keys(confidential), ['clientId', 'clientSecret']);
+      const printed = JSON.parse(result.stdout) as Record<string, unknown> & { clientId: string; clientSecret: string };
+      confidential = { clientId: printed.clientId, clientSecret: printed.clientSecret };
+      // All an app needs to be this client, the secret once: the issuer, its id and secret, its registration.
+      assert.deepEqual(Object.keys(printed).slice(0, 3), ['issuer', 'clientId', 'clientSecret']);
+      assert.equal(printed.issuer, (await app()).services.config.authUrl);
+      assert.deepEqual(printed.redirectUris, [WEB, 'http://127.0.0.1:8080/cb']);
+      assert.deepEqual(printed.postLogoutRedirectUris, ['https://app.example.com/bye']);
+      assert.equal(printed.backchannelLogoutUri, 'https://app.example.com/backchannel');
+      assert.deepEqual(printed.grantTypes, ['authorization_code', 'refresh_token']);
+      assert.equal(printed.public, false);
       assert.ok(!result.stderr.includes(confidential.clientSecret), 'the secret is not logged');
       const client = await (await app()).services.oidcClients.show(confidential.clientId);
       assert.ok(client);
@@ -78,7 +86,8 @@ for (const backend of await backends()) {
       const json = await cli(['create', '--name', 'Phone', '--public', '--redirect-uri', 'com.example.app:/callback', '--grant-type', 'authorization_code', '--grant-type', 'refresh_token', '--json'], (fn) => t.after(fn));
       assert.equal(json.code, 0, describeRun(json));
       const body = JSON.parse(json.stdout);
-      assert.deepEqual(Object.keys(body), ['clientId']);
+      assert.equal(body.public, true);
+      assert.ok(!('clientSecret' in body), 'a public client has no secret');
       assert.equal((await hashOf(body.clientId)), null);
 
       const text = await cli(['create', '--name', 'Device', '--grant-type', 'device_code', '--grant-type', 'refresh_token', '--public'], (fn) => t.after(fn));

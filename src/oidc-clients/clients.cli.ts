@@ -1,11 +1,13 @@
 /**
  * `gatehouse clients …`: the client registry at the command line, through the same service as the
  * admin API and pages; changes are audited as made at the command line. A new secret is printed
- * once, on standard output (with `--json`, as `{"clientId","clientSecret"}`), and never logged.
+ * once, on standard output, and never logged. `create --json` prints all an app needs to be this
+ * client: the issuer (AUTH_URL), `clientId`, `clientSecret` (a confidential client) and the client's
+ * registered fields as the admin API answers them.
  * Exit codes as the rest of the command: 0 done, 1 the operation failed, 2 the command line is wrong
  * (a value the registry's rules refuse included, with each problem on standard error).
  */
-import type { CliCommandGroup, ServiceRegistry } from '../module.ts';
+import type { BuiltServices, CliCommandGroup } from '../module.ts';
 import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
 import type { ClientProblem } from './client-rules.ts';
 import type { OidcClient } from './clients.service.ts';
@@ -26,7 +28,7 @@ export interface CliIo {
 }
 
 /** Runs `fn` with the server's services on the configured, migrated database (the CLI's `withServices`). */
-export type WithServices = (io: CliIo, fn: (services: ServiceRegistry) => Promise<void>) => Promise<void>;
+export type WithServices = (io: CliIo, fn: (services: BuiltServices) => Promise<void>) => Promise<void>;
 
 /** The lines of `gatehouse help` about these commands. */
 export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri U [--redirect-uri U]...
@@ -34,7 +36,8 @@ export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri
                           [--first-party] [--id-token-alg EdDSA|RS256]
                           [--backchannel-logout-uri U] [--json]
                                     register an OAuth / OIDC client; a confidential client's secret
-                                    is printed this once (G: authorization_code, refresh_token,
+                                    is printed this once; --json prints all the app needs (issuer,
+                                    clientId, clientSecret, the registered URIs) (G: authorization_code, refresh_token,
                                     client_credentials, device_code; default the first two); U of
                                     --backchannel-logout-uri receives a logout token when a person
                                     signed in to the app signs out of Gatehouse
@@ -120,7 +123,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
   );
   if (values.name === undefined || values.name.trim() === '') throw new CliError('--name is required', 2);
   const alg = values['id-token-alg'];
-  const { CLI_SOURCE, DEVICE_CODE_GRANT, ID_TOKEN_ALGS } = await runtime();
+  const { CLI_SOURCE, DEVICE_CODE_GRANT, ID_TOKEN_ALGS, toClientBody } = await runtime();
   const GRANT_ALIASES = grantAliases(DEVICE_CODE_GRANT);
   if (alg !== undefined && !(ID_TOKEN_ALGS as readonly string[]).includes(alg)) throw new CliError(`--id-token-alg must be one of ${ID_TOKEN_ALGS.join(', ')}`, 2);
   const input = {
@@ -133,12 +136,13 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
     ...(alg !== undefined && { idTokenSignedResponseAlg: alg }),
     ...(values['backchannel-logout-uri'] !== undefined && { backchannelLogoutUri: values['backchannel-logout-uri'] }),
   };
-  await withServices(io, async ({ oidcClients }) => {
+  await withServices(io, async ({ oidcClients, config }) => {
     const result = await oidcClients.create(input, CLI_SOURCE);
     if (!result.ok) throw new CliError(`the client was not registered:\n${result.problems.map((problem) => `  ${describeProblem(problem, input)}`).join('\n')}`, 2);
     const { client, clientSecret } = result;
     if (values.json) {
-      io.stdout.write(`${JSON.stringify({ clientId: client.id, ...(clientSecret !== undefined && { clientSecret }) })}\n`);
+      const { clientId, ...registered } = toClientBody(client);
+      io.stdout.write(`${JSON.stringify({ issuer: config.authUrl, clientId, ...(clientSecret !== undefined && { clientSecret }), ...registered })}\n`);
       return;
     }
     io.stdout.write(`Registered ${client.isPublic ? 'public' : 'confidential'} client ${client.id} (${client.name})\n`);

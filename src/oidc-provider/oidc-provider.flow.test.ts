@@ -237,6 +237,10 @@ for (const backend of await backends()) {
 
       const active = await client.tokenIntrospection(config, tokens.refresh_token!);
       assert.equal(active.active, true);
+      // Another client cannot revoke it: refused to a confidential one, and the token lives on.
+      const other = await registerClient(t, { name: 'Another app', grantTypes: ['client_credentials'] });
+      await assert.rejects(client.tokenRevocation(await discover(t.url, other.clientId, other.clientSecret), tokens.refresh_token!), (error: { error?: string; error_description?: string }) => error.error === 'invalid_request' && /not authorized to revoke/.test(error.error_description ?? ''));
+      assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, true);
       await client.tokenRevocation(config, tokens.refresh_token!);
       assert.equal((await client.tokenIntrospection(config, tokens.refresh_token!)).active, false);
     });

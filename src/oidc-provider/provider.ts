@@ -174,9 +174,18 @@ export function createProvider(deps: ProviderDeps): Provider {
       claimsParameter: { enabled: false },
       clientCredentials: { enabled: true },
       // Introspection is for confidential clients (resource servers among them); a public client
-      // has nothing to prove who asks. Revocation keeps the default: a client revokes its own tokens.
+      // has nothing to prove who asks. A client revokes only its own tokens: another's is refused to
+      // a confidential client and ignored for a public one (RFC 7009's 200), as the library's default,
+      // stated here so that it is a decision and not a notice on standard error.
       introspection: { enabled: true, allowedPolicy: async (_ctx, client) => client.clientAuthMethod !== 'none' },
-      revocation: { enabled: true },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => {
+          if (token.clientId === client.clientId) return true;
+          if (client.clientAuthMethod === 'none') return false;
+          throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
+        },
+      },
       userinfo: { enabled: true },
       pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
       // Off unless OIDC_PROVIDER_REGISTRATION_TOKEN is set; registered clients follow the same

@@ -1,28 +1,36 @@
 /**
- * Issue 19: examples/express, as an app outside this repository gets it. `npm pack` makes the
- * tarballs of gatehouse-protect and gatehouse-client; the example is copied to a fresh project in
- * the system's temporary directory (so nothing can resolve from the workspace) and installed there
- * with the MACHINE's own Node and npm (/usr/bin, not the Node 24 the tests run on), from the npm
- * registry and the two tarballs. It must then type-check under moduleResolution `node16`
+ * Issues 19 and 32: examples/express, as an app outside this repository gets it. `npm pack` makes
+ * the tarballs of gatehouse-protect and gatehouse-client; the example is copied to a fresh project
+ * in the system's temporary directory (so nothing can resolve from the workspace) and installed
+ * there with the MACHINE's own Node and npm (/usr/bin, not the Node 24 the tests run on), from the
+ * npm registry and the two tarballs. It must then type-check under moduleResolution `node16`
  * (TypeScript 7 and 5.9) and `node` (TypeScript 5.9, through the packages' typesVersions), with a
  * wrong property on `req.gatehouse` refused (the typing is real), build, and run on the machine's
- * Node against a live Gatehouse: `/` public, `/api/me` 401 then 200, `/admin` 403 for a user and
- * 200 for an ADMIN, and a browser without a session sent to Gatehouse's sign-in page and, signed in
- * there, back to the app (its origin in TRUSTED_ORIGINS). gatehouse-client's script, on the same
- * Node, signs in and calls the app's API.
+ * Node against a live Gatehouse on ANOTHER HOST (Gatehouse on `localhost`, the app on `127.0.0.1`:
+ * no cookie of one ever reaches the other). Its pages use sign-in mode: Chromium signs in on
+ * Gatehouse's page and lands on the app's /dashboard showing the user; /admin is refused without
+ * the role; signing out at the app ends both sessions; signing out at Gatehouse ends the app's
+ * session through back-channel logout; a tampered or foreign session cookie is refused. Its API
+ * takes machine tokens: a client-credentials token passes a scope rule, fails a wrong-scope rule
+ * with 403 INSUFFICIENT_SCOPE, and a token for another audience gets 401 INVALID_TOKEN.
+ * gatehouse-client's script, on the same Node, signs in and calls the app's API.
  *
- * Skipped, with the reason, only where the npm registry cannot be reached, and never in CI.
+ * Skipped, with the reason, only where the npm registry or Chromium is missing, and never in CI.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import * as oidc from 'openid-client';
 import { backends, type TestDatabase } from '../helpers/databases.ts';
-import { createUser } from '../helpers/app.ts';
-import { Browser, freePort, hiddenValue, listeningApp, type ListeningApp } from '../helpers/oidc-rp.ts';
-import { REPO_ROOT, runNode } from '../helpers/process.ts';
-import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, tail, type Ran, type Started } from '../helpers/machine.ts';
+import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
+import { discover, registerClient } from '../helpers/oidc-rp.ts';
+import { freePort, REPO_ROOT, runNode } from '../helpers/process.ts';
+import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, type Ran, type Started } from '../helpers/machine.ts';
+import { closeBrowser, launchBrowser, skipUnlessChromium, withPage, type Browser, type Page } from '../helpers/browser.ts';
+import { createSealer } from '../../packages/protect/src/session-cookie.ts';
 
 /** The machine's own Node and npm: what an app's developer has, not the Node this repository pins. */
 const EXAMPLE_DIR = join(REPO_ROOT, 'examples/express');
@@ -30,21 +38,30 @@ const PACKAGES = ['gatehouse-protect', 'gatehouse-client'] as const;
 const PASSWORD = 'correct horse battery staple 1815';
 const USER_EMAIL = 'ada@example.com';
 const ADMIN_EMAIL = 'grace@example.com';
+const SESSION_SECRET = 'the-example-app-session-secret-0123456789';
 const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
 const unavailable = await prerequisites('express');
-const skip = unavailable === true || inCi ? false : unavailable;
+const chromiumSkip = skipUnlessChromium();
+const skip = inCi ? false : unavailable !== true ? unavailable : chromiumSkip;
 
-describe("examples/express: the packages from npm pack tarballs, in a fresh project on the machine's Node", { skip, timeout: 300_000 }, () => {
+describe("examples/express: the packages from npm pack tarballs, in a fresh project on the machine's Node, on another host than Gatehouse", { skip, timeout: 300_000 }, () => {
   let work: string | undefined;
   let project: string;
   let database: TestDatabase | undefined;
-  let gatehouse: ListeningApp | undefined;
+  let gatehouse: TestApp | undefined;
+  let gatehouseUrl: string;
   let app: Started | undefined;
   let appUrl: string;
+  let apiAudience: string;
+  let browser: Browser | undefined;
   let userId: string;
-  let userToken: string;
-  let adminToken: string;
+  let webClientId: string;
+  let machineId: string;
+  /** Client-credentials tokens: for the app's API with reports:read, with audit:read only, for another API. */
+  let reportsToken: string;
+  let wrongScopeToken: string;
+  let otherAudienceToken: string;
   const packed = new Map<string, { filename: string; files: string[] }>();
 
   /** A machine-Node command in the project, which must succeed. */
@@ -54,15 +71,10 @@ describe("examples/express: the packages from npm pack tarballs, in a fresh proj
     return ran;
   }
 
-  async function signInForToken(email: string): Promise<string> {
-    const response = await fetch(`${gatehouse!.url}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) });
-    assert.equal(response.status, 200, `POST /api/auth for ${email}`);
-    return ((await response.json()) as { token: string }).token;
-  }
-
   before(
     async () => {
       if (unavailable !== true) throw new Error(`${unavailable}; CI is set, so this fails instead of skipping`);
+      if (chromiumSkip !== false) throw new Error(`${chromiumSkip}; CI is set, so this fails instead of skipping`);
 
       // The workspace packages' dist/ (built by `npm install` / `npm test` at the root), built here only if missing.
       for (const dir of ['packages/protect', 'packages/client']) {
@@ -104,28 +116,57 @@ describe("examples/express: the packages from npm pack tarballs, in a fresh proj
       // The build: TypeScript 7, moduleResolution node16 (type-checks as it emits).
       await inProject(['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], 'tsc -p tsconfig.json (TypeScript 7)');
 
-      // Gatehouse, trusting the app's origin for the way back after sign-in; the app on the machine's Node.
+      // Gatehouse on localhost, the app on 127.0.0.1: two hosts, so no cookie of one reaches the other.
+      const gatehousePort = await freePort();
       const appPort = await freePort();
+      gatehouseUrl = `http://localhost:${gatehousePort}`;
       appUrl = `http://127.0.0.1:${appPort}`;
+      apiAudience = `${appUrl}/api`;
+      const otherApi = 'http://127.0.0.1:1/other-api';
       const [sqlite] = await backends();
       database = await sqlite!.create();
-      gatehouse = await listeningApp(database, { TRUSTED_ORIGINS: appUrl });
-      userId = (await createUser(gatehouse.services, { email: USER_EMAIL, password: PASSWORD })).id;
+      gatehouse = await createTestApp(database, {
+        env: {
+          AUTH_URL: gatehouseUrl,
+          // The API's resource and its scopes; back-channel logout may go to a loopback app.
+          OIDC_PROVIDER_RESOURCES: `${apiAudience}=reports:read audit:read,${otherApi}=reports:read`,
+          OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS: 'true',
+        },
+      });
+      await gatehouse.app.listen({ port: gatehousePort, host: '127.0.0.1' });
+      userId = (await createUser(gatehouse.services, { email: USER_EMAIL, password: PASSWORD, name: 'Ada Lovelace' })).id;
       await createUser(gatehouse.services, { email: ADMIN_EMAIL, password: PASSWORD, roles: ['ADMIN'] });
-      userToken = await signInForToken(USER_EMAIL);
-      adminToken = await signInForToken(ADMIN_EMAIL);
+
+      // The app's client, registered as its README says (first party: Gatehouse asks no consent).
+      const web = await registerClient(gatehouse, {
+        name: 'Express example',
+        redirectUris: [`${appUrl}/auth/callback`],
+        postLogoutRedirectUris: [`${appUrl}/`],
+        grantTypes: ['authorization_code', 'refresh_token'],
+        isFirstParty: true,
+        backchannelLogoutUri: `${appUrl}/auth/backchannel-logout`,
+      });
+      webClientId = web.clientId;
+      // A machine calling the app's API for itself.
+      const machine = await registerClient(gatehouse, { name: 'Nightly report', grantTypes: ['client_credentials'] });
+      machineId = machine.clientId;
+      const machineConfig = await discover(gatehouseUrl, machine.clientId, machine.clientSecret);
+      const tokenFor = async (scope: string, resource: string) => (await oidc.clientCredentialsGrant(machineConfig, { scope, resource })).access_token;
+      [reportsToken, wrongScopeToken, otherAudienceToken] = await Promise.all([tokenFor('reports:read', apiAudience), tokenFor('audit:read', apiAudience), tokenFor('reports:read', otherApi)]);
 
       app = start(MACHINE_NODE, ['dist/server.js'], {
         cwd: project,
-        env: { GATEHOUSE_URL: gatehouse.url, PORT: String(appPort), HOST: '127.0.0.1', APP_URL: appUrl },
+        env: { GATEHOUSE_URL: gatehouseUrl, PORT: String(appPort), HOST: '127.0.0.1', APP_URL: appUrl, CLIENT_ID: web.clientId, CLIENT_SECRET: web.clientSecret!, SESSION_SECRET },
         deadlineMs: 290_000,
       });
       await app.waitForOutput(/listening on/, 20_000);
+      browser = await launchBrowser();
     },
     { timeout: 300_000 },
   );
 
   after(async () => {
+    await closeBrowser(browser);
     await app?.stop(5_000);
     killAll();
     await gatehouse?.close();
@@ -133,11 +174,21 @@ describe("examples/express: the packages from npm pack tarballs, in a fresh proj
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });
 
-  async function get(path: string, token?: string) {
-    const response = await fetch(`${appUrl}${path}`, { redirect: 'manual', headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
+  const call = (path: string, token?: string) => fetch(`${appUrl}${path}`, { redirect: 'manual', headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+  const errorOf = async (response: Response) => ((await response.json()) as { error: string }).error;
+
+  async function signInThroughApp(page: Page, email: string, path = '/dashboard'): Promise<void> {
+    await page.goto(`${appUrl}${path}`);
+    // The app sent the browser to Gatehouse (by way of its OpenID Provider), whose own page asks.
+    await page.waitForURL((url) => url.origin === gatehouseUrl && url.pathname === '/auth/signin');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Login', exact: true }).click();
+    await page.waitForURL(`${appUrl}${path}`);
   }
+
+  const appSessionCookie = async (page: Page) => (await page.context().cookies(appUrl)).find((cookie) => cookie.name.startsWith('gatehouse-app.session'));
+  const cookieHeader = async (page: Page) => (await page.context().cookies(appUrl)).map((cookie) => `${cookie.name}=${cookie.value}`).join('; ');
 
   it("runs on the machine's own Node, 20.19 or later", async (t) => {
     const { stdout } = await inProject(['--version'], 'node --version');
@@ -192,79 +243,112 @@ describe("examples/express: the packages from npm pack tarballs, in a fresh proj
     }
   });
 
-  it('applies the seed rules: / public, /api/me 401 without a token and the user with one, /admin 403 for a user and 200 for an ADMIN', async () => {
-    const home = await get('/');
-    assert.equal(home.status, 200);
+  it('signs in through Gatehouse on another host and lands on the dashboard showing the user; /admin is refused without the role', (t) =>
+    withPage(t, browser!, {}, async (page) => {
+      await signInThroughApp(page, USER_EMAIL);
+      assert.match((await page.locator('#who').textContent()) ?? '', new RegExp(`Signed in as ${USER_EMAIL} \\(${userId}; roles: none\\)`));
+      const cookie = await appSessionCookie(page);
+      assert.ok(cookie, 'the app keeps a session of its own');
+      assert.equal(cookie.httpOnly, true);
+      assert.ok(!(await page.context().cookies(appUrl)).some((c) => c.name.startsWith('gatehouse.')), 'no Gatehouse cookie on the app');
 
-    const anonymous = await get('/api/me');
-    assert.equal(anonymous.status, 401);
-    assert.equal(anonymous.json().error, 'UNAUTHENTICATED');
-    assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer');
+      const admin = await page.goto(`${appUrl}/admin`);
+      assert.equal(admin?.status(), 403);
+      assert.ok(!((await page.content()).includes('Admin area')));
+      // The pages' session is no key to the API: it takes Bearer tokens only.
+      const api = await fetch(`${appUrl}/api/me`, { headers: { cookie: await cookieHeader(page) } });
+      assert.equal(api.status, 401);
+    }));
 
-    const me = await get('/api/me', userToken);
-    assert.equal(me.status, 200, me.text);
-    assert.equal(me.json().userId, userId, "the app's req.gatehouse is the token's user");
-    assert.deepEqual(me.json().roles, []);
-    assert.equal(typeof me.json().sessionId, 'string');
+  it('lets an ADMIN into /admin', (t) =>
+    withPage(t, browser!, {}, async (page) => {
+      await signInThroughApp(page, ADMIN_EMAIL, '/admin');
+      assert.match(await page.content(), /Admin area for/);
+    }));
 
-    const dashboard = await get('/dashboard', userToken);
-    assert.equal(dashboard.status, 200);
-    assert.ok(dashboard.text.includes(userId), 'the dashboard shows req.gatehouse.userId');
+  it('refuses a tampered or foreign session cookie', (t) =>
+    withPage(t, browser!, {}, async (page) => {
+      await signInThroughApp(page, USER_EMAIL);
+      const cookie = (await appSessionCookie(page))!;
+      assert.equal((await fetch(`${appUrl}/dashboard`, { redirect: 'manual', headers: { cookie: `${cookie.name}=${cookie.value}` } })).status, 200, 'the real one opens the page');
+      const tampered = `${cookie.value.slice(0, -4)}${cookie.value.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+      // Sealed like the app's, with the right claims and the ADMIN role, but by someone without its secret.
+      const now = Math.floor(Date.now() / 1000);
+      const foreign = await createSealer(['someone-else-s-secret-of-32-characters-or-more'], 'session').seal(
+        { sub: userId, roles: ['ADMIN'], amr: ['pwd'], scope: 'openid', accessToken: 'x', accessTokenExpiresAt: now + 600, since: now, until: now + 3600 },
+        now + 3600,
+      );
+      for (const value of [tampered, foreign]) {
+        const response = await fetch(`${appUrl}/admin`, { redirect: 'manual', headers: { cookie: `${cookie.name}=${value}` } });
+        assert.equal(response.status, 303, 'no session: sent to sign in');
+        assert.match(response.headers.get('set-cookie') ?? '', new RegExp(`${cookie.name}=;.*Max-Age=0`), 'the bad cookie is cleared');
+      }
+    }));
 
-    const forbidden = await get('/admin', userToken);
-    assert.equal(forbidden.status, 403);
-    assert.ok(!forbidden.text.includes('Admin area'), forbidden.text);
-    assert.equal((await get('/api/me', `${userToken.slice(0, -4)}AAAA`)).status, 401, 'a tampered token');
+  it('signs out at the app and at Gatehouse (RP-initiated logout)', (t) =>
+    withPage(t, browser!, {}, async (page) => {
+      await signInThroughApp(page, USER_EMAIL);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      // Gatehouse asks whether to sign out of it too.
+      await page.waitForURL((url) => url.origin === gatehouseUrl);
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.waitForURL(`${appUrl}/`);
+      assert.equal(await appSessionCookie(page), undefined, "the app's session is gone");
+      assert.match(await page.content(), />Sign in</);
+      await page.goto(`${gatehouseUrl}/dashboard`);
+      assert.equal(new URL(page.url()).pathname, '/auth/signin', "Gatehouse's session is gone too");
+    }));
 
-    const admin = await get('/admin', adminToken);
-    assert.equal(admin.status, 200);
-    assert.ok(admin.text.includes('Admin area'), admin.text);
-  });
+  it("ends the app's session when the person signs out at Gatehouse (back-channel logout)", (t) =>
+    withPage(t, browser!, {}, async (page) => {
+      await signInThroughApp(page, USER_EMAIL);
+      const cookies = await cookieHeader(page);
+      await page.goto(`${gatehouseUrl}/auth/signout`);
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.waitForURL((url) => url.origin === gatehouseUrl && url.pathname === '/');
+      // Gatehouse's outbox sends the logout token on its own; the app's session ends within seconds.
+      const deadline = Date.now() + 15_000;
+      let status = 200;
+      while (status === 200 && Date.now() < deadline) {
+        status = (await fetch(`${appUrl}/dashboard`, { redirect: 'manual', headers: { cookie: cookies } })).status;
+        if (status === 200) await delay(100);
+      }
+      assert.equal(status, 303, "the app's session ended: sent to sign in");
+      const delivered = await gatehouse!.services.storage.db.selectFrom('oidc_logout_deliveries').select(['client_id', 'status']).where('client_id', '=', webClientId).execute();
+      assert.ok(delivered.some((row) => row.status === 'delivered'), JSON.stringify(delivered));
+    }));
 
-  it("sends a browser without a session to Gatehouse's sign-in page, which sends it back to the app", async () => {
-    const landing = `${appUrl}/dashboard?tab=sessions`;
-    // The app's redirects, on its own origin, until the browser is sent elsewhere.
-    let url = landing;
-    let location = '';
-    for (let hop = 0; hop < 3; hop++) {
-      const response = await fetch(url, { redirect: 'manual' });
-      assert.equal(response.status, 303, `${url}: ${await response.text()}`);
-      location = new URL(response.headers.get('location')!, url).href;
-      if (new URL(location).origin !== appUrl) break;
-      url = location;
-    }
-    const signInPage = new URL('/auth/signin', gatehouse!.url);
-    signInPage.searchParams.set('callbackUrl', landing);
-    assert.equal(location, signInPage.href, 'Gatehouse sign-in, with the full URL of the app page as callbackUrl');
-    // Signing in with Gatehouse's form, as a browser does.
-    const browser = new Browser(gatehouse!.url);
-    const page = await browser.fetch(signInPage.pathname + signInPage.search);
-    assert.equal(page.status, 200);
-    const html = await page.text();
-    assert.equal(hiddenValue(html, 'callbackUrl'), landing);
-    const signedIn = await browser.post('/api/auth/signin', {
-      email: USER_EMAIL,
-      password: PASSWORD,
-      csrfToken: hiddenValue(html, 'csrfToken'),
-      callbackUrl: hiddenValue(html, 'callbackUrl'),
-    });
-    assert.equal(signedIn.status, 303, await signedIn.text());
-    assert.equal(signedIn.headers.get('location'), landing, 'back to the app page it came from');
-    assert.equal((await browser.fetch('/api/auth/session')).status, 200, 'signed in at Gatehouse');
+  it('takes machine tokens on its API: a scope rule passes and refuses, another audience is an invalid token, and no machine is told to sign in', async () => {
+    const reports = await call('/api/reports', reportsToken);
+    assert.equal(reports.status, 200);
+    assert.deepEqual(await reports.json(), { reports: [{ id: 'weekly', title: 'Weekly sign-ins' }], calledBy: machineId, forUser: null });
 
-    // Both on 127.0.0.1 here, and cookies are not kept apart by port: the browser sends
-    // Gatehouse's session cookie to the app too, and the app shows the dashboard to that user.
-    const cookie = [...browser.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-    const back = await fetch(landing, { redirect: 'manual', headers: { cookie } });
-    const body = await back.text();
-    assert.equal(back.status, 200, body);
-    assert.ok(body.includes(userId), body);
+    const wrongScope = await call('/api/reports', wrongScopeToken);
+    assert.equal(wrongScope.status, 403);
+    assert.equal(wrongScope.headers.get('www-authenticate'), 'Bearer error="insufficient_scope", scope="reports:read"');
+    assert.equal(await errorOf(wrongScope), 'INSUFFICIENT_SCOPE');
+
+    const otherAudience = await call('/api/reports', otherAudienceToken);
+    assert.equal(otherAudience.status, 401);
+    assert.equal(otherAudience.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+    assert.equal(await errorOf(otherAudience), 'INVALID_TOKEN');
+
+    // The same rules whatever the case Express routes by.
+    assert.equal((await call('/API/Reports', wrongScopeToken)).status, 403);
+    // A machine's own token speaks for no user: not for /api/me.
+    const me = await call('/api/me', reportsToken);
+    assert.equal(me.status, 403);
+    assert.equal(await errorOf(me), 'FORBIDDEN');
+    const none = await call('/api/reports');
+    assert.equal(none.status, 401);
+    assert.equal(await errorOf(none), 'UNAUTHENTICATED');
+    assert.equal((await call('/')).status, 200, '/ is public');
   });
 
   it("gatehouse-client's script signs in on the machine's Node and calls the app's API with the token", async () => {
     const ran = await run(MACHINE_NODE, ['dist/client.js'], {
       cwd: project,
-      env: { GATEHOUSE_URL: gatehouse!.url, APP_URL: appUrl, EMAIL: USER_EMAIL, PASSWORD },
+      env: { GATEHOUSE_URL: gatehouseUrl, APP_URL: appUrl, EMAIL: USER_EMAIL, PASSWORD },
       timeoutMs: 30_000,
     });
     assert.equal(ran.code, 0, ran.output);

@@ -32,8 +32,11 @@ import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBe
 export interface ProtectorOptions {
   /** Gatehouse's public URL (its AUTH_URL): the token issuer and the JWKS location. */
   issuer: string;
-  /** Expected `aud`; defaults to the issuer, as Gatehouse does. */
-  audience?: string;
+  /**
+   * Expected `aud`: the API's resource URL for tokens Gatehouse's OpenID Provider issues for it, or
+   * several (a token must name one of them). Default: the issuer, whose own session tokens name it.
+   */
+  audience?: string | readonly string[];
   /**
    * Default: the seed's rules exactly (`SEED_RULES`): `/dashboard`, `/admin`, `/api` need a session,
    * `/admin` and `/api/admin` need ADMIN, with no exemptions — your own `/api/auth/...` routes
@@ -69,7 +72,8 @@ const MAX_REMEMBERED_TOKENS = 10_000;
 
 export function createProtector(options: ProtectorOptions): Protector {
   const issuer = options.issuer.replace(/\/+$/, '');
-  const audience = options.audience ?? issuer;
+  const audience = typeof options.audience === 'string' ? options.audience : options.audience === undefined ? issuer : [...options.audience];
+  if (Array.isArray(audience) && audience.length === 0) throw new TypeError('gatehouse-protect: audience is an empty list; name at least one');
   const rules = options.rules ?? SEED_RULES;
   assertWellFormedRules(rules);
   const signInUrl = options.signInUrl ?? `${issuer}/auth/signin`;

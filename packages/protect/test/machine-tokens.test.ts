@@ -171,4 +171,20 @@ describe('gatehouse-protect and tokens Gatehouse issued to apps for an API', () 
     assert.equal(denied?.status, 403);
     assert.equal(((await denied!.json()) as { error: string }).error, 'INSUFFICIENT_SCOPE');
   });
+
+  it('accepts any audience of a list: tokens for the API and Gatehouse\'s own session tokens, and nothing else', async () => {
+    const signIn = await fetch(`${t.url}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(USER) });
+    const { token: sessionToken } = (await signIn.json()) as { token: string };
+    const protector = createProtector({ issuer: t.url, audience: [API, t.url], rules: RULES, cookieNames: [] });
+    const request = (path: string, token: string) => new Request(`https://app.example${path}`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal((await protector.evaluate(request('/api/items', machineToken))).client?.clientId, machineId);
+    assert.equal((await protector.evaluate(request('/api/other', sessionToken))).user?.userId, userId);
+    const other = await protector.check(request('/api/items', otherAudienceToken));
+    assert.equal(other?.status, 401);
+    assert.equal(((await other!.json()) as { error: string }).error, 'INVALID_TOKEN');
+    // cookieNames: [] — a cookie is no credential for a Bearer-only API.
+    const cookie = await protector.check(new Request('https://app.example/api/other', { headers: { cookie: `gatehouse.session=${sessionToken}` } }));
+    assert.equal(cookie?.status, 401);
+    assert.throws(() => createProtector({ issuer: t.url, audience: [] }), /audience is an empty list/);
+  });
 });
