@@ -103,13 +103,24 @@ export function applySetCookie(cookieHeader: string | null, setCookie: readonly 
   return [...cookies].map(([name, value]) => `${name}=${value}`).join('; ');
 }
 
+/** Next.js takes a proxy's redirect only to an absolute URL (a path is an "Invalid URL" there, and a 500). */
+function withAbsoluteLocation(response: Response, origin: string): Response {
+  const location = response.headers.get('location');
+  if (location === null || !location.startsWith('/')) return response;
+  const headers = new Headers(response.headers);
+  headers.set('location', new URL(location, origin).href);
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
 /** `options`, or a function giving them (called at the first request: `next build` runs without the app's secrets). */
 export function createNextSignIn(options: SignInOptions | (() => SignInOptions)): NextSignIn {
   let made: SignIn | undefined;
+  let appOrigin = '';
   const signIn = (): SignIn => {
     if (made === undefined) {
       const given = typeof options === 'function' ? options() : options;
       made = createSignIn({ ...given, store: given.store ?? processStore(given.clientId) });
+      appOrigin = new URL(given.appUrl).origin;
     }
     return made;
   };
@@ -135,7 +146,7 @@ export function createNextSignIn(options: SignInOptions | (() => SignInOptions))
     async proxy(request, nextResponse) {
       if (isSignInPath(new URL(request.url).pathname)) return nextResponse.next();
       const { response, setCookie } = await signIn().handle(request);
-      if (response !== null) return response;
+      if (response !== null) return withAbsoluteLocation(response, appOrigin);
       if (setCookie.length === 0) return nextResponse.next();
       // A refreshed (or ended) session: the browser gets the new cookies, and so does the request
       // the page renders (its `cookies()` would otherwise read the old session).

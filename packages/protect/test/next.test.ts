@@ -120,7 +120,7 @@ describe('gatehouse-protect/next: the proxy, the route handlers and user()', { t
     const next = nextResponse();
     const page = await app.proxy(new Request(`${APP}/dashboard?tab=2`), next);
     assert.equal(page.status, 303);
-    assert.equal(page.headers.get('location'), `/auth/signin?returnTo=${encodeURIComponent('/dashboard?tab=2')}`);
+    assert.equal(page.headers.get('location'), `${APP}/auth/signin?returnTo=${encodeURIComponent('/dashboard?tab=2')}`, 'absolute: Next.js takes no other from a proxy');
     const api = await app.proxy(new Request(`${APP}/api/me`), next);
     assert.equal(api.status, 401);
     assert.equal(((await api.json()) as { error: string }).error, 'UNAUTHENTICATED');
@@ -164,7 +164,7 @@ describe('gatehouse-protect/next: the proxy, the route handlers and user()', { t
     const next = nextResponse();
     const after = await app.proxy(new Request(`${APP}/dashboard`, { headers: { cookie: `${SESSION}=${session}` } }), next);
     assert.equal(after.status, 303, 'sent to sign in again');
-    assert.match(after.headers.get('location')!, /^\/auth\/signin\?/);
+    assert.ok(after.headers.get('location')!.startsWith(`${APP}/auth/signin?`));
     assert.equal(await app.user(`${SESSION}=${session}`), null);
   });
 
