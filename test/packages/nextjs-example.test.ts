@@ -150,7 +150,7 @@ describe("examples/nextjs: Next.js 16 in sign-in mode with gatehouse-protect fro
       app = await timed('next start', async () => {
         const started = start(MACHINE_NODE, ['node_modules/next/dist/bin/next', 'start', '-p', String(appPort), '-H', '127.0.0.1'], {
           cwd: project,
-          env: { GATEHOUSE_URL: gatehouseUrl, APP_URL: appUrl, GATEHOUSE_CLIENT_ID: clientId, GATEHOUSE_CLIENT_SECRET: clientSecret!, SESSION_SECRET, API_AUDIENCE: apiAudience },
+          env: { GATEHOUSE_URL: gatehouseUrl, APP_URL: appUrl, CLIENT_ID: clientId, CLIENT_SECRET: clientSecret!, SESSION_SECRET, API_AUDIENCE: apiAudience },
           deadlineMs: 590_000,
         });
         await started.waitForOutput(/Ready in/, 60_000);

@@ -23,8 +23,8 @@ const appUrl = () => new URL(env('APP_URL', `http://127.0.0.1:${process.env.PORT
 
 export const gatehouse = createNextSignIn(() => ({
   issuer: gatehouseUrl(),
-  clientId: env('GATEHOUSE_CLIENT_ID'),
-  clientSecret: env('GATEHOUSE_CLIENT_SECRET'),
+  clientId: env('CLIENT_ID'),
+  clientSecret: env('CLIENT_SECRET'),
   appUrl: appUrl(),
   secret: env('SESSION_SECRET'),
   // The default, spelled out: /dashboard and /api need a session, /admin the ADMIN role.

@@ -1,6 +1,6 @@
 /**
- * `gatehouse-protect/next`: sign-in mode (`createSignIn`) for Next.js 15 and 16 (App Router). The
- * proxy (Next.js 16's `proxy.ts`, 15's `middleware.ts`) keeps the session: it refreshes it when due,
+ * `gatehouse-protect/next`: sign-in mode (`createSignIn`) for the Next.js App Router (tested with 16).
+ * The proxy (Next.js 16's `proxy.ts`, 15's `middleware.ts`) keeps the session: it refreshes it when due,
  * applies the rules, and hands the refreshed cookie both to the browser and to the request the page
  * renders; route handlers answer the sign-in paths (start, callback, sign-out, back-channel logout);
  * server components and route handlers read the user from the request's cookies.
@@ -19,8 +19,10 @@
  *
  * The proxy and the route handlers are bundled apart by Next.js, each with its own instance of this
  * module; what they must share (the sign-outs and back-channel logouts that end sessions) lives by
- * default in one store per process (on `globalThis`), which `next start` shares between them. An
- * app on several instances or on serverless functions passes a shared `store` (Redis, say).
+ * default in one store per process (on `globalThis`), which `next start` shares between them (the
+ * proxy runs on Node.js; an Edge middleware, Next.js 15's default, has a context of its own). An
+ * app on several instances, on serverless functions or with an Edge middleware passes a shared
+ * `store` (Redis, say).
  */
 import { createSignIn } from './sign-in.ts';
 import { memoryStore } from './sign-in-logout.ts';
