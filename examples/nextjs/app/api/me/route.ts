@@ -1,8 +1,9 @@
-import { gatehouseUser } from '../../../lib/gatehouse-user';
+import { cookies } from 'next/headers';
+import { gatehouse } from '../../../lib/gatehouse';
 
-export const dynamic = 'force-dynamic';
-
-/** Who the token speaks for (proxy.ts answers 401 UNAUTHENTICATED without one). */
+/** The signed-in person, as JSON (proxy.ts answers 401 UNAUTHENTICATED without a session). */
 export async function GET(): Promise<Response> {
-  return Response.json(await gatehouseUser(), { headers: { 'cache-control': 'no-store' } });
+  const user = await gatehouse.user(await cookies());
+  if (user === null) return Response.json({ error: 'UNAUTHENTICATED', message: 'Sign in to continue.' }, { status: 401 });
+  return Response.json(user, { headers: { 'cache-control': 'no-store' } });
 }
