@@ -28,6 +28,9 @@ export type { SignIn, SignInOptions, SignInPaths, SignInResult, SignInStore } fr
 export type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBearerToken } from './contract.ts';
+import { createResourceMetadata, withResourceMetadata, type ResourceMetadataOptions } from './resource-metadata.ts';
+
+export type { ResourceMetadataOptions } from './resource-metadata.ts';
 
 export interface ProtectorOptions {
   /** Gatehouse's public URL (its AUTH_URL): the token issuer and the JWKS location. */
@@ -63,6 +66,14 @@ export interface ProtectorOptions {
   jwksMaxAgeMs?: number;
   /** Also ask Gatehouse whether the session is still live (catches sign-out at once). Default false. */
   checkSession?: boolean | { cacheMs?: number };
+  /**
+   * This app is an API or MCP server (a protected resource, RFC 9728): it serves its metadata at
+   * `/.well-known/oauth-protected-resource` (plus the resource's path), naming Gatehouse as its
+   * authorization server; every challenge carries `resource_metadata="…"`; and every refusal is an
+   * API's (JSON with the challenge, never a redirect to sign in), whatever the path. `true`: the
+   * resource is `audience`.
+   */
+  resourceMetadata?: true | ResourceMetadataOptions;
   /** For tests and special transports. */
   fetch?: typeof fetch;
 }
@@ -101,6 +112,7 @@ export function createProtector(options: ProtectorOptions): Protector {
       throw error;
     }
   };
+  const metadata = options.resourceMetadata === undefined ? null : createResourceMetadata(options.resourceMetadata, { issuer, audience, rules });
   const sessionCheck = options.checkSession === undefined || options.checkSession === false ? null : createSessionCheck(issuer, fetchImpl, options.checkSession === true ? {} : options.checkSession);
 
   /**
@@ -149,6 +161,7 @@ export function createProtector(options: ProtectorOptions): Protector {
   }
 
   async function evaluateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Evaluation> {
+    if (metadata !== null && metadata.paths.has(rawPath.split('?')[0]!)) return { decision: { action: 'allow' }, user: null, client: null, denial: metadata.response() };
     const path = readRequestPath(rawPath);
     let decision = decidePath(path, null, rules);
     let caller: Caller | null = null;
@@ -162,12 +175,13 @@ export function createProtector(options: ProtectorOptions): Protector {
     // A Bearer token that does not verify gets RFC 6750's answer on an API path (a page still sends
     // the browser to sign in); another scheme (Basic) presents no bearer token: no error code (§3.1).
     const hasAuthorization = typeof readBearerToken(credentials.authorization) === 'string';
-    return { decision, user, client, denial: denialFor(decision, isApiRequestPath(path), hasAuthorization, rawPath) };
+    return { decision, user, client, denial: denialFor(decision, metadata !== null || isApiRequestPath(path), hasAuthorization, rawPath) };
   }
 
   function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, hasAuthorization: boolean, rawPath: string): Response {
-    if (isApi && hasAuthorization && decision.reason === 'UNAUTHENTICATED') return denialJson('INVALID_TOKEN', 'Bearer error="invalid_token"');
-    if (decision.reason === 'INSUFFICIENT_SCOPE') return denialJson('INSUFFICIENT_SCOPE', `Bearer error="insufficient_scope", scope="${decision.scopes.join(' ')}"`);
+    if (isApi && hasAuthorization && decision.reason === 'UNAUTHENTICATED') return denialJson('INVALID_TOKEN', withResourceMetadata('Bearer error="invalid_token"', metadata));
+    if (decision.reason === 'INSUFFICIENT_SCOPE') return denialJson('INSUFFICIENT_SCOPE', withResourceMetadata(`Bearer error="insufficient_scope", scope="${decision.scopes.join(' ')}"`, metadata));
+    if (isApi && decision.reason === 'UNAUTHENTICATED') return denialJson(decision.reason, withResourceMetadata('Bearer', metadata));
     if (isApi || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
       const target = new URL(signInUrl);
