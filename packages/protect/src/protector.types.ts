@@ -42,6 +42,10 @@ export interface GatehouseClient {
 export interface PresentedCredentials {
   authorization?: string | null | undefined;
   cookie?: string | null | undefined;
+  /** The `DPoP` header: the proof a key-bound token needs (RFC 9449). */
+  dpop?: string | null | undefined;
+  /** The request's method, which a DPoP proof names (`htm`). Default GET. */
+  method?: string | undefined;
 }
 
 export interface Evaluation {
