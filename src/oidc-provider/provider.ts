@@ -187,6 +187,9 @@ export function createProvider(deps: ProviderDeps): Provider {
         },
       },
       userinfo: { enabled: true },
+      // DPoP (RFC 9449): a client that sends proofs gets tokens bound to its key (refresh tokens of
+      // public clients too), and must use a nonce of ours, the same on every instance (AUTH_SECRET).
+      dPoP: { enabled: true, nonceSecret: deriveKey(config.authSecret, 'gatehouse oidc-provider dpop nonces v1'), requireNonce: () => true },
       pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
       // Off unless OIDC_PROVIDER_REGISTRATION_TOKEN is set; registered clients follow the same
       // rules as those an admin registers (the adapter refuses others) and are never first-party.

@@ -9,9 +9,10 @@ import type { SignIn } from './sign-in.types.ts';
 type NodeRequest = IncomingMessage & { gatehouse?: GatehouseUser | null; gatehouseClient?: GatehouseClient | null; originalUrl?: string };
 type Next = (error?: unknown) => void;
 
-/** The two headers the token check reads. The client's Host header is never read. */
-function credentialsOf(request: { headers: IncomingMessage['headers'] }): PresentedCredentials {
-  return { authorization: request.headers.authorization, cookie: request.headers.cookie };
+/** The headers the token check reads, and the method a DPoP proof names. The client's Host header is never read. */
+function credentialsOf(request: { headers: IncomingMessage['headers']; method?: string | undefined }): PresentedCredentials {
+  const dpop = request.headers.dpop;
+  return { authorization: request.headers.authorization, cookie: request.headers.cookie, dpop: typeof dpop === 'string' ? dpop : undefined, method: request.method };
 }
 
 async function sendWebResponse(response: Response, res: ServerResponse): Promise<void> {

@@ -26,8 +26,14 @@ export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRule
 export { createSignIn } from './sign-in.ts';
 export type { SignIn, SignInOptions, SignInPaths, SignInResult, SignInStore } from './sign-in.types.ts';
 export type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
-import type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
+import type { Evaluation, PresentedCredentials, Protector } from './protector.types.ts';
 import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBearerToken } from './contract.ts';
+import { createResourceMetadata, withResourceMetadata, type ResourceMetadataOptions } from './resource-metadata.ts';
+import { createDpopVerifier, DPOP_ALGORITHMS, readDpopToken, type DpopOptions } from './dpop.ts';
+import { copyOfCaller, judged, readCaller, readConfirmation, type Caller } from './token-claims.ts';
+
+export type { DpopOptions } from './dpop.ts';
+export type { ResourceMetadataOptions } from './resource-metadata.ts';
 
 export interface ProtectorOptions {
   /** Gatehouse's public URL (its AUTH_URL): the token issuer and the JWKS location. */
@@ -63,6 +69,21 @@ export interface ProtectorOptions {
   jwksMaxAgeMs?: number;
   /** Also ask Gatehouse whether the session is still live (catches sign-out at once). Default false. */
   checkSession?: boolean | { cacheMs?: number };
+  /**
+   * This app is an API or MCP server (a protected resource, RFC 9728): it serves its metadata at
+   * `/.well-known/oauth-protected-resource` (plus the resource's path), naming Gatehouse as its
+   * authorization server; every challenge carries `resource_metadata="…"`; and every refusal is an
+   * API's (JSON with the challenge, never a redirect to sign in), whatever the path. `true`: the
+   * resource is `audience`.
+   */
+  resourceMetadata?: true | ResourceMetadataOptions;
+  /**
+   * DPoP (RFC 9449): a token bound to a key (`cnf.jkt`, as Gatehouse issues to a client that sends
+   * DPoP proofs) counts only as `Authorization: DPoP <token>` with a valid proof in the `DPoP`
+   * header; sent as a Bearer token it is refused. Always on; this sets the origin proofs must name
+   * (`htu`; default: that of the resource or `audience`) and how old a proof may be.
+   */
+  dpop?: DpopOptions;
   /** For tests and special transports. */
   fetch?: typeof fetch;
 }
@@ -101,18 +122,21 @@ export function createProtector(options: ProtectorOptions): Protector {
       throw error;
     }
   };
+  const metadata = options.resourceMetadata === undefined ? null : createResourceMetadata(options.resourceMetadata, { issuer, audience, rules });
+  const dpop = createDpopVerifier(options.dpop ?? {}, originOf(metadata?.url ?? (typeof audience === 'string' && audience !== issuer ? audience : null)));
   const sessionCheck = options.checkSession === undefined || options.checkSession === false ? null : createSessionCheck(issuer, fetchImpl, options.checkSession === true ? {} : options.checkSession);
 
   /**
    * Verified tokens are remembered (bounded, until they expire), so a client that reuses its token
    * for its whole lifetime costs one signature check, not one per request.
    */
-  const verified = new Map<string, { caller: Caller; expiresAtMs: number }>();
+  const verified = new Map<string, { caller: Caller; jkt: string | null; expiresAtMs: number }>();
 
-  async function verifyToken(token: string): Promise<Caller | null> {
+  /** The caller of a verified token, and the key it is bound to (DPoP), if any. */
+  async function verifyToken(token: string): Promise<{ caller: Caller; jkt: string | null } | null> {
     const remembered = verified.get(token);
     if (remembered !== undefined) {
-      if (remembered.expiresAtMs + CLOCK_TOLERANCE_SECONDS * 1000 > Date.now()) return copyOfCaller(remembered.caller);
+      if (remembered.expiresAtMs + CLOCK_TOLERANCE_SECONDS * 1000 > Date.now()) return { caller: copyOfCaller(remembered.caller), jkt: remembered.jkt };
       verified.delete(token);
       return null;
     }
@@ -131,17 +155,25 @@ export function createProtector(options: ProtectorOptions): Protector {
       return null;
     }
     const caller = readCaller(payload);
-    if (caller === null) return null;
+    const jkt = readConfirmation(payload.cnf);
+    if (caller === null || jkt === undefined) return null;
     if (verified.size >= MAX_REMEMBERED_TOKENS) verified.delete(verified.keys().next().value!);
-    verified.set(token, { caller: copyOfCaller(caller), expiresAtMs: (payload.exp as number) * 1000 });
-    return caller;
+    verified.set(token, { caller: copyOfCaller(caller), jkt, expiresAtMs: (payload.exp as number) * 1000 });
+    return { caller, jkt };
   }
 
-  async function authenticateCredentials(credentials: PresentedCredentials): Promise<Caller | null> {
-    const token = readToken(credentials, cookieNames);
-    if (token === null || token.length > MAX_TOKEN_LENGTH) return null;
-    const caller = await verifyToken(token);
-    if (caller === null) return null;
+  async function authenticateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Caller | null> {
+    const presented = readToken(credentials, cookieNames);
+    if (presented === null || presented.token.length > MAX_TOKEN_LENGTH) return null;
+    const { token, scheme } = presented;
+    const found = await verifyToken(token);
+    if (found === null) return null;
+    const { caller, jkt } = found;
+    // A bound token only with its proof; the DPoP scheme only with a bound token (RFC 9449 §7.1, §7.2).
+    if (jkt !== null || scheme === 'dpop') {
+      if (jkt === null || scheme !== 'dpop') return null;
+      if (!(await dpop.verify({ proof: credentials.dpop, jkt, token, method: credentials.method ?? 'GET', rawPath }))) return null;
+    }
     // The session check asks Gatehouse about the token's session; an app's token has none (it
     // lives minutes, and its grant dies with the user's sessions: see docs/openid-provider.md).
     if (sessionCheck !== null && caller.user?.sessionId != null && !(await sessionCheck(token))) return null;
@@ -149,11 +181,12 @@ export function createProtector(options: ProtectorOptions): Protector {
   }
 
   async function evaluateCredentials(credentials: PresentedCredentials, rawPath: string): Promise<Evaluation> {
+    if (metadata !== null && metadata.paths.has(rawPath.split('?')[0]!)) return { decision: { action: 'allow' }, user: null, client: null, denial: metadata.response() };
     const path = readRequestPath(rawPath);
     let decision = decidePath(path, null, rules);
     let caller: Caller | null = null;
     if (decision.action === 'deny' && decision.reason === 'UNAUTHENTICATED') {
-      caller = await authenticateCredentials(credentials);
+      caller = await authenticateCredentials(credentials, rawPath);
       decision = decidePath(path, caller === null ? null : judged(caller), rules);
     }
     const user = caller?.user ?? null;
@@ -161,13 +194,18 @@ export function createProtector(options: ProtectorOptions): Protector {
     if (decision.action === 'allow') return { decision, user, client, denial: null };
     // A Bearer token that does not verify gets RFC 6750's answer on an API path (a page still sends
     // the browser to sign in); another scheme (Basic) presents no bearer token: no error code (§3.1).
-    const hasAuthorization = typeof readBearerToken(credentials.authorization) === 'string';
-    return { decision, user, client, denial: denialFor(decision, isApiRequestPath(path), hasAuthorization, rawPath) };
+    const scheme = typeof readDpopToken(credentials.authorization) === 'string' ? 'DPoP' : typeof readBearerToken(credentials.authorization) === 'string' ? 'Bearer' : null;
+    return { decision, user, client, denial: denialFor(decision, metadata !== null || isApiRequestPath(path), scheme, rawPath) };
   }
 
-  function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, hasAuthorization: boolean, rawPath: string): Response {
-    if (isApi && hasAuthorization && decision.reason === 'UNAUTHENTICATED') return denialJson('INVALID_TOKEN', 'Bearer error="invalid_token"');
-    if (decision.reason === 'INSUFFICIENT_SCOPE') return denialJson('INSUFFICIENT_SCOPE', `Bearer error="insufficient_scope", scope="${decision.scopes.join(' ')}"`);
+  /** The challenge in the scheme the request used (DPoP's names the algorithms it takes). */
+  const challenge = (scheme: 'Bearer' | 'DPoP' | null, params: string) =>
+    withResourceMetadata(scheme === 'DPoP' ? `DPoP algs="${DPOP_ALGORITHMS.join(' ')}", ${params}` : `Bearer ${params}`, metadata);
+
+  function denialFor(decision: Extract<Decision, { action: 'deny' }>, isApi: boolean, scheme: 'Bearer' | 'DPoP' | null, rawPath: string): Response {
+    if (isApi && scheme !== null && decision.reason === 'UNAUTHENTICATED') return denialJson('INVALID_TOKEN', challenge(scheme, 'error="invalid_token"'));
+    if (decision.reason === 'INSUFFICIENT_SCOPE') return denialJson('INSUFFICIENT_SCOPE', challenge(scheme, `error="insufficient_scope", scope="${decision.scopes.join(' ')}"`));
+    if (isApi && decision.reason === 'UNAUTHENTICATED') return denialJson(decision.reason, withResourceMetadata('Bearer', metadata));
     if (isApi || decision.reason === 'BAD_REQUEST') return denialJson(decision.reason);
     if (decision.reason === 'UNAUTHENTICATED') {
       const target = new URL(signInUrl);
@@ -190,6 +228,8 @@ export function createProtector(options: ProtectorOptions): Protector {
   const credentialsOf = (request: Request): PresentedCredentials => ({
     authorization: request.headers.get('authorization'),
     cookie: request.headers.get('cookie'),
+    dpop: request.headers.get('dpop'),
+    method: request.method,
   });
 
   function evaluate(request: Request, rawPath?: string): Promise<Evaluation> {
@@ -197,7 +237,7 @@ export function createProtector(options: ProtectorOptions): Protector {
   }
 
   return {
-    authenticate: async (request) => (await authenticateCredentials(credentialsOf(request)))?.user ?? null,
+    authenticate: async (request) => (await authenticateCredentials(credentialsOf(request), pathAndQuery(request.url)))?.user ?? null,
     evaluate,
     evaluateCredentials,
     async check(request) {
@@ -214,85 +254,33 @@ function denialJson(reason: keyof typeof DENIALS, challenge?: string): Response 
   return new Response(JSON.stringify({ error: reason, message }), { status, headers });
 }
 
-/** Who a verified token speaks for: a user (Gatehouse's session token), an app for a user, or an app for itself. */
-interface Caller {
-  user: GatehouseUser | null;
-  client: GatehouseClient | null;
-}
-
-/** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
-function copyOfUser(user: Readonly<GatehouseUser>): GatehouseUser {
-  return { ...user, roles: [...user.roles], amr: [...user.amr], scopes: [...user.scopes], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } };
-}
-
-function copyOfCaller(caller: Caller): Caller {
-  const user = caller.user === null ? null : copyOfUser(caller.user);
-  return { user, client: caller.client === null ? null : { clientId: caller.client.clientId, scopes: [...caller.client.scopes], user } };
-}
-
-/** What the rules judge of a caller: the user's roles, proof and organization (none for a machine), and the token's scopes. */
-function judged(caller: Caller) {
-  return { roles: caller.user?.roles ?? [], amr: caller.user?.amr ?? [], org: caller.user?.org ?? null, scopes: caller.client?.scopes ?? [], isMachine: caller.user === null };
-}
-
-/**
- * The caller a verified token's claims describe, or null for claims of the wrong shape (refused,
- * never read loosely). Gatehouse's own tokens name a session and carry `roles`. A token of its
- * OpenID Provider (RFC 9068) names the app it was issued to (`client_id`) and what it may do
- * (`scope`), and has no session; `roles` only when the app asked for them. One the app got for
- * itself (client credentials) has the app as its subject: it speaks for no user.
- */
-function readCaller(payload: Record<string, unknown>): Caller | null {
-  const { sub, sid, roles, client_id: clientId, scope } = payload;
-  if (typeof sub !== 'string') return null;
-  if (clientId !== undefined && (typeof clientId !== 'string' || typeof scope !== 'string')) return null;
-  const scopes = typeof scope === 'string' ? scope.split(' ').filter((value) => value !== '') : [];
-  if (clientId === sub) return { user: null, client: { clientId, scopes, user: null } };
-  if (clientId === undefined && (typeof sid !== 'string' || roles === undefined)) return null;
-  const heldRoles = roles ?? [];
-  if (!Array.isArray(heldRoles) || !heldRoles.every((role) => typeof role === 'string')) return null;
-  const amr = payload.amr ?? [];
-  if (!Array.isArray(amr) || !amr.every((method) => typeof method === 'string')) return null;
-  const org = readOrganizationClaim(payload.org);
-  if (org === undefined) return null;
-  const user: GatehouseUser = {
-    userId: sub,
-    sessionId: typeof sid === 'string' ? sid : null,
-    clientId: clientId ?? null,
-    scopes,
-    roles: [...heldRoles],
-    amr: [...amr],
-    authTime: typeof payload.auth_time === 'number' ? payload.auth_time : null,
-    org,
-  };
-  return { user, client: clientId === undefined ? null : { clientId, scopes: [...scopes], user } };
-}
-
-/** The token's `org` claim: null when absent, undefined when malformed (the token is then refused). */
-function readOrganizationClaim(claim: unknown): GatehouseUser['org'] | undefined {
-  if (claim === undefined || claim === null) return null;
-  if (typeof claim !== 'object' || Array.isArray(claim)) return undefined;
-  const { id, slug, roles } = claim as Record<string, unknown>;
-  if (typeof id !== 'string' || typeof slug !== 'string' || !Array.isArray(roles) || !roles.every((role) => typeof role === 'string')) return undefined;
-  return { id, slug, roles: [...roles] };
-}
-
 /** The request target of an absolute URL: its path and query. */
 function pathAndQuery(url: string): string {
   const { pathname, search } = new URL(url);
   return `${pathname}${search}`;
 }
 
-/** `Authorization: Bearer <token>`, else one of our session cookies; an explicit header never falls back. */
-function readToken(credentials: PresentedCredentials, cookieNames: readonly string[]): string | null {
+/** `Authorization: Bearer <token>` or `DPoP <token>`, else one of our session cookies; an explicit header never falls back. */
+function readToken(credentials: PresentedCredentials, cookieNames: readonly string[]): { token: string; scheme: 'bearer' | 'dpop' | 'cookie' } | null {
+  const dpop = readDpopToken(credentials.authorization);
+  if (dpop !== undefined) return dpop === null ? null : { token: dpop, scheme: 'dpop' };
   const bearer = readBearerToken(credentials.authorization);
-  if (bearer !== undefined) return bearer;
+  if (bearer !== undefined) return bearer === null ? null : { token: bearer, scheme: 'bearer' };
   const cookies = parseCookies(credentials.cookie ?? null);
   for (const name of cookieNames) {
     const value = cookies.get(name);
-    if (value !== undefined) return value;
+    if (value !== undefined) return { token: value, scheme: 'cookie' };
   }
   return null;
+}
+
+function originOf(url: string | null): string | null {
+  if (url === null) return null;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
 }
 
 function parseCookies(header: string | null): Map<string, string> {

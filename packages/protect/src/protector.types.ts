@@ -42,9 +42,14 @@ export interface GatehouseClient {
 export interface PresentedCredentials {
   authorization?: string | null | undefined;
   cookie?: string | null | undefined;
+  /** The `DPoP` header: the proof a key-bound token needs (RFC 9449). */
+  dpop?: string | null | undefined;
+  /** The request's method, which a DPoP proof names (`htm`). Default GET. */
+  method?: string | undefined;
 }
 
 export interface Evaluation {
+  /** What to send instead of the app's handler: a refusal (401/403, a redirect to sign in), or, with `resourceMetadata`, the metadata document on its path; null: go on. */
   denial: Response | null;
   /** The user behind the request; null without one (no token, or a machine's own token). */
   user: GatehouseUser | null;
@@ -54,7 +59,7 @@ export interface Evaluation {
 }
 
 export interface Protector {
-  /** Null when the request may proceed; otherwise the denial to send (401/403 JSON, or a redirect / 403 for pages). */
+  /** Null when the request may proceed; otherwise the response to send (401/403 JSON, a redirect / 403 for pages, or the resource metadata document). */
   check(request: Request): Promise<Response | null>;
   /** The user behind the request's token, or null (also for a machine's own token); for handlers that need more than the rules. */
   authenticate(request: Request): Promise<GatehouseUser | null>;
