@@ -27,6 +27,7 @@ import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts
 import { createUser } from '../helpers/app.ts';
 import { freePort, listeningApp, registerClient, type ListeningApp } from '../helpers/oidc-rp.ts';
 import { REPO_ROOT } from '../helpers/process.ts';
+import { guideFiles } from '../helpers/guides.ts';
 import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, stopwatch, type Started } from '../helpers/machine.ts';
 import { closeBrowser, launchBrowser, skipUnlessChromium, withPage, type Browser } from '../helpers/browser.ts';
 
@@ -51,18 +52,9 @@ function exampleFiles(dir = EXAMPLE_DIR): string[] {
   });
 }
 
-/** The guide's code blocks headed by a line that is only a file name in backticks and a colon. */
-function guideBlocks(): Map<string, string[]> {
-  const blocks = new Map<string, string[]>();
-  for (const match of readFileSync(GUIDE, 'utf8').matchAll(/^`([^`\s]+)`:\n\n```[a-z]*\n([\s\S]*?)^```$/gm)) {
-    blocks.set(match[1]!, [...(blocks.get(match[1]!) ?? []), match[2]!]);
-  }
-  return blocks;
-}
-
 describe('docs/guides/oidc-authjs-nextjs.md is examples/nextjs-authjs', () => {
   it('shows each source file of the example once, exactly as it is, and no file the example does not have', () => {
-    const blocks = guideBlocks();
+    const blocks = guideFiles(GUIDE);
     const files = exampleFiles();
     const sources = files.filter((file) => /\.(ts|tsx)$/.test(file) || file === '.env.example');
     assert.ok(sources.includes('auth.ts') && sources.includes('app/dashboard/page.tsx') && sources.includes('next.config.ts'), `the example's files: ${files.join(', ')}`);
