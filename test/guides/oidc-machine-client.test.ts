@@ -1,11 +1,12 @@
 /**
  * Issue 32 (item 3): docs/guides/oidc-machine-client.md works as written against a local http
- * Gatehouse. The guide's `caller.mjs` (test/helpers/guides.ts) is written to a temporary directory
- * as it is and run with this repository's Node and its openid-client, with the variables the guide
- * names: it discovers a live Gatehouse on plain http, gets a client-credentials token for the API
- * and calls the API, which verifies the token as the guide's API does (EdDSA, `typ` at+jwt, `iss`,
- * `aud`) and answers with the caller. With NODE_ENV=production the same file refuses the http
- * issuer: the allowance for plain http is development-only.
+ * Gatehouse. The guide's `gatehouse clients create` command registers the caller with the CLI; the
+ * guide's `caller.mjs` (test/helpers/guides.ts) is written to a temporary directory as it is and
+ * run with this repository's Node and its openid-client, with the variables the guide names: it
+ * discovers a live Gatehouse on plain http, gets a client-credentials token for the API and calls
+ * the API, which verifies the token as the guide's API does (EdDSA, `typ` at+jwt, `iss`, `aud`)
+ * and answers with the caller. With NODE_ENV=production the same file refuses the http issuer:
+ * the allowance for plain http is development-only.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,9 +17,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
-import { listeningApp, registerClient, type ListeningApp } from '../helpers/oidc-rp.ts';
-import { REPO_ROOT, runNode } from '../helpers/process.ts';
-import { guideFile } from '../helpers/guides.ts';
+import { TEST_SECRET } from '../helpers/app.ts';
+import { listeningApp, type ListeningApp } from '../helpers/oidc-rp.ts';
+import { REPO_ROOT, runCli, runNode } from '../helpers/process.ts';
+import { gatehouseCommand, guideFile } from '../helpers/guides.ts';
 
 const GUIDE = join(REPO_ROOT, 'docs/guides/oidc-machine-client.md');
 
@@ -44,9 +46,13 @@ describe('docs/guides/oidc-machine-client.md: caller.mjs, as written, against a 
 
     database = await createSqliteDatabase();
     gatehouse = await listeningApp(database, { OIDC_PROVIDER_RESOURCES: `${apiUrl}=read:items write:items` });
-    const registered = await registerClient(gatehouse, { name: 'Reporting job', grantTypes: ['client_credentials'] });
-    clientId = registered.clientId;
-    env = { GATEHOUSE_URL: gatehouse.url, API_URL: apiUrl, GATEHOUSE_CLIENT_ID: clientId, GATEHOUSE_CLIENT_SECRET: registered.clientSecret! };
+    // The guide's registration command, run with Gatehouse's CLI on Gatehouse's database and data.
+    const command = gatehouseCommand(GUIDE, 'clients create');
+    const registered = await runCli(command, { env: { NODE_ENV: 'development', AUTH_SECRET: TEST_SECRET, DATA_DIR: gatehouse.config.dataDir, DATABASE_URL: database.url }, timeoutMs: 60_000 });
+    assert.equal(registered.code, 0, `gatehouse ${command.join(' ')} failed:\n${registered.stdout}${registered.stderr}`);
+    const { clientId: id, clientSecret } = JSON.parse(registered.stdout) as { clientId: string; clientSecret: string };
+    clientId = id;
+    env = { GATEHOUSE_URL: gatehouse.url, API_URL: apiUrl, GATEHOUSE_CLIENT_ID: clientId, GATEHOUSE_CLIENT_SECRET: clientSecret };
 
     // The guide's file, byte for byte, where it finds openid-client (this repository's).
     work = mkdtempSync(join(tmpdir(), 'gatehouse-machine-client-guide-'));

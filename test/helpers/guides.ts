@@ -20,3 +20,39 @@ export function guideFile(path: string, name: string): string {
   if (blocks.length !== 1) throw new Error(`${path} shows ${blocks.length} blocks headed \`${name}\`:, not one`);
   return blocks[0]!;
 }
+
+/** A command line split as a POSIX shell splits this simple kind: on blanks, outside '…' and "…". */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  for (const match of line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)) words.push(match[1] ?? match[2] ?? match[3]!);
+  return words;
+}
+
+/**
+ * The arguments of the one `npx gatehouse <prefix> …` command in a page's `sh` blocks (a guide's or
+ * a README's, indented or not), continuation lines joined and quotes removed, without
+ * `npx gatehouse`: what to give the CLI to run it as written.
+ */
+export function gatehouseCommand(path: string, prefix: string): string[] {
+  const commands: string[][] = [];
+  let inShell = false;
+  let pending = '';
+  for (const raw of readFileSync(path, 'utf8').split('\n')) {
+    const line = raw.trim();
+    if (line.startsWith('```')) {
+      inShell = !inShell && line === '```sh';
+      pending = '';
+      continue;
+    }
+    if (!inShell) continue;
+    if (line.endsWith('\\')) {
+      pending += `${line.slice(0, -1)} `;
+      continue;
+    }
+    const command = pending + line;
+    pending = '';
+    if (command.startsWith(`npx gatehouse ${prefix} `)) commands.push(shellWords(command).slice(2));
+  }
+  if (commands.length !== 1) throw new Error(`${path} has ${commands.length} \`npx gatehouse ${prefix}\` commands, not one`);
+  return commands[0]!;
+}

@@ -8,7 +8,8 @@
  * The second suite copies the example to the system's temporary directory, installs it there with
  * the MACHINE's own Node and npm (next@16 with cacheComponents, next-auth@beta as pinned), runs
  * `next build` (which stops on uncached data outside a <Suspense> boundary) and `next start`, with
- * the values of the example's .env.example pointed at a live Gatehouse. Gatehouse is on `127.0.0.1`
+ * the values of the example's .env.example pointed at a live Gatehouse, with which the guide's
+ * `gatehouse clients create` command registered the app. Gatehouse is on `127.0.0.1`
  * and the app on `localhost`: different hosts, so no cookie of one reaches the other (the other way
  * round cannot work: Next.js rewrites a loopback host in request URLs to `localhost`, so Auth.js
  * would send another redirect_uri at its callback than at the sign-in; the guide says so). Chromium
@@ -24,10 +25,10 @@ import { cpSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync } 
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
-import { createUser } from '../helpers/app.ts';
-import { freePort, listeningApp, registerClient, type ListeningApp } from '../helpers/oidc-rp.ts';
-import { REPO_ROOT } from '../helpers/process.ts';
-import { guideFiles } from '../helpers/guides.ts';
+import { createUser, TEST_SECRET } from '../helpers/app.ts';
+import { freePort, listeningApp, type ListeningApp } from '../helpers/oidc-rp.ts';
+import { REPO_ROOT, runCli } from '../helpers/process.ts';
+import { gatehouseCommand, guideFiles } from '../helpers/guides.ts';
 import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, stopwatch, type Started } from '../helpers/machine.ts';
 import { closeBrowser, launchBrowser, skipUnlessChromium, withPage, type Browser } from '../helpers/browser.ts';
 
@@ -65,6 +66,10 @@ describe('docs/guides/oidc-authjs-nextjs.md is examples/nextjs-authjs', () => {
       assert.equal(shown[0], readFileSync(join(EXAMPLE_DIR, file), 'utf8'), `the guide's ${file} is ${EXAMPLE}/${file}`);
     }
     for (const file of blocks.keys()) assert.ok(files.includes(file), `the guide shows ${file}, which ${EXAMPLE} does not have`);
+  });
+
+  it("registers the app with the same command as the example's README", () => {
+    assert.deepEqual(gatehouseCommand(join(EXAMPLE_DIR, 'README.md'), 'clients create'), gatehouseCommand(GUIDE, 'clients create'));
   });
 
   it('installs next-auth@beta, and links the example', () => {
@@ -121,18 +126,20 @@ describe("examples/nextjs-authjs: Next.js 16 (cacheComponents) with Auth.js v5 a
       gatehouseUrl = gatehouse.url;
       await createUser(gatehouse.services, { ...USER, password: PASSWORD });
 
-      // As the guide registers it: Auth.js's callback for the provider id `gatehouse`, the home page after sign-out.
+      // The guide's registration command, run with Gatehouse's CLI on Gatehouse's database and data,
+      // with this app's address for the local one (.env.example's AUTH_URL).
       const appPort = await freePort();
       appUrl = `http://localhost:${appPort}`;
-      const { clientId, clientSecret } = await registerClient(gatehouse, {
-        name: 'My app',
-        redirectUris: [`${appUrl}/api/auth/callback/gatehouse`],
-        postLogoutRedirectUris: [`${appUrl}/`],
-        isFirstParty: true,
-      });
+      const localAppUrl = /^AUTH_URL=(.+)$/m.exec(readFileSync(join(EXAMPLE_DIR, '.env.example'), 'utf8'))![1]!;
+      const command = gatehouseCommand(GUIDE, 'clients create').map((arg) => arg.replaceAll(localAppUrl, appUrl));
+      const registered = await runCli(command, { env: { NODE_ENV: 'development', AUTH_SECRET: TEST_SECRET, DATA_DIR: gatehouse.config.dataDir, DATABASE_URL: database.url }, timeoutMs: 60_000 });
+      assert.equal(registered.code, 0, `gatehouse ${command.join(' ')} failed:\n${registered.stdout}${registered.stderr}`);
+      const { clientId, clientSecret } = JSON.parse(registered.stdout) as { clientId: string; clientSecret: string };
+      const client = await gatehouse.services.oidcClients.show(clientId);
+      assert.deepEqual(client?.redirectUris, [`${appUrl}/api/auth/callback/gatehouse`], "the guide registers Auth.js's callback for the provider id gatehouse, at AUTH_URL");
 
       // The variables of the example's .env.example.
-      const env = { AUTH_SECRET, AUTH_URL: appUrl, AUTH_GATEHOUSE_ISSUER: gatehouseUrl, AUTH_GATEHOUSE_ID: clientId, AUTH_GATEHOUSE_SECRET: clientSecret!, NEXT_TELEMETRY_DISABLED: '1' };
+      const env = { AUTH_SECRET, AUTH_URL: appUrl, AUTH_GATEHOUSE_ISSUER: gatehouseUrl, AUTH_GATEHOUSE_ID: clientId, AUTH_GATEHOUSE_SECRET: clientSecret, NEXT_TELEMETRY_DISABLED: '1' };
       const envExample = readFileSync(join(EXAMPLE_DIR, '.env.example'), 'utf8');
       for (const name of Object.keys(env).filter((name) => name.startsWith('AUTH_'))) assert.match(envExample, new RegExp(`^${name}=`, 'm'), `.env.example sets ${name}`);
       await clock.time('next start', async () => {
