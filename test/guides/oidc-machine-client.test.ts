@@ -48,11 +48,11 @@ describe('docs/guides/oidc-machine-client.md: caller.mjs, as written, against a 
     gatehouse = await listeningApp(database, { OIDC_PROVIDER_RESOURCES: `${apiUrl}=read:items write:items` });
     // The guide's registration command, run with Gatehouse's CLI on Gatehouse's database and data.
     const command = gatehouseCommand(GUIDE, 'clients create');
-    const registered = await runCli(command, { env: { NODE_ENV: 'development', AUTH_SECRET: TEST_SECRET, DATA_DIR: gatehouse.config.dataDir, DATABASE_URL: database.url }, timeoutMs: 60_000 });
+    const registered = await runCli(command, { env: { NODE_ENV: 'development', AUTH_URL: gatehouse.url, AUTH_SECRET: TEST_SECRET, DATA_DIR: gatehouse.config.dataDir, DATABASE_URL: database.url }, timeoutMs: 60_000 });
     assert.equal(registered.code, 0, `gatehouse ${command.join(' ')} failed:\n${registered.stdout}${registered.stderr}`);
-    const { clientId: id, clientSecret } = JSON.parse(registered.stdout) as { clientId: string; clientSecret: string };
-    clientId = id;
-    env = { GATEHOUSE_URL: gatehouse.url, API_URL: apiUrl, GATEHOUSE_CLIENT_ID: clientId, GATEHOUSE_CLIENT_SECRET: clientSecret };
+    const printed = JSON.parse(registered.stdout) as { issuer: string; clientId: string; clientSecret: string };
+    clientId = printed.clientId;
+    env = { GATEHOUSE_URL: printed.issuer, API_URL: apiUrl, GATEHOUSE_CLIENT_ID: clientId, GATEHOUSE_CLIENT_SECRET: printed.clientSecret };
 
     // The guide's file, byte for byte, where it finds openid-client (this repository's).
     work = mkdtempSync(join(tmpdir(), 'gatehouse-machine-client-guide-'));

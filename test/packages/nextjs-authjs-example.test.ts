@@ -132,14 +132,15 @@ describe("examples/nextjs-authjs: Next.js 16 (cacheComponents) with Auth.js v5 a
       appUrl = `http://localhost:${appPort}`;
       const localAppUrl = /^AUTH_URL=(.+)$/m.exec(readFileSync(join(EXAMPLE_DIR, '.env.example'), 'utf8'))![1]!;
       const command = gatehouseCommand(GUIDE, 'clients create').map((arg) => arg.replaceAll(localAppUrl, appUrl));
-      const registered = await runCli(command, { env: { NODE_ENV: 'development', AUTH_SECRET: TEST_SECRET, DATA_DIR: gatehouse.config.dataDir, DATABASE_URL: database.url }, timeoutMs: 60_000 });
+      const registered = await runCli(command, { env: { NODE_ENV: 'development', AUTH_URL: gatehouse.url, AUTH_SECRET: TEST_SECRET, DATA_DIR: gatehouse.config.dataDir, DATABASE_URL: database.url }, timeoutMs: 60_000 });
       assert.equal(registered.code, 0, `gatehouse ${command.join(' ')} failed:\n${registered.stdout}${registered.stderr}`);
-      const { clientId, clientSecret } = JSON.parse(registered.stdout) as { clientId: string; clientSecret: string };
+      const { issuer, clientId, clientSecret } = JSON.parse(registered.stdout) as { issuer: string; clientId: string; clientSecret: string };
+      assert.equal(issuer, gatehouseUrl, 'the CLI prints the issuer');
       const client = await gatehouse.services.oidcClients.show(clientId);
       assert.deepEqual(client?.redirectUris, [`${appUrl}/api/auth/callback/gatehouse`], "the guide registers Auth.js's callback for the provider id gatehouse, at AUTH_URL");
 
       // The variables of the example's .env.example.
-      const env = { AUTH_SECRET, AUTH_URL: appUrl, AUTH_GATEHOUSE_ISSUER: gatehouseUrl, AUTH_GATEHOUSE_ID: clientId, AUTH_GATEHOUSE_SECRET: clientSecret, NEXT_TELEMETRY_DISABLED: '1' };
+      const env = { AUTH_SECRET, AUTH_URL: appUrl, AUTH_GATEHOUSE_ISSUER: issuer, AUTH_GATEHOUSE_ID: clientId, AUTH_GATEHOUSE_SECRET: clientSecret, NEXT_TELEMETRY_DISABLED: '1' };
       const envExample = readFileSync(join(EXAMPLE_DIR, '.env.example'), 'utf8');
       for (const name of Object.keys(env).filter((name) => name.startsWith('AUTH_'))) assert.match(envExample, new RegExp(`^${name}=`, 'm'), `.env.example sets ${name}`);
       await clock.time('next start', async () => {
