@@ -136,3 +136,19 @@ export async function prerequisites(spec: string): Promise<true | string> {
 export function killAll(): void {
   for (const child of live) killGroup(child, 'SIGKILL');
 }
+
+/** Times the named steps of a suite (npm install, next build…), for one diagnostic line at its end. */
+export function stopwatch(): { time<T>(what: string, fn: () => Promise<T>): Promise<T>; summary(): string } {
+  const timings: string[] = [];
+  return {
+    async time(what, fn) {
+      const began = Date.now();
+      try {
+        return await fn();
+      } finally {
+        timings.push(`${what}: ${((Date.now() - began) / 1000).toFixed(1)} s`);
+      }
+    },
+    summary: () => `timings: ${timings.join('; ')}`,
+  };
+}
