@@ -73,7 +73,9 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         ...rest,
         headers,
         ...(json !== undefined && { body: JSON.stringify(json) }),
-        ...(cookieMode && { credentials: 'include' as const }),
+        // Token mode carries no cookie, and takes none (a passkey's answer sets them for cookie mode):
+        // on Gatehouse's own origin, cookies without a Bearer token would make its requests need CSRF tokens.
+        credentials: cookieMode ? 'include' : 'omit',
       });
     };
     try {

@@ -13,6 +13,7 @@
  *   the page then makes protected calls (a safe one, and an unsafe one with the CSRF token);
  * - a passkey (Chromium's virtual authenticator, through the DevTools protocol): added from the
  *   page, then a whole sign-in with it, then the second factor after a password, in cookie mode;
+ *   and a sign-in with it in token mode;
  * - two tabs of one origin sharing tokens in localStorage both find the access token expiring: one
  *   refresh reaches Gatehouse (the other tab waits on the Web Lock and takes its result, even when
  *   its copy of localStorage has not caught up yet: src/tabs.ts), both end with the new token, the
@@ -248,6 +249,18 @@ describe('gatehouse-client in Chromium against a live Gatehouse', { skip: chromi
       assert.equal(second.unsafeCall, 200);
       assert.equal((await sessionCookies(page)).length, 2);
       assert.equal((await gatehouse!.services.sessions.listSessions(id)).length, 1);
+
+      // Token mode too: the client keeps the tokens and its calls carry them; it sends and takes no cookie.
+      const cookiesBefore = await sessionCookies(page);
+      const tokenMode = await page.evaluate(async () => {
+        const w = window as unknown as AppWindow;
+        const client = w.gatehouse.createGatehouseClient({ baseUrl: location.origin });
+        const result = await client.signInWithPasskey();
+        return { status: result.status, call: (await client.fetch('/api/auth/sessions', { credentials: 'omit' })).status };
+      });
+      assert.deepEqual(tokenMode, { status: 'signed-in', call: 200 });
+      assert.deepEqual(await sessionCookies(page), cookiesBefore, "the cookie-mode session's cookies are untouched");
+      assert.equal((await gatehouse!.services.sessions.listSessions(id)).length, 2);
     });
   });
 
