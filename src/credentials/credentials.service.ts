@@ -19,7 +19,7 @@ import type { PasswordPolicy, PasswordRejection } from './password-policy.ts';
 import { createNewPasswordCheck, type NewPasswordCheck, type PasswordClient } from './new-password.ts';
 import type { PasswordRefusalLimits } from './password-refusals.ts';
 import type { SignInThrottle } from './signin-throttle.ts';
-import type { SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
+import type { SessionDelivery, SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
 import { PASSWORD_FACTOR, passwordFactor } from './password-factor.ts';
 
 export type SignInResult =
@@ -66,6 +66,8 @@ export interface SignInInput {
   userAgent: string | null;
   /** The request's language, when it states one (`requestLocale`): an account with none stores it. */
   locale?: Locale | undefined;
+  /** How the session reaches the client (`cookies`: POST /api/auth/signin); a second-factor challenge keeps it. Default `tokens`. */
+  delivery?: SessionDelivery;
 }
 
 export type CredentialsService = ReturnType<typeof createCredentialsService>;
@@ -191,7 +193,7 @@ export function createCredentialsService(deps: {
         }
         const user = await users.findUserById(credentials.id);
         if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
-        const complete = (hash: string) => pipeline.complete({ user, factor: passwordFactor(normaliseEmail(input.email), hash), source });
+        const complete = (hash: string) => pipeline.complete({ user, factor: passwordFactor(normaliseEmail(input.email), hash), source, ...(input.delivery !== undefined && { delivery: input.delivery }) });
         let outcome = await complete(verifiedHash);
         if (!outcome.ok && 'refusal' in outcome && outcome.refusal === 'CREDENTIALS_CHANGED') {
           // The account changed while the password was checked. Disabled: answered as a disabled

@@ -19,6 +19,7 @@ import { toCallbackUrl } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE } from '../http/sign-in-redirect.ts';
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { signInBody } from '../signin/signin-response.ts';
+import type { SessionDelivery } from '../signin/signin-pipeline.ts';
 import { requestLocale } from '../audit/request-source.ts';
 import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -76,8 +77,13 @@ interface SignInRouteOptions {
   clock: Clock;
 }
 
-async function signIn(credentials: CredentialsService, request: FastifyRequest, email: string, password: string): Promise<Extract<SignInResult, { ok: true }>> {
-  const result = await credentials.signIn({ email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, locale: requestLocale(request) });
+/** `delivery`: how the session reaches the client, which a second-factor challenge keeps for its answer. */
+function attempt(request: FastifyRequest, email: string, password: string, delivery: SessionDelivery) {
+  return { email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, locale: requestLocale(request), delivery };
+}
+
+async function signIn(credentials: CredentialsService, request: FastifyRequest, email: string, password: string, delivery: SessionDelivery): Promise<Extract<SignInResult, { ok: true }>> {
+  const result = await credentials.signIn(attempt(request, email, password, delivery));
   if (result.ok) return result;
   throw toSignInError(result);
 }
@@ -102,7 +108,7 @@ export const apiSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = async 
       },
     },
     async (request) => {
-      return signInBody(await signIn(credentials, request, request.body.email, request.body.password));
+      return signInBody(await signIn(credentials, request, request.body.email, request.body.password, 'tokens'));
     },
   );
 };
@@ -126,7 +132,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
       const callbackUrl = toCallbackUrl(request.body.callbackUrl, config);
       if (isFormPost(request)) {
         // A form cannot read a challenge's JSON: it is sent to the page that answers it.
-        const outcome = await credentials.signIn({ email: request.body.email, password: request.body.password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, locale: requestLocale(request) });
+        const outcome = await credentials.signIn(attempt(request, request.body.email, request.body.password, 'cookies'));
         if (!outcome.ok && outcome.reason === 'CHALLENGE' && redirectToChallenge(reply, outcome.challenge, callbackUrl, config)) return reply;
         if (outcome.ok) {
           await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: outcome.user.id, session: outcome.session });
@@ -134,7 +140,7 @@ export const browserSignInRoutes: FastifyPluginAsyncZod<SignInRouteOptions> = as
         }
         throw toSignInError(outcome);
       }
-      const result = await signIn(credentials, request, request.body.email, request.body.password);
+      const result = await signIn(credentials, request, request.body.email, request.body.password, 'cookies');
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
       return signInBody(result);
     },

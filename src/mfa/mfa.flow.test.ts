@@ -13,6 +13,7 @@ import { fakeClock } from '../../test/helpers/clock.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
 import { createMfaService } from './mfa.service.ts';
+import { cookieNames } from '../sessions/session-cookie.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -117,6 +118,53 @@ for (const backend of await backends()) {
         const again = await post('/api/auth/mfa/verify', { mfaToken, code: totpCode(secret, clock() + TOTP_STEP_MS) });
         assert.equal(again.statusCode, 401, 'the token was spent');
         assert.equal(again.json().error, 'INVALID_TOKEN');
+      });
+
+      it('finishes a cookie-mode sign-in into the cookies POST /api/auth/signin sets, under its CSRF rules; a token-mode one into none', async () => {
+        const { user, email, secret } = await enrolledUser();
+        const names = cookieNames(t.config);
+        const origin = new URL(t.config.authUrl).origin;
+        const auditCount = async () => (await t.services.storage.db.selectFrom('audit_events').select('id').where('type', '=', 'signin.success').where('user_id', '=', user.id).execute()).length;
+
+        // Token mode: the body, no cookie, as before.
+        const tokensChallenge = await challenge(email);
+        const tokens = await post('/api/auth/mfa/verify', { mfaToken: tokensChallenge, code: totpCode(secret, clock()) });
+        assert.equal(tokens.statusCode, 200, tokens.body);
+        assert.deepEqual(tokens.cookies, [], 'a challenge from POST /api/auth is finished into no cookie');
+        clock.advance(TOTP_STEP_MS);
+
+        // Cookie mode, in a browser that is signed in as someone else already (the case CSRF protects).
+        const other = `other${++count}@example.com`;
+        await createUser(t.services, { email: other, password: PASSWORD });
+        const jar = new CookieJar().store(await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email: other, password: PASSWORD } }));
+        const csrf = await t.app.inject({ method: 'GET', url: '/api/auth/csrf', headers: { cookie: jar.header() } });
+        jar.store(csrf);
+        const asked = await t.app.inject({ method: 'POST', url: '/api/auth/signin', payload: { email, password: PASSWORD }, headers: { cookie: jar.header(), origin, 'x-csrf-token': csrf.json().csrfToken } });
+        assert.equal(asked.statusCode, 403, asked.body);
+        assert.deepEqual(asked.cookies, [], 'no session, no cookie until the second factor');
+        const { mfaToken } = asked.json();
+        const code = totpCode(secret, clock());
+        const verify = (headers: Record<string, string>) => t.app.inject({ method: 'POST', url: '/api/auth/mfa/verify', payload: { mfaToken, code }, headers: { cookie: jar.header(), ...headers } });
+        // The same rules as the sign-in: another origin, or no token, is refused before the code is looked at.
+        assert.equal((await verify({ origin: 'https://evil.example' })).json().error, 'CSRF_FAILED');
+        assert.equal((await verify({ origin })).json().error, 'CSRF_FAILED');
+        const before = await auditCount();
+        const finished = await verify({ origin, 'x-csrf-token': csrf.json().csrfToken });
+        assert.equal(finished.statusCode, 200, finished.body);
+        assert.deepEqual(Object.keys(finished.json()).sort(), ['expiresAt', 'refreshToken', 'token', 'user']);
+        assert.equal(finished.headers['cache-control'], 'no-store');
+        const set = new Map(finished.cookies.map((cookie) => [cookie.name, cookie]));
+        for (const name of [names.access, names.refresh, names.csrf]) assert.ok(set.has(name), `sets ${name} (the CSRF secret is replaced with the session)`);
+        assert.equal(set.get(names.access)!.httpOnly, true);
+        assert.equal(set.get(names.access)!.sameSite, 'Lax');
+        jar.store(finished);
+        const session = await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: jar.header() } });
+        assert.equal(session.statusCode, 200, session.body);
+        assert.equal(session.json().user.id, user.id);
+        assert.deepEqual(session.json().session.amr, ['pwd', 'otp', 'mfa']);
+        assert.equal(await auditCount(), before + 1, 'one signin.success, as in token mode');
+        const otherId = (await t.services.users.findUserByEmail(other))!.id;
+        assert.deepEqual(await t.services.sessions.listSessions(otherId), [], "the browser's previous session was ended, as a sign-in there does");
       });
 
       it('accepts a TOTP code once: replayed with a new sign-in it is refused', async () => {

@@ -12,6 +12,7 @@ import { MFA_ERRORS } from './mfa.errors.ts';
 import { mfaConfigSection } from './mfa.config.ts';
 import * as mfaFactors from './migrations/20261124-mfa-factors.ts';
 import * as mfaChallengeBinding from './migrations/20261129-mfa-challenge-binding.ts';
+import * as mfaChallengeDelivery from './migrations/20261130-mfa-challenge-delivery.ts';
 import { createMfaService, type MfaService } from './mfa.service.ts';
 import { createSecondFactor, type SecondFactor } from './second-factor.ts';
 import { deleteExpiredChallenges } from './mfa.store.ts';
@@ -48,7 +49,7 @@ export const mfaModule = defineModule({
   messages: readMessages(join(import.meta.dirname, 'messages')),
   securityNotices: MFA_SECURITY_NOTICES,
   config: mfaConfigSection,
-  migrations: { '20261124-mfa-factors': mfaFactors, '20261129-mfa-challenge-binding': mfaChallengeBinding },
+  migrations: { '20261124-mfa-factors': mfaFactors, '20261129-mfa-challenge-binding': mfaChallengeBinding, '20261130-mfa-challenge-delivery': mfaChallengeDelivery },
   errors: MFA_ERRORS,
   auditEvents: AUDIT_EVENTS,
   publicEvents: MFA_PUBLIC_EVENTS,
@@ -101,7 +102,7 @@ export const mfaModule = defineModule({
     },
     {
       scope: 'api',
-      register: (app, { services, config, clock }) =>
+      register: (app, { services, csrf, config, clock }) =>
         app.register(mfaRoutes, {
           mfa: services.mfa,
           secondFactor: services.secondFactor,
@@ -109,6 +110,7 @@ export const mfaModule = defineModule({
           sessions: services.sessions,
           config: config.mfa,
           cookieConfig: config,
+          csrf,
           clock,
         }),
     },

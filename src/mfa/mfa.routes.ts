@@ -5,7 +5,9 @@
  *   and removal (signed in, by Bearer or cookie + CSRF, and signed in at most REAUTH_WINDOW ago;
  *   adding the app also needs a recent second factor from a user who has one);
  * - `POST /api/auth/mfa/verify`: finishes a sign-in that answered 403 MFA_REQUIRED, with the same
- *   body `POST /api/auth` gives.
+ *   body `POST /api/auth` gives; a sign-in started at `POST /api/auth/signin` (its challenge says
+ *   so) also gets the browser session cookies that endpoint sets, by the same code
+ *   (`setBrowserSession`), under the same CSRF and origin checks (http/csrf.ts, for every route).
  */
 import { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
@@ -19,7 +21,8 @@ import type { Clock } from '../lib/clock.ts';
 import { isoTime } from '../lib/clock.ts';
 import type { Config } from '../config.ts';
 import type { SessionService } from '../sessions/session.service.ts';
-import { setAccessCookie } from '../sessions/session-cookie.ts';
+import { setAccessCookie, setBrowserSession } from '../sessions/session-cookie.ts';
+import type { CsrfRotation } from '../http/csrf.ts';
 import type { MfaConfig } from './mfa.config.ts';
 import { statusJson, type MfaService } from './mfa.service.ts';
 import type { ChallengeResult, SecondFactor } from './second-factor.ts';
@@ -33,6 +36,8 @@ export interface MfaRouteOptions {
   config: MfaConfig;
   /** For the access cookie a step-up replaces. */
   cookieConfig: Config;
+  /** A cookie-mode sign-in finished here gets a new CSRF secret with its session, as at POST /api/auth/signin. */
+  csrf: CsrfRotation;
   clock: Clock;
 }
 
@@ -70,7 +75,7 @@ const recentSignIn = access.user({ exempt: [DURING_ENROLMENT], requires: [RECENT
  */
 const recentSecondFactor = access.user({ exempt: [DURING_ENROLMENT], requires: [RECENT_SECOND_FACTOR, RECENT_SIGN_IN] });
 
-export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { mfa, secondFactor, users, sessions, cookieConfig, clock }) => {
+export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { mfa, secondFactor, users, sessions, cookieConfig, csrf, clock }) => {
   /** The caller (the route's declaration admitted them) and their account. */
   async function caller(request: FastifyRequest) {
     const auth = signedIn(request);
@@ -262,25 +267,29 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
       config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       schema: {
         tags: ['mfa'],
-        summary: 'Finish a sign-in with a second factor',
+        summary: 'Finish a sign-in with a second factor; sets the session cookies when the sign-in did',
         description:
-          'After a sign-in answered 403 MFA_REQUIRED: its `mfaToken` and a code. The token lives 5 minutes, allows 5 wrong codes and is spent on success; codes also count against the account\'s throttle.',
+          'After a sign-in answered 403 MFA_REQUIRED: its `mfaToken` and a code. The token lives 5 minutes, allows 5 wrong codes and is spent on success; codes also count against the account\'s throttle. The answer is the body POST /api/auth gives. A sign-in started at POST /api/auth/signin (cookie mode) is finished the way it would have been: the browser session cookies are set too (and the CSRF secret replaced; a browser that already carries session cookies must send `X-CSRF-Token`, as there). One started at POST /api/auth gets no cookies.',
         body: verifyBody,
         response: {
           200: z.object({ token: z.string(), user: z.object({ id: z.string(), email: z.string(), name: z.string() }), refreshToken: z.string(), expiresAt: z.iso.datetime() }),
           ...bodyErrorResponses,
           401: errorResponse.describe('A wrong or used code (INVALID_CODE), or an unknown, expired, spent or exhausted mfaToken (INVALID_TOKEN)'),
-          403: errorResponse.describe('The account was disabled meanwhile (ACCOUNT_DISABLED), or its password changed (CREDENTIALS_CHANGED is answered as INVALID_TOKEN)'),
+          403: errorResponse.describe('The account was disabled meanwhile (ACCOUNT_DISABLED; a password changed meanwhile is answered as INVALID_TOKEN); or a cookie-carrying request from another origin or without a valid CSRF token (CSRF_FAILED)'),
           429: errorResponse.describe('Too many wrong codes or sign-in attempts for this account (RATE_LIMITED), with Retry-After'),
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { mfaToken } = request.body;
       const answer = request.body.code ?? request.body.recoveryCode!;
       const result = await secondFactor.answer({ mfaToken, code: answer }, requestSource(request, null));
-      if (result.ok) return signInBody(result);
-      throw challengeError(result);
+      if (!result.ok) throw challengeError(result);
+      if (result.delivery === 'cookies') {
+        await setBrowserSession(request, reply, { sessions, csrf, config: cookieConfig, nowMs: clock() }, { userId: result.user.id, session: result.session });
+        reply.header('cache-control', 'no-store');
+      }
+      return signInBody(result);
     },
   );
 };

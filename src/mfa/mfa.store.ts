@@ -34,6 +34,8 @@ export interface MfaChallengesTable {
   factor: string;
   /** What that kind checks again when the challenge is met (signin/first-factor.ts); null for nothing. */
   binding: string | null;
+  /** How the sign-in that asked delivers its session (signin-pipeline.ts): `tokens` or `cookies`, which its answer at /api/auth/mfa/verify sets too. */
+  delivery: string;
   failed_attempts: number;
   created_at: number;
   expires_at: number;

@@ -9,13 +9,15 @@
  * sign-in it finishes; every code also counts against the account's throttle. The sign-in then
  * resumes in the pipeline, after this step, with the first factor its registered kind rebuilds
  * from the binding (a kind no module registers any more: the token is refused), and the session
- * records both factors in its `amr`.
+ * records both factors in its `amr`. The challenge also keeps how the sign-in that asked delivers
+ * its session (`tokens`, or `cookies` for a cookie-setting sign-in), and the finished sign-in says
+ * so: its answer sets the browser's cookies exactly when the sign-in that asked would have.
  */
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
-import type { SignInOutcome, SignInPipeline, SignInStep } from '../signin/signin-pipeline.ts';
+import type { SessionDelivery, SignInOutcome, SignInPipeline, SignInStep } from '../signin/signin-pipeline.ts';
 import type { FirstFactorKind } from '../signin/first-factor.ts';
 import { randomSecret, sha256Base64url } from '../lib/random.ts';
 import { RECOVERY_CODE_METHOD, type MfaService } from './mfa.service.ts';
@@ -43,8 +45,12 @@ export interface MetChallenge {
   amr: readonly string[];
 }
 
+/** A sign-in finished through its challenge: the session, and how the sign-in that asked delivers it. */
+export type FinishedSignIn = Extract<SignInOutcome, { ok: true }> & { delivery: SessionDelivery };
+
 export type ChallengeResult =
-  | SignInOutcome
+  | FinishedSignIn
+  | Exclude<SignInOutcome, { ok: true }>
   | { ok: false; reason: 'INVALID_TOKEN' | 'INVALID_CODE' }
   | { ok: false; reason: 'RATE_LIMITED'; retryAfterSeconds: number };
 
@@ -62,7 +68,7 @@ export function createSecondFactor(deps: {
 
   const step: SignInStep = {
     name: SECOND_FACTOR_STEP,
-    async decide({ user, factor }) {
+    async decide({ user, factor, delivery }) {
       // A first factor that is two already (a user-verified passkey).
       if (factor.amr.includes('mfa')) return { action: 'continue' };
       const methods = await mfa.methodsOf(user.id);
@@ -74,6 +80,7 @@ export function createSecondFactor(deps: {
         user_id: user.id,
         factor: factor.kind,
         binding: factor.binding,
+        delivery: delivery ?? 'tokens',
         failed_attempts: 0,
         created_at: now,
         expires_at: now + CHALLENGE_TTL_MS,
@@ -111,7 +118,9 @@ export function createSecondFactor(deps: {
       await audit.record({ type: 'signin.failure', userId: user.id, email: user.email, source, reason: 'CREDENTIALS_CHANGED', details: { step: SECOND_FACTOR_STEP } });
       return { ok: false, refusal: 'CREDENTIALS_CHANGED' };
     }
-    return pipeline.complete({ user, factor, source }, { step: SECOND_FACTOR_STEP, method: met.method, amr: [...met.amr, 'mfa'] });
+    const delivery: SessionDelivery = challenge.delivery === 'cookies' ? 'cookies' : 'tokens';
+    const outcome = await pipeline.complete({ user, factor, source, delivery }, { step: SECOND_FACTOR_STEP, method: met.method, amr: [...met.amr, 'mfa'] });
+    return outcome.ok ? { ...outcome, delivery } : outcome;
   }
 
   return {

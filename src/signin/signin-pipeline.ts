@@ -26,10 +26,19 @@ import type { Clock } from '../lib/clock.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { FirstFactor, FirstFactorKind } from './first-factor.ts';
 
+/**
+ * How the session a sign-in starts reaches the client: in the answer's body only (`tokens`: `POST
+ * /api/auth`), or also as the browser's cookies (`cookies`: `POST /api/auth/signin`). A challenge
+ * keeps it, so that its answer delivers the session the way the sign-in that asked would have.
+ */
+export type SessionDelivery = 'tokens' | 'cookies';
+
 export interface SignInAttempt {
   user: User;
   factor: FirstFactor;
   source: AuditSource;
+  /** Default `tokens`. */
+  delivery?: SessionDelivery;
 }
 
 /** A sign-in going on after the challenge of `step` was met by `method` (`totp`, `passkey`), proving `amr` (e.g. `['otp', 'mfa']`). */

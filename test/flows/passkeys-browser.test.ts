@@ -22,7 +22,7 @@ import { dirname, join } from 'node:path';
 import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
 import { freePort } from '../helpers/process.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
-import { chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, watchConsole, type Browser, type Page } from '../helpers/browser.ts';
+import { addVirtualAuthenticator, chromiumAvailability, closeBrowser, launchBrowser, saveScreenshot, withPage, watchConsole, type Browser, type Page } from '../helpers/browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const USER = { email: 'pia@example.com', password: PASSWORD, name: 'Pia Passkey' };
@@ -30,16 +30,6 @@ const STRATEGIES = ['database', 'jwt'] as const;
 
 async function screenshot(t: TestContext, page: Page, name: string): Promise<void> {
   t.diagnostic(`screenshot: ${await saveScreenshot(page, name)}`);
-}
-
-/** A virtual platform authenticator (resident keys, user verification) for this page. */
-async function addVirtualAuthenticator(page: Page) {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
-  });
-  return { cdp, authenticatorId };
 }
 
 /** @simplewebauthn/browser's UMD bundle, for the other origin's page. */

@@ -253,3 +253,16 @@ export function watchConsole(page: Page): string[] {
   });
   return problems;
 }
+
+/**
+ * A virtual platform authenticator (resident keys, user verification, always present) for this
+ * page, through the DevTools protocol: WebAuthn ceremonies then succeed without a person.
+ */
+export async function addVirtualAuthenticator(page: Page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  return { cdp, authenticatorId };
+}

@@ -9,6 +9,8 @@
 import type { GatehouseClient, GatehouseClientOptions, GatehouseError, RefreshResult, SecondFactorAnswer, SessionResult, SessionState, SignInResult, SignOutResult, StoredTokens } from './types.ts';
 import { memoryStorage } from './storage.ts';
 import { errorFrom, errorFromBody, isCsrfFailure, isRecord, isReplayable, isRequest, isResponse, networkError, readJson, sessionFrom, tokensFrom, unexpected, urlOf } from './http.ts';
+import { passkeyStep } from './passkey.ts';
+import { refreshCoordinator } from './tabs.ts';
 
 export type * from './types.ts';
 export { memoryStorage, localStorageAdapter, type KeyValueStorage } from './storage.ts';
@@ -17,13 +19,6 @@ export { verifyWebhook, signWebhook, WebhookVerificationError, type WebhookEvent
 const LOADING: SessionState = { status: 'loading', session: null };
 const SIGNED_OUT: SessionState = { status: 'signed-out', session: null };
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * Where Web Locks cannot be used, instances in one JavaScript realm that share a storage (the
- * object, or its `sharedKey`) queue their refreshes here. Node has no tabs: this is what holds there.
- */
-const queuesByStorage = new WeakMap<object, Promise<unknown>>();
-const queuesByKey = new Map<string, Promise<unknown>>();
 
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -34,6 +29,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
   const send: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const storage = options.storage ?? memoryStorage();
   const aheadMs = Math.max(0, options.refreshAheadSeconds ?? 30) * 1000;
+  const tabs = refreshCoordinator(storage);
 
   let state: SessionState = LOADING;
   const listeners = new Set<(state: SessionState) => void>();
@@ -77,7 +73,9 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         ...rest,
         headers,
         ...(json !== undefined && { body: JSON.stringify(json) }),
-        ...(cookieMode && { credentials: 'include' as const }),
+        // Token mode carries no cookie, and takes none (a passkey's answer sets them for cookie mode):
+        // on Gatehouse's own origin, cookies without a Bearer token would make its requests need CSRF tokens.
+        credentials: cookieMode ? 'include' : 'omit',
       });
     };
     try {
@@ -107,28 +105,12 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
   // --- refresh: one rotation at a time per session ---------------------------------------------
 
   /**
-   * Runs `task` while no other instance sharing the storage runs one: a Web Lock across tabs when
-   * the storage is shared and the runtime has them, otherwise a queue in this realm.
-   */
-  function exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const locks = typeof navigator === 'undefined' ? undefined : navigator.locks;
-    if (storage.sharedKey !== undefined && locks !== undefined) return locks.request(`gatehouse-refresh:${storage.sharedKey}`, task);
-    const key = storage.sharedKey;
-    const previous = (key === undefined ? queuesByStorage.get(storage) : queuesByKey.get(key)) ?? Promise.resolve();
-    const run = previous.then(task, task);
-    const settled = run.catch(() => undefined);
-    if (key === undefined) queuesByStorage.set(storage, settled);
-    else queuesByKey.set(key, settled);
-    return run;
-  }
-
-  /**
    * Joins the rotation under way in this instance, or starts one. `seen` is the refresh token the
    * caller knew: if the stored one differs once the lock is held, someone else rotated meanwhile
    * and their tokens are used, so a spent refresh token is never presented again.
    */
   function refreshOnce(seen: string | undefined): Promise<RefreshResult> {
-    inFlight ??= (cookieMode ? refreshCookies() : exclusive(() => rotate(seen))).finally(() => {
+    inFlight ??= (cookieMode ? refreshCookies() : tabs.exclusive(() => rotate(seen))).finally(() => {
       inFlight = null;
     });
     return inFlight;
@@ -138,12 +120,18 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     const current = await storage.get();
     if (current === null) return signedOut({ code: 'UNAUTHENTICATED', message: 'Not signed in.' });
     if (seen !== undefined && current.refreshToken !== seen) return { status: 'refreshed' };
+    // Another tab rotated these tokens, and this tab's storage has not caught up yet.
+    const elsewhere = await tabs.replacedElsewhere(current);
+    if (elsewhere === 'replaced') return { status: 'refreshed' };
+    if (elsewhere === 'signed-out') return signedOut({ code: 'UNAUTHENTICATED', message: 'Signed out in another tab.' });
+    if (elsewhere === 'stale') return { status: 'error', error: { code: 'STORAGE_OUT_OF_SYNC', message: "Another tab refreshed the session, but its tokens did not reach this tab's storage." } };
     const response = await callService('/api/auth/refresh', { method: 'POST', json: { refreshToken: current.refreshToken } });
     if (!isResponse(response)) return { status: 'error', error: response };
     if (response.ok) {
       const tokens = tokensFrom(await readJson(response));
       if (tokens === null) return { status: 'error', error: unexpected(response.status) };
       await storage.set(tokens);
+      await tabs.rotated(current.refreshToken);
       return { status: 'refreshed' };
     }
     const error = await errorFrom(response);
@@ -264,13 +252,18 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     return finishSignIn(await callService(path, { method: 'POST', json: { email: credentials.email, password: credentials.password } }));
   }
 
+  /**
+   * Both modes: the service finishes a challenge the way the sign-in that asked would have (cookie
+   * mode's POST /api/auth/signin: with the cookies), and a passkey's answer sets them too.
+   */
   async function verifySecondFactor(answer: SecondFactorAnswer & { mfaToken: string }): Promise<SignInResult> {
-    if (cookieMode) {
-      // The service's JSON second-factor endpoint answers with tokens and sets no cookies.
-      return { status: 'error', error: { code: 'NOT_SUPPORTED', message: "A second factor cannot be answered in mode 'cookies': use the hosted sign-in page, or mode 'tokens'." } };
-    }
+    if ('passkey' in answer) return passkeyStep(callService, finishSignIn, answer.mfaToken);
     const body = 'code' in answer ? { mfaToken: answer.mfaToken, code: answer.code } : { mfaToken: answer.mfaToken, recoveryCode: answer.recoveryCode };
     return finishSignIn(await callService('/api/auth/mfa/verify', { method: 'POST', json: body }));
+  }
+
+  function signInWithPasskey(): Promise<SignInResult> {
+    return passkeyStep(callService, finishSignIn);
   }
 
   async function finishSignIn(response: Response | GatehouseError): Promise<SignInResult> {
@@ -319,6 +312,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
 
   return {
     signIn,
+    signInWithPasskey,
     verifySecondFactor,
     signOut,
     getSession,
@@ -333,6 +327,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     },
     close() {
       channel?.close();
+      tabs.close();
     },
   };
 

@@ -32,6 +32,7 @@ export interface UseSessionResult {
   status: 'loading' | 'signed-in' | 'signed-out';
   session: Session | null;
   signIn(credentials: { email: string; password: string }): Promise<SignInResult>;
+  signInWithPasskey(): Promise<SignInResult>;
   signOut(): Promise<SignOutResult>;
   refresh(): Promise<RefreshResult>;
 }
@@ -40,5 +41,5 @@ export function useSession(): UseSessionResult {
   const client = useGatehouseClient();
   // The server snapshot is the client's state too: 'loading' during server rendering.
   const state = useSyncExternalStore(client.subscribe, client.getState, client.getState);
-  return { status: state.status, session: state.session, signIn: client.signIn, signOut: client.signOut, refresh: client.refresh };
+  return { status: state.status, session: state.session, signIn: client.signIn, signInWithPasskey: client.signInWithPasskey, signOut: client.signOut, refresh: client.refresh };
 }

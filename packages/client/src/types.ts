@@ -45,15 +45,16 @@ export type SessionState =
   | { status: 'signed-in'; session: Session }
   | { status: 'signed-out'; session: null };
 
-/** The service's stable codes this client meets, and its own three (last line). */
+/** The service's stable codes this client meets, and its own five (last line). */
 export type GatehouseErrorCode =
   | 'INVALID_CREDENTIALS' | 'ACCOUNT_DISABLED' | 'EMAIL_NOT_VERIFIED' | 'RATE_LIMITED' | 'VALIDATION_ERROR'
   | 'INVALID_CODE' | 'INVALID_TOKEN' | 'TOKEN_REUSED' | 'UNAUTHENTICATED' | 'CSRF_FAILED'
+  | 'INVALID_PASSKEY' | 'PASSKEY_NOT_FOUND'
   | 'SERVICE_UNAVAILABLE' | 'INTERNAL_ERROR' | 'MALFORMED_JSON' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'NETWORK_ERROR' | 'UNEXPECTED_RESPONSE' | 'NOT_SUPPORTED';
+  | 'NETWORK_ERROR' | 'UNEXPECTED_RESPONSE' | 'PASSKEY_UNAVAILABLE' | 'PASSKEY_CANCELLED' | 'STORAGE_OUT_OF_SYNC';
 
 export interface GatehouseError {
-  /** The service's `error` code, or NETWORK_ERROR / UNEXPECTED_RESPONSE / NOT_SUPPORTED from this client. */
+  /** The service's `error` code, or one of this client's (the last line of `GatehouseErrorCode`). */
   code: GatehouseErrorCode | (string & {});
   message: string;
   /** The HTTP status; absent when no answer came. */
@@ -62,11 +63,12 @@ export interface GatehouseError {
   retryAfterSeconds?: number;
   /** VALIDATION_ERROR: every bad field. */
   errors?: { field: string; message: string; reason?: string }[];
-  /** NETWORK_ERROR: what fetch threw. */
+  /** NETWORK_ERROR: what fetch threw; PASSKEY_CANCELLED: what the WebAuthn ceremony threw. */
   cause?: unknown;
 }
 
-export type SecondFactorAnswer = { code: string } | { recoveryCode: string };
+/** A code from the authenticator app, a recovery code, or `{ passkey: true }`: a passkey of the user's, in the browser (WebAuthn). */
+export type SecondFactorAnswer = { code: string } | { recoveryCode: string } | { passkey: true };
 
 export type SignInResult =
   | { status: 'signed-in'; session: Session }
@@ -76,7 +78,7 @@ export type SignInResult =
       mfaToken: string;
       /** What the challenge may be answered with: 'totp', 'recovery_code', 'passkey'. */
       methods: string[];
-      /** Answers this challenge; may be called again after an INVALID_CODE. */
+      /** Answers this challenge (in both modes); may be called again after an INVALID_CODE or a PASSKEY_CANCELLED. */
       verifySecondFactor(answer: SecondFactorAnswer): Promise<SignInResult>;
     }
   | { status: 'error'; error: GatehouseError };
@@ -98,8 +100,9 @@ export interface GatehouseClientOptions {
   storage?: TokenStorage;
   /**
    * 'tokens' (default): the client holds the tokens and sends `Authorization: Bearer`.
-   * 'cookies': same-site browser apps; the service's HttpOnly cookies carry the session, no token
-   * is kept in JavaScript, requests go with `credentials: 'include'` and a CSRF token.
+   * 'cookies': apps served from Gatehouse's origin; the service's HttpOnly cookies carry the
+   * session, no token is kept in JavaScript, requests go with `credentials: 'include'` and a CSRF
+   * token. Second factors and passkeys work in both.
    */
   mode?: 'tokens' | 'cookies';
   /** Refresh this long before the access token expires (default 30; expired tokens are always refreshed first). */
@@ -110,6 +113,12 @@ export interface GatehouseClientOptions {
 
 export interface GatehouseClient {
   signIn(credentials: { email: string; password: string }): Promise<SignInResult>;
+  /**
+   * Signs in with any passkey the browser's authenticator holds for Gatehouse (WebAuthn; the
+   * session proves two factors). PASSKEY_UNAVAILABLE without WebAuthn, PASSKEY_CANCELLED when the
+   * prompt was closed, INVALID_PASSKEY when Gatehouse refuses the answer.
+   */
+  signInWithPasskey(): Promise<SignInResult>;
   /** Finishes a sign-in that answered 'second-factor' (e.g. after a reload, with the kept mfaToken). */
   verifySecondFactor(answer: SecondFactorAnswer & { mfaToken: string }): Promise<SignInResult>;
   signOut(): Promise<SignOutResult>;
@@ -121,6 +130,6 @@ export interface GatehouseClient {
   fetch(input: Request | string | URL, init?: RequestInit): Promise<Response>;
   getState(): SessionState;
   subscribe(listener: (state: SessionState) => void): () => void;
-  /** Stops listening to other tabs. */
+  /** Stops listening to other tabs (and lets go of the Web Lock that marks its last refresh for them). */
   close(): void;
 }

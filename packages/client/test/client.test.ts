@@ -88,6 +88,16 @@ for (const backend of await backends()) {
       assert.equal(result.error.status, undefined);
     });
 
+    it('answers a passkey step where there is no WebAuthn (Node) with PASSKEY_UNAVAILABLE, asking the service nothing', async () => {
+      const recorder = recordingFetch();
+      const client = createGatehouseClient({ baseUrl: live.url, fetch: recorder.fetch });
+      const alone = await client.signInWithPasskey();
+      assert.equal(alone.status === 'error' && alone.error.code, 'PASSKEY_UNAVAILABLE');
+      const second = await client.verifySecondFactor({ mfaToken: 'kept-from-before', passkey: true });
+      assert.equal(second.status === 'error' && second.error.code, 'PASSKEY_UNAVAILABLE');
+      assert.deepEqual(recorder.calls, [], 'no challenge is made that nobody can answer');
+    });
+
     it('finishes a sign-in with a second factor: a TOTP code (a wrong one is a value to retry), or a recovery code', async () => {
       const user = await live.user('mfa');
       const enroller = createGatehouseClient({ baseUrl: live.url });

@@ -1,8 +1,9 @@
 /**
  * Cookie mode against a live Gatehouse: the service's HttpOnly cookies carry the session, the
  * client keeps no token and sends none; unsafe requests to the service carry the CSRF token from
- * GET /api/auth/csrf (fetched again once when a sign-in elsewhere replaced the secret). The browser
- * is stood in for by a fetch with a cookie jar that says where requests come from.
+ * GET /api/auth/csrf (fetched again once when a sign-in elsewhere replaced the secret); a second
+ * factor finishes into the cookies. The browser is stood in for by a fetch with a cookie jar that
+ * says where requests come from; test/browser.test.ts does the same in Chromium.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -71,7 +72,7 @@ describe('gatehouse-client (cookies) against a live service', () => {
     assert.equal(a.recorder.count('DELETE', '/api/auth/sessions'), 2, 'refused once, then sent again with the new token');
   });
 
-  it('answers a second factor with NOT_SUPPORTED: the service sets no cookies after /api/auth/mfa/verify', async (t) => {
+  it('finishes a second factor into the cookies: the challenge came from the cookie-setting sign-in', async (t) => {
     const user = await live.user('mfa');
     const enroller = createGatehouseClient({ baseUrl: live.url });
     assert.equal((await enroller.signIn({ email: user.email, password: PASSWORD })).status, 'signed-in');
@@ -79,11 +80,20 @@ describe('gatehouse-client (cookies) against a live service', () => {
     const { secret } = (await (await enroller.fetch('/api/auth/mfa/totp/setup', post({}))).json()) as { secret: string };
     assert.equal((await enroller.fetch('/api/auth/mfa/totp/enable', post({ code: totpCode(secret, Date.now()) }))).status, 200);
 
-    const { client } = browserClient();
+    const { client, recorder, browser } = browserClient();
     t.after(() => client.close());
     const challenge = await client.signIn({ email: user.email, password: PASSWORD });
     assert.equal(challenge.status, 'second-factor');
+    const names = cookieNames(live.app.config);
+    assert.ok(!browser.cookies.has(names.access) && !browser.cookies.has(names.refresh), 'no session before the second factor');
+    const wrong = await challenge.verifySecondFactor({ code: totpCode(secret, Date.now(), 3) });
+    assert.equal(wrong.status === 'error' && wrong.error.code, 'INVALID_CODE');
     const answer = await challenge.verifySecondFactor({ code: totpCode(secret, Date.now(), 1) });
-    assert.equal(answer.status === 'error' && answer.error.code, 'NOT_SUPPORTED');
+    assert.equal(answer.status, 'signed-in', JSON.stringify(answer));
+    assert.deepEqual(answer.session.session.amr, ['pwd', 'otp', 'mfa']);
+    assert.ok(browser.cookies.has(names.access) && browser.cookies.has(names.refresh), [...browser.cookies.keys()].join());
+    assert.ok(recorder.calls.every((call) => call.authorization === null), 'no Authorization header, ever');
+    const ended = await client.fetch('/api/auth/sessions?keepCurrent=true', { method: 'DELETE' });
+    assert.equal(ended.status, 200, 'the cookies and the CSRF token of the new session work');
   });
 });
