@@ -1,6 +1,7 @@
 /** The OpenID Provider's part of the configuration (OIDC_PROVIDER_*). */
 import type { ConfigSection, RateLimit } from '../config.ts';
 import { isLoopbackHost } from '../config/env-reader.ts';
+import { readCimdSettings, type CimdSettings } from './cimd.ts';
 
 /** An API that access tokens may be issued for (RFC 8707 resource indicator). */
 export interface ResourceServer {
@@ -39,6 +40,8 @@ export interface OidcProviderConfig {
    * http only when NODE_ENV is development or test.
    */
   readonly outbound: { readonly allowPrivateTargets: boolean; readonly allowHttp: boolean };
+  /** Client ID metadata documents (OIDC_PROVIDER_CIMD*): cimd.ts. */
+  readonly cimd: CimdSettings;
 }
 
 declare module '../config.ts' {
@@ -102,6 +105,7 @@ export const oidcProviderConfigSection: ConfigSection = (read, basis, problems) 
     tokenEndpointLimit: read.rateLimit('RATE_LIMIT_OIDC_TOKEN', { points: 300, durationSeconds: 60 }),
     userCodeLimit: read.rateLimit('RATE_LIMIT_OIDC_USER_CODE', { points: 20, durationSeconds: 15 * 60 }),
     outbound: { allowPrivateTargets: read.boolean('OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS', false), allowHttp: basis.env === 'development' || basis.env === 'test' },
+    cimd: readCimdSettings(read, problems),
   },
 });
 

@@ -3,6 +3,7 @@
  * (rebuilt when a rotation changes them: its state is all in storage, so nothing is lost), what
  * a user's connected apps are, and how a user's access given to apps ends.
  */
+import { documentClientHost } from './cimd.ts';
 import { createBackchannelLogout } from './backchannel-logout.ts';
 import type { IncomingMessage } from 'node:http';
 import type Provider from 'oidc-provider';
@@ -35,11 +36,22 @@ interface RequestState {
 export interface ConnectedApp {
   clientId: string;
   name: string;
+  /** The host of a client named by its metadata document (its client_id is that URL). */
+  host?: string;
   /** What it was allowed, in scopes (OIDC and API scopes). */
   scopes: string[];
 }
 
 export type OidcProviderService = ReturnType<typeof createOidcProviderService>;
+
+/** A client as the consent page and the dashboard show it. */
+export interface DescribedClient {
+  clientId: string;
+  name: string;
+  isFirstParty: boolean;
+  /** Set for a client named by its metadata document: the host that vouches for it. */
+  host: string | null;
+}
 
 /** The client a dynamic registration (RFC 7591) asked for, stored by the registry's rules; refused with the provider's error. */
 async function registerClient(clients: OidcClientsService, clientId: string, metadata: Record<string, unknown>): Promise<void> {
@@ -181,6 +193,22 @@ export function createOidcProviderService(deps: {
       await rememberConsent(db, userId, consent, clock());
     },
 
+    /**
+     * A client as people are shown it: a registered one by its registration; one named by its
+     * metadata document (an https client_id, cimd.ts) by the document's `client_name` and, always,
+     * its host, never first-party. Null for an unknown client or a document that cannot be had now.
+     */
+    async describeClient(clientId: string): Promise<DescribedClient | null> {
+      const registered = await clients.show(clientId);
+      if (registered !== null) return { clientId, name: registered.name, isFirstParty: registered.isFirstParty, host: null };
+      const host = documentClientHost(clientId);
+      if (host === null || !config.oidcProvider.cimd.enabled) return null;
+      const found = await (await current()).provider.Client.find(clientId).catch(() => undefined);
+      if (found === undefined) return null;
+      const name = typeof found.clientName === 'string' && found.clientName.trim() !== '' ? found.clientName.trim().slice(0, 100) : host;
+      return { clientId, name, isFirstParty: false, host };
+    },
+
     /** The apps the user gave access to: those with a live grant or a remembered consent. */
     async connectedApps(userId: string): Promise<ConnectedApp[]> {
       const scopesByClient = new Map<string, Set<string>>();
@@ -198,9 +226,12 @@ export function createOidcProviderService(deps: {
       for (const consent of await listConsents(db, userId)) add(consent.clientId, [...consent.scopes, ...Object.values(consent.resources).flat()]);
       const apps: ConnectedApp[] = [];
       for (const [clientId, scopes] of scopesByClient) {
-        const client = await clients.show(clientId);
-        // A deleted client's leftovers are no connected app (its tokens no longer work).
-        if (client !== null) apps.push({ clientId, name: client.name, scopes: [...scopes].sort() });
+        const registered = await clients.show(clientId);
+        // A deleted client's leftovers are no connected app (its tokens no longer work). A client
+        // named by its metadata document is shown by its host (its document is not fetched here).
+        const host = registered === null ? documentClientHost(clientId) : null;
+        if (registered !== null) apps.push({ clientId, name: registered.name, scopes: [...scopes].sort() });
+        else if (host !== null) apps.push({ clientId, name: host, host, scopes: [...scopes].sort() });
       }
       return apps.sort((a, b) => a.name.localeCompare(b.name));
     },

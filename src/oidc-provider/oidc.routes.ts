@@ -165,7 +165,7 @@ const uidParams = z.object({ uid: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-
 const consentBody = z.object({ decision: z.enum(['allow', 'deny']), csrfToken: z.string().max(200).optional() });
 
 export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> = async (app, options) => {
-  const { oidc, clients, users, config, clock, pages } = options;
+  const { oidc, users, config, clock, pages } = options;
 
   function errorPage(reply: FastifyReply, code: string, status = 400): FastifyReply {
     const { i18n } = reply.page;
@@ -262,7 +262,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
       const accountId = interaction.session?.accountId;
       if (auth === null || auth.userId !== accountId) return reply.redirect(signInRedirect(here), 303);
       const clientId = String(interaction.params.client_id);
-      const client = await clients.show(clientId);
+      const client = await oidc.describeClient(clientId);
       if (client === null) return errorPage(reply, 'invalid_client');
       const missing = interaction.prompt.details as MissingConsent;
       // A remembered consent answers for the user, unless the app asked them again (prompt=consent).
@@ -282,6 +282,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
           title: i18n.t('oidc-provider.consent.title', { client: client.name }),
           action: `${here}/consent`,
           clientName: client.name,
+          clientHost: client.host,
           email: user?.email ?? '',
           items: consentItems(missing, i18n, requestedResources(interaction.params.resource)),
           redirectOrigin: redirectUri === undefined ? null : (source ?? redirectUri),

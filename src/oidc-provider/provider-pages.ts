@@ -24,7 +24,8 @@ interface OidcPages {
   'oidc-device-confirm': { action: string; xsrf: string; clientName: string; userCode: string };
   'oidc-device-done': { clientName: string | null };
   /** `redirectOrigin`: where the answer goes (null: nowhere, a device flow's consent). */
-  'oidc-consent': { action: string; csrfToken: string; clientName: string; email: string; items: string[]; redirectOrigin: string | null };
+  /** `clientHost`: the host of a client named by its metadata document (shown prominently: it is all that vouches for the app). */
+  'oidc-consent': { action: string; csrfToken: string; clientName: string; clientHost: string | null; email: string; items: string[]; redirectOrigin: string | null };
   'oidc-continue': { url: string };
   'oidc-connected-apps': { csrfToken: string; apps: Array<{ clientId: string; name: string; scopes: string }> };
 }

@@ -31,6 +31,8 @@ import type { AdapterFactory } from 'oidc-provider';
 import type { ProviderPages } from './provider-pages.ts';
 
 import { CLOCK_TOLERANCE_SECONDS } from './oidc-provider.config.ts';
+import { cimdFeature, documentClientHost } from './cimd.ts';
+import { createDocumentFetch } from '../http/outbound/fetcher.ts';
 import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
 export { CLOCK_TOLERANCE_SECONDS };
 
@@ -95,6 +97,13 @@ export function createProvider(deps: ProviderDeps): Provider {
   const configuration: Configuration = {
     adapter: deps.adapter,
     clients: [],
+    // Whatever the provider fetches (client ID metadata documents) goes out under the outbound
+    // rules webhooks follow, with the setting that allows non-public addresses named in refusals.
+    fetch: createDocumentFetch({
+      policy: { allowHttp: settings.outbound.allowHttp, allowPrivate: settings.outbound.allowPrivateTargets, allowPrivateSetting: 'OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS' },
+      ...(settings.cimd.ca !== undefined && { ca: settings.cimd.ca }),
+      userAgent: 'Gatehouse-OpenID-Provider/1.0',
+    }) as unknown as Configuration['fetch'],
     routes: OIDC_ROUTES,
     interactions: {
       policy,
@@ -191,6 +200,8 @@ export function createProvider(deps: ProviderDeps): Provider {
       // public clients too), and must use a nonce of ours, the same on every instance (AUTH_SECRET).
       dPoP: { enabled: true, nonceSecret: deriveKey(config.authSecret, 'gatehouse oidc-provider dpop nonces v1'), requireNonce: () => true },
       pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
+      // A client_id that is an https URL names a client by its metadata document (cimd.ts).
+      clientIdMetadataDocument: cimdFeature(settings.cimd, (clientId, reason) => deps.logger.info({ clientHost: documentClientHost(clientId), reason }, 'client ID metadata document refused')),
       // Off unless OIDC_PROVIDER_REGISTRATION_TOKEN is set; registered clients follow the same
       // rules as those an admin registers (the adapter refuses others) and are never first-party.
       registration: {

@@ -161,6 +161,8 @@ export interface AuthorizeOptions {
   pkce?: boolean;
   user?: { email: string; password: string };
   extra?: Record<string, string>;
+  /** Sees each consent page's HTML before it is answered. */
+  onConsentPage?: (html: string) => void;
 }
 
 /**
@@ -197,6 +199,7 @@ export async function authorize(browser: Browser, config: client.Configuration, 
     }
     assert.match(step.url, /^\/oidc\/interaction\//, `landed on ${step.url}: ${html.slice(0, 300)}`);
     consentPages += 1;
+    options.onConsentPage?.(html);
     const response = await browser.post(`${step.url}/consent`, { csrfToken: hiddenValue(html, 'csrfToken'), decision: options.consent ?? 'allow' });
     assert.equal(response.status, 303);
     step = await follow(browser, response.headers.get('location')!);

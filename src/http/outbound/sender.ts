@@ -49,7 +49,7 @@ export interface SendOutcome {
 
 export type Sender = (request: SendRequest) => Promise<SendOutcome>;
 
-class DeliveryError extends Error {
+export class DeliveryError extends Error {
   readonly code: string;
   constructor(code: string) {
     super(code);
@@ -77,14 +77,9 @@ function snippetOf(bytes: Buffer): string | null {
   return [...text].slice(0, SNIPPET_CHARS).join('');
 }
 
-export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; timeoutMs?: number; tls?: { ca?: string | Buffer }; userAgent?: string }): Sender {
-  const { policy } = deps;
-  const userAgent = deps.userAgent ?? 'Gatehouse-Webhooks/1.0';
-  const resolve = deps.resolve ?? systemResolver;
-  const timeoutMs = deps.timeoutMs ?? SEND_TIMEOUT_MS;
-
-  /** Resolves, refuses any answer that is not allowed, and connects only to what it checked. */
-  const pinnedLookup: LookupFunction = (hostname, options, callback) => {
+/** A `lookup` that resolves, refuses any answer that is not allowed, and connects only to what it checked. */
+export function createPinnedLookup(policy: TargetPolicy, resolve: Resolver): LookupFunction {
+  return (hostname, options, callback) => {
     resolve(hostname).then(
       (all) => {
         const family = typeof options === 'object' && options !== null ? options.family : undefined;
@@ -97,6 +92,27 @@ export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; t
       (error: unknown) => callback(error as NodeJS.ErrnoException, '', 0),
     );
   };
+}
+
+/** The address actually connected to, once more before a byte is sent (an IP literal skips the lookup). */
+export function checkConnectedAddress(outgoing: http.ClientRequest, policy: TargetPolicy): void {
+  outgoing.on('socket', (socket) => {
+    const verify = () => {
+      const remote = socket.remoteAddress;
+      if (remote === undefined || !isAllowedAddress(remote, policy.allowPrivate)) outgoing.destroy(new DeliveryError('ADDRESS_NOT_ALLOWED'));
+    };
+    if (socket.remoteAddress !== undefined && !socket.connecting) verify();
+    else socket.once('connect', verify);
+  });
+}
+
+export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; timeoutMs?: number; tls?: { ca?: string | Buffer }; userAgent?: string }): Sender {
+  const { policy } = deps;
+  const userAgent = deps.userAgent ?? 'Gatehouse-Webhooks/1.0';
+  const resolve = deps.resolve ?? systemResolver;
+  const timeoutMs = deps.timeoutMs ?? SEND_TIMEOUT_MS;
+
+  const pinnedLookup = createPinnedLookup(policy, resolve);
 
   return (request) =>
     new Promise<SendOutcome>((settle) => {
@@ -144,15 +160,7 @@ export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; t
         response.on('error', done);
         response.on('close', done);
       });
-      outgoing.on('socket', (socket) => {
-        // The address actually connected to, once more (an IP literal skips our lookup).
-        const verify = () => {
-          const remote = socket.remoteAddress;
-          if (remote === undefined || !isAllowedAddress(remote, policy.allowPrivate)) outgoing.destroy(new DeliveryError('ADDRESS_NOT_ALLOWED'));
-        };
-        if (socket.remoteAddress !== undefined && !socket.connecting) verify();
-        else socket.once('connect', verify);
-      });
+      checkConnectedAddress(outgoing, policy);
       outgoing.on('error', (error) => finish(failed(errorCode(error))));
       const deadline = setTimeout(() => outgoing.destroy(new DeliveryError('TIMEOUT')), timeoutMs);
       deadline.unref();
