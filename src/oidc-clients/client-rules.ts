@@ -48,6 +48,7 @@ export type ClientProblemReason =
   | 'UNKNOWN_GRANT_TYPE'
   | 'CLIENT_CREDENTIALS_PUBLIC'
   | 'REFRESH_TOKEN_WITHOUT_GRANT'
+  | 'GRANT_TYPE_NOT_FOR_OPEN_REGISTRATION'
   | 'UNSUPPORTED_ALG';
 
 export interface ClientProblem {
@@ -231,4 +232,25 @@ export function checkBackchannelLogoutUri(uri: string | null): { ok: true; uri: 
   if (uri === null || uri.trim() === '') return { ok: true, uri: null };
   const problem = uriProblem(uri, false, false);
   return problem === null ? { ok: true, uri } : { ok: false, problem: { field: 'backchannelLogoutUri', ...problem } };
+}
+
+/**
+ * Grant types a client that registered itself in open mode (anyone, no prior setup) may not have:
+ * - `client_credentials` mints tokens for APIs with no person in the loop: a self-registered
+ *   client must never hold a machine's access;
+ * - the device flow lets whoever started it collect the tokens anywhere, with no redirect URI that
+ *   ties the client to a site the person can see on the consent page: the classic phishing route
+ *   ("enter this code"), for a client whose name nobody vouched for.
+ * An administrator registers such clients (API, pages, CLI) or gives out the initial access token.
+ */
+const NOT_FOR_OPEN_REGISTRATION: Readonly<Partial<Record<GrantType, string>>> = {
+  client_credentials: 'client_credentials is not available to a self-registered client: it would mint tokens for APIs with no person consenting; ask the operator to register it',
+  [DEVICE_CODE_GRANT]: 'the device flow is not available to a self-registered client (no redirect URI ties it to a site the person can see); use authorization_code with PKCE',
+};
+
+/** What open registration refuses on top of the rules every client follows (`checkClientInput`). */
+export function checkOpenRegistration(input: Pick<ClientInput, 'grantTypes'>): ClientProblem[] {
+  return (input.grantTypes ?? [])
+    .filter((grant): grant is GrantType => Object.hasOwn(NOT_FOR_OPEN_REGISTRATION, grant))
+    .map((grant) => ({ field: 'grantTypes', reason: 'GRANT_TYPE_NOT_FOR_OPEN_REGISTRATION' as const, message: NOT_FOR_OPEN_REGISTRATION[grant]! }));
 }

@@ -54,6 +54,7 @@ export const PROBLEM_REASONS: Readonly<Record<ClientProblemReason, true>> = {
   UNKNOWN_GRANT_TYPE: true,
   CLIENT_CREDENTIALS_PUBLIC: true,
   REFRESH_TOKEN_WITHOUT_GRANT: true,
+  GRANT_TYPE_NOT_FOR_OPEN_REGISTRATION: true,
   UNSUPPORTED_ALG: true,
 };
 

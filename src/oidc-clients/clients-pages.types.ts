@@ -35,7 +35,13 @@ export interface ClientListItem {
   name: string;
   type: string;
   grantTypes: string[];
+  /** How it came, in words (`oidc-clients.origin.*`). */
+  origin: string;
+  /** It registered itself (RFC 7591): marked as such. */
+  isSelfRegistered: boolean;
   createdAt: TimeText;
+  /** The last code or token issued to it (to the hour); null: never. */
+  lastUsedAt: TimeText | null;
 }
 
 export interface ClientPages {
@@ -62,6 +68,9 @@ export interface ClientPages {
       postLogoutRedirectUris: string[];
       grantTypes: string[];
       idTokenSignedResponseAlg: string;
+      origin: string;
+      isSelfRegistered: boolean;
+      lastUsedAt: TimeText | null;
       createdAt: TimeText;
       updatedAt: TimeText;
       secretRotatedAt: TimeText | null;

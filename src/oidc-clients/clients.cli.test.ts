@@ -104,15 +104,16 @@ for (const backend of await backends()) {
     it('list and show print the clients, never a secret', async (t) => {
       const json = await cli(['list', '--json'], (fn) => t.after(fn));
       assert.equal(json.code, 0, describeRun(json));
-      const clients = JSON.parse(json.stdout) as Array<{ clientId: string; name: string }>;
+      const clients = JSON.parse(json.stdout) as Array<{ clientId: string; name: string; origin: string; lastUsedAt: string | null }>;
       assert.deepEqual(clients.map((client) => client.name), ['Batch', 'Device', 'Phone', 'Billing']);
+      assert.ok(clients.every((client) => client.origin === 'cli' && client.lastUsedAt === null), 'registered at the command line, never used');
       const hash = (await hashOf(confidential.clientId))!;
       for (const output of [json.stdout]) assert.ok(!output.includes(confidential.clientSecret) && !output.includes(hash));
 
       const text = await cli(['list'], (fn) => t.after(fn));
       assert.equal(text.code, 0, describeRun(text));
-      assert.match(text.stdout, /^CLIENT ID\s+TYPE\s+GRANT TYPES\s+CREATED \(UTC\)\s+NAME\n/);
-      assert.match(text.stdout, new RegExp(`^${confidential.clientId}\\s+confidential\\s+authorization_code,refresh_token\\s+\\S+ \\S+\\s+Billing$`, 'm'));
+      assert.match(text.stdout, /^CLIENT ID\s+TYPE\s+GRANT TYPES\s+ORIGIN\s+CREATED \(UTC\)\s+LAST USED \(UTC\)\s+NAME\n/);
+      assert.match(text.stdout, new RegExp(`^${confidential.clientId}\\s+confidential\\s+authorization_code,refresh_token\\s+cli\\s+\\S+ \\S+\\s+never\\s+Billing$`, 'm'));
       assert.match(text.stdout, /^4 clients\n$/m);
 
       const shown = await cli(['show', confidential.clientId, '--json'], (fn) => t.after(fn));

@@ -41,7 +41,8 @@ export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri
                                     client_credentials, device_code; default the first two); U of
                                     --backchannel-logout-uri receives a logout token when a person
                                     signed in to the app signs out of Gatehouse
-  gatehouse clients list [--json]   the registered clients, newest first
+  gatehouse clients list [--json]   the registered clients, newest first, with their origin (admin,
+                                    cli, registration, open_registration) and last use
   gatehouse clients show ID [--json]
                                     one client (never its secret)
   gatehouse clients rotate-secret ID [--json]
@@ -163,8 +164,9 @@ async function listClients(args: string[], io: CliIo, withServices: WithServices
       io.stdout.write('No clients.\n');
       return;
     }
-    const rows = clients.map((client) => [client.id, client.isPublic ? 'public' : 'confidential', client.grantTypes.join(','), new Date(client.createdAt).toISOString().slice(0, 16).replace('T', ' '), client.name]);
-    io.stdout.write(formatTable(['CLIENT ID', 'TYPE', 'GRANT TYPES', 'CREATED (UTC)', 'NAME'], rows));
+    const minute = (ms: number | null) => (ms === null ? 'never' : new Date(ms).toISOString().slice(0, 16).replace('T', ' '));
+    const rows = clients.map((client) => [client.id, client.isPublic ? 'public' : 'confidential', client.grantTypes.join(','), client.origin, minute(client.createdAt), minute(client.lastUsedAt), client.name]);
+    io.stdout.write(formatTable(['CLIENT ID', 'TYPE', 'GRANT TYPES', 'ORIGIN', 'CREATED (UTC)', 'LAST USED (UTC)', 'NAME'], rows));
     io.stdout.write(`${clients.length} client${clients.length === 1 ? '' : 's'}\n`);
   });
 }
@@ -219,6 +221,8 @@ function describeClient(client: OidcClient): string {
     ['Post-logout URIs', client.postLogoutRedirectUris.join(' ') || '-'],
     ['ID token alg', client.idTokenSignedResponseAlg],
     ['Back-channel logout', client.backchannelLogoutUri ?? '-'],
+    ['Origin', client.origin],
+    ['Last used', client.lastUsedAt === null ? 'never' : time(client.lastUsedAt)],
     ['Created', time(client.createdAt)],
     ['Updated', time(client.updatedAt)],
     ...(client.isPublic ? [] : [['Secret rotated', client.secretRotatedAt === null ? 'never' : time(client.secretRotatedAt)] as [string, string]]),

@@ -69,6 +69,8 @@ for (const backend of await backends()) {
         updatedAt: undefined,
         secretRotatedAt: null,
         backchannelLogoutUri: null,
+        origin: 'admin',
+        lastUsedAt: null,
       });
       const hash = await secretHash(client.clientId);
       assert.ok(hash !== null && clientSecretMatches(clientSecret, hash));

@@ -16,7 +16,7 @@ import { ADMIN_ROLE } from '../users/user.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { isoTime } from '../lib/clock.ts';
 import { GRANT_TYPES, ID_TOKEN_ALGS, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem } from './client-rules.ts';
-import type { OidcClient, OidcClientsService } from './clients.service.ts';
+import { CLIENT_ORIGINS, type OidcClient, type OidcClientsService } from './clients.service.ts';
 
 export interface ClientRouteOptions {
   oidcClients: OidcClientsService;
@@ -50,6 +50,12 @@ const oidcClient = z
     updatedAt: z.iso.datetime(),
     secretRotatedAt: z.iso.datetime().nullable().describe('When the secret was last rotated; null if never, or for a public client'),
     backchannelLogoutUri: z.string().nullable().describe('Where Gatehouse posts a logout token when a person signed in to the app signs out (OpenID Back-Channel Logout 1.0); null: none'),
+    origin: z
+      .enum(CLIENT_ORIGINS)
+      .describe(
+        'How it came: `admin` (this API or the admin pages), `cli` (`gatehouse clients create`), `registration` (dynamic registration with the initial access token) or `open_registration` (dynamic registration in open mode: deleted if no code or token is issued to it within OIDC_PROVIDER_REGISTRATION_UNUSED_TTL)',
+      ),
+    lastUsedAt: z.iso.datetime().nullable().describe('When the provider last issued it a code or tokens (recorded at most once an hour); null: never'),
   })
   .meta({ id: 'OidcClient' });
 
@@ -121,6 +127,8 @@ export function toClientBody(client: OidcClient) {
     updatedAt: isoTime(client.updatedAt),
     secretRotatedAt: client.secretRotatedAt === null ? null : isoTime(client.secretRotatedAt),
     backchannelLogoutUri: client.backchannelLogoutUri,
+    origin: client.origin,
+    lastUsedAt: client.lastUsedAt === null ? null : isoTime(client.lastUsedAt),
   };
 }
 

@@ -16,8 +16,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { AuditService, AuditSource } from '../audit/audit.service.ts';
-import { checkBackchannelLogoutUri, checkClientInput, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
+import { SYSTEM_SOURCE, type AuditService, type AuditSource } from '../audit/audit.service.ts';
+import { checkBackchannelLogoutUri, checkClientInput, checkOpenRegistration, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
 import * as store from './clients.store.ts';
 
 /** A registered client, as the registry shows it: never its secret or the secret's hash. */
@@ -40,7 +40,23 @@ export interface OidcClient {
   secretRotatedAt: number | null;
   /** Where logout tokens go when a person signed in to it signs out (OpenID Back-Channel Logout 1.0); null: none. */
   backchannelLogoutUri: string | null;
+  /** How it came (see ClientOrigin). */
+  origin: ClientOrigin;
+  /** When the provider last issued it a code or token (epoch ms, to the hour: RECORD_USE_EVERY_MS); null: never. */
+  lastUsedAt: number | null;
 }
+
+/**
+ * How a client came: registered by an administrator (`admin`: the admin API or pages), at the
+ * command line (`cli`), or by itself through dynamic registration (RFC 7591): with the initial
+ * access token (`registration`) or by anyone in open mode (`open_registration`: counted against
+ * the cap, and deleted when never used).
+ */
+export const CLIENT_ORIGINS = ['admin', 'cli', 'registration', 'open_registration'] as const;
+export type ClientOrigin = (typeof CLIENT_ORIGINS)[number];
+
+/** A client's last use is written at most this often (a busy client does not write on every token). */
+export const RECORD_USE_EVERY_MS = 60 * 60_000;
 
 export type { ClientInput, ClientProblem, GrantType, IdTokenAlg } from './client-rules.ts';
 
@@ -48,6 +64,9 @@ export type { ClientInput, ClientProblem, GrantType, IdTokenAlg } from './client
 export type CreateClientResult =
   | { ok: true; client: OidcClient; clientSecret?: string }
   | { ok: false; reason: 'INVALID_CLIENT'; problems: ClientProblem[] };
+
+/** A dynamic registration: as `create`, or refused because open mode's cap is reached. */
+export type RegisterClientResult = CreateClientResult | { ok: false; reason: 'REGISTRATION_FULL' };
 
 export type RotateSecretResult =
   | { ok: true; client: OidcClient; clientSecret: string }
@@ -108,8 +127,13 @@ function toClient(row: store.ClientRow): OidcClient {
     updatedAt: row.updated_at,
     secretRotatedAt: row.secret_rotated_at,
     backchannelLogoutUri: row.backchannel_logout_uri ?? null,
+    origin: (CLIENT_ORIGINS as readonly string[]).includes(row.origin) ? (row.origin as ClientOrigin) : 'admin',
+    lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
   };
 }
+
+/** The origin of a client registered by `source` (an admin's request, or the command line). */
+const originOf = (source: AuditSource): ClientOrigin => (source.via === 'cli' ? 'cli' : 'admin');
 
 /** Ids are ours and short: a longer one names no client (and is never looked up). */
 const MAX_ID_LENGTH = 64;
@@ -117,17 +141,28 @@ const isPlausibleId = (id: string) => id.length > 0 && id.length <= MAX_ID_LENGT
 
 export type OidcClientsService = ReturnType<typeof createOidcClientsService>;
 
-export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: AuditService }) {
-  const { db, clock, audit } = deps;
+export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: AuditService; isPostgres: boolean }) {
+  const { db, clock, audit, isPostgres } = deps;
+  /** Per instance: when each client's use was last written, so a busy client costs no query at all in between. */
+  const usesWritten = new Map<string, number>();
+  const USES_REMEMBERED = 10_000;
 
   async function findRow(id: string, on: Db = db): Promise<store.ClientRow | undefined> {
     return isPlausibleId(id) ? store.findClient(on, id) : undefined;
   }
 
   /** Checks and stores a client with these credentials (a public one keeps no secret); audited. */
-  async function insert(input: ClientInput, credentials: { clientId: string; clientSecret: string | undefined }, source: AuditSource): Promise<CreateClientResult> {
+  async function insert(
+    input: ClientInput,
+    credentials: { clientId: string; clientSecret: string | undefined },
+    source: AuditSource,
+    origin: ClientOrigin,
+    /** The most clients of this origin there may be (open registration's cap). */
+    maxOfOrigin?: number,
+  ): Promise<RegisterClientResult> {
     const checked = checkClientInput(input);
-    if (!checked.ok) return { ok: false, reason: 'INVALID_CLIENT', problems: checked.problems };
+    const problems = [...(checked.ok ? [] : checked.problems), ...(origin === 'open_registration' ? checkOpenRegistration(input) : [])];
+    if (!checked.ok || problems.length > 0) return { ok: false, reason: 'INVALID_CLIENT', problems };
     const { settings } = checked;
     const now = clock();
     const clientSecret = settings.isPublic ? undefined : credentials.clientSecret;
@@ -146,18 +181,26 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
       created_at: now,
       updated_at: now,
       secret_rotated_at: null,
+      origin,
+      last_used_at: null,
     };
-    await db.transaction().execute(async (trx) => {
+    const isFull = await db.transaction().execute(async (trx) => {
+      if (maxOfOrigin !== undefined) {
+        if (isPostgres) await store.lockRegistrations(trx);
+        if ((await store.countClientsByOrigin(trx, origin)) >= maxOfOrigin) return true;
+      }
       await store.insertClient(trx, row);
       await audit.record(
         {
           type: 'oidc_client.created',
           source,
-          details: { clientId: row.id, name: row.name, public: settings.isPublic, firstParty: settings.isFirstParty, grantTypes: settings.grantTypes },
+          details: { clientId: row.id, name: row.name, public: settings.isPublic, firstParty: settings.isFirstParty, grantTypes: settings.grantTypes, origin },
         },
         { db: trx },
       );
+      return false;
     });
+    if (isFull) return { ok: false, reason: 'REGISTRATION_FULL' };
     const client = toClient(row);
     return clientSecret === undefined ? { ok: true, client } : { ok: true, client, clientSecret };
   }
@@ -165,16 +208,62 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
   return {
     /** Registers a client after every rule in client-rules.ts; a confidential one gets its secret, this once. */
     async create(input: ClientInput, source: AuditSource): Promise<CreateClientResult> {
-      return insert(input, { clientId: newClientId(), clientSecret: newClientSecret() }, source);
+      return (await insert(input, { clientId: newClientId(), clientSecret: newClientSecret() }, source, originOf(source))) as CreateClientResult;
     },
 
     /**
      * Registers a client whose id and secret the OpenID Provider made (dynamic registration,
-     * RFC 7591, which answers the secret itself), after the same rules; never first-party.
+     * RFC 7591, which answers the secret itself), after the same rules; never first-party. In open
+     * mode (`open`) also under checkOpenRegistration's rules, and refused (REGISTRATION_FULL) when
+     * `open.maxClients` self-registered clients exist already.
      */
-    async createRegistered(input: Omit<ClientInput, 'isFirstParty'>, credentials: { clientId: string; clientSecret: string | undefined }, source: AuditSource): Promise<CreateClientResult> {
+    async createRegistered(
+      input: Omit<ClientInput, 'isFirstParty'>,
+      credentials: { clientId: string; clientSecret: string | undefined },
+      source: AuditSource,
+      open?: { maxClients: number },
+    ): Promise<RegisterClientResult> {
       if (!isPlausibleId(credentials.clientId)) throw new Error('a registered client id must be one of ours (newClientId)');
-      return insert({ ...input, isFirstParty: false }, credentials, source);
+      return open === undefined
+        ? insert({ ...input, isFirstParty: false }, credentials, source, 'registration')
+        : insert({ ...input, isFirstParty: false }, credentials, source, 'open_registration', open.maxClients);
+    },
+
+    /**
+     * Notes that the provider issued the client a code or token now. Written at most once per
+     * RECORD_USE_EVERY_MS per client: skipped without a query when this instance wrote it within
+     * that time, and the update itself does nothing when another instance did.
+     */
+    async recordUse(id: string): Promise<void> {
+      if (!isPlausibleId(id)) return;
+      const now = clock();
+      const written = usesWritten.get(id);
+      if (written !== undefined && now - written < RECORD_USE_EVERY_MS && now >= written) return;
+      await store.recordClientUse(db, id, now, now - RECORD_USE_EVERY_MS);
+      if (usesWritten.size >= USES_REMEMBERED) usesWritten.clear();
+      usesWritten.set(id, now);
+    },
+
+    /**
+     * Deletes up to `limit` clients that registered themselves in open mode before `createdBefore`
+     * and were never used, each as `delete` does, audited `oidc_client.expired`; how many.
+     */
+    async expireUnused(createdBefore: number, limit: number): Promise<number> {
+      let expired = 0;
+      for (const candidate of await store.listUnusedClients(db, 'open_registration', createdBefore, limit)) {
+        const isDeleted = await db.transaction().execute(async (trx) => {
+          // Still unused now: a use recorded since the search keeps it.
+          const row = await findRow(candidate.id, trx);
+          if (row === undefined || row.last_used_at !== null || !(await store.deleteClient(trx, row.id))) return false;
+          await audit.record({ type: 'oidc_client.expired', source: SYSTEM_SOURCE, reason: 'NEVER_USED', details: { clientId: row.id, name: row.name, origin: row.origin } }, { db: trx });
+          return true;
+        });
+        if (isDeleted) {
+          expired += 1;
+          usesWritten.delete(candidate.id);
+        }
+      }
+      return expired;
     },
 
     /** Every client, newest first. */

@@ -2,7 +2,7 @@
  * Queries on the registered OAuth / OIDC clients. Functions take `db` so callers can pass a
  * transaction. Lists are stored as JSON text and booleans as 0 / 1, the same on both dialects.
  */
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../storage/database.ts';
 
 export interface OidcClientsTable {
@@ -28,6 +28,10 @@ export interface OidcClientsTable {
   secret_rotated_at: number | null;
   /** Where logout tokens go (OpenID Back-Channel Logout 1.0); null: none. */
   backchannel_logout_uri: string | null;
+  /** How it came: `admin`, `cli`, `registration` (RFC 7591 with the token) or `open_registration`. */
+  origin: string;
+  /** The last code or token issued to it (epoch ms, written at most once per RECORD_USE interval); null: never. */
+  last_used_at: number | null;
 }
 
 declare module '../storage/schema.ts' {
@@ -81,4 +85,43 @@ export async function updateClient(
 export async function deleteClient(db: Db, id: string): Promise<boolean> {
   const result = await db.deleteFrom('oidc_clients').where('id', '=', id).executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/** How many clients came by `origin`. */
+export async function countClientsByOrigin(db: Db, origin: string): Promise<number> {
+  const row = await db.selectFrom('oidc_clients').select((eb) => eb.fn.countAll<string | number>().as('count')).where('origin', '=', origin).executeTakeFirst();
+  return Number(row?.count ?? 0);
+}
+
+/**
+ * Serialises registrations under a cap until the end of the transaction, on PostgreSQL (a
+ * transaction-scoped advisory lock: the count and the insert after it are then one step); SQLite
+ * runs one writer at a time already.
+ */
+export async function lockRegistrations(db: Db): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${'gatehouse.oidc-clients.registration-cap'}))`.execute(db);
+}
+
+/** Records a use at `now` unless one at `since` or later is recorded already; true when it wrote. */
+export async function recordClientUse(db: Db, id: string, now: number, since: number): Promise<boolean> {
+  const result = await db
+    .updateTable('oidc_clients')
+    .set({ last_used_at: now })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', since)]))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Clients of `origin` never used and created before `createdBefore`, oldest first, at most `limit`. */
+export async function listUnusedClients(db: Db, origin: string, createdBefore: number, limit: number): Promise<ClientRow[]> {
+  return db
+    .selectFrom('oidc_clients')
+    .selectAll()
+    .where('origin', '=', origin)
+    .where('created_at', '<', createdBefore)
+    .where('last_used_at', 'is', null)
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
 }

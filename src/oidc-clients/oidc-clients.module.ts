@@ -11,6 +11,7 @@ import { cli } from './clients.cli.ts';
 import { OIDC_CLIENTS_ERRORS } from './oidc-clients.errors.ts';
 import * as registry from './migrations/20261124-oidc-clients-registry.ts';
 import * as backchannelLogout from './migrations/20261129-oidc-clients-backchannel-logout.ts';
+import * as originLastUse from './migrations/20261130-oidc-clients-origin-last-use.ts';
 import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';
 import { clientRoutes } from './clients.routes.ts';
 import { CLIENTS_PAGE, clientPageRoutes } from './clients-pages.routes.ts';
@@ -22,7 +23,7 @@ declare module '../module.ts' {
 }
 
 /** The audit events (domain events) this module records: never with a secret. */
-const AUDIT_EVENTS = ['oidc_client.created', 'oidc_client.updated', 'oidc_client.secret_rotated', 'oidc_client.deleted'] as const;
+const AUDIT_EVENTS = ['oidc_client.created', 'oidc_client.updated', 'oidc_client.secret_rotated', 'oidc_client.deleted', 'oidc_client.expired'] as const;
 type OidcClientsAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
 declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends OidcClientsAuditEvents {}
@@ -34,10 +35,10 @@ export const oidcClientsModule = defineModule({
   adminNav: [{ path: CLIENTS_PAGE, labelKey: 'oidc-clients.adminNav', section: 'clients', order: 20 }],
   // The texts of the /admin/clients pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
-  migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout },
+  migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout, '20261130-oidc-clients-origin-last-use': originLastUse },
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,
-  provide: ({ db, clock, services }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit }) }),
+  provide: ({ db, clock, services, storage }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit, isPostgres: storage.dialect === 'postgres' }) }),
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(clientRoutes, { oidcClients: services.oidcClients }) },
     { scope: 'browser', register: (app, { services, adminNav }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, adminNav }) },

@@ -1,6 +1,7 @@
 /**
  * Several instances on one PostgreSQL behave as one provider: a code issued by one is redeemed at
- * another, refresh tokens rotate across them, and a grant revoked at one is dead at all. The
+ * another, refresh tokens rotate across them, and a grant revoked at one is dead at all; open
+ * registration's cap and global rate hold for all of them together. The
  * instances share AUTH_URL (the issuer behind a load balancer) and AUTH_SECRET (the provider's
  * cookie keys derive from it); everything else they share through storage.
  */
@@ -12,6 +13,8 @@ import { createTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { Browser, createRpUser, discover, follow, freePort, registerClient, USER, type ListeningApp } from '../../test/helpers/oidc-rp.ts';
 
 const REDIRECT = 'http://127.0.0.1:1/callback';
+/** Open registration with a small cap and global rate, to see both shared by the instances. */
+const OPEN_REGISTRATION = { OIDC_PROVIDER_REGISTRATION: 'open', OIDC_PROVIDER_REGISTRATION_MAX_CLIENTS: '3', RATE_LIMIT_OIDC_REGISTRATION_GLOBAL: '4/1h' };
 const postgres = (await backends()).find((backend) => backend.name === 'postgres')!;
 
 describe('two instances on one PostgreSQL act as one OpenID Provider', { skip: postgres.skip }, () => {
@@ -23,11 +26,12 @@ describe('two instances on one PostgreSQL act as one OpenID Provider', { skip: p
     database = await postgres.create();
     const [portA, portB] = [await freePort(), await freePort()];
     const issuer = `http://127.0.0.1:${portA}`;
-    const first = await createTestApp(database, { env: { AUTH_URL: issuer } });
+    const env = { AUTH_URL: issuer, ...OPEN_REGISTRATION };
+    const first = await createTestApp(database, { env });
     await first.app.listen({ port: portA, host: '127.0.0.1' });
     a = { ...first, url: issuer };
     // The second instance serves the same issuer (as behind a load balancer), on its own port.
-    const second = await createTestApp(database, { env: { AUTH_URL: issuer } });
+    const second = await createTestApp(database, { env });
     await second.app.listen({ port: portB, host: '127.0.0.1' });
     b = { ...second, url: `http://127.0.0.1:${portB}` };
     await createRpUser(a);
@@ -76,5 +80,17 @@ describe('two instances on one PostgreSQL act as one OpenID Provider', { skip: p
     assert.equal((await client.tokenIntrospection(config, String(refreshed.refresh_token))).active, false);
     const again = await tokenAtB(clientId, clientSecret!, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier });
     assert.equal(again.error, 'invalid_grant', 'a code works once across instances');
+  });
+
+  it('holds open registration\'s cap and global rate across instances (storage is their one counter)', async () => {
+    const register = async (at: string) => {
+      const response = await fetch(`${at}/oidc/reg`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }) });
+      return { status: response.status, error: ((await response.json()) as { error?: unknown }).error };
+    };
+    const answers = [];
+    for (const at of [a.url, b.url, a.url, b.url, a.url]) answers.push(await register(at));
+    assert.deepEqual(answers.map((answer) => answer.status), [201, 201, 201, 403, 429]);
+    assert.equal(answers[3]!.error, 'access_denied', 'the cap of 3 counted the clients registered at both');
+    assert.equal(answers[4]!.error, 'RATE_LIMITED', 'the global 4 counted the registrations at both');
   });
 });

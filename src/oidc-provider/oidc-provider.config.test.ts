@@ -1,4 +1,4 @@
-/** OIDC_PROVIDER_* settings: resource servers are checked at start, with every problem named. */
+/** OIDC_PROVIDER_* settings: resource servers and the registration mode are checked at start, with every problem named. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError } from '../config.ts';
@@ -49,4 +49,40 @@ describe('OpenID Provider configuration', () => {
   it('refuses a lifetime that is no duration', () => {
     assert.ok(problems({ OIDC_PROVIDER_REFRESH_TOKEN_TTL: 'forever' }).some((problem) => problem.startsWith('OIDC_PROVIDER_REFRESH_TOKEN_TTL')));
   });
+
+  const TOKEN = 'registration-token-0123456789abcdefghijklmnop';
+
+  it('follows the token when OIDC_PROVIDER_REGISTRATION is unset: off without it, token with it (nothing changes for existing deployments)', () => {
+    assert.equal(loadConfig(base).oidcProvider.registrationMode, 'off');
+    const withToken = loadConfig({ ...base, OIDC_PROVIDER_REGISTRATION_TOKEN: TOKEN }).oidcProvider;
+    assert.equal(withToken.registrationMode, 'token');
+    assert.equal(withToken.registrationToken, TOKEN);
+  });
+
+  it('reads open mode and its limits, with their defaults', () => {
+    const open = loadConfig({ ...base, OIDC_PROVIDER_REGISTRATION: 'open' }).oidcProvider;
+    assert.equal(open.registrationMode, 'open');
+    assert.equal(open.registrationToken, undefined);
+    assert.deepEqual(open.registrationGlobalLimit, { points: 40, durationSeconds: 3_600 });
+    assert.equal(open.registrationMaxClients, 1_000);
+    assert.equal(open.registrationUnusedTtlSeconds, 86_400);
+    const tuned = loadConfig({ ...base, OIDC_PROVIDER_REGISTRATION: 'open', OIDC_PROVIDER_REGISTRATION_MAX_CLIENTS: '50', OIDC_PROVIDER_REGISTRATION_UNUSED_TTL: '7d', RATE_LIMIT_OIDC_REGISTRATION_GLOBAL: '5/1m' }).oidcProvider;
+    assert.equal(tuned.registrationMaxClients, 50);
+    assert.equal(tuned.registrationUnusedTtlSeconds, 7 * 86_400);
+    assert.deepEqual(tuned.registrationGlobalLimit, { points: 5, durationSeconds: 60 });
+  });
+
+  for (const [env, pattern] of [
+    [{ OIDC_PROVIDER_REGISTRATION: 'token' }, /needs OIDC_PROVIDER_REGISTRATION_TOKEN/],
+    [{ OIDC_PROVIDER_REGISTRATION: 'open', OIDC_PROVIDER_REGISTRATION_TOKEN: TOKEN }, /OIDC_PROVIDER_REGISTRATION_TOKEN is set but OIDC_PROVIDER_REGISTRATION is open/],
+    [{ OIDC_PROVIDER_REGISTRATION: 'off', OIDC_PROVIDER_REGISTRATION_TOKEN: TOKEN }, /OIDC_PROVIDER_REGISTRATION_TOKEN is set but OIDC_PROVIDER_REGISTRATION is off/],
+    [{ OIDC_PROVIDER_REGISTRATION: 'anyone' }, /OIDC_PROVIDER_REGISTRATION must be one of off, token, open/],
+    [{ OIDC_PROVIDER_REGISTRATION: 'token', OIDC_PROVIDER_REGISTRATION_TOKEN: 'short' }, /at least 32 characters/],
+    [{ OIDC_PROVIDER_REGISTRATION: 'open', OIDC_PROVIDER_REGISTRATION_MAX_CLIENTS: '0' }, /OIDC_PROVIDER_REGISTRATION_MAX_CLIENTS must be an integer/],
+  ] as const) {
+    it(`refuses to start with ${JSON.stringify(env)}`, () => {
+      const found = problems(env);
+      assert.ok(found.some((problem) => pattern.test(problem)), found.join('\n'));
+    });
+  }
 });

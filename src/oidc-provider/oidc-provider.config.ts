@@ -11,6 +11,9 @@ export interface ResourceServer {
   readonly scopes: readonly string[];
 }
 
+export const REGISTRATION_MODES = ['off', 'token', 'open'] as const;
+export type RegistrationMode = (typeof REGISTRATION_MODES)[number];
+
 export interface OidcProviderConfig {
   /** APIs tokens may be bound to (OIDC_PROVIDER_RESOURCES): `<url>=<scope> <scope>, <url>=…`. */
   readonly resources: readonly ResourceServer[];
@@ -25,12 +28,21 @@ export interface OidcProviderConfig {
   /** Requests per IP to the token, introspection, revocation, device and PAR endpoints (RATE_LIMIT_OIDC_TOKEN, default 300/min). */
   readonly tokenEndpointLimit: RateLimit;
   /**
-   * Dynamic client registration (RFC 7591) at /oidc/reg, for callers presenting this initial
-   * access token (OIDC_PROVIDER_REGISTRATION_TOKEN, at least 32 characters); off when unset.
+   * Dynamic client registration (RFC 7591) at /oidc/reg (OIDC_PROVIDER_REGISTRATION): `off` (404,
+   * not in discovery), `token` (callers presenting `registrationToken`, as before) or `open` (anyone,
+   * under the limits below: what MCP clients expect). Default `token` when the token is set, else `off`.
    */
+  readonly registrationMode: RegistrationMode;
+  /** The initial access token of `token` mode (OIDC_PROVIDER_REGISTRATION_TOKEN, at least 32 characters); set only in that mode. */
   readonly registrationToken: string | undefined;
-  /** Registrations per IP (RATE_LIMIT_OIDC_REGISTRATION, default 10 an hour). */
+  /** Registrations per IP (RATE_LIMIT_OIDC_REGISTRATION, default 10 an hour), in `token` and `open` mode. */
   readonly registrationLimit: RateLimit;
+  /** Open registrations from all addresses together (RATE_LIMIT_OIDC_REGISTRATION_GLOBAL, default 40 an hour). */
+  readonly registrationGlobalLimit: RateLimit;
+  /** Self-registered (open mode) clients kept at most (OIDC_PROVIDER_REGISTRATION_MAX_CLIENTS, default 1000). */
+  readonly registrationMaxClients: number;
+  /** A self-registered client no person let in within this long is deleted (OIDC_PROVIDER_REGISTRATION_UNUSED_TTL, default 24 hours). */
+  readonly registrationUnusedTtlSeconds: number;
   /** User codes typed on the /device page per IP (RATE_LIMIT_OIDC_USER_CODE, default 20 per 15 min): they are short. */
   readonly userCodeLimit: RateLimit;
   /**
@@ -87,16 +99,32 @@ export function parseResources(value: string, problems: string[], authUrl?: stri
   return resources;
 }
 
-function registrationToken(value: string | undefined, problems: string[]): string | undefined {
-  if (value === undefined) return undefined;
-  if (value.length < 32 || /\s/.test(value)) problems.push('OIDC_PROVIDER_REGISTRATION_TOKEN must be at least 32 characters without spaces (e.g. openssl rand -base64 32)');
-  return value;
+/**
+ * The registration mode and its token: `token` needs the token, and a token means `token` (set with
+ * `off` or `open` it would be ignored, which an operator would not expect). Unset, the mode follows
+ * the token, so deployments from before the mode existed keep what they had.
+ */
+function registration(mode: string | undefined, token: string | undefined, problems: string[]): { registrationMode: RegistrationMode; registrationToken: string | undefined } {
+  if (mode !== undefined && !(REGISTRATION_MODES as readonly string[]).includes(mode)) {
+    problems.push(`OIDC_PROVIDER_REGISTRATION must be one of ${REGISTRATION_MODES.join(', ')} (got "${mode}")`);
+    return { registrationMode: 'off', registrationToken: undefined };
+  }
+  const registrationMode = (mode as RegistrationMode | undefined) ?? (token === undefined ? 'off' : 'token');
+  if (registrationMode === 'token' && token === undefined) problems.push('OIDC_PROVIDER_REGISTRATION=token needs OIDC_PROVIDER_REGISTRATION_TOKEN (the initial access token callers present)');
+  if (registrationMode !== 'token' && token !== undefined) problems.push(`OIDC_PROVIDER_REGISTRATION_TOKEN is set but OIDC_PROVIDER_REGISTRATION is ${registrationMode}: unset the token, or use token mode`);
+  if (token !== undefined && (token.length < 32 || /\s/.test(token))) problems.push('OIDC_PROVIDER_REGISTRATION_TOKEN must be at least 32 characters without spaces (e.g. openssl rand -base64 32)');
+  return { registrationMode, registrationToken: registrationMode === 'token' ? token : undefined };
 }
 
 export const oidcProviderConfigSection: ConfigSection = (read, basis, problems) => ({
   oidcProvider: {
-    registrationToken: registrationToken(read.string('OIDC_PROVIDER_REGISTRATION_TOKEN'), problems),
+    ...registration(read.string('OIDC_PROVIDER_REGISTRATION'), read.string('OIDC_PROVIDER_REGISTRATION_TOKEN'), problems),
     registrationLimit: read.rateLimit('RATE_LIMIT_OIDC_REGISTRATION', { points: 10, durationSeconds: 3_600 }),
+    // 40 an hour for 24 hours stays under the 1000 kept: a flood alone cannot fill the registry
+    // before its unused registrations expire.
+    registrationGlobalLimit: read.rateLimit('RATE_LIMIT_OIDC_REGISTRATION_GLOBAL', { points: 40, durationSeconds: 3_600 }),
+    registrationMaxClients: read.integer('OIDC_PROVIDER_REGISTRATION_MAX_CLIENTS', 1_000, { min: 1, max: 1_000_000 }),
+    registrationUnusedTtlSeconds: read.duration('OIDC_PROVIDER_REGISTRATION_UNUSED_TTL', 24 * 3_600),
     resources: parseResources(read.string('OIDC_PROVIDER_RESOURCES') ?? '', problems, basis.authUrl),
     accessTokenTtlSeconds: read.duration('OIDC_PROVIDER_ACCESS_TOKEN_TTL', 10 * 60),
     idTokenTtlSeconds: read.duration('OIDC_PROVIDER_ID_TOKEN_TTL', 60 * 60),

@@ -70,6 +70,8 @@ export const oidcProviderModule = defineModule({
   jobs: ({ oidcProvider }, { db, clock, logger }) => [
     // Logout tokens owed to apps (backchannel-logout.ts).
     oidcProvider.backchannel.worker,
+    // Self-registered clients nobody used (open registration).
+    oidcProvider.registrationExpiry,
     createPeriodicJob({
       name: 'oidc-provider-purge',
       intervalMs: 10 * 60_000,

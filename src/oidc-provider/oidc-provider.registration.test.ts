@@ -48,6 +48,9 @@ for (const backend of await backends()) {
         const response = await register(off, { redirect_uris: [REDIRECT] });
         assert.equal(response.status, 404);
         assert.equal(response.json.error, 'NOT_FOUND');
+        // Like a path nobody serves; an explicit OIDC_PROVIDER_REGISTRATION=off is the same mode (config test).
+        const unknown = await fetch(`${off.url}/oidc/no-such-endpoint`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+        assert.deepEqual({ status: response.status, json: response.json }, { status: unknown.status, json: await unknown.json() });
         assert.equal(await off.services.oidcClients.list().then((list) => list.length), 0);
       } finally {
         await off.close();

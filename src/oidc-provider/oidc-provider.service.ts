@@ -19,7 +19,8 @@ import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import { clientSecretMatches } from '../oidc-clients/clients.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { createAdapterFactory } from './oidc.adapter.ts';
-import { CLOCK_TOLERANCE_SECONDS } from './oidc-provider.config.ts';
+import { CLOCK_TOLERANCE_SECONDS, type OidcProviderConfig } from './oidc-provider.config.ts';
+import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { deleteOidcPayloadsByAccountId, deleteOidcPayloadsByGrantId, destroyOidcPayload, listGrantsByAccount } from './oidc.store.ts';
 import { findConsent, forgetConsent, listConsents, rememberConsent, type Consent } from './consents.store.ts';
 import { createProviderPages, type OidcPageRenderer, type ProviderPageLanguage } from './provider-pages.ts';
@@ -31,6 +32,8 @@ interface RequestState {
   signingOut?: Promise<unknown>;
   /** The back-channel logout link an authorization records; the bridge waits for it. */
   linking?: Promise<unknown>;
+  /** The client's last use being recorded; the bridge waits for it. */
+  recordingUse?: Promise<unknown>;
 }
 
 export interface ConnectedApp {
@@ -53,9 +56,16 @@ export interface DescribedClient {
   host: string | null;
 }
 
-/** The client a dynamic registration (RFC 7591) asked for, stored by the registry's rules; refused with the provider's error. */
-async function registerClient(clients: OidcClientsService, clientId: string, metadata: Record<string, unknown>): Promise<void> {
+/** Self-registered clients expired per run of the job at most (the next run goes on). */
+const EXPIRY_BATCH = 500;
+
+/**
+ * The client a dynamic registration (RFC 7591) asked for, stored by the registry's rules (and, in
+ * open mode, under its cap and what open mode refuses); refused with the provider's error.
+ */
+async function registerClient(clients: OidcClientsService, settings: OidcProviderConfig, clientId: string, metadata: Record<string, unknown>): Promise<void> {
   const strings = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? value : undefined);
+  const isOpen = settings.registrationMode === 'open';
   const result = await clients.createRegistered(
     {
       name: typeof metadata.client_name === 'string' && metadata.client_name.trim() !== '' ? metadata.client_name : 'Unnamed app',
@@ -68,12 +78,20 @@ async function registerClient(clients: OidcClientsService, clientId: string, met
     },
     { clientId, clientSecret: typeof metadata.client_secret === 'string' ? metadata.client_secret : undefined },
     { ...SYSTEM_SOURCE, via: 'registration' },
+    isOpen ? { maxClients: settings.registrationMaxClients } : undefined,
   );
   if (result.ok) return;
-  const description = result.problems.map((problem) => `${problem.field}: ${problem.message}`).join('; ');
-  const isAboutUris = result.problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field));
   // Loaded already: only the provider calls this.
   const { errors } = await import('oidc-provider');
+  if (result.reason === 'REGISTRATION_FULL') {
+    // RFC 7591 §3.2.2's shape; 403: the request is fine, the server will not take more now (it
+    // will once unused registrations expire). Nothing else waits on this.
+    const full = new errors.AccessDenied('registration is closed for now: this server keeps no more self-registered clients; try again later or ask its operator');
+    Object.assign(full, { status: 403, statusCode: 403 });
+    throw full;
+  }
+  const description = result.problems.map((problem) => `${problem.field}: ${problem.message}`).join('; ');
+  const isAboutUris = result.problems.some((problem) => /^(redirectUris|postLogoutRedirectUris)\b/.test(problem.field));
   throw isAboutUris ? new errors.InvalidRedirectUri(description) : new errors.InvalidClientMetadata(description);
 }
 
@@ -110,7 +128,7 @@ export function createOidcProviderService(deps: {
     clockToleranceSeconds: CLOCK_TOLERANCE_SECONDS,
     clients: {
       find: (clientId) => clients.providerMetadata(clientId),
-      register: (clientId, metadata) => registerClient(clients, clientId, metadata),
+      register: (clientId, metadata) => registerClient(clients, config.oidcProvider, clientId, metadata),
     },
   });
   const providerPages = createProviderPages(deps.pages, deps.pageLanguage);
@@ -137,6 +155,13 @@ export function createOidcProviderService(deps: {
         const state = requests.get(req);
         if (state?.auth) state.signingOut = sessions.signOut(state.auth.userId, state.auth.sessionId);
       },
+      onClientUsed(req, clientId) {
+        const recording = clients.recordUse(clientId).catch((error: unknown) => {
+          logger.error({ err: error, clientId }, 'the last use of a client was not recorded');
+        });
+        const state = requests.get(req);
+        if (state !== undefined) state.recordingUse = recording;
+      },
       onAuthorized(req, authorized) {
         const auth = requests.get(req)?.auth;
         if (auth === null || auth === undefined || auth.userId !== authorized.accountId) return;
@@ -153,6 +178,7 @@ export function createOidcProviderService(deps: {
       await next();
       await requests.get(ctx.req)?.signingOut;
       await requests.get(ctx.req)?.linking;
+      await requests.get(ctx.req)?.recordingUse;
     });
     return { provider, handler: provider.callback() };
   }
@@ -171,7 +197,32 @@ export function createOidcProviderService(deps: {
     return built;
   }
 
+  /**
+   * Clients that registered themselves in open mode and that no person let in (no code or token
+   * issued) within OIDC_PROVIDER_REGISTRATION_UNUSED_TTL are deleted, audited `oidc_client.expired`.
+   */
+  const registrationExpiry = createPeriodicJob({
+    name: 'oidc-registration-expiry',
+    intervalMs: 15 * 60_000,
+    firstDelayMs: 60_000,
+    logger,
+    run: async () => {
+      const createdBefore = clock() - config.oidcProvider.registrationUnusedTtlSeconds * 1000;
+      let expired = 0;
+      for (;;) {
+        const count = await clients.expireUnused(createdBefore, EXPIRY_BATCH);
+        expired += count;
+        if (count < EXPIRY_BATCH || registrationExpiry.isStopped) break;
+      }
+      if (expired > 0) logger.info({ expired }, 'self-registered clients never used expired');
+      return expired;
+    },
+  });
+
   return {
+    /** Deletes self-registered clients never used within their time (a module job; `runOnce` in tests). */
+    registrationExpiry,
+
     /** Logout tokens to the apps a person signed in to, when their Gatehouse session ends (backchannel-logout.ts). */
     backchannel,
 

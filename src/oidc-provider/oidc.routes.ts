@@ -18,11 +18,12 @@
  * MFA policy asks a user to enrol a second factor.
  */
 import { z } from 'zod';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Config } from '../config.ts';
-import { clientKey, rateLimitHook, type RateLimiters } from '../http/rate-limit.ts';
+import { clientKey, type RateLimiters } from '../http/rate-limit.ts';
+import { AppError } from '../errors.ts';
 import { isUnder, readRequestPath } from '../../packages/protect/src/rules.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
@@ -64,19 +65,27 @@ export interface ProviderBridgeOptions {
 
 export const providerBridge: FastifyPluginAsyncZod<ProviderBridgeOptions> = async (app, { oidc, config, rateLimiters }) => {
   const authUrl = new URL(config.authUrl);
-  const perIp = config.oidcProvider.tokenEndpointLimit;
-  // Each limit counts posts to its endpoints by route, however the path is spelled (isOneOf).
+  const settings = config.oidcProvider;
+  const perIp = (request: FastifyRequest) => clientKey(request.ip);
+  const registration = new Set<string>([OIDC_ROUTES.registration]);
+  // Each limit counts posts to its endpoints by route, however the path is spelled (isOneOf); a
+  // request is counted per IP first, so one address's refused flood does not use up the global count.
   const limits = [
-    { limiter: rateLimiters.create('oidc-client-endpoints', perIp), routes: CLIENT_ENDPOINTS },
-    { limiter: rateLimiters.create('oidc-registration', config.oidcProvider.registrationLimit), routes: new Set<string>([OIDC_ROUTES.registration]) },
-    { limiter: rateLimiters.create('oidc-user-code', config.oidcProvider.userCodeLimit), routes: new Set<string>([OIDC_ROUTES.code_verification]) },
+    { limiter: rateLimiters.create('oidc-client-endpoints', settings.tokenEndpointLimit), routes: CLIENT_ENDPOINTS, key: perIp },
+    { limiter: rateLimiters.create('oidc-registration', settings.registrationLimit), routes: registration, key: perIp },
+    // Open registration takes anyone's: all addresses together are held too (shared by instances).
+    ...(settings.registrationMode === 'open' ? [{ limiter: rateLimiters.create('oidc-registration-global', settings.registrationGlobalLimit), routes: registration, key: () => 'all' }] : []),
+    { limiter: rateLimiters.create('oidc-user-code', settings.userCodeLimit), routes: new Set<string>([OIDC_ROUTES.code_verification]), key: perIp },
   ];
-  const clientLimit = rateLimitHook(
-    limits.map(({ limiter, routes }) => ({
-      limiter,
-      key: (request: FastifyRequest) => (request.method === 'POST' && isOneOf(request, routes) ? clientKey(request.ip) : null),
-    })),
-  );
+  /** 429 RATE_LIMITED with Retry-After, and an `error_description` for OAuth clients (RFC 6749 §5.2's shape, as RFC 7591 §3.2.2 answers). */
+  const clientLimit: preHandlerAsyncHookHandler = async (request) => {
+    if (request.method !== 'POST') return;
+    for (const { limiter, routes, key } of limits) {
+      if (!isOneOf(request, routes)) continue;
+      const wait = await limiter.consume(key(request));
+      if (wait !== null) throw new AppError('RATE_LIMITED', { retryAfterSeconds: wait, fields: { error_description: `too many requests; try again in ${wait} seconds` } });
+    }
+  };
 
   // The provider reads the body itself (and refuses what it does not expect): leave the stream alone.
   app.removeAllContentTypeParsers();

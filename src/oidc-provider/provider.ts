@@ -59,6 +59,11 @@ export interface ProviderDeps {
   clientSecretMatches(secret: string, hash: string): boolean;
   /** The browser confirmed an RP-initiated logout: end its Gatehouse session too. */
   onLogout(req: IncomingMessage): void;
+  /**
+   * A client was issued a code (a person let it in) or tokens at the token endpoint: its last use.
+   * Not a device code or a pushed request, which anyone holding a client_id can get.
+   */
+  onClientUsed(req: IncomingMessage, clientId: string): void;
   /** An app was authorized (a code issued): the sign-in to link for back-channel logout. */
   onAuthorized(req: IncomingMessage, authorized: { clientId: string; accountId: string; sid: string; grantId: string | null }): void;
 }
@@ -202,11 +207,13 @@ export function createProvider(deps: ProviderDeps): Provider {
       pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
       // A client_id that is an https URL names a client by its metadata document (cimd.ts).
       clientIdMetadataDocument: cimdFeature(settings.cimd, (clientId, reason) => deps.logger.info({ clientHost: documentClientHost(clientId), reason }, 'client ID metadata document refused')),
-      // Off unless OIDC_PROVIDER_REGISTRATION_TOKEN is set; registered clients follow the same
-      // rules as those an admin registers (the adapter refuses others) and are never first-party.
+      // OIDC_PROVIDER_REGISTRATION: off, behind the initial access token, or open to anyone (with
+      // the limits the bridge and the registry hold: rates, the cap, what open mode refuses).
+      // Registered clients follow the rules of those an admin registers (the adapter refuses
+      // others) and are never first-party.
       registration: {
-        enabled: settings.registrationToken !== undefined,
-        ...(settings.registrationToken !== undefined && { initialAccessToken: settings.registrationToken }),
+        enabled: settings.registrationMode !== 'off',
+        initialAccessToken: settings.registrationMode === 'token' && settings.registrationToken !== undefined ? settings.registrationToken : false,
         issueRegistrationAccessToken: false,
         idFactory: () => newClientId(),
         secretFactory: async () => newClientSecret(),
@@ -319,8 +326,12 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.on('authorization.success', (ctx: KoaContextWithOIDC) => {
     const { client, session } = ctx.oidc;
     if (client === undefined || session?.accountId === undefined) return;
+    deps.onClientUsed(ctx.req, client.clientId);
     const grantId = session.grantIdFor(client.clientId);
     deps.onAuthorized(ctx.req, { clientId: client.clientId, accountId: session.accountId, sid: session.sidFor(client.clientId) as string, grantId: typeof grantId === 'string' ? grantId : null });
+  });
+  provider.on('grant.success', (ctx: KoaContextWithOIDC) => {
+    if (ctx.oidc.client !== undefined) deps.onClientUsed(ctx.req, ctx.oidc.client.clientId);
   });
   // What the provider would send on an RP-initiated logout is sent instead when the Gatehouse
   // session ends (backchannel-logout.ts): through the outbox and the outbound rules, and also for
