@@ -6,7 +6,8 @@
  * client ID metadata documents; the client's id is its document's https URL (served on loopback
  * with a test certificate authority); the person signs in and consents in Chromium, the consent
  * page naming the client's host; the tool call then succeeds with a token whose `aud` is the MCP
- * server, and a token for another resource is refused.
+ * server. Separately, a client without a document registers itself (open registration, RFC 7591)
+ * and does the same. A token for another resource is refused.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,7 +27,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { createSqliteDatabase, type TestDatabase } from '../helpers/databases.ts';
 import { createRpUser, discover, listeningApp, registerClient, USER, type ListeningApp } from '../helpers/oidc-rp.ts';
 import { REPO_ROOT } from '../helpers/process.ts';
-import { chromiumAvailability, closeBrowser, launchBrowser, withPage, type Browser } from '../helpers/browser.ts';
+import { chromiumAvailability, closeBrowser, launchBrowser, withPage, type Browser, type Page } from '../helpers/browser.ts';
 import { createProtector } from '../../packages/protect/src/protect.ts';
 import { toNodeMiddleware, type ProtectedRequest } from '../../packages/protect/src/node.ts';
 
@@ -75,9 +76,10 @@ class MemoryAuthProvider implements OAuthClientProvider {
   information?: OAuthClientInformationMixed;
   verifier = '';
   authorizationUrl?: URL;
-  readonly clientMetadataUrl: string;
+  /** Undefined: the client registers itself (RFC 7591) instead. */
+  readonly clientMetadataUrl: string | undefined;
   readonly redirectUrl: string;
-  constructor(clientMetadataUrl: string, redirectUrl: string) {
+  constructor(clientMetadataUrl: string | undefined, redirectUrl: string) {
     this.clientMetadataUrl = clientMetadataUrl;
     this.redirectUrl = redirectUrl;
   }
@@ -144,6 +146,7 @@ describe('an MCP client (the official SDK) connects to an MCP server protected b
       OIDC_PROVIDER_RESOURCES: `${mcp.url}=mcp:tools,http://127.0.0.1:1/other=mcp:tools`,
       OIDC_PROVIDER_ALLOW_PRIVATE_TARGETS: 'true',
       OIDC_PROVIDER_CIMD_CA_FILE: CERT,
+      OIDC_PROVIDER_REGISTRATION: 'open',
     });
     issuer = t.url;
     userId = (await createRpUser(t)).id;
@@ -159,45 +162,62 @@ describe('an MCP client (the official SDK) connects to an MCP server protected b
     await database?.drop();
   });
 
-  it('discovers Gatehouse from the server, uses its metadata document as its client id, and calls the tool once the person consents', (t2) =>
-    withPage(t2, browser!, {}, async (page) => {
-      const provider = new MemoryAuthProvider(clientMetadataUrl, redirectUrl);
-      const first = new Client({ name: 'example-agent', version: '1.0.0' });
-      await assert.rejects(first.connect(new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: provider })), UnauthorizedError, 'no token yet: the person must authorize');
-      assert.ok(provider.authorizationUrl, 'the SDK found Gatehouse and built the authorization request');
-      const authorization = provider.authorizationUrl;
-      assert.equal(authorization.origin, t.url);
-      assert.equal(authorization.searchParams.get('client_id'), clientMetadataUrl, 'the metadata document is the client id');
-      assert.equal(authorization.searchParams.get('resource'), mcp.url);
-      assert.equal(authorization.searchParams.get('scope'), 'mcp:tools', 'the scope the resource metadata names');
-      assert.equal(authorization.searchParams.get('code_challenge_method'), 'S256');
+  /** The SDK's whole flow: refused, the person authorizes in Chromium, the tool call; the client id it used. */
+  async function connectAndCall(page: Page, provider: MemoryAuthProvider, consentNames: RegExp): Promise<string> {
+    const first = new Client({ name: 'example-agent', version: '1.0.0' });
+    await assert.rejects(first.connect(new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: provider })), UnauthorizedError, 'no token yet: the person must authorize');
+    assert.ok(provider.authorizationUrl, 'the SDK found Gatehouse and built the authorization request');
+    const authorization = provider.authorizationUrl;
+    const clientId = authorization.searchParams.get('client_id')!;
+    assert.equal(authorization.origin, t.url);
+    assert.equal(authorization.searchParams.get('resource'), mcp.url);
+    assert.equal(authorization.searchParams.get('scope'), 'mcp:tools', 'the scope the resource metadata names');
+    assert.equal(authorization.searchParams.get('code_challenge_method'), 'S256');
 
-      // The person, in a browser: Gatehouse's sign-in page, then its consent page naming the client's host.
-      await page.goto(authorization.href);
-      await page.waitForURL((url) => url.pathname === '/auth/signin');
+    // The person, in a browser: Gatehouse's sign-in page (once), then its consent page.
+    const codesBefore = codes.length;
+    await page.goto(authorization.href);
+    if (new URL(page.url()).pathname === '/auth/signin') {
       await page.getByLabel('Email').fill(USER.email);
       await page.getByLabel('Password').fill(USER.password);
       await page.getByRole('button', { name: 'Login', exact: true }).click();
-      await page.waitForURL((url) => url.pathname.startsWith('/oidc/interaction/'));
-      assert.match((await page.locator('main').textContent()) ?? '', new RegExp(`known only by its address, localhost:${new URL(clientMetadataUrl).port}`));
-      await page.getByRole('button', { name: 'Allow' }).click();
-      await page.waitForURL((url) => url.href.startsWith(redirectUrl));
-      assert.equal(codes.length, 1);
+    }
+    await page.waitForURL((url) => url.pathname.startsWith('/oidc/interaction/'));
+    assert.match((await page.locator('main').textContent()) ?? '', consentNames);
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((url) => url.href.startsWith(redirectUrl));
+    assert.equal(codes.length, codesBefore + 1);
 
-      const transport = new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: provider });
-      await transport.finishAuth(codes[0]!);
-      const token = provider.saved!.access_token;
-      const claims = decodeJwt(token);
-      assert.equal(claims.aud, mcp.url, "the token is for the MCP server and nothing else");
-      assert.equal(claims.client_id, clientMetadataUrl);
-      assert.equal(claims.sub, userId);
+    const transport = new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: provider });
+    await transport.finishAuth(codes.at(-1)!);
+    const claims = decodeJwt(provider.saved!.access_token);
+    assert.equal(claims.aud, mcp.url, 'the token is for the MCP server and nothing else');
+    assert.equal(claims.client_id, clientId);
+    assert.equal(claims.sub, userId);
 
-      const agent = new Client({ name: 'example-agent', version: '1.0.0' });
-      await agent.connect(transport);
-      const result = (await agent.callTool({ name: 'whoami' })) as { content: Array<{ type: string; text: string }> };
-      assert.equal(result.content[0]?.text, `hello ${userId}`);
-      assert.deepEqual(mcp.calls.at(-1), { clientId: clientMetadataUrl, user: userId });
-      await agent.close();
+    const agent = new Client({ name: 'example-agent', version: '1.0.0' });
+    await agent.connect(transport);
+    const result = (await agent.callTool({ name: 'whoami' })) as { content: Array<{ type: string; text: string }> };
+    assert.equal(result.content[0]?.text, `hello ${userId}`);
+    assert.deepEqual(mcp.calls.at(-1), { clientId, user: userId });
+    await agent.close();
+    return clientId;
+  }
+
+  it('discovers Gatehouse from the server, uses its metadata document as its client id, and calls the tool once the person consents', (t2) =>
+    withPage(t2, browser!, {}, async (page) => {
+      const clientId = await connectAndCall(page, new MemoryAuthProvider(clientMetadataUrl, redirectUrl), new RegExp(`known only by its address, localhost:${new URL(clientMetadataUrl).port}`));
+      assert.equal(clientId, clientMetadataUrl, 'the metadata document is the client id');
+    }));
+
+  it('registers itself where it has no metadata document (open registration), and calls the tool once the person consents', (t2) =>
+    withPage(t2, browser!, {}, async (page) => {
+      const provider = new MemoryAuthProvider(undefined, redirectUrl);
+      const clientId = await connectAndCall(page, provider, /Example Agent/);
+      assert.equal(provider.information?.client_id, clientId);
+      const registered = await t.services.oidcClients.show(clientId);
+      assert.equal(registered?.origin, 'open_registration');
+      assert.equal(registered?.isFirstParty, false);
     }));
 
   it('refuses a token for another resource, with the challenge that leads back to Gatehouse', async () => {
