@@ -7,7 +7,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
-import { collectAdminNav, collectOpenApiTags, type ModuleRoutes, type RouteContext } from './module.ts';
+import { collectAdminNav, collectPageLinks, collectOpenApiTags, type ModuleRoutes, type RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
 import { toErrorBody } from './errors.ts';
 import { registerErrorHandling, sendError } from './http/error-handler.ts';
@@ -103,6 +103,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   // Every module's routes: JSON-only ones at the top level, the browser's where form bodies parse too.
   const sections = services.modules.flatMap((module) => module.pageSections?.(services) ?? []);
+  const links = collectPageLinks(services.modules, services);
   const routeContext: RouteContext = {
     services,
     storage: services.storage,
@@ -112,6 +113,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     csrf,
     pageSections: (page) => sections.filter((section) => section.page === page),
     adminNav: collectAdminNav(services.modules),
+    pageLinks: (place) => links.get(place) ?? [],
   };
   const routesOf = (scope: ModuleRoutes['scope']) => services.modules.flatMap((module) => (module.routes ?? []).filter((routes) => routes.scope === scope));
   for (const routes of routesOf('api')) await routes.register(app, routeContext);

@@ -5,7 +5,9 @@
  */
 import type { Migration } from 'kysely/migration';
 import type { ConfigSection } from './config.ts';
-import type { ServiceRegistry, GatehouseModule, CliCommandGroup, AdminNavEntry } from './module.ts';
+import type { ServiceRegistry, BuiltServices, GatehouseModule, CliCommandGroup, AdminNavEntry } from './module.ts';
+import { PAGE_LINK_PLACES, type PageLink, type PageLinkPlace } from './module-pages.ts';
+import { DEFAULT_LOCALE } from './i18n/locales.ts';
 import { FACTOR_NAME, type FirstFactorKind } from './signin/first-factor.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import { CORE_ERRORS, type ErrorDefinition } from './errors.ts';
@@ -99,6 +101,29 @@ export function collectAdminNav(modules: readonly GatehouseModule[]): AdminNavEn
   return byOrder(claimed<AdminNavEntry>('admin navigation path', modules.map((module) => [module.name, (module.adminNav ?? []).map((entry) => [entry.path, entry] as const)] as const)).values());
 }
 
+/**
+ * Every module's page links, by place, each place's in their order (list order among equals). A
+ * place no page has, a text that is not a message of the module's own English catalog, and one
+ * href two declarations put at one place stop the start.
+ */
+export function collectPageLinks(modules: readonly GatehouseModule[], services: BuiltServices): ReadonlyMap<PageLinkPlace, readonly PageLink[]> {
+  const owners = modules.map((module) => [module, module.pageLinks?.(services) ?? []] as const);
+  for (const [module, links] of owners) {
+    for (const link of links) {
+      if (!(PAGE_LINK_PLACES as readonly string[]).includes(link.place)) {
+        throw new Error(`modules: a page link of "${module.name}" is for the place "${link.place}", which no page has (${PAGE_LINK_PLACES.join(', ')})`);
+      }
+      if ('href' in link && !(link.message.startsWith(`${module.name}.`) && Object.hasOwn(module.messages?.[DEFAULT_LOCALE] ?? {}, link.message))) {
+        throw new Error(`modules: the page link of "${module.name}" to ${link.href} says "${link.message}", which is not a message of its own catalogs`);
+      }
+    }
+  }
+  const hrefs = owners.map(([module, links]) => [module.name, links.flatMap((link) => ('href' in link ? [[`${link.href} at ${link.place}`, link] as const] : []))] as const);
+  claimed<PageLink>('page link to', hrefs);
+  const all = owners.flatMap(([, links]) => links).sort((a, b) => a.order - b.order);
+  return new Map(PAGE_LINK_PLACES.map((place) => [place, all.filter((link) => link.place === place)]));
+}
+
 /** Every OpenAPI tag the modules describe: its description, by name. */
 export function collectOpenApiTags(modules: readonly GatehouseModule[]): ReadonlyMap<string, string> {
   const all = claimed<string>('OpenAPI tag', modules.map((module) => [module.name, (module.openApiTags ?? []).map((tag) => [tag.name, tag.description] as const)] as const));
@@ -138,6 +163,12 @@ export function collectCountedEvents(modules: readonly GatehouseModule[]): Count
 export function collectMailTemplates(modules: readonly GatehouseModule[]): ReadonlyMap<string, MailTemplate> {
   const all = claimed<MailTemplate>('mail template', modules.map((module) => [module.name, Object.entries(module.mailTemplates?.(modules) ?? {}) as Array<[string, MailTemplate]>] as const));
   return new Map([...all].map(([name, { value }]) => [name, value]));
+}
+
+/** The page a module declares for taking an account back (`accountRecoveryPage`), or null; two declaring one stop the start. */
+export function collectAccountRecoveryPage(modules: readonly GatehouseModule[]): `/${string}` | null {
+  const all = claimed<`/${string}`>('account recovery page', modules.map((module) => [module.name, module.accountRecoveryPage === undefined ? [] : [['', module.accountRecoveryPage] as const]] as const));
+  return all.get('')?.value ?? null;
 }
 
 /** Every change a security notice tells of: the module that declares it (whose catalogs have its texts), by name. */

@@ -16,13 +16,15 @@
  * app, never by building), routes and pages (`routes`, in the JSON or the browser scope), sign-in
  * steps (`signInSteps`, run by the sign-in pipeline), the kinds of first factor it verifies
  * (`firstFactors`) and of second factor it brings (`secondFactors`), access-token claims (`tokenClaims`),
- * sections of the dashboard and the admin's user page (`pageSections`), rules every signed-in
+ * sections of the dashboard and the admin's user page (`pageSections`) and links at named places
+ * of other modules' pages (`pageLinks`: the sign-in page's sign-up link, say), rules every signed-in
  * request meets (`accessPolicies`) and named checks a route may require (`accessRequirements`; a
  * route declares who may call it in its own options: authorization/access.ts),
  * subscriptions to domain events (`subscriptions`, run in the event's transaction), what it holds of
  * a user (`userData`: account deletion erases it, an export gathers it), the kinds of Bearer
  * credential it resolves (`credentialResolvers`), the mails it sends (`mailTemplates`) and the
- * changes to an account it tells the owner of (`securityNotices`), its `gatehouse` command groups (`cli`), its links
+ * changes to an account it tells the owner of (`securityNotices`) and the page where an owner takes
+ * their account back (`accountRecoveryPage`), its `gatehouse` command groups (`cli`), its links
  * in the admin area's navigation (`adminNav`), the OpenAPI tags its routes use (`openApiTags`), the
  * public (webhook) events made from its domain events (`publicEvents`), the counters its events feed
  * and how they count (`counters`, `countedEvents`), and resources to release (`close`). Its rate
@@ -44,7 +46,7 @@ import type { FirstFactorKind } from './signin/first-factor.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
 import type { ErrorCode, ErrorDefinition } from './errors.ts';
-import type { PageContext } from './web/page-context.ts';
+import type { PageLink, PageLinkPlace, PageSection, SectionedPage } from './module-pages.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 import type { RouteAccess } from './authorization/access.ts';
 import type { AuditSource } from './audit/audit.service.ts';
@@ -100,6 +102,8 @@ export interface RouteContext {
   readonly csrf: Csrf & CsrfRotation;
   /** The sections modules add to `page`, in list order (to render inside it). */
   readonly pageSections: (page: SectionedPage) => readonly PageSection[];
+  /** The links modules put at `place` of a page, in their order (to render there: `renderPageLinks`). */
+  readonly pageLinks: (place: PageLinkPlace) => readonly PageLink[];
   /** Every module's links in the admin area's navigation, in their order (admin/admin-area.ts renders them). */
   readonly adminNav: readonly AdminNavEntry[];
 }
@@ -207,49 +211,6 @@ export interface CredentialResolver {
   withCurrentRoles?(auth: AuthContext): Promise<AuthContext | null>;
 }
 
-/** The pages of other modules a module may add a section to. */
-export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt';
-
-/**
- * A module's part of a page another module serves: the account dashboard (what the user manages
- * of the module's: their second factors, say), or the administrators' page of one user (what an
- * administrator may see or reset). It renders its own HTML with its own template (web/render.ts,
- * escaped there); its forms post to its own routes.
- */
-export interface PageSection {
-  readonly page: SectionedPage;
-  /** Its HTML, or null to show nothing for this user. */
-  render(context: PageSectionContext): Promise<string | null>;
-  /**
-   * Same-origin scripts it needs (its own route serves them), loaded at the end of the page
-   * under a per-response CSP nonce, with `connect-src 'self'`; every other page runs no script.
-   */
-  readonly scripts?: readonly string[];
-}
-
-export interface PageSectionContext {
-  /** Whom the page is about: on the dashboard, the signed-in user; on the second-factor page, the user signing in; null on the sign-in page. */
-  readonly userId: string | null;
-  /**
-   * The page's request context (web/page-context.ts): its language and brand, the CSRF token for
-   * the section's forms, and the signed-in viewer (the administrator, on the admin pages; null on
-   * the sign-in and second-factor pages). Render the section with it.
-   */
-  readonly page: PageContext;
-  /** The sign-in and second-factor pages: where to go once signed in, already judged (a path of ours, or a URL on one of TRUSTED_ORIGINS). */
-  readonly callbackUrl?: string;
-}
-
-/**
- * The sections' HTML for one page, in list order, leaving out those with nothing to show, and the
- * scripts of those shown (the page loads them under its context's nonce).
- */
-export async function renderPageSections(sections: readonly PageSection[], context: PageSectionContext): Promise<{ html: string[]; scripts: string[] }> {
-  const rendered = await Promise.all(sections.map(async (section) => ({ section, html: await section.render(context) })));
-  const shown = rendered.filter((entry): entry is { section: PageSection; html: string } => entry.html !== null);
-  return { html: shown.map((entry) => entry.html), scripts: [...new Set(shown.flatMap((entry) => entry.section.scripts ?? []))] };
-}
-
 /**
  * A group of `gatehouse` commands a module brings: `gatehouse <name> …`. `gatehouse help` must not
  * load the modules (that takes most of a second), so the command finds the groups by their files:
@@ -346,6 +307,8 @@ export interface GatehouseModule {
   accessRequirements?(services: BuiltServices): readonly AccessRequirement[];
   /** Sections it adds to other modules' pages (the dashboard, the admin's user page, the sign-in page). */
   pageSections?(services: BuiltServices): readonly PageSection[];
+  /** Links to its own pages at named places of other modules' pages (the sign-in page's "Forgot password?"; see module-pages.ts). */
+  pageLinks?(services: BuiltServices): readonly PageLink[];
   /** Claims the module adds to every access token (see sessions/access-token.ts). */
   tokenClaims?(services: ServiceRegistry): TokenClaimsSource;
   /** Domain events (the audit events) the module handles, inside the transaction of the change. */
@@ -382,6 +345,12 @@ export interface GatehouseModule {
    * each with its texts in the module's catalogs; a change two modules declare stops the start.
    */
   readonly securityNotices?: readonly string[];
+  /**
+   * The page of its own where the owner of an account takes it back after a change they did not
+   * make (the password-reset module's forgot-password page): the mails that offer it link it
+   * (`MailService.accountRecoveryUrl`, security notices among them). One module at most declares it.
+   */
+  readonly accountRecoveryPage?: `/${string}`;
   /** Releases what `provide` opened (a connection), after the jobs have stopped. */
   close?(services: ServiceRegistry): Promise<void>;
 }
@@ -391,6 +360,10 @@ export function defineModule(module: GatehouseModule): GatehouseModule {
   return module;
 }
 
+// A module's part of another module's page (module-pages.ts).
+export { renderPageSections, renderPageLinks, PAGE_LINK_PLACES } from './module-pages.ts';
+export type { SectionedPage, PageSection, PageSectionContext, PageLink, PageHrefLink, PageRenderedLink, PageLinkPlace, PageLinkContext } from './module-pages.ts';
+
 // What the modules declare, collected (module-collect.ts).
-export { collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices } from './module-collect.ts';
+export { collectPageLinks, collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices, collectAccountRecoveryPage } from './module-collect.ts';
 export type { CatalogueEntry } from './module-collect.ts';

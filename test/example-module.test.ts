@@ -2,7 +2,7 @@
  * The worked example of docs/architecture.md ("Adding a capability"): the notes module
  * (test/fixtures/notes-module/), added to the service as one more entry in the module list, and
  * checked end to end through each slot it uses: a route with a requirement (RECENT_SECOND_FACTOR)
- * and its OpenAPI tag, a mail template (over SMTP on loopback, in the request's language), a public
+ * and its OpenAPI tag, a link to its page from the dashboard's header, a mail template (over SMTP on loopback, in the request's language), a public
  * event (a signed webhook to a receiver), a counter (/metrics), its `gatehouse` command group,
  * per-user data (export, a block on deletion with its own code and page text, erasure), and a
  * Bearer credential resolver (its `nt_…` tokens). Lastly: nothing under src/ names the module's
@@ -50,7 +50,7 @@ describe('the example module is a folder and one line in the module list', () =>
   });
 
   it('nothing under src/ names its routes, templates, events, codes, counters, tokens or commands', () => {
-    const names = ['/api/notes', 'note-shared', 'note.created', 'NOTE_PINNED', 'notes_created_total', 'notesCreated', 'note-token', 'note_tokens', 'notes-module', 'notesModule', 'notes list', 'notes.mail.', 'notes.deletion.'];
+    const names = ['/api/notes', '/notes', 'notes.links.', 'notes.page.', 'note-shared', 'note.created', 'NOTE_PINNED', 'notes_created_total', 'notesCreated', 'note-token', 'note_tokens', 'notes-module', 'notesModule', 'notes list', 'notes.mail.', 'notes.deletion.'];
     const files = readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((file) => /\.(ts|js|eta|json|css)$/.test(file));
     assert.ok(files.length > 300, `read ${files.length} files`);
     const found: string[] = [];
@@ -123,6 +123,19 @@ for (const backend of await backends()) {
       assert.deepEqual(document.paths['/api/notes'].post.tags, ['notes']);
       assert.ok(document.paths['/api/notes'].get.security?.length > 0, JSON.stringify(document.paths['/api/notes'].get));
       assert.ok(document.tags.some((tag: { name: string; description: string }) => tag.name === 'notes' && tag.description.startsWith('Notes a user keeps')));
+    });
+
+    it('its page link: the dashboard\'s header links its page (which lists the notes), before "Sign out"', async () => {
+      const user = await createSignedInUser(t, { email: email('reader'), password: PASSWORD });
+      assert.equal((await addNote(user.token, { text: 'on the <page>' })).statusCode, 201);
+      const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard?lang=de', headers: bearer(user.token) });
+      assert.equal(dashboard.statusCode, 200, dashboard.body);
+      assert.match(dashboard.body, /<a class="button button-secondary" href="\/notes">Notizen<\/a>\n {4}<a class="button button-secondary" href="\/auth\/signout">/);
+      const page = await t.app.inject({ method: 'GET', url: '/notes?lang=de', headers: bearer(user.token) });
+      assert.equal(page.statusCode, 200, page.body);
+      assert.match(page.body, /<h1>Ihre Notizen<\/h1>/);
+      assert.match(page.body, /<li>on the &lt;page&gt;<\/li>/);
+      assert.notEqual((await t.app.inject({ method: 'GET', url: '/notes' })).statusCode, 200, 'for a signed-in user only');
     });
 
     it('its mail: a shared note mails the address a notice in the request’s language, from its own template and catalog', async () => {

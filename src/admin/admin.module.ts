@@ -5,7 +5,8 @@ import { defineModule } from '../module.ts';
 import { ADMIN_ERRORS } from './admin.errors.ts';
 import { createAdminService, type AdminService } from './admin.service.ts';
 import { adminRoutes } from './admin.routes.ts';
-import { adminPageRoutes } from './admin-pages.routes.ts';
+import { ADMIN_PAGE, adminPageRoutes } from './admin-pages.routes.ts';
+import { ADMIN_ROLE } from '../users/user.service.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -17,9 +18,11 @@ export const adminModule = defineModule({
   name: 'admin',
   // The admin area's own links; the other modules' pages for administrators declare theirs (admin-area.ts).
   adminNav: [
-    { path: '/admin', labelKey: 'admin.nav.users', section: 'users', order: 10 },
+    { path: ADMIN_PAGE, labelKey: 'admin.nav.users', section: 'users', order: 10 },
     { path: '/admin/events', labelKey: 'admin.nav.events', section: 'events', order: 90 },
   ],
+  // The way in from the dashboard's header, for administrators.
+  pageLinks: () => [{ place: 'dashboard.header', order: 10, href: ADMIN_PAGE, message: 'admin.links.dashboard', shownWhen: ({ roles }) => roles.includes(ADMIN_ROLE) }],
   openApiTags: [
     { name: 'admin', description: 'Administration (role ADMIN): users, roles, sessions, the audit log, OAuth clients, organizations and webhooks.' },
   ],

@@ -19,6 +19,7 @@ import type { AuditEvent, AuditEventType } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { AdminService } from './admin.service.ts';
+import { toUserJson } from '../users/user-json.ts';
 import { isoTime } from '../lib/clock.ts';
 import { LOCALES } from '../i18n/locales.ts';
 
@@ -140,20 +141,6 @@ const forAdminsRecentlyVerified = { access: access.role(ADMIN_ROLE, { requires: 
 /** The acting admin, for the audit log. */
 const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
 
-function toAdminUser(user: User) {
-  return {
-    id: user.id,
-    email: user.email,
-    name: user.name,
-    roles: user.roles,
-    emailVerified: user.emailVerifiedAt !== null,
-    disabled: user.disabledAt !== null,
-    locale: user.locale,
-    createdAt: isoTime(user.createdAt),
-    updatedAt: isoTime(user.updatedAt),
-  };
-}
-
 function toAdminSession(session: SessionSummary) {
   return {
     id: session.id,
@@ -187,7 +174,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     async (request) => {
       const { query, cursor, limit } = request.query;
       const page = await admin.listUsers({ ...(query !== undefined && { query }), ...positionOf(cursor), limit });
-      return { users: page.users.map(toAdminUser), nextCursor: nextCursor(page.next) };
+      return { users: page.users.map(toUserJson), nextCursor: nextCursor(page.next) };
     },
   );
 
@@ -205,7 +192,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
     async (request) => {
       const found = await admin.getUser(request.params.id);
       if (found === null) throw new AppError('NOT_FOUND', { message: 'No such user.' });
-      return { user: toAdminUser(found.user), sessions: found.sessions.map(toAdminSession) };
+      return { user: toUserJson(found.user), sessions: found.sessions.map(toAdminSession) };
     },
   );
 
@@ -239,7 +226,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
         const error = result.reason === 'WEAK_PASSWORD' ? { field: 'password', message: result.rejection.message } : { field: 'roles', message: 'must be role names' };
         throw new AppError('VALIDATION_ERROR', { errors: [error] });
       }
-      return reply.code(201).send(toAdminUser(result.user));
+      return reply.code(201).send(toUserJson(result.user));
     },
   );
 
@@ -273,7 +260,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
         if (result.reason === 'FORBIDDEN') throw new AppError('FORBIDDEN');
         throw new AppError('VALIDATION_ERROR', { errors: [{ field: 'roles', message: 'must be role names' }] });
       }
-      return toAdminUser(result.user);
+      return toUserJson(result.user);
     },
   );
 

@@ -56,9 +56,6 @@ export interface PasswordReplacement {
   linkedProviders?: { names: readonly string[]; reviewUrl: string };
 }
 
-/** Where someone who did not change their password goes to take the account back (linked from the notice mail). */
-export const FORGOT_PASSWORD_PAGE = '/auth/forgot-password';
-
 export interface SignInInput {
   email: string;
   password: string;
@@ -128,7 +125,8 @@ export function createCredentialsService(deps: {
       data: {
         name: greetingName(user),
         changedAt: clock(),
-        forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE),
+        // Where someone who did not change their password takes the account back (password-reset's page).
+        forgotPasswordUrl: mail.accountRecoveryUrl(),
         ...(change.linkedProviders !== undefined && { linkedProviders: change.linkedProviders }),
       },
     });

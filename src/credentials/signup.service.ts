@@ -58,7 +58,7 @@ export function createSignupService(deps: {
         locale: mailLocale(owner, source),
         // Never the name in the request, nor the account's own unless confirmed: the account may
         // itself have been made by a stranger signing up with this address (see greetingName).
-        data: { name: greetingName(owner), signInUrl: mail.link('/auth/signin'), forgotPasswordUrl: mail.link('/auth/forgot-password') },
+        data: { name: greetingName(owner), signInUrl: mail.link('/auth/signin'), forgotPasswordUrl: mail.accountRecoveryUrl() },
       });
       await audit.record({ type: 'signup.existing_account', userId: owner.id, source }, { db: trx });
     });

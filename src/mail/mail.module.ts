@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { mailConfigSection } from './mail.config.ts';
-import { collectMailTemplates, collectSecurityNotices, defineModule } from '../module.ts';
+import { collectAccountRecoveryPage, collectMailTemplates, collectSecurityNotices, defineModule, type GatehouseModule } from '../module.ts';
 import * as mailOutbox from './migrations/0004-mail-outbox.ts';
 import { createMailService, type MailService } from './mail.service.ts';
 import { devOutboxRoutes } from './dev-outbox.routes.ts';
@@ -14,6 +14,16 @@ declare module '../module.ts' {
   }
 }
 
+/** The account recovery page, which a module declaring security changes needs: the start stops without one. */
+function accountRecoveryPageFor(modules: readonly GatehouseModule[]): `/${string}` | null {
+  const page = collectAccountRecoveryPage(modules);
+  const changes = collectSecurityNotices(modules);
+  if (page === null && changes.size > 0) {
+    throw new Error(`modules: security notices (${[...new Set(changes.values())].join(', ')}) link an account recovery page, which no module declares (accountRecoveryPage)`);
+  }
+  return page;
+}
+
 export const mailModule = defineModule({
   name: 'mail',
   messages: readMessages(join(import.meta.dirname, 'messages')),
@@ -23,8 +33,18 @@ export const mailModule = defineModule({
   mailTemplates: (modules) => ({ 'security-notice': securityNoticeTemplate(collectSecurityNotices(modules)) }),
   // `translations`: the i18n module's, above this one in modules.ts (every module's catalogs, this one's among them);
   // the templates every module's, this one's among them.
+  // The notices' button goes to the page a module declares for taking an account back (accountRecoveryPage).
   provide: ({ db, storage, config, clock, logger, services, modules }) => ({
-    mail: createMailService({ db, isPostgres: storage.dialect === 'postgres', config, clock, logger, translations: services.translations, templates: collectMailTemplates(modules) }),
+    mail: createMailService({
+      db,
+      isPostgres: storage.dialect === 'postgres',
+      config,
+      clock,
+      logger,
+      translations: services.translations,
+      templates: collectMailTemplates(modules),
+      accountRecoveryPage: accountRecoveryPageFor(modules),
+    }),
   }),
   jobs: ({ mail }) => [mail],
   // A deleted user's mails still waiting are dropped (the address is forgotten).

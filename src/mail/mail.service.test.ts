@@ -18,6 +18,8 @@ import { claimNext } from '../storage/outbox/outbox.store.ts';
 import { createSmtpTransport, MailSendError, smtpTransportOptions } from './transports.ts';
 import { mailModule } from './mail.module.ts';
 import { mailTemplates, translations } from '../../test/helpers/mail-templates.ts';
+import { collectAccountRecoveryPage } from '../module.ts';
+import { MODULES } from '../modules.ts';
 
 const AUTH_URL = 'https://auth.example.test';
 const START = 1_700_000_000_000;
@@ -102,7 +104,7 @@ for (const backend of await backends()) {
     }
 
     /** A mail service on its own clock and logger; its worker runs only when the test says. */
-    function mailService(options: { env?: Env; storage?: Storage } = {}) {
+    function mailService(options: { env?: Env; storage?: Storage; accountRecoveryPage?: null } = {}) {
       const clock = fakeClock();
       const logger = recordingLogger();
       const mail = createMailService({
@@ -113,6 +115,8 @@ for (const backend of await backends()) {
         logger,
         translations,
         templates: mailTemplates,
+        // The page the module list declares for taking an account back (password-reset's).
+        accountRecoveryPage: options.accountRecoveryPage === null ? null : collectAccountRecoveryPage(MODULES),
         random: () => 0,
       });
       started.push(mail);
@@ -193,6 +197,33 @@ for (const backend of await backends()) {
       const notice = to('notice@example.test');
       assert.equal(notice.subject, 'Ihrem Konto bei Gatehouse wurde eine Authenticator-App hinzugefügt');
       assert.ok(notice.text.includes('Am 24. November 2026 um 09:30 UTC wurde'), 'the time as German writes it, in UTC');
+    });
+
+    it('queues a security notice of a change: the owner\'s language (their request\'s only for a change of their own), its button to the recovery page a module declares', async () => {
+      const { mail, clock } = mailService();
+      const owner = { id: 'owner-1', email: 'owner@example.test', name: 'Ada', nameConfirmedAt: START, locale: null };
+      const request = { ip: null, userAgent: null, locale: 'fr' as const };
+      await mail.securityNotice(storage.db, { user: owner, change: 'passkeyAdded', source: { ...request, actorUserId: owner.id } });
+      await mail.securityNotice(storage.db, { user: { ...owner, email: 'linked@example.test' }, change: 'providerLinked', provider: 'GitHub', source: { ...request, actorUserId: 'an-admin' } });
+      // What the same notice, asked for by template and data, is: the method adds nothing else.
+      const forgotPasswordUrl = `${AUTH_URL}/auth/forgot-password`;
+      await mail.enqueue(storage.db, { to: 'by-hand@example.test', template: 'security-notice', locale: 'fr', data: { name: 'Ada', change: 'passkeyAdded', changedAt: clock(), forgotPasswordUrl } });
+      assert.deepEqual(await mail.runOnce(), { sent: 3, retried: 0, failed: 0 });
+      const to = (address: string) => smtp.messages.find((m) => m.to === address)!;
+
+      const own = to('owner@example.test');
+      const byHand = to('by-hand@example.test');
+      assert.deepEqual([own.subject, own.text, own.html], [byHand.subject, byHand.text, byHand.html], 'in French, the language of the owner\'s own request');
+      assert.ok(own.text.includes(`\n${forgotPasswordUrl}\n`), own.text);
+      assert.ok(own.html.includes(`href="${forgotPasswordUrl}"`));
+
+      const linked = to('linked@example.test');
+      assert.ok(linked.html.includes('<html lang="en" dir="ltr">'), 'an administrator\'s request says nothing of the owner\'s language');
+      assert.ok(linked.subject.includes('GitHub'), linked.subject);
+      assert.ok(linked.text.includes(`\n${forgotPasswordUrl}\n`));
+
+      const unlinked = mailService({ accountRecoveryPage: null }).mail;
+      await assert.rejects(unlinked.securityNotice(storage.db, { user: owner, change: 'passkeyAdded', source: { ...request, actorUserId: owner.id } }), /no module declares an account recovery page/);
     });
 
     it('stores the payload sealed: the link is not in the table in clear', async () => {

@@ -19,7 +19,11 @@ import { toLocale, type Locale } from '../i18n/locales.ts';
 import type { Translations } from '../i18n/translator.ts';
 import * as store from './outbox.store.ts';
 import { createPayloadSeal } from './payload-seal.ts';
-import { createMailRenderer, type MailTemplate, type MailTemplates, type TemplateName } from './templates.ts';
+import { createMailRenderer, type MailTemplate, type MailTemplates, type SecurityChange, type TemplateName } from './templates.ts';
+import type { User } from '../users/user.service.ts';
+import type { AuditSource } from '../audit/audit.service.ts';
+import { greetingName } from '../users/name.ts';
+import { mailLocale } from '../users/locale.ts';
 import { createDevOutboxTransport, createSmtpTransport, extractLinks, type MailTransport } from './transports.ts';
 import { createMailOutboxWorker, type OutboxRunResult } from './outbox-worker.ts';
 
@@ -33,6 +37,18 @@ export type MailMessage = {
 }[TemplateName];
 
 export const DEV_OUTBOX_PATH = '/dev/outbox';
+
+/** A change to an account that its owner hears of (`MailService.securityNotice`). */
+export interface SecurityNotice {
+  /** The account, as it is now: its own address, name and language. */
+  readonly user: Pick<User, 'id' | 'email' | 'name' | 'nameConfirmedAt' | 'locale'>;
+  /** What changed: one a module declares in `securityNotices` (a second factor added, say). */
+  readonly change: SecurityChange;
+  /** Who made it: the owner's own request gives the mail its language when the account has none. */
+  readonly source: AuditSource;
+  /** The configured name of the provider a notice about a linked or unlinked provider is about. */
+  readonly provider?: string;
+}
 
 /** One outbox message as the dev outbox page shows it. */
 export interface OutboxEntry {
@@ -65,6 +81,18 @@ export interface MailService {
   enqueue(db: Db, message: MailMessage): Promise<{ id: string }>;
   /** `AUTH_URL` + `path` + `?query`: the only way mail links should be made. */
   link(path: `/${string}`, query?: Record<string, string>): string;
+  /**
+   * Queues the `security-notice` of a change to the account's own address through `trx` (sent only
+   * if the change commits), in the owner's language: the stored one, else that of their own request
+   * when they made the change themselves (an administrator's request says nothing of the owner's
+   * language). Its button goes to the account recovery page (`accountRecoveryUrl`).
+   */
+  securityNotice(trx: Db, notice: SecurityNotice): Promise<{ id: string }>;
+  /**
+   * The full link to the page where an owner who did not make a change takes their account back
+   * (a module's `accountRecoveryPage`: the forgot-password page), for the mails that offer it.
+   */
+  accountRecoveryUrl(): string;
   /** Wakes the worker, e.g. right after committing a transaction that enqueued a message. */
   wake(): void;
   /** The newest messages (development: the dev outbox page). Payloads are opened: not for logs. */
@@ -91,6 +119,8 @@ export function createMailService(deps: {
   translations: Translations;
   /** Every module's mail templates, by name (module.ts `collectMailTemplates`). */
   templates: ReadonlyMap<string, MailTemplate>;
+  /** The page a module declares for taking an account back (module.ts `collectAccountRecoveryPage`); without one, asking for its link is an error. */
+  accountRecoveryPage?: `/${string}` | null;
   random?: () => number;
 }): MailService {
   const { db, config, clock, logger } = deps;
@@ -129,38 +159,54 @@ export function createMailService(deps: {
     return value === authUrl || value.startsWith(`${authUrl}/`) || value.startsWith(`${authUrl}?`);
   }
 
+  function link(path: `/${string}`, query?: Record<string, string>): string {
+    const search = query === undefined ? '' : new URLSearchParams(query).toString();
+    return `${authUrl}${path}${search === '' ? '' : `?${search}`}`;
+  }
+
+  function accountRecoveryUrl(): string {
+    if (deps.accountRecoveryPage == null) throw new TypeError('mail: no module declares an account recovery page (`accountRecoveryPage`)');
+    return link(deps.accountRecoveryPage);
+  }
+
+  async function enqueue(target: Db, message: MailMessage): Promise<{ id: string }> {
+    assertValid(message);
+    const id = randomId();
+    // TypeScript cannot pair a template with its data through the union; assertValid checked the name.
+    const rendered = renderer.render(message.template, message.data as never, message.locale);
+    const now = clock();
+    await store.insertMessage(target, {
+      id,
+      to_address: message.to,
+      template: message.template,
+      payload: seal.seal(id, rendered),
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      locked_until: null,
+      locked_by: null,
+      last_error: null,
+      delivered_via: null,
+      created_at: now,
+      sent_at: null,
+    });
+    worker.wakeAfter(target);
+    return { id };
+  }
+
   return {
     kind: transport.kind,
+    enqueue,
+    link,
+    accountRecoveryUrl,
 
-    async enqueue(target, message) {
-      assertValid(message);
-      const id = randomId();
-      // TypeScript cannot pair a template with its data through the union; assertValid checked the name.
-      const rendered = renderer.render(message.template, message.data as never, message.locale);
-      const now = clock();
-      await store.insertMessage(target, {
-        id,
-        to_address: message.to,
-        template: message.template,
-        payload: seal.seal(id, rendered),
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: now,
-        locked_until: null,
-        locked_by: null,
-        last_error: null,
-        delivered_via: null,
-        created_at: now,
-        sent_at: null,
-      });
-      worker.wakeAfter(target);
-      return { id };
-    },
-
-    link(path, query) {
-      const search = query === undefined ? '' : new URLSearchParams(query).toString();
-      return `${authUrl}${path}${search === '' ? '' : `?${search}`}`;
-    },
+    securityNotice: async (trx, { user, change, source, provider }) =>
+      enqueue(trx, {
+        to: user.email,
+        template: 'security-notice',
+        locale: mailLocale(user, source.actorUserId === user.id ? source : undefined),
+        data: { name: greetingName(user), change, ...(provider !== undefined && { provider }), changedAt: clock(), forgotPasswordUrl: accountRecoveryUrl() },
+      }),
 
     wake: () => worker.wake(),
 

@@ -19,10 +19,6 @@ import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { SignInThrottle } from '../credentials/signin-throttle.ts';
 import { accountKey, type Limiter } from '../http/rate-limit.ts';
-import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
-import { greetingName } from '../users/name.ts';
-import { mailLocale } from '../users/locale.ts';
-import type { SecurityChange } from '../mail/templates.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import type { MfaConfig } from './mfa.config.ts';
 import { acceptCode, createTotpSecret, totpUrl } from './totp.ts';
@@ -123,21 +119,6 @@ export function createMfaService(deps: {
   }
 
   /**
-   * Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in
-   * their language: the stored one, else that of their own request (`source`) when they made the
-   * change themselves (an administrator's request says nothing about the owner's language).
-   */
-  async function notify(trx: Db, user: User, change: SecurityChange, source: AuditSource): Promise<void> {
-    const isOwnChange = source.actorUserId === user.id;
-    await mail.enqueue(trx, {
-      to: user.email,
-      template: 'security-notice',
-      locale: mailLocale(user, isOwnChange ? source : undefined),
-      data: { name: greetingName(user), change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
-    });
-  }
-
-  /**
    * Is `code` (a TOTP code, or a recovery code) a valid second factor of `user` now? A right code
    * is spent: a TOTP code's time step, or the recovery code itself. Counted against the account's
    * throttle either way.
@@ -235,7 +216,7 @@ export function createMfaService(deps: {
         await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.reset', userId: user.id, source, details: removedByKind }, { db: trx });
-        await notify(trx, user, 'secondFactorsReset', source);
+        await mail.securityNotice(trx, { user, change: 'secondFactorsReset', source });
         return removedByKind;
       });
       mail.wake();
@@ -279,7 +260,7 @@ export function createMfaService(deps: {
           if (!(await store.enablePendingTotp(trx, user.id, pendingBox, accepted.step, clock()))) return null;
           const codes = await issueRecoveryCodes(trx, user.id);
           await audit.record({ type: 'mfa.totp_enabled', userId: user.id, source }, { db: trx });
-          await notify(trx, user, 'totpAdded', source);
+          await mail.securityNotice(trx, { user, change: 'totpAdded', source });
           return codes;
         });
         mail.wake();
@@ -301,7 +282,7 @@ export function createMfaService(deps: {
         if (!hasFactor(await listFactors(user.id, trx))) await store.deleteRecoveryCodes(trx, user.id);
         await store.deleteUserChallenges(trx, user.id);
         await audit.record({ type: 'mfa.totp_disabled', userId: user.id, source, details: { with: check.method } }, { db: trx });
-        await notify(trx, user, 'totpRemoved', source);
+        await mail.securityNotice(trx, { user, change: 'totpRemoved', source });
       });
       mail.wake();
       return { ok: true };
@@ -315,7 +296,7 @@ export function createMfaService(deps: {
       const recoveryCodes = await db.transaction().execute(async (trx) => {
         const codes = await issueRecoveryCodes(trx, user.id);
         await audit.record({ type: 'mfa.recovery_codes_renewed', userId: user.id, source }, { db: trx });
-        await notify(trx, user, 'recoveryCodesRenewed', source);
+        await mail.securityNotice(trx, { user, change: 'recoveryCodesRenewed', source });
         return codes;
       });
       mail.wake();

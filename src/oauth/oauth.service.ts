@@ -24,11 +24,7 @@ import { createFlowCookieSeal, type OAuthFlow } from './oauth-flow-cookie.ts';
 import * as store from './oauth-account.store.ts';
 import type { SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
 import type { MailService } from '../mail/mail.service.ts';
-import type { SecurityChange } from '../mail/templates.ts';
 import type { ActionTokens } from '../tokens/action-tokens.ts';
-import { mailLocale } from '../users/locale.ts';
-import { greetingName } from '../users/name.ts';
-import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
 import { PROVIDER_FACTOR, providerFactor } from './provider-factor.ts';
 
 /**
@@ -128,20 +124,6 @@ export function createOAuthService(deps: {
     return { ok: false, reason };
   }
 
-  /**
-   * Tells the owner that a provider was linked or unlinked (in `trx`: sent only if the change
-   * commits), in their language: a provider linked by someone holding a stolen session is a way in
-   * that outlives the owner's password reset, so the owner must hear of it at once.
-   */
-  async function notifyOwner(trx: Db, user: User, change: Extract<SecurityChange, 'providerLinked' | 'providerUnlinked'>, provider: string, source: AuditSource): Promise<void> {
-    await mail.enqueue(trx, {
-      to: user.email,
-      template: 'security-notice',
-      locale: mailLocale(user, source.actorUserId === user.id ? source : undefined),
-      data: { name: greetingName(user), change, provider: providerName(provider), changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
-    });
-  }
-
   /** Links `identity` to `user`; the owner is mailed, but for the identity an account was just created with. */
   async function linkWithin(trx: Db, user: Pick<User, 'id'> | User, identity: ProviderIdentity, source: AuditSource, how: 'AUTOMATIC' | 'BY_USER' | 'SIGNUP'): Promise<void> {
     const now = clock();
@@ -156,7 +138,7 @@ export function createOAuthService(deps: {
       last_used_at: now,
     });
     await audit.record({ type: 'oauth.linked', userId, source, reason: how, details: { provider: identity.provider } }, { db: trx });
-    if (how !== 'SIGNUP' && 'email' in user) await notifyOwner(trx, user, 'providerLinked', identity.provider, source);
+    if (how !== 'SIGNUP' && 'email' in user) await mail.securityNotice(trx, { user, change: 'providerLinked', provider: providerName(identity.provider), source });
   }
 
   /** The review behind `token`: its user, and the providers linked no later than it was issued. */
@@ -186,7 +168,7 @@ export function createOAuthService(deps: {
       if (credentials.passwordHash === null && accounts.length === 1) return { ok: false, reason: 'LAST_SIGN_IN_METHOD' };
       await store.deleteAccount(trx, userId, provider);
       await audit.record({ type: 'oauth.unlinked', userId, source, details: { provider } }, { db: trx });
-      await notifyOwner(trx, user, 'providerUnlinked', provider, source);
+      await mail.securityNotice(trx, { user, change: 'providerUnlinked', provider: providerName(provider), source });
       if (options.endSessions === true) await sessions.endAllSessions(userId, { db: trx, source, reason: 'PROVIDER_UNLINKED' });
       return { ok: true };
     });

@@ -1,8 +1,9 @@
 /**
  * The hosted pages that no single feature owns, and the pages' stylesheet. Home is nobody's; the
- * sign-in page gathers the password form (credentials), a button per provider (oauth) and the
- * sign-up link; `/auth/error` explains the codes of every way in; the dashboard shows sessions,
- * linked providers and the change-password form (password-reset) together. So they stay one module,
+ * sign-in page gathers the password form (credentials), a button per provider (oauth) and what
+ * other modules put on it (their sections and links: sign-up, a forgotten password); `/auth/error`
+ * explains the codes of every way in; the dashboard shows sessions, linked providers and the
+ * change-password form (password-reset) together. So they stay one module,
  * last in the list, using the services of the modules above it; pages that belong to one feature
  * live in that feature's folder (admin/, password-reset/, verification/), and what every page
  * shares (renderer, layout, stylesheet) is in web/.
@@ -20,8 +21,17 @@ export const pagesModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, config, clock, pageSections }) =>
-        app.register(pageRoutes, { clock, sessions: services.sessions, places: services.places, oauth: services.oauth, config, sections: pageSections('dashboard'), signInSections: pageSections('signin') }),
+      register: (app, { services, config, clock, pageSections, pageLinks }) =>
+        app.register(pageRoutes, {
+          clock,
+          sessions: services.sessions,
+          places: services.places,
+          oauth: services.oauth,
+          config,
+          sections: pageSections('dashboard'),
+          signInSections: pageSections('signin'),
+          links: pageLinks,
+        }),
     },
     { scope: 'api', register: (app) => app.register(assetRoutes) },
   ],

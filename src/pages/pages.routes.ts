@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import { renderPageSections, type PageSection } from '../module.ts';
+import { renderPageLinks, renderPageSections, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
 import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
@@ -21,7 +21,6 @@ import type { SessionService } from '../sessions/session.service.ts';
 import type { PlaceFinder } from '../sessions/place.ts';
 import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { ADMIN_ROLE } from '../users/user.service.ts';
 import { toSessionItems, type RelativeSessionItem } from '../sessions/session-items.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
@@ -45,8 +44,8 @@ interface Pages {
      * back here is told that app must sign people in with OpenID Connect, not shown the form again.
      */
     unreachableApp: string | null;
-    /** ALLOW_SIGNUP: the page links to `/auth/signup`. */
-    isSignupAllowed: boolean;
+    /** The links other modules put under the password field and at the end of the page (their HTML). */
+    links: { belowPassword: string[]; belowForm: string[] };
     /** A "Sign in with …" button each. */
     providers: Array<{ id: string; name: string }>;
     /** The sections other modules add (their own HTML), after the providers. */
@@ -62,7 +61,8 @@ interface Pages {
     notice: { code: string | null; message: string } | null;
     /** The change-password form after one of its errors; null otherwise. */
     passwordForm: FormView | null;
-    isAdmin: boolean;
+    /** The links other modules put in the header, before "Sign out", and under the change-password form (their HTML). */
+    links: { header: string[]; belowPasswordForm: string[] };
     /** What a form just did (`?notice=`): a password changed. */
     confirmation: string | null;
     /** For the change-password form's hint. */
@@ -86,6 +86,8 @@ export interface PageRouteOptions {
   sections: readonly PageSection[];
   /** What other modules add to the sign-in page (a passkey's button, say). */
   signInSections: readonly PageSection[];
+  /** The links other modules put at the places of these pages (the sign-in page's "Forgot password?", say). */
+  links: (place: PageLinkPlace) => readonly PageLink[];
 }
 
 export const DASHBOARD_PAGE = '/dashboard';
@@ -133,6 +135,9 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
       const callbackUrl = toCallbackUrl(requested, config);
       const sections = await renderPageSections(options.signInSections, { userId: null, page: reply.page, callbackUrl });
       const { i18n } = reply.page;
+      // What a refused post typed (never the password) comes back once, through a cookie.
+      const form = signInForm(error, takeFormValues(request, reply, { page: SIGN_IN_PAGE, config }), i18n);
+      const linkContext = { page: reply.page, roles: current?.view.user.roles ?? [], code: form.code };
       return pages.send(
         reply,
         'signin',
@@ -141,11 +146,10 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           callbackUrl,
           sections: sections.html,
           scripts: sections.scripts,
-          // What a refused post typed (never the password) comes back once, through a cookie.
-          form: signInForm(error, takeFormValues(request, reply, { page: SIGN_IN_PAGE, config }), i18n),
+          form,
           signedInAs: current?.view.user.email ?? null,
           unreachableApp: current === null ? null : cookielessHost(callbackUrl),
-          isSignupAllowed: config.accounts.allowSignup,
+          links: { belowPassword: renderPageLinks(options.links('signin.below-password'), linkContext), belowForm: renderPageLinks(options.links('signin.below-form'), linkContext) },
           providers: oauth.listProviders(),
         },
         // The providers' buttons redirect to them, the sign-in form to the callback: a trusted
@@ -180,6 +184,9 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     // The change-password form's own errors sit at its fields; the others in the page's alert.
     const passwordForm = changePasswordForm(error, reason, config.passwords, i18n);
     const sections = await renderPageSections(options.sections, { userId: auth.userId, page: reply.page });
+    // Its forms' codes, the provider link's and the change-password form's (it posts to /api/auth/change-password).
+    const shownError = error === undefined || passwordForm !== null ? null : dashboardError(error, reason, config.passwords, i18n);
+    const linkContext = { page: reply.page, roles: view.user.roles, code: passwordForm?.code ?? shownError?.code ?? null };
     return pages.send(
       reply,
       'dashboard',
@@ -187,11 +194,13 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
         title: i18n.t('pages.dashboard.title'),
         isWide: true,
         user: view.user,
-        isAdmin: view.user.roles.includes(ADMIN_ROLE),
+        links: {
+          header: renderPageLinks(options.links('dashboard.header'), linkContext, { className: 'button button-secondary' }),
+          belowPasswordForm: renderPageLinks(options.links('dashboard.below-password-form'), linkContext),
+        },
         sessions: items,
         hasOtherSessions: items.some((item) => !item.isCurrent),
-        // Its forms' codes, the provider link's and the change-password form's (it posts to /api/auth/change-password).
-        notice: error === undefined || passwordForm !== null ? null : dashboardError(error, reason, config.passwords, i18n),
+        notice: shownError,
         passwordForm,
         confirmation: notice === undefined ? null : dashboardNotice(notice, i18n),
         minPasswordLength: config.passwords.minLength,

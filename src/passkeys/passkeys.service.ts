@@ -24,12 +24,8 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { randomId, sha256Base64url } from '../lib/random.ts';
 import type { User } from '../users/user.service.ts';
-import { greetingName } from '../users/name.ts';
-import { mailLocale } from '../users/locale.ts';
-import type { SecurityChange } from '../mail/templates.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
-import { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
 import * as store from './passkeys.store.ts';
 
 /** How long a challenge waits for its answer (and the browser for the person). */
@@ -127,21 +123,6 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
     if (challenge === null) return null;
     const spent = await store.spendChallenge(db, { id: sha256Base64url(challenge), purpose, userId, boundTo, now: clock() });
     return spent ? challenge : null;
-  }
-
-  /**
-   * Mails the owner that `change` happened (in `trx`, so it is sent only if the change commits), in
-   * their language: the stored one, else that of their own request (`source`) when they made the
-   * change themselves (an administrator's request says nothing about the owner's language).
-   */
-  async function notify(trx: Db, user: User, change: SecurityChange, source: AuditSource): Promise<void> {
-    const isOwnChange = source.actorUserId === user.id;
-    await mail.enqueue(trx, {
-      to: user.email,
-      template: 'security-notice',
-      locale: mailLocale(user, isOwnChange ? source : undefined),
-      data: { name: greetingName(user), change, changedAt: clock(), forgotPasswordUrl: mail.link(FORGOT_PASSWORD_PAGE) },
-    });
   }
 
   const bindingOf = (expected: AssertionPurpose) =>
@@ -243,7 +224,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const keyKind = keyKindOf({ deviceType: row.device_type, backedUp: row.backed_up === 1 });
         await audit.record({ type: 'passkey.added', userId: user.id, source: input.source, details: { passkeyId: row.id, keyKind } }, { db: trx });
         // Not the passkey's name: whoever added it chose it, and this mail must speak only in our words.
-        await notify(trx, user, 'passkeyAdded', input.source);
+        await mail.securityNotice(trx, { user, change: 'passkeyAdded', source: input.source });
         return { ok: true as const, passkey: toView(row), recoveryCodes, keyKind };
       });
       if (result.ok) mail.wake();
@@ -318,7 +299,7 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
         const row = await store.findPasskey(trx, user.id, id);
         if (row === undefined || !(await store.deletePasskey(trx, user.id, id))) return false;
         await audit.record({ type: 'passkey.removed', userId: user.id, source, details: { passkeyId: id } }, { db: trx });
-        await notify(trx, user, 'passkeyRemoved', source);
+        await mail.securityNotice(trx, { user, change: 'passkeyRemoved', source });
         return true;
       });
       if (removed) mail.wake();

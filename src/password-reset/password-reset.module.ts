@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
-import { createPasswordResetService, type PasswordResetService } from './password-reset.service.ts';
+import { createPasswordResetService, FORGOT_PASSWORD_PAGE, type PasswordResetService } from './password-reset.service.ts';
 import { passwordRoutes } from './password.routes.ts';
 import { passwordPageRoutes } from './password-pages.routes.ts';
 import { LINK_REVIEW_PAGE } from '../oauth/oauth.service.ts';
@@ -31,6 +31,13 @@ export const passwordResetModule = defineModule({
   mailTemplates: () => passwordResetMail,
   auditEvents: AUDIT_EVENTS,
   publicEvents: PASSWORD_RESET_PUBLIC_EVENTS,
+  // The way to a new password from the sign-in form and from the dashboard's change-password form.
+  // Where the owner of an account takes it back: the mails' "Reset your password" (mail module).
+  accountRecoveryPage: FORGOT_PASSWORD_PAGE,
+  pageLinks: () => [
+    { place: 'signin.below-password', order: 10, href: FORGOT_PASSWORD_PAGE, message: 'password-reset.links.forgotPassword' },
+    { place: 'dashboard.below-password-form', order: 10, href: FORGOT_PASSWORD_PAGE, message: 'password-reset.links.setByEmail' },
+  ],
   provide: ({ db, config, services }) => ({
     passwordReset: createPasswordResetService({
       db,

@@ -19,7 +19,8 @@ import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { PasswordRejection } from '../credentials/password-policy.ts';
 import { ACCOUNT_NEUTRAL_MIN_RESPONSE_MS, createResponseFloor } from '../lib/response-floor.ts';
 
-export { FORGOT_PASSWORD_PAGE } from '../credentials/credentials.service.ts';
+/** The page that asks for a reset link: where the owner of an account takes it back (the module's `accountRecoveryPage`). */
+export const FORGOT_PASSWORD_PAGE = '/auth/forgot-password';
 
 /** The page a reset link opens; the mail's link is this under AUTH_URL, with `?token=`. */
 export const RESET_PASSWORD_PAGE = '/auth/reset-password';

@@ -14,6 +14,7 @@ import type { CliCommandRunner } from '../module.ts';
 import { CliError, formatTable, parseCommandLine, runSubcommand, writeJson, type CliIo, type OptionSpecs, type Subcommands } from '../cli/args.ts';
 import { withServices } from '../cli/context.ts';
 import { USERS_USAGE } from './users.cli.ts';
+import { toUserJson } from './user-json.ts';
 
 /** `gatehouse users <command> …`. */
 export const runUsersCommand: CliCommandRunner = (args, io) => runSubcommand('users', USERS_USAGE, USER_COMMANDS, args, io);
@@ -161,19 +162,6 @@ async function deleteUser(args: string[], io: CliIo): Promise<void> {
 const LIST_PAGE_SIZE = 200;
 
 /** A user as `users list --json` prints it: the admin API's shape (GET /api/admin/users). */
-function toUserJson(user: User) {
-  return {
-    id: user.id,
-    email: user.email,
-    name: user.name,
-    roles: user.roles,
-    emailVerified: user.emailVerifiedAt !== null,
-    disabled: user.disabledAt !== null,
-    createdAt: isoTime(user.createdAt),
-    updatedAt: isoTime(user.updatedAt),
-  };
-}
-
 async function listUsers(args: string[], io: CliIo): Promise<void> {
   const values = parse('list', args, { query: { type: 'string' }, json: { type: 'boolean' } });
   await withServices(io, async ({ admin }) => {
@@ -185,7 +173,11 @@ async function listUsers(args: string[], io: CliIo): Promise<void> {
       before = page.next ?? undefined;
     } while (before !== undefined);
     if (values.json) {
-      writeJson(io, users.map(toUserJson));
+      // The list's JSON has never had the stored language (the admin API's has).
+      writeJson(io, users.map((user) => {
+        const { locale: _locale, ...json } = toUserJson(user);
+        return json;
+      }));
       return;
     }
     if (users.length === 0) {

@@ -8,6 +8,8 @@ import { verificationRoutes } from './verification.routes.ts';
 import { signupPageRoutes } from './signup-pages.routes.ts';
 import { VERIFICATION_PUBLIC_EVENTS } from './verification.public-events.ts';
 import { verificationMail } from './verification.mail.ts';
+import { VERIFY_EMAIL_PAGE } from './verification.service.ts';
+import { SIGNUP_PAGE } from '../credentials/signup.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -29,6 +31,11 @@ export const verificationModule = defineModule({
   config: verificationConfigSection,
   auditEvents: AUDIT_EVENTS,
   publicEvents: VERIFICATION_PUBLIC_EVENTS,
+  // At the end of the sign-in page: a new link for an address not yet verified, and the way to sign up while ALLOW_SIGNUP.
+  pageLinks: ({ config }) => [
+    { place: 'signin.below-form', order: 10, href: VERIFY_EMAIL_PAGE, message: 'verification.links.resendVerification', shownWhen: ({ code }) => code === 'EMAIL_NOT_VERIFIED' },
+    { place: 'signin.below-form', order: 20, href: SIGNUP_PAGE, message: 'verification.links.signUp', shownWhen: () => config.accounts.allowSignup },
+  ],
   provide: ({ db, config, services }) => ({
     verification: createVerificationService({
       db,
