@@ -17,6 +17,7 @@ import { mailLocale } from '../users/locale.ts';
 import type { VerificationService } from '../verification/verification.service.ts';
 import type { CredentialsService } from './credentials.service.ts';
 import type { PasswordRejection } from './password-policy.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 export interface SignUpInput {
   email: string;
@@ -58,7 +59,7 @@ export function createSignupService(deps: {
         locale: mailLocale(owner, source),
         // Never the name in the request, nor the account's own unless confirmed: the account may
         // itself have been made by a stranger signing up with this address (see greetingName).
-        data: { name: greetingName(owner), signInUrl: mail.link('/auth/signin'), forgotPasswordUrl: mail.accountRecoveryUrl() },
+        data: { name: greetingName(owner), signInUrl: mail.link(HUB_PAGES.signIn), forgotPasswordUrl: mail.accountRecoveryUrl() },
       });
       await audit.record({ type: 'signup.existing_account', userId: owner.id, source }, { db: trx });
     });

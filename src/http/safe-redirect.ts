@@ -4,6 +4,7 @@
  * only if it stays on `origin`; anything else becomes `fallback`. Sign-in's landing place also
  * honours the TRUSTED_ORIGINS (`toCallbackUrl`); this is for what must stay on our origin.
  */
+import { HUB_PAGES } from './hub-pages.ts';
 export function toSafeLocalPath(value: unknown, origin: string, fallback = '/'): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return fallback;
   // Control characters and whitespace are stripped by browsers before parsing; refuse them outright.
@@ -23,7 +24,7 @@ export function toSafeLocalPath(value: unknown, origin: string, fallback = '/'):
 }
 
 /** Where a browser lands after signing in when it asked for nowhere in particular. */
-export const DEFAULT_CALLBACK_PATH = '/dashboard';
+export const DEFAULT_CALLBACK_PATH = HUB_PAGES.dashboard;
 
 /** The longest `callbackUrl` honoured, as written and as sent on (the routes' schemas allow no more). */
 const MAX_CALLBACK_LENGTH = 2048;

@@ -1,4 +1,6 @@
-export const SIGN_IN_PAGE = '/auth/signin';
+import { HUB_PAGES } from './hub-pages.ts';
+
+export const SIGN_IN_PAGE = HUB_PAGES.signIn;
 
 /**
  * The sign-in page, told where to come back to. `/` stays literal in the query (readable, and

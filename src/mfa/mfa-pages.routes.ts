@@ -42,6 +42,7 @@ import type { FormView } from '../web/form-errors.ts';
 const RECOVERY_CODE_USED = 'recovery-code';
 import { challengeError } from './mfa.routes.ts';
 import { signInBody } from '../signin/signin-response.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 interface MfaPages {
   'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; form: FormView; isRecoveryOpen: boolean; sections: string[] };
@@ -102,7 +103,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const auth = signedIn(request);
     const user = await users.findUserById(auth.userId);
     if (user === null) {
-      void reply.redirect(signInRedirect('/dashboard'), 303);
+      void reply.redirect(signInRedirect(HUB_PAGES.dashboard), 303);
       return null;
     }
     return { ...user, auth };

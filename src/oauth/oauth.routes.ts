@@ -32,6 +32,7 @@ import type { SessionService } from '../sessions/session.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { FLOW_TTL_SECONDS } from './oauth-flow-cookie.ts';
 import type { OAuthService } from './oauth.service.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 export interface OAuthRouteOptions {
   oauth: OAuthService;
@@ -43,7 +44,7 @@ export interface OAuthRouteOptions {
 }
 
 export const AUTH_ERROR_PAGE = '/auth/error';
-const DASHBOARD_PAGE = '/dashboard';
+const DASHBOARD_PAGE = HUB_PAGES.dashboard;
 
 const providerParams = z.object({ provider: z.string().max(64) });
 

@@ -35,6 +35,7 @@ import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts
 import { oidcErrorPage, type OidcPageRenderer } from './provider-pages.ts';
 import type { OidcProviderService } from './oidc-provider.service.ts';
 import type { Consent } from './consents.store.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 const hidden = { hide: true } as const;
 
@@ -322,7 +323,7 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
     '/oidc/connected-apps/:clientId/disconnect',
     {
       // Signed out, sign in and come back to the dashboard (the form's page), never to this form's target.
-      config: { access: access.user({ signedOutRedirect: signInRedirect('/dashboard') }) },
+      config: { access: access.user({ signedOutRedirect: signInRedirect(HUB_PAGES.dashboard) }) },
       schema: { ...hidden, params: z.object({ clientId: z.string().min(1).max(255) }), body: z.object({ csrfToken: z.string().max(200).optional() }) },
     },
     async (request, reply) => {

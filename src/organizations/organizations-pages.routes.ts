@@ -36,12 +36,13 @@ import { BUILT_IN_ROLES, OWNER, ADMIN, MEMBER, slugProblem, type OrganizationsSe
 import { activateAndReissue } from './organizations.routes.ts';
 import { roleField } from './organizations.schemas.ts';
 import { organizationAlerts, organizationError, type PageAlert } from './organizations-pages.messages.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 export const ORGANIZATIONS_PAGE = '/organizations';
 export const organizationPage = (id: string) => `${ORGANIZATIONS_PAGE}/${encodeURIComponent(id)}`;
 const NEW_PAGE = '/organizations/new';
 const INVITATION_PAGE = '/organizations/invitations/accept';
-const DASHBOARD = '/dashboard';
+const DASHBOARD = HUB_PAGES.dashboard;
 
 interface Alerts {
   alerts: PageAlert[];

@@ -28,6 +28,7 @@ import { authErrorExplanation, dashboardError, dashboardNotice } from './pages.m
 import { changePasswordForm } from './change-password-form.ts';
 import type { FormView } from '../web/form-errors.ts';
 import { signInForm } from './signin-form.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 /** Each page's template (in `templates/`; `error` is the base's) and the data it reads. */
 interface Pages {
@@ -90,7 +91,7 @@ export interface PageRouteOptions {
   links: (place: PageLinkPlace) => readonly PageLink[];
 }
 
-export const DASHBOARD_PAGE = '/dashboard';
+export const DASHBOARD_PAGE = HUB_PAGES.dashboard;
 
 /** Judged by `toCallbackUrl`, which refuses what is too long, not ours and on no trusted origin. */
 const callbackUrl = z.preprocess(firstValue, z.string()).optional();
@@ -127,7 +128,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
   });
 
   app.get(
-    '/auth/signin',
+    HUB_PAGES.signIn,
     { config: { access: access.anyone({ readsSession: true, exempt: [DURING_ENROLMENT] }) }, schema: { ...hidden, querystring: z.object({ error: shownCode, callbackUrl }) } },
     async (request, reply) => {
       const { error, callbackUrl: requested } = request.query;
@@ -159,7 +160,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
     },
   );
 
-  app.get('/auth/signout', { config: forAnyone, schema: hidden }, async (request, reply) => {
+  app.get(HUB_PAGES.signOut, { config: forAnyone, schema: hidden }, async (request, reply) => {
     return pages.send(reply, 'signout', { title: reply.page.i18n.t('pages.signout.title') });
   });
 

@@ -30,9 +30,10 @@ import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import type { PasskeyService } from './passkeys.service.ts';
 import { MAX_PASSKEY_NAME_LENGTH, passkeyName } from './passkeys.schemas.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 export const PASSKEYS_SCRIPT = '/assets/passkeys.js';
-const DASHBOARD = '/dashboard';
+const DASHBOARD = HUB_PAGES.dashboard;
 const DASHBOARD_PASSKEYS = '/dashboard#passkeys-heading';
 const MAX_AGE_SECONDS = 3600;
 

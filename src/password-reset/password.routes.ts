@@ -21,12 +21,13 @@ import { requestSource } from '../audit/request-source.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { PasswordRejection } from '../credentials/password-policy.ts';
 import { FORGOT_PASSWORD_PAGE, RESET_PASSWORD_PAGE, type PasswordResetService } from './password-reset.service.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 /** Where a forgot-password form lands, account or not. */
 export const FORGOT_PASSWORD_SENT_PAGE = '/auth/forgot-password/sent';
 /** Where a reset form lands once the password is set: it tells the person to sign in. */
 export const RESET_PASSWORD_DONE_PAGE = '/auth/reset-password/done';
-const DASHBOARD_PAGE = '/dashboard';
+const DASHBOARD_PAGE = HUB_PAGES.dashboard;
 /** The dashboard's `?notice=` after a change through its form. */
 export const PASSWORD_CHANGED_NOTICE = 'PASSWORD_CHANGED';
 

@@ -20,6 +20,7 @@ import { mergeCatalogs, readMessages } from '../i18n/catalog.ts';
 import { DEFAULT_LOCALE } from '../i18n/locales.ts';
 import { createTranslations, type Translator } from '../i18n/translator.ts';
 import { DEFAULT_BRAND, type Brand } from './brand.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 const BASE_TEMPLATES_DIR = join(import.meta.dirname, 'templates');
 
@@ -137,6 +138,7 @@ function pageData(context: PageContext, model: object): object {
     isFull: false,
     ...model,
     passwordFieldScript: PASSWORD_FIELD_SCRIPT.source,
+    paths: HUB_PAGES,
     i18n: context.i18n,
     csrfToken: new PrintedLater(() => context.csrfToken),
     get scriptNonce() {
