@@ -71,9 +71,11 @@ for (const backend of await backends()) {
     });
     after(() => server.teardown());
 
-    it('discovery lists the grant', async () => {
-      const metadata = (await (await fetch(`${server.get().url}/.well-known/openid-configuration`)).json()) as { grant_types_supported: string[] };
-      assert.ok(metadata.grant_types_supported.includes(TOKEN_EXCHANGE_GRANT));
+    it('discovery lists the grant (OpenID discovery and RFC 8414 alike)', async () => {
+      for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+        const metadata = (await (await fetch(`${server.get().url}${path}`)).json()) as { grant_types_supported: string[] };
+        assert.ok(metadata.grant_types_supported.includes(TOKEN_EXCHANGE_GRANT), path);
+      }
     });
 
     it('an agent exchanges a person’s token for API A into a narrower one for API B, which gatehouse-protect at B accepts with the person and the agent as actor; a second exchange nests act', async () => {
