@@ -168,6 +168,10 @@ for (const backend of await backends()) {
       const cleared = await cli(['set-exchange', clientId], (fn) => t.after(fn));
       assert.equal(cleared.code, 0, describeRun(cleared));
       assert.deepEqual((await (await app()).services.oidcClients.show(clientId))?.exchangeResources, []);
+      // Nothing but the policy: a client that only exchanges (no grant type of its own).
+      const exchanger = await cli(['create', '--name', 'API B', '--exchange-resource', 'https://c.example.com', '--json'], (fn) => t.after(fn));
+      assert.equal(exchanger.code, 0, describeRun(exchanger));
+      assert.deepEqual((JSON.parse(exchanger.stdout) as { grantTypes: string[] }).grantTypes, []);
       const publicAgent = await cli(['create', '--name', 'SPA', '--public', '--redirect-uri', WEB, '--exchange-resource', 'https://b.example.com'], (fn) => t.after(fn));
       assert.equal(publicAgent.code, 2, describeRun(publicAgent));
       assert.match(publicAgent.stderr, /--exchange-resource: token exchange needs a client that can keep a secret/);

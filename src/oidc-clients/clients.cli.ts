@@ -42,7 +42,8 @@ export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri
                                     --backchannel-logout-uri receives a logout token when a person
                                     signed in to the app signs out of Gatehouse; R: an API (of
                                     OIDC_PROVIDER_RESOURCES) the client may exchange a person's
-                                    token for (token exchange, RFC 8693; confidential clients only)
+                                    token for (token exchange, RFC 8693; confidential clients only;
+                                    without --grant-type and --redirect-uri the client only exchanges)
   gatehouse clients list [--json]   the registered clients, newest first, with their origin (admin,
                                     cli, registration, open_registration) and last use
   gatehouse clients show ID [--json]
@@ -135,11 +136,14 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
   const alg = values['id-token-alg'];
   const { CLI_SOURCE, DEVICE_CODE_GRANT, ID_TOKEN_ALGS, toClientBody } = await runtime();
   const GRANT_ALIASES = grantAliases(DEVICE_CODE_GRANT);
+  // With an exchange policy and nothing to sign people in with, the client only exchanges tokens.
+  const onlyExchanges = values['exchange-resource'] !== undefined && values['grant-type'] === undefined && values['redirect-uri'] === undefined;
   if (alg !== undefined && !(ID_TOKEN_ALGS as readonly string[]).includes(alg)) throw new CliError(`--id-token-alg must be one of ${ID_TOKEN_ALGS.join(', ')}`, 2);
   const input = {
     name: values.name,
     redirectUris: values['redirect-uri'] ?? [],
     postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
+    ...(onlyExchanges && { grantTypes: [] }),
     ...(values['grant-type'] !== undefined && { grantTypes: values['grant-type'].map((grant) => (Object.hasOwn(GRANT_ALIASES, grant) ? GRANT_ALIASES[grant]! : grant)) }),
     isPublic: values.public ?? false,
     isFirstParty: values['first-party'] ?? false,
