@@ -14,7 +14,9 @@
  *   gets a check that compares them, so signing out of Gatehouse ends sign-in at every app.
  * - Access tokens for an API named in OIDC_PROVIDER_RESOURCES are RFC 9068 JWTs bound to it
  *   (`aud`), with the user's roles when the `roles` scope was granted; without a resource they are
- *   opaque and good for userinfo only.
+ *   opaque and good for userinfo only. Each names its grant (`grant_id`), so that token exchange
+ *   (RFC 8693, token-exchange.ts: a grant of its own at the token endpoint) can refuse a token
+ *   whose grant has ended.
  */
 import type { IncomingMessage } from 'node:http';
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC, type ResourceServer as ProviderResourceServer } from 'oidc-provider';
