@@ -197,6 +197,19 @@ for (const backend of await backends()) {
       await refused(agent.config, 'not-a-token', { resource: API_B }, 'invalid_request');
     });
 
+    it('gatehouse-protect refuses a token whose act claim is malformed or too deep, and reads a well-formed one', async () => {
+      const t = server.get();
+      const subject = await personToken();
+      const { kid, privateKey } = t.services.keys.current();
+      const signed = (act: unknown) => new SignJWT({ ...subject.payload, aud: API_B, act }).setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt', kid }).sign(privateKey);
+      const protector = createProtector({ issuer: t.url, audience: API_B });
+      const seen = async (act: unknown) => protector.authenticate(new Request('http://127.0.0.1:1/x', { headers: { authorization: `Bearer ${await signed(act)}` } }));
+      assert.deepEqual((await seen({ sub: 'outer', act: { sub: 'inner' } }))?.actors, ['outer', 'inner']);
+      let deep: Record<string, unknown> = { sub: 'first' };
+      for (let index = 0; index < 10; index += 1) deep = { sub: `actor-${index}`, act: deep };
+      for (const act of ['agent', ['agent'], { act: { sub: 'x' } }, { sub: '' }, { sub: 'a', act: 'b' }, deep]) assert.equal(await seen(act), null, JSON.stringify(act));
+    });
+
     it('refuses a client without an exchange policy, a public client and a wrong secret; a public or self-registered client cannot be given a policy', async () => {
       const t = server.get();
       const subject = await personToken();
