@@ -49,7 +49,10 @@ export type ClientProblemReason =
   | 'CLIENT_CREDENTIALS_PUBLIC'
   | 'REFRESH_TOKEN_WITHOUT_GRANT'
   | 'GRANT_TYPE_NOT_FOR_OPEN_REGISTRATION'
-  | 'UNSUPPORTED_ALG';
+  | 'UNSUPPORTED_ALG'
+  | 'TOO_MANY_RESOURCES'
+  | 'EXCHANGE_PUBLIC'
+  | 'EXCHANGE_SELF_REGISTERED';
 
 export interface ClientProblem {
   /** The input field, as the API names it: `name`, `redirectUris.0`, `grantTypes`… */
@@ -73,6 +76,11 @@ export interface ClientInput {
   idTokenSignedResponseAlg?: string;
   /** Where Gatehouse posts a logout token when the person signs out (OpenID Back-Channel Logout 1.0); https, or http on a loopback host. */
   backchannelLogoutUri?: string | null;
+  /**
+   * The APIs (resource indicators, as in OIDC_PROVIDER_RESOURCES) it may exchange a person's access
+   * token for (token exchange, RFC 8693); empty or absent: none. Confidential clients only.
+   */
+  exchangeResources?: readonly string[];
 }
 
 /** The settings once the rules accept them. */
@@ -85,6 +93,7 @@ export interface ClientSettings {
   isFirstParty: boolean;
   idTokenSignedResponseAlg: IdTokenAlg;
   backchannelLogoutUri: string | null;
+  exchangeResources: string[];
 }
 
 export type RulesResult = { ok: true; settings: ClientSettings } | { ok: false; problems: ClientProblem[] };
@@ -192,7 +201,10 @@ export function checkClientInput(input: ClientInput): RulesResult {
   const name = checkName(input.name);
   if (!name.ok) problems.push(name.problem);
   const grants = checkGrantTypes(input.grantTypes, isPublic);
-  problems.push(...grants.problems);
+  const exchange = checkExchangeResources(input.exchangeResources ?? [], isPublic);
+  // A client that only exchanges tokens (an API calling another for the person) needs no other grant.
+  const onlyExchanges = exchange.resources.length > 0 && grants.grantTypes.length === 0;
+  problems.push(...grants.problems.filter((problem) => !(onlyExchanges && problem.reason === 'GRANT_TYPE_REQUIRED')), ...exchange.problems);
   const isNative = isNativeApp(isPublic, input.redirectUris ?? [], input.postLogoutRedirectUris ?? []);
   const redirect = checkRedirectUris('redirectUris', input.redirectUris ?? [], isPublic, isNative);
   if (grants.grantTypes.includes('authorization_code') && redirect.uris.length === 0) {
@@ -219,6 +231,7 @@ export function checkClientInput(input: ClientInput): RulesResult {
       isFirstParty: input.isFirstParty ?? false,
       idTokenSignedResponseAlg: alg as IdTokenAlg,
       backchannelLogoutUri: backchannel.ok ? backchannel.uri : null,
+      exchangeResources: exchange.resources,
     },
   };
 }
@@ -232,6 +245,33 @@ export function checkBackchannelLogoutUri(uri: string | null): { ok: true; uri: 
   if (uri === null || uri.trim() === '') return { ok: true, uri: null };
   const problem = uriProblem(uri, false, false);
   return problem === null ? { ok: true, uri } : { ok: false, problem: { field: 'backchannelLogoutUri', ...problem } };
+}
+
+/** The token exchange grant (RFC 8693): never asked for, given to a client whose exchange policy lists an API. */
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+/** Per client: the APIs it may exchange tokens for. */
+export const MAX_EXCHANGE_RESOURCES = 20;
+
+/**
+ * A client's exchange policy (`exchangeResources`): absolute URIs without a fragment, as resource
+ * indicators are (RFC 8707 §2), each once. Whether each is one of OIDC_PROVIDER_RESOURCES is judged
+ * at each exchange (the setting may change). A public client may have none: it proves nothing of
+ * who presents its id, so an `act` claim naming it would vouch for nobody.
+ */
+export function checkExchangeResources(resources: readonly string[], isPublic: boolean): { resources: string[]; problems: ClientProblem[] } {
+  const field = 'exchangeResources';
+  const unique = [...new Set(resources.map((resource) => resource.trim()).filter((resource) => resource !== ''))];
+  const problems: ClientProblem[] = [];
+  if (unique.length > 0 && isPublic) {
+    problems.push({ field, reason: 'EXCHANGE_PUBLIC', message: 'token exchange needs a client that can keep a secret: a public client cannot exchange tokens' });
+  }
+  if (unique.length > MAX_EXCHANGE_RESOURCES) problems.push({ field, reason: 'TOO_MANY_RESOURCES', message: `must list at most ${MAX_EXCHANGE_RESOURCES} resources` });
+  unique.forEach((resource, index) => {
+    const parsed = URL.parse(resource);
+    const isValid = parsed !== null && /^[a-z][a-z0-9+.-]*:\/\//i.test(resource) && parsed.hash === '' && !resource.includes('#') && resource.length <= MAX_URI_LENGTH && !/[\s\u0000-\u001f\u007f]/.test(resource);
+    if (!isValid) problems.push({ field: `${field}.${index}`, reason: 'INVALID_URI', message: 'must be an absolute URI without a fragment, as listed in OIDC_PROVIDER_RESOURCES' });
+  });
+  return { resources: unique, problems };
 }
 
 /**

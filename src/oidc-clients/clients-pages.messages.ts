@@ -5,7 +5,7 @@
  * English messages are the API's).
  */
 import type { Translator } from '../i18n/translator.ts';
-import { DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem, type ClientProblemReason } from './client-rules.ts';
+import { DEVICE_CODE_GRANT, GRANT_TYPES, ID_TOKEN_ALGS, MAX_EXCHANGE_RESOURCES, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem, type ClientProblemReason } from './client-rules.ts';
 import type { PageAlert } from './clients-pages.types.ts';
 
 type Texts = Pick<Translator, 't'>;
@@ -56,6 +56,9 @@ export const PROBLEM_REASONS: Readonly<Record<ClientProblemReason, true>> = {
   REFRESH_TOKEN_WITHOUT_GRANT: true,
   GRANT_TYPE_NOT_FOR_OPEN_REGISTRATION: true,
   UNSUPPORTED_ALG: true,
+  TOO_MANY_RESOURCES: true,
+  EXCHANGE_PUBLIC: true,
+  EXCHANGE_SELF_REGISTERED: true,
 };
 
 /** The values some problems name: the rules' limits and choices. */
@@ -66,6 +69,7 @@ const PROBLEM_VALUES = {
   grantTypes: GRANT_TYPES.join(', '),
   deviceCode: DEVICE_CODE_GRANT,
   algs: ID_TOKEN_ALGS.join(', '),
+  maxResources: MAX_EXCHANGE_RESOURCES,
 } as const;
 
 /** The form's fields as a problem names them (`redirectUris.1` is that list's second line). */
@@ -75,6 +79,7 @@ const FIELD_KEYS: Readonly<Record<string, { list: string; item?: string }>> = {
   postLogoutRedirectUris: { list: 'oidc-clients.field.postLogoutRedirectUris', item: 'oidc-clients.field.postLogoutRedirectUri' },
   grantTypes: { list: 'oidc-clients.field.grantTypes' },
   idTokenSignedResponseAlg: { list: 'oidc-clients.field.idTokenSignedResponseAlg' },
+  exchangeResources: { list: 'oidc-clients.field.exchangeResources' },
 };
 
 /** One line of a refused form's list: the field (a URI list's line by its URI) and what is wrong with it. */

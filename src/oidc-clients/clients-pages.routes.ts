@@ -181,6 +181,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
         redirectUris: client.redirectUris,
         postLogoutRedirectUris: client.postLogoutRedirectUris,
         grantTypes: client.grantTypes,
+        exchangeResources: client.exchangeResources,
         idTokenSignedResponseAlg: client.idTokenSignedResponseAlg,
         origin: i18n.t(`oidc-clients.origin.${client.origin}`),
         isSelfRegistered: client.origin === 'registration' || client.origin === 'open_registration',

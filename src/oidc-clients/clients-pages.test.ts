@@ -185,6 +185,17 @@ for (const backend of await backends()) {
       assert.doesNotMatch(page.body, /Rotate secret/, 'nothing to rotate');
     });
 
+    it('shows a client’s exchange policy on its page, or that it has none', async () => {
+      const agent = await t.services.oidcClients.create({ name: 'Agent', grantTypes: ['client_credentials'], exchangeResources: ['https://b.example.com/api'] }, { actorUserId: null, ip: null, userAgent: null });
+      assert.ok(agent.ok);
+      const page = await get(`/admin/clients/${agent.client.id}`, admin);
+      assertHtmlPage(page, 'agent page');
+      assert.match(page.body, /<dt>Token exchange to<\/dt><dd><code>https:\/\/b\.example\.com\/api<\/code>/);
+      const plain = await t.services.oidcClients.create({ name: 'Plain', redirectUris: [WEB] }, { actorUserId: null, ip: null, userAgent: null });
+      assert.ok(plain.ok);
+      assert.match((await get(`/admin/clients/${plain.client.id}`, admin)).body, /<dt>Token exchange to<\/dt><dd>None \(this client may not exchange tokens\)/);
+    });
+
     it('renders the pages, a refused form and the secret page in another language, never echoing an unknown code', async () => {
       // The language comes from the URL or the header of each request; the admin's cookie jar is not given the choice.
       const inLanguage = (url: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers: { cookie: admin.header(), ...headers } });

@@ -67,6 +67,8 @@ export interface ClientPages {
       redirectUris: string[];
       postLogoutRedirectUris: string[];
       grantTypes: string[];
+      /** The APIs it may exchange a person's token for (RFC 8693); changed through the API or the CLI. */
+      exchangeResources: string[];
       idTokenSignedResponseAlg: string;
       origin: string;
       isSelfRegistered: boolean;

@@ -156,6 +156,27 @@ for (const backend of await backends()) {
     });
 
     // The command line is read the same on every backend: once is enough.
+    it('create --exchange-resource and set-exchange set and replace the exchange policy', { skip: backend.name !== 'sqlite' && 'the same on every backend: run on SQLite' }, async (t) => {
+      const created = await cli(['create', '--name', 'Agent', '--grant-type', 'client_credentials', '--exchange-resource', 'https://b.example.com', '--exchange-resource', 'https://c.example.com', '--json'], (fn) => t.after(fn));
+      assert.equal(created.code, 0, describeRun(created));
+      const { clientId, exchangeResources } = JSON.parse(created.stdout) as { clientId: string; exchangeResources: string[] };
+      assert.deepEqual(exchangeResources, ['https://b.example.com', 'https://c.example.com']);
+      const replaced = await cli(['set-exchange', clientId, '--exchange-resource', 'https://d.example.com'], (fn) => t.after(fn));
+      assert.equal(replaced.code, 0, describeRun(replaced));
+      assert.match(replaced.stdout, /may exchange tokens for: https:\/\/d\.example\.com/);
+      assert.deepEqual((await (await app()).services.oidcClients.show(clientId))?.exchangeResources, ['https://d.example.com']);
+      const cleared = await cli(['set-exchange', clientId], (fn) => t.after(fn));
+      assert.equal(cleared.code, 0, describeRun(cleared));
+      assert.deepEqual((await (await app()).services.oidcClients.show(clientId))?.exchangeResources, []);
+      // Nothing but the policy: a client that only exchanges (no grant type of its own).
+      const exchanger = await cli(['create', '--name', 'API B', '--exchange-resource', 'https://c.example.com', '--json'], (fn) => t.after(fn));
+      assert.equal(exchanger.code, 0, describeRun(exchanger));
+      assert.deepEqual((JSON.parse(exchanger.stdout) as { grantTypes: string[] }).grantTypes, []);
+      const publicAgent = await cli(['create', '--name', 'SPA', '--public', '--redirect-uri', WEB, '--exchange-resource', 'https://b.example.com'], (fn) => t.after(fn));
+      assert.equal(publicAgent.code, 2, describeRun(publicAgent));
+      assert.match(publicAgent.stderr, /--exchange-resource: token exchange needs a client that can keep a secret/);
+    });
+
     it('refuses a wrong command line or refused values with exit 2 and a clear message', { skip: backend.name !== 'sqlite' && 'the same on every backend: run on SQLite' }, async (t) => {
       const before = (await (await app()).services.oidcClients.list()).length;
       const cases: Array<[string[], RegExp]> = [

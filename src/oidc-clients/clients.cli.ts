@@ -34,19 +34,25 @@ export type WithServices = (io: CliIo, fn: (services: BuiltServices) => Promise<
 export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri U [--redirect-uri U]...
                           [--post-logout-redirect-uri U]... [--public] [--grant-type G]...
                           [--first-party] [--id-token-alg EdDSA|RS256]
-                          [--backchannel-logout-uri U] [--json]
+                          [--backchannel-logout-uri U] [--exchange-resource R]... [--json]
                                     register an OAuth / OIDC client; a confidential client's secret
                                     is printed this once; --json prints all the app needs (issuer,
                                     clientId, clientSecret, the registered URIs) (G: authorization_code, refresh_token,
                                     client_credentials, device_code; default the first two); U of
                                     --backchannel-logout-uri receives a logout token when a person
-                                    signed in to the app signs out of Gatehouse
+                                    signed in to the app signs out of Gatehouse; R: an API (of
+                                    OIDC_PROVIDER_RESOURCES) the client may exchange a person's
+                                    token for (token exchange, RFC 8693; confidential clients only;
+                                    without --grant-type and --redirect-uri the client only exchanges)
   gatehouse clients list [--json]   the registered clients, newest first, with their origin (admin,
                                     cli, registration, open_registration) and last use
   gatehouse clients show ID [--json]
                                     one client (never its secret)
   gatehouse clients rotate-secret ID [--json]
                                     a new secret, printed this once; the old one stops working
+  gatehouse clients set-exchange ID [--exchange-resource R]...
+                                    replace the APIs the client may exchange tokens for (none: it
+                                    may not exchange)
   gatehouse clients delete ID       delete a client`;
 
 /** These commands as the oidc-clients module declares them (module.ts: `CliCommandGroup`); `gatehouse help` reads this file. */
@@ -62,6 +68,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   list: listClients,
   show: showClient,
   'rotate-secret': rotateSecret,
+  'set-exchange': setExchange,
   delete: deleteClient,
 };
 
@@ -101,7 +108,9 @@ function describeProblem(problem: ClientProblem, input: { redirectUris: readonly
               ? '--id-token-alg'
               : field === 'backchannelLogoutUri'
                 ? '--backchannel-logout-uri'
-                : problem.field;
+                : field === 'exchangeResources'
+                  ? '--exchange-resource'
+                  : problem.field;
   return `${option}: ${problem.message}`;
 }
 
@@ -118,6 +127,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
       'first-party': { type: 'boolean' },
       'id-token-alg': { type: 'string' },
       'backchannel-logout-uri': { type: 'string' },
+      'exchange-resource': { type: 'string', multiple: true },
       json: { type: 'boolean' },
     },
     0,
@@ -126,16 +136,20 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
   const alg = values['id-token-alg'];
   const { CLI_SOURCE, DEVICE_CODE_GRANT, ID_TOKEN_ALGS, toClientBody } = await runtime();
   const GRANT_ALIASES = grantAliases(DEVICE_CODE_GRANT);
+  // With an exchange policy and nothing to sign people in with, the client only exchanges tokens.
+  const onlyExchanges = values['exchange-resource'] !== undefined && values['grant-type'] === undefined && values['redirect-uri'] === undefined;
   if (alg !== undefined && !(ID_TOKEN_ALGS as readonly string[]).includes(alg)) throw new CliError(`--id-token-alg must be one of ${ID_TOKEN_ALGS.join(', ')}`, 2);
   const input = {
     name: values.name,
     redirectUris: values['redirect-uri'] ?? [],
     postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
+    ...(onlyExchanges && { grantTypes: [] }),
     ...(values['grant-type'] !== undefined && { grantTypes: values['grant-type'].map((grant) => (Object.hasOwn(GRANT_ALIASES, grant) ? GRANT_ALIASES[grant]! : grant)) }),
     isPublic: values.public ?? false,
     isFirstParty: values['first-party'] ?? false,
     ...(alg !== undefined && { idTokenSignedResponseAlg: alg }),
     ...(values['backchannel-logout-uri'] !== undefined && { backchannelLogoutUri: values['backchannel-logout-uri'] }),
+    ...(values['exchange-resource'] !== undefined && { exchangeResources: values['exchange-resource'] }),
   };
   await withServices(io, async ({ oidcClients, config }) => {
     const result = await oidcClients.create(input, CLI_SOURCE);
@@ -198,6 +212,24 @@ async function rotateSecret(args: string[], io: CliIo, withServices: WithService
   });
 }
 
+async function setExchange(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
+  const { values, positionals } = parse('set-exchange', args, { 'exchange-resource': { type: 'string', multiple: true }, json: { type: 'boolean' } }, 1);
+  const { CLI_SOURCE, toClientBody } = await runtime();
+  const id = positionals[0]!;
+  const exchangeResources = values['exchange-resource'] ?? [];
+  await withServices(io, async ({ oidcClients }) => {
+    const result = await oidcClients.update(id, { exchangeResources }, CLI_SOURCE);
+    if (!result.ok && result.reason === 'NOT_FOUND') throw new CliError(`no client with the ID ${id}`);
+    if (!result.ok) throw new CliError(`the exchange policy was not changed:\n${result.problems.map((problem) => `  ${describeProblem(problem, { redirectUris: [], postLogoutRedirectUris: [] })}`).join('\n')}`, 2);
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify(toClientBody(result.client))}\n`);
+      return;
+    }
+    const listed = result.client.exchangeResources;
+    io.stdout.write(listed.length === 0 ? `${id} may not exchange tokens.\n` : `${id} may exchange tokens for: ${listed.join(' ')}\n`);
+  });
+}
+
 async function deleteClient(args: string[], io: CliIo, withServices: WithServices): Promise<void> {
   const { positionals } = parse('delete', args, {}, 1);
   const { CLI_SOURCE } = await runtime();
@@ -221,6 +253,7 @@ function describeClient(client: OidcClient): string {
     ['Post-logout URIs', client.postLogoutRedirectUris.join(' ') || '-'],
     ['ID token alg', client.idTokenSignedResponseAlg],
     ['Back-channel logout', client.backchannelLogoutUri ?? '-'],
+    ['Token exchange to', client.exchangeResources.join(' ') || '-'],
     ['Origin', client.origin],
     ['Last used', client.lastUsedAt === null ? 'never' : time(client.lastUsedAt)],
     ['Created', time(client.createdAt)],

@@ -71,6 +71,7 @@ for (const backend of await backends()) {
         backchannelLogoutUri: null,
         origin: 'admin',
         lastUsedAt: null,
+        exchangeResources: [],
       });
       const hash = await secretHash(client.clientId);
       assert.ok(hash !== null && clientSecretMatches(clientSecret, hash));
@@ -119,6 +120,30 @@ for (const backend of await backends()) {
       const badShape = await call('POST', API, token, { name: 5, public: 'yes', idTokenSignedResponseAlg: 'HS256' });
       assert.equal(badShape.statusCode, 422);
       assert.equal(badShape.json().error, 'VALIDATION_ERROR');
+    });
+
+    it('sets and replaces a confidential client’s exchange policy (token exchange), and refuses one for a public client or a bad URI', async () => {
+      const { token } = await signedIn(['ADMIN']);
+      const created = await call('POST', API, token, { name: 'Agent', grantTypes: ['client_credentials'], exchangeResources: ['https://b.example.com', 'https://b.example.com'] });
+      assert.equal(created.statusCode, 201, created.body);
+      const { clientId, exchangeResources } = created.json().client;
+      assert.deepEqual(exchangeResources, ['https://b.example.com']);
+      const changed = await call('PATCH', `${API}/${clientId}`, token, { exchangeResources: ['https://c.example.com'] });
+      assert.equal(changed.statusCode, 200, changed.body);
+      assert.deepEqual(changed.json().exchangeResources, ['https://c.example.com']);
+      const audited = (await t.services.audit.listEvents({ type: 'oidc_client.updated', limit: 5 })).events.find((event) => event.details?.clientId === clientId);
+      assert.deepEqual(audited?.details?.fields, ['exchangeResources']);
+      assert.deepEqual((await call('PATCH', `${API}/${clientId}`, token, { exchangeResources: [] })).json().exchangeResources, []);
+      const publicAgent = await call('POST', API, token, { name: 'SPA', public: true, redirectUris: ['http://localhost:5173/cb'], exchangeResources: ['https://b.example.com'] });
+      assert.equal(publicAgent.statusCode, 422);
+      assert.deepEqual(publicAgent.json().errors.map((e: { field: string; reason: string }) => [e.field, e.reason]), [['exchangeResources', 'EXCHANGE_PUBLIC']]);
+      const relative = await call('PATCH', `${API}/${clientId}`, token, { exchangeResources: ['/b', 'https://b.example.com#x'] });
+      assert.equal(relative.statusCode, 422);
+      assert.deepEqual(relative.json().errors.map((e: { field: string; reason: string }) => [e.field, e.reason]), [['exchangeResources.0', 'INVALID_URI'], ['exchangeResources.1', 'INVALID_URI']]);
+      // A client that only exchanges needs no grant type of its own.
+      const onlyExchanges = await call('POST', API, token, { name: 'API B', grantTypes: [], exchangeResources: ['https://c.example.com'] });
+      assert.equal(onlyExchanges.statusCode, 201, onlyExchanges.body);
+      assert.equal((await call('POST', API, token, { name: 'Nothing', grantTypes: [] })).json().errors[0].reason, 'GRANT_TYPE_REQUIRED');
     });
 
     it('rotates a secret (the old one stops matching), refuses a public client, and deletes', async () => {

@@ -15,7 +15,7 @@ import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { isoTime } from '../lib/clock.ts';
-import { GRANT_TYPES, ID_TOKEN_ALGS, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem } from './client-rules.ts';
+import { GRANT_TYPES, ID_TOKEN_ALGS, MAX_EXCHANGE_RESOURCES, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem } from './client-rules.ts';
 import { CLIENT_ORIGINS, type OidcClient, type OidcClientsService } from './clients.service.ts';
 
 export interface ClientRouteOptions {
@@ -35,6 +35,14 @@ const backchannelUri = z
   .nullable()
   .optional()
   .describe('Where Gatehouse posts a logout token (OpenID Back-Channel Logout 1.0) when a person signed in to the app signs out: https (http only on a loopback host), no fragment. null or empty: none');
+
+const exchangeResources = z
+  .array(z.string({ error: 'must be a string' }).max(MAX_URI_LENGTH * 2, `must be at most ${MAX_URI_LENGTH} characters`), { error: 'must be an array of resource indicators' })
+  .max(MAX_EXCHANGE_RESOURCES * 5, `must list at most ${MAX_EXCHANGE_RESOURCES} resources`)
+  .optional()
+  .describe(
+    'The APIs (resource indicators listed in OIDC_PROVIDER_RESOURCES) this client may exchange a person’s access token for, at the token endpoint (token exchange, RFC 8693); the complete list. Empty: none. Confidential clients registered by an administrator only',
+  );
 
 const oidcClient = z
   .object({
@@ -56,6 +64,7 @@ const oidcClient = z
         'How it came: `admin` (this API or the admin pages), `cli` (`gatehouse clients create`), `registration` (dynamic registration with the initial access token) or `open_registration` (dynamic registration in open mode: deleted if no code or token is issued to it within OIDC_PROVIDER_REGISTRATION_UNUSED_TTL)',
       ),
     lastUsedAt: z.iso.datetime().nullable().describe('When the provider last issued it a code or tokens (recorded at most once an hour); null: never'),
+    exchangeResources: z.array(z.string()).describe('The APIs it may exchange a person’s access token for (token exchange, RFC 8693); empty: none'),
   })
   .meta({ id: 'OidcClient' });
 
@@ -76,6 +85,7 @@ const createClientBody = z
       firstParty: z.boolean({ error: 'must be true or false' }).optional().describe('Default false'),
       idTokenSignedResponseAlg: z.enum(ID_TOKEN_ALGS, { error: `must be one of ${ID_TOKEN_ALGS.join(', ')}` }).optional().describe('Default EdDSA'),
       backchannelLogoutUri: backchannelUri,
+      exchangeResources,
     },
     { error: 'must be a JSON object' },
   )
@@ -88,6 +98,7 @@ const updateClientBody = z
       redirectUris: uriList.optional().describe('The complete new list'),
       postLogoutRedirectUris: uriList.optional().describe('The complete new list'),
       backchannelLogoutUri: backchannelUri,
+      exchangeResources,
     },
     { error: 'must be a JSON object' },
   )
@@ -129,6 +140,7 @@ export function toClientBody(client: OidcClient) {
     backchannelLogoutUri: client.backchannelLogoutUri,
     origin: client.origin,
     lastUsedAt: client.lastUsedAt === null ? null : isoTime(client.lastUsedAt),
+    exchangeResources: client.exchangeResources,
   };
 }
 
@@ -187,7 +199,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       },
     },
     async (request, reply) => {
-      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg, backchannelLogoutUri } = request.body;
+      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg, backchannelLogoutUri, exchangeResources } = request.body;
       const result = await oidcClients.create(
         {
           name,
@@ -198,6 +210,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
           ...(firstParty !== undefined && { isFirstParty: firstParty }),
           ...(idTokenSignedResponseAlg !== undefined && { idTokenSignedResponseAlg }),
           ...(backchannelLogoutUri !== undefined && { backchannelLogoutUri }),
+          ...(exchangeResources !== undefined && { exchangeResources }),
         },
         actor(request),
       );
@@ -213,7 +226,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       config: adminChange,
       schema: {
         ...common,
-        summary: 'Change a client’s name or redirect URIs (each list replaced whole)',
+        summary: 'Change a client’s name, redirect URIs or exchange policy (each list replaced whole)',
         description: 'The same rules as registering. Its type, grant types and algorithm stay: register a new client to change those. Audited as `oidc_client.updated`.',
         params: clientParams,
         body: updateClientBody,
@@ -221,12 +234,13 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       },
     },
     async (request) => {
-      const { name, redirectUris, postLogoutRedirectUris, backchannelLogoutUri } = request.body;
+      const { name, redirectUris, postLogoutRedirectUris, backchannelLogoutUri, exchangeResources } = request.body;
       const changes = {
         ...(name !== undefined && { name }),
         ...(redirectUris !== undefined && { redirectUris }),
         ...(postLogoutRedirectUris !== undefined && { postLogoutRedirectUris }),
         ...(backchannelLogoutUri !== undefined && { backchannelLogoutUri }),
+        ...(exchangeResources !== undefined && { exchangeResources }),
       };
       const result = await oidcClients.update(request.params.id, changes, actor(request));
       if (result.ok) return toClientBody(result.client);

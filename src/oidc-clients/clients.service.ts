@@ -17,8 +17,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import { SYSTEM_SOURCE, type AuditService, type AuditSource } from '../audit/audit.service.ts';
-import { checkBackchannelLogoutUri, checkClientInput, checkOpenRegistration, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
+import { checkBackchannelLogoutUri, checkClientInput, TOKEN_EXCHANGE_GRANT, checkOpenRegistration, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
 import * as store from './clients.store.ts';
+import { checkExchangeChange, exchangePolicyOf, recordTokenExchange, type TokenExchanged } from './exchange-policy.ts';
 
 /** A registered client, as the registry shows it: never its secret or the secret's hash. */
 export interface OidcClient {
@@ -44,6 +45,8 @@ export interface OidcClient {
   origin: ClientOrigin;
   /** When the provider last issued it a code or token (epoch ms, to the hour: RECORD_USE_EVERY_MS); null: never. */
   lastUsedAt: number | null;
+  /** The APIs it may exchange a person's access token for (RFC 8693); empty: none. */
+  exchangeResources: string[];
 }
 
 /**
@@ -78,6 +81,8 @@ export interface ClientChanges {
   postLogoutRedirectUris?: readonly string[];
   /** Null or empty: none any more. */
   backchannelLogoutUri?: string | null;
+  /** The exchange policy, replaced whole; empty: no exchange. */
+  exchangeResources?: readonly string[];
 }
 
 export type UpdateClientResult =
@@ -129,6 +134,7 @@ function toClient(row: store.ClientRow): OidcClient {
     backchannelLogoutUri: row.backchannel_logout_uri ?? null,
     origin: (CLIENT_ORIGINS as readonly string[]).includes(row.origin) ? (row.origin as ClientOrigin) : 'admin',
     lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
+    exchangeResources: parseList(row.exchange_resources ?? '[]'),
   };
 }
 
@@ -183,6 +189,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
       secret_rotated_at: null,
       origin,
       last_used_at: null,
+      exchange_resources: JSON.stringify(settings.exchangeResources),
     };
     const isFull = await db.transaction().execute(async (trx) => {
       if (maxOfOrigin !== undefined) {
@@ -218,15 +225,15 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
      * `open.maxClients` self-registered clients exist already.
      */
     async createRegistered(
-      input: Omit<ClientInput, 'isFirstParty'>,
+      input: Omit<ClientInput, 'isFirstParty' | 'exchangeResources'>,
       credentials: { clientId: string; clientSecret: string | undefined },
       source: AuditSource,
       open?: { maxClients: number },
     ): Promise<RegisterClientResult> {
       if (!isPlausibleId(credentials.clientId)) throw new Error('a registered client id must be one of ours (newClientId)');
       return open === undefined
-        ? insert({ ...input, isFirstParty: false }, credentials, source, 'registration')
-        : insert({ ...input, isFirstParty: false }, credentials, source, 'open_registration', open.maxClients);
+        ? insert({ ...input, isFirstParty: false, exchangeResources: [] }, credentials, source, 'registration')
+        : insert({ ...input, isFirstParty: false, exchangeResources: [] }, credentials, source, 'open_registration', open.maxClients);
     },
 
     /**
@@ -264,6 +271,17 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         }
       }
       return expired;
+    },
+
+    /** The APIs the client may exchange a person's token for (exchange-policy.ts); empty for an unknown client or one that may not. */
+    async exchangePolicy(id: string): Promise<string[]> {
+      const row = await findRow(id);
+      return row === undefined ? [] : exchangePolicyOf(toClient(row));
+    },
+
+    /** Audits a token exchange (`oidc_client.token_exchanged`, about the person). */
+    async recordExchange(exchanged: TokenExchanged, source: AuditSource = SYSTEM_SOURCE): Promise<void> {
+      await recordTokenExchange(audit, exchanged, source);
     },
 
     /** Every client, newest first. */
@@ -306,7 +324,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
         const current = toClient(row);
         const problems: ClientProblem[] = [];
-        const set: Partial<Pick<store.ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris' | 'backchannel_logout_uri'>> = {};
+        const set: store.ClientChangeColumns = {};
         if (changes.name !== undefined) {
           const name = checkName(changes.name);
           if (name.ok) set.name = name.name;
@@ -327,6 +345,11 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
           if (backchannel.ok) set.backchannel_logout_uri = backchannel.uri;
           else problems.push(backchannel.problem);
         }
+        if (changes.exchangeResources !== undefined) {
+          const exchange = checkExchangeChange(changes.exchangeResources, current);
+          problems.push(...exchange.problems);
+          set.exchange_resources = JSON.stringify(exchange.resources);
+        }
         if (problems.length > 0) return { ok: false, reason: 'INVALID_CLIENT', problems };
         if (changes.redirectUris !== undefined) set.redirect_uris = JSON.stringify(redirect.uris);
         if (changes.postLogoutRedirectUris !== undefined) set.post_logout_redirect_uris = JSON.stringify(postLogout.uris);
@@ -334,7 +357,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         if (changed.length === 0) return { ok: true, client: current };
         const now = clock();
         if (!(await store.updateClient(trx, id, set, now))) return { ok: false, reason: 'NOT_FOUND' };
-        const fields = changed.map((key) => ({ name: 'name', redirect_uris: 'redirectUris', post_logout_redirect_uris: 'postLogoutRedirectUris', backchannel_logout_uri: 'backchannelLogoutUri' })[key]);
+        const fields = changed.map((key) => ({ name: 'name', redirect_uris: 'redirectUris', post_logout_redirect_uris: 'postLogoutRedirectUris', backchannel_logout_uri: 'backchannelLogoutUri', exchange_resources: 'exchangeResources' })[key]);
         await audit.record({ type: 'oidc_client.updated', source, details: { clientId: id, name: set.name ?? row.name, fields } }, { db: trx });
         return { ok: true, client: toClient({ ...row, ...set, updated_at: now }) };
       });
@@ -371,7 +394,8 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         redirect_uris: client.redirectUris,
         post_logout_redirect_uris: client.postLogoutRedirectUris,
         ...(client.backchannelLogoutUri !== null && { backchannel_logout_uri: client.backchannelLogoutUri, backchannel_logout_session_required: true }),
-        grant_types: client.grantTypes,
+        // Token exchange is allowed by the policy, not asked for: any other client is refused it (unauthorized_client).
+        grant_types: exchangePolicyOf(client).length > 0 ? [...client.grantTypes, TOKEN_EXCHANGE_GRANT] : client.grantTypes,
         response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
         id_token_signed_response_alg: client.idTokenSignedResponseAlg,
       };

@@ -32,6 +32,8 @@ export interface OidcClientsTable {
   origin: string;
   /** The last code or token issued to it (epoch ms, written at most once per RECORD_USE interval); null: never. */
   last_used_at: number | null;
+  /** JSON array of the resource indicators it may exchange a person's token for (RFC 8693); `[]`: none. */
+  exchange_resources: string;
 }
 
 declare module '../storage/schema.ts' {
@@ -66,11 +68,14 @@ export async function replaceSecret(db: Db, id: string, secretHash: string, now:
   return result.numUpdatedRows > 0n;
 }
 
-/** Changes the name and redirect URIs (JSON text); false when there is no such client. */
+/** The columns `updateClient` changes. */
+export type ClientChangeColumns = Partial<Pick<ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris' | 'backchannel_logout_uri' | 'exchange_resources'>>;
+
+/** Changes the name, redirect URIs and exchange policy (JSON text); false when there is no such client. */
 export async function updateClient(
   db: Db,
   id: string,
-  changes: Partial<Pick<ClientRow, 'name' | 'redirect_uris' | 'post_logout_redirect_uris' | 'backchannel_logout_uri'>>,
+  changes: ClientChangeColumns,
   now: number,
 ): Promise<boolean> {
   const result = await db

@@ -12,6 +12,7 @@ import { OIDC_CLIENTS_ERRORS } from './oidc-clients.errors.ts';
 import * as registry from './migrations/20261124-oidc-clients-registry.ts';
 import * as backchannelLogout from './migrations/20261129-oidc-clients-backchannel-logout.ts';
 import * as originLastUse from './migrations/20261130-oidc-clients-origin-last-use.ts';
+import * as tokenExchange from './migrations/20261130-oidc-clients-token-exchange.ts';
 import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';
 import { clientRoutes } from './clients.routes.ts';
 import { CLIENTS_PAGE, clientPageRoutes } from './clients-pages.routes.ts';
@@ -23,7 +24,7 @@ declare module '../module.ts' {
 }
 
 /** The audit events (domain events) this module records: never with a secret. */
-const AUDIT_EVENTS = ['oidc_client.created', 'oidc_client.updated', 'oidc_client.secret_rotated', 'oidc_client.deleted', 'oidc_client.expired'] as const;
+const AUDIT_EVENTS = ['oidc_client.created', 'oidc_client.updated', 'oidc_client.secret_rotated', 'oidc_client.deleted', 'oidc_client.expired', 'oidc_client.token_exchanged'] as const;
 type OidcClientsAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
 declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends OidcClientsAuditEvents {}
@@ -35,7 +36,7 @@ export const oidcClientsModule = defineModule({
   adminNav: [{ path: CLIENTS_PAGE, labelKey: 'oidc-clients.adminNav', section: 'clients', order: 20 }],
   // The texts of the /admin/clients pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
-  migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout, '20261130-oidc-clients-origin-last-use': originLastUse },
+  migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout, '20261130-oidc-clients-origin-last-use': originLastUse, '20261130-oidc-clients-token-exchange': tokenExchange },
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, clock, services, storage }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit, isPostgres: storage.dialect === 'postgres' }) }),

@@ -5,15 +5,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import { backends } from '../../test/helpers/databases.ts';
-import { testEnv } from '../../test/helpers/app.ts';
-import { applyMigrations, openStorage } from '../storage/database.ts';
-import { collectMigrations } from '../module.ts';
-import { loadConfig, migrateToLatest, MODULES } from '../modules.ts';
+import { withDatabaseBefore } from '../../test/helpers/migration-db.ts';
+import { migrateToLatest } from '../modules.ts';
 import * as originLastUse from './migrations/20261130-oidc-clients-origin-last-use.ts';
 
 const MIGRATION = '20261130-oidc-clients-origin-last-use';
@@ -21,12 +16,7 @@ const MIGRATION = '20261130-oidc-clients-origin-last-use';
 for (const backend of await backends()) {
   describe(`${MIGRATION} (${backend.name})`, { skip: backend.skip }, () => {
     it('gives earlier clients the origin their audit event names (else admin) and no last use; down removes both', async () => {
-      const database = await backend.create();
-      const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-migration-'));
-      const storage = openStorage(loadConfig({ DATA_DIR: dataDir, ...testEnv(database) }).database);
-      const { db } = storage;
-      try {
-        await applyMigrations(db, Object.fromEntries(Object.entries(collectMigrations(MODULES)).filter(([name]) => name !== MIGRATION)));
+      await withDatabaseBefore(backend, MIGRATION, async (db) => {
         const now = Date.now();
         for (const id of ['by-cli', 'by-registration', 'by-admin', 'unaudited']) {
           await sql`insert into oidc_clients (id, name, secret_hash, redirect_uris, post_logout_redirect_uris, grant_types, public, first_party, id_token_signed_response_alg, created_at, updated_at)
@@ -55,11 +45,7 @@ for (const backend of await backends()) {
         await originLastUse.down(db as unknown as Kysely<unknown>);
         const columns = (await db.introspection.getTables()).find((table) => table.name === 'oidc_clients')!.columns.map((column) => column.name);
         assert.ok(!columns.includes('origin') && !columns.includes('last_used_at'), columns.join(', '));
-      } finally {
-        await storage.close();
-        await database.drop();
-        rmSync(dataDir, { recursive: true, force: true });
-      }
+      });
     });
   });
 }

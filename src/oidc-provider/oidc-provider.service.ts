@@ -151,6 +151,7 @@ export function createOidcProviderService(deps: {
       logger,
       gatehouseSession: (req) => requests.get(req)?.auth,
       clientSecretMatches,
+      exchange: clients,
       onLogout(req) {
         const state = requests.get(req);
         if (state?.auth) state.signingOut = sessions.signOut(state.auth.userId, state.auth.sessionId);

@@ -14,7 +14,9 @@
  *   gets a check that compares them, so signing out of Gatehouse ends sign-in at every app.
  * - Access tokens for an API named in OIDC_PROVIDER_RESOURCES are RFC 9068 JWTs bound to it
  *   (`aud`), with the user's roles when the `roles` scope was granted; without a resource they are
- *   opaque and good for userinfo only.
+ *   opaque and good for userinfo only. Each names its grant (`grant_id`), so that token exchange
+ *   (RFC 8693, token-exchange.ts: a grant of its own at the token endpoint) can refuse a token
+ *   whose grant has ended.
  */
 import type { IncomingMessage } from 'node:http';
 import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC, type ResourceServer as ProviderResourceServer } from 'oidc-provider';
@@ -34,6 +36,7 @@ import { CLOCK_TOLERANCE_SECONDS } from './oidc-provider.config.ts';
 import { cimdFeature, documentClientHost } from './cimd.ts';
 import { createDocumentFetch } from '../http/outbound/fetcher.ts';
 import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
+import { registerTokenExchange, tokenExchangeClaims, type ExchangeRegistry } from './token-exchange.ts';
 export { CLOCK_TOLERANCE_SECONDS };
 
 /** The CSP of the provider's own answers (see createProvider). */
@@ -66,6 +69,8 @@ export interface ProviderDeps {
   onClientUsed(req: IncomingMessage, clientId: string): void;
   /** An app was authorized (a code issued): the sign-in to link for back-channel logout. */
   onAuthorized(req: IncomingMessage, authorized: { clientId: string; accountId: string; sid: string; grantId: string | null }): void;
+  /** Each client's exchange policy and the audit of each exchange (token exchange, token-exchange.ts). */
+  exchange: ExchangeRegistry;
 }
 
 /**
@@ -87,6 +92,18 @@ export function createProvider(deps: ProviderDeps): Provider {
   const settings = config.oidcProvider;
   const resources = new Map(settings.resources.map((resource) => [resource.indicator, resource]));
   const resourceScopes = [...new Set(settings.resources.flatMap((resource) => resource.scopes))];
+  /** How the provider issues tokens for an API of OIDC_PROVIDER_RESOURCES: RFC 9068 JWTs bound to it. */
+  const resourceServer = (indicator: string): ProviderResourceServer => {
+    const resource = resources.get(indicator);
+    if (resource === undefined) throw new errors.InvalidTarget();
+    return {
+      scope: resource.scopes.join(' '),
+      audience: resource.indicator,
+      accessTokenTTL: settings.accessTokenTtlSeconds,
+      accessTokenFormat: 'jwt',
+      jwt: { sign: { alg: 'EdDSA' } },
+    };
+  };
 
   const policy = interactionPolicy.base();
   const login = policy.get('login')!;
@@ -254,15 +271,16 @@ export function createProvider(deps: ProviderDeps): Provider {
           return true;
         },
         async getResourceServerInfo(_ctx, indicator): Promise<ProviderResourceServer> {
-          const resource = resources.get(indicator);
-          if (resource === undefined) throw new errors.InvalidTarget();
-          return {
-            scope: resource.scopes.join(' '),
-            audience: resource.indicator,
-            accessTokenTTL: settings.accessTokenTtlSeconds,
-            accessTokenFormat: 'jwt',
-            jwt: { sign: { alg: 'EdDSA' } },
-          };
+          return resourceServer(indicator);
+        },
+      },
+    },
+    // A token for an API names its grant (so that token exchange can tell whether it still lives)
+    // and, when exchanged, the acting party (token-exchange.ts).
+    formats: {
+      customizers: {
+        jwt(_ctx, token, parts) {
+          Object.assign(parts.payload, tokenExchangeClaims(token));
         },
       },
     },
@@ -272,6 +290,17 @@ export function createProvider(deps: ProviderDeps): Provider {
   };
 
   const provider = new Provider(config.authUrl, configuration);
+  // Token exchange (RFC 8693) for a client acting for a person; listed in discovery's grant_types_supported.
+  registerTokenExchange(provider, {
+    issuer: config.authUrl,
+    keys,
+    clockToleranceSeconds: CLOCK_TOLERANCE_SECONDS,
+    resources,
+    resourceServer,
+    accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
+    users,
+    registry: deps.exchange,
+  });
   const ownOrigin = new URL(config.authUrl).origin;
   // What the provider answers itself gets a CSP first: no script but the one a `form_post`
   // response adds (oidc-provider appends its hash to script-src) and forms only to us; a form_post

@@ -20,6 +20,12 @@ export interface GatehouseUser {
    * roles in it; null when none is active (or the token says nothing).
    */
   org: { id: string; slug: string; roles: string[] } | null;
+  /**
+   * The clients acting for the user, outermost first, when the token came from token exchange
+   * (RFC 8693 `act`): `['agent']` for an agent's exchange, `['api-b', 'agent']` when API B exchanged
+   * again what the agent had got. Empty when the user's own app holds the token.
+   */
+  actors: string[];
   /** Sign-in mode only (the ID token's claims): the user's e-mail address and name. */
   email?: string;
   name?: string;
@@ -36,6 +42,8 @@ export interface GatehouseClient {
   scopes: string[];
   /** The user the app calls for; null for a machine calling for itself. */
   user: GatehouseUser | null;
+  /** Who acted for the user before the token reached this API (`act`, outermost first; `clientId` is the first); empty: nobody. */
+  actors: string[];
 }
 
 /** What a request presents: its Authorization and Cookie headers (null or absent when missing). */

@@ -210,6 +210,7 @@ export function createSignIn(options: SignInOptions): SignIn {
       amr: [...session.amr],
       authTime: session.authTime ?? null,
       org: null,
+      actors: [],
       ...(session.email !== undefined && { email: session.email }),
       ...(session.name !== undefined && { name: session.name }),
     };

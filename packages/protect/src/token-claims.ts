@@ -9,12 +9,12 @@ export interface Caller {
 
 /** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
 function copyOfUser(user: Readonly<GatehouseUser>): GatehouseUser {
-  return { ...user, roles: [...user.roles], amr: [...user.amr], scopes: [...user.scopes], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } };
+  return { ...user, roles: [...user.roles], amr: [...user.amr], scopes: [...user.scopes], actors: [...user.actors], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } };
 }
 
 export function copyOfCaller(caller: Caller): Caller {
   const user = caller.user === null ? null : copyOfUser(caller.user);
-  return { user, client: caller.client === null ? null : { clientId: caller.client.clientId, scopes: [...caller.client.scopes], user } };
+  return { user, client: caller.client === null ? null : { clientId: caller.client.clientId, scopes: [...caller.client.scopes], user, actors: [...caller.client.actors] } };
 }
 
 /** What the rules judge of a caller: the user's roles, proof and organization (none for a machine), and the token's scopes. */
@@ -34,7 +34,9 @@ export function readCaller(payload: Record<string, unknown>): Caller | null {
   if (typeof sub !== 'string') return null;
   if (clientId !== undefined && (typeof clientId !== 'string' || typeof scope !== 'string')) return null;
   const scopes = typeof scope === 'string' ? scope.split(' ').filter((value) => value !== '') : [];
-  if (clientId === sub) return { user: null, client: { clientId, scopes, user: null } };
+  const actors = readActorClaim(payload.act);
+  if (actors === undefined) return null;
+  if (clientId === sub) return { user: null, client: { clientId, scopes, user: null, actors } };
   if (clientId === undefined && (typeof sid !== 'string' || roles === undefined)) return null;
   const heldRoles = roles ?? [];
   if (!Array.isArray(heldRoles) || !heldRoles.every((role) => typeof role === 'string')) return null;
@@ -51,8 +53,28 @@ export function readCaller(payload: Record<string, unknown>): Caller | null {
     amr: [...amr],
     authTime: typeof payload.auth_time === 'number' ? payload.auth_time : null,
     org,
+    actors,
   };
-  return { user, client: clientId === undefined ? null : { clientId, scopes: [...scopes], user } };
+  return { user, client: clientId === undefined ? null : { clientId, scopes: [...scopes], user, actors: [...actors] } };
+}
+
+/** More acting parties than any chain Gatehouse issues: a token naming more is refused. */
+const MAX_ACTORS = 10;
+
+/**
+ * The token's `act` claim (RFC 8693 §4.1, token exchange) as the acting clients, outermost first:
+ * empty when absent, undefined when malformed (the token is then refused).
+ */
+function readActorClaim(claim: unknown): string[] | undefined {
+  const actors: string[] = [];
+  for (let current = claim; current !== undefined; ) {
+    if (typeof current !== 'object' || current === null || Array.isArray(current) || actors.length >= MAX_ACTORS) return undefined;
+    const { sub, act } = current as Record<string, unknown>;
+    if (typeof sub !== 'string' || sub === '') return undefined;
+    actors.push(sub);
+    current = act;
+  }
+  return actors;
 }
 
 /** The token's `org` claim: null when absent, undefined when malformed (the token is then refused). */

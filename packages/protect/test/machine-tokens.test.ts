@@ -92,7 +92,7 @@ describe('gatehouse-protect and tokens Gatehouse issued to apps for an API', () 
   it('describes a machine calling for itself as its client, with its scopes and no user', async () => {
     const response = await call('/api/items', machineToken);
     assert.equal(response.status, 200);
-    assert.deepEqual(await response.json(), { user: null, client: { clientId: machineId, scopes: ['read:items'], user: null } });
+    assert.deepEqual(await response.json(), { user: null, client: { clientId: machineId, scopes: ['read:items'], user: null, actors: [] } });
 
     const protector = createProtector({ issuer: t.url, audience: API, rules: RULES });
     const evaluation = await protector.evaluate(new Request(`${API}/items`, { headers: { authorization: `Bearer ${machineToken}` } }));
