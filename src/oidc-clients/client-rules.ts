@@ -81,6 +81,8 @@ export interface ClientInput {
    * token for (token exchange, RFC 8693); empty or absent: none. Confidential clients only.
    */
   exchangeResources?: readonly string[];
+  /** Its token requests must carry a DPoP proof (RFC 9449 `dpop_bound_access_tokens`): every token it gets is bound to its key. Default false. */
+  dpopBoundAccessTokens?: boolean;
 }
 
 /** The settings once the rules accept them. */
@@ -94,6 +96,7 @@ export interface ClientSettings {
   idTokenSignedResponseAlg: IdTokenAlg;
   backchannelLogoutUri: string | null;
   exchangeResources: string[];
+  dpopBoundAccessTokens: boolean;
 }
 
 export type RulesResult = { ok: true; settings: ClientSettings } | { ok: false; problems: ClientProblem[] };
@@ -232,6 +235,7 @@ export function checkClientInput(input: ClientInput): RulesResult {
       idTokenSignedResponseAlg: alg as IdTokenAlg,
       backchannelLogoutUri: backchannel.ok ? backchannel.uri : null,
       exchangeResources: exchange.resources,
+      dpopBoundAccessTokens: input.dpopBoundAccessTokens ?? false,
     },
   };
 }

@@ -33,7 +33,7 @@ export type WithServices = (io: CliIo, fn: (services: BuiltServices) => Promise<
 /** The lines of `gatehouse help` about these commands. */
 export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri U [--redirect-uri U]...
                           [--post-logout-redirect-uri U]... [--public] [--grant-type G]...
-                          [--first-party] [--id-token-alg EdDSA|RS256]
+                          [--first-party] [--id-token-alg EdDSA|RS256] [--dpop]
                           [--backchannel-logout-uri U] [--exchange-resource R]... [--json]
                                     register an OAuth / OIDC client; a confidential client's secret
                                     is printed this once; --json prints all the app needs (issuer,
@@ -43,7 +43,8 @@ export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri
                                     signed in to the app signs out of Gatehouse; R: an API (of
                                     OIDC_PROVIDER_RESOURCES) the client may exchange a person's
                                     token for (token exchange, RFC 8693; confidential clients only;
-                                    without --grant-type and --redirect-uri the client only exchanges)
+                                    without --grant-type and --redirect-uri the client only exchanges);
+                                    --dpop: its token requests must carry a DPoP proof (RFC 9449)
   gatehouse clients list [--json]   the registered clients, newest first, with their origin (admin,
                                     cli, registration, open_registration) and last use
   gatehouse clients show ID [--json]
@@ -128,6 +129,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
       'id-token-alg': { type: 'string' },
       'backchannel-logout-uri': { type: 'string' },
       'exchange-resource': { type: 'string', multiple: true },
+      dpop: { type: 'boolean' },
       json: { type: 'boolean' },
     },
     0,
@@ -150,6 +152,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
     ...(alg !== undefined && { idTokenSignedResponseAlg: alg }),
     ...(values['backchannel-logout-uri'] !== undefined && { backchannelLogoutUri: values['backchannel-logout-uri'] }),
     ...(values['exchange-resource'] !== undefined && { exchangeResources: values['exchange-resource'] }),
+    ...(values.dpop === true && { dpopBoundAccessTokens: true }),
   };
   await withServices(io, async ({ oidcClients, config }) => {
     const result = await oidcClients.create(input, CLI_SOURCE);
@@ -254,6 +257,7 @@ function describeClient(client: OidcClient): string {
     ['ID token alg', client.idTokenSignedResponseAlg],
     ['Back-channel logout', client.backchannelLogoutUri ?? '-'],
     ['Token exchange to', client.exchangeResources.join(' ') || '-'],
+    ['DPoP required', client.dpopBoundAccessTokens ? 'yes' : 'no'],
     ['Origin', client.origin],
     ['Last used', client.lastUsedAt === null ? 'never' : time(client.lastUsedAt)],
     ['Created', time(client.createdAt)],

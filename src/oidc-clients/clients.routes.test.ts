@@ -72,6 +72,7 @@ for (const backend of await backends()) {
         origin: 'admin',
         lastUsedAt: null,
         exchangeResources: [],
+        dpopBoundAccessTokens: false,
       });
       const hash = await secretHash(client.clientId);
       assert.ok(hash !== null && clientSecretMatches(clientSecret, hash));

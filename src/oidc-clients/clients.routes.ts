@@ -65,6 +65,7 @@ const oidcClient = z
       ),
     lastUsedAt: z.iso.datetime().nullable().describe('When the provider last issued it a code or tokens (recorded at most once an hour); null: never'),
     exchangeResources: z.array(z.string()).describe('The APIs it may exchange a person’s access token for (token exchange, RFC 8693); empty: none'),
+    dpopBoundAccessTokens: z.boolean().describe('Its token requests must carry a DPoP proof, so every token it gets is bound to its key (RFC 9449 `dpop_bound_access_tokens`)'),
   })
   .meta({ id: 'OidcClient' });
 
@@ -86,6 +87,7 @@ const createClientBody = z
       idTokenSignedResponseAlg: z.enum(ID_TOKEN_ALGS, { error: `must be one of ${ID_TOKEN_ALGS.join(', ')}` }).optional().describe('Default EdDSA'),
       backchannelLogoutUri: backchannelUri,
       exchangeResources,
+      dpopBoundAccessTokens: z.boolean({ error: 'must be true or false' }).optional().describe('Require DPoP at the token endpoint: every token the client gets is bound to its key (RFC 9449). Default false'),
     },
     { error: 'must be a JSON object' },
   )
@@ -141,6 +143,7 @@ export function toClientBody(client: OidcClient) {
     origin: client.origin,
     lastUsedAt: client.lastUsedAt === null ? null : isoTime(client.lastUsedAt),
     exchangeResources: client.exchangeResources,
+    dpopBoundAccessTokens: client.dpopBoundAccessTokens,
   };
 }
 
@@ -199,7 +202,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       },
     },
     async (request, reply) => {
-      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg, backchannelLogoutUri, exchangeResources } = request.body;
+      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg, backchannelLogoutUri, exchangeResources, dpopBoundAccessTokens } = request.body;
       const result = await oidcClients.create(
         {
           name,
@@ -211,6 +214,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
           ...(idTokenSignedResponseAlg !== undefined && { idTokenSignedResponseAlg }),
           ...(backchannelLogoutUri !== undefined && { backchannelLogoutUri }),
           ...(exchangeResources !== undefined && { exchangeResources }),
+          ...(dpopBoundAccessTokens !== undefined && { dpopBoundAccessTokens }),
         },
         actor(request),
       );

@@ -47,6 +47,8 @@ export interface OidcClient {
   lastUsedAt: number | null;
   /** The APIs it may exchange a person's access token for (RFC 8693); empty: none. */
   exchangeResources: string[];
+  /** Its token requests must carry a DPoP proof: its tokens are all bound to its key (RFC 9449). */
+  dpopBoundAccessTokens: boolean;
 }
 
 /**
@@ -135,6 +137,7 @@ function toClient(row: store.ClientRow): OidcClient {
     origin: (CLIENT_ORIGINS as readonly string[]).includes(row.origin) ? (row.origin as ClientOrigin) : 'admin',
     lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
     exchangeResources: parseList(row.exchange_resources ?? '[]'),
+    dpopBoundAccessTokens: Number(row.dpop_bound_access_tokens ?? 0) === 1,
   };
 }
 
@@ -190,6 +193,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
       origin,
       last_used_at: null,
       exchange_resources: JSON.stringify(settings.exchangeResources),
+      dpop_bound_access_tokens: settings.dpopBoundAccessTokens ? 1 : 0,
     };
     const isFull = await db.transaction().execute(async (trx) => {
       if (maxOfOrigin !== undefined) {
@@ -398,6 +402,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         grant_types: exchangePolicyOf(client).length > 0 ? [...client.grantTypes, TOKEN_EXCHANGE_GRANT] : client.grantTypes,
         response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
         id_token_signed_response_alg: client.idTokenSignedResponseAlg,
+        ...(client.dpopBoundAccessTokens && { dpop_bound_access_tokens: true }),
       };
     },
   };

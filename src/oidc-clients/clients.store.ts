@@ -34,6 +34,7 @@ export interface OidcClientsTable {
   last_used_at: number | null;
   /** JSON array of the resource indicators it may exchange a person's token for (RFC 8693); `[]`: none. */
   exchange_resources: string;
+  dpop_bound_access_tokens: number;
 }
 
 declare module '../storage/schema.ts' {

@@ -75,6 +75,7 @@ async function registerClient(clients: OidcClientsService, settings: OidcProvide
       isPublic: metadata.token_endpoint_auth_method === 'none',
       ...(typeof metadata.id_token_signed_response_alg === 'string' && { idTokenSignedResponseAlg: metadata.id_token_signed_response_alg }),
       ...(typeof metadata.backchannel_logout_uri === 'string' && { backchannelLogoutUri: metadata.backchannel_logout_uri }),
+      ...(metadata.dpop_bound_access_tokens === true && { dpopBoundAccessTokens: true }),
     },
     { clientId, clientSecret: typeof metadata.client_secret === 'string' ? metadata.client_secret : undefined },
     { ...SYSTEM_SOURCE, via: 'registration' },

@@ -143,4 +143,16 @@ describe('DPoP: tokens bound to a key, and gatehouse-protect taking them only wi
     const refreshed = await client.refreshTokenGrant(publicConfig, tokens.refresh_token, undefined, { DPoP: handle });
     assert.equal(refreshed.token_type?.toLowerCase(), 'dpop');
   });
+
+  it('requires DPoP of a client registered with dpopBoundAccessTokens: no proof, no token', async () => {
+    const strict = await registerClient(t, { name: 'Strict agent', grantTypes: ['client_credentials'], dpopBoundAccessTokens: true });
+    assert.equal((await t.services.oidcClients.show(strict.clientId))?.dpopBoundAccessTokens, true);
+    const strictConfig = await discover(t.url, strict.clientId, strict.clientSecret);
+    await assert.rejects(client.clientCredentialsGrant(strictConfig, { scope: 'read:items', resource: api }), (error: { cause?: { error?: string } }) => error.cause?.error === 'invalid_grant', 'without a proof: the grant is refused');
+    const token = (await client.clientCredentialsGrant(strictConfig, { scope: 'read:items', resource: api }, { DPoP: client.getDPoPHandle(strictConfig, keys) })).access_token;
+    assert.deepEqual(decodeJwt(token).cnf, { jkt: await calculateJwkThumbprint(publicJwk, 'sha256') });
+    // Dynamic registration carries the flag too (a client asking for DPoP-bound tokens, RFC 9449 §5.2).
+    const metadata = await t.services.oidcClients.providerMetadata(strict.clientId);
+    assert.equal(metadata?.dpop_bound_access_tokens, true);
+  });
 });
