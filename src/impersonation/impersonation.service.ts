@@ -20,6 +20,7 @@ import type { ImpersonationRow } from './impersonation.store.ts';
 /** The time limits an administrator chooses from, in minutes. */
 export const IMPERSONATION_MINUTES = [5, 15, 30, 60] as const;
 export const MAX_REASON_LENGTH = 500;
+const KEEP_ENDED_MS = 24 * 3_600_000;
 
 export type ImpersonationService = ReturnType<typeof createImpersonationService>;
 
@@ -142,12 +143,16 @@ export function createImpersonationService(deps: Deps) {
       return recordEnd(row, 'STOPPED', source);
     },
 
-    /** Records the end of every impersonation past its time limit (its session has expired with it); how many. */
+    /**
+     * Records the end of every impersonation past its time limit (its session has expired with it);
+     * how many. Rows of those that ended a day ago go: nothing reads them, the audit log keeps them.
+     */
     async endExpired(limit = 100): Promise<number> {
       let count = 0;
       for (const row of await store.listExpired(db, clock(), limit)) {
         if (await recordEnd(row, 'EXPIRED', { actorUserId: null, ip: null, userAgent: null })) count++;
       }
+      await store.deleteEndedBefore(db, clock() - KEEP_ENDED_MS);
       return count;
     },
   };

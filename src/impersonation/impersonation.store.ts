@@ -37,3 +37,8 @@ export async function markEnded(db: Db, sessionId: string, endedAt: number): Pro
 export async function listExpired(db: Db, now: number, limit: number): Promise<ImpersonationRow[]> {
   return db.selectFrom('impersonations').selectAll().where('ended_at', 'is', null).where('ends_at', '<=', now).orderBy('ends_at').limit(limit).execute();
 }
+
+/** Deletes the rows of impersonations that ended before `before` (the audit log keeps their history). */
+export async function deleteEndedBefore(db: Db, before: number): Promise<void> {
+  await db.deleteFrom('impersonations').where('ended_at', '<', before).execute();
+}

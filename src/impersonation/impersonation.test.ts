@@ -158,6 +158,10 @@ for (const backend of await backends()) {
         assert.equal(end?.reason, 'EXPIRED');
         assert.ok((await t.services.mail.listRecent(500)).some((message) => message.to === email('target-3') && message.template === 'impersonation-ended'));
         assert.equal(await t.services.impersonation.endExpired(), 0);
+        clock.advance(24 * 3_600_000 + 1_000);
+        await t.services.impersonation.endExpired();
+        const rows = await sql<{ n: number | string }>`select count(*) as n from impersonations where user_id = ${target.id}`.execute(t.services.storage.db);
+        assert.equal(Number(rows.rows[0]!.n), 0, 'the row goes a day after the end');
       });
     });
   }

@@ -5,7 +5,8 @@ import type { Kysely } from 'kysely';
  * session (`session_id`, a Gatehouse session of the user) ends at `ends_at`; `ended_at` is set once
  * its end has been recorded (the audit event and the mail to the user), by "Stop" or by the job that
  * finds it expired. The reason is the administrator's, for the audit event and the user's mail.
- * Gone with either account (the audit log keeps the history). Times are epoch milliseconds.
+ * Gone with either account, and a day after its end (the audit log keeps the history). Times are
+ * epoch milliseconds.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
