@@ -27,6 +27,7 @@ import { organizationsModule } from './organizations/organizations.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
+import { impersonationModule } from './impersonation/impersonation.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
@@ -54,6 +55,7 @@ export const MODULES: readonly GatehouseModule[] = [
   webhooksModule,
   accountDeletionModule,
   metricsModule,
+  impersonationModule,
   adminModule,
   opsModule,
   pagesModule,

@@ -147,6 +147,8 @@ export function createSessionService(deps: SessionServiceDeps) {
         verifiedPasswordHash: string | null;
         /** How the user proved who they are (RFC 8176 values): the session's `amr`. */
         amr: readonly string[];
+        /** Epoch ms: the session ends then, or at SESSION_MAX_AGE if sooner (an administrator's impersonation: its time limit). */
+        expiresAt?: number;
         /**
          * Records the start (the audit event `signin.success`, which webhooks subscribe to) in the
          * transaction that writes the session: a crash can never leave a session whose event is lost.
@@ -157,7 +159,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       const now = clock();
       const sessionId = randomId();
       const seed = randomSecret();
-      const sessionExpiresAt = now + limits.maxAgeSeconds * 1000;
+      const sessionExpiresAt = Math.min(now + limits.maxAgeSeconds * 1000, input.expiresAt ?? Number.POSITIVE_INFINITY);
       const insert = (target: Db) => store.insertSessionIfCurrent(
         target,
         isPostgres,

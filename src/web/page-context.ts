@@ -27,12 +27,21 @@ export interface PageContext {
   readonly scriptNonce: string;
   /** The signed-in caller, when the route reads the session; null otherwise. */
   readonly viewer: PageViewer | null;
+  /** HTML every page of this request shows above its content (`request.pageNotices`: a module's banner). */
+  readonly notices: readonly string[];
 }
 
 declare module 'fastify' {
   interface FastifyReply {
     /** This request's page context (web/page-context.ts). */
     readonly page: PageContext;
+  }
+  interface FastifyRequest {
+    /**
+     * Notices, as HTML rendered (and escaped) by a module's own template, that every page of this
+     * request shows at its top: a module's hook adds them before the handler (the impersonation banner).
+     */
+    pageNotices: string[] | null;
   }
 }
 
@@ -46,6 +55,7 @@ export interface PageContextSources {
 /** Gives every reply its page context (`reply.page`), made on first use. */
 export function registerPageContext(app: FastifyInstance, sources: PageContextSources): void {
   const contexts = new WeakMap<FastifyReply, PageContext>();
+  app.decorateRequest('pageNotices', null);
   app.decorateReply('page', {
     getter(this: FastifyReply): PageContext {
       let context = contexts.get(this);
@@ -85,6 +95,9 @@ function requestPageContext(reply: FastifyReply, sources: PageContextSources): P
     get viewer() {
       return request.gatehouseAuth ?? null;
     },
+    get notices() {
+      return request.pageNotices ?? [];
+    },
   };
 }
 
@@ -103,5 +116,6 @@ export function fixedPageContext(i18n: PageLanguage = ENGLISH_PAGE): PageContext
       return (scriptNonce ??= createScriptNonce());
     },
     viewer: null,
+    notices: [],
   };
 }

@@ -140,6 +140,7 @@ function pageData(context: PageContext, model: object): object {
     passwordFieldScript: PASSWORD_FIELD_SCRIPT.source,
     paths: HUB_PAGES,
     i18n: context.i18n,
+    notices: context.notices,
     csrfToken: new PrintedLater(() => context.csrfToken),
     get scriptNonce() {
       return context.scriptNonce;
