@@ -77,7 +77,7 @@ for (const backend of await backends()) {
       assert.equal(first.name, 'Time keeper');
       assert.equal(first.reviewed, true, 'an administrator registered it');
       assert.equal(first.host, null);
-      assert.deepEqual(first.scopes, ['email', 'offline_access', 'openid']);
+      assert.deepEqual(first.scopes, ['openid', 'email', 'offline_access'], 'in the consent page’s order');
       assert.deepEqual(first.resources, { [API]: ['read:items'] });
       assert.ok(first.grantedAt !== null && first.grantedAt >= before - 1000 && first.grantedAt <= after, `granted ${first.grantedAt} in [${before}, ${after}]`);
       assert.ok(first.lastUsedAt !== null && first.lastUsedAt >= before && first.lastUsedAt <= after, `used ${first.lastUsedAt} in [${before}, ${after}]`);

@@ -30,7 +30,7 @@ export interface ConnectedApp {
   reviewed: boolean;
   /** The host such a client is known by (its client_id's, else its redirect URIs'); null for a reviewed client. */
   host: string | null;
-  /** What it was allowed beside its APIs' scopes (OIDC scopes), sorted. */
+  /** What it was allowed beside its APIs' scopes (OIDC scopes), in the consent page's order. */
   scopes: string[];
   /** The APIs it may call (resource indicators) and its scopes at each. */
   resources: Record<string, string[]>;
@@ -46,6 +46,12 @@ interface Collected {
   grantedAt: number | null;
 }
 
+/** Scopes in the consent page's order (who you are first), then the others by name. */
+const SCOPE_ORDER = ['openid', 'profile', 'email', 'roles', 'offline_access'];
+const byConsentOrder = (a: string, b: string): number => {
+  const rank = (scope: string) => (SCOPE_ORDER.includes(scope) ? SCOPE_ORDER.indexOf(scope) : SCOPE_ORDER.length);
+  return rank(a) - rank(b) || a.localeCompare(b);
+};
 const words = (text: string | undefined): string[] => (text ?? '').split(' ').filter(Boolean);
 const earliest = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
 
@@ -74,7 +80,7 @@ export async function listConnectedApps(deps: { db: Db; clients: OidcClientsServ
     const apiScopes = new Set([...entry.resources.values()].flatMap((scopes) => [...scopes]));
     const common = {
       clientId,
-      scopes: [...entry.scopes].filter((scope) => !apiScopes.has(scope)).sort(),
+      scopes: [...entry.scopes].filter((scope) => !apiScopes.has(scope)).sort(byConsentOrder),
       resources: Object.fromEntries([...entry.resources].sort(([a], [b]) => a.localeCompare(b)).map(([indicator, scopes]) => [indicator, [...scopes].sort()])),
       grantedAt: entry.grantedAt,
       lastUsedAt: uses.get(clientId) ?? null,
