@@ -13,6 +13,7 @@ import { createTestApp, createUser } from '../../test/helpers/app.ts';
 import { authorize, Browser, createRpUser, discover, freePort, hiddenValue, registerClient, USER, type ListeningApp } from '../../test/helpers/oidc-rp.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { newClientId } from '../oidc-clients/clients.service.ts';
+import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT } from './token-exchange.ts';
 import type { TestDatabase } from '../../test/helpers/databases.ts';
 import { readMessages } from '../i18n/catalog.ts';
 import { escapeHtml } from '../i18n/translator.ts';
@@ -28,6 +29,9 @@ function shown(key: string, values: Record<string, string> = {}, locale: 'en' | 
 
 const REDIRECT = 'http://127.0.0.1:1/callback';
 const API = 'http://127.0.0.1:1/api';
+/** APIs agents exchange the app's tokens for (token exchange). */
+const API_B = 'http://127.0.0.1:1/b';
+const API_C = 'http://127.0.0.1:1/c';
 const HOUR = 3_600_000;
 const ADMIN = { email: 'grace.admin@example.com', password: 'correct horse battery staple 1906' };
 
@@ -44,7 +48,7 @@ for (const backend of await backends()) {
       database = await backend.create();
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      const app = await createTestApp(database, { env: { AUTH_URL: url, OIDC_PROVIDER_RESOURCES: `${API}=read:items write:items` }, clock });
+      const app = await createTestApp(database, { env: { AUTH_URL: url, OIDC_PROVIDER_RESOURCES: `${API}=read:items write:items, ${API_B}=read:items, ${API_C}=read:items` }, clock });
       await app.app.listen({ port, host: '127.0.0.1' });
       t = { ...app, url };
       userId = (await createRpUser(t)).id;
@@ -157,6 +161,32 @@ for (const backend of await backends()) {
       }
       const after = await (await browser.fetch('/dashboard')).text();
       assert.doesNotMatch(after, /agents\.example\.com|Self-made agent/);
+    });
+
+    it('shows the agents acting for the person with the app’s tokens (token exchange, nested act chains); revoking the app stops them', async () => {
+      const { clientId, browser, tokens } = await connect('Delegating app');
+      const agentClient = await registerClient(t, { name: 'Helper agent', grantTypes: ['client_credentials'], exchangeResources: [API_B] });
+      const agent = await discover(t.url, agentClient.clientId, agentClient.clientSecret);
+      const downstreamClient = await registerClient(t, { name: 'Downstream', grantTypes: [], exchangeResources: [API_C] });
+      const downstream = await discover(t.url, downstreamClient.clientId, downstreamClient.clientSecret);
+      const exchange = (config: client.Configuration, subjectToken: string, resource: string) =>
+        client.genericGrantRequest(config, TOKEN_EXCHANGE_GRANT, { subject_token: subjectToken, subject_token_type: ACCESS_TOKEN_TYPE, resource, scope: 'read:items' });
+      const byAgent = await exchange(agent, tokens.access_token, API_B);
+      await exchange(downstream, byAgent.access_token, API_C);
+
+      const app = await appOf(clientId);
+      assert.deepEqual(
+        app?.delegations.map((chain) => [chain.actors, chain.audience]),
+        [[['Helper agent', 'Downstream'], API_C], [['Helper agent'], API_B]],
+        'each chain, the first actor first, newest first',
+      );
+      const html = await (await browser.fetch('/dashboard')).text();
+      assert.match(html, new RegExp(`<dt>${shown('connectedApps.delegations')}</dt>`));
+      assert.match(html, new RegExp(`<li>${shown('connectedApps.delegation', { actors: 'Helper agent → Downstream', api: API_C })} \\(<time datetime="`));
+
+      // One click on the app stops its agents: their exchanges need its grant alive.
+      await t.services.oidcProvider.disconnect(userId, clientId, { ...SYSTEM_SOURCE, actorUserId: userId });
+      await assert.rejects(exchange(agent, tokens.access_token, API_B), (error: client.ResponseBodyError) => error.error === 'invalid_request');
     });
 
     describe("on the administrators' page of the user", () => {

@@ -10,8 +10,12 @@
  *   (oidc_app_uses, oidc-provider.service.ts), so the page reads one row per app.
  * - Not reviewed: a client named by its metadata document (its host is its client_id's) or one
  *   that registered itself (its redirect URIs' hosts). An administrator registered the others.
- * - Delegation: tokens carrying `act` (token exchange) are not stored (access tokens are JWTs),
- *   so there is no chain to show yet; it belongs beside "Last used" once exchanges are recorded.
+ * - Acting for the person (token exchange, RFC 8693): the chains of clients that exchanged a token
+ *   the app got for the person (`act`, token-exchange.ts), read from the audit log's recent
+ *   `oidc_client.token_exchanged` events. A chained exchange names the client before it, not the
+ *   app; it is put under the app its first actor exchanged from (a chain whose first step is no
+ *   longer among the recent events is left out). Revoking the app stops them all: an exchange
+ *   needs the subject token's grant alive.
  */
 import type { Db } from '../storage/database.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
@@ -38,6 +42,28 @@ export interface ConnectedApp {
   grantedAt: number | null;
   /** When the provider last issued it a code or tokens for this person (epoch ms); null: not since this was recorded. */
   lastUsedAt: number | null;
+  /** Clients acting for the person with its tokens (token exchange), the most recent first. */
+  delegations: Delegation[];
+}
+
+/** A chain of clients acting for a person through an app, as the app's tokens were exchanged. */
+export interface Delegation {
+  /** The acting clients, the first to act first (each exchanged the token of the one before), by name. */
+  actors: string[];
+  /** The API the last of them got a token for. */
+  audience: string;
+  /** When it last did (epoch ms). */
+  lastAt: number;
+}
+
+/** One token exchange for the person (`oidc_client.token_exchanged`'s details, and when). */
+export interface ExchangeRecord {
+  clientId: string;
+  subjectClientId: string;
+  toAudience: string;
+  /** The acting parties before this one, outermost first. */
+  priorActors: string[];
+  at: number;
 }
 
 interface Collected {
@@ -56,7 +82,10 @@ const words = (text: string | undefined): string[] => (text ?? '').split(' ').fi
 const earliest = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
 
 /** The apps the user gave access to: those with a live grant or a remembered consent, by name. */
-export async function listConnectedApps(deps: { db: Db; clients: OidcClientsService; now: number }, userId: string): Promise<ConnectedApp[]> {
+export async function listConnectedApps(
+  deps: { db: Db; clients: OidcClientsService; now: number; recentExchanges: (userId: string) => Promise<ExchangeRecord[]> },
+  userId: string,
+): Promise<ConnectedApp[]> {
   const { db, clients } = deps;
   const byClient = new Map<string, Collected>();
   const add = (clientId: string, scopes: Iterable<string>, resources: Record<string, Iterable<string>>, grantedAt: number | null) => {
@@ -74,6 +103,16 @@ export async function listConnectedApps(deps: { db: Db; clients: OidcClientsServ
   }
   for (const consent of await listConsents(db, userId)) add(consent.clientId, consent.scopes, consent.resources, consent.createdAt);
   const uses = await listAppUses(db, userId);
+  const delegations = byClient.size === 0 ? new Map<string, Delegation[]>() : delegationsByApp(await deps.recentExchanges(userId));
+  const names = new Map<string, string>();
+  const nameOf = async (clientId: string): Promise<string> => {
+    let name = names.get(clientId);
+    if (name === undefined) {
+      name = (await clients.show(clientId))?.name ?? documentClientHost(clientId) ?? clientId;
+      names.set(clientId, name);
+    }
+    return name;
+  };
   const apps: ConnectedApp[] = [];
   for (const [clientId, entry] of byClient) {
     // An API's scope is told with its API, not again on its own.
@@ -84,6 +123,7 @@ export async function listConnectedApps(deps: { db: Db; clients: OidcClientsServ
       resources: Object.fromEntries([...entry.resources].sort(([a], [b]) => a.localeCompare(b)).map(([indicator, scopes]) => [indicator, [...scopes].sort()])),
       grantedAt: entry.grantedAt,
       lastUsedAt: uses.get(clientId) ?? null,
+      delegations: await Promise.all((delegations.get(clientId) ?? []).map(async (chain) => ({ ...chain, actors: await Promise.all(chain.actors.map(nameOf)) }))),
     };
     const registered = await clients.show(clientId);
     if (registered !== null) {
@@ -97,6 +137,25 @@ export async function listConnectedApps(deps: { db: Db; clients: OidcClientsServ
     if (host !== null) apps.push({ ...common, name: host, reviewed: false, host });
   }
   return apps.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The distinct chains (actors and API) of `exchanges` (newest first), by the app whose token the first actor exchanged, newest first. */
+function delegationsByApp(exchanges: readonly ExchangeRecord[]): Map<string, Delegation[]> {
+  // Whose token each first actor exchanged (its exchanges with no actor before it).
+  const appOfFirstActor = new Map<string, string>();
+  for (const exchange of exchanges) if (exchange.priorActors.length === 0 && !appOfFirstActor.has(exchange.clientId)) appOfFirstActor.set(exchange.clientId, exchange.subjectClientId);
+  const byApp = new Map<string, Map<string, Delegation>>();
+  for (const exchange of exchanges) {
+    const actors = [...exchange.priorActors].reverse().concat(exchange.clientId);
+    const app = exchange.priorActors.length === 0 ? exchange.subjectClientId : appOfFirstActor.get(actors[0]!);
+    if (app === undefined) continue;
+    const chains = byApp.get(app) ?? new Map<string, Delegation>();
+    const key = JSON.stringify([actors, exchange.toAudience]);
+    const known = chains.get(key);
+    if (known === undefined || known.lastAt < exchange.at) chains.set(key, { actors, audience: exchange.toAudience, lastAt: exchange.at });
+    byApp.set(app, chains);
+  }
+  return new Map([...byApp].map(([app, chains]) => [app, [...chains.values()].sort((a, b) => b.lastAt - a.lastAt)]));
 }
 
 /** The hosts of a client's redirect URIs ("a.example, b.example"); null when it has none (a device-flow client). */
@@ -123,6 +182,7 @@ export interface ConnectedAppView {
   items: string[];
   grantedAt: TimeText | null;
   lastUsedAt: TimeText | null;
+  delegations: Array<{ actors: string; audience: string; lastAt: TimeText }>;
 }
 
 export function connectedAppViews(apps: readonly ConnectedApp[], i18n: PageLanguage): ConnectedAppView[] {
@@ -135,5 +195,6 @@ export function connectedAppViews(apps: readonly ConnectedApp[], i18n: PageLangu
     items: consentItems({ missingOIDCScope: app.scopes, missingResourceScopes: app.resources }, i18n, Object.keys(app.resources)),
     grantedAt: time(app.grantedAt),
     lastUsedAt: time(app.lastUsedAt),
+    delegations: app.delegations.map((chain) => ({ actors: chain.actors.join(' → '), audience: chain.audience, lastAt: formatTime(chain.lastAt, i18n.locale) })),
   }));
 }

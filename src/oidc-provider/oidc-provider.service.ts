@@ -25,7 +25,7 @@ import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { deleteOidcPayloadsByAccountId, deleteOidcPayloadsByGrantId, destroyOidcPayload, listGrantsByAccount } from './oidc.store.ts';
 import { findConsent, forgetConsent, rememberConsent, type Consent } from './consents.store.ts';
 import { forgetAppUse, recordAppUse } from './app-uses.store.ts';
-import { listConnectedApps, type ConnectedApp } from './connected-apps.ts';
+import { listConnectedApps, type ConnectedApp, type ExchangeRecord } from './connected-apps.ts';
 import { createProviderPages, type OidcPageRenderer, type ProviderPageLanguage } from './provider-pages.ts';
 
 /** What the bridge knows of a request before the provider runs (keyed by the Node request). */
@@ -51,6 +51,9 @@ export interface DescribedClient {
   /** Set for a client named by its metadata document: the host that vouches for it. */
   host: string | null;
 }
+
+/** The person's token exchanges read for their connected apps, the most recent at most. */
+const RECENT_EXCHANGES = 100;
 
 /** Self-registered clients expired per run of the job at most (the next run goes on). */
 const EXPIRY_BATCH = 500;
@@ -130,6 +133,17 @@ export function createOidcProviderService(deps: {
     },
   });
   const providerPages = createProviderPages(deps.pages, deps.pageLanguage);
+
+  /** The person's recent token exchanges (audited by the registry, token-exchange.ts), newest first. */
+  async function recentExchanges(userId: string): Promise<ExchangeRecord[]> {
+    const { events } = await audit.listEvents({ userId, type: 'oidc_client.token_exchanged', limit: RECENT_EXCHANGES });
+    const strings = (value: unknown): string[] | null => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? value : null);
+    return events.flatMap(({ details, createdAt }) => {
+      const { clientId, subjectClientId, toAudience } = details ?? {};
+      const priorActors = strings(details?.priorActors);
+      return typeof clientId === 'string' && typeof subjectClientId === 'string' && typeof toAudience === 'string' && priorActors !== null ? [{ clientId, subjectClientId, toAudience, priorActors, at: createdAt }] : [];
+    });
+  }
   type Built = { provider: Provider; handler: ReturnType<Provider['callback']> };
   let built: Promise<Built> | undefined;
   let builtFor: string | undefined;
@@ -275,7 +289,7 @@ export function createOidcProviderService(deps: {
 
     /** The apps the user gave access to (a live grant or a remembered consent), as connected-apps.ts tells them. */
     async connectedApps(userId: string): Promise<ConnectedApp[]> {
-      return listConnectedApps({ db, clients, now: clock() }, userId);
+      return listConnectedApps({ db, clients, now: clock(), recentExchanges }, userId);
     },
 
     /**
