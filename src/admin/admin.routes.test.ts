@@ -94,6 +94,8 @@ for (const backend of await backends()) {
           { method: 'PATCH', path: '/api/admin/users/{id}', ok: 200, request: async () => ({ url: `/api/admin/users/${plain.id}`, payload: { name: 'Paul Plain' } }) },
           // The mfa module's: a user's second factors, removed.
           { method: 'POST', path: '/api/admin/users/{id}/mfa/reset', ok: 200, request: async () => ({ url: `/api/admin/users/${plain.id}/mfa/reset` }) },
+          // The oidc-provider module's: a user's connected app, revoked (nothing to revoke here: still 200).
+          { method: 'POST', path: '/api/admin/users/{id}/connected-apps/{clientId}/revoke', ok: 200, request: async () => ({ url: `/api/admin/users/${plain.id}/connected-apps/some-app/revoke` }) },
           {
             method: 'DELETE',
             path: '/api/admin/users/{id}/sessions',

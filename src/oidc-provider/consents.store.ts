@@ -32,9 +32,10 @@ export async function findConsent(db: Db, userId: string, clientId: string): Pro
   return row === undefined ? undefined : toConsent(row);
 }
 
-export async function listConsents(db: Db, userId: string): Promise<Consent[]> {
+/** The user's remembered consents, each with when it was first given (epoch ms). */
+export async function listConsents(db: Db, userId: string): Promise<Array<Consent & { createdAt: number }>> {
   const rows = await db.selectFrom('oidc_consents').selectAll().where('user_id', '=', userId).orderBy('client_id').execute();
-  return rows.map(toConsent);
+  return rows.map((row) => ({ ...toConsent(row), createdAt: Number(row.created_at) }));
 }
 
 /** Adds to what the user allowed the client (never removes: a narrower request asks for less, it takes nothing back). */

@@ -113,7 +113,9 @@ describe('client ID metadata documents: an https client_id is a client', () => {
     assert.equal(fetched.filter((path) => path === '/agents/example.json').length, 1);
     // The person sees it among their connected apps, by its host, and can disconnect it.
     const apps = await t.services.oidcProvider.connectedApps((await t.services.users.findUserByEmail('ada@example.com'))!.id);
-    assert.deepEqual(apps.map((app) => [app.clientId, app.name]), [[clientId, `localhost:${new URL(origin).port}`]]);
+    const host = `localhost:${new URL(origin).port}`;
+    assert.deepEqual(apps.map((app) => [app.clientId, app.name, app.host, app.reviewed]), [[clientId, host, host, false]]);
+    assert.ok(apps[0]!.lastUsedAt !== null, 'its last use by this person is known');
   });
 
   it('refuses documents that do not describe an acceptable public client', async () => {

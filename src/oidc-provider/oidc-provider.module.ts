@@ -18,6 +18,9 @@ import { deleteExpiredOidcPayloads } from './oidc.store.ts';
 import { createOidcProviderService, type OidcProviderService } from './oidc-provider.service.ts';
 import { createOidcPageRenderer, providerPageLanguage } from './provider-pages.ts';
 import { interactionRoutes, providerBridge } from './oidc.routes.ts';
+import { adminConnectedAppRoutes } from './connected-apps.routes.ts';
+import { connectedAppViews } from './connected-apps.ts';
+import * as appUses from './migrations/20261201-oidc-provider-app-uses.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -37,6 +40,13 @@ const ACCESS_ENDING_EVENTS = [
   'mfa.totp_enabled', 'mfa.totp_disabled', 'mfa.recovery_codes_renewed', 'mfa.reset', 'passkey.added', 'passkey.removed',
 ] as const satisfies readonly AuditEventType[];
 
+/** The audit events (domain events) this module records. */
+const AUDIT_EVENTS = ['oidc_app.disconnected'] as const;
+type OidcProviderAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends OidcProviderAuditEvents {}
+}
+
 /** Rows deleted per housekeeping statement, and statements per run at most. */
 const PURGE_BATCH = 1_000;
 const PURGE_BATCHES_PER_RUN = 50;
@@ -45,7 +55,8 @@ export const oidcProviderModule = defineModule({
   name: 'oidc-provider',
   messages: readMessages(join(import.meta.dirname, 'messages')),
   config: oidcProviderConfigSection,
-  migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents, '20261129-oidc-provider-backchannel-logout': backchannelLogout, '20261129-oidc-provider-logout-grants': logoutGrants },
+  migrations: { '20261124-oidc-provider-payloads': payloads, '20261124-oidc-provider-consents': consents, '20261129-oidc-provider-backchannel-logout': backchannelLogout, '20261129-oidc-provider-logout-grants': logoutGrants, '20261201-oidc-provider-app-uses': appUses },
+  auditEvents: AUDIT_EVENTS,
   provide({ db, clock, config, services, logger, storage }) {
     const pages = createOidcPageRenderer();
     return {
@@ -57,6 +68,7 @@ export const oidcProviderModule = defineModule({
         users: services.users,
         sessions: services.sessions,
         clients: services.oidcClients,
+        audit: services.audit,
         pages,
         // Its own pages (logout, device, errors) answer in the request's language, in the deployment's brand.
         pageLanguage: providerPageLanguage(services.translations, services.brand?.page ?? DEFAULT_BRAND),
@@ -118,6 +130,7 @@ export const oidcProviderModule = defineModule({
   ],
   // The apps a user allowed (their consents go with the user's row; the grants end by the subscription to `user.deleted` above).
   userData: ({ oidcProvider }) => ({ export: async (userId) => ({ connectedApps: await oidcProvider.connectedApps(userId) }) }),
+  // The person's apps on their dashboard; an administrator sees the same on the user's page, and may revoke one.
   pageSections: ({ oidcProvider }) => {
     const pages = createOidcPageRenderer();
     return [
@@ -125,8 +138,16 @@ export const oidcProviderModule = defineModule({
         page: 'dashboard',
         async render({ userId, page }) {
           if (userId === null) return null;
-          const apps = await oidcProvider.connectedApps(userId);
-          return pages.html(page, 'oidc-connected-apps', { title: '', apps: apps.map((app) => ({ clientId: app.clientId, name: app.name, scopes: app.scopes.join(' ') })) });
+          const apps = connectedAppViews(await oidcProvider.connectedApps(userId), page.i18n);
+          return pages.html(page, 'oidc-connected-apps', { title: '', apps });
+        },
+      },
+      {
+        page: 'admin-user',
+        async render({ userId, page }) {
+          if (userId === null) return null;
+          const apps = connectedAppViews(await oidcProvider.connectedApps(userId), page.i18n);
+          return pages.html(page, 'oidc-connected-apps-admin', { title: '', userId, apps });
         },
       },
     ];
@@ -148,5 +169,6 @@ export const oidcProviderModule = defineModule({
           pages: createOidcPageRenderer(),
         }),
     },
+    { scope: 'browser', register: (app, { services }) => app.register(adminConnectedAppRoutes, { oidc: services.oidcProvider, users: services.users }) },
   ],
 });

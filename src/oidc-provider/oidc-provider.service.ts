@@ -7,6 +7,7 @@ import { documentClientHost } from './cimd.ts';
 import { createBackchannelLogout } from './backchannel-logout.ts';
 import type { IncomingMessage } from 'node:http';
 import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -17,12 +18,14 @@ import type { SessionService } from '../sessions/session.service.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
 import { clientSecretMatches } from '../oidc-clients/clients.service.ts';
-import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
+import { SYSTEM_SOURCE, type AuditService, type AuditSource } from '../audit/audit.service.ts';
 import { createAdapterFactory } from './oidc.adapter.ts';
 import { CLOCK_TOLERANCE_SECONDS, type OidcProviderConfig } from './oidc-provider.config.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { deleteOidcPayloadsByAccountId, deleteOidcPayloadsByGrantId, destroyOidcPayload, listGrantsByAccount } from './oidc.store.ts';
-import { findConsent, forgetConsent, listConsents, rememberConsent, type Consent } from './consents.store.ts';
+import { findConsent, forgetConsent, rememberConsent, type Consent } from './consents.store.ts';
+import { forgetAppUse, recordAppUse } from './app-uses.store.ts';
+import { listConnectedApps, type ConnectedApp, type ExchangeRecord } from './connected-apps.ts';
 import { createProviderPages, type OidcPageRenderer, type ProviderPageLanguage } from './provider-pages.ts';
 
 /** What the bridge knows of a request before the provider runs (keyed by the Node request). */
@@ -34,15 +37,8 @@ interface RequestState {
   linking?: Promise<unknown>;
   /** The client's last use being recorded; the bridge waits for it. */
   recordingUse?: Promise<unknown>;
-}
-
-export interface ConnectedApp {
-  clientId: string;
-  name: string;
-  /** The host of a client named by its metadata document (its client_id is that URL). */
-  host?: string;
-  /** What it was allowed, in scopes (OIDC and API scopes). */
-  scopes: string[];
+  /** The person's last use of the client being recorded (connected apps); the bridge waits for it. */
+  recordingAppUse?: Promise<unknown>;
 }
 
 export type OidcProviderService = ReturnType<typeof createOidcProviderService>;
@@ -55,6 +51,9 @@ export interface DescribedClient {
   /** Set for a client named by its metadata document: the host that vouches for it. */
   host: string | null;
 }
+
+/** The person's token exchanges read for their connected apps, the most recent at most. */
+const RECENT_EXCHANGES = 100;
 
 /** Self-registered clients expired per run of the job at most (the next run goes on). */
 const EXPIRY_BATCH = 500;
@@ -104,13 +103,14 @@ export function createOidcProviderService(deps: {
   users: UserService;
   sessions: SessionService;
   clients: OidcClientsService;
+  audit: AuditService;
   pages: OidcPageRenderer;
   /** The language and brand of a page the provider renders itself, from its request. */
   pageLanguage: ProviderPageLanguage;
   logger: Logger;
   isPostgres: boolean;
 }) {
-  const { db, clock, config, keys, sessions, clients, logger } = deps;
+  const { db, clock, config, keys, sessions, clients, audit, logger } = deps;
   const requests = new WeakMap<IncomingMessage, RequestState>();
   const backchannel = createBackchannelLogout({
     db,
@@ -133,6 +133,17 @@ export function createOidcProviderService(deps: {
     },
   });
   const providerPages = createProviderPages(deps.pages, deps.pageLanguage);
+
+  /** The person's recent token exchanges (audited by the registry, token-exchange.ts), newest first. */
+  async function recentExchanges(userId: string): Promise<ExchangeRecord[]> {
+    const { events } = await audit.listEvents({ userId, type: 'oidc_client.token_exchanged', limit: RECENT_EXCHANGES });
+    const strings = (value: unknown): string[] | null => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? value : null);
+    return events.flatMap(({ details, createdAt }) => {
+      const { clientId, subjectClientId, toAudience } = details ?? {};
+      const priorActors = strings(details?.priorActors);
+      return typeof clientId === 'string' && typeof subjectClientId === 'string' && typeof toAudience === 'string' && priorActors !== null ? [{ clientId, subjectClientId, toAudience, priorActors, at: createdAt }] : [];
+    });
+  }
   type Built = { provider: Provider; handler: ReturnType<Provider['callback']> };
   let built: Promise<Built> | undefined;
   let builtFor: string | undefined;
@@ -174,6 +185,19 @@ export function createOidcProviderService(deps: {
         if (state !== undefined) state.linking = linking;
       },
     });
+    // The person's last use of the app (connected apps): a code issued to it for them, or tokens
+    // (a code exchanged, a refresh). Tokens with no person (client credentials) are no one's use.
+    const recordAppUseOf = (ctx: KoaContextWithOIDC, accountId: unknown) => {
+      const clientId = ctx.oidc.client?.clientId;
+      if (typeof accountId !== 'string' || clientId === undefined) return;
+      const recording = recordAppUse(db, accountId, clientId, clock()).catch((error: unknown) => {
+        logger.error({ err: error, clientId }, "a person's last use of an app was not recorded");
+      });
+      const state = requests.get(ctx.req);
+      if (state !== undefined) state.recordingAppUse = recording;
+    };
+    provider.on('authorization.success', (ctx: KoaContextWithOIDC) => recordAppUseOf(ctx, ctx.oidc.session?.accountId));
+    provider.on('grant.success', (ctx: KoaContextWithOIDC) => recordAppUseOf(ctx, ctx.oidc.entities.Grant?.accountId ?? ctx.oidc.entities.AccessToken?.accountId));
     // Before the provider answers: an RP-initiated logout's sign-out has ended the Gatehouse
     // session; an authorization's link for back-channel logout is stored.
     provider.use(async (ctx, next) => {
@@ -181,6 +205,7 @@ export function createOidcProviderService(deps: {
       await requests.get(ctx.req)?.signingOut;
       await requests.get(ctx.req)?.linking;
       await requests.get(ctx.req)?.recordingUse;
+      await requests.get(ctx.req)?.recordingAppUse;
     });
     return { provider, handler: provider.callback() };
   }
@@ -262,35 +287,17 @@ export function createOidcProviderService(deps: {
       return { clientId, name, isFirstParty: false, host };
     },
 
-    /** The apps the user gave access to: those with a live grant or a remembered consent. */
+    /** The apps the user gave access to (a live grant or a remembered consent), as connected-apps.ts tells them. */
     async connectedApps(userId: string): Promise<ConnectedApp[]> {
-      const scopesByClient = new Map<string, Set<string>>();
-      const add = (clientId: string, scopes: Iterable<string>) => {
-        const set = scopesByClient.get(clientId) ?? new Set<string>();
-        for (const scope of scopes) set.add(scope);
-        scopesByClient.set(clientId, set);
-      };
-      for (const row of await listGrantsByAccount(db, userId, clock())) {
-        const grant = JSON.parse(row.payload) as { clientId?: string; openid?: { scope?: string }; resources?: Record<string, string> };
-        if (typeof grant.clientId !== 'string') continue;
-        add(grant.clientId, (grant.openid?.scope ?? '').split(' ').filter(Boolean));
-        for (const scope of Object.values(grant.resources ?? {})) add(grant.clientId, scope.split(' ').filter(Boolean));
-      }
-      for (const consent of await listConsents(db, userId)) add(consent.clientId, [...consent.scopes, ...Object.values(consent.resources).flat()]);
-      const apps: ConnectedApp[] = [];
-      for (const [clientId, scopes] of scopesByClient) {
-        const registered = await clients.show(clientId);
-        // A deleted client's leftovers are no connected app (its tokens no longer work). A client
-        // named by its metadata document is shown by its host (its document is not fetched here).
-        const host = registered === null ? documentClientHost(clientId) : null;
-        if (registered !== null) apps.push({ clientId, name: registered.name, scopes: [...scopes].sort() });
-        else if (host !== null) apps.push({ clientId, name: host, host, scopes: [...scopes].sort() });
-      }
-      return apps.sort((a, b) => a.name.localeCompare(b.name));
+      return listConnectedApps({ db, clients, now: clock(), recentExchanges }, userId);
     },
 
-    /** Disconnects an app: its remembered consent, its grants and every token issued under them. */
-    async disconnect(userId: string, clientId: string): Promise<boolean> {
+    /**
+     * Disconnects an app: its remembered consent, its grants and every token and code issued under
+     * them (refresh tokens included), and its recorded last use; audited `oidc_app.disconnected`
+     * with `source` (the person, or the administrator who did it). False when nothing was there.
+     */
+    async disconnect(userId: string, clientId: string, source: AuditSource): Promise<boolean> {
       let found = false;
       await db.transaction().execute(async (trx) => {
         found = await forgetConsent(trx, userId, clientId);
@@ -301,8 +308,10 @@ export function createOidcProviderService(deps: {
           await deleteOidcPayloadsByGrantId(trx, row.id);
           await destroyOidcPayload(trx, 'Grant', row.id);
         }
+        await forgetAppUse(trx, userId, clientId);
+        if (found) await audit.record({ type: 'oidc_app.disconnected', userId, source, details: { clientId } }, { db: trx });
       });
-      if (found) logger.info({ userId, clientId }, 'app disconnected');
+      if (found) logger.info({ userId, clientId, by: source.actorUserId === userId ? 'user' : 'admin' }, 'app disconnected');
       return found;
     },
 

@@ -26,6 +26,7 @@ import { clientKey, type RateLimiters } from '../http/rate-limit.ts';
 import { AppError } from '../errors.ts';
 import { isUnder, readRequestPath } from '../../packages/protect/src/rules.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
+import { requestSource } from '../audit/request-source.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
@@ -327,7 +328,8 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
       schema: { ...hidden, params: z.object({ clientId: z.string().min(1).max(255) }), body: z.object({ csrfToken: z.string().max(200).optional() }) },
     },
     async (request, reply) => {
-      await oidc.disconnect(signedIn(request).userId, request.params.clientId);
+      const { userId } = signedIn(request);
+      await oidc.disconnect(userId, request.params.clientId, requestSource(request, userId));
       return reply.redirect('/dashboard#connected-apps-heading', 303);
     },
   );

@@ -16,6 +16,7 @@ import type { Translations } from '../i18n/translator.ts';
 import type { Brand } from '../web/brand.ts';
 import { createPageRenderer, formActionSource, pageResponseHeaders, templatesIn, type PageLanguage } from '../web/render.ts';
 import { fixedPageContext } from '../web/page-context.ts';
+import type { ConnectedAppView } from './connected-apps.ts';
 
 interface OidcPages {
   'oidc-logout': { action: string; xsrf: string; clientName: string | null };
@@ -27,7 +28,9 @@ interface OidcPages {
   /** `clientHost`: the host of a client named by its metadata document (shown prominently: it is all that vouches for the app). */
   'oidc-consent': { action: string; csrfToken: string; clientName: string; clientHost: string | null; email: string; items: string[]; redirectOrigin: string | null };
   'oidc-continue': { url: string };
-  'oidc-connected-apps': { csrfToken: string; apps: Array<{ clientId: string; name: string; scopes: string }> };
+  'oidc-connected-apps': { csrfToken: string; apps: ConnectedAppView[] };
+  /** The administrators' page of a user (`userId`): their apps, each with a revoke form. */
+  'oidc-connected-apps-admin': { csrfToken: string; userId: string; apps: ConnectedAppView[] };
 }
 
 export type OidcPageRenderer = ReturnType<typeof createOidcPageRenderer>;

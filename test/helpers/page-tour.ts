@@ -255,6 +255,19 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   const redirectUri = `${served.baseURL}/tour/callback`;
   const client = await services.oidcClients.create({ name: 'Recipe Box', redirectUris: [redirectUri], isFirstParty: false }, SYSTEM_SOURCE);
   assert.ok(client.ok, 'the tour OpenID client is made');
+  // The member's connected apps (on their dashboard and on the admin's page of them): one an
+  // administrator registered, with an API, a last use and an agent acting through it, and an agent
+  // named by its metadata document, not reviewed.
+  const photos = await services.oidcClients.create({ name: 'Photo Frame', redirectUris: [redirectUri], isFirstParty: false }, SYSTEM_SOURCE);
+  assert.ok(photos.ok, 'the tour connected app is made');
+  await services.oidcProvider.rememberConsent(member.id, { clientId: photos.client.id, scopes: new Set(['openid', 'email', 'offline_access']), resources: { 'https://photos.example.com/api': ['albums:read'] } });
+  await services.storage.db.insertInto('oidc_app_uses').values({ user_id: member.id, client_id: photos.client.id, last_used_at: Date.now() }).execute();
+  // An agent that exchanged the app's token for another API (token exchange): shown under the app.
+  const planner = await services.oidcClients.create({ name: 'Trip Planner', redirectUris: [redirectUri], isFirstParty: false }, SYSTEM_SOURCE);
+  assert.ok(planner.ok, 'the tour agent is made');
+  const exchanged = { clientId: planner.client.id, subjectClientId: photos.client.id, fromAudience: 'https://photos.example.com/api', toAudience: 'https://maps.example.com/api', scopes: ['places:read'], priorActors: [] };
+  await services.audit.record({ type: 'oidc_client.token_exchanged', userId: member.id, source: SYSTEM_SOURCE, details: exchanged });
+  await services.oidcProvider.rememberConsent(member.id, { clientId: 'https://agents.example.com/helper.json', scopes: new Set(['openid', 'profile']), resources: {} });
   const invited = 'new.colleague@example.com';
   const invitation = await services.organizations.invite(organization.organization.id, { userId: member.id }, { email: invited, role: 'MEMBER' }, SYSTEM_SOURCE);
   assert.ok(invitation.ok, 'the tour invitation is sent');
