@@ -16,6 +16,7 @@ import { greetingName } from '../users/name.ts';
 import { mailLocale } from '../users/locale.ts';
 import * as store from './impersonation.store.ts';
 import type { ImpersonationRow } from './impersonation.store.ts';
+import { HUB_PAGES } from '../http/hub-pages.ts';
 
 /** The time limits an administrator chooses from, in minutes. */
 export const IMPERSONATION_MINUTES = [5, 15, 30, 60] as const;
@@ -74,7 +75,8 @@ export function createImpersonationService(deps: Deps) {
           to: user.email,
           template: 'impersonation-ended',
           locale: mailLocale(user),
-          data: { name: greetingName(user), reason: row.reason, startedAt: row.started_at, endedAt },
+          // Where to look at what happened: the dashboard's sessions and connected apps.
+          data: { name: greetingName(user), reason: row.reason, startedAt: row.started_at, endedAt, dashboardUrl: mail.link(HUB_PAGES.dashboard) },
         });
       }
       return true;

@@ -211,7 +211,7 @@ for (const backend of await backends()) {
 describe('mail templates', () => {
   const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', translations, templates: mailTemplates });
   /** The templates `renderAll` renders, in its order: every one the modules declare. */
-  const TEMPLATE_NAMES = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account', 'security-notice', 'organization-invitation', 'webhook-endpoint-disabled'];
+  const TEMPLATE_NAMES = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account', 'security-notice', 'organization-invitation', 'webhook-endpoint-disabled', 'impersonation-ended'];
   const url = (path: string) => `https://auth.example.test${path}?token=a&b=<c>`;
   const renderAll = (locale: (typeof LOCALES)[number]) => [
     renderer.render('password-reset', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }, locale),
@@ -229,6 +229,8 @@ describe('mail templates', () => {
       { name: 'Ada', endpointId: 'ep1', host: 'hooks.example.com', failingSinceAt: Date.UTC(2026, 10, 20, 8, 0), adminUrl: url('/admin/webhooks/ep1') },
       locale,
     ),
+    // The administrator's reason is typed text: escaped in the HTML.
+    renderer.render('impersonation-ended', { name: 'Ada', reason: 'Ticket <7> & more', startedAt: Date.UTC(2026, 10, 28, 10, 0), endedAt: Date.UTC(2026, 10, 28, 10, 15), dashboardUrl: url('/dashboard') }, locale),
   ];
 
   it('renders every template as text and HTML with its links, escaping only the HTML', () => {
@@ -254,6 +256,8 @@ describe('mail templates', () => {
     assert.ok(rendered[5]!.html.includes('Acme &lt;Labs&gt;'), 'the organization’s name is escaped in HTML');
     assert.ok(rendered[6]!.text.includes('(hooks.example.com) has failed every delivery since November 20, 2026 at 8:00 AM UTC'), rendered[6]!.text);
     assert.ok(rendered[6]!.text.endsWith('Sent by Gatehouse (https://auth.example.test). This is an automated message; replies are not read.\n'), rendered[6]!.text);
+    assert.ok(rendered[7]!.text.includes('Ticket <7> & more') && rendered[7]!.html.includes('Ticket &lt;7&gt; &amp; more'), 'the reason, escaped in HTML only');
+    assert.ok(rendered[7]!.text.includes('from November 28, 2026 at 10:00 AM UTC to November 28, 2026 at 10:15 AM UTC'), rendered[7]!.text);
   });
 
   it('renders every template in every language: no key left untranslated, links intact, the page’s language in the HTML', () => {
