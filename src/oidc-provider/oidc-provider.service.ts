@@ -7,7 +7,6 @@ import { documentClientHost } from './cimd.ts';
 import { createBackchannelLogout } from './backchannel-logout.ts';
 import type { IncomingMessage } from 'node:http';
 import type Provider from 'oidc-provider';
-import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -35,10 +34,8 @@ interface RequestState {
   signingOut?: Promise<unknown>;
   /** The back-channel logout link an authorization records; the bridge waits for it. */
   linking?: Promise<unknown>;
-  /** The client's last use being recorded; the bridge waits for it. */
+  /** The client's last use (and the person's, connected apps) being recorded; the bridge waits for it. */
   recordingUse?: Promise<unknown>;
-  /** The person's last use of the client being recorded (connected apps); the bridge waits for it. */
-  recordingAppUse?: Promise<unknown>;
 }
 
 export type OidcProviderService = ReturnType<typeof createOidcProviderService>;
@@ -168,10 +165,18 @@ export function createOidcProviderService(deps: {
         const state = requests.get(req);
         if (state?.auth) state.signingOut = sessions.signOut(state.auth.userId, state.auth.sessionId);
       },
-      onClientUsed(req, clientId) {
-        const recording = clients.recordUse(clientId).catch((error: unknown) => {
-          logger.error({ err: error, clientId }, 'the last use of a client was not recorded');
-        });
+      // The client's last use (the registry's, throttled) and, for a person, theirs (connected apps).
+      onClientUsed(req, clientId, accountId) {
+        const recording = Promise.all([
+          clients.recordUse(clientId).catch((error: unknown) => {
+            logger.error({ err: error, clientId }, 'the last use of a client was not recorded');
+          }),
+          accountId === null
+            ? undefined
+            : recordAppUse(db, accountId, clientId, clock()).catch((error: unknown) => {
+                logger.error({ err: error, clientId }, "a person's last use of an app was not recorded");
+              }),
+        ]);
         const state = requests.get(req);
         if (state !== undefined) state.recordingUse = recording;
       },
@@ -185,19 +190,6 @@ export function createOidcProviderService(deps: {
         if (state !== undefined) state.linking = linking;
       },
     });
-    // The person's last use of the app (connected apps): a code issued to it for them, or tokens
-    // (a code exchanged, a refresh). Tokens with no person (client credentials) are no one's use.
-    const recordAppUseOf = (ctx: KoaContextWithOIDC, accountId: unknown) => {
-      const clientId = ctx.oidc.client?.clientId;
-      if (typeof accountId !== 'string' || clientId === undefined) return;
-      const recording = recordAppUse(db, accountId, clientId, clock()).catch((error: unknown) => {
-        logger.error({ err: error, clientId }, "a person's last use of an app was not recorded");
-      });
-      const state = requests.get(ctx.req);
-      if (state !== undefined) state.recordingAppUse = recording;
-    };
-    provider.on('authorization.success', (ctx: KoaContextWithOIDC) => recordAppUseOf(ctx, ctx.oidc.session?.accountId));
-    provider.on('grant.success', (ctx: KoaContextWithOIDC) => recordAppUseOf(ctx, ctx.oidc.entities.Grant?.accountId ?? ctx.oidc.entities.AccessToken?.accountId));
     // Before the provider answers: an RP-initiated logout's sign-out has ended the Gatehouse
     // session; an authorization's link for back-channel logout is stored.
     provider.use(async (ctx, next) => {
@@ -205,7 +197,6 @@ export function createOidcProviderService(deps: {
       await requests.get(ctx.req)?.signingOut;
       await requests.get(ctx.req)?.linking;
       await requests.get(ctx.req)?.recordingUse;
-      await requests.get(ctx.req)?.recordingAppUse;
     });
     return { provider, handler: provider.callback() };
   }

@@ -63,10 +63,11 @@ export interface ProviderDeps {
   /** The browser confirmed an RP-initiated logout: end its Gatehouse session too. */
   onLogout(req: IncomingMessage): void;
   /**
-   * A client was issued a code (a person let it in) or tokens at the token endpoint: its last use.
-   * Not a device code or a pushed request, which anyone holding a client_id can get.
+   * A client was issued a code (a person let it in) or tokens at the token endpoint: its last use,
+   * and that person's (`accountId`; null for tokens with no person: client credentials). Not a
+   * device code or a pushed request, which anyone holding a client_id can get.
    */
-  onClientUsed(req: IncomingMessage, clientId: string): void;
+  onClientUsed(req: IncomingMessage, clientId: string, accountId: string | null): void;
   /** An app was authorized (a code issued): the sign-in to link for back-channel logout. */
   onAuthorized(req: IncomingMessage, authorized: { clientId: string; accountId: string; sid: string; grantId: string | null }): void;
   /** Each client's exchange policy and the audit of each exchange (token exchange, token-exchange.ts). */
@@ -355,12 +356,14 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.on('authorization.success', (ctx: KoaContextWithOIDC) => {
     const { client, session } = ctx.oidc;
     if (client === undefined || session?.accountId === undefined) return;
-    deps.onClientUsed(ctx.req, client.clientId);
+    deps.onClientUsed(ctx.req, client.clientId, session.accountId);
     const grantId = session.grantIdFor(client.clientId);
     deps.onAuthorized(ctx.req, { clientId: client.clientId, accountId: session.accountId, sid: session.sidFor(client.clientId) as string, grantId: typeof grantId === 'string' ? grantId : null });
   });
   provider.on('grant.success', (ctx: KoaContextWithOIDC) => {
-    if (ctx.oidc.client !== undefined) deps.onClientUsed(ctx.req, ctx.oidc.client.clientId);
+    if (ctx.oidc.client === undefined) return;
+    const accountId = ctx.oidc.entities.Grant?.accountId ?? ctx.oidc.entities.AccessToken?.accountId;
+    deps.onClientUsed(ctx.req, ctx.oidc.client.clientId, typeof accountId === 'string' ? accountId : null);
   });
   // What the provider would send on an RP-initiated logout is sent instead when the Gatehouse
   // session ends (backchannel-logout.ts): through the outbox and the outbound rules, and also for
