@@ -130,6 +130,8 @@ describe('client ID metadata documents: an https client_id is a client', () => {
       ['oversize', serve('/bad/big.json', { client_name: 'x'.repeat(6_000) })],
       ['not JSON', (served.set('/bad/html.json', { body: '<html>hello</html>', headers: { 'content-type': 'text/html' } }), `${origin}/bad/html.json`)],
       ['missing', `${origin}/bad/none.json`],
+      // A status no Response can carry: a refusal, never a crash of the fetching process.
+      ['status 999', serve('/bad/status.json', {}, { status: 999 })],
       ['slow', serve('/bad/slow.json', {}, { delayMs: 4_000 })],
     ];
     for (const [what, clientId] of cases) {

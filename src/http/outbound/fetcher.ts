@@ -82,16 +82,25 @@ export function createDocumentFetch(options: DocumentFetchOptions): DocumentFetc
           response.on('error', fail);
           response.on('end', () => {
             if (settled) return;
+            // Whatever the other side sent must not throw here (an event handler: it would end the
+            // process): a status a Response cannot carry, or a header it refuses, is a failure.
+            let answer: Response;
+            try {
+              const status = response.statusCode ?? 0;
+              if (status < 200 || status > 599) throw new DeliveryError('HTTP_STATUS');
+              const responseHeaders = new Headers();
+              for (const [name, value] of Object.entries(response.headers)) {
+                if (value === undefined) continue;
+                for (const item of [value].flat()) responseHeaders.append(name, item);
+              }
+              answer = new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers: responseHeaders });
+            } catch (error) {
+              fail(error);
+              return;
+            }
             settled = true;
             clearTimeout(deadline);
-            const responseHeaders = new Headers();
-            for (const [name, value] of Object.entries(response.headers)) {
-              if (value === undefined) continue;
-              for (const item of [value].flat()) responseHeaders.append(name, item);
-            }
-            const status = response.statusCode ?? 502;
-            const body = status === 204 || status === 304 ? null : Buffer.concat(chunks);
-            resolve(new Response(body, { status, headers: responseHeaders }));
+            resolve(answer);
           });
         },
       );
