@@ -13,12 +13,12 @@
  * Expected outcomes are values: `{ ok: false, … }` or null; only the HTTP boundary (and the CLI)
  * turn them into errors.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import { SYSTEM_SOURCE, type AuditService, type AuditSource } from '../audit/audit.service.ts';
 import { checkBackchannelLogoutUri, checkClientInput, TOKEN_EXCHANGE_GRANT, checkOpenRegistration, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
 import * as store from './clients.store.ts';
+import { hashClientSecret, newClientId, newClientSecret } from './client-credentials.ts';
 import { checkExchangeChange, exchangePolicyOf, recordTokenExchange, type TokenExchanged } from './exchange-policy.ts';
 
 /** A registered client, as the registry shows it: never its secret or the secret's hash. */
@@ -92,28 +92,7 @@ export type UpdateClientResult =
   | { ok: false; reason: 'NOT_FOUND' }
   | { ok: false; reason: 'INVALID_CLIENT'; problems: ClientProblem[] };
 
-/** A new client_id: 128 random bits, base64url (22 characters). */
-export function newClientId(): string {
-  return randomBytes(16).toString('base64url');
-}
-
-/** A new client secret: 256 random bits, base64url (43 characters). */
-export function newClientSecret(): string {
-  return randomBytes(32).toString('base64url');
-}
-
-/** What the registry stores of a secret (and gives the provider as `client_secret`): SHA-256, hex. */
-export function hashClientSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
-}
-
-const SHA256_HEX = /^[0-9a-f]{64}$/;
-
-/** Whether `secret` is the one `hash` was made from; constant time in the secret. */
-export function clientSecretMatches(secret: string, hash: string): boolean {
-  if (!SHA256_HEX.test(hash)) return false;
-  return timingSafeEqual(Buffer.from(hashClientSecret(secret), 'hex'), Buffer.from(hash, 'hex'));
-}
+export { clientSecretMatches, hashClientSecret, newClientId, newClientSecret } from './client-credentials.ts';
 
 function parseList(json: string): string[] {
   const value: unknown = JSON.parse(json);

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { skipUnlessChromium } from './browser.ts';
 
 export const MACHINE_PATH = '/usr/bin:/bin';
 export const MACHINE_NODE = '/usr/bin/node';
@@ -150,5 +151,23 @@ export function stopwatch(): { time<T>(what: string, fn: () => Promise<T>): Prom
       }
     },
     summary: () => `timings: ${timings.join('; ')}`,
+  };
+}
+
+/**
+ * What an example's suite needs (the npm registry, for `spec`, and Chromium): `skip` is the reason
+ * to skip where one is missing, or false; in CI (CI set) it is always false, and `requireAll()`,
+ * called in the suite's `before`, fails it with the reason instead of skipping.
+ */
+export async function examplePrerequisites(spec: string): Promise<{ skip: false | string; requireAll(): void }> {
+  const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
+  const registry = await prerequisites(spec);
+  const chromium = skipUnlessChromium();
+  const missing = registry !== true ? registry : chromium;
+  return {
+    skip: inCi ? false : missing,
+    requireAll() {
+      if (missing !== false) throw new Error(`${missing}; CI is set, so this fails instead of skipping`);
+    },
   };
 }

@@ -28,8 +28,8 @@ import { backends, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import { discover, registerClient } from '../helpers/oidc-rp.ts';
 import { freePort, REPO_ROOT, runNode } from '../helpers/process.ts';
-import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, type Ran, type Started } from '../helpers/machine.ts';
-import { closeBrowser, launchBrowser, skipUnlessChromium, withPage, type Browser, type Page } from '../helpers/browser.ts';
+import { killAll, MACHINE_NODE, MACHINE_NPM, examplePrerequisites, run, start, type Ran, type Started } from '../helpers/machine.ts';
+import { closeBrowser, launchBrowser, withPage, type Browser, type Page } from '../helpers/browser.ts';
 import { createSealer } from '../../packages/protect/src/session-cookie.ts';
 
 /** The machine's own Node and npm: what an app's developer has, not the Node this repository pins. */
@@ -39,11 +39,9 @@ const PASSWORD = 'correct horse battery staple 1815';
 const USER_EMAIL = 'ada@example.com';
 const ADMIN_EMAIL = 'grace@example.com';
 const SESSION_SECRET = 'the-example-app-session-secret-0123456789';
-const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
-const unavailable = await prerequisites('express');
-const chromiumSkip = skipUnlessChromium();
-const skip = inCi ? false : unavailable !== true ? unavailable : chromiumSkip;
+const needs = await examplePrerequisites('express');
+const skip = needs.skip;
 
 describe("examples/express: the packages from npm pack tarballs, in a fresh project on the machine's Node, on another host than Gatehouse", { skip, timeout: 300_000 }, () => {
   let work: string | undefined;
@@ -73,8 +71,7 @@ describe("examples/express: the packages from npm pack tarballs, in a fresh proj
 
   before(
     async () => {
-      if (unavailable !== true) throw new Error(`${unavailable}; CI is set, so this fails instead of skipping`);
-      if (chromiumSkip !== false) throw new Error(`${chromiumSkip}; CI is set, so this fails instead of skipping`);
+      needs.requireAll();
 
       // The workspace packages' dist/ (built by `npm install` / `npm test` at the root), built here only if missing.
       for (const dir of ['packages/protect', 'packages/client']) {

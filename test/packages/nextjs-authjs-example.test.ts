@@ -29,8 +29,8 @@ import { createUser, TEST_SECRET } from '../helpers/app.ts';
 import { freePort, listeningApp, type ListeningApp } from '../helpers/oidc-rp.ts';
 import { REPO_ROOT, runCli } from '../helpers/process.ts';
 import { gatehouseCommand, guideFiles } from '../helpers/guides.ts';
-import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, stopwatch, type Started } from '../helpers/machine.ts';
-import { closeBrowser, launchBrowser, skipUnlessChromium, withPage, type Browser } from '../helpers/browser.ts';
+import { killAll, MACHINE_NODE, MACHINE_NPM, examplePrerequisites, run, start, stopwatch, type Started } from '../helpers/machine.ts';
+import { closeBrowser, launchBrowser, withPage, type Browser } from '../helpers/browser.ts';
 
 const EXAMPLE = 'examples/nextjs-authjs';
 const EXAMPLE_DIR = join(REPO_ROOT, EXAMPLE);
@@ -38,7 +38,6 @@ const GUIDE = join(REPO_ROOT, 'docs/guides/oidc-authjs-nextjs.md');
 const PASSWORD = 'correct horse battery staple 1815';
 const USER = { email: 'ada@example.com', name: 'Ada Lovelace', roles: ['ADMIN'] };
 const AUTH_SECRET = 'a-test-secret-for-auth-js-of-more-than-32-characters';
-const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
 /** What a local run leaves in the example, never part of it. */
 const isLocalLeftover = (path: string) => /^(node_modules|\.next)(\/|$)/.test(path) || path === 'package-lock.json' || path === 'next-env.d.ts' || path.endsWith('.tsbuildinfo') || /^\.env.*\.local$/.test(path);
@@ -84,9 +83,8 @@ describe('docs/guides/oidc-authjs-nextjs.md is examples/nextjs-authjs', () => {
 });
 
 const manifest = JSON.parse(readFileSync(join(EXAMPLE_DIR, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-const unavailable = await prerequisites(`next-auth@${manifest.dependencies['next-auth']}`);
-const chromiumSkip = skipUnlessChromium();
-const skip = inCi ? false : unavailable !== true ? unavailable : chromiumSkip;
+const needs = await examplePrerequisites(`next-auth@${manifest.dependencies['next-auth']}`);
+const skip = needs.skip;
 
 describe("examples/nextjs-authjs: Next.js 16 (cacheComponents) with Auth.js v5 and Gatehouse as its OpenID Provider, on the machine's Node, in Chromium", { skip, timeout: 600_000 }, () => {
   let work: string | undefined;
@@ -102,8 +100,7 @@ describe("examples/nextjs-authjs: Next.js 16 (cacheComponents) with Auth.js v5 a
 
   before(
     async () => {
-      if (unavailable !== true) throw new Error(`${unavailable}; CI is set, so this fails instead of skipping`);
-      if (chromiumSkip !== false) throw new Error(`${chromiumSkip}; CI is set, so this fails instead of skipping`);
+      needs.requireAll();
 
       // The example, without anything a local run may have left in it, outside the repository.
       work = mkdtempSync(join(tmpdir(), 'gatehouse-nextjs-authjs-example-'));

@@ -29,8 +29,8 @@ import { backends, type TestDatabase } from '../helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../helpers/app.ts';
 import { discover, freePort, registerClient } from '../helpers/oidc-rp.ts';
 import { REPO_ROOT, runNode } from '../helpers/process.ts';
-import { killAll, MACHINE_NODE, MACHINE_NPM, prerequisites, run, start, type Started } from '../helpers/machine.ts';
-import { closeBrowser, launchBrowser, skipUnlessChromium, withPage, type Browser, type Page } from '../helpers/browser.ts';
+import { killAll, MACHINE_NODE, MACHINE_NPM, examplePrerequisites, run, start, type Started } from '../helpers/machine.ts';
+import { closeBrowser, launchBrowser, withPage, type Browser, type Page } from '../helpers/browser.ts';
 import { SYSTEM_SOURCE } from '../../src/audit/audit.service.ts';
 import { createSealer } from '../../packages/protect/src/session-cookie.ts';
 
@@ -43,11 +43,9 @@ const SESSION_SECRET = 'the-example-session-secret-of-32-characters-or-more';
 const SESSION_COOKIE = 'gatehouse-app.session';
 /** How long a back-channel logout may take to end the app's session. */
 const BACKCHANNEL_WITHIN_MS = 10_000;
-const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
-const unavailable = await prerequisites('next@16');
-const chromiumSkip = skipUnlessChromium();
-const skip = inCi ? false : unavailable !== true ? unavailable : chromiumSkip;
+const needs = await examplePrerequisites('next@16');
+const skip = needs.skip;
 
 describe("examples/nextjs: Next.js 16 in sign-in mode with gatehouse-protect from its npm pack tarball, on the machine's Node, in Chromium", { skip, timeout: 600_000 }, () => {
   let work: string | undefined;
@@ -74,8 +72,7 @@ describe("examples/nextjs: Next.js 16 in sign-in mode with gatehouse-protect fro
 
   before(
     async () => {
-      if (unavailable !== true) throw new Error(`${unavailable}; CI is set, so this fails instead of skipping`);
-      if (chromiumSkip !== false) throw new Error(`${chromiumSkip}; CI is set, so this fails instead of skipping`);
+      needs.requireAll();
 
       if (!existsSync(join(REPO_ROOT, 'packages/protect/dist/next.js'))) {
         const build = await runNode([join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(REPO_ROOT, 'packages/protect/tsconfig.json')], { env: {}, timeoutMs: 90_000 });
