@@ -272,6 +272,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     const result = await oidcClients.rotateSecret(id, actor(request));
     if (result.ok) return showSecret(request, reply, result.client, result.clientSecret, false);
     if (result.reason === 'PUBLIC_CLIENT') return reply.redirect(`${clientPage(id)}?error=PUBLIC_CLIENT_HAS_NO_SECRET`, 303);
+    if (result.reason === 'KEY_CLIENT') return reply.redirect(`${clientPage(id)}?error=KEY_CLIENT_HAS_NO_SECRET`, 303);
     return toList(reply, { error: 'CLIENT_NOT_FOUND' });
   });
 
