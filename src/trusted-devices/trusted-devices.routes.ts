@@ -52,7 +52,7 @@ const toJson = (device: TrustedDevice) => ({
 });
 
 const signedInErrors = { 401: errorResponse.describe('No valid session (UNAUTHENTICATED)') };
-const signedInUser = access.user({ exempt: [DURING_ENROLMENT] });
+const signedInUser = access.user();
 
 export const trustedDevicesApiRoutes: FastifyPluginAsyncZod<{ trustedDevices: TrustedDevicesService }> = async (app, { trustedDevices }) => {
   const common = { tags: ['trusted-devices'], security: [{ bearer: [] }] };
