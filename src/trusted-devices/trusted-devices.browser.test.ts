@@ -63,8 +63,8 @@ describe('trusted devices in Chromium', { skip: chromium.ok ? false : chromium.r
     await database?.drop();
   });
 
-  async function signIn(page: Page, email: string) {
-    await page.goto('/auth/signin?callbackUrl=/dashboard');
+  async function signIn(page: Page, email: string, callbackUrl = '/dashboard') {
+    await page.goto(`/auth/signin?callbackUrl=${callbackUrl}`);
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Login', exact: true }).click();
@@ -111,6 +111,25 @@ describe('trusted devices in Chromium', { skip: chromium.ok ? false : chromium.r
       await signIn(page, 'tess@example.com');
       await page.waitForURL(/\/auth\/mfa/);
       assert.deepEqual(problems, []);
+    });
+  });
+
+  it("the admin's page of a user shows the section, without a serious axe violation, and Forget all empties it", async (t) => {
+    assert.ok(browser && server);
+    const services = server.services;
+    const admin = await createUser(services, { email: 'ada@example.com', password: PASSWORD, name: 'Ada Admin', roles: ['ADMIN'] });
+    const user = await createUser(services, { email: 'uma@example.com', password: PASSWORD, name: 'Uma User' });
+    const adminSecret = await enrolTotp(services as never, admin, clock);
+    await services.trustedDevices.trust(user, { actorUserId: user.id, ip: '192.0.2.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' });
+    await withPage(t, browser, { baseURL, bypassCSP: true }, async (page) => {
+      await signIn(page, 'ada@example.com', `/admin/users/${user.id}`);
+      await page.locator('#mfa-code').fill(totpCode(adminSecret, clock()));
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await page.waitForURL(`${baseURL}/admin/users/${user.id}`);
+      await page.getByText("1 browser skips this user's second factor.").waitFor();
+      assert.deepEqual(await axeViolations(page), []);
+      await page.locator('#trusted-devices-admin').getByRole('button', { name: 'Forget all' }).click();
+      await page.getByText("No browser skips this user's second factor.").waitFor();
     });
   });
 

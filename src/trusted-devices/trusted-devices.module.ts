@@ -20,6 +20,7 @@ import { createDeviceTokenCodec } from './trusted-device-token.ts';
 import { createTrustedDeviceWaiver } from './trusted-devices.waiver.ts';
 import type { SecondFactorWaiver } from '../signin/second-factor-waiver.ts';
 import { trustedDevicesApiRoutes, trustedDevicesFormRoutes, trustedDevicesPageSections } from './trusted-devices.routes.ts';
+import { trustedDevicesAdminRoutes, trustedDevicesAdminSection } from './trusted-devices-admin.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -77,9 +78,16 @@ export const trustedDevicesModule = defineModule({
   ],
   // The rows go with the user's (cascade); an export lists them, without their secrets.
   userData: ({ trustedDevices }) => ({ export: async (userId) => ({ trustedDevices: await trustedDevices.list(userId) }) }),
-  pageSections: ({ trustedDevices }) => trustedDevicesPageSections(trustedDevices),
+  // The user's list on their dashboard; the count and "Forget all" on the admin's page of a user.
+  pageSections: ({ trustedDevices }) => [...trustedDevicesPageSections(trustedDevices), trustedDevicesAdminSection(trustedDevices)],
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(trustedDevicesApiRoutes, { trustedDevices: services.trustedDevices }) },
-    { scope: 'browser', register: (app, { services }) => app.register(trustedDevicesFormRoutes, { trustedDevices: services.trustedDevices }) },
+    {
+      scope: 'browser',
+      register: async (app, { services }) => {
+        await app.register(trustedDevicesFormRoutes, { trustedDevices: services.trustedDevices });
+        await app.register(trustedDevicesAdminRoutes, { trustedDevices: services.trustedDevices, users: services.users });
+      },
+    },
   ],
 });

@@ -140,6 +140,29 @@ for (const backend of await backends()) {
       assert.equal((await t.app.inject({ method: 'GET', url: '/api/auth/trusted-devices' })).statusCode, 401);
     });
 
+    it("an administrator sees the count on the user's page and forgets them all (audited, the administrator as actor)", async () => {
+      const target = await userWithFactor();
+      const { device } = await trustBrowser(target.email, target.secret);
+      const admin = await userWithFactor(['ADMIN']);
+      const { token } = await trustBrowser(admin.email, admin.secret, false);
+      const bearer = { authorization: `Bearer ${token}` };
+      const page = await t.app.inject({ method: 'GET', url: `/admin/users/${target.user.id}`, headers: bearer });
+      assert.equal(page.statusCode, 200, page.body);
+      assert.match(page.body, /id="trusted-devices-admin-heading"/);
+      assert.match(page.body, /1 browser skips this user&#39;s second factor|1 browser skips this user's second factor/);
+      assert.match(page.body, new RegExp(`action="/admin/users/${target.user.id}/trusted-devices/forget-all"`));
+
+      const missing = await t.app.inject({ method: 'POST', url: '/api/admin/users/nobody/trusted-devices/forget-all', headers: bearer });
+      assert.equal(missing.statusCode, 404);
+      const byUser = await t.app.inject({ method: 'POST', url: `/api/admin/users/${admin.user.id}/trusted-devices/forget-all`, headers: { authorization: `Bearer ${(await trustBrowser(target.email, target.secret, false)).token}` } });
+      assert.equal(byUser.statusCode, 403, 'not for a non-admin');
+      const forgot = await t.app.inject({ method: 'POST', url: `/api/admin/users/${target.user.id}/trusted-devices/forget-all`, headers: bearer });
+      assert.deepEqual(forgot.json(), { ok: true, forgotten: 1 });
+      assert.equal((await signIn(target.email, device!.value)).statusCode, 403);
+      const rows = await sql<{ actor_user_id: string | null }>`select actor_user_id from audit_events where type = 'trusted_device.forgotten' and user_id = ${target.user.id}`.execute(t.services.storage.db);
+      assert.deepEqual(rows.rows.map((row) => row.actor_user_id), [admin.user.id]);
+    });
+
     it(`holders of MFA_REQUIRED_ROLES trust no browser by default`, async () => {
       const { email, secret } = await userWithFactor([REQUIRED_ROLE]);
       const { device } = await trustBrowser(email, secret);
