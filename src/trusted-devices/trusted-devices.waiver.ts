@@ -43,8 +43,13 @@ export function createTrustedDeviceWaiver(deps: { trustedDevices: TrustedDevices
     async remember(request, reply, user, source) {
       // Not offered to this user: asked for all the same (a JSON client), nothing is trusted.
       if (!trustedDevices.isAllowedFor(user)) return;
-      const { value } = await trustedDevices.trust(user, source, request.cookies[cookieName]);
-      void reply.setCookie(cookieName, value, { ...baseCookieOptions(config), maxAge: trustedDevices.lifetimeSeconds });
+      // The sign-in is done: a browser that could not be trusted (storage failing) is asked next time, nothing more.
+      try {
+        const { value } = await trustedDevices.trust(user, source, request.cookies[cookieName]);
+        void reply.setCookie(cookieName, value, { ...baseCookieOptions(config), maxAge: trustedDevices.lifetimeSeconds });
+      } catch (error) {
+        request.log.warn({ err: error }, 'the browser could not be trusted; its next sign-in asks for the second factor');
+      }
     },
   };
 }
