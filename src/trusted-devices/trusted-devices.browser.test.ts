@@ -3,9 +3,9 @@
  * server on loopback: the second-factor page's "Don't ask again on this browser for 30 days"
  * checkbox, the next sign-in going straight through, the dashboard's Trusted browsers section and
  * its Forget button, after which the factor is asked again. axe-core finds no serious or critical
- * violation on the prompt (with the checkbox) or on the dashboard (with the section), in English and
- * Japanese; a console error (a CSP violation, say) fails the test. Skipped with a reason when
- * Chromium is missing outside CI.
+ * violation on the prompt (with the checkbox) and on the dashboard (with the section) in the six
+ * languages, nor on the admin's page of a user; a console error (a CSP violation, say) fails the
+ * test. Skipped with a reason when Chromium is missing outside CI.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,6 +19,7 @@ import { freePort } from '../../test/helpers/process.ts';
 import { enrolTotp, totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, withPage, watchConsole, type Browser } from '../../test/helpers/browser.ts';
 import { trustedDeviceCookieName } from './trusted-devices.waiver.ts';
+import { LOCALES } from '../i18n/locales.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -133,13 +134,13 @@ describe('trusted devices in Chromium', { skip: chromium.ok ? false : chromium.r
     });
   });
 
-  for (const locale of ['en', 'ja'] as const) {
+  for (const locale of LOCALES) {
     it(`the prompt with its checkbox and the dashboard with its section have no serious axe violation (${locale})`, async (t) => {
       assert.ok(browser && server);
       const email = `axe-${locale}@example.com`;
       const user = await createUser(server.services, { email, password: PASSWORD, name: 'Axel Axe' });
       const secret = await enrolTotp(server.services as never, user, clock);
-      await withPage(t, browser, { baseURL, bypassCSP: true, locale: locale === 'en' ? 'en-US' : 'ja-JP' }, async (page) => {
+      await withPage(t, browser, { baseURL, bypassCSP: true, locale }, async (page) => {
         await page.setExtraHTTPHeaders({ 'accept-language': locale });
         await page.goto('/auth/signin?callbackUrl=/dashboard');
         await page.locator('input[name="email"]').fill(email);
