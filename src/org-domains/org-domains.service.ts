@@ -96,7 +96,7 @@ export function createOrgDomainsService(deps: { db: Db; clock: Clock; audit: Aud
       if (refusal !== null) return { ok: false, reason: refusal };
       const name = normaliseDomain(domain);
       if (name === null) return { ok: false, reason: 'DOMAIN_INVALID' };
-      return db.transaction().execute(async (trx): Promise<AddResult> => {
+      const adding = db.transaction().execute(async (trx): Promise<AddResult> => {
         if ((await store.findByName(trx, organizationId, name)) !== undefined) return { ok: false, reason: 'DOMAIN_ALREADY_ADDED' };
         if ((await store.countDomains(trx, organizationId)) >= MAX_DOMAINS_PER_ORGANIZATION) return { ok: false, reason: 'DOMAIN_LIMIT_REACHED' };
         const row: store.DomainRow = {
@@ -116,6 +116,13 @@ export function createOrgDomainsService(deps: { db: Db; clock: Clock; audit: Aud
         await audit.record({ type: 'org_domain.added', source, details: detailsOf(row) }, { db: trx });
         return { ok: true, domain: view(row) };
       });
+      try {
+        return await adding;
+      } catch (error) {
+        // The unique (organization, domain) index: the same claim made twice at once.
+        if ((await store.findByName(db, organizationId, name)) !== undefined) return { ok: false, reason: 'DOMAIN_ALREADY_ADDED' };
+        throw error;
+      }
     },
 
     /**

@@ -161,6 +161,24 @@ for (const backend of await backends()) {
       assertError(await api(t, first.token).delete(`/api/organizations/${firstOrg}/domains/${mine.id}`), 404, 'DOMAIN_NOT_FOUND');
     });
 
+    it('lets one of two organizations verifying the same domain at once win, and adds a claim once', async () => {
+      const first = await createSignedInUser(t, { email: email('racer'), password: PASSWORD });
+      const second = await createSignedInUser(t, { email: email('racer'), password: PASSWORD });
+      const orgs = [await organizationWith(first), await organizationWith(second)];
+      const tokens = [first.token, second.token];
+      const name = `${unique('race')}.example`;
+      const claims = await Promise.all(orgs.map(async (orgId, index) => (await api(t, tokens[index]!).post(`/api/organizations/${orgId}/domains`, { domain: name })).json().domain));
+      dns.records.set(claims[0].challenge.recordName, { TXT: claims.map((claim) => claim.challenge.recordValue) });
+      const answers = await Promise.all(orgs.map((orgId, index) => api(t, tokens[index]!).post(`/api/organizations/${orgId}/domains/${claims[index].id}/verify`)));
+      assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 409], answers.map((answer) => answer.body).join('\n'));
+      const winner = answers.findIndex((answer) => answer.statusCode === 200);
+      assert.equal((await t.services.orgDomains.findVerified(name))?.organizationId, orgs[winner]);
+
+      const again = `${unique('twice')}.example`;
+      const adds = await Promise.all([1, 2].map(() => api(t, first.token).post(`/api/organizations/${orgs[0]}/domains`, { domain: again })));
+      assert.deepEqual(adds.map((answer) => answer.statusCode).sort(), [201, 409], adds.map((answer) => answer.body).join('\n'));
+    });
+
     it('lets only the organization’s OWNERs and ADMINs manage its domains, and administrators over the admin API', async () => {
       const owner = await createSignedInUser(t, { email: email('owner'), password: PASSWORD });
       const admin = await createSignedInUser(t, { email: email('orgadmin'), password: PASSWORD });
