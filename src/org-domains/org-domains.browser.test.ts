@@ -130,8 +130,10 @@ describe('organization domains in Chromium', { skip: chromium.ok ? false : chrom
       await page.waitForURL(`${baseURL}/organizations/${orgId}`);
       await page.getByRole('heading', { name: 'Domain Bakery' }).waitFor();
       assert.equal(await page.getByRole('heading', { name: 'Domains', exact: true }).count(), 0);
-      const refused = await page.request.post(`/organizations/${orgId}/domains`, { form: { domain: 'member.example', csrfToken: 'x' }, headers: { origin: baseURL } });
+      const csrfToken = await page.locator('input[name="csrfToken"]').first().inputValue();
+      const refused = await page.request.post(`/organizations/${orgId}/domains`, { form: { domain: 'member.example', csrfToken }, headers: { origin: baseURL } });
       assert.equal(refused.status(), 403);
+      assert.match(await refused.text(), /ORGANIZATION_ROLE_REQUIRED/);
     });
     assert.deepEqual(found, []);
   });
