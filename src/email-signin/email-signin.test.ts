@@ -89,7 +89,7 @@ for (const backend of await backends()) {
 
       // A mail scanner (or a preview) fetches the link: a page with a button, nothing spent.
       for (let i = 0; i < 2; i++) {
-        const page = await t.app.inject({ method: 'GET', url: `${url.pathname}${url.search}`, remoteAddress: '192.0.2.99' });
+        const page: LightMyRequestResponse = await t.app.inject({ method: 'GET', url: `${url.pathname}${url.search}`, remoteAddress: '192.0.2.99' });
         assert.equal(page.statusCode, 200);
         assert.ok(page.body.includes('action="/api/auth/email/verify"') && page.body.includes(`value="${token}"`), 'the button posts the token');
         assert.equal(page.headers['referrer-policy'], 'no-referrer');
