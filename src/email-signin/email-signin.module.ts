@@ -6,7 +6,8 @@
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { defineModule } from '../module.ts';
+import { defineModule, type ModuleContext } from '../module.ts';
+import type { ResponseFloor } from '../lib/response-floor.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import * as requestsTable from './migrations/20261201-email-signin-requests.ts';
 import { emailSignInConfigSection } from './email-signin.config.ts';
@@ -30,6 +31,23 @@ declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends EmailSignInAuditEvents {}
 }
 
+/** The module's service from what modules are built with; `startFloor` for tests that hold the start's answer. */
+export function buildEmailSignInService({ db, clock, config, services }: Pick<ModuleContext, 'db' | 'clock' | 'config' | 'services'>, startFloor?: ResponseFloor): EmailSignInService {
+  return createEmailSignInService({
+    db,
+    clock,
+    users: services.users,
+    audit: services.audit,
+    mail: services.mail,
+    pipeline: services.signInPipeline,
+    config: config.emailSignin,
+    allowSignup: () => config.accounts.allowSignup,
+    authSecret: config.authSecret,
+    wrongCodes: services.rateLimiters.create('email-signin-wrong-codes', config.emailSignin.wrongCodesPerAddress),
+    ...(startFloor !== undefined && { startFloor }),
+  });
+}
+
 export const emailSignInModule = defineModule({
   name: 'email-signin',
   openApiTags: [{ name: 'email-signin', description: 'Passwordless sign-in by a mailed one-time link or code (EMAIL_SIGNIN).' }],
@@ -40,20 +58,7 @@ export const emailSignInModule = defineModule({
   errors: EMAIL_SIGNIN_ERRORS,
   // Not published as webhooks: a request says nothing an app needs, and a sign-in is the pipeline's `session.created`.
   auditEvents: AUDIT_EVENTS,
-  provide: ({ db, clock, config, services }) => ({
-    emailSignIn: createEmailSignInService({
-      db,
-      clock,
-      users: services.users,
-      audit: services.audit,
-      mail: services.mail,
-      pipeline: services.signInPipeline,
-      config: config.emailSignin,
-      allowSignup: () => config.accounts.allowSignup,
-      authSecret: config.authSecret,
-      wrongCodes: services.rateLimiters.create('email-signin-wrong-codes', config.emailSignin.wrongCodesPerAddress),
-    }),
-  }),
+  provide: (context) => ({ emailSignIn: buildEmailSignInService(context) }),
   // Requests long expired are deleted (the audit log keeps their history).
   jobs: ({ emailSignIn }, { logger }) => [createPeriodicJob({ name: 'email-signin-cleanup', intervalMs: 10 * 60_000, firstDelayMs: 60_000, logger, run: () => emailSignIn.deleteExpired() })],
   firstFactors: () => [emailFactorKind],

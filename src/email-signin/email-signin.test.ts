@@ -13,26 +13,15 @@ import type { LightMyRequestResponse } from 'fastify';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
-import { startSmtpServer, smtpEnv, type ReceivedMail, type TestSmtpServer } from '../../test/helpers/smtp.ts';
+import { startSmtpServer, smtpEnv, type TestSmtpServer } from '../../test/helpers/smtp.ts';
 import { mailTo } from '../../test/helpers/mail-links.ts';
 import { enrolTotp, totpCode } from '../../test/helpers/totp.ts';
 import { CookieJar, formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
 import { browserBindingCookieName } from './browser-binding.ts';
+import { linkAndCode } from './email-signin.test-helpers.ts';
 
 const AUTH_URL = 'http://auth.example.test';
 const PASSWORD = 'correct horse battery staple';
-
-/** The link and the code of a sign-in mail, the link the same in its text and HTML. */
-export function linkAndCode(mail: ReceivedMail): { url: URL; token: string; code: string } {
-  const links = mail.text.match(/https?:\/\/\S+\/auth\/email-signin\/link\?token=[\w-]+/g) ?? [];
-  assert.equal(links.length, 1, mail.text);
-  assert.ok(mail.html.includes(`href="${links[0]}"`), 'the HTML part has the same link');
-  const code = /: (\d{6,8})\s*$/m.exec(mail.text)?.[1];
-  assert.ok(code !== undefined, mail.text);
-  assert.ok(mail.html.includes(`>${code}</strong>`), 'the HTML part has the same code');
-  const url = new URL(links[0]!);
-  return { url, token: url.searchParams.get('token')!, code };
-}
 
 for (const backend of await backends()) {
   describe(`email sign-in over SMTP on ${backend.name}`, { skip: backend.skip, timeout: 180_000 }, () => {
