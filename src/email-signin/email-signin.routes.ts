@@ -24,7 +24,7 @@ import { setBrowserSession } from '../sessions/session-cookie.ts';
 import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { signInBody } from '../signin/signin-response.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { access, DURING_ENROLMENT } from '../authorization/access.ts';
+import { access } from '../authorization/access.ts';
 import { randomSecret } from '../lib/random.ts';
 import { clearBrowserBinding, readBrowserBinding, setBrowserBinding } from './browser-binding.ts';
 import { EMAIL_LINK_PAGE, type EmailSignInService, type UseResult } from './email-signin.service.ts';
@@ -117,8 +117,8 @@ export const emailSignInRoutes: FastifyPluginAsyncZod<EmailSignInRouteOptions> =
   const refuseWhenOff = async () => {
     if (!emailSignIn.isEnabled) throw new AppError('EMAIL_SIGNIN_DISABLED');
   };
-  // Reachable while MFA_REQUIRED_ROLES asks for enrolment: signing in is how one gets there.
-  const anyone = access.anyone({ exempt: [DURING_ENROLMENT] });
+  // Like POST /api/auth: a browser whose session MFA_REQUIRED_ROLES asks to enrol first enrols (its pages, under /auth, are exempt).
+  const anyone = access.anyone();
 
   app.post(
     '/api/auth/email/start',
