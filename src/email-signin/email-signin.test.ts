@@ -253,6 +253,31 @@ for (const backend of await backends()) {
       void ip;
     });
 
+    it('answers bad input with a 4xx and a code, never a 500', async () => {
+      const ip = `10.9.4.${++ipCount}`;
+      const cases: Array<[object, number, string]> = [
+        [{}, 422, 'VALIDATION_ERROR'],
+        [{ token: 'x', code: '123456' }, 422, 'VALIDATION_ERROR'],
+        [{ code: '123456' }, 422, 'VALIDATION_ERROR'],
+        [{ code: '123456', requestId: 'r' }, 422, 'VALIDATION_ERROR'],
+        [{ token: 'x'.repeat(513) }, 422, 'VALIDATION_ERROR'],
+        [{ token: 42 }, 422, 'VALIDATION_ERROR'],
+        [{ email: 'a@example.com', code: '123456', requestId: 'no-such-request' }, 400, 'INVALID_TOKEN'],
+        [{ email: 'a@example.com', code: '\u202e12', requestId: "'; drop table users; --" }, 400, 'INVALID_TOKEN'],
+        // Input hygiene refuses NUL anywhere in a body.
+        [{ email: 'a@example.com', code: '\u0000', requestId: 'r' }, 400, 'BAD_REQUEST'],
+        [{ token: 'not-a-token' }, 400, 'INVALID_TOKEN'],
+      ];
+      for (const [payload, status, code] of cases) {
+        const response = await verify(payload, ip);
+        assert.equal(response.statusCode, status, `${JSON.stringify(payload)}: ${response.body}`);
+        assert.equal(response.json().error, code);
+      }
+      for (const payload of [{}, { email: 'not an address' }, { email: 'a@example.com', callbackUrl: 'x'.repeat(3000) }]) {
+        assert.equal((await post('/api/auth/email/start', payload, ip)).statusCode, 422, JSON.stringify(payload));
+      }
+    });
+
     it('the sign-in page offers the choice, with its callbackUrl', async () => {
       const page = await t.app.inject({ method: 'GET', url: '/auth/signin?callbackUrl=/dashboard' });
       assert.ok(page.body.includes('href="/auth/email-signin?callbackUrl=%2Fdashboard"'), page.body);
