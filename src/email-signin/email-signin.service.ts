@@ -108,7 +108,11 @@ export function createEmailSignInService(deps: {
 
   /** The account a spent request signs in: its own, or for a sign-up the one made now (or made meanwhile with that address). */
   async function accountOf(row: store.EmailSignInRequest, source: AuditSource): Promise<User | null> {
-    if (row.purpose === 'signin') return row.user_id === null ? null : users.findUserById(row.user_id);
+    if (row.purpose === 'signin') {
+      const user = row.user_id === null ? null : await users.findUserById(row.user_id);
+      // The mail reached the address the account had then: it proves nothing for another.
+      return user !== null && sameHash(accountKey(user.email), row.email_hash) ? user : null;
+    }
     if (row.purpose !== 'signup' || row.email === null || !deps.allowSignup()) return null;
     const email = row.email;
     const created = await users.createUser(
