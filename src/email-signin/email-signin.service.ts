@@ -102,6 +102,13 @@ export function createEmailSignInService(deps: {
     return { ok: true, row };
   }
 
+  /** As `judge`, and a request its wrong codes voided says so (EMAIL_SIGNIN_VOIDED). */
+  function judgeForCode(row: store.EmailSignInRequest | undefined): ReturnType<typeof judge> | { ok: false; reason: 'EMAIL_SIGNIN_VOIDED' } {
+    const judged = judge(row);
+    if (!judged.ok && row !== undefined && row.used_at === null && row.failed_attempts >= MAX_WRONG_CODES) return { ok: false, reason: 'EMAIL_SIGNIN_VOIDED' };
+    return judged;
+  }
+
   async function findLink(token: string) {
     return token.length > MAX_SECRET_LENGTH ? undefined : store.findByLinkHash(db, sha256Base64url(token));
   }
@@ -220,15 +227,19 @@ export function createEmailSignInService(deps: {
      */
     async useCode(answer: { requestId: string; code: string; email: string | null; requireBrowser: boolean }, input: UseInput): Promise<UseResult> {
       const found = answer.requestId.length > MAX_SECRET_LENGTH ? undefined : await store.findById(db, answer.requestId);
-      const judged = judge(found);
-      if (!judged.ok) return found?.voided_at != null && found.used_at === null && found.failed_attempts >= MAX_WRONG_CODES ? { ok: false, reason: 'EMAIL_SIGNIN_VOIDED' } : judged;
+      const judged = judgeForCode(found);
+      if (!judged.ok) return judged;
       const { row } = judged;
       if (answer.requireBrowser && !isSameBrowser(row, input.browserSecret)) return { ok: false, reason: 'EMAIL_SIGNIN_OTHER_BROWSER' };
       // Too many wrong codes for this address lately, whichever request they were for.
       const wait = await wrongCodes.check(row.email_hash);
       if (wait !== null) return { ok: false, reason: 'RATE_LIMITED', retryAfterSeconds: wait };
       const tries = await store.reserveAttempt(db, row.id, MAX_WRONG_CODES, clock());
-      if (tries === null) return { ok: false, reason: 'EMAIL_SIGNIN_VOIDED' };
+      // Used, voided or expired since it was read (a racing use won, say): why, as it is now.
+      if (tries === null) {
+        const now = judgeForCode(await store.findById(db, row.id));
+        return now.ok ? { ok: false, reason: 'EMAIL_SIGNIN_VOIDED' } : now;
+      }
       const typed = answer.code.replace(/[\s-]/g, '');
       const isRight =
         sameHash(codeHash(row.id, typed), row.code_hash) &&
