@@ -37,6 +37,7 @@ export function buildEmailSignInService({ db, clock, config, services }: Pick<Mo
     db,
     clock,
     users: services.users,
+    sessions: services.sessions,
     audit: services.audit,
     mail: services.mail,
     pipeline: services.signInPipeline,

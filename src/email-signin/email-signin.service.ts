@@ -21,6 +21,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { User, UserService } from '../users/user.service.ts';
+import type { SessionService } from '../sessions/session.service.ts';
 import type { SessionDelivery, SignInOutcome, SignInPipeline } from '../signin/signin-pipeline.ts';
 import type { Limiter } from '../http/rate-limit.ts';
 import { accountKey } from '../http/rate-limit.ts';
@@ -66,6 +67,8 @@ export function createEmailSignInService(deps: {
   db: Db;
   clock: Clock;
   users: UserService;
+  /** Ends the sessions of an unverified account whose mailbox a sign-in proves (see `reclaim`). */
+  sessions: Pick<SessionService, 'endAllSessions'>;
   audit: AuditService;
   mail: MailService;
   pipeline: SignInPipeline;
@@ -78,7 +81,7 @@ export function createEmailSignInService(deps: {
   /** Holds the start's answer; tests pass one with their own timer. */
   startFloor?: ResponseFloor;
 }) {
-  const { db, clock, users, audit, mail, pipeline, config, wrongCodes } = deps;
+  const { db, clock, users, sessions, audit, mail, pipeline, config, wrongCodes } = deps;
   const answerNoSooner = deps.startFloor ?? createResponseFloor(ACCOUNT_NEUTRAL_MIN_RESPONSE_MS);
   const codeKey = deriveKey(deps.authSecret, 'email-signin-code');
   const expiresInMinutes = Math.max(1, Math.floor(config.ttlSeconds / 60));
@@ -131,11 +134,27 @@ export function createEmailSignInService(deps: {
     return created.reason === 'EMAIL_TAKEN' ? users.findUserByEmail(email) : null;
   }
 
+  /**
+   * The first proof of an unverified account's mailbox: whoever made the account may not own the
+   * address (account pre-hijacking: a stranger signs up with it first, then waits). What they could
+   * have set up without the mailbox stops working: the password is locked (a reset link, which
+   * needs the mailbox, sets a new one) and every session ends. The pipeline then stamps the
+   * address verified.
+   */
+  async function reclaim(user: User, source: AuditSource): Promise<void> {
+    const credentials = await users.findCredentialsById(user.id);
+    if (credentials?.passwordHash != null && credentials.passwordLockedAt === null && (await users.lockPassword(user.id))) {
+      await audit.record({ type: 'user.password_locked', userId: user.id, source, reason: 'UNVERIFIED_ADDRESS_PROVED' });
+    }
+    await sessions.endAllSessions(user.id, { source, reason: 'UNVERIFIED_ADDRESS_PROVED' });
+  }
+
   /** Spends the request (one winner) and signs its account in through the pipeline. */
   async function use(row: store.EmailSignInRequest, method: EmailMethod, input: UseInput): Promise<UseResult> {
     if (!(await store.markUsed(db, row.id, clock()))) return { ok: false, reason: 'INVALID_TOKEN' };
     const user = await accountOf(row, input.source);
     if (user === null) return { ok: false, reason: 'INVALID_TOKEN' };
+    if (user.emailVerifiedAt === null) await reclaim(user, input.source);
     const outcome = await pipeline.complete({ user, factor: emailFactor(user.email, method), source: input.source, delivery: input.delivery });
     return { ...outcome, callbackUrl: row.callback_url };
   }

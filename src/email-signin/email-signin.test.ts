@@ -198,12 +198,30 @@ for (const backend of await backends()) {
       assert.deepEqual(amrOf(finished), ['email', 'otp', 'mfa']);
     });
 
-    it('a first sign-in by mail verifies the address', async () => {
+    it('a first sign-in by mail verifies the address, and takes the account back from whoever made it without the mailbox', async () => {
       const { user, email, ip } = await person({ verified: false });
+      // Someone signed up with this address first (a squatter): their password and session.
+      const squatter = await post('/api/auth', { email, password: PASSWORD }, ip);
+      assert.equal(squatter.statusCode, 200);
       await start(email, ip);
       const { token } = linkAndCode(await mailFor(email));
-      assert.equal((await verify({ token }, ip)).statusCode, 200);
+      const owner = await verify({ token }, ip);
+      assert.equal(owner.statusCode, 200);
       assert.notEqual((await t.services.users.findUserById(user.id))?.emailVerifiedAt, null);
+      const session = (token: string) => t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${token}` } });
+      assert.equal((await session(squatter.json().token)).statusCode, 401, 'the squatter’s session ended');
+      assert.equal((await session(owner.json().token)).statusCode, 200, 'the owner’s is the new one');
+      assert.equal((await post('/api/auth', { email, password: PASSWORD }, ip)).json().error, 'INVALID_CREDENTIALS', 'the password set without the mailbox no longer opens it');
+      const locked = (await t.services.audit.listEvents({ userId: user.id, type: 'user.password_locked', limit: 5 })).events;
+      assert.equal(locked[0]?.reason, 'UNVERIFIED_ADDRESS_PROVED');
+
+      // A verified account keeps its password and its sessions.
+      const other = await person();
+      const kept = await post('/api/auth', { email: other.email, password: PASSWORD }, other.ip);
+      await start(other.email, other.ip);
+      assert.equal((await verify({ token: linkAndCode(await mailFor(other.email)).token }, other.ip)).statusCode, 200);
+      assert.equal((await session(kept.json().token)).statusCode, 200);
+      assert.equal((await post('/api/auth', { email: other.email, password: PASSWORD }, other.ip)).statusCode, 200);
     });
 
     it('an unknown address gets a sign-up link (ALLOW_SIGNUP), which creates a verified account on first use', async () => {
