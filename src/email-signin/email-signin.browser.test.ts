@@ -10,9 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
-import { freePort } from '../../test/helpers/process.ts';
+import { createUser, serveTestApp, type ServedTestApp } from '../../test/helpers/app.ts';
 import { startSmtpServer, smtpEnv, type TestSmtpServer } from '../../test/helpers/smtp.ts';
 import { mailTo } from '../../test/helpers/mail-links.ts';
 import { chromiumAvailability, closeBrowser, launchBrowser, newPage, withPage, watchConsole, type Browser, type Page } from '../../test/helpers/browser.ts';
@@ -37,25 +35,20 @@ async function axeViolations(page: Page): Promise<string[]> {
 
 describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chromium.reason, timeout: 300_000 }, () => {
   let browser: Browser | undefined;
-  let database: TestDatabase | undefined;
-  let server: TestApp | undefined;
+  let server: ServedTestApp | undefined;
   let smtp: TestSmtpServer | undefined;
   let baseURL = '';
 
   before(async () => {
     browser = await launchBrowser();
-    database = await createSqliteDatabase();
     smtp = await startSmtpServer();
-    const port = await freePort();
-    baseURL = `http://127.0.0.1:${port}`;
-    server = await createTestApp(database, { env: { AUTH_URL: baseURL, ...smtpEnv(smtp), EMAIL_SIGNIN: 'true' } });
-    await server.app.listen({ port, host: '127.0.0.1' });
+    server = await serveTestApp({ ...smtpEnv(smtp), EMAIL_SIGNIN: 'true' });
+    baseURL = server.baseURL;
   });
   after(async () => {
     await closeBrowser(browser);
     await server?.close();
     await smtp?.stop();
-    await database?.drop();
   });
 
   it('signs in by the code typed in the browser that asked, and by the link in another', async (t) => {
