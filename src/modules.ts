@@ -22,6 +22,7 @@ import { oauthModule } from './oauth/oauth.module.ts';
 import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
 import { trustedDevicesModule } from './trusted-devices/trusted-devices.module.ts';
+import { emailSignInModule } from './email-signin/email-signin.module.ts';
 import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
@@ -52,6 +53,7 @@ export const MODULES: readonly GatehouseModule[] = [
   passkeysModule,
   mfaModule,
   trustedDevicesModule,
+  emailSignInModule,
   oidcClientsModule,
   oidcProviderModule,
   organizationsModule,
