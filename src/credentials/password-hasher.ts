@@ -12,6 +12,22 @@ import { BoundedConcurrency, CapacityExceededError } from '../lib/bounded-concur
 
 const ARGON2ID = 2 as Algorithm;
 
+/**
+ * A kind of password hash another system made (bcrypt, PBKDF2…), which a module brings in the
+ * `passwordHashSchemes` slot (module.ts) so that accounts imported with such hashes can sign in.
+ * `verify` gets the password as typed (not normalised: the other system hashed it as typed), runs
+ * in a hashing slot like argon2, must be constant-time where the algorithm allows, must refuse
+ * (false) parameters beyond its work bounds, and never throws for a malformed hash. A hash it
+ * verified is replaced by argon2id at that sign-in (`needsRehash` is true for every foreign hash).
+ */
+export interface PasswordHashScheme {
+  /** Its name, for reports (`bcrypt`, `pbkdf2-sha256`). */
+  readonly name: string;
+  /** True when `passwordHash` is of this scheme (by its prefix). */
+  recognises(passwordHash: string): boolean;
+  verify(passwordHash: string, password: string): Promise<boolean>;
+}
+
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
   /** Compares in constant time inside argon2; false for a malformed hash, never throws for one. */
@@ -58,6 +74,8 @@ export interface PasswordHasherOptions {
   maxConcurrentHashes: number;
   maxQueuedHashes: number;
   queueTimeoutMs: number;
+  /** The foreign hash schemes the modules bring (see `PasswordHashScheme`); asked for every hash that is not argon2id. */
+  schemes?: readonly PasswordHashScheme[];
 }
 
 export async function createPasswordHasher(options: PasswordHasherOptions): Promise<PasswordHasher> {
@@ -74,6 +92,7 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   });
 
   const counts = { started: 0, waitSecondsTotal: 0, refused: 0 };
+  const schemes = options.schemes ?? [];
 
   async function withSlot<T>(task: () => Promise<T>): Promise<T> {
     const askedAt = performance.now();
@@ -109,6 +128,8 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
     verify: (passwordHash, password) =>
       withSlot(async () => {
         try {
+          const scheme = passwordHash.startsWith('$argon2id$') ? undefined : schemes.find((candidate) => candidate.recognises(passwordHash));
+          if (scheme !== undefined) return await scheme.verify(passwordHash, password);
           return await verify(passwordHash, password.normalize('NFKC'));
         } catch {
           return false;

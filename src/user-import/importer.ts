@@ -1,0 +1,125 @@
+/**
+ * `gatehouse import`: reads a file entry by entry (readers.ts), judges each (import-record.ts) and
+ * writes batches of BATCH_SIZE in one transaction each (import.store.ts). Memory stays constant: one
+ * batch, the counters, and the report, which is written as it goes. A re-run of the same file is a
+ * resume: an address already present is skipped (or updated, or refused: `onConflict`).
+ * Nothing here sees a password; a hash is never in a message, a refusal or the report.
+ */
+import type { Readable } from 'node:stream';
+import type { Db } from '../storage/database.ts';
+import type { Clock } from '../lib/clock.ts';
+import { FORMATS, type FormatOptions } from './formats.ts';
+import { toImportRow, type ImportRow, type Refusal, type RoleRules } from './import-record.ts';
+import { findIdsByEmail, writeBatch } from './import.store.ts';
+
+export const BATCH_SIZE = 500;
+
+export type OnConflict = 'skip' | 'update' | 'fail';
+
+export interface ImportOptions {
+  format: string;
+  dryRun: boolean;
+  onConflict: OnConflict;
+  roleRules: RoleRules;
+  formatOptions: FormatOptions;
+  /** Each refused row, as it is refused (the report). */
+  onRefused(refusal: { line: number; reason: Refusal; field?: string }): void | Promise<void>;
+  /** After each batch. */
+  onProgress?(counts: ImportCounts): void;
+}
+
+export interface ImportCounts {
+  read: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  refused: number;
+  refusedByReason: Partial<Record<Refusal, number>>;
+  /** Imported (or, in a dry run, importable) password hashes by kind. */
+  hashes: Record<string, number>;
+  /** What the export had that this version does not import: linked identities, TOTP secrets, memberships. */
+  notImported: { identities: number; totp: number; organizations: number };
+}
+
+/** 0 everything imported or skipped; 3 some rows refused; 1 every row refused (or the file had none that could be read). */
+export function exitCodeOf(counts: ImportCounts): 0 | 1 | 3 {
+  if (counts.refused === 0) return 0;
+  return counts.refused === counts.read ? 1 : 3;
+}
+
+export async function runImport(deps: { db: Db; clock: Clock }, input: Readable, options: ImportOptions): Promise<ImportCounts> {
+  const format = FORMATS[options.format];
+  if (format === undefined) throw new Error(`unknown format ${options.format}`);
+  const counts: ImportCounts = { read: 0, created: 0, updated: 0, skipped: 0, refused: 0, refusedByReason: {}, hashes: {}, notImported: { identities: 0, totp: 0, organizations: 0 } };
+  let batch: Array<{ line: number; row: ImportRow }> = [];
+
+  const refuse = async (line: number, reason: Refusal, field?: string) => {
+    counts.refused++;
+    counts.refusedByReason[reason] = (counts.refusedByReason[reason] ?? 0) + 1;
+    await options.onRefused({ line, reason, ...(field !== undefined && { field }) });
+  };
+
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const pending = batch;
+    batch = [];
+    const existing = await findIdsByEmail(deps.db, pending.map(({ row }) => row.email));
+    const created: ImportRow[] = [];
+    const updated: Array<{ id: string; row: ImportRow }> = [];
+    for (const { line, row } of pending) {
+      const id = existing.get(row.email);
+      if (id === undefined) created.push(row);
+      else if (options.onConflict === 'skip') {
+        counts.skipped++;
+        continue;
+      } else if (options.onConflict === 'fail') {
+        await refuse(line, 'EMAIL_TAKEN', 'email');
+        continue;
+      } else updated.push({ id, row });
+      if (row.hashKind !== null) counts.hashes[row.hashKind] = (counts.hashes[row.hashKind] ?? 0) + 1;
+    }
+    if (!options.dryRun) await writeBatch(deps.db, created, updated, deps.clock());
+    counts.created += created.length;
+    counts.updated += updated.length;
+    options.onProgress?.(counts);
+  };
+
+  const inBatch = new Set<string>();
+  for await (const entry of format.read(input)) {
+    counts.read++;
+    if ('refused' in entry) {
+      await refuse(entry.line, entry.refused);
+      continue;
+    }
+    if (typeof entry.value !== 'object' || entry.value === null || Array.isArray(entry.value)) {
+      await refuse(entry.line, 'NOT_AN_OBJECT');
+      continue;
+    }
+    const user = format.toUser(entry.value as Record<string, unknown>, options.formatOptions);
+    if ('refused' in user) {
+      await refuse(entry.line, user.refused, user.field);
+      continue;
+    }
+    const checked = toImportRow(user, options.roleRules);
+    if (!checked.ok) {
+      await refuse(entry.line, checked.reason, checked.field);
+      continue;
+    }
+    counts.notImported.identities += user.identities ?? 0;
+    counts.notImported.totp += user.totp === true ? 1 : 0;
+    counts.notImported.organizations += user.organizations ?? 0;
+    // The same address twice in one batch: the second is refused (across batches it is found and skipped or updated).
+    if (inBatch.has(checked.row.email)) {
+      await refuse(entry.line, 'DUPLICATE_EMAIL', 'email');
+      continue;
+    }
+    inBatch.add(checked.row.email);
+    batch.push({ line: entry.line, row: checked.row });
+    if (batch.length >= BATCH_SIZE) {
+      await flush();
+      inBatch.clear();
+    }
+  }
+  await flush();
+  return counts;
+}
