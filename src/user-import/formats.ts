@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import { csvRecords, jsonArrayOf, jsonLines, type Entry } from './readers.ts';
 import type { ForeignUser } from './import-record.ts';
+import { keycloakTotpSecret, toForeignIdentities } from './identities.ts';
 
 /** Project-wide settings some formats need (Firebase's hash parameters). */
 export interface FormatOptions {
@@ -30,6 +31,8 @@ const generic = (value: Record<string, unknown>): ForeignUser => ({
   disabled: value['disabled'],
   passwordHash: value['passwordHash'] ?? value['password_hash'] ?? explicitHash(value['password']),
   roles: typeof value['roles'] === 'string' ? (value['roles'] as string).split(/[\s;]+/).filter((role) => role !== '') : value['roles'],
+  identities: toForeignIdentities(value['identities'], (item) => ({ provider: item['provider'] ?? item['issuer'], subject: item['subject'] })),
+  totpSecret: value['totpSecret'] ?? value['totp_secret'],
 });
 
 /**
@@ -57,7 +60,8 @@ const auth0 = (value: Record<string, unknown>): ForeignUser => ({
   disabled: value['blocked'],
   passwordHash: value['passwordHash'] ?? value['password_hash'],
   roles: value['roles'],
-  identities: list(value['identities']).filter((identity) => (identity as { provider?: string }).provider !== 'auth0').length,
+  // The `auth0` connection is the password itself; the others are providers (github, google-oauth2…).
+  identities: toForeignIdentities(value['identities'], (item) => ({ provider: item['provider'] === 'auth0' ? undefined : item['provider'], subject: item['user_id'] })),
 });
 
 /** Firebase `auth:export --format=json`: base64 hash and salt, and the project's scrypt parameters. */
@@ -76,8 +80,9 @@ function firebase(value: Record<string, unknown>, options: FormatOptions): Forei
     createdAt: value['createdAt'],
     disabled: value['disabled'],
     passwordHash,
-    identities: list(value['providerUserInfo']).filter((info) => (info as { providerId?: string }).providerId !== 'password').length,
-    totp: list(value['mfaInfo']).some((info) => typeof info === 'object' && info !== null && 'totpInfo' in info),
+    identities: toForeignIdentities(value['providerUserInfo'], (item) => ({ provider: item['providerId'] === 'password' ? undefined : item['providerId'], subject: item['rawId'] })),
+    // auth:export does not carry TOTP secrets: those users enrol again.
+    totpNotImportable: list(value['mfaInfo']).some((info) => typeof info === 'object' && info !== null && 'totpInfo' in info),
   };
 }
 
@@ -94,6 +99,7 @@ function keycloak(value: Record<string, unknown>): ForeignUser | { refused: 'INV
     }
   }
   const name = [str(value['firstName']), str(value['lastName'])].filter((part) => part !== undefined).join(' ');
+  const otp = keycloakTotp(credentials.find((credential) => credential['type'] === 'otp'));
   return {
     email: value['email'],
     name: name === '' ? undefined : name,
@@ -102,9 +108,23 @@ function keycloak(value: Record<string, unknown>): ForeignUser | { refused: 'INV
     disabled: value['enabled'] === false,
     passwordHash,
     roles: value['realmRoles'],
-    identities: list(value['federatedIdentities']).length,
-    totp: credentials.some((credential) => credential['type'] === 'otp'),
+    identities: toForeignIdentities(value['federatedIdentities'], (item) => ({ provider: item['identityProvider'], subject: item['userId'] })),
+    totpSecret: otp.secret,
+    totpNotImportable: otp.notImportable,
   };
+}
+
+/** Keycloak's OTP credential: importable when it is TOTP with HMAC-SHA1, 6 digits and 30 s (its defaults, and Gatehouse's). */
+function keycloakTotp(credential: Record<string, unknown> | undefined): { secret?: string; notImportable: boolean } {
+  if (credential === undefined) return { notImportable: false };
+  try {
+    const secret = JSON.parse(String(credential['secretData'])) as { value?: unknown };
+    const data = JSON.parse(String(credential['credentialData'])) as { subType?: string; digits?: number; period?: number; algorithm?: string };
+    const standard = (data.subType ?? 'totp') === 'totp' && (data.digits ?? 6) === 6 && (data.period ?? 30) === 30 && (data.algorithm ?? 'HmacSHA1') === 'HmacSHA1';
+    return standard && typeof secret.value === 'string' ? { secret: keycloakTotpSecret(secret.value), notImportable: false } : { notImportable: true };
+  } catch {
+    return { notImportable: true };
+  }
 }
 
 function keycloakHash(secret: { value?: string; salt?: string }, data: { hashIterations?: number; algorithm?: string; additionalParameters?: Record<string, string[]> }): string {
@@ -130,7 +150,7 @@ const clerk = (value: Record<string, unknown>): ForeignUser => {
     name: name === '' ? undefined : name,
     emailVerified: email !== undefined && verified.includes(email),
     passwordHash: value['password_hasher'] === 'bcrypt' || value['password_hasher'] === undefined ? str(value['password_digest']) : '!',
-    totp: str(value['totp_secret']) !== undefined,
+    totpSecret: str(value['totp_secret']),
   };
 };
 
@@ -145,6 +165,8 @@ const supabase = (value: Record<string, unknown>): ForeignUser => {
     createdAt: value['created_at'],
     disabled: banned !== undefined && Date.parse(banned) > Date.now(),
     passwordHash: str(value['encrypted_password']),
+    // When the query joins auth.identities in (docs/guides/moving-to-gatehouse.md).
+    identities: toForeignIdentities(value['identities'], (item) => ({ provider: item['provider'] === 'email' ? undefined : item['provider'], subject: item['provider_id'] ?? (item['identity_data'] as { sub?: unknown } | undefined)?.sub })),
   };
 };
 

@@ -7,6 +7,7 @@ import { emailField } from '../users/email.ts';
 import { isValidRole } from '../users/user.service.ts';
 import { toValidName } from '../users/name.ts';
 import { checkImportedHash } from './hash-schemes.ts';
+import { toTotpSecret, type ForeignIdentity, type LinkedIdentity } from './identities.ts';
 
 export interface ForeignUser {
   email: unknown;
@@ -18,9 +19,13 @@ export interface ForeignUser {
   /** A self-describing hash (hash-schemes.ts), or null/absent for an account without a password. */
   passwordHash?: unknown;
   roles?: unknown;
-  /** Kept for the report: what the export had that this version does not import. */
-  identities?: number;
-  totp?: boolean;
+  /** Linked provider identities, matched to the configured providers (identities.ts). */
+  identities?: ForeignIdentity[];
+  /** A TOTP secret in base32 (HMAC-SHA1, 6 digits, 30 s: what Gatehouse's TOTP is). */
+  totpSecret?: unknown;
+  /** The export says the user has TOTP but not its secret (Firebase), or with parameters Gatehouse's TOTP does not use. */
+  totpNotImportable?: boolean;
+  /** Organization memberships the export has (not imported by this version: counted in the report). */
   organizations?: number;
 }
 
@@ -33,6 +38,10 @@ export interface ImportRow {
   passwordHash: string | null;
   hashKind: string | null;
   roles: string[];
+  identities: LinkedIdentity[];
+  /** Identities of the export that match no configured provider (counted, not imported). */
+  unmatchedIdentities: number;
+  totpSecret: string | null;
 }
 
 export type Refusal =
@@ -55,9 +64,16 @@ export interface RoleRules {
   dropUnmapped: boolean;
 }
 
+export interface RowRules {
+  roles: RoleRules;
+  /** The configured provider an identity belongs to, or null. */
+  matchIdentity(identity: ForeignIdentity): string | null;
+}
+
 export type RowCheck = { ok: true; row: ImportRow } | { ok: false; reason: Refusal; field?: string };
 
-export function toImportRow(user: ForeignUser, roleRules: RoleRules): RowCheck {
+export function toImportRow(user: ForeignUser, rules: RowRules): RowCheck {
+  const roleRules = rules.roles;
   const email = emailField.safeParse(user.email);
   if (!email.success) return { ok: false, reason: 'INVALID_EMAIL', field: 'email' };
   const bad = (field: string): RowCheck => ({ ok: false, reason: 'INVALID_FIELD', field });
@@ -95,7 +111,23 @@ export function toImportRow(user: ForeignUser, roleRules: RoleRules): RowCheck {
       else if (!roleRules.dropUnmapped) return { ok: false, reason: 'UNKNOWN_ROLE', field: 'roles' };
     }
   }
-  return { ok: true, row: { email: email.data, name, emailVerified, createdAt, disabled, passwordHash, hashKind, roles: [...roles] } };
+  let totpSecret: string | null = null;
+  if (user.totpSecret !== undefined && user.totpSecret !== null && user.totpSecret !== '') {
+    totpSecret = typeof user.totpSecret === 'string' ? toTotpSecret(user.totpSecret) : null;
+    if (totpSecret === null) return bad('totpSecret');
+  }
+  const identities = new Map<string, LinkedIdentity>();
+  let unmatchedIdentities = 0;
+  for (const identity of user.identities ?? []) {
+    const provider = rules.matchIdentity(identity);
+    // One identity per provider per account (as a sign-in links them); the first wins.
+    if (provider === null || identities.has(provider)) unmatchedIdentities++;
+    else identities.set(provider, { provider, subject: identity.subject });
+  }
+  return {
+    ok: true,
+    row: { email: email.data, name, emailVerified, createdAt, disabled, passwordHash, hashKind, roles: [...roles], identities: [...identities.values()], unmatchedIdentities, totpSecret },
+  };
 }
 
 function toBoolean(value: unknown): boolean | null {

@@ -16,11 +16,22 @@ export async function findIdsByEmail(db: Db, emails: readonly string[]): Promise
   return new Map(rows.map((row) => [row.email, row.id]));
 }
 
-/** Inserts `created` and replaces what the export says of `updated` (their roles become the export's), in one transaction. */
-export async function writeBatch(db: Db, created: readonly ImportRow[], updated: ReadonlyArray<{ id: string; row: ImportRow }>, now: number): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+/**
+ * Inserts `created` and replaces what the export says of `updated` (their roles become the
+ * export's), with their identities and TOTP secrets (`seal`: the mfa module's box), in one
+ * transaction. An identity already linked to an account, or a provider the account already has,
+ * is left out; so is a TOTP secret for an account that has one. How many were left out is returned.
+ */
+export async function writeBatch(
+  db: Db,
+  created: readonly ImportRow[],
+  updated: ReadonlyArray<{ id: string; row: ImportRow }>,
+  now: number,
+  seal: (secret: string, userId: string) => string,
+): Promise<{ identitiesLeftOut: number; totpLeftOut: number }> {
+  return db.transaction().execute(async (trx) => {
+    const users = created.map((row) => ({ id: randomId(), row }));
     if (created.length > 0) {
-      const users = created.map((row) => ({ id: randomId(), row }));
       await trx
         .insertInto('users')
         .values(
@@ -61,7 +72,50 @@ export async function writeBatch(db: Db, created: readonly ImportRow[], updated:
       await trx.deleteFrom('user_roles').where('user_id', '=', id).execute();
       if (row.roles.length > 0) await trx.insertInto('user_roles').values(row.roles.map((role) => ({ user_id: id, role, created_at: now }))).execute();
     }
+    return writeFactors(trx, [...users, ...updated], now, seal);
   });
+}
+
+async function writeFactors(trx: Db, users: ReadonlyArray<{ id: string; row: ImportRow }>, now: number, seal: (secret: string, userId: string) => string) {
+  const identities = users.flatMap(({ id, row }) => row.identities.map((identity) => ({ userId: id, ...identity })));
+  let identitiesLeftOut = 0;
+  if (identities.length > 0) {
+    const taken = await trx
+      .selectFrom('oauth_accounts')
+      .select(['user_id', 'provider', 'provider_user_id'])
+      .where((eb) => eb.or([eb('provider_user_id', 'in', identities.map((identity) => identity.subject)), eb('user_id', 'in', identities.map((identity) => identity.userId))]))
+      .execute();
+    const subjects = new Set(taken.map((row) => `${row.provider} ${row.provider_user_id}`));
+    const linked = new Set(taken.map((row) => `${row.user_id} ${row.provider}`));
+    const fresh = identities.filter((identity) => {
+      const [subject, link] = [`${identity.provider} ${identity.subject}`, `${identity.userId} ${identity.provider}`];
+      if (subjects.has(subject) || linked.has(link)) return false;
+      subjects.add(subject);
+      linked.add(link);
+      return true;
+    });
+    identitiesLeftOut = identities.length - fresh.length;
+    if (fresh.length > 0) {
+      await trx
+        .insertInto('oauth_accounts')
+        .values(fresh.map((identity) => ({ id: randomId(), user_id: identity.userId, provider: identity.provider, provider_user_id: identity.subject, email: null, created_at: now, last_used_at: now })))
+        .execute();
+    }
+  }
+  const secrets = users.filter(({ row }) => row.totpSecret !== null);
+  let totpLeftOut = 0;
+  if (secrets.length > 0) {
+    const enrolled = new Set((await trx.selectFrom('mfa_totp').select('user_id').where('user_id', 'in', secrets.map(({ id }) => id)).execute()).map((row) => row.user_id));
+    const fresh = secrets.filter(({ id }) => !enrolled.has(id));
+    totpLeftOut = secrets.length - fresh.length;
+    if (fresh.length > 0) {
+      await trx
+        .insertInto('mfa_totp')
+        .values(fresh.map(({ id, row }) => ({ user_id: id, secret_box: seal(row.totpSecret!, id), enabled_at: now, last_used_step: null, pending_box: null, pending_expires_at: null, updated_at: now })))
+        .execute();
+    }
+  }
+  return { identitiesLeftOut, totpLeftOut };
 }
 
 export type ExportedUser = Pick<UserRow, 'id' | 'email' | 'name' | 'password_hash' | 'email_verified_at' | 'disabled_at' | 'created_at'>;
@@ -100,4 +154,15 @@ export async function countHashKinds(db: Db): Promise<Array<{ kind: string; coun
     else 'unknown' end`;
   const rows = await db.selectFrom('users').select([kind.as('kind'), sql<string | number>`count(*)`.as('count')]).groupBy(kind).orderBy('kind').execute();
   return rows.map((row) => ({ kind: row.kind, count: Number(row.count) }));
+}
+
+/** The linked identities and enabled TOTP boxes of `userIds`. */
+export async function findFactorsOf(db: Db, userIds: readonly string[]): Promise<{ identities: Map<string, Array<{ provider: string; subject: string }>>; totp: Map<string, string> }> {
+  const [accounts, totp] = await Promise.all([
+    db.selectFrom('oauth_accounts').select(['user_id', 'provider', 'provider_user_id']).where('user_id', 'in', userIds).orderBy('provider').execute(),
+    db.selectFrom('mfa_totp').select(['user_id', 'secret_box']).where('user_id', 'in', userIds).where('enabled_at', 'is not', null).execute(),
+  ]);
+  const identities = new Map<string, Array<{ provider: string; subject: string }>>();
+  for (const row of accounts) (identities.get(row.user_id) ?? identities.set(row.user_id, []).get(row.user_id)!).push({ provider: row.provider, subject: row.provider_user_id });
+  return { identities, totp: new Map(totp.flatMap((row) => (row.secret_box === null ? [] : [[row.user_id, row.secret_box] as const]))) };
 }

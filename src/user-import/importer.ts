@@ -11,8 +11,24 @@ import type { Clock } from '../lib/clock.ts';
 import { FORMATS, type FormatOptions } from './formats.ts';
 import { toImportRow, type ImportRow, type Refusal, type RoleRules } from './import-record.ts';
 import { findIdsByEmail, writeBatch } from './import.store.ts';
+import { identityMatcher } from './identities.ts';
+import { sealSecret } from '../mfa/secret-box.ts';
+import type { OAuthProviderConfig } from '../oauth/oauth.config.ts';
+import { deriveKey } from '../lib/derive-key.ts';
+import type { Services } from '../services.ts';
+
+/** What an import writes with: the storage, its clock, the configured providers (linked identities) and the mfa module's TOTP sealing key. */
+export interface ImportDeps {
+  db: Db;
+  clock: Clock;
+  providers: readonly OAuthProviderConfig[];
+  totpKey: Buffer;
+}
 
 export const BATCH_SIZE = 500;
+
+/** The purpose the mfa module derives its TOTP sealing key for (mfa.service.ts); an imported secret is sealed as an enrolled one is. */
+export const TOTP_KEY_PURPOSE = 'gatehouse mfa totp-secret v1';
 
 export type OnConflict = 'skip' | 'update' | 'fail';
 
@@ -37,7 +53,10 @@ export interface ImportCounts {
   refusedByReason: Partial<Record<Refusal, number>>;
   /** Imported (or, in a dry run, importable) password hashes by kind. */
   hashes: Record<string, number>;
-  /** What the export had that this version does not import: linked identities, TOTP secrets, memberships. */
+  /** Linked identities and TOTP secrets imported (or, in a dry run, importable; before conflicts with present ones). */
+  identities: number;
+  totp: number;
+  /** What the export had that was not imported: identities of no configured provider (or linked already), TOTP secrets the export lacks or Gatehouse's TOTP cannot use, memberships. */
   notImported: { identities: number; totp: number; organizations: number };
 }
 
@@ -47,10 +66,15 @@ export function exitCodeOf(counts: ImportCounts): 0 | 1 | 3 {
   return counts.refused === counts.read ? 1 : 3;
 }
 
-export async function runImport(deps: { db: Db; clock: Clock }, input: Readable, options: ImportOptions): Promise<ImportCounts> {
+/** The storage, the configured providers, and the key the mfa module seals TOTP secrets with (mfa.service.ts derives the same). */
+export function importDeps(services: Services): ImportDeps {
+  return { db: services.storage.db, clock: services.clock, providers: services.config.oauth.providers, totpKey: deriveKey(services.config.authSecret, TOTP_KEY_PURPOSE) };
+}
+
+export async function runImport(deps: ImportDeps, input: Readable, options: ImportOptions): Promise<ImportCounts> {
   const format = FORMATS[options.format];
   if (format === undefined) throw new Error(`unknown format ${options.format}`);
-  const counts: ImportCounts = { read: 0, created: 0, updated: 0, skipped: 0, refused: 0, refusedByReason: {}, hashes: {}, notImported: { identities: 0, totp: 0, organizations: 0 } };
+  const counts: ImportCounts = { read: 0, created: 0, updated: 0, skipped: 0, refused: 0, refusedByReason: {}, hashes: {}, identities: 0, totp: 0, notImported: { identities: 0, totp: 0, organizations: 0 } };
   let batch: Array<{ line: number; row: ImportRow }> = [];
 
   const refuse = async (line: number, reason: Refusal, field?: string) => {
@@ -78,12 +102,23 @@ export async function runImport(deps: { db: Db; clock: Clock }, input: Readable,
       } else updated.push({ id, row });
       if (row.hashKind !== null) counts.hashes[row.hashKind] = (counts.hashes[row.hashKind] ?? 0) + 1;
     }
-    if (!options.dryRun) await writeBatch(deps.db, created, updated, deps.clock());
+    for (const row of [...created, ...updated.map((entry) => entry.row)]) {
+      counts.identities += row.identities.length;
+      counts.totp += row.totpSecret === null ? 0 : 1;
+    }
+    if (!options.dryRun) {
+      const leftOut = await writeBatch(deps.db, created, updated, deps.clock(), (secret, userId) => sealSecret(secret, deps.totpKey, userId));
+      counts.identities -= leftOut.identitiesLeftOut;
+      counts.notImported.identities += leftOut.identitiesLeftOut;
+      counts.totp -= leftOut.totpLeftOut;
+      counts.notImported.totp += leftOut.totpLeftOut;
+    }
     counts.created += created.length;
     counts.updated += updated.length;
     options.onProgress?.(counts);
   };
 
+  const rules = { roles: options.roleRules, matchIdentity: identityMatcher(deps.providers) };
   const inBatch = new Set<string>();
   for await (const entry of format.read(input)) {
     counts.read++;
@@ -100,13 +135,13 @@ export async function runImport(deps: { db: Db; clock: Clock }, input: Readable,
       await refuse(entry.line, user.refused, user.field);
       continue;
     }
-    const checked = toImportRow(user, options.roleRules);
+    const checked = toImportRow(user, rules);
     if (!checked.ok) {
       await refuse(entry.line, checked.reason, checked.field);
       continue;
     }
-    counts.notImported.identities += user.identities ?? 0;
-    counts.notImported.totp += user.totp === true ? 1 : 0;
+    counts.notImported.identities += checked.row.unmatchedIdentities;
+    counts.notImported.totp += user.totpNotImportable === true && checked.row.totpSecret === null ? 1 : 0;
     counts.notImported.organizations += user.organizations ?? 0;
     // The same address twice in one batch: the second is refused (across batches it is found and skipped or updated).
     if (inBatch.has(checked.row.email)) {

@@ -16,9 +16,10 @@ export const IMPORT_USAGE = `  gatehouse import --from FORMAT FILE [--dry-run] [
   gatehouse import hashes [--json]  how many stored password hashes are of each kind (foreign
                                     ones are replaced by argon2id at their owner's next sign-in)`;
 
-export const EXPORT_USAGE = `  gatehouse export users [--output FILE]
+export const EXPORT_USAGE = `  gatehouse export users [--output FILE] [--include-totp-secrets]
                                     every user in the generic format (JSON Lines, with password
-                                    hashes: keep it as safe as a backup), for gatehouse import --from json`;
+                                    hashes and linked identities; TOTP secrets only when asked:
+                                    keep the file as safe as a backup), for gatehouse import --from json`;
 
 export const cli: readonly CliCommandGroup[] = [
   { name: 'import', usage: IMPORT_USAGE, order: 60, load: async () => (await import('./user-import.commands.ts')).runImportCommand },

@@ -12,9 +12,9 @@ import { CLI_SOURCE } from '../audit/audit.service.ts';
 import { EXPORT_USAGE, IMPORT_USAGE } from './user-import.cli.ts';
 import { FORMATS, type FormatOptions } from './formats.ts';
 import { parseRoleRules } from './import-record.ts';
-import { exitCodeOf, runImport, type ImportCounts, type OnConflict } from './importer.ts';
+import { exitCodeOf, importDeps, runImport, type ImportCounts, type OnConflict } from './importer.ts';
 import { countHashKinds } from './import.store.ts';
-import { exportUsers } from './exporter.ts';
+import { exportDeps, exportUsers } from './exporter.ts';
 import { withServices } from '../cli/context.ts';
 
 const IMPORT_OPTIONS = {
@@ -60,7 +60,7 @@ export const runImportCommand: CliCommandRunner = async (args, io) => {
   const progress = createProgress(io.stderr, () => (size === 0 ? 1 : input.bytesRead / size));
 
   const counts = await withServices(io, async (services) => {
-    const result = await runImport({ db: services.storage.db, clock: services.clock }, input, {
+    const result = await runImport(importDeps(services), input, {
       format,
       dryRun,
       onConflict: onConflict as OnConflict,
@@ -101,8 +101,9 @@ function summary(counts: ImportCounts, dryRun: boolean, reportPath: string): str
     `${dryRun ? 'dry run: would import' : 'imported'} ${counts.created} new, ${counts.updated} updated, ${counts.skipped} skipped (already present), ${counts.refused} refused, of ${counts.read} read`,
   ];
   for (const [reason, count] of Object.entries(counts.refusedByReason)) lines.push(`  refused ${reason}: ${count}`);
+  lines.push(`  with them: ${counts.identities} linked identities, ${counts.totp} TOTP secrets`);
   const { identities, totp, organizations } = counts.notImported;
-  if (identities + totp + organizations > 0) lines.push(`  not imported (not supported yet): ${identities} linked identities, ${totp} TOTP secrets, ${organizations} memberships`);
+  if (identities + totp + organizations > 0) lines.push(`  not imported: ${identities} identities (no configured provider matches, or linked already), ${totp} TOTP (no secret in the export, or not HMAC-SHA1/6 digits/30 s), ${organizations} memberships`);
   lines.push(`report: ${reportPath}`);
   return `${lines.join('\n')}\n`;
 }
@@ -143,13 +144,14 @@ async function hashes(args: string[], io: CliIo): Promise<number> {
 
 export const runExportCommand: CliCommandRunner = async (args, io) => {
   if (args[0] !== 'users') throw new CliError(`unknown export command "${args[0] ?? ''}"\n\nUsage:\n${EXPORT_USAGE}`, 2);
-  const { values } = parseCommandLine(args.slice(1), { output: { type: 'string' } }, { command: 'export users', usage: EXPORT_USAGE });
+  const { values } = parseCommandLine(args.slice(1), { output: { type: 'string' }, 'include-totp-secrets': { type: 'boolean' } }, { command: 'export users', usage: EXPORT_USAGE });
   const output: NodeJS.WritableStream = values.output === undefined ? io.stdout : createWriteStream(values.output, { mode: 0o600 });
-  const written = await withServices(io, (services) => exportUsers(services.storage.db, output));
+  const { written, totpLeftOut } = await withServices(io, (services) => exportUsers(exportDeps(services, { totpSecrets: values['include-totp-secrets'] === true }), output));
   if (values.output !== undefined) {
     (output as WriteStream).end();
     await once(output, 'finish');
   }
   io.stderr.write(`exported ${written} users\n`);
+  if (totpLeftOut > 0) io.stderr.write(`${totpLeftOut} have an authenticator app whose secret was left out (--include-totp-secrets exports them)\n`);
   return 0;
 };
