@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { csvRecords, jsonArrayOf, jsonLines, type Entry } from './readers.ts';
 import type { ForeignUser } from './import-record.ts';
 import { keycloakTotpSecret, toForeignIdentities } from './identities.ts';
+import { betterAuthUser, readBetterAuth } from './better-auth.ts';
 
 /** Project-wide settings some formats need (Firebase's hash parameters). */
 export interface FormatOptions {
@@ -14,7 +15,9 @@ export interface FormatOptions {
 }
 
 export interface ImportFormat {
+  /** A file's reader; or, with `database: true`, a reader of the database its argument names. */
   read(input: Readable): AsyncGenerator<Entry>;
+  readDatabase?(location: string): AsyncGenerator<Entry>;
   toUser(value: Record<string, unknown>, options: FormatOptions): ForeignUser | { refused: 'INVALID_FIELD'; field: string };
 }
 
@@ -178,4 +181,5 @@ export const FORMATS: Readonly<Record<string, ImportFormat>> = {
   keycloak: { read: (input) => jsonArrayOf(input, 'users'), toUser: keycloak },
   clerk: { read: csvRecords, toUser: clerk },
   supabase: { read: jsonLines, toUser: supabase },
+  'better-auth': { read: () => { throw new Error('better-auth reads a database'); }, readDatabase: readBetterAuth, toUser: betterAuthUser },
 };

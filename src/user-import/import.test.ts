@@ -191,6 +191,52 @@ for (const backend of await backends()) {
       assert.equal((await t.services.users.findUserByEmail('nohash@example.com'))?.email, 'nohash@example.com');
     });
 
+    it('Better Auth: its database read directly; users sign in with their password, OAuth accounts linked', async () => {
+      const scratch = await backend.create();
+      try {
+        const [salt, key] = betterAuthHash(PASSWORD).split(':') as [string, string];
+        const statements = [
+          'create table "user" (id text primary key, name text, email text, "emailVerified" boolean, "createdAt" timestamp, role text, banned boolean)',
+          'create table account (id text primary key, "accountId" text, "providerId" text, "userId" text, password text)',
+          'create table "twoFactor" (id text primary key, secret text, "backupCodes" text, "userId" text)',
+        ];
+        const rows: Array<[string, unknown[]]> = [
+          ['insert into "user" values (?, ?, ?, ?, ?, ?, ?)', ['u1', 'Better One', 'ba1@example.com', true, '2024-05-06T07:08:09.000Z', 'admin', false]],
+          ['insert into "user" values (?, ?, ?, ?, ?, ?, ?)', ['u2', 'Better Two', 'ba2@example.com', false, '2024-05-06T07:08:09.000Z', null, true]],
+          ['insert into account values (?, ?, ?, ?, ?)', ['a1', 'u1', 'credential', 'u1', `${salt}:${key}`]],
+          ['insert into account values (?, ?, ?, ?, ?)', ['a2', '777', 'github', 'u1', null]],
+          ['insert into account values (?, ?, ?, ?, ?)', ['a3', 'u2', 'credential', 'u2', `${salt}:${key}`]],
+          ['insert into "twoFactor" values (?, ?, ?, ?)', ['t1', 'encrypted', 'codes', 'u2']],
+        ];
+        if (backend.name === 'sqlite') {
+          const { DatabaseSync } = await import('node:sqlite');
+          const db = new DatabaseSync(scratch.url.replace(/^sqlite:/, ''));
+          for (const statement of statements) db.exec(statement.replace(/boolean|timestamp/g, 'integer'));
+          for (const [sql, values] of rows) db.prepare(sql).run(...values.map((value) => (typeof value === 'boolean' ? Number(value) : (value as string | null))));
+          db.close();
+        } else {
+          const client = new (await import('pg')).default.Client({ connectionString: scratch.url });
+          await client.connect();
+          for (const statement of statements) await client.query(statement);
+          for (const [sql, values] of rows) await client.query(sql.replace(/\?/g, ((n) => () => `$${++n}`)(0)), values);
+          await client.end();
+        }
+        const opts = options({ format: 'better-auth', roleRules: parseRoleRules(['admin=ADMIN'], false) });
+        const counts = await runImport(importDeps(t.services), scratch.url, opts);
+        assert.deepEqual(opts.refused, []);
+        assert.deepEqual([counts.created, counts.identities, counts.notImported.totp], [2, 1, 1]);
+        assert.equal(await signIn(t, 'ba1@example.com', `${PASSWORD}?`), 401);
+        assert.equal(await signIn(t, 'ba1@example.com', PASSWORD), 200);
+        assert.match((await storedHash(t, 'ba1@example.com'))!, /^\$argon2id\$/);
+        assert.equal(await signIn(t, 'ba2@example.com', PASSWORD), 403, 'banned: disabled');
+        const user = await t.services.users.findUserByEmail('ba1@example.com');
+        assert.deepEqual([user?.name, user?.roles, user?.createdAt], ['Better One', ['ADMIN'], Date.parse('2024-05-06T07:08:09.000Z')]);
+        assert.deepEqual(await identitiesOf(t, 'ba1@example.com'), [['github', '777']]);
+      } finally {
+        await scratch.drop();
+      }
+    });
+
     it('export users → import --from json on a fresh instance: the same users, roles and passwords', async () => {
       const chunks: string[] = [];
       const sink = new (await import('node:stream')).Writable({ write: (chunk, _encoding, done) => void (chunks.push(String(chunk)), done()) });

@@ -71,7 +71,8 @@ export function importDeps(services: Services): ImportDeps {
   return { db: services.storage.db, clock: services.clock, providers: services.config.oauth.providers, totpKey: deriveKey(services.config.authSecret, TOTP_KEY_PURPOSE) };
 }
 
-export async function runImport(deps: ImportDeps, input: Readable, options: ImportOptions): Promise<ImportCounts> {
+/** `input`: the file's bytes, or the location of the database a database format reads. */
+export async function runImport(deps: ImportDeps, input: Readable | string, options: ImportOptions): Promise<ImportCounts> {
   const format = FORMATS[options.format];
   if (format === undefined) throw new Error(`unknown format ${options.format}`);
   const counts: ImportCounts = { read: 0, created: 0, updated: 0, skipped: 0, refused: 0, refusedByReason: {}, hashes: {}, identities: 0, totp: 0, notImported: { identities: 0, totp: 0, organizations: 0 } };
@@ -120,7 +121,8 @@ export async function runImport(deps: ImportDeps, input: Readable, options: Impo
 
   const rules = { roles: options.roleRules, matchIdentity: identityMatcher(deps.providers) };
   const inBatch = new Set<string>();
-  for await (const entry of format.read(input)) {
+  const entries = typeof input === 'string' ? format.readDatabase!(input) : format.read(input);
+  for await (const entry of entries) {
     counts.read++;
     if ('refused' in entry) {
       await refuse(entry.line, entry.refused);

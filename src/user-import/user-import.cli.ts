@@ -8,7 +8,8 @@ export const IMPORT_USAGE = `  gatehouse import --from FORMAT FILE [--dry-run] [
                    [--map-role FROM=TO]... [--drop-unmapped-roles]
                                     import users from another system's export; FORMAT is json
                                     (the generic JSON Lines), csv, auth0, firebase, keycloak,
-                                    clerk or supabase (docs/guides/moving-to-gatehouse.md).
+                                    clerk, supabase, or better-auth (FILE is then its database:
+                                    a SQLite path or a postgres:// URL; docs/guides/moving-to-gatehouse.md).
                                     Firebase also needs --firebase-signer-key, --firebase-salt-separator,
                                     --firebase-rounds and --firebase-mem-cost (its hash parameters).
                                     Exit 0 all imported or skipped, 3 some rows refused (see the

@@ -45,9 +45,10 @@ export const runImportCommand: CliCommandRunner = async (args, io) => {
   }
   const formatOptions = firebaseOptions(format, values);
   const file = positionals[0]!;
-  let size: number;
+  const isDatabase = FORMATS[format]!.readDatabase !== undefined;
+  let size = 0;
   try {
-    size = statSync(file).size;
+    if (!isDatabase || !/^postgres(ql)?:\/\//.test(file)) size = statSync(file.replace(/^sqlite:/, '')).size;
   } catch {
     throw new CliError(`cannot read ${file}`);
   }
@@ -56,8 +57,8 @@ export const runImportCommand: CliCommandRunner = async (args, io) => {
   const report = createWriteStream(reportPath);
   await writeAll(report, `{"format":${JSON.stringify(format)},"dryRun":${dryRun},"refused":[`);
   let first = true;
-  const input = createReadStream(file);
-  const progress = createProgress(io.stderr, () => (size === 0 ? 1 : input.bytesRead / size));
+  const input = isDatabase ? file : createReadStream(file);
+  const progress = createProgress(io.stderr, () => (typeof input === 'string' || size === 0 ? 0 : input.bytesRead / size));
 
   const counts = await withServices(io, async (services) => {
     const result = await runImport(importDeps(services), input, {
