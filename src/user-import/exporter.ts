@@ -2,7 +2,8 @@
  * `gatehouse export users`: the whole user base in the generic format (JSON Lines, one user a line),
  * which `gatehouse import --from json` reads back. Password hashes go as stored (argon2id, or a
  * foreign hash not yet replaced), so the people keep their passwords; linked identities go as
- * provider and subject. TOTP secrets go only when asked (`totpSecrets`), opened from their boxes:
+ * provider and subject, memberships as organization slug and role (the organizations themselves are
+ * not exported: create them on the new instance first). TOTP secrets go only when asked (`totpSecrets`), opened from their boxes:
  * unlike a hash, a secret in the file is usable as it is. Read by keyset pages: constant memory
  * whatever the number of users. The file is as sensitive as a backup.
  */
@@ -11,7 +12,7 @@ import type { Db } from '../storage/database.ts';
 import type { Services } from '../services.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import { openSecret } from '../mfa/secret-box.ts';
-import { findFactorsOf, findUsersAfter } from './import.store.ts';
+import { findFactorsOf, findMembershipsOf, findUsersAfter } from './import.store.ts';
 import { TOTP_KEY_PURPOSE } from './importer.ts';
 
 const PAGE = 1000;
@@ -34,7 +35,8 @@ export async function exportUsers(deps: ExportDeps, output: NodeJS.WritableStrea
   for (;;) {
     const users = await findUsersAfter(deps.db, after, PAGE);
     if (users.length === 0) return { written, totpLeftOut };
-    const factors = await findFactorsOf(deps.db, users.map((user) => user.id));
+    const ids = users.map((user) => user.id);
+    const [factors, memberships] = await Promise.all([findFactorsOf(deps.db, ids), findMembershipsOf(deps.db, ids)]);
     for (const user of users) {
       const box = factors.totp.get(user.id);
       if (box !== undefined && deps.totpKey === null) totpLeftOut++;
@@ -47,6 +49,7 @@ export async function exportUsers(deps: ExportDeps, output: NodeJS.WritableStrea
         roles: user.roles,
         passwordHash: user.password_hash,
         identities: factors.identities.get(user.id) ?? [],
+        organizations: memberships.get(user.id) ?? [],
         ...(box !== undefined && deps.totpKey !== null && { totpSecret: openSecret(box, deps.totpKey, user.id) }),
       });
       if (!output.write(`${line}\n`)) await once(output, 'drain');

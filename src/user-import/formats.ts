@@ -36,6 +36,7 @@ const generic = (value: Record<string, unknown>): ForeignUser => ({
   roles: typeof value['roles'] === 'string' ? (value['roles'] as string).split(/[\s;]+/).filter((role) => role !== '') : value['roles'],
   identities: toForeignIdentities(value['identities'], (item) => ({ provider: item['provider'] ?? item['issuer'], subject: item['subject'] })),
   totpSecret: value['totpSecret'] ?? value['totp_secret'],
+  organizations: value['organizations'],
 });
 
 /**

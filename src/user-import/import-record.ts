@@ -25,8 +25,14 @@ export interface ForeignUser {
   totpSecret?: unknown;
   /** The export says the user has TOTP but not its secret (Firebase), or with parameters Gatehouse's TOTP does not use. */
   totpNotImportable?: boolean;
-  /** Organization memberships the export has (not imported by this version: counted in the report). */
-  organizations?: number;
+  /** Memberships of organizations that exist here (by slug; `gatehouse orgs create` them first), with the member's role. */
+  organizations?: unknown;
+}
+
+export interface Membership {
+  slug: string;
+  /** OWNER, ADMIN, MEMBER or a custom role (UPPER_SNAKE). */
+  role: string;
 }
 
 export interface ImportRow {
@@ -42,6 +48,7 @@ export interface ImportRow {
   /** Identities of the export that match no configured provider (counted, not imported). */
   unmatchedIdentities: number;
   totpSecret: string | null;
+  organizations: Membership[];
 }
 
 export type Refusal =
@@ -116,6 +123,16 @@ export function toImportRow(user: ForeignUser, rules: RowRules): RowCheck {
     totpSecret = typeof user.totpSecret === 'string' ? toTotpSecret(user.totpSecret) : null;
     if (totpSecret === null) return bad('totpSecret');
   }
+  const organizations: Membership[] = [];
+  if (user.organizations !== undefined && user.organizations !== null) {
+    if (!Array.isArray(user.organizations) || user.organizations.length > 100) return bad('organizations');
+    for (const item of user.organizations as unknown[]) {
+      const { slug, role = 'MEMBER' } = (typeof item === 'object' && item !== null ? item : {}) as { slug?: unknown; role?: unknown };
+      const upper = typeof role === 'string' ? role.toUpperCase() : '';
+      if (typeof slug !== 'string' || slug === '' || slug.length > 100 || !isValidRole(upper)) return bad('organizations');
+      if (!organizations.some((membership) => membership.slug === slug.toLowerCase())) organizations.push({ slug: slug.toLowerCase(), role: upper });
+    }
+  }
   const identities = new Map<string, LinkedIdentity>();
   let unmatchedIdentities = 0;
   for (const identity of user.identities ?? []) {
@@ -126,7 +143,7 @@ export function toImportRow(user: ForeignUser, rules: RowRules): RowCheck {
   }
   return {
     ok: true,
-    row: { email: email.data, name, emailVerified, createdAt, disabled, passwordHash, hashKind, roles: [...roles], identities: [...identities.values()], unmatchedIdentities, totpSecret },
+    row: { email: email.data, name, emailVerified, createdAt, disabled, passwordHash, hashKind, roles: [...roles], identities: [...identities.values()], unmatchedIdentities, totpSecret, organizations },
   };
 }
 

@@ -28,7 +28,7 @@ export async function writeBatch(
   updated: ReadonlyArray<{ id: string; row: ImportRow }>,
   now: number,
   seal: (secret: string, userId: string) => string,
-): Promise<{ identitiesLeftOut: number; totpLeftOut: number }> {
+): Promise<{ identitiesLeftOut: number; totpLeftOut: number; membershipsLeftOut: number }> {
   return db.transaction().execute(async (trx) => {
     const users = created.map((row) => ({ id: randomId(), row }));
     if (created.length > 0) {
@@ -115,7 +115,37 @@ async function writeFactors(trx: Db, users: ReadonlyArray<{ id: string; row: Imp
         .execute();
     }
   }
-  return { identitiesLeftOut, totpLeftOut };
+  return { identitiesLeftOut, totpLeftOut, membershipsLeftOut: await writeMemberships(trx, users, now) };
+}
+
+/** Memberships of organizations that exist, for users not yet members; how many were left out. */
+async function writeMemberships(trx: Db, users: ReadonlyArray<{ id: string; row: ImportRow }>, now: number): Promise<number> {
+  const wanted = users.flatMap(({ id, row }) => row.organizations.map((membership) => ({ userId: id, ...membership })));
+  if (wanted.length === 0) return 0;
+  const organizations = new Map((await trx.selectFrom('organizations').select(['id', 'slug']).where('slug', 'in', [...new Set(wanted.map((m) => m.slug))]).execute()).map((row) => [row.slug, row.id]));
+  const present = new Set(
+    (await trx.selectFrom('organization_members').select(['organization_id', 'user_id']).where('user_id', 'in', [...new Set(wanted.map((m) => m.userId))]).execute()).map((row) => `${row.organization_id} ${row.user_id}`),
+  );
+  const fresh = wanted.flatMap((membership) => {
+    const organizationId = organizations.get(membership.slug);
+    return organizationId === undefined || present.has(`${organizationId} ${membership.userId}`) ? [] : [{ organization_id: organizationId, user_id: membership.userId, role: membership.role, created_at: now, updated_at: now }];
+  });
+  if (fresh.length > 0) await trx.insertInto('organization_members').values(fresh).execute();
+  return wanted.length - fresh.length;
+}
+
+/** Each user's memberships, by organization slug. */
+export async function findMembershipsOf(db: Db, userIds: readonly string[]): Promise<Map<string, Array<{ slug: string; role: string }>>> {
+  const rows = await db
+    .selectFrom('organization_members')
+    .innerJoin('organizations', 'organizations.id', 'organization_members.organization_id')
+    .select(['organization_members.user_id', 'organizations.slug', 'organization_members.role'])
+    .where('organization_members.user_id', 'in', userIds)
+    .orderBy('organizations.slug')
+    .execute();
+  const byUser = new Map<string, Array<{ slug: string; role: string }>>();
+  for (const row of rows) (byUser.get(row.user_id) ?? byUser.set(row.user_id, []).get(row.user_id)!).push({ slug: row.slug, role: row.role });
+  return byUser;
 }
 
 export type ExportedUser = Pick<UserRow, 'id' | 'email' | 'name' | 'password_hash' | 'email_verified_at' | 'disabled_at' | 'created_at'>;

@@ -19,6 +19,7 @@ import { createTestApp, TEST_SECRET, type TestApp } from '../../test/helpers/app
 import { runCli, type ChildEnv } from '../../test/helpers/process.ts';
 import { importDeps, runImport, type ImportCounts, type ImportOptions } from './importer.ts';
 import { parseRoleRules } from './import-record.ts';
+import { CLI_SOURCE } from '../audit/audit.service.ts';
 import { countHashKinds } from './import.store.ts';
 import { exportDeps, exportUsers } from './exporter.ts';
 import { betterAuthHash, everyKind, FIREBASE_PROJECT, firebaseHash, keycloakPbkdf2 } from './test-fixtures.ts';
@@ -147,6 +148,19 @@ for (const backend of await backends()) {
       assert.equal(await signIn(t, 'bcrypt@example.com', PASSWORD), 200);
     });
 
+    it('memberships of organizations that exist here are imported with their role; others are counted', async () => {
+      const owner = await t.services.users.findUserByEmail('bcrypt@example.com');
+      const created = await t.services.organizations.create({ name: 'Acme Works', slug: 'acme' }, owner!.id, CLI_SOURCE);
+      assert.ok(created.ok);
+      const opts = options();
+      const counts = await run(lines([{ email: 'member@example.com', organizations: [{ slug: 'ACME', role: 'admin' }, { slug: 'nowhere' }] }, { email: 'badorg@example.com', organizations: [{ slug: 'acme', role: 'not a role' }] }]), opts);
+      assert.deepEqual([counts.created, counts.organizations, counts.notImported.organizations], [1, 1, 1]);
+      assert.deepEqual(opts.refused, [{ line: 2, reason: 'INVALID_FIELD', field: 'organizations' }]);
+      const member = await t.services.users.findUserByEmail('member@example.com');
+      const rows = await t.services.storage.db.selectFrom('organization_members').select('role').where('user_id', '=', member!.id).execute();
+      assert.deepEqual(rows, [{ role: 'ADMIN' }]);
+    });
+
     it('each source format: its users sign in with their original password', async () => {
       const hash = await bcrypt.hash(PASSWORD, 10);
       const auth0 = lines([{ _id: { $oid: '1' }, email: 'a0@example.com', email_verified: true, name: 'Auth Zero', passwordHash: hash, identities: [{ provider: 'auth0', user_id: 'abc' }, { provider: 'github', user_id: 4242 }] }]);
@@ -250,6 +264,7 @@ for (const backend of await backends()) {
         assert.deepEqual([counts.created, counts.refused], [written, 0]);
         await signInWithTotp(other, 'kc@example.com', base32Of(KEYCLOAK_OTP.value));
         assert.deepEqual(await identitiesOf(other, 'a0@example.com'), [['github', '4242']]);
+        assert.equal(counts.notImported.organizations, 2, 'the organizations are not created by an import: create them first');
         assert.equal(await signIn(other, 'pbkdf2-sha1@example.com', PASSWORD), 200);
         assert.deepEqual((await other.services.users.findUserByEmail('kc@example.com'))?.roles, ['ADMIN']);
         assert.equal(await signIn(other, 'disabled@example.com', PASSWORD), 403);

@@ -53,10 +53,11 @@ export interface ImportCounts {
   refusedByReason: Partial<Record<Refusal, number>>;
   /** Imported (or, in a dry run, importable) password hashes by kind. */
   hashes: Record<string, number>;
-  /** Linked identities and TOTP secrets imported (or, in a dry run, importable; before conflicts with present ones). */
+  /** Linked identities, TOTP secrets and memberships imported (or, in a dry run, importable; before conflicts with present ones). */
   identities: number;
   totp: number;
-  /** What the export had that was not imported: identities of no configured provider (or linked already), TOTP secrets the export lacks or Gatehouse's TOTP cannot use, memberships. */
+  organizations: number;
+  /** What the export had that was not imported: identities of no configured provider (or linked already), TOTP secrets the export lacks or Gatehouse's TOTP cannot use, memberships of organizations that do not exist here. */
   notImported: { identities: number; totp: number; organizations: number };
 }
 
@@ -75,7 +76,7 @@ export function importDeps(services: Services): ImportDeps {
 export async function runImport(deps: ImportDeps, input: Readable | string, options: ImportOptions): Promise<ImportCounts> {
   const format = FORMATS[options.format];
   if (format === undefined) throw new Error(`unknown format ${options.format}`);
-  const counts: ImportCounts = { read: 0, created: 0, updated: 0, skipped: 0, refused: 0, refusedByReason: {}, hashes: {}, identities: 0, totp: 0, notImported: { identities: 0, totp: 0, organizations: 0 } };
+  const counts: ImportCounts = { read: 0, created: 0, updated: 0, skipped: 0, refused: 0, refusedByReason: {}, hashes: {}, identities: 0, totp: 0, organizations: 0, notImported: { identities: 0, totp: 0, organizations: 0 } };
   let batch: Array<{ line: number; row: ImportRow }> = [];
 
   const refuse = async (line: number, reason: Refusal, field?: string) => {
@@ -106,6 +107,7 @@ export async function runImport(deps: ImportDeps, input: Readable | string, opti
     for (const row of [...created, ...updated.map((entry) => entry.row)]) {
       counts.identities += row.identities.length;
       counts.totp += row.totpSecret === null ? 0 : 1;
+      counts.organizations += row.organizations.length;
     }
     if (!options.dryRun) {
       const leftOut = await writeBatch(deps.db, created, updated, deps.clock(), (secret, userId) => sealSecret(secret, deps.totpKey, userId));
@@ -113,6 +115,8 @@ export async function runImport(deps: ImportDeps, input: Readable | string, opti
       counts.notImported.identities += leftOut.identitiesLeftOut;
       counts.totp -= leftOut.totpLeftOut;
       counts.notImported.totp += leftOut.totpLeftOut;
+      counts.organizations -= leftOut.membershipsLeftOut;
+      counts.notImported.organizations += leftOut.membershipsLeftOut;
     }
     counts.created += created.length;
     counts.updated += updated.length;
@@ -144,7 +148,6 @@ export async function runImport(deps: ImportDeps, input: Readable | string, opti
     }
     counts.notImported.identities += checked.row.unmatchedIdentities;
     counts.notImported.totp += user.totpNotImportable === true && checked.row.totpSecret === null ? 1 : 0;
-    counts.notImported.organizations += user.organizations ?? 0;
     // The same address twice in one batch: the second is refused (across batches it is found and skipped or updated).
     if (inBatch.has(checked.row.email)) {
       await refuse(entry.line, 'DUPLICATE_EMAIL', 'email');

@@ -102,9 +102,9 @@ function summary(counts: ImportCounts, dryRun: boolean, reportPath: string): str
     `${dryRun ? 'dry run: would import' : 'imported'} ${counts.created} new, ${counts.updated} updated, ${counts.skipped} skipped (already present), ${counts.refused} refused, of ${counts.read} read`,
   ];
   for (const [reason, count] of Object.entries(counts.refusedByReason)) lines.push(`  refused ${reason}: ${count}`);
-  lines.push(`  with them: ${counts.identities} linked identities, ${counts.totp} TOTP secrets`);
+  lines.push(`  with them: ${counts.identities} linked identities, ${counts.totp} TOTP secrets, ${counts.organizations} memberships`);
   const { identities, totp, organizations } = counts.notImported;
-  if (identities + totp + organizations > 0) lines.push(`  not imported: ${identities} identities (no configured provider matches, or linked already), ${totp} TOTP (no secret in the export, or not HMAC-SHA1/6 digits/30 s), ${organizations} memberships`);
+  if (identities + totp + organizations > 0) lines.push(`  not imported: ${identities} identities (no configured provider matches, or linked already), ${totp} TOTP (no secret in the export, or not HMAC-SHA1/6 digits/30 s), ${organizations} memberships (no such organization here, or a member already)`);
   lines.push(`report: ${reportPath}`);
   return `${lines.join('\n')}\n`;
 }
