@@ -69,6 +69,7 @@ export const credentialsModule = defineModule({
       clock,
       throttle: signInThrottle,
       passwordRefusals: createPasswordRefusalLimits({ limiters: rateLimiters, rateLimits: config.rateLimits, clock }),
+      accountSources: modules.flatMap((module) => module.passwordAccountSources?.(config) ?? []),
     });
     return {
       hasher,

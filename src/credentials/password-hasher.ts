@@ -28,6 +28,21 @@ export interface PasswordHashScheme {
   verify(passwordHash: string, password: string): Promise<boolean>;
 }
 
+/**
+ * A live old system that still knows passwords (lazy migration), which a module brings in the
+ * `passwordAccountSources` slot (module.ts): at a password sign-in for an address Gatehouse has no
+ * account for, after the throttle allowed the attempt, the credentials module asks each source in
+ * turn; the first that vouches for the password has the account created here, with an argon2id
+ * hash of the password just typed (audited `user.created`, `via` the source's name), and the
+ * sign-in goes on as any other. Its answer is a value: null when the password is wrong, the source
+ * knows no such address, or cannot be reached (never an exception).
+ */
+export interface PasswordAccountSource {
+  /** Its name, in the audit detail `via`. */
+  readonly name: string;
+  verify(email: string, password: string): Promise<{ emailVerified: boolean } | null>;
+}
+
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
   /** Compares in constant time inside argon2; false for a malformed hash, never throws for one. */
