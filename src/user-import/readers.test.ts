@@ -15,7 +15,10 @@ async function all(entries: AsyncGenerator<Entry>): Promise<Entry[]> {
 }
 
 /** The text in chunks of `size` bytes. */
-const chunked = (text: string, size: number) => Readable.from(Array.from({ length: Math.ceil(Buffer.byteLength(text) / size) }, (_, i) => Buffer.from(text).subarray(i * size, (i + 1) * size)));
+function chunked(text: string, size: number): Readable {
+  const bytes = Buffer.from(text);
+  return Readable.from(Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) => bytes.subarray(i * size, (i + 1) * size)));
+}
 
 describe('import readers', () => {
   const document = `{
@@ -47,14 +50,18 @@ describe('import readers', () => {
   });
 
   it('CSV: quoted fields with commas and line breaks; a malformed record is refused, the rest read', async () => {
-    const text = 'email,name\na@example.com,"Doe, Jane\nSecond line"\nb@example.com,one,too many\nc@example.com,C\n';
-    const entries = await all(csvRecords(chunked(text, 5)));
+    const huge = `"${'x'.repeat(MAX_ENTRY_BYTES)}\n"`;
+    const text = `\uFEFFemail,name\na@example.com,"Doe, Jane\nSecond line"\nb@example.com,one,too many\nc@example.com,C\nhuge@example.com,${huge}\nd@example.com,"D ""quoted"""\r\n`;
+    const entries = await all(csvRecords(chunked(text, 4096)));
+    assert.deepEqual(await all(csvRecords(chunked(text.slice(0, text.indexOf('c@example.com')), 5))), entries.slice(0, 2), 'the same in 5-byte chunks');
     assert.deepEqual(
       entries.sort((a, b) => a.line - b.line),
       [
-        { line: 3, value: { email: 'a@example.com', name: 'Doe, Jane\nSecond line' } },
+        { line: 2, value: { email: 'a@example.com', name: 'Doe, Jane\nSecond line' } },
         { line: 4, refused: 'INVALID_CSV' },
         { line: 5, value: { email: 'c@example.com', name: 'C' } },
+        { line: 6, refused: 'ROW_TOO_LARGE' },
+        { line: 8, value: { email: 'd@example.com', name: 'D "quoted"' } },
       ],
     );
   });

@@ -2,59 +2,74 @@
  * The file readers of `gatehouse import`, each a stream of entries with the line they start on, in
  * constant memory: JSON Lines (one entry per line), a JSON document's array of users (Firebase's
  * `auth:export`, Keycloak's realm export: the array is cut into its elements as the bytes arrive, never
- * parsed whole) and CSV (csv-parse, quoted fields with line breaks). An entry longer than
+ * parsed whole) and CSV (quoted fields with line breaks; each record parsed by csv-parse). An entry longer than
  * MAX_ENTRY_BYTES is refused by its line (`ROW_TOO_LARGE`) without being held, and the file goes on.
  */
 import type { Readable } from 'node:stream';
-import { parse as parseCsv } from 'csv-parse';
+import { parse as parseCsvRecord } from 'csv-parse/sync';
 
 export const MAX_ENTRY_BYTES = 1024 * 1024;
 
 export type Entry = { line: number; value: unknown } | { line: number; refused: 'ROW_TOO_LARGE' | 'INVALID_JSON' | 'INVALID_CSV' };
 
+/** The bytes of one entry as they arrive, dropped (and remembered as too long) past MAX_ENTRY_BYTES. */
+class EntryBytes {
+  #parts: Buffer[] = [];
+  #size = 0;
+  #tooLong = false;
+  get isEmpty(): boolean {
+    return this.#size === 0 && !this.#tooLong;
+  }
+  add(piece: Buffer): void {
+    if (this.#tooLong || piece.length === 0) return;
+    this.#size += piece.length;
+    if (this.#size > MAX_ENTRY_BYTES) {
+      this.#tooLong = true;
+      this.#parts = [];
+    } else this.#parts.push(Buffer.from(piece));
+  }
+  /** The entry's text (null when it was too long), and a fresh start. */
+  take(): string | null {
+    const text = this.#tooLong ? null : Buffer.concat(this.#parts).toString('utf8');
+    this.#parts = [];
+    this.#size = 0;
+    this.#tooLong = false;
+    return text;
+  }
+}
+
 /** JSON Lines: each non-blank line one JSON value. */
 export async function* jsonLines(input: Readable): AsyncGenerator<Entry> {
   let line = 0;
-  let parts: Buffer[] = [];
-  let size = 0;
-  let tooLong = false;
+  const bytes = new EntryBytes();
   const finish = (): Entry | null => {
     line++;
-    const text = tooLong ? '' : Buffer.concat(parts).toString('utf8');
-    const wasTooLong = tooLong;
-    parts = [];
-    size = 0;
-    tooLong = false;
-    if (wasTooLong) return { line, refused: 'ROW_TOO_LARGE' };
+    const text = bytes.take();
+    if (text === null) return { line, refused: 'ROW_TOO_LARGE' };
     if (text.trim() === '') return null;
-    try {
-      return { line, value: JSON.parse(text) };
-    } catch {
-      return { line, refused: 'INVALID_JSON' };
-    }
+    return parseJson(line, text);
   };
   for await (const chunk of input as AsyncIterable<Buffer>) {
     let start = 0;
     for (let newline = chunk.indexOf(10, start); newline >= 0; newline = chunk.indexOf(10, start)) {
-      take(chunk.subarray(start, newline));
+      bytes.add(chunk.subarray(start, newline));
       const entry = finish();
       if (entry !== null) yield entry;
       start = newline + 1;
     }
-    take(chunk.subarray(start));
+    bytes.add(chunk.subarray(start));
   }
-  if (size > 0 || tooLong) {
+  if (!bytes.isEmpty) {
     const entry = finish();
     if (entry !== null) yield entry;
   }
+}
 
-  function take(piece: Buffer) {
-    if (tooLong || piece.length === 0) return;
-    size += piece.length;
-    if (size > MAX_ENTRY_BYTES) {
-      tooLong = true;
-      parts = [];
-    } else parts.push(Buffer.from(piece));
+function parseJson(line: number, text: string): Entry {
+  try {
+    return { line, value: JSON.parse(text) };
+  } catch {
+    return { line, refused: 'INVALID_JSON' };
   }
 }
 
@@ -71,11 +86,9 @@ export async function* jsonArrayOf(input: Readable, key: string): AsyncGenerator
   let lastKey = '';
   let keyText: string[] | null = null;
   let inArray = false;
-  let element: Buffer[] = [];
-  let elementSize = 0;
+  const element = new EntryBytes();
   let elementLine = 0;
   let elementStart = -1;
-  let tooLong = false;
   for await (const chunk of input as AsyncIterable<Buffer>) {
     elementStart = inArray && depth >= 3 ? 0 : -1;
     for (let i = 0; i < chunk.length; i++) {
@@ -105,52 +118,81 @@ export async function* jsonArrayOf(input: Readable, key: string): AsyncGenerator
         else if (inArray && depth === 3) {
           elementStart = i;
           elementLine = line;
-          element = [];
-          elementSize = 0;
-          tooLong = false;
         }
       } else if (byte === 0x7d || byte === 0x5d) {
         depth--;
         if (inArray && depth === 2) {
-          keep(chunk.subarray(elementStart, i + 1));
+          element.add(chunk.subarray(elementStart, i + 1));
           elementStart = -1;
-          yield emit();
+          const text = element.take();
+          yield text === null ? { line: elementLine, refused: 'ROW_TOO_LARGE' } : parseJson(elementLine, text);
         } else if (inArray && depth === 1) inArray = false;
       }
     }
-    if (elementStart >= 0) keep(chunk.subarray(elementStart));
-  }
-
-  function keep(piece: Buffer) {
-    if (tooLong) return;
-    elementSize += piece.length;
-    if (elementSize > MAX_ENTRY_BYTES) {
-      tooLong = true;
-      element = [];
-    } else element.push(Buffer.from(piece));
-  }
-  function emit(): Entry {
-    if (tooLong) return { line: elementLine, refused: 'ROW_TOO_LARGE' };
-    try {
-      return { line: elementLine, value: JSON.parse(Buffer.concat(element).toString('utf8')) };
-    } catch {
-      return { line: elementLine, refused: 'INVALID_JSON' };
-    }
+    if (elementStart >= 0) element.add(chunk.subarray(elementStart));
   }
 }
 
-/** CSV with a header row: each record an object by column name. */
+
+/**
+ * CSV with a header row: each record an object by column name. Records are cut here (a line break
+ * outside quotes ends one; `""` inside quotes is a quote), so that one over the limit is skipped
+ * without losing the records after it; each is then parsed alone by csv-parse.
+ */
 export async function* csvRecords(input: Readable): AsyncGenerator<Entry> {
-  const skipped: Entry[] = [];
-  const parser = input.pipe(
-    parseCsv({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: false, max_record_size: MAX_ENTRY_BYTES, skip_records_with_error: true, info: true }),
-  );
-  parser.on('skip', (error: { lines?: number; code?: string }) => {
-    skipped.push({ line: error.lines ?? 0, refused: error.code === 'CSV_MAX_RECORD_SIZE' ? 'ROW_TOO_LARGE' : 'INVALID_CSV' });
-  });
-  for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
-    while (skipped.length > 0) yield skipped.shift()!;
-    yield { line: info.lines, value: record };
+  let header: string[] | null = null;
+  for await (const record of csvRecordTexts(input)) {
+    if (record.text === null) {
+      yield { line: record.line, refused: 'ROW_TOO_LARGE' };
+      continue;
+    }
+    const text: string = header === null ? record.text.replace(/^\uFEFF/, '') : record.text;
+    if (text.trim() === '') continue;
+    let fields: string[] | undefined;
+    try {
+      fields = (parseCsvRecord(text, { relax_column_count: true }) as string[][])[0];
+    } catch {
+      fields = undefined;
+    }
+    if (header === null) {
+      if (fields === undefined) {
+        yield { line: record.line, refused: 'INVALID_CSV' };
+        return;
+      }
+      header = fields;
+      continue;
+    }
+    if (fields === undefined || fields.length !== header.length) {
+      yield { line: record.line, refused: 'INVALID_CSV' };
+      continue;
+    }
+    const values = fields;
+    yield { line: record.line, value: Object.fromEntries(header.map((name, index) => [name, values[index]])) };
   }
-  while (skipped.length > 0) yield skipped.shift()!;
+}
+
+/** The text of each CSV record with the line it starts on; null text for one over MAX_ENTRY_BYTES. */
+async function* csvRecordTexts(input: Readable): AsyncGenerator<{ line: number; text: string | null }> {
+  let line = 1;
+  let start = 1;
+  let inQuotes = false;
+  const bytes = new EntryBytes();
+  for await (const chunk of input as AsyncIterable<Buffer>) {
+    let from = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i]!;
+      if (byte === 0x22) inQuotes = !inQuotes;
+      else if (byte === 10) {
+        line++;
+        if (!inQuotes) {
+          bytes.add(chunk.subarray(from, i));
+          yield { line: start, text: bytes.take() };
+          from = i + 1;
+          start = line;
+        }
+      }
+    }
+    bytes.add(chunk.subarray(from));
+  }
+  if (!bytes.isEmpty) yield { line: start, text: bytes.take() };
 }
