@@ -34,6 +34,7 @@ import { impersonationModule } from './impersonation/impersonation.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
+import { userImportModule } from './user-import/user-import.module.ts';
 
 export const MODULES: readonly GatehouseModule[] = [
   i18nModule,
@@ -65,6 +66,7 @@ export const MODULES: readonly GatehouseModule[] = [
   adminModule,
   opsModule,
   pagesModule,
+  userImportModule,
 ];
 
 /** Applies every pending migration of every module (in the lexical order of their names). */
