@@ -25,6 +25,7 @@ import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
+import { scimModule } from './scim/scim.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
 import { impersonationModule } from './impersonation/impersonation.module.ts';
@@ -53,6 +54,7 @@ export const MODULES: readonly GatehouseModule[] = [
   oidcProviderModule,
   organizationsModule,
   webhooksModule,
+  scimModule,
   accountDeletionModule,
   metricsModule,
   impersonationModule,
