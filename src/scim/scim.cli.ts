@@ -14,4 +14,4 @@ export const SCIM_USAGE = `  gatehouse scim tokens list --org ORG [--json]
   gatehouse scim tokens revoke --org ORG --id TOKEN_ID
                                     revoke a SCIM token`;
 
-export const cli: readonly CliCommandGroup[] = [{ name: 'scim', usage: SCIM_USAGE, order: 45, load: async () => (await import('./scim.commands.ts')).runScimCommand }];
+export const cli: readonly CliCommandGroup[] = [{ name: 'scim', usage: SCIM_USAGE, order: 47, load: async () => (await import('./scim.commands.ts')).runScimCommand }];
