@@ -9,6 +9,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { access } from '../authorization/access.ts';
+import { AppError } from '../errors.ts';
+import { isUnavailable } from '../http/error-handler.ts';
 import type { AuditSource } from '../audit/audit.service.ts';
 import type { Limiter } from '../http/rate-limit.ts';
 import type { ScimConfig } from './scim.config.ts';
@@ -66,7 +68,18 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   const json = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser(['application/scim+json'], { parseAs: 'string' }, json);
 
-  app.setErrorHandler((error: { statusCode?: number; code?: string; message?: string }, request, reply) => {
+  // Every error of these routes in SCIM's shape: a refusal by the plumbing (a NUL in the query, a
+  // body too large), storage unavailable (503, Retry-After), malformed JSON; anything else is a 500
+  // that says nothing (the log has it).
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    if (error instanceof AppError) {
+      if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+      return scimError(reply, error.status, error.message, error.status === 400 ? 'invalidSyntax' : undefined);
+    }
+    if (isUnavailable(error)) {
+      reply.header('retry-after', '1');
+      return scimError(reply, 503, 'The service is temporarily unavailable. Try again shortly.');
+    }
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
     if (status === 500) {
       request.log.error({ err: error }, 'scim request failed');
@@ -74,7 +87,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     }
     if (status === 415) return scimError(reply, 415, 'Send application/scim+json or application/json.');
     if (status === 413) return scimError(reply, 413, 'The body is too large.');
-    return scimError(reply, status, status === 400 ? 'The body is not valid JSON.' : 'The request is not valid.', status === 400 ? 'invalidSyntax' : undefined);
+    return scimError(reply, status, status === 400 ? 'The request is malformed (the body is not valid JSON, say).' : 'The request is not valid.', status === 400 ? 'invalidSyntax' : undefined);
   });
 
   // The token: Authorization: Bearer gatehouse_scim_…, of an organization, not revoked; then its limit.
