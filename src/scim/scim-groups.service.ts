@@ -39,16 +39,23 @@ export function createScimGroupsService(deps: { db: Db; clock: Clock; audit: Aud
     const before = isNew ? [] : (await store.listGroupMembers(db, [row.id])).map((member) => member.scim_user_id);
     const after = input.memberIds ?? before;
     const renamed = input.displayNameKey !== row.display_name_key;
-    await db.transaction().execute(async (trx) => {
-      const now = clock();
-      if (isNew) await store.insertGroup(trx, { ...row, display_name: input.displayName, display_name_key: input.displayNameKey, external_id: input.externalId, created_at: now, updated_at: now });
-      else await store.updateGroup(trx, row.id, { display_name: input.displayName, display_name_key: input.displayNameKey, external_id: input.externalId, updated_at: now });
-      await store.removeGroupMembers(trx, row.id, before.filter((id) => !after.includes(id)));
-      await store.addGroupMembers(trx, row.id, after);
-      const added = after.filter((id) => !before.includes(id)).length;
-      const removed = before.filter((id) => !after.includes(id)).length;
-      await audit.record({ type: 'scim.group_changed', source, reason: isNew ? 'CREATED' : 'UPDATED', details: { organizationId, groupId: row.id, membersAdded: added, membersRemoved: removed } }, { db: trx });
-    });
+    try {
+      await db.transaction().execute(async (trx) => {
+        const now = clock();
+        if (isNew) await store.insertGroup(trx, { ...row, display_name: input.displayName, display_name_key: input.displayNameKey, external_id: input.externalId, created_at: now, updated_at: now });
+        else await store.updateGroup(trx, row.id, { display_name: input.displayName, display_name_key: input.displayNameKey, external_id: input.externalId, updated_at: now });
+        await store.removeGroupMembers(trx, row.id, before.filter((id) => !after.includes(id)));
+        await store.addGroupMembers(trx, row.id, after);
+        const added = after.filter((id) => !before.includes(id)).length;
+        const removed = before.filter((id) => !after.includes(id)).length;
+        await audit.record({ type: 'scim.group_changed', source, reason: isNew ? 'CREATED' : 'UPDATED', details: { organizationId, groupId: row.id, membersAdded: added, membersRemoved: removed } }, { db: trx });
+      });
+    } catch (error) {
+      // Two groups given one displayName at once: the unique index decides, the loser is told.
+      const taken = await store.findGroupByName(db, organizationId, input.displayNameKey);
+      if (taken !== undefined && taken.id !== row.id) return { ok: false, status: 409, scimType: 'uniqueness', detail: 'another Group has this displayName' };
+      throw error;
+    }
     // A rename may change what the group maps to for all its members; else only those who came or went.
     const affected = renamed ? [...new Set([...before, ...after])] : [...before.filter((id) => !after.includes(id)), ...after.filter((id) => !before.includes(id))];
     await membership.applyRoles(organizationId, affected, source);

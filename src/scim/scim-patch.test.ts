@@ -8,7 +8,7 @@ import { pageOf } from './scim.routes.ts';
 const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 const patch = (doc: Doc, ...operations: unknown[]) => applyPatch(doc, { schemas: [PATCH], Operations: operations });
-const ok = (result: ReturnType<typeof applyPatch>): Doc => {
+const ok = (result: ReturnType<typeof applyPatch>): Record<string, any> => {
   assert.ok(result.ok, JSON.stringify(result));
   return result.doc;
 };

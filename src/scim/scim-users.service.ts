@@ -115,13 +115,20 @@ export function createScimUsersService(deps: {
       const existing = await users.findUserByEmail(input.email);
       if (existing === null) {
         let inserted: store.ScimUserRow | undefined;
-        const result = await users.createUser({ email: input.email, name: input.accountName, passwordHash: null, emailVerified: false }, {
-          onCreated: async (trx, user) => {
-            inserted = row(user.id, true);
-            await store.insertUser(trx, inserted);
-            await audit.record({ type: 'user.created', userId: user.id, source, reason: 'SCIM_PROVISIONED', details: { organizationId } }, { db: trx });
-          },
-        });
+        let result;
+        try {
+          result = await users.createUser({ email: input.email, name: input.accountName, passwordHash: null, emailVerified: false }, {
+            onCreated: async (trx, user) => {
+              inserted = row(user.id, true);
+              await store.insertUser(trx, inserted);
+              await audit.record({ type: 'user.created', userId: user.id, source, reason: 'SCIM_PROVISIONED', details: { organizationId } }, { db: trx });
+            },
+          });
+        } catch (error) {
+          // Two creations of one userName at once: the unique index decides, the loser is told.
+          if (await store.findUserByName(db, organizationId, input.userNameKey)) return { ok: false, status: 409, scimType: 'uniqueness', detail: 'a User with this userName exists' };
+          throw error;
+        }
         if (!result.ok || inserted === undefined) return { ok: false, status: 409, scimType: 'uniqueness', detail: 'an account with this address was created meanwhile: try again' };
         created = inserted;
       } else {
