@@ -80,7 +80,8 @@ export function readUser(doc: unknown): { ok: true; user: UserInput } | Invalid 
     const kept: Doc = {};
     for (const name of ENTERPRISE_ATTRIBUTES) {
       const value = Object.entries(enterprise).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
-      if (value !== undefined && value !== null && value !== '') kept[name] = value;
+      // Entra sends the manager as its id alone; the schema's shape is `{value}`.
+      if (value !== undefined && value !== null && value !== '') kept[name] = name === 'manager' && typeof value === 'string' ? { value } : value;
     }
     if (Object.keys(kept).length > 0) attributes[ENTERPRISE_USER_SCHEMA] = kept;
   }

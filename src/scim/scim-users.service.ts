@@ -121,7 +121,7 @@ export function createScimUsersService(deps: {
             onCreated: async (trx, user) => {
               inserted = row(user.id, true);
               await store.insertUser(trx, inserted);
-              await audit.record({ type: 'user.created', userId: user.id, source, reason: 'SCIM_PROVISIONED', details: { organizationId } }, { db: trx });
+              await audit.record({ type: 'user.created', userId: user.id, source, reason: 'SCIM_PROVISIONED', details: { organizationId, via: 'scim' } }, { db: trx });
             },
           });
         } catch (error) {

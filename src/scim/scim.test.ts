@@ -12,6 +12,7 @@ import { createSignedInUser, useTestApp, type TestApp } from '../../test/helpers
 import { api, uniqueEmail } from '../organizations/organizations.test-helpers.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { OPERATOR } from '../organizations/organizations.model.ts';
+import { SCIM_PUBLIC_EVENTS } from './scim.public-events.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
@@ -172,12 +173,14 @@ for (const backend of await backends()) {
         { op: 'Replace', path: 'name.familyName', value: 'Hopper-Murray' },
         { op: 'Add', path: `${ENTERPRISE}:department`, value: 'Research' },
         { op: 'Add', path: 'phoneNumbers[type eq "mobile"].value', value: '+1 555 0100' },
+        { op: 'Add', path: `${ENTERPRISE}:manager`, value: 'manager-id' },
       ]);
       assert.equal(patched.status, 200, JSON.stringify(patched.body));
       assert.equal(patched.body?.displayName, 'Rear Admiral Hopper');
       assert.equal(patched.body?.name.familyName, 'Hopper-Murray');
       assert.equal(patched.body?.[ENTERPRISE]?.department, 'Research');
       assert.deepEqual(patched.body?.phoneNumbers, [{ type: 'mobile', value: '+1 555 0100' }]);
+      assert.deepEqual(patched.body?.[ENTERPRISE]?.manager, { value: 'manager-id' });
       assert.equal((await scim.get(`/Users?filter=${encodeURIComponent('externalId eq "f0a1-entra"')}`)).body?.Resources[0].id, id);
       // Group: Entra creates it empty, then adds and removes members by PATCH with value arrays.
       const group = await scim.post('/Groups', { schemas: [GROUP], displayName: 'Admins', externalId: 'g-1', members: [] });
@@ -199,6 +202,10 @@ for (const backend of await backends()) {
       assert.equal((await scim.get(`/Users/${id}`)).status, 404);
       const deprovisioned = (await t.services.audit.listEvents({ type: 'scim.user_deprovisioned', limit: 50 })).events.find((event) => event.details?.scimUserId === id);
       assert.ok(deprovisioned);
+      // Its webhook carries ids and facts only.
+      const payload = SCIM_PUBLIC_EVENTS.find((type) => type.from === 'scim.user_deprovisioned')!.payload(deprovisioned);
+      assert.deepEqual(Object.keys(payload).sort(), ['accountDisabled', 'organizationId', 'reason', 'scimUserId', 'sessionsEnded', 'userId']);
+      assert.ok(!JSON.stringify(payload).includes('@'));
     });
 
     it('filters and pages; refuses bad filters and bodies in SCIM error shape, never a 500', async () => {
