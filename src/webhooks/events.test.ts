@@ -112,10 +112,12 @@ describe('the public events the modules declare, against the table they replaced
   }
 
   it('makes every old source public, as the same type, in the same order', () => {
-    assert.deepEqual(Object.keys(EVENT_SOURCES).sort(), Object.keys(legacy.EVENT_SOURCES).sort());
+    // Modules built since (scim) add types after the old ones; every old one stays as it was.
+    const legacySources = Object.keys(legacy.EVENT_SOURCES);
+    assert.deepEqual(Object.keys(EVENT_SOURCES).filter((from) => legacySources.includes(from)).sort(), [...legacySources].sort());
     for (const [from, source] of Object.entries(legacy.EVENT_SOURCES)) assert.equal(EVENT_SOURCES[from]?.type, source.type, from);
-    assert.deepEqual(WEBHOOK_EVENT_TYPES, [...legacy.WEBHOOK_EVENT_TYPES]);
-    assert.deepEqual(sourcesFor(PUBLIC_EVENTS).auditTypes.sort(), legacy.sourcesFor(Object.keys(legacy.EVENT_SOURCES)).auditTypes.sort());
+    assert.deepEqual(WEBHOOK_EVENT_TYPES.slice(0, legacy.WEBHOOK_EVENT_TYPES.length), [...legacy.WEBHOOK_EVENT_TYPES]);
+    assert.deepEqual(sourcesFor(PUBLIC_EVENTS).auditTypes.filter((from) => legacySources.includes(from)).sort(), legacy.sourcesFor(legacySources).auditTypes.sort());
   });
 
   it('builds every payload byte for byte as before, with the same allow-list', () => {
