@@ -28,6 +28,7 @@ import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
 import { orgDomainsModule } from './org-domains/org-domains.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
+import { scimModule } from './scim/scim.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
 import { impersonationModule } from './impersonation/impersonation.module.ts';
@@ -60,6 +61,7 @@ export const MODULES: readonly GatehouseModule[] = [
   organizationsModule,
   orgDomainsModule,
   webhooksModule,
+  scimModule,
   accountDeletionModule,
   metricsModule,
   impersonationModule,

@@ -117,6 +117,7 @@ for (const backend of await backends()) {
           // So do account deletion, the organizations and the webhooks (their modules).
           { method: 'DELETE', path: '/api/admin/users/{id}', ok: 200, request: async () => ({ url: `/api/admin/users/${(await newSignedInUser()).id}` }) },
           ...organizationRoutes(),
+          ...scimTokenRoutes(),
           ...webhookRoutes(),
         ];
 
@@ -132,6 +133,23 @@ for (const backend of await backends()) {
             { method: 'GET', path: '/api/admin/organizations', ok: 200, request: async () => ({ url: '/api/admin/organizations' }) },
             { method: 'GET', path: '/api/admin/organizations/{id}', ok: 200, request: async () => ({ url: `/api/admin/organizations/${await newOrganization()}` }) },
             { method: 'DELETE', path: '/api/admin/organizations/{id}', ok: 200, request: async () => ({ url: `/api/admin/organizations/${await newOrganization()}` }) },
+          ];
+        }
+
+        /** An organization's SCIM tokens (module scim), with one active token to rotate or revoke. */
+        async function newScimToken(): Promise<{ organizationId: string; tokenId: string }> {
+          const organizationId = await newOrganization();
+          const result = await t.services.scimTokens.create(organizationId, null, SYSTEM_SOURCE);
+          assert.ok(result.ok);
+          return { organizationId, tokenId: result.record.id };
+        }
+        function scimTokenRoutes(): typeof routes {
+          const base = '/api/admin/organizations';
+          return [
+            { method: 'GET', path: `${base}/{id}/scim-tokens`, ok: 200, request: async () => ({ url: `${base}/${await newOrganization()}/scim-tokens` }) },
+            { method: 'POST', path: `${base}/{id}/scim-tokens`, ok: 201, request: async () => ({ url: `${base}/${await newOrganization()}/scim-tokens`, payload: {} }) },
+            { method: 'POST', path: `${base}/{id}/scim-tokens/{tokenId}/rotate`, ok: 200, request: async () => newScimToken().then(({ organizationId, tokenId }) => ({ url: `${base}/${organizationId}/scim-tokens/${tokenId}/rotate` })) },
+            { method: 'DELETE', path: `${base}/{id}/scim-tokens/{tokenId}`, ok: 200, request: async () => newScimToken().then(({ organizationId, tokenId }) => ({ url: `${base}/${organizationId}/scim-tokens/${tokenId}` })) },
           ];
         }
 

@@ -310,6 +310,13 @@ const ACCEPTED: readonly { route: string; methods: readonly string[]; old: RegEx
     old: /^403 MFA_ENROLLMENT_REQUIRED \(json\)$/,
     now: /^let through$/,
   })),
+  // Routes the oracle predates, whose changes require a recent second factor of their own (module scim).
+  ...['/api/organizations/:id/scim-tokens', '/api/organizations/:id/scim-tokens/:tokenId/rotate', '/api/organizations/:id/scim-role-mappings', '/api/admin/organizations/:id/scim-tokens', '/api/admin/organizations/:id/scim-tokens/:tokenId/rotate'].map((route) => ({
+    route,
+    methods: ['POST', 'PUT'],
+    old: /^let through$/,
+    now: /^403 REAUTH_REQUIRED \(json\)$/,
+  })),
 ];
 
 function isAccepted(probe: Probe, route: string | null, old: string, now: string): boolean {
