@@ -7,7 +7,10 @@
 import { escapeHtml } from './i18n/translator.ts';
 import type { PageContext } from './web/page-context.ts';
 
-/** The pages of other modules a module may add a section to (`organization`: one organization's page, for its members). */
+/**
+ * The pages of other modules a module may add a section to (`organization`: one organization's
+ * page, for its members, with `organizationId`; it loads no section scripts).
+ */
 export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt' | 'organization';
 
 /**
