@@ -4,7 +4,8 @@
  * RATE_LIMITED with Retry-After over it), reaches API paths only (pages and their forms are for
  * people in a browser), and never a route that asks for a step-up (`RECENT_SECOND_FACTOR` or
  * `RECENT_SIGN_IN`: passwords, second factors, passkeys, linked providers, deleting the account,
- * administrators' changes): 403 API_KEY_NOT_ALLOWED. Its last use (time, address) is written at
+ * administrators' changes): 403 API_KEY_NOT_ALLOWED. A key without the `write` scope reads only:
+ * any other method than GET, HEAD and OPTIONS is 403 API_KEY_SCOPE_REQUIRED. Its last use (time, address) is written at
  * most once a minute. The key-management routes refuse keys themselves (keys cannot make keys).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -12,10 +13,11 @@ import { AppError } from '../errors.ts';
 import { RECENT_SECOND_FACTOR, RECENT_SIGN_IN } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
 import { isApiRequestPath, readRequestPath } from '../../packages/protect/src/rules.ts';
-import { API_KEY_AMR, KEY_SESSION_PREFIX } from './api-keys.model.ts';
+import { API_KEY_AMR, KEY_SESSION_PREFIX, WRITE_SCOPE } from './api-keys.model.ts';
 import type { ApiKeyUse } from './api-key-use.ts';
 
 const STEP_UP = new Set([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]);
+const READING = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The id of the key a caller authenticated with, or null for a session (cookie or access token). */
 export function keyIdOf(auth: RequestAuth | null | undefined): string | null {
@@ -32,9 +34,14 @@ export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
     if (keyId === null) return;
     const wait = await use.consume({ id: keyId, userId: auth!.userId });
     if (wait !== null) throw new AppError('RATE_LIMITED', { retryAfterSeconds: wait });
+    const key = { id: keyId, user_id: auth!.userId, kind: 'personal', organization_id: null };
     if (!isApiRequestPath(readRequestPath(request.url)) || asksForStepUp(request)) {
-      await use.failed({ id: keyId, user_id: auth!.userId, kind: 'personal', organization_id: null }, 'NOT_ALLOWED', request.ip);
+      await use.failed(key, 'NOT_ALLOWED', request.ip);
       throw new AppError('API_KEY_NOT_ALLOWED');
+    }
+    if (!READING.has(request.method) && !(await use.scopesOf(keyId)).includes(WRITE_SCOPE)) {
+      await use.failed(key, 'SCOPE_REQUIRED', request.ip);
+      throw new AppError('API_KEY_SCOPE_REQUIRED');
     }
     await use.recordUse(keyId, request.ip);
   });

@@ -24,7 +24,7 @@ import { ADMIN_SCOPE, API_KEY_AMR, KEY_SESSION_PREFIX, parseList, parseRateLimit
 export const RECORD_USE_EVERY_MS = 60_000;
 const MAX_REMEMBERED = 10_000;
 
-export type UseFailure = 'UNKNOWN_SECRET' | 'REVOKED' | 'EXPIRED' | 'OWNER_DISABLED' | 'ORGANIZATION_KEY' | 'RATE_LIMITED' | 'NOT_ALLOWED';
+export type UseFailure = 'UNKNOWN_SECRET' | 'REVOKED' | 'EXPIRED' | 'OWNER_DISABLED' | 'ORGANIZATION_KEY' | 'RATE_LIMITED' | 'NOT_ALLOWED' | 'SCOPE_REQUIRED';
 
 /** What a key is found to be at one use: its row and what it may do now. */
 export interface ResolvedKey {
@@ -65,6 +65,8 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
   const limiters = new Map<string, Limiter>();
   /** Each key's own limit as last read (`find` reads the row anyway), so counting costs no read. */
   const ownLimits = new Map<string, string | null>();
+  /** Each key's scopes as last read (by `find`, earlier in the same request), for the guard. */
+  const ownScopes = new Map<string, string[]>();
 
   function limiterFor(rateLimit: string | null): Limiter {
     const own = parseRateLimit(rateLimit);
@@ -103,6 +105,7 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
     if (row.revoked_at !== null) return void (await failed(row, 'REVOKED')), null;
     if (Number(row.expires_at) <= clock()) return void (await failed(row, 'EXPIRED')), null;
     const scopes = parseList(row.scopes);
+    remember(ownScopes, row.id, scopes);
     const chosen = parseList(row.roles);
     if (row.kind === 'organization') return { row, roles: chosen.slice(0, 1), scopes };
     const owner = row.user_id === null ? null : await users.findUserById(row.user_id);
@@ -148,6 +151,11 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
       const wait = await limiterFor(rateLimit).consume(key.id);
       if (wait !== null) await failed({ id: key.id, user_id: key.userId, kind: 'personal', organization_id: null }, 'RATE_LIMITED');
       return wait;
+    },
+
+    /** The scopes of a key resolved earlier in this request (read again if this instance forgot them). */
+    async scopesOf(keyId: string): Promise<string[]> {
+      return ownScopes.get(keyId) ?? parseList((await store.findKey(db, keyId))?.scopes ?? '[]');
     },
 
     /** Writes the key's last use (and address, when known) at most once a minute per key on this instance. */

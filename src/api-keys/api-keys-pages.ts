@@ -25,7 +25,7 @@ import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
 import { OWNER } from '../organizations/organizations.model.ts';
 import type { ApiKeysService, NewKeyInput } from './api-keys.service.ts';
-import { ADMIN_SCOPE, MAX_NAME_LENGTH, type ApiKeyView } from './api-keys.model.ts';
+import { ADMIN_SCOPE, MAX_NAME_LENGTH, WRITE_SCOPE, type ApiKeyView } from './api-keys.model.ts';
 import { API_KEY_SCANNER_REGEX } from './key-format.ts';
 import { keyIdOf } from './api-key-guard.ts';
 
@@ -147,6 +147,7 @@ const createForm = z.object({
   roles: z.union([z.string().max(64), z.array(z.string().max(64)).max(50)]).optional(),
   role: text(64),
   adminScope: text(10),
+  writeScope: text(10),
   scopes: text(2000),
   csrfToken: csrfField,
 });
@@ -160,6 +161,7 @@ const SHOWN_ERRORS: ReadonlySet<string> = new Set([
   'API_KEY_NOT_FOUND',
   'API_KEY_NOT_ALLOWED',
   'API_KEY_SCOPE_NOT_ALLOWED',
+  'API_KEY_SCOPE_REQUIRED',
   'API_KEY_TTL_TOO_LONG',
   'API_KEY_LIMIT_REACHED',
   'ORGANIZATION_ROLE_REQUIRED',
@@ -178,6 +180,7 @@ function inputOf(body: z.infer<typeof createForm>, kind: 'personal' | 'organizat
   if (days !== undefined && !(Number.isSafeInteger(days) && days >= 1 && days <= 3660)) return null;
   const scopes = (body.scopes ?? '').split(/[\s,]+/).filter((scope) => scope !== '');
   if (body.adminScope === 'on' && kind === 'personal') scopes.push(ADMIN_SCOPE);
+  if (body.writeScope === 'on' && kind === 'personal') scopes.push(WRITE_SCOPE);
   const roles = kind === 'organization' ? [body.role ?? 'MEMBER'] : [body.roles ?? []].flat();
   return { name: body.name ?? '', ...(days !== undefined && { ttlSeconds: days * 86_400 }), roles, scopes };
 }

@@ -5,6 +5,8 @@ import type { ApiKeyRow } from './api-keys.store.ts';
 
 /** The scope that lets a personal key carry ADMIN (an administrator's key, chosen explicitly). */
 export const ADMIN_SCOPE = 'admin';
+/** The scope that lets a personal key change things at Gatehouse (any method but GET, HEAD, OPTIONS); without it, a key reads. */
+export const WRITE_SCOPE = 'write';
 /** Scopes are short lower-case tokens (`admin`, or what downstream apps ask for: `billing:read`). */
 export const SCOPE_PATTERN = /^[a-z][a-z0-9:._-]{0,63}$/;
 export const ROLE_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;

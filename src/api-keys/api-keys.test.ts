@@ -78,8 +78,8 @@ for (const backend of await backends()) {
       assert.equal(refused.statusCode, 403, refused.body);
       assert.equal(refused.json().error, 'FORBIDDEN');
 
-      const adminKey = await createKey(admin.token, { name: 'admin reporting', scopes: ['admin'] });
-      assert.deepEqual(adminKey.key.scopes, ['admin']);
+      const adminKey = await createKey(admin.token, { name: 'admin reporting', scopes: ['admin', 'write'] });
+      assert.deepEqual(adminKey.key.scopes, ['admin', 'write']);
       assert.equal((await get('/api/admin/users', adminKey.secret)).statusCode, 200);
 
       // Keys cannot make, list or revoke keys.
@@ -104,6 +104,23 @@ for (const backend of await backends()) {
       const page = await get('/dashboard', adminKey.secret);
       assert.equal(page.statusCode, 403);
       assert.ok((await auditRows('api_key.use_failed')).some((row) => row.reason === 'NOT_ALLOWED' && row.details.keyId === adminKey.key.id));
+    });
+
+    it('reads only without the write scope; with it, changes what its owner may (but never a session’s active organization)', async () => {
+      const user = await createSignedInUser(t, { email: email('writer'), password: PASSWORD });
+      const created = await t.services.organizations.create({ name: 'Writable' }, user.id, SYSTEM_SOURCE);
+      assert.ok(created.ok);
+      const reader = (await createKey(user.token, { name: 'reader' })).secret;
+      const writer = (await createKey(user.token, { name: 'writer', scopes: ['write'] })).secret;
+      assert.equal((await get(`/api/organizations/${created.organization.id}`, reader)).statusCode, 200);
+      const refused = await t.app.inject({ method: 'DELETE', url: '/api/auth/sessions', headers: bearer(reader) });
+      assert.equal(refused.statusCode, 403);
+      assert.equal(refused.json().error, 'API_KEY_SCOPE_REQUIRED');
+      const activate = await t.app.inject({ method: 'POST', url: `/api/organizations/${created.organization.id}/activate`, headers: bearer(writer) });
+      assert.equal(activate.statusCode, 403, `a key has no session to make it active in: ${activate.body}`);
+      const renamed = await t.app.inject({ method: 'PATCH', url: `/api/organizations/${created.organization.id}`, headers: bearer(writer), payload: { name: 'Renamed by key' } });
+      assert.equal(renamed.statusCode, 200, renamed.body);
+      assert.ok((await auditRows('api_key.use_failed')).some((row) => row.reason === 'SCOPE_REQUIRED'));
     });
 
     it('follows the owner now: demoted, the key loses ADMIN; disabled, it grants nothing', async () => {
