@@ -113,9 +113,13 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
       page: 'admin-user',
       async render({ userId, page }) {
         if (userId === null) return null;
+        const user = await users.findUserById(userId);
+        if (user === null) return null;
         const keys = (await apiKeys.list({ userId }, 'operator')) ?? [];
         const { i18n } = page;
-        return section(page, { heading: i18n.t('api-keys.admin.heading'), intro: i18n.t('api-keys.admin.intro'), keys: rowsOf(keys, page), revokeAction: `${adminUserPage(userId)}/api-keys/revoke`, form: null });
+        const base = `${adminUserPage(userId)}/api-keys`;
+        const form = apiKeys.config.enabled && user.disabledAt === null ? formModel(apiKeys, base, user.roles.filter((role) => role !== ADMIN_ROLE), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }) : null;
+        return section(page, { heading: i18n.t('api-keys.admin.heading'), intro: i18n.t('api-keys.admin.intro'), keys: rowsOf(keys, page), revokeAction: `${base}/revoke`, form });
       },
     },
     {
@@ -220,6 +224,21 @@ export const apiKeyPageRoutes: FastifyPluginAsyncZod<{ apiKeys: ApiKeysService; 
     const outcome = input === null ? null : await apiKeys.createForOrganization(request.params.id, { userId: auth.userId }, input, requestSource(request, auth.userId));
     return result(reply, orgBack(request), outcome);
   });
+
+  const adminBack = (request: FastifyRequest) => adminUserPage((request.params as { id: string }).id);
+  app.post(
+    '/admin/users/:id/api-keys',
+    {
+      config: { formErrorPage: DASHBOARD, access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR], refusalPage: (request: FastifyRequest, reply: FastifyReply, code: string) => result(reply, adminBack(request), { ok: false, reason: code as never }) }) },
+      schema: { ...hidden, params, body: createForm },
+    },
+    async (request, reply) => {
+      const auth = personOf(request);
+      const input = inputOf(request.body, 'personal');
+      const outcome = input === null ? null : await apiKeys.createPersonal(request.params.id, { userId: auth.userId, asAdmin: true }, input, requestSource(request, auth.userId));
+      return result(reply, adminBack(request), outcome);
+    },
+  );
 
   const revoke = (path: string, access_: ReturnType<typeof access.user>, back: (request: FastifyRequest) => string, owner: (request: FastifyRequest) => Parameters<ApiKeysService['revoke']>[3], asAdmin = false) =>
     app.post(path, { config: { formErrorPage: DASHBOARD, access: access_ }, schema: { ...hidden, body: revokeForm } }, async (request, reply) => {

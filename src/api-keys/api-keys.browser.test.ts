@@ -120,6 +120,25 @@ describe('API keys in Chromium', { skip: chromium.ok ? false : chromium.reason, 
       found.push(...(await axeProblems(page, 'organization (ja, dark)')));
       assert.deepEqual(problems, []);
     });
+
+    // An administrator: the person's keys on the admin user page, and one made for them there.
+    await createUser(services, { email: 'ada@example.com', password: PASSWORD, name: 'Ada Admin', roles: ['ADMIN'] });
+    await withPage(t, browser, { baseURL, bypassCSP: true }, async (page) => {
+      const problems = watchConsole(page);
+      await page.goto('/auth/signin?callbackUrl=/admin');
+      await signIn(page, 'ada@example.com');
+      await page.waitForURL(`${baseURL}/admin`);
+      await page.goto(`/admin/users/${owner.id}`);
+      await page.getByRole('heading', { name: 'API keys' }).waitFor();
+      await page.getByText('日本語のキー', { exact: true }).waitFor();
+      found.push(...(await axeProblems(page, 'admin user')));
+      await page.locator('#api-key-name').fill('made by an admin');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      assert.match(await page.getByLabel('API key').inputValue(), /^gatehouse_pk_/);
+      await page.getByRole('link', { name: 'Back' }).click();
+      await page.getByText('made by an admin', { exact: true }).waitFor();
+      assert.deepEqual(problems, []);
+    });
     assert.deepEqual(found, []);
   });
 });

@@ -61,6 +61,13 @@ export const apiKeysModule = defineModule({
   jobs: ({ apiKeys }, { logger }) => [createPeriodicJob({ name: 'api-key-purge', intervalMs: 3_600_000, firstDelayMs: 120_000, logger, run: () => apiKeys.purge() })],
   credentialResolvers: ({ apiKeyUse }) => [{ name: 'api-key', recognises: looksLikeApiKey, resolve: (token) => apiKeyUse.resolve(token) }],
   pageSections: (services) => apiKeyPageSections(services),
+  // A person's keys go with their account (on cascade); the export lists them, never a secret or hash.
+  userData: ({ apiKeys }) => ({
+    async export(userId) {
+      const keys = (await apiKeys.list({ userId }, 'operator')) ?? [];
+      return keys.length === 0 ? null : { apiKeys: keys.map(({ id, name, kind, scopes, roles, status, createdAt, expiresAt, revokedAt, lastUsedAt }) => ({ id, name, kind, scopes, roles, status, createdAt, expiresAt, revokedAt, lastUsedAt })) };
+    },
+  }),
   routes: [
     {
       scope: 'api',

@@ -51,6 +51,11 @@ for (const backend of await backends()) {
       assert.equal(used.statusCode, 200, used.body);
       assert.equal((await get('/api/organizations', typo)).statusCode, 401);
 
+      const exported = await t.services.apiKeys.list({ userId: user.id }, 'operator');
+      assert.equal(exported?.length, 1);
+      const handler = t.services.modules.find((module) => module.name === 'api-keys')!.userData!(t.services, {} as never);
+      const data = JSON.stringify(await handler.export!(user.id));
+      assert.ok(data.includes(created.key.id) && !data.includes(created.secret) && !data.includes('secret_hash'), 'the export lists the key, never its secret');
       const listed = await t.app.inject({ method: 'GET', url: '/api/keys', headers: bearer(user.token) });
       assert.equal(listed.statusCode, 200);
       assert.ok(!listed.body.includes(created.secret), 'never listed again');
