@@ -42,7 +42,7 @@ export interface ApiKeyView {
   lastUsedIp: string | null;
 }
 
-export type CreateRefusal = 'API_KEYS_DISABLED' | 'API_KEY_SCOPE_NOT_ALLOWED' | 'API_KEY_TTL_TOO_LONG' | 'API_KEY_LIMIT_REACHED' | 'API_KEY_NOT_FOUND' | 'ORGANIZATION_ROLE_REQUIRED' | 'VALIDATION_ERROR';
+export type CreateRefusal = 'API_KEYS_DISABLED' | 'API_KEY_SCOPE_NOT_ALLOWED' | 'API_KEY_TTL_TOO_LONG' | 'API_KEY_LIMIT_REACHED' | 'API_KEY_NOT_FOUND' | 'ORGANIZATION_NOT_FOUND' | 'ORGANIZATION_ROLE_REQUIRED' | 'VALIDATION_ERROR';
 
 /** The `scopes` and `roles` columns. */
 export const parseList = parseStringList;

@@ -31,7 +31,7 @@ const guarded = {
   401: errorResponse.describe('No valid session (UNAUTHENTICATED)'),
   403: errorResponse.describe('Made with an API key (API_KEY_NOT_ALLOWED); not an OWNER or ADMIN of the organization (ORGANIZATION_ROLE_REQUIRED); a second factor needed first (REAUTH_REQUIRED); a role or scope the key may not have (API_KEY_SCOPE_NOT_ALLOWED)'),
 };
-const notFound = { 404: errorResponse.describe('No such key, person or organization here (API_KEY_NOT_FOUND); keys turned off (API_KEYS_DISABLED)') };
+const notFound = { 404: errorResponse.describe('No such key or person here (API_KEY_NOT_FOUND), no such organization of yours (ORGANIZATION_NOT_FOUND); keys turned off (API_KEYS_DISABLED)') };
 const creationErrors = {
   ...bodyErrorResponses,
   409: errorResponse.describe('Too many active keys (API_KEY_LIMIT_REACHED)'),
@@ -55,7 +55,7 @@ export const apiKeyRoutes: FastifyPluginAsyncZod<{ apiKeys: ApiKeysService }> = 
       const auth = person(request);
       const { organizationId } = request.query;
       const keys = await apiKeys.list(organizationId === undefined ? { userId: auth.userId } : { organizationId }, { userId: auth.userId });
-      if (keys === null) throw new AppError('ORGANIZATION_ROLE_REQUIRED');
+      if (keys === null) throw new AppError(await apiKeys.whyNot(organizationId!, { userId: auth.userId }));
       return { keys: keys.map(toKeyBody) };
     },
   );

@@ -116,19 +116,28 @@ export function createApiKeysService(deps: { db: Db; clock: Clock; audit: AuditS
       const common = checkCommon(input);
       if (typeof common === 'string') return { ok: false, reason: common };
       const organization = await organizations.get(organizationId, actor === 'operator' || actor.asAdmin === true ? OPERATOR : { userId: actor.userId });
-      if (organization === null) return { ok: false, reason: 'API_KEY_NOT_FOUND' };
+      // To anyone who is not a member, an organization does not exist (as its own routes answer).
+      if (organization === null) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
       if (!(await mayManage(actor, { organizationId }))) return { ok: false, reason: 'ORGANIZATION_ROLE_REQUIRED' };
       const roles = [...new Set(input.roles ?? ['MEMBER'])];
       if (roles.length !== 1 || roles[0] === OWNER || common.scopes.includes(ADMIN_SCOPE)) return { ok: false, reason: 'API_KEY_SCOPE_NOT_ALLOWED' };
-      // An organization ADMIN cannot make a key stronger than themself.
       return db.transaction().execute((trx) => issue(trx, { organizationId }, actor, { ...common, roles, rateLimit: input.rateLimit }, source));
     },
 
-    /** The keys of one owner (or every key, for administrators), newest first; null when `actor` may not see them. */
+    /**
+     * The keys of one owner (or every key, for administrators), newest first; null when `actor` may
+     * not see them. `whyNot` tells an organization's non-member (ORGANIZATION_NOT_FOUND) from a
+     * member whose role is not enough.
+     */
     async list(owner: ApiKeyOwner | 'all', actor: KeyActor): Promise<ApiKeyView[] | null> {
       if (owner === 'all' ? actor !== 'operator' && actor.asAdmin !== true : !(await mayManage(actor, owner))) return null;
       const now = clock();
       return (await store.listKeys(db, owner)).map((row) => toView(row, now));
+    },
+
+    /** Why `actor` may not see an organization's keys: not a member (it does not exist for them), or a role too small. */
+    async whyNot(organizationId: string, actor: { userId: string }): Promise<'ORGANIZATION_NOT_FOUND' | 'ORGANIZATION_ROLE_REQUIRED'> {
+      return (await organizations.get(organizationId, actor)) === null ? 'ORGANIZATION_NOT_FOUND' : 'ORGANIZATION_ROLE_REQUIRED';
     },
 
     async show(id: string): Promise<ApiKeyView | null> {

@@ -193,6 +193,7 @@ for (const backend of await backends()) {
 
       const byStranger = await t.app.inject({ method: 'POST', url: '/api/keys', headers: bearer(stranger.token), payload: { name: 'x', organizationId } });
       assert.equal(byStranger.statusCode, 404, 'not theirs');
+      assert.equal(byStranger.json().error, 'ORGANIZATION_NOT_FOUND');
       const ownerRole = await t.app.inject({ method: 'POST', url: '/api/keys', headers: bearer(creator.token), payload: { name: 'x', organizationId, roles: ['OWNER'] } });
       assert.equal(ownerRole.json().error, 'API_KEY_SCOPE_NOT_ALLOWED');
       const key = await createKey(creator.token, { name: 'billing sync', organizationId, roles: ['ADMIN'], scopes: ['billing:read'] });
@@ -201,7 +202,9 @@ for (const backend of await backends()) {
       assert.equal((await get('/api/organizations', key.secret)).statusCode, 401, 'no person: Gatehouse’s API refuses it');
       const orgList = await t.app.inject({ method: 'GET', url: `/api/keys?organizationId=${organizationId}`, headers: bearer(boss.token) });
       assert.deepEqual(orgList.json().keys.map((listed: { id: string }) => listed.id), [key.key.id]);
-      assert.equal((await t.app.inject({ method: 'GET', url: `/api/keys?organizationId=${organizationId}`, headers: bearer(stranger.token) })).statusCode, 403);
+      const strangerList = await t.app.inject({ method: 'GET', url: `/api/keys?organizationId=${organizationId}`, headers: bearer(stranger.token) });
+      assert.equal(strangerList.statusCode, 404, 'an organization does not exist for a non-member');
+      assert.equal(strangerList.json().error, 'ORGANIZATION_NOT_FOUND');
 
       const client = await t.services.oidcClients.create({ name: 'Billing API', redirectUris: ['https://billing.example/cb'] }, SYSTEM_SOURCE);
       assert.ok(client.ok && client.clientSecret !== undefined);
