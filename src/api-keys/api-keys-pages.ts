@@ -15,7 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { BuiltServices, PageSection } from '../module.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
-import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
@@ -250,7 +250,8 @@ export const apiKeyPageRoutes: FastifyPluginAsyncZod<{ apiKeys: ApiKeysService; 
       return reply.redirect(`${path_}${outcome.ok ? '' : `?${new URLSearchParams({ error: outcome.reason })}`}${hash === undefined ? '' : `#${hash}`}`, 303);
     });
 
-  revoke('/dashboard/api-keys/revoke', access.user(), () => DASHBOARD_KEYS, (request) => ({ userId: signedIn(request).userId }));
-  revoke('/organizations/:id/api-keys/revoke', access.user(), orgBack, (request) => ({ organizationId: (request.params as { id: string }).id }));
+  // Revoking only ever takes access away: reachable while the MFA policy still asks for enrolment.
+  revoke('/dashboard/api-keys/revoke', access.user({ exempt: [DURING_ENROLMENT] }), () => DASHBOARD_KEYS, (request) => ({ userId: signedIn(request).userId }));
+  revoke('/organizations/:id/api-keys/revoke', access.user({ exempt: [DURING_ENROLMENT] }), orgBack, (request) => ({ organizationId: (request.params as { id: string }).id }));
   revoke('/admin/users/:id/api-keys/revoke', access.role(ADMIN_ROLE), (request) => adminUserPage((request.params as { id: string }).id), (request) => ({ userId: (request.params as { id: string }).id }), true);
 };
