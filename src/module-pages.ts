@@ -7,10 +7,7 @@
 import { escapeHtml } from './i18n/translator.ts';
 import type { PageContext } from './web/page-context.ts';
 
-/**
- * The pages of other modules a module may add a section to (`organization`: one organization's
- * page, for its members, with `organizationId`; it loads no section scripts).
- */
+/** The pages of other modules a module may add a section to (`organization`: one organization's page, for its members). */
 export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt' | 'organization';
 
 /**

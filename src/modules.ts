@@ -21,9 +21,11 @@ import { passwordResetModule } from './password-reset/password-reset.module.ts';
 import { oauthModule } from './oauth/oauth.module.ts';
 import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
+import { trustedDevicesModule } from './trusted-devices/trusted-devices.module.ts';
 import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
+import { orgDomainsModule } from './org-domains/org-domains.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
@@ -50,9 +52,11 @@ export const MODULES: readonly GatehouseModule[] = [
   passwordResetModule,
   passkeysModule,
   mfaModule,
+  trustedDevicesModule,
   oidcClientsModule,
   oidcProviderModule,
   organizationsModule,
+  orgDomainsModule,
   webhooksModule,
   accountDeletionModule,
   metricsModule,

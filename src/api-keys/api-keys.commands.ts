@@ -9,6 +9,7 @@ import type { BuiltServices, CliCommandContext } from '../module.ts';
 import { CLI_SOURCE } from '../audit/audit.service.ts';
 import { API_KEYS_USAGE } from './api-keys.cli.ts';
 import type { ApiKeyOwner, ApiKeyView } from './api-keys.model.ts';
+import { toKeyBody } from './api-keys.schemas.ts';
 
 type Command = (args: string[], io: CliIo, context: CliCommandContext) => Promise<void>;
 
@@ -39,7 +40,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     const { values } = parse('list', args, { user: { type: 'string' }, org: { type: 'string' }, json: { type: 'boolean' } });
     await withServices(io, async (services) => {
       const keys = (await services.apiKeys.list((await ownerOf(services, values)) ?? 'all', 'operator')) ?? [];
-      if (values.json) return void io.stdout.write(`${JSON.stringify(keys)}\n`);
+      if (values.json) return void io.stdout.write(`${JSON.stringify({ apiKeys: keys.map(toKeyBody) })}\n`);
       if (keys.length === 0) return void io.stdout.write('No API keys.\n');
       io.stdout.write(formatTable(['ID', 'KIND', 'STATE', 'NAME', 'GRANTS', 'EXPIRES (UTC)', 'LAST USED (UTC)'], keys.map(row)));
     });
@@ -56,7 +57,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
       const input = { name: values.name!, ...(days !== undefined && { ttlSeconds: days * 86_400 }), ...(values.role !== undefined && { roles: values.role }), scopes: values.scope ?? [] };
       const result = 'userId' in owner ? await services.apiKeys.createPersonal(owner.userId, 'operator', input, CLI_SOURCE) : await services.apiKeys.createForOrganization(owner.organizationId, 'operator', input, CLI_SOURCE);
       if (!result.ok) throw new CliError(`the key was not created: ${result.reason}`);
-      if (values.json) return void io.stdout.write(`${JSON.stringify({ key: result.key, secret: result.secret })}\n`);
+      if (values.json) return void io.stdout.write(`${JSON.stringify({ key: toKeyBody(result.key), secret: result.secret })}\n`);
       io.stdout.write(`Created API key ${result.key.id} (${result.key.kind}, expires ${time(result.key.expiresAt)} UTC)\n`);
       io.stdout.write(`Key (shown only this once): ${result.secret}\n`);
     });

@@ -19,10 +19,10 @@ export const apiKeyBody = z
     roles: z.array(z.string()).describe('Personal: the roles it keeps of its owner (ADMIN through the admin scope). Organization: its role there'),
     rateLimit: z.string().nullable().describe('points/seconds; null: the server default (RATE_LIMIT_API_KEY)'),
     status: z.enum(['active', 'revoked', 'expired']),
-    createdAt: z.number().int(),
-    expiresAt: z.number().int(),
-    revokedAt: z.number().int().nullable(),
-    lastUsedAt: z.number().int().nullable().describe('Written at most once a minute'),
+    createdAt: z.string().describe('ISO 8601'),
+    expiresAt: z.string().describe('ISO 8601'),
+    revokedAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable().describe('Written at most once a minute'),
     lastUsedIp: z.string().nullable(),
   })
   .meta({ id: 'ApiKey' });
@@ -54,7 +54,8 @@ export const keyListBody = z.object({ keys: z.array(apiKeyBody) }).meta({ id: 'A
 export const keyParams = z.object({ id: z.string().min(1).max(64) });
 
 export function toKeyBody(key: ApiKeyView): z.infer<typeof apiKeyBody> {
-  return { ...key, scopes: [...key.scopes], roles: [...key.roles] };
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return { ...key, scopes: [...key.scopes], roles: [...key.roles], createdAt: iso(key.createdAt)!, expiresAt: iso(key.expiresAt)!, revokedAt: iso(key.revokedAt), lastUsedAt: iso(key.lastUsedAt) };
 }
 
 export function toNewKeyInput(body: CreateKeyBody): NewKeyInput {

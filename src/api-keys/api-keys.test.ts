@@ -29,7 +29,8 @@ for (const backend of await backends()) {
     async function createKey(token: string, payload: Record<string, unknown>) {
       const response = await t.app.inject({ method: 'POST', url: '/api/keys', headers: bearer(token), payload });
       assert.equal(response.statusCode, 201, response.body);
-      return response.json() as { key: { id: string; kind: string; roles: string[]; scopes: string[]; expiresAt: number }; secret: string };
+      const body = response.json() as { key: { id: string; kind: string; roles: string[]; scopes: string[]; expiresAt: string }; secret: string };
+      return { ...body, key: { ...body.key, expiresAt: Date.parse(body.key.expiresAt) } };
     }
     const get = (url: string, key: string) => t.app.inject({ method: 'GET', url, headers: bearer(key) });
     async function auditRows(type: string) {

@@ -23,6 +23,12 @@ export const DURING_ENROLMENT = 'during-enrolment';
 export const RECENT_SECOND_FACTOR = 'recent-second-factor';
 /** The session began (sign-in) within REAUTH_WINDOW (REAUTH_REQUIRED otherwise). */
 export const RECENT_SIGN_IN = 'recent-sign-in';
+/**
+ * The caller acts in their own name: not an administrator acting as them (impersonation). Named by
+ * what only the person may do even without a step-up: let an app act for them, unlink a way in,
+ * end their other sessions, make credentials in their name.
+ */
+export const IN_PERSON = 'in-person';
 
 export interface RouteAccess {
   /** Who may call it: anyone, a signed-in user, or a signed-in holder of `role` (as held now). */
@@ -55,9 +61,13 @@ function freeze(value: RouteAccess): RouteAccess {
 }
 
 export const access = {
-  /** Anyone, signed in or not. `readsSession`: the handler reads the session when there is one. */
-  anyone(options: { readonly readsSession?: boolean; readonly exempt?: readonly string[] } = {}): RouteAccess {
-    return freeze({ who: 'anyone', requires: [], exempt: options.exempt ?? [], readsSession: options.readsSession ?? false, currentRoles: false });
+  /**
+   * Anyone, signed in or not. `readsSession`: the handler reads the session when there is one.
+   * `requires`: what a caller with a session must also meet (one without is judged by the handler).
+   */
+  anyone(options: { readonly readsSession?: boolean; readonly exempt?: readonly string[]; readonly requires?: readonly string[] } = {}): RouteAccess {
+    const requires = options.requires ?? [];
+    return freeze({ who: 'anyone', requires, exempt: options.exempt ?? [], readsSession: (options.readsSession ?? false) || requires.length > 0, currentRoles: false });
   },
   /** A signed-in user (401 UNAUTHENTICATED, or the sign-in page, otherwise). */
   user(options: UserOptions = {}): RouteAccess {

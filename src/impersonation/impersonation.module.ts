@@ -3,13 +3,15 @@
  * or a disabled account) for a time limit they choose (at most an hour) and a reason they give,
  * from the admin user page. It is a session of the user whose access tokens carry
  * `act: {sub: <administrator>}` (RFC 8693), shown by a banner on every page while it lasts
- * ("Stop" ends it), in which routes asking for a step-up are refused. Its start and end are
+ * ("Stop" ends it), in which routes asking for a step-up, and those only the person may use
+ * (IN_PERSON: letting an app act for them, unlinking a provider, ending their sessions), are refused. Its start and end are
  * audited (`impersonation.started`, `impersonation.ended`); after it ends the user gets a mail
  * saying when and why. See docs/guides/admin-and-audit.md.
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
+import { IN_PERSON } from '../authorization/access.ts';
 import { createPeriodicJob } from '../lib/periodic-job.ts';
 import * as table from './migrations/20261129-impersonation-table.ts';
 import { IMPERSONATION_ERRORS } from './impersonation.errors.ts';
@@ -49,6 +51,13 @@ export const impersonationModule = defineModule({
     return act === null ? {} : { act };
   },
   pageSections: ({ users }) => impersonationPageSections(users),
+  // What only the person may do (routes that name IN_PERSON): refused while an administrator acts as them.
+  accessRequirements: ({ impersonation }) => [
+    {
+      name: IN_PERSON,
+      check: async (auth) => ((await impersonation.activeFor(auth.sessionId)) === null ? null : { code: 'IMPERSONATION_FORBIDDEN_ACTION' }),
+    },
+  ],
   routes: [
     {
       scope: 'api',

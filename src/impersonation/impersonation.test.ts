@@ -128,6 +128,21 @@ for (const backend of await backends()) {
         assert.match(deletion.headers.location as string, /error=IMPERSONATION_FORBIDDEN_ACTION/);
         assert.ok(await t.services.users.findUserById(target.id));
 
+        // What only the person may do (IN_PERSON), step-up or not: unlink a provider, end their
+        // sessions (API and dashboard), let an app act for them (the OpenID Provider's interaction).
+        const asJson = (method: 'DELETE' | 'POST', url: string) =>
+          t.app.inject({ method, url, headers: { cookie: browser.jar.header(), origin, 'x-csrf-token': browser.csrfToken } });
+        for (const [method, url] of [['DELETE', '/api/auth/accounts/github'], ['DELETE', '/api/auth/sessions?keepCurrent=true'], ['DELETE', '/api/auth/sessions/some-session']] as const) {
+          const refused = await asJson(method, url);
+          assert.equal(refused.statusCode, 403, `${method} ${url}: ${refused.body}`);
+          assert.equal(refused.json().error, 'IMPERSONATION_FORBIDDEN_ACTION', url);
+        }
+        const endOthers = await postForm(t.app, browser, '/dashboard/sessions/end-others', {}, origin);
+        assert.equal(endOthers.statusCode, 403);
+        const interaction = await t.app.inject({ method: 'GET', url: '/oidc/interaction/some-interaction', headers: { cookie: browser.jar.header() } });
+        assert.equal(interaction.statusCode, 403, 'no app is authorized in the person’s name');
+        assert.equal((await t.services.sessions.listSessions(target.id)).length >= 1, true);
+
         const stopped = await postForm(t.app, browser, '/dashboard/impersonation/stop', {}, origin);
         assert.equal(stopped.statusCode, 303, stopped.body);
         assert.match(stopped.headers.location as string, /\/signin\?callbackUrl=\/admin\/users\//);

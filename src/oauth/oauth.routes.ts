@@ -23,7 +23,7 @@ import { isoTime, type Clock } from '../lib/clock.ts';
 import type { RequestLimits } from '../http/request-limits.ts';
 import { AppError } from '../errors.ts';
 import { errorResponse } from '../http/schemas.ts';
-import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, sessionOf, signedIn } from '../authorization/access.ts';
+import { access, DURING_ENROLMENT, IN_PERSON, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, sessionOf, signedIn } from '../authorization/access.ts';
 import type { CsrfRotation } from '../http/csrf.ts';
 import { baseCookieOptions, cookieNames, setBrowserSession } from '../sessions/session-cookie.ts';
 import { toCallbackUrl } from '../http/safe-redirect.ts';
@@ -243,7 +243,7 @@ export const oauthRoutes: FastifyPluginAsyncZod<OAuthRouteOptions> = async (app,
   app.delete(
     '/api/auth/accounts/:provider',
     {
-      config: { access: access.user() },
+      config: { access: access.user({ requires: [IN_PERSON] }) },
       schema: {
         tags: ['oauth'],
         summary: 'Unlink a provider from your account (not your last way to sign in)',

@@ -52,7 +52,8 @@ export type ClientProblemReason =
   | 'UNSUPPORTED_ALG'
   | 'TOO_MANY_RESOURCES'
   | 'EXCHANGE_PUBLIC'
-  | 'EXCHANGE_SELF_REGISTERED';
+  | 'EXCHANGE_SELF_REGISTERED'
+  | 'KEYS_NOT_FOR_PUBLIC';
 
 export interface ClientProblem {
   /** The input field, as the API names it: `name`, `redirectUris.0`, `grantTypes`… */
@@ -83,6 +84,12 @@ export interface ClientInput {
   exchangeResources?: readonly string[];
   /** Its token requests must carry a DPoP proof (RFC 9449 `dpop_bound_access_tokens`): every token it gets is bound to its key. Default false. */
   dpopBoundAccessTokens?: boolean;
+  /**
+   * Where its public keys are (a JWKS; https, or http on a loopback host): it authenticates with a
+   * JWT signed by one of them (`private_key_jwt`, RFC 7523) and gets no secret, and may sign request
+   * objects with them (JAR, RFC 9101). Confidential clients only. Absent: a secret.
+   */
+  jwksUri?: string | null;
 }
 
 /** The settings once the rules accept them. */
@@ -97,6 +104,7 @@ export interface ClientSettings {
   backchannelLogoutUri: string | null;
   exchangeResources: string[];
   dpopBoundAccessTokens: boolean;
+  jwksUri: string | null;
 }
 
 export type RulesResult = { ok: true; settings: ClientSettings } | { ok: false; problems: ClientProblem[] };
@@ -218,6 +226,8 @@ export function checkClientInput(input: ClientInput): RulesResult {
   problems.push(...postLogout.problems);
   const backchannel = checkBackchannelLogoutUri(input.backchannelLogoutUri ?? null);
   if (!backchannel.ok) problems.push(backchannel.problem);
+  const keys = checkJwksUri(input.jwksUri ?? null, isPublic);
+  if (!keys.ok) problems.push(keys.problem);
   const alg = input.idTokenSignedResponseAlg ?? DEFAULT_ID_TOKEN_ALG;
   if (!(ID_TOKEN_ALGS as readonly string[]).includes(alg)) {
     problems.push({ field: 'idTokenSignedResponseAlg', reason: 'UNSUPPORTED_ALG', message: `must be one of ${ID_TOKEN_ALGS.join(', ')}` });
@@ -236,6 +246,7 @@ export function checkClientInput(input: ClientInput): RulesResult {
       backchannelLogoutUri: backchannel.ok ? backchannel.uri : null,
       exchangeResources: exchange.resources,
       dpopBoundAccessTokens: input.dpopBoundAccessTokens ?? false,
+      jwksUri: keys.ok ? keys.uri : null,
     },
   };
 }
@@ -249,6 +260,18 @@ export function checkBackchannelLogoutUri(uri: string | null): { ok: true; uri: 
   if (uri === null || uri.trim() === '') return { ok: true, uri: null };
   const problem = uriProblem(uri, false, false);
   return problem === null ? { ok: true, uri } : { ok: false, problem: { field: 'backchannelLogoutUri', ...problem } };
+}
+
+/**
+ * The URL of a client's public keys (`jwksUri`): an absolute https URI (http only on a loopback
+ * host), as a back-channel logout URI; the provider fetches it under the outbound rules. A public
+ * client has no keys to prove itself with: it authenticates with nothing (PKCE).
+ */
+export function checkJwksUri(uri: string | null, isPublic: boolean): { ok: true; uri: string | null } | { ok: false; problem: ClientProblem } {
+  if (uri === null || uri.trim() === '') return { ok: true, uri: null };
+  if (isPublic) return { ok: false, problem: { field: 'jwksUri', reason: 'KEYS_NOT_FOR_PUBLIC', message: 'a public client authenticates with nothing (PKCE): keys are for a confidential client' } };
+  const problem = uriProblem(uri, false, false);
+  return problem === null ? { ok: true, uri } : { ok: false, problem: { field: 'jwksUri', ...problem } };
 }
 
 /** The token exchange grant (RFC 8693): never asked for, given to a client whose exchange policy lists an API. */

@@ -17,6 +17,7 @@ export const CLIENTS_NOTICE_CODES: ReadonlySet<string> = new Set(['CLIENT_REGIST
 export const CLIENTS_ERROR_CODES: ReadonlySet<string> = new Set([
   'CLIENT_NOT_FOUND',
   'PUBLIC_CLIENT_HAS_NO_SECRET',
+  'KEY_CLIENT_HAS_NO_SECRET',
   'INVALID_REDIRECT_URI',
   'INVALID_CLIENT_METADATA',
   'VALIDATION_ERROR',
@@ -59,6 +60,7 @@ export const PROBLEM_REASONS: Readonly<Record<ClientProblemReason, true>> = {
   TOO_MANY_RESOURCES: true,
   EXCHANGE_PUBLIC: true,
   EXCHANGE_SELF_REGISTERED: true,
+  KEYS_NOT_FOR_PUBLIC: true,
 };
 
 /** The values some problems name: the rules' limits and choices. */

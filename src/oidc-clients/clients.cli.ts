@@ -8,7 +8,7 @@
  * (a value the registry's rules refuse included, with each problem on standard error).
  */
 import type { BuiltServices, CliCommandGroup } from '../module.ts';
-import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
+import { CliError, parseCommandLine, unknownSubcommand, type OptionSpecs } from '../cli/args.ts';
 import type { ClientProblem } from './client-rules.ts';
 import type { OidcClient } from './clients.service.ts';
 
@@ -34,7 +34,8 @@ export type WithServices = (io: CliIo, fn: (services: BuiltServices) => Promise<
 export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri U [--redirect-uri U]...
                           [--post-logout-redirect-uri U]... [--public] [--grant-type G]...
                           [--first-party] [--id-token-alg EdDSA|RS256] [--dpop]
-                          [--backchannel-logout-uri U] [--exchange-resource R]... [--json]
+                          [--backchannel-logout-uri U] [--exchange-resource R]...
+                          [--jwks-uri U] [--json]
                                     register an OAuth / OIDC client; a confidential client's secret
                                     is printed this once; --json prints all the app needs (issuer,
                                     clientId, clientSecret, the registered URIs) (G: authorization_code, refresh_token,
@@ -44,7 +45,9 @@ export const CLIENTS_USAGE = `  gatehouse clients create --name N --redirect-uri
                                     OIDC_PROVIDER_RESOURCES) the client may exchange a person's
                                     token for (token exchange, RFC 8693; confidential clients only;
                                     without --grant-type and --redirect-uri the client only exchanges);
-                                    --dpop: its token requests must carry a DPoP proof (RFC 9449)
+                                    --dpop: its token requests must carry a DPoP proof (RFC 9449);
+                                    --jwks-uri: the URL of its public keys: it authenticates with
+                                    a JWT it signs (private_key_jwt) and gets no secret
   gatehouse clients list [--json]   the registered clients, newest first, with their origin (admin,
                                     cli, registration, open_registration) and last use
   gatehouse clients show ID [--json]
@@ -78,7 +81,7 @@ export async function runClientsCommand(args: readonly string[], io: CliIo, deps
   const [name = '', ...rest] = args;
   try {
     const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (command === undefined) throw new CliError(`unknown clients command "${name}"\n\nUsage:\n${deps.usage}`, 2);
+    if (command === undefined) throw unknownSubcommand('clients', name, Object.keys(COMMANDS), deps.usage);
     await command(rest, io, deps.withServices);
     return 0;
   } catch (error) {
@@ -130,6 +133,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
       'backchannel-logout-uri': { type: 'string' },
       'exchange-resource': { type: 'string', multiple: true },
       dpop: { type: 'boolean' },
+      'jwks-uri': { type: 'string' },
       json: { type: 'boolean' },
     },
     0,
@@ -153,6 +157,7 @@ async function createClient(args: string[], io: CliIo, withServices: WithService
     ...(values['backchannel-logout-uri'] !== undefined && { backchannelLogoutUri: values['backchannel-logout-uri'] }),
     ...(values['exchange-resource'] !== undefined && { exchangeResources: values['exchange-resource'] }),
     ...(values.dpop === true && { dpopBoundAccessTokens: true }),
+    ...(values['jwks-uri'] !== undefined && { jwksUri: values['jwks-uri'] }),
   };
   await withServices(io, async ({ oidcClients, config }) => {
     const result = await oidcClients.create(input, CLI_SOURCE);
@@ -174,7 +179,7 @@ async function listClients(args: string[], io: CliIo, withServices: WithServices
   await withServices(io, async ({ oidcClients }) => {
     const clients = await oidcClients.list();
     if (values.json) {
-      io.stdout.write(`${JSON.stringify(clients.map(toClientBody))}\n`);
+      io.stdout.write(`${JSON.stringify({ clients: clients.map(toClientBody) })}\n`);
       return;
     }
     if (clients.length === 0) {
@@ -205,7 +210,10 @@ async function rotateSecret(args: string[], io: CliIo, withServices: WithService
   const id = positionals[0]!;
   await withServices(io, async ({ oidcClients }) => {
     const result = await oidcClients.rotateSecret(id, CLI_SOURCE);
-    if (!result.ok) throw new CliError(result.reason === 'PUBLIC_CLIENT' ? `${id} is a public client: it has no secret` : `no client with the ID ${id}`);
+    if (!result.ok) {
+      if (result.reason === 'NOT_FOUND') throw new CliError(`no client with the ID ${id}`);
+      throw new CliError(result.reason === 'PUBLIC_CLIENT' ? `${id} is a public client: it has no secret` : `${id} authenticates with its keys (private_key_jwt): it has no secret`);
+    }
     if (values.json) {
       io.stdout.write(`${JSON.stringify({ clientId: result.client.id, clientSecret: result.clientSecret })}\n`);
       return;
@@ -249,7 +257,8 @@ function describeClient(client: OidcClient): string {
   const lines: Array<[string, string]> = [
     ['Client ID', client.id],
     ['Name', client.name],
-    ['Type', client.isPublic ? 'public (no secret; PKCE)' : 'confidential'],
+    ['Type', client.isPublic ? 'public (no secret; PKCE)' : client.jwksUri !== null ? 'confidential (its keys: private_key_jwt)' : 'confidential'],
+    ...(client.jwksUri === null ? [] : [['Keys', client.jwksUri] as [string, string]]),
     ['First party', client.isFirstParty ? 'yes' : 'no'],
     ['Grant types', client.grantTypes.join(', ')],
     ['Redirect URIs', client.redirectUris.join(' ') || '-'],
@@ -262,7 +271,7 @@ function describeClient(client: OidcClient): string {
     ['Last used', client.lastUsedAt === null ? 'never' : time(client.lastUsedAt)],
     ['Created', time(client.createdAt)],
     ['Updated', time(client.updatedAt)],
-    ...(client.isPublic ? [] : [['Secret rotated', client.secretRotatedAt === null ? 'never' : time(client.secretRotatedAt)] as [string, string]]),
+    ...(client.isPublic || client.jwksUri !== null ? [] : [['Secret rotated', client.secretRotatedAt === null ? 'never' : time(client.secretRotatedAt)] as [string, string]]),
   ];
   const width = Math.max(...lines.map(([label]) => label.length));
   return lines.map(([label, value]) => `${`${label}:`.padEnd(width + 2)}${value}\n`).join('');

@@ -73,6 +73,7 @@ for (const backend of await backends()) {
         lastUsedAt: null,
         exchangeResources: [],
         dpopBoundAccessTokens: false,
+        jwksUri: null,
       });
       const hash = await secretHash(client.clientId);
       assert.ok(hash !== null && clientSecretMatches(clientSecret, hash));

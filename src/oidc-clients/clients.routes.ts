@@ -66,6 +66,7 @@ const oidcClient = z
     lastUsedAt: z.iso.datetime().nullable().describe('When the provider last issued it a code or tokens (recorded at most once an hour); null: never'),
     exchangeResources: z.array(z.string()).describe('The APIs it may exchange a person’s access token for (token exchange, RFC 8693); empty: none'),
     dpopBoundAccessTokens: z.boolean().describe('Its token requests must carry a DPoP proof, so every token it gets is bound to its key (RFC 9449 `dpop_bound_access_tokens`)'),
+    jwksUri: z.string().nullable().describe('Where its public keys are: it authenticates with a JWT signed by one of them (`private_key_jwt`, RFC 7523) and has no secret, and may sign request objects with them (JAR, RFC 9101); null: a secret, or none for a public client'),
   })
   .meta({ id: 'OidcClient' });
 
@@ -88,6 +89,12 @@ const createClientBody = z
       backchannelLogoutUri: backchannelUri,
       exchangeResources,
       dpopBoundAccessTokens: z.boolean({ error: 'must be true or false' }).optional().describe('Require DPoP at the token endpoint: every token the client gets is bound to its key (RFC 9449). Default false'),
+      jwksUri: z
+        .string({ error: 'must be a string' })
+        .max(MAX_URI_LENGTH * 2, `must be at most ${MAX_URI_LENGTH} characters`)
+        .nullable()
+        .optional()
+        .describe('The URL of its public keys (a JWKS; https, or http on a loopback host): the client authenticates with a JWT signed by one of them (`private_key_jwt`) and gets no secret; it may sign request objects (JAR) with them. Confidential clients only'),
     },
     { error: 'must be a JSON object' },
   )
@@ -144,6 +151,7 @@ export function toClientBody(client: OidcClient) {
     lastUsedAt: client.lastUsedAt === null ? null : isoTime(client.lastUsedAt),
     exchangeResources: client.exchangeResources,
     dpopBoundAccessTokens: client.dpopBoundAccessTokens,
+    jwksUri: client.jwksUri,
   };
 }
 
@@ -202,7 +210,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
       },
     },
     async (request, reply) => {
-      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg, backchannelLogoutUri, exchangeResources, dpopBoundAccessTokens } = request.body;
+      const { name, redirectUris, postLogoutRedirectUris, grantTypes, public: isPublic, firstParty, idTokenSignedResponseAlg, backchannelLogoutUri, exchangeResources, dpopBoundAccessTokens, jwksUri } = request.body;
       const result = await oidcClients.create(
         {
           name,
@@ -215,6 +223,7 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
           ...(backchannelLogoutUri !== undefined && { backchannelLogoutUri }),
           ...(exchangeResources !== undefined && { exchangeResources }),
           ...(dpopBoundAccessTokens !== undefined && { dpopBoundAccessTokens }),
+          ...(jwksUri !== undefined && { jwksUri }),
         },
         actor(request),
       );
@@ -266,13 +275,13 @@ export const clientRoutes: FastifyPluginAsyncZod<ClientRouteOptions> = async (ap
           200: z.object({ clientId: z.string(), clientSecret: z.string() }).meta({ id: 'OidcClientSecret' }),
           ...guarded,
           ...notFound,
-          409: errorResponse.describe('A public client has no secret (PUBLIC_CLIENT_HAS_NO_SECRET)'),
+          409: errorResponse.describe('A public client has no secret (PUBLIC_CLIENT_HAS_NO_SECRET), nor has one that authenticates with its keys (KEY_CLIENT_HAS_NO_SECRET)'),
         },
       },
     },
     async (request, reply) => {
       const result = await oidcClients.rotateSecret(request.params.id, actor(request));
-      if (!result.ok) throw new AppError(result.reason === 'PUBLIC_CLIENT' ? 'PUBLIC_CLIENT_HAS_NO_SECRET' : 'CLIENT_NOT_FOUND');
+      if (!result.ok) throw new AppError(result.reason === 'PUBLIC_CLIENT' ? 'PUBLIC_CLIENT_HAS_NO_SECRET' : result.reason === 'KEY_CLIENT' ? 'KEY_CLIENT_HAS_NO_SECRET' : 'CLIENT_NOT_FOUND');
       reply.header('cache-control', 'no-store');
       return { clientId: result.client.id, clientSecret: result.clientSecret };
     },

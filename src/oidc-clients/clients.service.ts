@@ -7,7 +7,8 @@
  * `rotateSecret` and never stored: the row keeps its SHA-256 (hex). A fast hash is enough for a
  * secret that random (nothing to guess); the provider checks a presented secret with
  * `clientSecretMatches` (constant time). Rotating replaces the hash, so the old secret stops
- * working at once. Every change is audited (the domain events `oidc_client.*`) in the transaction
+ * working at once. A confidential client may instead name its public keys (`jwksUri`): it then
+ * authenticates with a JWT it signs (private_key_jwt) and has no secret at all. Every change is audited (the domain events `oidc_client.*`) in the transaction
  * of the change, with the client's id and name, never its secret.
  *
  * Expected outcomes are values: `{ ok: false, … }` or null; only the HTTP boundary (and the CLI)
@@ -49,6 +50,8 @@ export interface OidcClient {
   exchangeResources: string[];
   /** Its token requests must carry a DPoP proof: its tokens are all bound to its key (RFC 9449). */
   dpopBoundAccessTokens: boolean;
+  /** Where its public keys are: it authenticates with them (private_key_jwt) and has no secret; null: a secret, or none (public). */
+  jwksUri: string | null;
 }
 
 /**
@@ -75,7 +78,7 @@ export type RegisterClientResult = CreateClientResult | { ok: false; reason: 'RE
 
 export type RotateSecretResult =
   | { ok: true; client: OidcClient; clientSecret: string }
-  | { ok: false; reason: 'NOT_FOUND' | 'PUBLIC_CLIENT' };
+  | { ok: false; reason: 'NOT_FOUND' | 'PUBLIC_CLIENT' | 'KEY_CLIENT' };
 
 export interface ClientChanges {
   name?: string;
@@ -117,6 +120,7 @@ function toClient(row: store.ClientRow): OidcClient {
     lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
     exchangeResources: parseList(row.exchange_resources ?? '[]'),
     dpopBoundAccessTokens: Number(row.dpop_bound_access_tokens ?? 0) === 1,
+    jwksUri: row.jwks_uri ?? null,
   };
 }
 
@@ -153,8 +157,10 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
     if (!checked.ok || problems.length > 0) return { ok: false, reason: 'INVALID_CLIENT', problems };
     const { settings } = checked;
     const now = clock();
-    const clientSecret = settings.isPublic ? undefined : credentials.clientSecret;
-    if (!settings.isPublic && clientSecret === undefined) throw new Error('a confidential client needs a secret');
+    // A client with keys proves itself with them: it gets no secret (a registration's is dropped).
+    const hasSecret = !settings.isPublic && settings.jwksUri === null;
+    const clientSecret = hasSecret ? credentials.clientSecret : undefined;
+    if (hasSecret && clientSecret === undefined) throw new Error('a confidential client needs a secret or keys');
     const row: store.ClientRow = {
       id: credentials.clientId,
       name: settings.name,
@@ -173,6 +179,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
       last_used_at: null,
       exchange_resources: JSON.stringify(settings.exchangeResources),
       dpop_bound_access_tokens: settings.dpopBoundAccessTokens ? 1 : 0,
+      jwks_uri: settings.jwksUri,
     };
     const isFull = await db.transaction().execute(async (trx) => {
       if (maxOfOrigin !== undefined) {
@@ -290,6 +297,7 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         const row = await findRow(id, trx);
         if (row === undefined) return { ok: false, reason: 'NOT_FOUND' };
         if (Number(row.public) === 1) return { ok: false, reason: 'PUBLIC_CLIENT' };
+        if (row.jwks_uri !== null) return { ok: false, reason: 'KEY_CLIENT' };
         const now = clock();
         if (!(await store.replaceSecret(trx, id, hashClientSecret(clientSecret), now))) return { ok: false, reason: 'NOT_FOUND' };
         await audit.record({ type: 'oidc_client.secret_rotated', source, details: { clientId: id, name: row.name } }, { db: trx });
@@ -372,7 +380,8 @@ export function createOidcClientsService(deps: { db: Db; clock: Clock; audit: Au
         client_id: client.id,
         client_name: client.name,
         ...(!client.isPublic && row.secret_hash !== null && { client_secret: row.secret_hash }),
-        token_endpoint_auth_method: client.isPublic ? 'none' : 'client_secret_basic',
+        token_endpoint_auth_method: client.isPublic ? 'none' : client.jwksUri !== null ? 'private_key_jwt' : 'client_secret_basic',
+        ...(client.jwksUri !== null && { jwks_uri: client.jwksUri }),
         ...(isNative && { application_type: 'native' }),
         redirect_uris: client.redirectUris,
         post_logout_redirect_uris: client.postLogoutRedirectUris,

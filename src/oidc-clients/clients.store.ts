@@ -35,6 +35,8 @@ export interface OidcClientsTable {
   /** JSON array of the resource indicators it may exchange a person's token for (RFC 8693); `[]`: none. */
   exchange_resources: string;
   dpop_bound_access_tokens: number;
+  /** The client's public keys (private_key_jwt, signed request objects); null: it has a secret, or is public. */
+  jwks_uri: string | null;
 }
 
 declare module '../storage/schema.ts' {

@@ -14,6 +14,7 @@ import * as backchannelLogout from './migrations/20261129-oidc-clients-backchann
 import * as originLastUse from './migrations/20261130-oidc-clients-origin-last-use.ts';
 import * as tokenExchange from './migrations/20261130-oidc-clients-token-exchange.ts';
 import * as dpopBoundTokens from './migrations/20261130-oidc-clients-dpop-bound-tokens.ts';
+import * as jwksUri from './migrations/20261201-oidc-clients-jwks-uri.ts';
 import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';
 import { clientRoutes } from './clients.routes.ts';
 import { CLIENTS_PAGE, clientPageRoutes } from './clients-pages.routes.ts';
@@ -37,7 +38,7 @@ export const oidcClientsModule = defineModule({
   adminNav: [{ path: CLIENTS_PAGE, labelKey: 'oidc-clients.adminNav', section: 'clients', order: 20 }],
   // The texts of the /admin/clients pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
-  migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout, '20261130-oidc-clients-origin-last-use': originLastUse, '20261130-oidc-clients-token-exchange': tokenExchange, '20261130-oidc-clients-dpop-bound-tokens': dpopBoundTokens },
+  migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout, '20261130-oidc-clients-origin-last-use': originLastUse, '20261130-oidc-clients-token-exchange': tokenExchange, '20261130-oidc-clients-dpop-bound-tokens': dpopBoundTokens, '20261201-oidc-clients-jwks-uri': jwksUri },
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   provide: ({ db, clock, services, storage }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit, isPostgres: storage.dialect === 'postgres' }) }),

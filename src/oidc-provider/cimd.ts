@@ -11,8 +11,10 @@
  * - operators may list the hosts allowed or denied (OIDC_PROVIDER_CIMD_ALLOW_HOSTS / _DENY_HOSTS:
  *   `example.com` or `*.example.com`);
  * - the client is held to the registry's rules for public clients (redirect URIs, grant types:
- *   the code flow and refresh), authenticates with `none` (PKCE), and is never first-party: the
- *   consent page always asks, and names the client's host.
+ *   the code flow and refresh), authenticates with `none` or, when its document names a
+ *   `jwks_uri` on a host the lists allow, with a JWT signed by one of those keys (`private_key_jwt`;
+ *   the keys are fetched under the same outbound rules), uses PKCE either way, and is never
+ *   first-party: the consent page always asks, and names the client's host.
  */
 import { readFileSync } from 'node:fs';
 import type { KoaContextWithOIDC } from 'oidc-provider';
@@ -82,7 +84,21 @@ export function documentClientHost(clientId: string): string | null {
   }
 }
 
-export function isHostAllowed(settings: CimdSettings, clientId: string): boolean {
+/** Characters a name shown to people must not carry: controls, line breaks, bidi overrides and isolates, zero-width ones. */
+const UNSHOWN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+
+/**
+ * The name a document gives its client, as people are shown it (consent, connected apps): without
+ * the characters that could disguise it (a right-to-left override turning `gpj.exe` around, say),
+ * spaces collapsed, at most 100 characters; null when nothing is left (the host is shown instead).
+ */
+export function documentClientName(raw: unknown): string | null {
+  if (typeof raw !== 'string') return null;
+  const name = [...raw.replace(UNSHOWN, '').replace(/\s+/g, ' ').trim()].slice(0, 100).join('');
+  return name === '' ? null : name;
+}
+
+export function isHostAllowed(settings: Pick<CimdSettings, 'allowHosts' | 'denyHosts'>, clientId: string): boolean {
   const host = new URL(clientId).hostname.toLowerCase();
   if (settings.denyHosts.some((pattern) => matches(host, pattern))) return false;
   return settings.allowHosts.length === 0 || settings.allowHosts.some((pattern) => matches(host, pattern));
@@ -95,12 +111,18 @@ interface DocumentClient {
   postLogoutRedirectUris?: readonly string[] | undefined;
   grantTypes?: readonly string[] | undefined;
   tokenEndpointAuthMethod?: string | undefined;
+  jwksUri?: string | undefined;
+  jwks?: unknown;
 }
 
 /** What the registry's rules find wrong with the client a document describes; empty: nothing. */
-export function documentClientProblems(client: DocumentClient): string[] {
+export function documentClientProblems(client: DocumentClient, settings: Pick<CimdSettings, 'allowHosts' | 'denyHosts'>): string[] {
   const problems: string[] = [];
-  if (client.tokenEndpointAuthMethod !== 'none') problems.push('token_endpoint_auth_method must be none (a public client with PKCE)');
+  const method = client.tokenEndpointAuthMethod;
+  if (method !== 'none' && method !== 'private_key_jwt') problems.push('token_endpoint_auth_method must be none (PKCE) or private_key_jwt (with jwks_uri)');
+  if (client.jwks !== undefined) problems.push('jwks: keys are taken from jwks_uri only');
+  if (method === 'private_key_jwt' && client.jwksUri === undefined) problems.push('jwks_uri: private_key_jwt needs the URL of the client’s keys');
+  if (client.jwksUri !== undefined && !isHostAllowed(settings, client.jwksUri)) problems.push('jwks_uri: its host is not one client documents may use');
   const redirectUris = client.redirectUris ?? [];
   const postLogout = client.postLogoutRedirectUris ?? [];
   const isNative = isNativeApp(true, redirectUris, postLogout);
@@ -126,7 +148,7 @@ export function cimdFeature(settings: CimdSettings, onRefused: (clientId: string
       return false;
     },
     async allowClient(_ctx: KoaContextWithOIDC | undefined, client: DocumentClient): Promise<boolean> {
-      const problems = documentClientProblems(client);
+      const problems = documentClientProblems(client, settings);
       if (problems.length === 0) return true;
       onRefused(client.clientId, `CLIENT_NOT_ALLOWED: ${problems.join('; ')}`);
       return false;

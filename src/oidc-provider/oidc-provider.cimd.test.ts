@@ -15,10 +15,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
+import { exportJWK, generateKeyPair } from 'jose';
 import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
 import { REPO_ROOT } from '../../test/helpers/process.ts';
 import { authorize, Browser, createRpUser, discover, listeningApp, type ListeningApp } from '../../test/helpers/oidc-rp.ts';
 import { createDocumentFetch } from '../http/outbound/fetcher.ts';
+import { documentClientName } from './cimd.ts';
 
 const CERT = join(REPO_ROOT, 'test/fixtures/https-localhost.crt');
 const KEY = join(REPO_ROOT, 'test/fixtures/https-localhost.key');
@@ -118,12 +120,43 @@ describe('client ID metadata documents: an https client_id is a client', () => {
     assert.ok(apps[0]!.lastUsedAt !== null, 'its last use by this person is known');
   });
 
+  it('a document client may prove itself with its keys (private_key_jwt, jwks_uri beside its document), still with PKCE', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256');
+    served.set('/agents/keys.json', { body: JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'agent-1' }] }), headers: { 'content-type': 'application/json' } });
+    const clientId = serve('/agents/keyed.json', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `${origin}/agents/keys.json` });
+    const config = await client.discovery(new URL(t.url), clientId, undefined, client.PrivateKeyJwt({ key: privateKey, kid: 'agent-1' }), { execute: [client.allowInsecureRequests] });
+    const flow = await authorize(new Browser(t.url), config, { redirectUri: REDIRECT });
+    const tokens = await client.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.codeVerifier, expectedState: flow.state, expectedNonce: flow.nonce });
+    assert.equal(tokens.claims()?.aud, clientId);
+    // Without its assertion the client is nobody; without PKCE the request is refused.
+    const bare = await discover(t.url, clientId);
+    const again = await authorize(new Browser(t.url), config, { redirectUri: REDIRECT });
+    await assert.rejects(client.authorizationCodeGrant(bare, again.callback, { pkceCodeVerifier: again.codeVerifier, expectedState: again.state, expectedNonce: again.nonce }), (error: { error?: string }) => error.error === 'invalid_client');
+    const noPkce = await authorize(new Browser(t.url), config, { redirectUri: REDIRECT, pkce: false });
+    assert.equal(noPkce.callback.searchParams.get('error'), 'invalid_request');
+  });
+
+  it('shows a document’s client name without the characters that could disguise it', async () => {
+    assert.equal(documentClientName('Invoice\u202Egpj.exe'), 'Invoicegpj.exe');
+    assert.equal(documentClientName('  Example\u200B \n\t Agent\u0007 '), 'Example Agent');
+    assert.equal(documentClientName('\u2066\u2069'), null);
+    assert.equal(documentClientName('x'.repeat(300))?.length, 100);
+    const clientId = serve('/agents/disguised.json', { client_name: 'Trusted\u202E Agent' });
+    let consentHtml = '';
+    await authorize(new Browser(t.url), await discover(t.url, clientId), { redirectUri: REDIRECT, onConsentPage: (html) => (consentHtml = html) });
+    assert.match(consentHtml, /Trusted Agent/);
+    assert.doesNotMatch(consentHtml, /\u202E/);
+  });
+
   it('refuses documents that do not describe an acceptable public client', async () => {
     const cases: Array<[string, string]> = [
       ['another client_id', serve('/bad/mismatch.json', { client_id: `${origin}/elsewhere.json` })],
       ['a shared secret', serve('/bad/secret.json', { token_endpoint_auth_method: 'client_secret_basic' })],
       ['a secret in the document', serve('/bad/secret-field.json', { client_secret: 'x'.repeat(40) })],
-      ['private_key_jwt (not offered)', serve('/bad/jwt.json', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `${origin}/jwks.json` })],
+      ['private_key_jwt without jwks_uri', serve('/bad/jwt.json', { token_endpoint_auth_method: 'private_key_jwt' })],
+      ['keys by value', serve('/bad/jwks-inline.json', { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } })],
+      ['keys on a denied host', serve('/bad/jwks-denied.json', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `https://127.0.0.1:${new URL(origin).port}/jwks.json` })],
+      ['keys over plain http', serve('/bad/jwks-http.json', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `http://localhost:${new URL(origin).port}/jwks.json` })],
       ['an http redirect URI off loopback', serve('/bad/http-redirect.json', { redirect_uris: ['http://app.example.com/callback'] })],
       ['client credentials', serve('/bad/machine.json', { grant_types: ['client_credentials'] })],
       ['a redirect', (served.set('/bad/moved.json', { status: 302, body: '', headers: { location: `${origin}/agents/example.json` } }), `${origin}/bad/moved.json`)],

@@ -3,7 +3,7 @@
  * (rebuilt when a rotation changes them: its state is all in storage, so nothing is lost), what
  * a user's connected apps are, and how a user's access given to apps ends.
  */
-import { documentClientHost } from './cimd.ts';
+import { documentClientHost, documentClientName } from './cimd.ts';
 import { createBackchannelLogout } from './backchannel-logout.ts';
 import type { IncomingMessage } from 'node:http';
 import type Provider from 'oidc-provider';
@@ -61,6 +61,12 @@ const EXPIRY_BATCH = 500;
  */
 async function registerClient(clients: OidcClientsService, settings: OidcProviderConfig, clientId: string, metadata: Record<string, unknown>): Promise<void> {
   const strings = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? value : undefined);
+  // The registry keeps a client's keys by their URL only (rotation is the client's to do there).
+  const keysRefusal = metadata.jwks !== undefined ? 'jwks by value is not kept: publish the keys and register their jwks_uri' : metadata.token_endpoint_auth_method === 'private_key_jwt' && typeof metadata.jwks_uri !== 'string' ? 'private_key_jwt needs a jwks_uri' : null;
+  if (keysRefusal !== null) {
+    const { errors } = await import('oidc-provider');
+    throw new errors.InvalidClientMetadata(keysRefusal);
+  }
   const isOpen = settings.registrationMode === 'open';
   const result = await clients.createRegistered(
     {
@@ -72,6 +78,7 @@ async function registerClient(clients: OidcClientsService, settings: OidcProvide
       ...(typeof metadata.id_token_signed_response_alg === 'string' && { idTokenSignedResponseAlg: metadata.id_token_signed_response_alg }),
       ...(typeof metadata.backchannel_logout_uri === 'string' && { backchannelLogoutUri: metadata.backchannel_logout_uri }),
       ...(metadata.dpop_bound_access_tokens === true && { dpopBoundAccessTokens: true }),
+      ...(metadata.token_endpoint_auth_method === 'private_key_jwt' && typeof metadata.jwks_uri === 'string' && { jwksUri: metadata.jwks_uri }),
     },
     { clientId, clientSecret: typeof metadata.client_secret === 'string' ? metadata.client_secret : undefined },
     { ...SYSTEM_SOURCE, via: 'registration' },
@@ -274,7 +281,7 @@ export function createOidcProviderService(deps: {
       if (host === null || !config.oidcProvider.cimd.enabled) return null;
       const found = await (await current()).provider.Client.find(clientId).catch(() => undefined);
       if (found === undefined) return null;
-      const name = typeof found.clientName === 'string' && found.clientName.trim() !== '' ? found.clientName.trim().slice(0, 100) : host;
+      const name = documentClientName(found.clientName) ?? host;
       return { clientId, name, isFirstParty: false, host };
     },
 

@@ -20,7 +20,7 @@
 import { z } from 'zod';
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
+import { access, DURING_ENROLMENT, IN_PERSON, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Config } from '../config.ts';
 import { clientKey, type RateLimiters } from '../http/rate-limit.ts';
 import { AppError } from '../errors.ts';
@@ -244,8 +244,9 @@ export const interactionRoutes: FastifyPluginAsyncZod<InteractionRouteOptions> =
     return pages.send(reply, 'oidc-continue', { title: i18n.t('oidc-provider.continue.title'), url: safe });
   }
 
-  // The interaction decides who must sign in (again) and comes back here: the session is read, not required.
-  const interactionAccess = { access: access.anyone({ readsSession: true }) };
+  // The interaction decides who must sign in (again) and comes back here: the session is read, not
+  // required. Only the person may let an app act for them (never an administrator acting as them).
+  const interactionAccess = { access: access.anyone({ readsSession: true, requires: [IN_PERSON] }) };
 
   app.get(`${INTERACTION_PATH}/:uid`, { config: interactionAccess, schema: { ...hidden, params: uidParams } }, async (request, reply) => {
     const { uid } = request.params;

@@ -67,6 +67,7 @@ export const OIDC_ERROR_CODES: ReadonlySet<string> = new Set([
   'unauthorized_client',
   'access_denied',
   'invalid_scope',
+  'invalid_request_object',
   'invalid_target',
   'login_required',
   'consent_required',

@@ -33,7 +33,7 @@ import type { AdapterFactory } from 'oidc-provider';
 import type { ProviderPages } from './provider-pages.ts';
 
 import { CLOCK_TOLERANCE_SECONDS } from './oidc-provider.config.ts';
-import { cimdFeature, documentClientHost } from './cimd.ts';
+import { cimdFeature, documentClientHost, isDocumentClientId } from './cimd.ts';
 import { createDocumentFetch } from '../http/outbound/fetcher.ts';
 import { INTERACTION_PATH, OIDC_CLAIMS, OIDC_ROUTES } from './provider-routes.ts';
 import { registerTokenExchange, tokenExchangeClaims, type ExchangeRegistry } from './token-exchange.ts';
@@ -152,7 +152,9 @@ export function createProvider(deps: ProviderDeps): Provider {
     claims: { acr: null, sid: null, iss: null, ...Object.fromEntries(Object.entries(OIDC_CLAIMS).map(([scope, claims]) => [scope, [...claims]])) },
     scopes: ['openid', 'offline_access', ...Object.keys(OIDC_CLAIMS).filter((scope) => scope !== 'openid'), ...resourceScopes],
     responseTypes: ['code'],
-    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    // private_key_jwt (RFC 7523) for a client that registered its public keys (a jwks_uri, fetched
+    // under the outbound rules): it keeps no secret at all; each assertion is accepted once.
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
     clientDefaults: {
       grant_types: ['authorization_code'],
       response_types: ['code'],
@@ -164,13 +166,17 @@ export function createProvider(deps: ProviderDeps): Provider {
       userinfoSigningAlgValues: ['EdDSA', 'RS256'],
       introspectionSigningAlgValues: ['EdDSA', 'RS256'],
       authorizationSigningAlgValues: ['EdDSA', 'RS256'],
-      // No client authentication by signed JWTs, no request objects signed with the secret: a
-      // secret is only ever compared by its hash, which must never serve as an HMAC key.
-      clientAuthSigningAlgValues: [],
-      requestObjectSigningAlgValues: ['EdDSA', 'ES256', 'PS256', 'RS256'],
+      // JWTs a client signs (its authentication, its request objects) only with its own private
+      // keys: never an HMAC with the secret, which is only ever compared by its hash and must
+      // never serve as a key (no client_secret_jwt, no HS256 request objects, no unsigned ones).
+      // Ed25519 is EdDSA's fully specified name (RFC 9864), which current clients (openid-client) send.
+      clientAuthSigningAlgValues: ['Ed25519', 'EdDSA', 'ES256', 'PS256', 'RS256'],
+      requestObjectSigningAlgValues: ['Ed25519', 'EdDSA', 'ES256', 'PS256', 'RS256'],
     },
     jwks: { keys: keys.privateJwks().map((jwk) => ({ ...jwk })) as never },
-    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+    // PKCE for every public client, and for every client named by a metadata document (MCP asks
+    // it of all), whatever it authenticates with.
+    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' || isDocumentClientId(client.clientId) },
     allowOmittingSingleRegisteredRedirectUri: false,
     clockTolerance: CLOCK_TOLERANCE_SECONDS,
     rotateRefreshToken: true,
@@ -223,6 +229,10 @@ export function createProvider(deps: ProviderDeps): Provider {
       // public clients too), and must use a nonce of ours, the same on every instance (AUTH_SECRET).
       dPoP: { enabled: true, nonceSecret: deriveKey(config.authSecret, 'gatehouse oidc-provider dpop nonces v1'), requireNonce: () => true },
       pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
+      // Request objects (JAR, RFC 9101): the authorization request as a JWT the client signed with
+      // its own keys (requestObjectSigningAlgValues above: no HMAC, no `none`), by value or pushed
+      // (PAR). A client without keys cannot make one the provider accepts.
+      requestObjects: { enabled: true, requireSignedRequestObject: false },
       // A client_id that is an https URL names a client by its metadata document (cimd.ts).
       clientIdMetadataDocument: cimdFeature(settings.cimd, (clientId, reason) => deps.logger.info({ clientHost: documentClientHost(clientId), reason }, 'client ID metadata document refused')),
       // OIDC_PROVIDER_REGISTRATION: off, behind the initial access token, or open to anyone (with

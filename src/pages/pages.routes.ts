@@ -11,7 +11,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import { renderPageLinks, renderPageSections, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
-import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
+import { access, DURING_ENROLMENT, IN_PERSON, sessionOf, signedIn } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
 import { callbackFormActions, toCallbackUrl } from '../http/safe-redirect.ts';
 import { SIGN_IN_PAGE, signInRedirect } from '../http/sign-in-redirect.ts';
@@ -214,7 +214,8 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
   });
 
   // The dashboard's buttons. CSRF (origin + token) is checked for every form post before these run.
-  const formRoute = { config: { ...forUser, formErrorPage: DASHBOARD_PAGE } };
+  // What they change only the person may do (never an administrator acting as them: IN_PERSON).
+  const formRoute = { config: { access: access.user({ exempt: [DURING_ENROLMENT], requires: [IN_PERSON] }), formErrorPage: DASHBOARD_PAGE } };
 
   app.post(
     '/dashboard/sessions/end',

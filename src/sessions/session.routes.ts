@@ -10,7 +10,7 @@ import { AppError } from '../errors.ts';
 import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { clearSessionCookies } from './session-cookie.ts';
 import { isFormPost } from '../http/forms.ts';
-import { access, DURING_ENROLMENT, sessionOf, signedIn } from '../authorization/access.ts';
+import { access, DURING_ENROLMENT, IN_PERSON, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Csrf } from '../http/csrf.ts';
 import { requestSource } from '../audit/request-source.ts';
 import type { SessionService } from './session.service.ts';
@@ -142,7 +142,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
   app.delete(
     '/api/auth/sessions/:id',
     {
-      config: { access: access.user() },
+      config: { access: access.user({ requires: [IN_PERSON] }) },
       schema: {
         tags: ['sessions'],
         summary: 'End one of your sessions',
@@ -162,7 +162,7 @@ export const sessionRoutes: FastifyPluginAsyncZod<SessionRouteOptions> = async (
   app.delete(
     '/api/auth/sessions',
     {
-      config: { access: access.user() },
+      config: { access: access.user({ requires: [IN_PERSON] }) },
       schema: {
         tags: ['sessions'],
         summary: 'End all your sessions (or all but this one with ?keepCurrent=true)',

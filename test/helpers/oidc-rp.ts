@@ -163,6 +163,8 @@ export interface AuthorizeOptions {
   extra?: Record<string, string>;
   /** Sees each consent page's HTML before it is answered. */
   onConsentPage?: (html: string) => void;
+  /** Sends the request as a request object (JAR, RFC 9101) signed with this key of the client's. */
+  requestObjectKey?: client.CryptoKey;
 }
 
 /**
@@ -176,7 +178,9 @@ export async function authorize(browser: Browser, config: client.Configuration, 
   const state = client.randomState();
   const nonce = client.randomNonce();
   const scope = options.scope ?? 'openid email';
-  const url = client.buildAuthorizationUrl(config, {
+  const build = (parameters: Record<string, string>) =>
+    options.requestObjectKey === undefined ? Promise.resolve(client.buildAuthorizationUrl(config, parameters)) : client.buildAuthorizationUrlWithJAR(config, parameters, options.requestObjectKey);
+  const url = await build({
     redirect_uri: options.redirectUri,
     scope,
     ...(scope.includes('offline_access') && { prompt: 'consent' }),

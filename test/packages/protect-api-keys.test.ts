@@ -101,7 +101,7 @@ describe('API keys: Gatehouse, its CLI, and gatehouse-protect from its tarball',
     // The CLI lists them (never a secret).
     const listed = await runNode([CLI_ENTRY, 'api-keys', 'list', '--json'], { env, timeoutMs: 60_000 });
     assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual((JSON.parse(listed.stdout) as { id: string }[]).map((key) => key.id).sort(), [personal.body.key.id, orgKey.body.key.id].sort());
+    assert.deepEqual((JSON.parse(listed.stdout) as { apiKeys: { id: string }[] }).apiKeys.map((key) => key.id).sort(), [personal.body.key.id, orgKey.body.key.id].sort());
 
     // The downstream app: gatehouse-protect from its tarball, its dependencies from this repository.
     if (!existsSync(join(REPO_ROOT, 'packages/protect/dist/protect.js'))) execFileSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(REPO_ROOT, 'packages/protect/tsconfig.json')]);
