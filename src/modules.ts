@@ -32,6 +32,7 @@ import { scimModule } from './scim/scim.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
 import { impersonationModule } from './impersonation/impersonation.module.ts';
+import { apiKeysModule } from './api-keys/api-keys.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
@@ -65,6 +66,7 @@ export const MODULES: readonly GatehouseModule[] = [
   accountDeletionModule,
   metricsModule,
   impersonationModule,
+  apiKeysModule,
   adminModule,
   opsModule,
   pagesModule,

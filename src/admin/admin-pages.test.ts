@@ -355,7 +355,7 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.match(page.body, />End all sessions<\/button>/);
         assert.equal(linkHref(page.body, 'This user’s events in the audit log'), `/admin/events?userId=${user.id}`);
         const forms = [...page.body.matchAll(/<form[^>]*method="post"[^>]*>([\s\S]*?)<\/form>/g)];
-        assert.equal(forms.length, 6, 'roles, disable, end one, end all, the account-deletion module’s delete and the impersonation module’s act-as');
+        assert.equal(forms.length, 7, 'roles, disable, end one, end all, the account-deletion module’s delete, the impersonation module’s act-as and the api-keys module’s new key');
         assert.match(page.body, />Delete account<\/button>/);
         for (const [form] of forms) {
           assert.match(form, new RegExp(`action="/admin/users/${user.id}/`));

@@ -53,6 +53,8 @@ export async function activateAndReissue(
   reply: FastifyReply,
   organizationId: string | null,
 ): Promise<{ organization: Membership | null; access: AccessToken }> {
+  // The active organization is a session's: a credential without one (an API key, say) has none to set.
+  if ((await deps.sessions.describeSession(auth)) === null) throw new AppError('FORBIDDEN');
   const result = await deps.organizations.activate(auth, organizationId);
   if (!result.ok) throw refusal(result);
   // Re-signed for the live session (roles, amr, auth_time, every module's claims): the jwt

@@ -25,14 +25,17 @@ import { SEED_RULES, decidePath, isApiRequestPath, readRequestPath, type Decisio
 export { SEED_RULES, GATEHOUSE_RULES, decide, normalisePath, type ProtectionRules } from './rules.ts';
 export { createSignIn } from './sign-in.ts';
 export type { SignIn, SignInOptions, SignInPaths, SignInResult, SignInStore } from './sign-in.types.ts';
-export type { Evaluation, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
+export type { Evaluation, GatehouseApiKey, GatehouseClient, GatehouseUser, PresentedCredentials, Protector } from './protector.types.ts';
 import type { Evaluation, PresentedCredentials, Protector } from './protector.types.ts';
 import { CLOCK_TOLERANCE_SECONDS, DENIALS, cookieNames as cookieNamesFor, readBearerToken } from './contract.ts';
 import { createResourceMetadata, withResourceMetadata, type ResourceMetadataOptions } from './resource-metadata.ts';
 import { createDpopVerifier, DPOP_ALGORITHMS, readDpopToken, type DpopOptions } from './dpop.ts';
 import { copyOfCaller, judged, readCaller, readConfirmation, type Caller } from './token-claims.ts';
+import { createApiKeyCheck, type ApiKeyOptions } from './api-keys.ts';
 
 export type { DpopOptions } from './dpop.ts';
+export type { ApiKeyOptions } from './api-keys.ts';
+export { API_KEY_PATTERN } from './api-keys.ts';
 export type { ResourceMetadataOptions } from './resource-metadata.ts';
 
 export interface ProtectorOptions {
@@ -84,6 +87,13 @@ export interface ProtectorOptions {
    * (`htu`; default: that of the resource or `audience`) and how old a proof may be.
    */
   dpop?: DpopOptions;
+  /**
+   * Also accept Gatehouse API keys (`Authorization: Bearer gatehouse_pk_…` / `gatehouse_ok_…`),
+   * checked by Gatehouse's introspection endpoint as this confidential client, each answer cached
+   * for `cacheMs` (default 30 s): a key revoked in Gatehouse may still pass for up to that long.
+   * Without this option, API keys are refused like any token that does not verify.
+   */
+  apiKeys?: ApiKeyOptions;
   /** For tests and special transports. */
   fetch?: typeof fetch;
 }
@@ -124,6 +134,7 @@ export function createProtector(options: ProtectorOptions): Protector {
   };
   const metadata = options.resourceMetadata === undefined ? null : createResourceMetadata(options.resourceMetadata, { issuer, audience, rules });
   const dpop = createDpopVerifier(options.dpop ?? {}, originOf(metadata?.url ?? (typeof audience === 'string' && audience !== issuer ? audience : null)));
+  const apiKeyCheck = options.apiKeys === undefined ? null : createApiKeyCheck(issuer, fetchImpl, options.apiKeys);
   const sessionCheck = options.checkSession === undefined || options.checkSession === false ? null : createSessionCheck(issuer, fetchImpl, options.checkSession === true ? {} : options.checkSession);
 
   /**
@@ -166,6 +177,12 @@ export function createProtector(options: ProtectorOptions): Protector {
     const presented = readToken(credentials, cookieNames);
     if (presented === null || presented.token.length > MAX_TOKEN_LENGTH) return null;
     const { token, scheme } = presented;
+    // A Gatehouse API key (never a JWT: those begin `eyJ`), asked of Gatehouse when this app accepts keys.
+    if (token.startsWith('gatehouse_')) {
+      if (apiKeyCheck === null || scheme !== 'bearer') return null;
+      const caller = await apiKeyCheck(token);
+      return caller === null ? null : copyOfCaller(caller);
+    }
     const found = await verifyToken(token);
     if (found === null) return null;
     const { caller, jkt } = found;

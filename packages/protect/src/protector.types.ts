@@ -26,6 +26,8 @@ export interface GatehouseUser {
    * again what the agent had got. Empty when the user's own app holds the token.
    */
   actors: string[];
+  /** Set when the caller came with a personal API key (`apiKeys` option): the key's id. */
+  apiKey?: GatehouseApiKey;
   /** Sign-in mode only (the ID token's claims): the user's e-mail address and name. */
   email?: string;
   name?: string;
@@ -44,6 +46,17 @@ export interface GatehouseClient {
   user: GatehouseUser | null;
   /** Who acted for the user before the token reached this API (`act`, outermost first; `clientId` is the first); empty: nobody. */
   actors: string[];
+  /** Set for an organization API key (`apiKeys` option; `clientId` is then `api-key:<id>`): the key and its organization. */
+  apiKey?: GatehouseApiKey;
+}
+
+/** A Gatehouse API key a request came with, as its introspection described it. */
+export interface GatehouseApiKey {
+  /** The key's id (not secret: the 12 characters after its prefix). */
+  id: string;
+  kind: 'personal' | 'organization';
+  /** An organization key's organization, with the key's role there; null for a personal key. */
+  org: { id: string; slug: string; roles: string[] } | null;
 }
 
 /** What a request presents: its Authorization and Cookie headers (null or absent when missing). */

@@ -8,18 +8,29 @@ export interface Caller {
 }
 
 /** Each request gets its own copy: an app that changes `req.gatehouse` must not change the next request's. */
+type ApiKey = NonNullable<GatehouseUser['apiKey']>;
+const copyOfKey = (key: ApiKey): ApiKey => ({ ...key, org: key.org === null ? null : { ...key.org, roles: [...key.org.roles] } });
+
 function copyOfUser(user: Readonly<GatehouseUser>): GatehouseUser {
-  return { ...user, roles: [...user.roles], amr: [...user.amr], scopes: [...user.scopes], actors: [...user.actors], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } };
+  const copy: GatehouseUser = { ...user, roles: [...user.roles], amr: [...user.amr], scopes: [...user.scopes], actors: [...user.actors], org: user.org === null ? null : { ...user.org, roles: [...user.org.roles] } };
+  if (user.apiKey !== undefined) copy.apiKey = copyOfKey(user.apiKey);
+  return copy;
 }
 
 export function copyOfCaller(caller: Caller): Caller {
   const user = caller.user === null ? null : copyOfUser(caller.user);
-  return { user, client: caller.client === null ? null : { clientId: caller.client.clientId, scopes: [...caller.client.scopes], user, actors: [...caller.client.actors] } };
+  const client: GatehouseClient | null = caller.client === null ? null : { clientId: caller.client.clientId, scopes: [...caller.client.scopes], user, actors: [...caller.client.actors] };
+  if (client !== null && caller.client!.apiKey !== undefined) client.apiKey = copyOfKey(caller.client!.apiKey);
+  return { user, client };
 }
 
-/** What the rules judge of a caller: the user's roles, proof and organization (none for a machine), and the token's scopes. */
+/**
+ * What the rules judge of a caller: the user's roles, proof and organization (none for a machine;
+ * an organization API key's organization), and the scopes of the token (or of the API key).
+ */
 export function judged(caller: Caller) {
-  return { roles: caller.user?.roles ?? [], amr: caller.user?.amr ?? [], org: caller.user?.org ?? null, scopes: caller.client?.scopes ?? [], isMachine: caller.user === null };
+  const scopes = caller.client?.scopes ?? (caller.user?.apiKey !== undefined ? caller.user.scopes : []);
+  return { roles: caller.user?.roles ?? [], amr: caller.user?.amr ?? [], org: caller.user?.org ?? caller.client?.apiKey?.org ?? null, scopes, isMachine: caller.user === null };
 }
 
 /**

@@ -1,0 +1,48 @@
+/**
+ * What a request made with an API key may do, beyond its roles (a hook on every route, registered at
+ * the top level like the impersonation module's): it counts against the key's rate limit (429
+ * RATE_LIMITED with Retry-After over it), reaches API paths only (pages and their forms are for
+ * people in a browser), and never a route that asks for a step-up (`RECENT_SECOND_FACTOR` or
+ * `RECENT_SIGN_IN`: passwords, second factors, passkeys, linked providers, deleting the account,
+ * administrators' changes): 403 API_KEY_NOT_ALLOWED. A key without the `write` scope reads only:
+ * any other method than GET, HEAD and OPTIONS is 403 API_KEY_SCOPE_REQUIRED. Its last use (time, address) is written at
+ * most once a minute. The key-management routes refuse keys themselves (keys cannot make keys).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.ts';
+import { RECENT_SECOND_FACTOR, RECENT_SIGN_IN } from '../authorization/access.ts';
+import type { RequestAuth } from '../sessions/request-authentication.ts';
+import { isApiRequestPath, readRequestPath } from '../../packages/protect/src/rules.ts';
+import { API_KEY_AMR, KEY_SESSION_PREFIX, WRITE_SCOPE } from './api-keys.model.ts';
+import type { ApiKeyUse } from './api-key-use.ts';
+
+const STEP_UP = new Set([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]);
+const READING = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The id of the key a caller authenticated with, or null for a session (cookie or access token). */
+export function keyIdOf(auth: RequestAuth | null | undefined): string | null {
+  if (auth === null || auth === undefined || auth.via !== 'bearer' || !auth.amr.includes(API_KEY_AMR) || !auth.sessionId.startsWith(KEY_SESSION_PREFIX)) return null;
+  return auth.sessionId.slice(KEY_SESSION_PREFIX.length);
+}
+
+const asksForStepUp = (request: FastifyRequest) => request.routeOptions.config?.access?.requires.some((name) => STEP_UP.has(name)) ?? false;
+
+export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
+  app.addHook('preHandler', async (request) => {
+    const auth = request.gatehouseAuth;
+    const keyId = keyIdOf(auth);
+    if (keyId === null) return;
+    const wait = await use.consume({ id: keyId, userId: auth!.userId });
+    if (wait !== null) throw new AppError('RATE_LIMITED', { retryAfterSeconds: wait });
+    const key = { id: keyId, user_id: auth!.userId, kind: 'personal', organization_id: null };
+    if (!isApiRequestPath(readRequestPath(request.url)) || asksForStepUp(request)) {
+      await use.failed(key, 'NOT_ALLOWED', request.ip);
+      throw new AppError('API_KEY_NOT_ALLOWED');
+    }
+    if (!READING.has(request.method) && !(await use.scopesOf(keyId)).includes(WRITE_SCOPE)) {
+      await use.failed(key, 'SCOPE_REQUIRED', request.ip);
+      throw new AppError('API_KEY_SCOPE_REQUIRED');
+    }
+    await use.recordUse(keyId, request.ip);
+  });
+}
