@@ -151,13 +151,27 @@ for (const strategy of ['database', 'jwt'] as const) {
     /** Every admin page and form endpoint, for the access checks. */
     function everyRoute(userId: string, sessionId: string) {
       return {
-        pages: ['/admin', '/admin?query=a', '/admin/events', `/admin/events?userId=${userId}`, `/admin/users/${userId}`, '/admin/users/nobody'],
+        pages: [
+          '/admin',
+          '/admin?query=a',
+          '/admin/users?role=ADMIN&status=disabled',
+          '/admin/users/new',
+          '/admin/events',
+          `/admin/events?userId=${userId}`,
+          '/admin/events?email=a%40example.com&outcome=failure',
+          '/admin/events/export?format=csv',
+          '/admin/events/export?format=json',
+          `/admin/users/${userId}`,
+          '/admin/users/nobody',
+        ],
         forms: [
           [`/admin/users/${userId}/roles`, { roles: 'ADMIN' }],
           [`/admin/users/${userId}/disable`, {}],
           [`/admin/users/${userId}/enable`, {}],
           [`/admin/users/${userId}/sessions/end`, { sessionId }],
           [`/admin/users/${userId}/sessions/end-all`, {}],
+          ['/admin/users/new', { email: 'new@example.com', name: 'New' }],
+          ['/admin/users/bulk', { ids: userId, action: 'disable', confirm: 'yes' }],
         ] as Array<[string, Record<string, string>]>,
       };
     }
@@ -240,6 +254,9 @@ for (const strategy of ['database', 'jwt'] as const) {
             sections: [],
             places: { isConfigured: false, locator: async () => null },
             adminNav: [],
+            users: untouchable as never,
+            passwordReset: null,
+            accountDeletion: null,
           });
           const { pages, forms } = everyRoute('someone', 'some-session');
           for (const url of pages) {

@@ -35,7 +35,16 @@ export const adminModule = defineModule({
     {
       scope: 'browser',
       register: (app, { services, config, pageSections, adminNav }) =>
-        app.register(adminPageRoutes, { admin: services.admin, config, sections: pageSections('admin-user'), places: services.places, adminNav }),
+        app.register(adminPageRoutes, {
+          admin: services.admin,
+          config,
+          sections: pageSections('admin-user'),
+          places: services.places,
+          adminNav,
+          users: services.users,
+          passwordReset: 'passwordReset' in services ? services.passwordReset : null,
+          accountDeletion: 'accountDeletion' in services ? services.accountDeletion : null,
+        }),
     },
   ],
 });
