@@ -135,12 +135,9 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
     async (request, reply) => {
       const { cursor, notice, error, count, userId, ...query } = request.query;
       const { i18n } = reply.page;
-      // An older link names the account by id (the user page linked so): show it by address.
-      if (userId !== undefined && query.email === undefined) {
-        const user = await users.findUserById(userId);
-        if (user !== null) return reply.redirect(pageUrl(ADMIN_EVENTS_PAGE, { ...query, email: user.email }), 303);
-      }
-      const { text, filter, isBadType } = await eventFilterOf(query);
+      const { text, filter: typed, isBadType } = await eventFilterOf(query);
+      // A link may name the account by id (the API's filter, older links): kept, alongside the form's fields.
+      const filter = typed === null ? null : { ...typed, ...(userId !== undefined && { userId }) };
       const before = positionOf(cursor);
       const alerts = alertsOf({ notice, error, count }, i18n);
       if (isBadType) alerts.push(adminError('UNKNOWN_EVENT_TYPE', i18n));
@@ -148,7 +145,7 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
       if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
       const page = await admin.listEvents({ ...(filter ?? {}), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
       const addresses = await addressesOf(page.events, users.findUsersByIds);
-      const kept: EventFilterText & Record<string, string> = filter === null ? { ...text, from: '', to: '' } : { ...text };
+      const kept: EventFilterText & Record<string, string> = { ...(userId !== undefined && { userId }), ...text, ...(filter === null && { from: '', to: '' }) };
       const isFiltered = Object.values(kept).some((value) => value !== '');
       return pages.send(reply, 'admin-events', {
         title: i18n.t('admin.events.title'),
@@ -182,10 +179,11 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
 
   app.get(
     ADMIN_EVENTS_EXPORT,
-    { config: forAdmins, schema: { ...hidden, querystring: z.object({ ...eventQuery, format: choice(['csv', 'json'] as const) }) } },
+    { config: forAdmins, schema: { ...hidden, querystring: z.object({ ...eventQuery, userId: queryText(64), format: choice(['csv', 'json'] as const) }) } },
     async (request, reply) => {
-      const { format = 'csv', ...query } = request.query;
-      const { filter } = await eventFilterOf(query);
+      const { format = 'csv', userId, ...query } = request.query;
+      const { filter: typed } = await eventFilterOf(query);
+      const filter = typed === null ? null : { ...typed, ...(userId !== undefined && { userId }) };
       if (filter === null) return reply.redirect(pageUrl(ADMIN_EVENTS_PAGE, { ...query, from: undefined, to: undefined, error: 'INVALID_DATE' }), 303);
       const { i18n } = reply.page;
       async function* lines(): AsyncGenerator<string> {
