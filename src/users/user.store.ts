@@ -119,10 +119,14 @@ export interface UserListFilter {
  * contains `emailContains`. Every filter is a condition of the one query, which the
  * `(created_at, id)` index orders: a page reads `limit` rows, never the rows before it.
  */
-export async function findUsers(
-  db: Db,
-  filter: UserListFilter & { search?: { nameContains: string; emailContains: string }; before?: KeysetPosition; oldestFirst?: boolean; limit: number },
-): Promise<UserRow[]> {
+export async function findUsers(db: Db, filter: UserListQuery): Promise<UserRow[]> {
+  return selectUsers(db, filter).execute();
+}
+
+export type UserListQuery = UserListFilter & { search?: { nameContains: string; emailContains: string }; before?: KeysetPosition; oldestFirst?: boolean; limit: number };
+
+/** The query of `findUsers`, unexecuted (a test reads its plan). */
+export function selectUsers(db: Db, filter: UserListQuery) {
   let query = db.selectFrom('users').selectAll();
   const { search, before } = filter;
   if (search !== undefined) {
@@ -147,7 +151,7 @@ export async function findUsers(
     );
   }
   const direction = after ? 'asc' : 'desc';
-  return query.orderBy('created_at', direction).orderBy('id', direction).limit(filter.limit).execute();
+  return query.orderBy('created_at', direction).orderBy('id', direction).limit(filter.limit);
 }
 
 /** Users by id, in one query (the audit log names people by address). */
