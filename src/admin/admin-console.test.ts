@@ -65,6 +65,34 @@ for (const backend of await backends()) {
     const rowsOf = (html: string) => [...html.matchAll(/<tbody[^>]*>([\s\S]*?)<\/tbody>/g)].flatMap(([, body]) => body!.match(/<tr[^>]*>[\s\S]*?<\/tr>/g) ?? []);
     const listed = (html: string) => rowsOf(html).map((row) => /data-label="Email" class="address">([^< ]+)/.exec(row)?.[1]);
 
+    it('draws the overview with a text equivalent, on a nearly empty log and on one with thousands of events', async () => {
+      const empty = await get('/admin/overview');
+      assertHtmlPage(empty, 'overview, empty');
+      assert.equal((empty.body.match(/<svg class="chart" id="chart-[a-z]+" viewBox="[^"]+" role="img" aria-labelledby="chart-[a-z]+-title"/g) ?? []).length, 3);
+      assert.equal((empty.body.match(/<details class="chart-data">/g) ?? []).length, 3);
+      assert.match(empty.body, /<dt>Sign-ins \(14 days\)<\/dt><dd>1<\/dd>/, 'the admin signing in');
+      // Thousands of events in the charted days, written straight to the log.
+      const storage = openStorage(t.config.database);
+      try {
+        const now = Date.now();
+        const rows = Array.from({ length: 3000 }, (_, i) => ({
+          id: `seeded-event-${i}`, type: i % 3 === 0 ? 'signin.failure' : 'signin.success', user_id: null, actor_user_id: null, email: null, ip: null, user_agent: null, reason: null, details: null,
+          created_at: now - (i % 14) * 86_400_000,
+        }));
+        for (let i = 0; i < rows.length; i += 500) await storage.db.insertInto('audit_events').values(rows.slice(i, i + 500)).execute();
+      } finally {
+        await storage.close();
+      }
+      const seeded = await get('/admin/overview');
+      assertHtmlPage(seeded, 'overview, seeded');
+      assert.match(seeded.body, /<dt>Sign-ins \(14 days\)<\/dt><dd>2,001<\/dd>/);
+      assert.match(seeded.body, /<dt>Failed sign-ins \(14 days\)<\/dt><dd>1,000<\/dd>/);
+      const table = /<caption class="visually-hidden">Sign-ins and failed sign-ins per day, last 14 days<\/caption>[\s\S]*?<\/table>/.exec(seeded.body)![0];
+      const cells = [...table.matchAll(/<tr><th scope="row">[^<]+<\/th><td>(\d+)<\/td><td>(\d+)<\/td><\/tr>/g)];
+      assert.equal(cells.length, 14);
+      assert.equal(cells.reduce((sum, cell) => sum + Number(cell[1]) + Number(cell[2]), 0), 3001);
+    });
+
     it('adds a user with an invitation mail instead of a password, audited', async () => {
       const form = await get('/admin/users/new');
       assertHtmlPage(form, 'add user');

@@ -36,6 +36,8 @@ import { parseRoles } from './admin-roles.ts';
 import { addressesOf, toReadableEvent } from './admin-events.ts';
 import { adminListRoutes } from './admin-lists.routes.ts';
 import { adminConsoleRoutes } from './admin-console.routes.ts';
+import { adminOverviewRoutes } from './admin-overview.routes.ts';
+import type { Clock } from '../lib/clock.ts';
 
 export interface AdminPageOptions {
   admin: AdminService;
@@ -47,6 +49,7 @@ export interface AdminPageOptions {
   /** The admin area's navigation (its header's): every module's links. */
   adminNav: readonly AdminNavEntry[];
   users: UserService;
+  clock: Clock;
   /** The invitation of Add user (a set-password link), when that module is on. */
   passwordReset: PasswordResetService | null;
   /** The bulk delete, when that module is on. */
@@ -65,6 +68,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
   const pages = createAdminPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   const sendForbiddenPage = createForbiddenPage();
   await app.register(adminListRoutes, { admin, users: options.users, pages });
+  await app.register(adminOverviewRoutes, { admin, users: options.users, pages, clock: options.clock });
   await app.register(adminConsoleRoutes, {
     admin,
     users: options.users,

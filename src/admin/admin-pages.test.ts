@@ -156,6 +156,7 @@ for (const strategy of ['database', 'jwt'] as const) {
           '/admin?query=a',
           '/admin/users?role=ADMIN&status=disabled',
           '/admin/users/new',
+          '/admin/overview',
           '/admin/events',
           `/admin/events?userId=${userId}`,
           '/admin/events?email=a%40example.com&outcome=failure',
@@ -255,6 +256,7 @@ for (const strategy of ['database', 'jwt'] as const) {
             places: { isConfigured: false, locator: async () => null },
             adminNav: [],
             users: untouchable as never,
+            clock: Date.now,
             passwordReset: null,
             accountDeletion: null,
           });

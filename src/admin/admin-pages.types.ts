@@ -90,4 +90,8 @@ export interface AdminPages {
     users: Array<{ id: string; name: string; email: string }>;
     cancelHref: string;
   };
+  'admin-overview': AdminFrame & {
+    figures: Array<{ label: string; value: number }>;
+    charts: Array<{ id: string; title: string; labels: readonly string[]; series: ReadonlyArray<{ name: string; className: string; values: readonly number[] }>; svg: string }>;
+  };
 }
