@@ -7,7 +7,19 @@ import type { Translator } from '../i18n/translator.ts';
 import type { PageAlert } from './admin-pages.types.ts';
 
 /** Codes on `?notice=`: what a form just did. An unknown one shows nothing. */
-export const ADMIN_NOTICE_CODES: ReadonlySet<string> = new Set(['ROLES_SAVED', 'USER_DISABLED', 'USER_ENABLED', 'SESSION_ENDED', 'SESSIONS_ENDED', 'USER_DELETED']);
+export const ADMIN_NOTICE_CODES: ReadonlySet<string> = new Set([
+  'ROLES_SAVED',
+  'USER_DISABLED',
+  'USER_ENABLED',
+  'SESSION_ENDED',
+  'SESSIONS_ENDED',
+  'USER_DELETED',
+  'USER_CREATED',
+  'USER_INVITED',
+  'BULK_DISABLED',
+  'BULK_SIGNED_OUT',
+  'BULK_DELETED',
+]);
 
 /** Codes on `?error=`: why a form did nothing, or what a link got wrong. */
 export const ADMIN_ERROR_CODES: ReadonlySet<string> = new Set([
@@ -20,6 +32,11 @@ export const ADMIN_ERROR_CODES: ReadonlySet<string> = new Set([
   'ORGANIZATION_OWNERSHIP_TRANSFER_REQUIRED',
   'SESSION_NOT_FOUND',
   'INVALID_CURSOR',
+  'INVALID_DATE',
+  'EMAIL_TAKEN',
+  'WEAK_PASSWORD',
+  'NOTHING_SELECTED',
+  'BULK_PARTLY_DONE',
   'UNKNOWN_EVENT_TYPE',
   'NOT_FOUND',
   'VALIDATION_ERROR',
@@ -28,8 +45,8 @@ export const ADMIN_ERROR_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /** The notice for `code`, or null for an unknown code (nothing is shown). */
-export function adminNotice(code: string, i18n: Pick<Translator, 't'>): PageAlert | null {
-  return ADMIN_NOTICE_CODES.has(code) ? { isError: false, code, message: i18n.t(`admin.notice.${code}`) } : null;
+export function adminNotice(code: string, i18n: Pick<Translator, 't'>, values: { count: number } = { count: 0 }): PageAlert | null {
+  return ADMIN_NOTICE_CODES.has(code) ? { isError: false, code, message: i18n.t(`admin.notice.${code}`, values) } : null;
 }
 
 /** The error for `code`: an unknown one gets the general message, and its code is never shown back. */

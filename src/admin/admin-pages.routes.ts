@@ -19,20 +19,25 @@ import { renderPageSections, type AdminNavEntry, type PageSection } from '../mod
 import { clearSessionCookies } from '../sessions/session-cookie.ts';
 import type { AdminService } from './admin.service.ts';
 import { MAX_ROLES } from './admin.routes.ts';
-import type { AuditEvent } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
-import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
-import { ADMIN_ROLE, isValidRole } from '../users/user.service.ts';
+import { signedIn } from '../authorization/access.ts';
+import type { UserService } from '../users/user.service.ts';
+import type { AccountDeletionService } from '../account-deletion/account-deletion.service.ts';
+import type { PasswordResetService } from '../password-reset/password-reset.service.ts';
 import { toSessionItems } from '../sessions/session-items.ts';
 import type { PlaceFinder } from '../sessions/place.ts';
 import { createForbiddenPage } from '../web/forbidden-page.ts';
-import { queryText, shownCode } from '../web/page-query.ts';
-import { templatesIn, type PageLanguage } from '../web/render.ts';
+import { templatesIn } from '../web/render.ts';
 import { createAdminPageRenderer } from './admin-area.ts';
 import { formatTime } from '../web/time-text.ts';
-import { adminError, adminNotice } from './admin-pages.messages.ts';
-import type { AdminEventItem, AdminPages, PageAlert } from './admin-pages.types.ts';
+import type { AdminPages } from './admin-pages.types.ts';
+import { ADMIN_EVENTS_PAGE, ADMIN_PAGE, adminUserPage, alertsOf, csrfField, forAdmins, forAdminsRecentlyVerified, hidden, pageQuery, pageUrl, userParams } from './admin-page-kit.ts';
+import { parseRoles } from './admin-roles.ts';
+import { addressesOf, toReadableEvent } from './admin-events.ts';
+import { adminListRoutes } from './admin-lists.routes.ts';
+import { adminConsoleRoutes } from './admin-console.routes.ts';
+import { adminOverviewRoutes } from './admin-overview.routes.ts';
+import type { Clock } from '../lib/clock.ts';
 
 export interface AdminPageOptions {
   admin: AdminService;
@@ -43,105 +48,36 @@ export interface AdminPageOptions {
   places: PlaceFinder;
   /** The admin area's navigation (its header's): every module's links. */
   adminNav: readonly AdminNavEntry[];
+  users: UserService;
+  clock: Clock;
+  /** The invitation of Add user (a set-password link), when that module is on. */
+  passwordReset: PasswordResetService | null;
+  /** The bulk delete, when that module is on. */
+  accountDeletion: AccountDeletionService | null;
 }
 
-export const ADMIN_PAGE = '/admin';
-export const ADMIN_EVENTS_PAGE = '/admin/events';
-export const ADMIN_PAGE_SIZE = 50;
 /** Room for MAX_ROLES names of the longest kind with separators; more is refused, not cut. */
 const MAX_ROLES_INPUT_LENGTH = MAX_ROLES * 66;
+/** The newest events about the user shown on their page; the log has the rest. */
+const USER_TRAIL_SIZE = 10;
 
-export const adminUserPage = (id: string) => `${ADMIN_PAGE}/users/${encodeURIComponent(id)}`;
-
-/** A page with its query, leaving out what is unset. */
-function pageUrl(path: string, query: Record<string, string | undefined>): string {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, value);
-  const text = params.toString();
-  return text === '' ? path : `${path}?${text}`;
-}
-
-/** The notice and error a form's redirect put in the URL, in the page's language. */
-function alertsOf(query: { notice?: string | undefined; error?: string | undefined }, i18n: PageLanguage): PageAlert[] {
-  const alerts: PageAlert[] = [];
-  const notice = query.notice === undefined ? null : adminNotice(query.notice, i18n);
-  if (notice !== null) alerts.push(notice);
-  if (query.error !== undefined) alerts.push(adminError(query.error, i18n));
-  return alerts;
-}
-
-/** Parses the roles text field: names separated by spaces or commas, each once. */
-function parseRoles(text: string): { ok: true; roles: string[] } | { ok: false; code: 'INVALID_ROLE' | 'TOO_MANY_ROLES' } {
-  const roles = [...new Set(text.split(/[\s,]+/).filter((name) => name !== ''))];
-  if (!roles.every(isValidRole)) return { ok: false, code: 'INVALID_ROLE' };
-  if (roles.length > MAX_ROLES) return { ok: false, code: 'TOO_MANY_ROLES' };
-  return { ok: true, roles };
-}
-
-const linkToUser = (id: string | null) => (id === null ? null : { id, href: adminUserPage(id) });
-
-function toEventItem(event: AuditEvent, i18n: PageLanguage): AdminEventItem {
-  return {
-    createdAt: formatTime(event.createdAt, i18n.locale),
-    type: event.type,
-    user: linkToUser(event.userId),
-    actor: linkToUser(event.actorUserId),
-    email: event.email,
-    ip: event.ip,
-    userAgent: event.userAgent,
-    reason: event.reason,
-    details: event.details === null ? null : JSON.stringify(event.details),
-  };
-}
-
-const hidden = { hide: true } as const;
-const csrfField = z.string().max(200).optional();
-const pageQuery = { notice: shownCode, error: shownCode };
-const cursorQuery = queryText(200);
-/** Ids are ours and short; a longer one names nobody (the API refuses it the same way). */
-const userParams = z.object({ id: z.string().min(1).max(64) });
-/** The pages. */
-const forAdmins = { access: access.role(ADMIN_ROLE) };
-/** The forms, each a change to a user: an admin who has a second factor used it within REAUTH_WINDOW. */
-const forAdminsRecentlyVerified = { access: access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }) };
+export { ADMIN_EVENTS_PAGE, ADMIN_PAGE, ADMIN_PAGE_SIZE, adminUserPage } from './admin-page-kit.ts';
 
 export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (app, options) => {
   const { admin, config } = options;
   const pages = createAdminPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   const sendForbiddenPage = createForbiddenPage();
-  /** A continuation cursor from a link: its position, none, or null for one we did not make. */
-  const positionOf = (cursor: string | undefined): KeysetPosition | undefined | null => (cursor === undefined ? undefined : decodeCursor(cursor));
-
-  app.get(
-    ADMIN_PAGE,
-    { config: forAdmins, schema: { ...hidden, querystring: z.object({ query: queryText(200), cursor: cursorQuery, ...pageQuery }) } },
-    async (request, reply) => {
-      const { query, cursor, ...codes } = request.query;
-      const { i18n } = reply.page;
-      const before = positionOf(cursor);
-      const alerts = alertsOf(codes, i18n);
-      // A cursor we did not make (edited, or from another build): the list starts again from the top.
-      if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
-      const page = await admin.listUsers({ ...(query !== undefined && { query }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
-      return pages.send(reply, 'admin-users', {
-        title: i18n.t('admin.users.title'),
-        isFull: true,
-        section: 'users',
-        alerts,
-        query: query ?? '',
-        users: page.users.map((user) => ({
-          href: adminUserPage(user.id),
-          name: user.name,
-          email: user.email,
-          roles: user.roles,
-          isDisabled: user.disabledAt !== null,
-          createdAt: formatTime(user.createdAt, i18n.locale),
-        })),
-        nextHref: page.next === null ? null : pageUrl(ADMIN_PAGE, { query, cursor: encodeCursor(page.next) }),
-        firstHref: before ? pageUrl(ADMIN_PAGE, { query }) : null,
-      });
-    },
-  );
+  await app.register(adminListRoutes, { admin, users: options.users, pages });
+  await app.register(adminOverviewRoutes, { admin, users: options.users, pages, clock: options.clock });
+  await app.register(adminConsoleRoutes, {
+    admin,
+    users: options.users,
+    pages,
+    // (`?.`: a plugin test mounts the pages with an empty config)
+    canInvite: config.mail?.kind === 'smtp',
+    passwordReset: options.passwordReset,
+    accountDeletion: options.accountDeletion,
+  });
 
   app.get(
     `${ADMIN_PAGE}/users/:id`,
@@ -156,6 +92,8 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
       const base = adminUserPage(user.id);
       const { i18n } = reply.page;
       const sections = await renderPageSections(options.sections, { userId: user.id, page: reply.page });
+      const trail = await admin.listEvents({ about: { userId: user.id, email: user.email }, limit: USER_TRAIL_SIZE });
+      const addresses = await addressesOf(trail.events, options.users.findUsersByIds);
       return pages.send(reply, 'admin-user', {
         title: user.name,
         isWide: true,
@@ -175,7 +113,8 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
         },
         isSelf,
         sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null, { i18n, locate: await options.places.locator(i18n.locale) }),
-        eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { userId: user.id }),
+        eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { email: user.email }),
+        events: trail.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage)),
         actions: {
           roles: `${base}/roles`,
           disable: `${base}/disable`,
@@ -183,34 +122,6 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
           endSession: `${base}/sessions/end`,
           endAllSessions: `${base}/sessions/end-all`,
         },
-      });
-    },
-  );
-
-  app.get(
-    ADMIN_EVENTS_PAGE,
-    { config: forAdmins, schema: { ...hidden, querystring: z.object({ userId: queryText(64), type: queryText(64), cursor: cursorQuery, ...pageQuery }) } },
-    async (request, reply) => {
-      const { userId, type: requestedType, cursor, ...codes } = request.query;
-      const { i18n } = reply.page;
-      const isKnownType = requestedType !== undefined && (options.admin.eventTypes as readonly string[]).includes(requestedType);
-      const type = isKnownType ? requestedType : undefined;
-      const before = positionOf(cursor);
-      const alerts = alertsOf(codes, i18n);
-      if (requestedType !== undefined && !isKnownType) alerts.push(adminError('UNKNOWN_EVENT_TYPE', i18n));
-      if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
-      const page = await admin.listEvents({ ...(userId !== undefined && { userId }), ...(type !== undefined && { type }), ...(before && { before }), limit: ADMIN_PAGE_SIZE });
-      return pages.send(reply, 'admin-events', {
-        title: i18n.t('admin.events.title'),
-        isFull: true,
-        section: 'events',
-        alerts,
-        filter: { userId: userId ?? '', type: type ?? '' },
-        types: options.admin.eventTypes,
-        isFiltered: userId !== undefined || type !== undefined,
-        events: page.events.map((event) => toEventItem(event, i18n)),
-        nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { userId, type, cursor: encodeCursor(page.next) }),
-        firstHref: before ? pageUrl(ADMIN_EVENTS_PAGE, { userId, type }) : null,
       });
     },
   );

@@ -151,13 +151,28 @@ for (const strategy of ['database', 'jwt'] as const) {
     /** Every admin page and form endpoint, for the access checks. */
     function everyRoute(userId: string, sessionId: string) {
       return {
-        pages: ['/admin', '/admin?query=a', '/admin/events', `/admin/events?userId=${userId}`, `/admin/users/${userId}`, '/admin/users/nobody'],
+        pages: [
+          '/admin',
+          '/admin?query=a',
+          '/admin/users?role=ADMIN&status=disabled',
+          '/admin/users/new',
+          '/admin/overview',
+          '/admin/events',
+          `/admin/events?userId=${userId}`,
+          '/admin/events?email=a%40example.com&outcome=failure',
+          '/admin/events/export?format=csv',
+          '/admin/events/export?format=json',
+          `/admin/users/${userId}`,
+          '/admin/users/nobody',
+        ],
         forms: [
           [`/admin/users/${userId}/roles`, { roles: 'ADMIN' }],
           [`/admin/users/${userId}/disable`, {}],
           [`/admin/users/${userId}/enable`, {}],
           [`/admin/users/${userId}/sessions/end`, { sessionId }],
           [`/admin/users/${userId}/sessions/end-all`, {}],
+          ['/admin/users/new', { email: 'new@example.com', name: 'New' }],
+          ['/admin/users/bulk', { ids: userId, action: 'disable', confirm: 'yes' }],
         ] as Array<[string, Record<string, string>]>,
       };
     }
@@ -240,6 +255,10 @@ for (const strategy of ['database', 'jwt'] as const) {
             sections: [],
             places: { isConfigured: false, locator: async () => null },
             adminNav: [],
+            users: untouchable as never,
+            clock: Date.now,
+            passwordReset: null,
+            accountDeletion: null,
           });
           const { pages, forms } = everyRoute('someone', 'some-session');
           for (const url of pages) {
@@ -278,14 +297,14 @@ for (const strategy of ['database', 'jwt'] as const) {
         const row = tableRows(page.body).find((r) => r.includes('Listed Person'));
         assert.ok(row, 'the user is listed');
         assert.match(row, new RegExp(`<a href="/admin/users/${listed.id}">Listed Person</a>`));
-        assert.match(row, new RegExp(`<td role="cell" data-label="Email">${listed.email.replace('.', '\\.')}</td>`));
+        assert.match(row, new RegExp(`<td role="cell" data-label="Email" class="address">${listed.email.replace('.', '\\.')}</td>`));
         assert.match(row, /<td role="cell" data-label="Roles">AUDITOR, EDITOR<\/td>/);
         assert.match(row, />Disabled</);
         assert.match(row, ENGLISH_TIME);
         const adaRow = tableRows(page.body).find((r) => r.includes('Ada Admin'));
         assert.match(adaRow!, /<td role="cell" data-label="Roles">ADMIN<\/td>/);
         assert.match(adaRow!, />Active</);
-        assert.match(page.body, /<form class="search" method="get" action="\/admin" role="search">/);
+        assert.match(page.body, /<form class="filters" method="get" action="\/admin" role="search">/);
         assert.match(page.body, /<input id="query" name="query" type="search" value=""/);
       });
 
@@ -353,7 +372,7 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.match(page.body, /DetailDevice\/7\.0/);
         assert.match(page.body, />End<\/button>/);
         assert.match(page.body, />End all sessions<\/button>/);
-        assert.equal(linkHref(page.body, 'This user’s events in the audit log'), `/admin/events?userId=${user.id}`);
+        assert.equal(linkHref(page.body, 'This user’s events in the audit log'), `/admin/events?email=${encodeURIComponent(user.email)}`);
         const forms = [...page.body.matchAll(/<form[^>]*method="post"[^>]*>([\s\S]*?)<\/form>/g)];
         assert.equal(forms.length, 7, 'roles, disable, end one, end all, the account-deletion module’s delete, the impersonation module’s act-as and the api-keys module’s new key');
         assert.match(page.body, />Delete account<\/button>/);
@@ -557,7 +576,7 @@ for (const strategy of ['database', 'jwt'] as const) {
         assertHtmlPage(all, '/admin/events');
         assert.ok(tableRows(all.body).length > 3);
         assert.match(all.body, /<select id="type" name="type">/);
-        assert.match(all.body, /<option value="user\.disabled">user\.disabled<\/option>/);
+        assert.match(all.body, /<option value="user\.disabled">Account disabled<\/option>/);
 
         const mine = await get(`/admin/events?userId=${user.id}`, adminBrowser);
         assertHtmlPage(mine, 'by user');
@@ -570,12 +589,13 @@ for (const strategy of ['database', 'jwt'] as const) {
         );
         assert.ok(rows.every((row) => row.includes(`href="/admin/users/${user.id}"`)));
         const disabled = rowOf('user.disabled')!;
-        assert.match(disabled, new RegExp(`<a class="id" href="/admin/users/${ada.id}">${ada.id}</a>`), 'who did it');
-        assert.match(disabled, /<span class="client-ip">127\.0\.0\.1<\/span><span class="client-agent">AdminConsole\/3\.1<\/span>/);
-        assert.match(rowOf('user.roles_changed')!, /<code class="details-json">\{&quot;before&quot;:\[\],&quot;after&quot;:\[&quot;EDITOR&quot;\]\}<\/code>/);
-        assert.match(rowOf('signin.success')!, /<span class="client-agent">LoggedDevice\/1<\/span>/);
+        // Who did it by address, the device in words, what happened in words, the details folded.
+        assert.match(disabled, new RegExp(`<a href="/admin/users/${ada.id}">${ada.email}</a>`), 'who did it');
+        assert.match(disabled, /<td role="cell" data-label="What happened">Account disabled<\/td>/);
+        assert.match(disabled, /<span class="client-ip">127\.0\.0\.1<\/span> <span class="client-device" title="AdminConsole\/3\.1">AdminConsole<\/span>/);
+        assert.match(rowOf('user.roles_changed')!, /<details class="event-details"><summary>Details<\/summary>.*<dt>before<\/dt><dd><\/dd><dt>after<\/dt><dd>EDITOR<\/dd>/);
+        assert.match(rowOf('signin.success')!, /<dd class="client-agent">LoggedDevice\/1<\/dd>/);
         assert.match(rowOf('user.sessions_ended')!, /ACCOUNT_DISABLED/);
-        assert.match(mine.body, new RegExp(`<input id="userId" name="userId" type="text" value="${user.id}"`));
         assert.equal(linkHref(mine.body, 'Clear'), '/admin/events');
 
         const typed = await get(`/admin/events?userId=${user.id}&type=user.disabled`, adminBrowser);
@@ -608,7 +628,7 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.equal(tableRows(second.body).length, 3);
         assert.equal(linkHref(second.body, 'Older events'), null);
         assert.equal(linkHref(second.body, 'Newest events'), `/admin/events?userId=${subject}&type=signout`);
-        const seen = [...first.body.matchAll(/&quot;n&quot;:(\d+)/g), ...second.body.matchAll(/&quot;n&quot;:(\d+)/g)].map((m) => Number(m[1]));
+        const seen = [...first.body.matchAll(/<dt>n<\/dt><dd>(\d+)<\/dd>/g), ...second.body.matchAll(/<dt>n<\/dt><dd>(\d+)<\/dd>/g)].map((m) => Number(m[1]));
         assert.equal(seen.length, total);
         assert.equal(new Set(seen).size, total, 'each event once');
         const times = [...first.body.matchAll(/<time datetime="([^"]+)"/g), ...second.body.matchAll(/<time datetime="([^"]+)"/g)].map((m) => m[1]!);
@@ -640,7 +660,7 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.match(list.body, /<label for="query">Benutzer nach Name oder E-Mail-Adresse suchen<\/label>/);
         assert.match(list.body, /Benutzer, deren Name oder E-Mail-Adresse „Sprachen“ enthält\. <a href="\/admin">Alle anzeigen<\/a>/);
         const [row] = tableRows(list.body);
-        assert.match(row!, /<td role="cell" data-label="E-Mail-Adresse">/);
+        assert.match(row!, /<td role="cell" data-label="E-Mail-Adresse" class="address">/);
         assert.match(row!, /<span class="status status-disabled">Deaktiviert<\/span>/);
         // "27. Nov. 2026, 07:00 UTC": German order and 24-hour time, not the English form.
         assert.match(row!, /<time datetime="[^"]+">\d{1,2}\. \S+ \d{4}, \d\d:\d\d UTC<\/time>/);
@@ -710,7 +730,7 @@ for (const strategy of ['database', 'jwt'] as const) {
       assert.deepEqual(alertCodes(pages[2]!.body).errors, ['']);
       assert.match(pages[2]!.body, /role="alert">\s*<p>That did not work\. Please try again\.<\/p>\s*<\/div>/);
       assert.equal(alertCodes(pages[2]!.body).notices.length, 0, 'an unknown notice shows nothing');
-      assert.match(pages[3]!.body, /<span class="client-agent">&lt;script&gt;alert\(&quot;ua&quot;\)&lt;\/script&gt;<\/span>/);
+      assert.match(pages[3]!.body, /<dd class="client-agent">&lt;script&gt;alert\(&quot;ua&quot;\)&lt;\/script&gt;<\/dd>/);
       assert.match(pages[4]!.body, /<code>UNKNOWN_EVENT_TYPE<\/code>/);
     });
   });

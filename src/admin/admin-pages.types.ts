@@ -1,6 +1,7 @@
 /** The admin pages' templates (in `templates/`) and the data each one reads. */
 import type { SessionItem } from '../sessions/session-items.ts';
 import type { TimeText } from '../web/time-text.ts';
+import type { EventFilterText, ReadableEvent } from './admin-events.ts';
 
 /** A message at the top of a page: what a form just did, or why it did not. */
 export interface PageAlert {
@@ -8,40 +9,36 @@ export interface PageAlert {
   /** Shown small for support; null for a code we do not know (a link's code is never shown back). */
   code: string | null;
   message: string;
+  /** The form field it is about (the field then points to it). */
+  field?: string;
 }
 
 /** What every admin page gives `admin-header.eta`. */
 interface AdminFrame {
-  section: 'users' | 'events';
+  section: 'overview' | 'users' | 'events';
   alerts: PageAlert[];
 }
 
 export interface AdminUserItem {
+  id: string;
   href: string;
   name: string;
   email: string;
   roles: string[];
   isDisabled: boolean;
+  isEmailVerified: boolean;
   createdAt: TimeText;
-}
-
-export interface AdminEventItem {
-  createdAt: TimeText;
-  type: string;
-  /** The account's id with a link to it; null when the event has none. */
-  user: { id: string; href: string } | null;
-  actor: { id: string; href: string } | null;
-  email: string | null;
-  ip: string | null;
-  userAgent: string | null;
-  reason: string | null;
-  /** JSON text. */
-  details: string | null;
 }
 
 export interface AdminPages {
   'admin-users': AdminFrame & {
     query: string;
+    filter: { role: string; status: string; verified: string; sort: string };
+    isFiltered: boolean;
+    /** The list's own address (the filters' form goes there). */
+    listHref: string;
+    newUserHref: string;
+    bulkAction: string;
     users: AdminUserItem[];
     nextHref: string | null;
     /** Set on every page but the first. */
@@ -65,14 +62,36 @@ export interface AdminPages {
     isSelf: boolean;
     sessions: SessionItem[];
     eventsHref: string;
+    /** The newest events about the user. */
+    events: ReadableEvent[];
     actions: { roles: string; disable: string; enable: string; endSession: string; endAllSessions: string };
   };
   'admin-events': AdminFrame & {
-    filter: { userId: string; type: string };
-    types: readonly string[];
+    filter: EventFilterText;
+    /** Every declared type, named in words. */
+    types: Array<{ value: string; label: string }>;
     isFiltered: boolean;
-    events: AdminEventItem[];
+    events: ReadableEvent[];
+    exportCsvHref: string;
+    exportJsonHref: string;
     nextHref: string | null;
     firstHref: string | null;
+  };
+  'admin-user-new': AdminFrame & {
+    action: string;
+    /** Mail reaches people: the user is invited to choose a password (no password field). */
+    canInvite: boolean;
+    values: { email: string; name: string; roles: string };
+  };
+  'admin-bulk-confirm': AdminFrame & {
+    action: string;
+    bulkAction: 'disable' | 'signOut' | 'delete';
+    count: number;
+    users: Array<{ id: string; name: string; email: string }>;
+    cancelHref: string;
+  };
+  'admin-overview': AdminFrame & {
+    figures: Array<{ label: string; value: number }>;
+    charts: Array<{ id: string; title: string; labels: readonly string[]; series: ReadonlyArray<{ name: string; className: string; values: readonly number[] }>; svg: string }>;
   };
 }

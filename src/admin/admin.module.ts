@@ -7,6 +7,7 @@ import { createAdminService, type AdminService } from './admin.service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { ADMIN_PAGE, adminPageRoutes } from './admin-pages.routes.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
+import { ADMIN_OVERVIEW_PAGE } from './admin-overview.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -18,6 +19,7 @@ export const adminModule = defineModule({
   name: 'admin',
   // The admin area's own links; the other modules' pages for administrators declare theirs (admin-area.ts).
   adminNav: [
+    { path: ADMIN_OVERVIEW_PAGE, labelKey: 'admin.nav.overview', section: 'overview', order: 5 },
     { path: ADMIN_PAGE, labelKey: 'admin.nav.users', section: 'users', order: 10 },
     { path: '/admin/events', labelKey: 'admin.nav.events', section: 'events', order: 90 },
   ],
@@ -34,8 +36,18 @@ export const adminModule = defineModule({
     { scope: 'api', register: (app, { services }) => app.register(adminRoutes, { admin: services.admin }) },
     {
       scope: 'browser',
-      register: (app, { services, config, pageSections, adminNav }) =>
-        app.register(adminPageRoutes, { admin: services.admin, config, sections: pageSections('admin-user'), places: services.places, adminNav }),
+      register: (app, { services, config, pageSections, adminNav, clock }) =>
+        app.register(adminPageRoutes, {
+          admin: services.admin,
+          config,
+          sections: pageSections('admin-user'),
+          places: services.places,
+          adminNav,
+          users: services.users,
+          clock,
+          passwordReset: 'passwordReset' in services ? services.passwordReset : null,
+          accountDeletion: 'accountDeletion' in services ? services.accountDeletion : null,
+        }),
     },
   ],
 });

@@ -122,6 +122,8 @@ export function createAdminService(deps: { users: UserService; sessions: Session
     },
 
     listEvents: audit.listEvents,
+    /** Events of some types per UTC day since a moment (the overview's charts). */
+    countEventsPerDay: audit.countEventsPerDay,
     /** The audit event types the modules declare, for the log's filter. */
     eventTypes: audit.eventTypes,
   };

@@ -178,11 +178,14 @@ export function createAuditService(deps: {
     },
 
     /** Newest first; pass the previous page's `next` as `before` to continue. */
-    async listEvents(filter: { userId?: string; type?: string; before?: KeysetPosition; limit: number }): Promise<EventPage> {
+    async listEvents(filter: store.EventFilter & { before?: KeysetPosition; limit: number }): Promise<EventPage> {
       const rows = await store.findEvents(db, { ...filter, limit: filter.limit + 1 });
       const { items, next } = toPage(rows, filter.limit, (row) => ({ createdAt: row.created_at, id: row.id }));
       return { events: items.map(toEvent), next };
     },
+
+    /** Events of `types` per UTC day (days since the epoch) since `from`, counted in one grouped query. */
+    countEventsPerDay: (types: readonly string[], from: number) => store.countEventsPerDay(db, types, from),
 
     /**
      * Deletes events created before `cutoff`, oldest first, `batchSize` rows per statement and at

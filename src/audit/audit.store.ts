@@ -1,4 +1,5 @@
 /** Queries on the audit log. Functions take `db` so callers can pass a transaction. */
+import { sql, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedInsert } from '../storage/prepared.ts';
 import type { AuditEventRow } from '../storage/schema.ts';
@@ -21,14 +22,36 @@ export async function insertEvent(db: Db, row: AuditEventRow): Promise<void> {
   await insertEventRow(db, row);
 }
 
+/**
+ * What an audit query may narrow by (all combined): the account (`userId`), or an account and the
+ * address its failed sign-ins tried (`about`), one type or a list of types (`types`, or all but
+ * `excludeTypes`), and a time range (`from` inclusive, `to` exclusive, epoch ms).
+ */
+export interface EventFilter {
+  userId?: string;
+  about?: { userId: string | null; email: string };
+  type?: string;
+  types?: readonly string[];
+  excludeTypes?: readonly string[];
+  from?: number;
+  to?: number;
+}
+
 /** Newest first, strictly after `before`; `limit` rows at most. */
-export async function findEvents(
-  db: Db,
-  filter: { userId?: string; type?: string; before?: KeysetPosition; limit: number },
-): Promise<AuditEventRow[]> {
+export async function findEvents(db: Db, filter: EventFilter & { before?: KeysetPosition; limit: number }): Promise<AuditEventRow[]> {
   let query = db.selectFrom('audit_events').selectAll();
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  const about = filter.about;
+  if (about !== undefined) {
+    query = query.where((eb) =>
+      about.userId === null ? eb('email', '=', about.email) : eb.or([eb('user_id', '=', about.userId), eb('email', '=', about.email)]),
+    );
+  }
   if (filter.type !== undefined) query = query.where('type', '=', filter.type);
+  if (filter.types !== undefined) query = filter.types.length === 0 ? query.where(sql<SqlBool>`1 = 0`) : query.where('type', 'in', filter.types);
+  if (filter.excludeTypes !== undefined && filter.excludeTypes.length > 0) query = query.where('type', 'not in', filter.excludeTypes);
+  if (filter.from !== undefined) query = query.where('created_at', '>=', filter.from);
+  if (filter.to !== undefined) query = query.where('created_at', '<', filter.to);
   const before = filter.before;
   if (before !== undefined) {
     query = query.where((eb) =>
@@ -36,6 +59,23 @@ export async function findEvents(
     );
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+/**
+ * How many events of each type per day (UTC, days since the epoch) since `from`: one grouped query
+ * over the `(type, created_at)` index, for the admin overview's charts.
+ */
+export async function countEventsPerDay(db: Db, types: readonly string[], from: number): Promise<Array<{ type: string; day: number; count: number }>> {
+  if (types.length === 0) return [];
+  const day = sql<number | string>`(created_at / ${sql.lit(86_400_000)})`;
+  const rows = await db
+    .selectFrom('audit_events')
+    .select(['type', day.as('day'), (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('type', 'in', types)
+    .where('created_at', '>=', from)
+    .groupBy(['type', day])
+    .execute();
+  return rows.map((row) => ({ type: row.type, day: Math.floor(Number(row.day)), count: Number(row.count) }));
 }
 
 /** Deletes at most `batchSize` of the oldest events created before `cutoff`; returns how many. */

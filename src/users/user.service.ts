@@ -240,19 +240,30 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     },
 
     /**
-     * Users newest first, `limit` at a time; `query` matches a substring of the name or e-mail,
-     * case-insensitively. Pass the previous page's `next` as `before` to continue.
+     * Users newest first (`oldestFirst`: oldest first), `limit` at a time; `query` matches a
+     * substring of the name or e-mail, case-insensitively; the filters narrow further. Pass the
+     * previous page's `next` as `before` to continue.
      */
-    async listUsers(filter: { query?: string; before?: KeysetPosition; limit: number }): Promise<{ users: User[]; next: KeysetPosition | null }> {
-      const text = filter.query?.trim() ?? '';
+    async listUsers(
+      filter: store.UserListFilter & { query?: string; before?: KeysetPosition; oldestFirst?: boolean; limit: number },
+    ): Promise<{ users: User[]; next: KeysetPosition | null }> {
+      const { query, limit, ...rest } = filter;
+      const text = query?.trim() ?? '';
       const rows = await store.findUsers(db, {
+        ...rest,
         ...(text !== '' && { search: { nameContains: text.toLowerCase(), emailContains: normaliseEmail(text) } }),
-        ...(filter.before !== undefined && { before: filter.before }),
-        limit: filter.limit + 1,
+        limit: limit + 1,
       });
-      const { items, next } = toPage(rows, filter.limit, (row) => ({ createdAt: row.created_at, id: row.id }));
+      const { items, next } = toPage(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }));
       const roles = await store.findRolesByUserIds(db, items.map((row) => row.id));
       return { users: items.map((row) => toUserWithRoles(row, roles.get(row.id) ?? [])), next };
+    },
+
+    /** Users by id in one query (two for their roles); unknown ids are left out. */
+    async findUsersByIds(ids: readonly string[]): Promise<User[]> {
+      const rows = await store.findUsersByIds(db, [...new Set(ids)]);
+      const roles = await store.findRolesByUserIds(db, rows.map((row) => row.id));
+      return rows.map((row) => toUserWithRoles(row, roles.get(row.id) ?? []));
     },
 
     /**

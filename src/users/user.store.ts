@@ -106,14 +106,27 @@ function containsPattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** What the admin user list narrows by, combined: a role held, the disabled state, an unverified address. */
+export interface UserListFilter {
+  role?: string;
+  disabled?: boolean;
+  unverified?: boolean;
+}
+
 /**
- * Users newest first, strictly after `before`. With a search, those whose name (lower-cased by the
- * database) contains `nameContains`, or whose stored (normalised) e-mail contains `emailContains`.
+ * Users newest first (or oldest first), strictly after `before`. With a search, those whose name
+ * (lower-cased by the database) contains `nameContains`, or whose stored (normalised) e-mail
+ * contains `emailContains`. Every filter is a condition of the one query, which the
+ * `(created_at, id)` index orders: a page reads `limit` rows, never the rows before it.
  */
-export async function findUsers(
-  db: Db,
-  filter: { search?: { nameContains: string; emailContains: string }; before?: KeysetPosition; limit: number },
-): Promise<UserRow[]> {
+export async function findUsers(db: Db, filter: UserListQuery): Promise<UserRow[]> {
+  return selectUsers(db, filter).execute();
+}
+
+export type UserListQuery = UserListFilter & { search?: { nameContains: string; emailContains: string }; before?: KeysetPosition; oldestFirst?: boolean; limit: number };
+
+/** The query of `findUsers`, unexecuted (a test reads its plan). */
+export function selectUsers(db: Db, filter: UserListQuery) {
   let query = db.selectFrom('users').selectAll();
   const { search, before } = filter;
   if (search !== undefined) {
@@ -124,12 +137,27 @@ export async function findUsers(
       ]),
     );
   }
+  const role = filter.role;
+  if (role !== undefined) {
+    query = query.where((eb) => eb.exists(eb.selectFrom('user_roles').select('user_roles.user_id').whereRef('user_roles.user_id', '=', 'users.id').where('user_roles.role', '=', role)));
+  }
+  if (filter.disabled !== undefined) query = query.where('disabled_at', filter.disabled ? 'is not' : 'is', null);
+  if (filter.unverified === true) query = query.where('email_verified_at', 'is', null);
+  const after = filter.oldestFirst === true;
   if (before !== undefined) {
+    const beyond = after ? '>' : '<';
     query = query.where((eb) =>
-      eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]),
+      eb.or([eb('created_at', beyond, before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', beyond, before.id)])]),
     );
   }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+  const direction = after ? 'asc' : 'desc';
+  return query.orderBy('created_at', direction).orderBy('id', direction).limit(filter.limit);
+}
+
+/** Users by id, in one query (the audit log names people by address). */
+export async function findUsersByIds(db: Db, ids: readonly string[]): Promise<UserRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('users').selectAll().where('id', 'in', ids).execute();
 }
 
 export async function updateUserFields(

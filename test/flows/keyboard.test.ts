@@ -235,4 +235,55 @@ describe('keyboard-only flows in Chromium', { skip: chromium.ok ? false : chromi
       assert.deepEqual(problems, []);
     });
   });
+
+  it('an administrator adds a user, finds them, disables them and reads their audit trail', async (t) => {
+    assert.ok(browser && server);
+    await createUser(server.services, { email: 'ada.keys@example.com', password: PASSWORD, name: 'Ada Keys', roles: ['ADMIN'] });
+    await withPage(t, browser, { baseURL: server.baseURL }, async (page) => {
+      const problems = watchConsole(page);
+      await page.goto('/auth/signin');
+      await focusField(page, 'email');
+      await type(page, 'ada.keys@example.com');
+      await tabTo(page, field('password'), 'the password field');
+      await type(page, PASSWORD);
+      await page.keyboard.press('Enter');
+      await waitForPath(page, '/dashboard');
+
+      await page.goto('/admin');
+      await tabTo(page, link('/admin/users/new'), 'the Add user link');
+      await page.keyboard.press('Enter');
+      await waitForPath(page, '/admin/users/new');
+      await focusField(page, 'email');
+      await type(page, 'kai.added@example.com');
+      await tabTo(page, field('name'), 'the name field');
+      await type(page, 'Kai Added');
+      await tabTo(page, submitButton, 'the add button');
+      await page.keyboard.press('Enter');
+      await page.waitForURL((url) => url.searchParams.get('notice') === 'USER_INVITED');
+      const kai = await server!.services.users.findUserByEmail('kai.added@example.com');
+      assert.ok(kai);
+
+      await page.goto('/admin');
+      await focusField(page, 'query');
+      await type(page, 'kai.added');
+      await page.keyboard.press('Enter');
+      await page.waitForURL((url) => url.searchParams.get('query') === 'kai.added');
+      await tabTo(page, link(`/admin/users/${kai.id}`), 'the found user', { limit: 40 });
+      await page.keyboard.press('Enter');
+      await waitForPath(page, `/admin/users/${kai.id}`);
+      await tabTo(page, (element) => element.tag === 'button' && element.text === 'Disable account', 'the disable button', { limit: 40 });
+      await page.keyboard.press('Enter');
+      await page.waitForURL((url) => url.searchParams.get('notice') === 'USER_DISABLED');
+      assert.notEqual((await server!.services.users.findUserById(kai.id))?.disabledAt, null);
+
+      await tabTo(page, link(`/admin/events?email=${encodeURIComponent('kai.added@example.com')}`), 'the audit trail link', { limit: 60 });
+      await page.keyboard.press('Enter');
+      await waitForPath(page, '/admin/events');
+      const text = await page.locator('table.table-events').innerText();
+      assert.match(text, /Account disabled/);
+      assert.match(text, /Account created/);
+      assert.match(text, /ada\.keys@example\.com/, 'who did it, by address');
+      assert.deepEqual(problems, []);
+    });
+  });
 });

@@ -169,6 +169,31 @@ export const TOUR: readonly TourStop[] = [
   { id: 'admin-search-empty', title: 'Admin: users, nothing found', visitor: 'admin', path: fixed('/admin?query=zzz') },
   { id: 'admin-events', title: 'Admin: audit log', visitor: 'admin', path: fixed('/admin/events') },
   { id: 'admin-events-error', title: 'Admin: audit log, unknown event type', visitor: 'admin', path: fixed('/admin/events?type=no.such.type') },
+  { id: 'admin-events-filtered', title: 'Admin: audit log, one person’s failures', visitor: 'admin', path: (seed) => `/admin/events?email=${encodeURIComponent(seed.emails.member)}&outcome=failure` },
+  { id: 'admin-overview', title: 'Admin: overview (charts with their tables)', visitor: 'admin', path: fixed('/admin/overview') },
+  { id: 'admin-users-filtered', title: 'Admin: users, filtered and oldest first', visitor: 'admin', path: fixed('/admin/users?status=active&sort=oldest') },
+  { id: 'admin-user-new', title: 'Admin: add user', visitor: 'admin', path: fixed('/admin/users/new') },
+  {
+    id: 'admin-user-new-refused',
+    title: 'Admin: add user, address taken',
+    visitor: 'admin',
+    open: (page, seed) =>
+      submitForm(page, '/admin/users/new', '/admin/users/new', async (form) => {
+        await form.locator('input[name="email"]').fill(seed.emails.member);
+        await form.locator('input[name="name"]').fill('Mia Again');
+      }),
+  },
+  {
+    id: 'admin-bulk-confirm',
+    title: 'Admin: bulk sign-out, the confirmation naming the count',
+    visitor: 'admin',
+    open: async (page, seed) => {
+      await page.goto('/admin');
+      await page.locator(`input[name="ids"][value="${seed.memberId}"]`).check();
+      await page.locator('#bulk-action').selectOption('signOut');
+      await Promise.all([page.waitForNavigation(), page.locator('form#bulk button[type="submit"]').click()]);
+    },
+  },
   { id: 'admin-clients', title: 'Admin: OpenID clients', visitor: 'admin', path: fixed('/admin/clients') },
   { id: 'admin-client', title: 'Admin: one OpenID client', visitor: 'admin', path: (seed) => `/admin/clients/${encodeURIComponent(seed.clientId)}` },
   {
