@@ -121,6 +121,22 @@ for (const backend of await backends()) {
       assert.equal(recorded[0]!.actor_user_id, user.id);
     });
 
+    it('holds the newest 1000 audit events, newest first, and says there are more', async () => {
+      const user = await createSignedInUser(t, { email: email('chatty'), password: PASSWORD });
+      const start = clock();
+      for (let i = 0; i < 1_005; i++) {
+        clock.advance(1);
+        await t.services.audit.record({ type: 'account.exported', userId: user.id, source: SYSTEM_SOURCE, details: { seq: i } });
+      }
+      clock.advance(1);
+      const audit = (await exportOf(user.token)).json().modules.audit as { events: Json[]; limit: number; more: boolean };
+      assert.equal(audit.events.length, 1_000);
+      assert.equal(audit.more, true);
+      assert.deepEqual(audit.events[0]!.details, { seq: 1_004 }, 'the newest first');
+      assert.deepEqual(audit.events.at(-1)!.details, { seq: 5 });
+      assert.ok((audit.events.at(-1)!.createdAt as number) > start);
+    });
+
     it('is refused without a recent sign-in, while an administrator acts as the user, and too often', async () => {
       const user = await createSignedInUser(t, { email: email('stale'), password: PASSWORD });
       clock.advance(6 * 60_000);
