@@ -29,6 +29,7 @@ import { organizationsModule } from './organizations/organizations.module.ts';
 import { orgDomainsModule } from './org-domains/org-domains.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { scimModule } from './scim/scim.module.ts';
+import { dataExportModule } from './data-export/data-export.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
 import { impersonationModule } from './impersonation/impersonation.module.ts';
@@ -63,6 +64,7 @@ export const MODULES: readonly GatehouseModule[] = [
   orgDomainsModule,
   webhooksModule,
   scimModule,
+  dataExportModule,
   accountDeletionModule,
   metricsModule,
   impersonationModule,

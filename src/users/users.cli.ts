@@ -17,6 +17,9 @@ export const USERS_USAGE = `  gatehouse users create --email E --name N [--role 
                                     delete the account for good: sessions and app grants ended,
                                     memberships, sign-in methods and factors removed, personal
                                     data erased from the audit log (see docs/guides/admin-and-audit.md)
+  gatehouse users export --email E [--output FILE]
+                                    everything Gatehouse holds about the user, as JSON (no secret;
+                                    see docs/guides/data-export.md), to FILE or standard output
   gatehouse users list [--query Q] [--json]
                                     list users, newest first; Q matches part of a name or e-mail`;
 

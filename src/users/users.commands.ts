@@ -24,6 +24,8 @@ const USER_COMMANDS: Subcommands = {
   roles: changeRoles,
   disable: (args, io) => setDisabled(args, io, true),
   delete: deleteUser,
+  // The data-export module's command, in this group: a user's data is asked for by their address.
+  export: async (args, io) => (await import('../data-export/data-export.commands.ts')).exportUserCommand(args, io),
   enable: (args, io) => setDisabled(args, io, false),
   list: listUsers,
 };
