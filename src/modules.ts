@@ -28,6 +28,7 @@ import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
 import { impersonationModule } from './impersonation/impersonation.module.ts';
+import { ssoModule } from './sso/sso.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
@@ -56,6 +57,7 @@ export const MODULES: readonly GatehouseModule[] = [
   accountDeletionModule,
   metricsModule,
   impersonationModule,
+  ssoModule,
   adminModule,
   opsModule,
   pagesModule,
