@@ -8,7 +8,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends } from '../../test/helpers/databases.ts';
-import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { createTestApp, createUser, useTestApp } from '../../test/helpers/app.ts';
 import { formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { OPERATOR } from '../organizations/organizations.model.ts';
@@ -145,6 +145,23 @@ for (const backend of await backends()) {
       assert.match(String(replayed.headers.location), /^\/auth\/error/);
       const failures = await sql<{ reason: string }>`select reason from audit_events where type = 'sso.signin_failed' and reason = 'SSO_REPLAYED'`.execute(t.services.storage.db);
       assert.ok(failures.rows.length >= 1);
+    });
+
+    it('two instances on one database share the replay store: an assertion is accepted once, even sent to both at once', async () => {
+      const second = await createTestApp(t.database, { modules: modulesWith(testDomainsModule(verified)) });
+      try {
+        const enabled = await newConnection({ idpInitiated: true, name: 'Shared replay store' });
+        const response = await idp.respond(enabled.spMetadata, fieldsFor('two-instances'));
+        const payload = new URLSearchParams({ SAMLResponse: response }).toString();
+        const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+        const answers = await Promise.all([t.app, second.app, second.app].map((app) => app.inject({ method: 'POST', url: `/sso/saml/${enabled.connection.id}/acs`, headers, payload })));
+        const signedIn = answers.filter((answer) => answer.headers.location === '/dashboard');
+        assert.equal(signedIn.length, 1, answers.map((answer) => answer.headers.location).join(' '));
+        const later = await second.app.inject({ method: 'POST', url: `/sso/saml/${enabled.connection.id}/acs`, headers, payload });
+        assert.match(String(later.headers.location), /^\/auth\/error/);
+      } finally {
+        await second.close();
+      }
     });
 
     describe('hostile responses, each refused with nothing created', () => {
