@@ -10,6 +10,7 @@ import { SSO_ERRORS } from './sso.errors.ts';
 import { ssoConfigSection } from './sso.config.ts';
 import { createSsoService, type SsoService, type VerifiedDomainLookup } from './sso.service.ts';
 import { ssoRoutes } from './sso.routes.ts';
+import { ssoAdminRoutes } from './sso-admin.routes.ts';
 import { ssoFactorKind } from './sso-factor.ts';
 import { ssoEnforcementStep } from './sso-enforcement.ts';
 import { SSO_COUNTED_EVENTS, SSO_COUNTERS } from './sso.metrics.ts';
@@ -65,5 +66,6 @@ export const ssoModule = defineModule({
       scope: 'browser',
       register: (app, { services, csrf, config, clock }) => app.register(ssoRoutes, { sso: services.sso, sessions: services.sessions, csrf, config, clock }),
     },
+    { scope: 'api', register: (app, { services, config }) => app.register(ssoAdminRoutes, { sso: services.sso, organizations: services.organizations, authUrl: config.authUrl }) },
   ],
 });
