@@ -155,6 +155,9 @@ export function createSsoConnections(deps: {
       return row === undefined ? null : toConnection(row);
     },
 
+    /** How many connections exist (the sign-in page shows "Continue with SSO" once there is one). */
+    count: (): Promise<number> => store.countConnections(db),
+
     async list(organizationId?: string): Promise<Connection[]> {
       return (await store.listConnections(db, organizationId)).map(toConnection);
     },

@@ -11,6 +11,9 @@ import { ssoConfigSection } from './sso.config.ts';
 import { createSsoService, type SsoService, type VerifiedDomainLookup } from './sso.service.ts';
 import { ssoRoutes } from './sso.routes.ts';
 import { ssoAdminRoutes } from './sso-admin.routes.ts';
+import { ssoPageRoutes, ssoPageSections } from './sso-pages.routes.ts';
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { ssoFactorKind } from './sso-factor.ts';
 import { ssoEnforcementStep } from './sso-enforcement.ts';
 import { SSO_COUNTED_EVENTS, SSO_COUNTERS } from './sso.metrics.ts';
@@ -33,6 +36,7 @@ export const ssoModule = defineModule({
   openApiTags: [{ name: 'sso', description: 'Enterprise single sign-on: SAML and OpenID Connect connections per organization.' }],
   migrations: { '20261129-sso-tables': tables },
   config: ssoConfigSection,
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: SSO_ERRORS,
   auditEvents: AUDIT_EVENTS,
   counters: SSO_COUNTERS,
@@ -61,11 +65,13 @@ export const ssoModule = defineModule({
       return identities.length === 0 ? null : { ssoIdentities: identities.map((row) => ({ connectionId: row.connection_id, subject: row.subject, createdAt: new Date(Number(row.created_at)).toISOString() })) };
     },
   }),
+  pageSections: ({ sso }) => ssoPageSections(sso),
   routes: [
     {
       scope: 'browser',
       register: (app, { services, csrf, config, clock }) => app.register(ssoRoutes, { sso: services.sso, sessions: services.sessions, csrf, config, clock }),
     },
+    { scope: 'browser', register: (app, { services, config }) => app.register(ssoPageRoutes, { sso: services.sso, organizations: services.organizations, config }) },
     { scope: 'api', register: (app, { services, config }) => app.register(ssoAdminRoutes, { sso: services.sso, organizations: services.organizations, authUrl: config.authUrl }) },
   ],
 });
