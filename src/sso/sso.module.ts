@@ -18,6 +18,7 @@ import { ssoFactorKind } from './sso-factor.ts';
 import { ssoEnforcementStep } from './sso-enforcement.ts';
 import { SSO_COUNTED_EVENTS, SSO_COUNTERS } from './sso.metrics.ts';
 import * as store from './sso.store.ts';
+import { cli } from './sso.cli.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -36,6 +37,7 @@ export const ssoModule = defineModule({
   openApiTags: [{ name: 'sso', description: 'Enterprise single sign-on: SAML and OpenID Connect connections per organization.' }],
   migrations: { '20261129-sso-tables': tables },
   config: ssoConfigSection,
+  cli,
   messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: SSO_ERRORS,
   auditEvents: AUDIT_EVENTS,
