@@ -46,7 +46,7 @@ const COMMANDS: Command[] = [
     argv: [CLI_ENTRY, 'users', 'list', '--json'],
     isExpected: (out) => {
       try {
-        const users = JSON.parse(out) as unknown;
+        const { users } = JSON.parse(out) as { users?: unknown };
         return Array.isArray(users) && users.length === CLI_USERS;
       } catch {
         return false;

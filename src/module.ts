@@ -15,7 +15,8 @@
  * the domain events), services (`provide`), background jobs (`jobs`, started and stopped by the
  * app, never by building), routes and pages (`routes`, in the JSON or the browser scope), sign-in
  * steps (`signInSteps`, run by the sign-in pipeline), the kinds of first factor it verifies
- * (`firstFactors`) and of second factor it brings (`secondFactors`), access-token claims (`tokenClaims`),
+ * (`firstFactors`) and of second factor it brings (`secondFactors`), what may waive the second factor
+ * of a sign-in (`secondFactorWaivers`: a trusted browser), access-token claims (`tokenClaims`),
  * sections of the dashboard and the admin's user page (`pageSections`) and links at named places
  * of other modules' pages (`pageLinks`: the sign-in page's sign-up link, say), rules every signed-in
  * request meets (`accessPolicies`) and named checks a route may require (`accessRequirements`; a
@@ -44,6 +45,7 @@ import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { FirstFactorKind } from './signin/first-factor.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
+import type { SecondFactorWaiver } from './signin/second-factor-waiver.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
 import type { ErrorCode, ErrorDefinition } from './errors.ts';
 import type { PageLink, PageLinkPlace, PageSection, SectionedPage } from './module-pages.ts';
@@ -301,6 +303,8 @@ export interface GatehouseModule {
   firstFactors?(services: ServiceRegistry): readonly FirstFactorKind[];
   /** The kinds of second factor it brings to the MFA module (see signin/second-factor-kind.ts). */
   secondFactors?(services: ServiceRegistry): readonly SecondFactorKind[];
+  /** What may waive the second factor of a sign-in, asked by the MFA module's step before it challenges (see signin/second-factor-waiver.ts). */
+  secondFactorWaivers?(services: ServiceRegistry): readonly SecondFactorWaiver[];
   /** Rules every signed-in routed request meets, unless its route is exempt (see `AccessPolicy`). */
   accessPolicies?(services: BuiltServices): readonly AccessPolicy[];
   /** Named checks routes may require in their access declaration (see `AccessRequirement`). */

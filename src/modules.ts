@@ -21,6 +21,7 @@ import { passwordResetModule } from './password-reset/password-reset.module.ts';
 import { oauthModule } from './oauth/oauth.module.ts';
 import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
+import { trustedDevicesModule } from './trusted-devices/trusted-devices.module.ts';
 import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
@@ -50,6 +51,7 @@ export const MODULES: readonly GatehouseModule[] = [
   passwordResetModule,
   passkeysModule,
   mfaModule,
+  trustedDevicesModule,
   oidcClientsModule,
   oidcProviderModule,
   organizationsModule,

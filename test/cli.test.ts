@@ -48,10 +48,16 @@ describe('gatehouse (no database)', () => {
     assert.match(result.stdout, /users create/);
   });
 
-  it('an unknown command exits 2', async (t) => {
+  it('an unknown command exits 2 with a short answer, suggesting the command meant', async (t) => {
     const result = await runCli(['frobnicate'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
     assert.equal(result.code, 2, describeRun(result));
-    assert.match(result.stderr, /frobnicate/);
+    assert.equal(result.stderr, 'gatehouse: unknown command "frobnicate"\nRun "gatehouse help" for every command.\n');
+    const typo = await runCli(['user', 'list'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.equal(typo.code, 2);
+    assert.equal(typo.stderr.split('\n')[0], 'gatehouse: unknown command "user" (did you mean "users"?)');
+    assert.ok(typo.stderr.split('\n').length <= 3, 'not every command\'s usage');
+    const sub = await runCli(['clients', 'lst'], { env: env(), timeoutMs: CLI_TIMEOUT_MS, cleanup: (fn) => t.after(fn) });
+    assert.match(sub.stderr, /unknown clients command "lst" \(did you mean "list"\?\)/);
   });
 
   it('--version and -v print the version from package.json; help COMMAND prints that command', async (t) => {
@@ -116,7 +122,7 @@ describe('gatehouse (no database)', () => {
       [['doctor', '--fix'], /doctor: unknown option --fix/],
       [['backup'], /backup: name exactly one backup file/],
       [['restore', 'a.db', '--force-it'], /restore: unknown option --force-it/],
-      [['orgs', 'list', '--jsn'], /orgs list: unknown option --jsn/],
+      [['orgs', 'list', '--jsn'], /orgs list: unknown option --jsn \(did you mean "--json"\?\); its options: --json/],
       [['webhooks', 'deliveries', 'abc', '--limit'], /webhooks deliveries: --limit needs a value/],
       [['clients', 'show', 'abc', '--secret'], /clients show: unknown option --secret/],
     ];
@@ -444,18 +450,18 @@ for (const backend of allBackends) {
     it('users list --json and keys list --json print stable JSON, without secrets', async (t) => {
       const users = await cli(['users', 'list', '--json'], (fn) => t.after(fn));
       assert.equal(users.code, 0, describeRun(users));
-      const list = JSON.parse(users.stdout) as Array<Record<string, unknown>>;
+      const { users: list } = JSON.parse(users.stdout) as { users: Array<Record<string, unknown>> };
       const alice = list.find((user) => user.email === EMAIL);
       assert.ok(alice, users.stdout);
       assert.deepEqual(Object.keys(alice), ['id', 'email', 'name', 'roles', 'emailVerified', 'disabled', 'createdAt', 'updatedAt']);
       assert.deepEqual([alice.name, alice.roles, alice.disabled], ['Alice Example', ['ADMIN', 'EDITOR'], false]);
       assert.doesNotMatch(users.stdout, /hash|argon2/i);
       const none = await cli(['users', 'list', '--query', 'nobody-matches', '--json'], (fn) => t.after(fn));
-      assert.equal(none.stdout, '[]\n');
+      assert.equal(none.stdout, '{"users":[]}\n');
 
       const keys = await cli(['keys', 'list', '--json'], (fn) => t.after(fn));
       assert.equal(keys.code, 0, describeRun(keys));
-      const listed = JSON.parse(keys.stdout) as Array<Record<string, unknown>>;
+      const { keys: listed } = JSON.parse(keys.stdout) as { keys: Array<Record<string, unknown>> };
       assert.ok(listed.length >= 4, keys.stdout);
       for (const key of listed) {
         assert.deepEqual(Object.keys(key), ['kid', 'algorithm', 'createdAt', 'state', 'retiredAt']);
@@ -527,7 +533,7 @@ for (const backend of allBackends) {
 
       const users = await run(['users', 'list', '--json']);
       assert.equal(users.code, 0, describeRun(users));
-      assert.ok((JSON.parse(users.stdout) as Array<{ email: string }>).some((user) => user.email === EMAIL), users.stdout);
+      assert.ok((JSON.parse(users.stdout) as { users: Array<{ email: string }> }).users.some((user) => user.email === EMAIL), users.stdout);
       const doctor = await run(['doctor', '--json']);
       assert.equal(doctor.code, 0, describeRun(doctor));
       // A consistent snapshot from one moment of the run: every event before it, none after it.

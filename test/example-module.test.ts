@@ -194,7 +194,7 @@ for (const backend of await backends()) {
       assert.match(table.stdout.text(), /^ID +PINNED +TEXT\n\S+ +yes +from the shell\n$/);
       const json = io();
       await run(['list', user.email, '--json'], { ...json, stdout: json.stdout.stream, stderr: json.stderr.stream }, context);
-      assert.deepEqual(JSON.parse(json.stdout.text()).map((note: { text: string; pinned: boolean }) => [note.text, note.pinned]), [['from the shell', true]]);
+      assert.deepEqual(JSON.parse(json.stdout.text()).notes.map((note: { text: string; pinned: boolean }) => [note.text, note.pinned]), [['from the shell', true]]);
       await assert.rejects(run(['list', 'nobody@example.com'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough() }, context), /no user has that e-mail address/);
       await assert.rejects(run(['list'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough() }, context), (error: { exitCode?: number }) => error.exitCode === 2);
     });

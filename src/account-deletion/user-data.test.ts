@@ -72,7 +72,7 @@ for (const backend of await backends()) {
     it('the modules listed today declare what they hold of a user', () => {
       assert.deepEqual(
         MODULES.filter((module) => module.userData !== undefined).map((module) => module.name),
-        ['audit', 'users', 'mail', 'tokens', 'sessions', 'credentials', 'oauth', 'passkeys', 'mfa', 'oidc-provider', 'organizations'],
+        ['audit', 'users', 'mail', 'tokens', 'sessions', 'credentials', 'oauth', 'passkeys', 'mfa', 'trusted-devices', 'oidc-provider', 'organizations'],
       );
     });
 
@@ -168,7 +168,7 @@ for (const backend of await backends()) {
 
       const exported = await t.services.accountDeletion.exportUserData(user.id);
       assert.ok(exported !== null);
-      assert.deepEqual(Object.keys(exported), ['audit', 'users', 'tokens', 'sessions', 'credentials', 'oauth', 'passkeys', 'mfa', 'oidc-provider', 'organizations', 'records-writer', 'records-keeper'], 'in list order; mail exports nothing');
+      assert.deepEqual(Object.keys(exported), ['audit', 'users', 'tokens', 'sessions', 'credentials', 'oauth', 'passkeys', 'mfa', 'trusted-devices', 'oidc-provider', 'organizations', 'records-writer', 'records-keeper'], 'in list order; mail exports nothing');
       const data = exported as Record<string, Record<string, unknown>>;
       assert.equal((data.users!.account as { email: string }).email, address);
       assert.equal((data.sessions!.sessions as unknown[]).length, 1);
@@ -180,6 +180,7 @@ for (const backend of await backends()) {
       assert.deepEqual(data.oauth, { linkedAccounts: [] });
       assert.deepEqual(data.passkeys, { passkeys: [] });
       assert.deepEqual(data['oidc-provider'], { connectedApps: [] });
+      assert.deepEqual(data['trusted-devices'], { trustedDevices: [] });
       assert.ok((data.audit!.events as Array<{ type: string }>).some((event) => event.type === 'signin.success'));
       assert.deepEqual(data['records-keeper'], { note: `kept for ${user.id}` });
 

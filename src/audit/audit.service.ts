@@ -51,6 +51,12 @@ export interface AuditSource {
    * or first sign-in stores it (users/locale.ts). Never recorded in the audit log.
    */
   locale?: Locale;
+  /**
+   * Reads a cookie of the request (a trusted browser's, for a second-factor waiver:
+   * signin/second-factor-waiver.ts). A function, so that the source's JSON (a log line) never holds
+   * one; never recorded in the audit log.
+   */
+  cookie?: (name: string) => string | undefined;
 }
 
 /** Gatehouse itself: no actor, no client (housekeeping, tests). */

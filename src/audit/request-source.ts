@@ -3,10 +3,11 @@ import type { AuditSource } from './audit.service.ts';
 import { langParameter, LOCALE_COOKIE, negotiateLocale } from '../i18n/negotiate.ts';
 import type { Locale } from '../i18n/locales.ts';
 
-/** The audit source of an HTTP request: who is acting (null before sign-in), their client and its language. */
+/** The audit source of an HTTP request: who is acting (null before sign-in), their client, its language and a reader of its cookies. */
 export function requestSource(request: FastifyRequest, actorUserId: string | null): AuditSource {
   const locale = requestLocale(request);
-  return { actorUserId, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, ...(locale !== undefined && { locale }) };
+  const cookie = (name: string): string | undefined => request.cookies?.[name];
+  return { actorUserId, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, ...(locale !== undefined && { locale }), cookie };
 }
 
 /**

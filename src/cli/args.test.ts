@@ -1,7 +1,7 @@
 /** The command line's strict parser: what it accepts, and that its refusals name the option, never a value. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { asksForHelp, CliError, parseCommandLine } from './args.ts';
+import { asksForHelp, CliError, closestMatch, didYouMean, parseCommandLine, unknownSubcommand } from './args.ts';
 
 const settings = { command: 'things show', usage: '  gatehouse things show ID [--json]', positionals: 1, what: 'thing ID' } as const;
 const options = { json: { type: 'boolean' }, limit: { type: 'string' }, tag: { type: 'string', multiple: true } } as const;
@@ -66,5 +66,27 @@ describe('parseCommandLine', () => {
     assert.equal(asksForHelp(['list', '--help']), true);
     assert.equal(asksForHelp(['-h']), true);
     assert.equal(asksForHelp(['show', '--', '-h']), false);
+  });
+});
+
+describe('suggestions for a mistyped command or option', () => {
+  it('names the close candidate, a unique prefix, or nothing', () => {
+    const groups = ['serve', 'migrate', 'users', 'keys', 'clients', 'orgs', 'webhooks', 'backup', 'restore', 'doctor'];
+    assert.equal(closestMatch('user', groups), 'users');
+    assert.equal(closestMatch('uesrs', groups), 'users', 'a swap counts one');
+    assert.equal(closestMatch('webhoks', groups), 'webhooks');
+    assert.equal(closestMatch('client', groups), 'clients');
+    assert.equal(closestMatch('frobnicate', groups), null);
+    assert.equal(closestMatch('', groups), null);
+    assert.equal(closestMatch('k', groups), null, 'one letter is no guess');
+    assert.equal(didYouMean('jsn', ['json', 'query'], '--'), ' (did you mean "--json"?)');
+    assert.equal(didYouMean('colour', ['json', 'limit', 'tag'], '--'), '');
+  });
+
+  it('a group without the command says which it likely was, then its usage', () => {
+    const error = unknownSubcommand('things', 'lsit', ['list', 'show'], '  gatehouse things list');
+    assert.equal(error.exitCode, 2);
+    assert.match(error.message, /^unknown things command "lsit" \(did you mean "list"\?\)\n\nUsage:\n  gatehouse things list$/);
+    assert.match(unknownSubcommand('things', '', ['list'], 'u').message, /^things needs a command/);
   });
 });

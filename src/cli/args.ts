@@ -89,7 +89,8 @@ export function parseCommandLine<const T extends OptionSpecs>(args: readonly str
       const name = arg.slice(2, equals < 0 ? undefined : equals);
       const inline = equals < 0 ? undefined : arg.slice(equals + 1);
       const spec = Object.hasOwn(options, name) ? options[name] : undefined;
-      if (spec === undefined) refuse(`unknown option --${name}${note}${known(options)}`);
+      // A password given as an option gets the note on standard input, not a guess at another option.
+      if (spec === undefined) refuse(`unknown option --${name}${note === '' ? didYouMean(name, Object.keys(options), '--') : note}${known(options)}`);
       if (spec!.type === 'boolean') {
         if (inline !== undefined) refuse(`--${name} takes no value`);
         set(name, spec!, true);
@@ -117,6 +118,45 @@ export function parseCommandLine<const T extends OptionSpecs>(args: readonly str
     refuse(`name exactly ${wanted === 1 ? 'one' : wanted} ${settings.what ?? 'argument'}${wanted === 1 ? '' : 's'}`);
   }
   return { values: values as OptionValues<T>, positionals };
+}
+
+/** Damerau–Levenshtein distance (adjacent swaps count one), for suggestions: short words only. */
+function distance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i += 1) {
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = best;
+    }
+  }
+  return rows[a.length]![b.length]!;
+}
+
+/**
+ * The candidate `word` was most likely meant to be, or null: the closest within a distance of one
+ * for short words (two from six letters), or the only candidate it begins (`user` for `users`).
+ */
+export function closestMatch(word: string, candidates: readonly string[]): string | null {
+  if (word === '' || word.length > 64) return null;
+  const lower = word.toLowerCase();
+  const limit = lower.length >= 6 ? 2 : 1;
+  let best: { candidate: string; distance: number } | null = null;
+  for (const candidate of candidates) {
+    const d = distance(lower, candidate.toLowerCase());
+    if (d <= limit && (best === null || d < best.distance)) best = { candidate, distance: d };
+  }
+  if (best !== null) return best.candidate;
+  if (lower.length < 3) return null;
+  const prefixed = candidates.filter((candidate) => candidate.startsWith(lower) || lower.startsWith(candidate));
+  return prefixed.length === 1 ? prefixed[0]! : null;
+}
+
+/** ` (did you mean "users"?)`, or nothing when no candidate is close. */
+export function didYouMean(word: string, candidates: readonly string[], prefix = ''): string {
+  const match = closestMatch(word, candidates);
+  return match === null ? '' : ` (did you mean "${prefix}${match}"?)`;
 }
 
 function known(options: OptionSpecs): string {
@@ -164,6 +204,12 @@ export type Subcommands = Readonly<Record<string, (args: string[], io: CliIo) =>
 /** Runs the command of `group` its first argument names; an unknown one is a wrong command line, answered with the group's usage. */
 export async function runSubcommand(group: string, usage: string, commands: Subcommands, [name = '', ...rest]: readonly string[], io: CliIo): Promise<void> {
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
-  if (command === undefined) throw new CliError(`unknown ${group} command "${name}"\n\nUsage:\n${usage}`, 2);
+  if (command === undefined) throw unknownSubcommand(group, name, Object.keys(commands), usage);
   await command(rest, io);
+}
+
+/** The refusal of `gatehouse <group> <name>` when the group has no such command: a suggestion, then the group's usage. */
+export function unknownSubcommand(group: string, name: string, commands: readonly string[], usage: string): CliError {
+  const what = name === '' ? `${group} needs a command` : `unknown ${group} command "${name}"${didYouMean(name, commands)}`;
+  return new CliError(`${what}\n\nUsage:\n${usage}`, 2);
 }

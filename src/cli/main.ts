@@ -15,7 +15,7 @@
  * Exit codes: 0 done, 1 the operation failed, 2 the command line is wrong.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { asksForHelp, CliError, parseCommandLine, type CliIo } from './args.ts';
+import { asksForHelp, CliError, didYouMean, parseCommandLine, type CliIo } from './args.ts';
 import { BACKUP_USAGE, DOCTOR_USAGE, HELP_USAGE, MIGRATE_USAGE, SERVE_USAGE } from './usage.ts';
 import type { CliCommandContext, CliCommandGroup } from '../module.ts';
 
@@ -108,8 +108,12 @@ export async function runCli(argv: readonly string[], io: CliIo, options: { modu
     }
     const group = groups.get(command);
     if (group === undefined) {
-      const hint = command.startsWith('-') ? `unknown option ${command.startsWith('--') ? command.split('=')[0] : command.slice(0, 2)}` : `unknown command "${command}"`;
-      throw new CliError(`${hint}\n\n${usage}`, 2);
+      // A short answer with the likely command, not every command's usage (`gatehouse help` has that).
+      const option = command.startsWith('--') ? command.split('=')[0]! : command.slice(0, 2);
+      const hint = command.startsWith('-')
+        ? `unknown option ${option}${didYouMean(option.replace(/^-+/, ''), ['help', 'version'], '--')}`
+        : `unknown command "${command}"${didYouMean(command, [...groups.keys(), 'help', 'version'])}`;
+      throw new CliError(`${hint}\nRun "gatehouse help" for every command.`, 2);
     }
     if (asksForHelp(rest)) {
       io.stdout.write(`Usage:\n${group.usage}\n`);

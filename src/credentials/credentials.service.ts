@@ -65,6 +65,8 @@ export interface SignInInput {
   locale?: Locale | undefined;
   /** How the session reaches the client (`cookies`: POST /api/auth/signin); a second-factor challenge keeps it. Default `tokens`. */
   delivery?: SessionDelivery;
+  /** Reads the request's cookies, for the sign-in's steps (a trusted browser's: `AuditSource.cookie`). */
+  cookie?: (name: string) => string | undefined;
 }
 
 export type CredentialsService = ReturnType<typeof createCredentialsService>;
@@ -147,7 +149,7 @@ export function createCredentialsService(deps: {
      * cost the same: one lookup, one hash verification, one audit write.
      */
     async signIn(input: SignInInput): Promise<SignInResult> {
-      const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent, ...(input.locale !== undefined && { locale: input.locale }) };
+      const source = { actorUserId: null, ip: input.ip, userAgent: input.userAgent, ...(input.locale !== undefined && { locale: input.locale }), ...(input.cookie !== undefined && { cookie: input.cookie }) };
       async function refuse(reason: 'INVALID_CREDENTIALS', userId: string | null): Promise<SignInResult> {
         await audit.record({ type: 'signin.failure', userId, email: normaliseEmail(input.email), source, reason, details: { method: PASSWORD_FACTOR } });
         return { ok: false, reason };

@@ -79,7 +79,7 @@ interface SignInRouteOptions {
 
 /** `delivery`: how the session reaches the client, which a second-factor challenge keeps for its answer. */
 function attempt(request: FastifyRequest, email: string, password: string, delivery: SessionDelivery) {
-  return { email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, locale: requestLocale(request), delivery };
+  return { email, password, ip: request.ip, userAgent: request.headers['user-agent'] ?? null, locale: requestLocale(request), delivery, cookie: (name: string) => request.cookies[name] };
 }
 
 async function signIn(credentials: CredentialsService, request: FastifyRequest, email: string, password: string, delivery: SessionDelivery): Promise<Extract<SignInResult, { ok: true }>> {

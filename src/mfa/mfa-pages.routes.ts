@@ -45,7 +45,8 @@ import { signInBody } from '../signin/signin-response.ts';
 import { HUB_PAGES } from '../http/hub-pages.ts';
 
 interface MfaPages {
-  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; form: FormView; isRecoveryOpen: boolean; sections: string[] };
+  /** `totpFields`, `recoveryFields`: the fields second-factor waivers add inside each form (signin/second-factor-waiver.ts). */
+  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; form: FormView; isRecoveryOpen: boolean; sections: string[]; totpFields: string[]; recoveryFields: string[] };
   /** `form`: a wrong code, in the summary and beside the field (the code itself never comes back). */
   'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; form: FormView };
   'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string; fileName: string };
@@ -68,7 +69,9 @@ export interface MfaPageRouteOptions {
 
 const DASHBOARD_MFA = '/dashboard#mfa-heading';
 const code = z.string().max(64).optional();
-const answerBody = z.object({ code, recoveryCode: code, callbackUrl: z.string().max(2048).optional(), csrfToken: z.string().max(200).optional() }, { error: 'must be a JSON object' });
+/** `rememberDevice`: a waiver's checkbox (a form's `on`), or the JSON flag. */
+const rememberDevice = z.union([z.boolean(), z.string().max(8)]).optional();
+const answerBody = z.object({ code, recoveryCode: code, rememberDevice, callbackUrl: z.string().max(2048).optional(), csrfToken: z.string().max(200).optional() }, { error: 'must be a JSON object' });
 const codeForm = z.object({ code: z.string().max(64), csrfToken: z.string().max(200).optional() }, { error: 'must be a JSON object' });
 const hidden = { hide: true } as const;
 
@@ -141,6 +144,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const { i18n } = reply.page;
     const sections = await renderPageSections(options.promptSections, { userId, page: reply.page, callbackUrl });
     const hasTotp = (await mfa.methodsOf(userId)).includes(TOTP_METHOD);
+    const [totpFields, recoveryFields] = await Promise.all([secondFactor.promptFields(reply.page, userId, 'mfa-code'), secondFactor.promptFields(reply.page, userId, 'recovery-code')]);
     const usedRecoveryCode = using === RECOVERY_CODE_USED;
     // The code forms' post ends in a redirect to the callback, which browsers check against
     // `form-action`: a trusted origin it names is allowed, that one only.
@@ -152,6 +156,8 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
       form: mfaPromptForm(error, usedRecoveryCode, hasTotp, i18n),
       isRecoveryOpen: !hasTotp || (error !== undefined && usedRecoveryCode),
       sections: sections.html,
+      totpFields,
+      recoveryFields,
       scripts: sections.scripts,
     }, { formActionOrigins });
   });
@@ -160,9 +166,12 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     const { code: totp, recoveryCode, callbackUrl: requested } = request.body;
     const callbackUrl = toCallbackUrl(requested, config);
     const isForm = isFormPost(request);
-    const result = await secondFactor.answer({ mfaToken: readChallengeCookie(request, config) ?? '', code: totp ?? recoveryCode ?? '' }, requestSource(request, null));
+    const source = requestSource(request, null);
+    const result = await secondFactor.answer({ mfaToken: readChallengeCookie(request, config) ?? '', code: totp ?? recoveryCode ?? '' }, source);
     if (result.ok) {
       clearChallengeCookie(reply, config);
+      const remember = request.body.rememberDevice;
+      if (remember === true || remember === 'on' || remember === 'true') await secondFactor.remember(request, reply, result.user, source);
       await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });
       if (isForm) return reply.redirect(callbackUrl, 303);
       return signInBody(result);

@@ -22,6 +22,7 @@ import { createMfaPolicy, createMfaRequirements } from './mfa-policy.ts';
 import { MFA_PUBLIC_EVENTS } from './mfa.public-events.ts';
 import { MFA_COUNTERS, mfaCountedEvents } from './mfa.metrics.ts';
 import { MFA_SECURITY_NOTICES } from './mfa.mail.ts';
+import type { SecondFactorWaiver } from '../signin/second-factor-waiver.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -55,7 +56,7 @@ export const mfaModule = defineModule({
   publicEvents: MFA_PUBLIC_EVENTS,
   counters: MFA_COUNTERS,
   countedEvents: mfaCountedEvents(AUDIT_EVENTS),
-  provide({ db, clock, config, services, firstFactorKinds, secondFactorKinds }) {
+  provide({ db, clock, config, services, modules, firstFactorKinds, secondFactorKinds }) {
     const { users, audit, mail, signInThrottle, signInPipeline, rateLimiters } = services;
     const mfa = createMfaService({
       db,
@@ -69,9 +70,12 @@ export const mfaModule = defineModule({
       authSecret: config.authSecret,
       factorKinds: secondFactorKinds,
     });
+    // Every module's waivers (`secondFactorWaivers`), known at the first sign-in, once every module is built.
+    let waivers: readonly SecondFactorWaiver[] | null = null;
+    const secondFactorWaivers = () => (waivers ??= modules.flatMap((module) => module.secondFactorWaivers?.(services) ?? []));
     return {
       mfa,
-      secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline, firstFactorKinds }),
+      secondFactor: createSecondFactor({ db, clock, users, audit, mfa, pipeline: signInPipeline, firstFactorKinds, waivers: secondFactorWaivers }),
       mfaPolicies: [createMfaPolicy({ mfa, config: config.mfa, clock })],
       mfaRequirements: createMfaRequirements({ mfa, config: config.mfa, clock }),
     };

@@ -52,6 +52,7 @@ const verifyBody = z
       mfaToken: z.string({ error: required }).min(1, 'is required').max(200).describe('The `mfaToken` of the 403 MFA_REQUIRED answer'),
       code: code.optional().describe('A 6-digit code from the authenticator app'),
       recoveryCode: code.optional().describe('Or one of the recovery codes'),
+      rememberDevice: z.boolean({ error: 'must be a boolean' }).optional().describe("Don't ask again on this browser: the answer sets a trusted-device cookie (when trusted devices are on for this account), which waives the second factor of this user's next sign-ins from this browser"),
     },
     { error: 'must be a JSON object' },
   )
@@ -283,8 +284,10 @@ export const mfaRoutes: FastifyPluginAsyncZod<MfaRouteOptions> = async (app, { m
     async (request, reply) => {
       const { mfaToken } = request.body;
       const answer = request.body.code ?? request.body.recoveryCode!;
-      const result = await secondFactor.answer({ mfaToken, code: answer }, requestSource(request, null));
+      const source = requestSource(request, null);
+      const result = await secondFactor.answer({ mfaToken, code: answer }, source);
       if (!result.ok) throw challengeError(result);
+      if (request.body.rememberDevice === true) await secondFactor.remember(request, reply, result.user, source);
       if (result.delivery === 'cookies') {
         await setBrowserSession(request, reply, { sessions, csrf, config: cookieConfig, nowMs: clock() }, { userId: result.user.id, session: result.session });
         reply.header('cache-control', 'no-store');

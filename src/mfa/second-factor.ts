@@ -19,6 +19,10 @@ import type { UserService } from '../users/user.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { SessionDelivery, SignInOutcome, SignInPipeline, SignInStep } from '../signin/signin-pipeline.ts';
 import type { FirstFactorKind } from '../signin/first-factor.ts';
+import type { SecondFactorWaiver } from '../signin/second-factor-waiver.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { User } from '../users/user.service.ts';
+import type { PageContext } from '../web/page-context.ts';
 import { randomSecret, sha256Base64url } from '../lib/random.ts';
 import { RECOVERY_CODE_METHOD, type MfaService } from './mfa.service.ts';
 import { normalise } from './recovery-codes.ts';
@@ -63,16 +67,24 @@ export function createSecondFactor(deps: {
   pipeline: SignInPipeline;
   /** The registered kinds of first factor, which resume a sign-in once its challenge is met. */
   firstFactorKinds: () => readonly FirstFactorKind[];
+  /** What may waive the challenge (a trusted browser), asked before it is made; read at each sign-in. */
+  waivers: () => readonly SecondFactorWaiver[];
 }) {
   const { db, clock, users, audit, mfa, pipeline } = deps;
 
   const step: SignInStep = {
     name: SECOND_FACTOR_STEP,
-    async decide({ user, factor, delivery }) {
+    async decide(attempt) {
+      const { user, factor, delivery } = attempt;
       // A first factor that is two already (a user-verified passkey).
       if (factor.amr.includes('mfa')) return { action: 'continue' };
       const methods = await mfa.methodsOf(user.id);
       if (methods.length === 0) return { action: 'continue' };
+      // A waiver (a browser the user trusted) lets it go on, said in the audit event; the session's amr claims no second factor.
+      for (const waiver of deps.waivers()) {
+        const waived = await waiver.waive(attempt);
+        if (waived !== null) return { action: 'continue', note: { ...waived.details, secondFactorWaivedBy: waived.by } };
+      }
       const mfaToken = randomSecret();
       const now = clock();
       await store.insertChallenge(db, {
@@ -125,6 +137,17 @@ export function createSecondFactor(deps: {
 
   return {
     step,
+
+    /** After a challenge was met by a request that asked to be remembered (`rememberDevice`): what each waiver gives the client. */
+    async remember(request: FastifyRequest, reply: FastifyReply, user: User, source: AuditSource): Promise<void> {
+      for (const waiver of deps.waivers()) await waiver.remember(request, reply, user, source);
+    },
+
+    /** The waivers' fields for the prompt's form `formId` (HTML, rendered by their own templates). */
+    async promptFields(page: PageContext, userId: string, formId: string): Promise<string[]> {
+      const fields = await Promise.all(deps.waivers().map(async (waiver) => (await waiver.promptField?.({ page, userId, formId })) ?? null));
+      return fields.filter((field): field is string => field !== null);
+    },
 
     /** The user a live `mfaToken` is for (a passkey answer must be that user's); null otherwise. */
     async userOf(mfaToken: unknown): Promise<string | null> {

@@ -129,7 +129,10 @@ const createForm = z.object({
   csrfToken: csrfField,
 });
 
-const updateForm = z.object({ name: z.string().max(1000).optional(), redirectUris: uriLines, postLogoutRedirectUris: uriLines, csrfToken: csrfField });
+const updateForm = z.object({ name: z.string().max(1000).optional(), redirectUris: uriLines, postLogoutRedirectUris: uriLines, exchangeResources: uriLines, csrfToken: csrfField });
+
+/** Whether a client's exchange policy may be set: a confidential client an administrator registered (exchange-policy.ts). */
+const mayExchange = (client: OidcClient) => !client.isPublic && client.origin !== 'registration' && client.origin !== 'open_registration';
 
 export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async (app, options) => {
   const { oidcClients } = options;
@@ -164,7 +167,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
     });
   }
 
-  function showClient(request: FastifyRequest, reply: FastifyReply, client: OidcClient, alerts: PageAlert[], form?: { name: string; redirectUris: string; postLogoutRedirectUris: string }) {
+  function showClient(request: FastifyRequest, reply: FastifyReply, client: OidcClient, alerts: PageAlert[], form?: { name: string; redirectUris: string; postLogoutRedirectUris: string; exchangeResources: string }) {
     const base = clientPage(client.id);
     const { i18n } = reply.page;
     return pages.send(reply, 'admin-client', {
@@ -182,6 +185,8 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
         postLogoutRedirectUris: client.postLogoutRedirectUris,
         grantTypes: client.grantTypes,
         exchangeResources: client.exchangeResources,
+        mayExchange: mayExchange(client),
+        jwksUri: client.jwksUri,
         idTokenSignedResponseAlg: client.idTokenSignedResponseAlg,
         origin: i18n.t(`oidc-clients.origin.${client.origin}`),
         isSelfRegistered: client.origin === 'registration' || client.origin === 'open_registration',
@@ -190,7 +195,7 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
         updatedAt: formatTime(client.updatedAt, i18n.locale),
         secretRotatedAt: client.secretRotatedAt === null ? null : formatTime(client.secretRotatedAt, i18n.locale),
       },
-      form: form ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n') },
+      form: form ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n'), exchangeResources: client.exchangeResources.join('\n') },
       actions: { update: base, rotateSecret: `${base}/rotate-secret`, delete: `${base}/delete` },
     });
   }
@@ -255,8 +260,14 @@ export const clientPageRoutes: FastifyPluginAsyncZod<ClientPageOptions> = async 
 
   app.post(`${CLIENTS_PAGE}/:id`, { ...formRoute, schema: { ...hidden, params: clientParams, body: updateForm } }, async (request, reply) => {
     const { id } = request.params;
-    const form = { name: request.body.name ?? '', redirectUris: request.body.redirectUris ?? '', postLogoutRedirectUris: request.body.postLogoutRedirectUris ?? '' };
-    const changes = { name: form.name, redirectUris: lines(form.redirectUris), postLogoutRedirectUris: lines(form.postLogoutRedirectUris) };
+    const form = { name: request.body.name ?? '', redirectUris: request.body.redirectUris ?? '', postLogoutRedirectUris: request.body.postLogoutRedirectUris ?? '', exchangeResources: request.body.exchangeResources ?? '' };
+    // The policy box is on the form only for a client that may exchange: absent, the policy stays.
+    const changes = {
+      name: form.name,
+      redirectUris: lines(form.redirectUris),
+      postLogoutRedirectUris: lines(form.postLogoutRedirectUris),
+      ...(request.body.exchangeResources !== undefined && { exchangeResources: lines(form.exchangeResources) }),
+    };
     const result = await oidcClients.update(id, changes, actor(request));
     if (result.ok) return reply.redirect(`${clientPage(id)}?notice=CLIENT_SAVED`, 303);
     if (result.reason === 'NOT_FOUND') return toList(reply, { error: 'CLIENT_NOT_FOUND' });

@@ -196,6 +196,38 @@ for (const backend of await backends()) {
       assert.match((await get(`/admin/clients/${plain.client.id}`, admin)).body, /<dt>Token exchange to<\/dt><dd>None \(this client may not exchange tokens\)/);
     });
 
+    it('edits a confidential client’s exchange policy on its page (refusing what the rules refuse); a public one has no such box', async () => {
+      const agent = await t.services.oidcClients.create({ name: 'Policy agent', grantTypes: ['client_credentials'] }, { actorUserId: null, ip: null, userAgent: null });
+      assert.ok(agent.ok);
+      const pageUrl = `/admin/clients/${agent.client.id}`;
+      const saved = await submit(pageUrl, pageUrl, [['name', 'Policy agent'], ['redirectUris', ''], ['postLogoutRedirectUris', ''], ['exchangeResources', 'https://b.example.com/api\nhttps://c.example.com/api']]);
+      assert.equal(saved.statusCode, 303, saved.body);
+      assert.deepEqual((await t.services.oidcClients.show(agent.client.id))?.exchangeResources, ['https://b.example.com/api', 'https://c.example.com/api']);
+      const refused = await submit(pageUrl, pageUrl, [['name', 'Policy agent'], ['redirectUris', ''], ['postLogoutRedirectUris', ''], ['exchangeResources', 'https://b.example.com/api#fragment']]);
+      assertHtmlPage(refused, 'refused policy');
+      assert.deepEqual(alertCodes(refused.body), ['INVALID_CLIENT_METADATA']);
+      assert.deepEqual((await t.services.oidcClients.show(agent.client.id))?.exchangeResources, ['https://b.example.com/api', 'https://c.example.com/api'], 'unchanged when refused');
+      // Without the box (a form from before), the policy stays.
+      const untouched = await submit(pageUrl, pageUrl, [['name', 'Policy agent 2'], ['redirectUris', ''], ['postLogoutRedirectUris', '']]);
+      assert.equal(untouched.statusCode, 303);
+      assert.equal((await t.services.oidcClients.show(agent.client.id))?.exchangeResources.length, 2);
+      const spa = await t.services.oidcClients.create({ name: 'SPA', redirectUris: [WEB], isPublic: true }, { actorUserId: null, ip: null, userAgent: null });
+      assert.ok(spa.ok);
+      assert.doesNotMatch((await get(`/admin/clients/${spa.client.id}`, admin)).body, /name="exchangeResources"/);
+    });
+
+    it('shows the keys of a client that has them, and offers no secret to rotate', async () => {
+      const keyed = await t.services.oidcClients.create({ name: 'Keyed', redirectUris: [WEB], jwksUri: 'https://keyed.example.com/jwks.json' }, { actorUserId: null, ip: null, userAgent: null });
+      assert.ok(keyed.ok && keyed.clientSecret === undefined);
+      const page = await get(`/admin/clients/${keyed.client.id}`, admin);
+      assertHtmlPage(page, 'keyed client page');
+      assert.match(page.body, /<dt>Public keys \(private_key_jwt\)<\/dt><dd><code>https:\/\/keyed\.example\.com\/jwks\.json<\/code>/);
+      assert.doesNotMatch(page.body, /rotate-secret/);
+      const rotate = await submit(`/admin/clients/${keyed.client.id}`, `/admin/clients/${keyed.client.id}/rotate-secret`, []);
+      assert.equal(rotate.statusCode, 303);
+      assert.match(rotate.headers.location as string, /error=KEY_CLIENT_HAS_NO_SECRET/);
+    });
+
     it('renders the pages, a refused form and the secret page in another language, never echoing an unknown code', async () => {
       // The language comes from the URL or the header of each request; the admin's cookie jar is not given the choice.
       const inLanguage = (url: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers: { cookie: admin.header(), ...headers } });

@@ -67,8 +67,12 @@ export interface ClientPages {
       redirectUris: string[];
       postLogoutRedirectUris: string[];
       grantTypes: string[];
-      /** The APIs it may exchange a person's token for (RFC 8693); changed through the API or the CLI. */
+      /** The APIs it may exchange a person's token for (RFC 8693); editable here for a confidential client an administrator registered. */
       exchangeResources: string[];
+      /** Whether the form offers the exchange policy (a confidential client not self-registered). */
+      mayExchange: boolean;
+      /** The URL of its public keys (private_key_jwt): it has no secret; null: a secret, or public. */
+      jwksUri: string | null;
       idTokenSignedResponseAlg: string;
       origin: string;
       isSelfRegistered: boolean;
@@ -78,7 +82,7 @@ export interface ClientPages {
       secretRotatedAt: TimeText | null;
     };
     /** The edit form's values: the client's, or what was typed when refused. */
-    form: { name: string; redirectUris: string; postLogoutRedirectUris: string };
+    form: { name: string; redirectUris: string; postLogoutRedirectUris: string; exchangeResources: string };
     actions: { update: string; rotateSecret: string; delete: string };
   };
   'admin-client-secret': AdminFrame & {

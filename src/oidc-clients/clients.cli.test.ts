@@ -104,7 +104,7 @@ for (const backend of await backends()) {
     it('list and show print the clients, never a secret', async (t) => {
       const json = await cli(['list', '--json'], (fn) => t.after(fn));
       assert.equal(json.code, 0, describeRun(json));
-      const clients = JSON.parse(json.stdout) as Array<{ clientId: string; name: string; origin: string; lastUsedAt: string | null }>;
+      const { clients } = JSON.parse(json.stdout) as { clients: Array<{ clientId: string; name: string; origin: string; lastUsedAt: string | null }> };
       assert.deepEqual(clients.map((client) => client.name), ['Batch', 'Device', 'Phone', 'Billing']);
       assert.ok(clients.every((client) => client.origin === 'cli' && client.lastUsedAt === null), 'registered at the command line, never used');
       const hash = (await hashOf(confidential.clientId))!;

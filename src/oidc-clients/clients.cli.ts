@@ -8,7 +8,7 @@
  * (a value the registry's rules refuse included, with each problem on standard error).
  */
 import type { BuiltServices, CliCommandGroup } from '../module.ts';
-import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
+import { CliError, parseCommandLine, unknownSubcommand, type OptionSpecs } from '../cli/args.ts';
 import type { ClientProblem } from './client-rules.ts';
 import type { OidcClient } from './clients.service.ts';
 
@@ -81,7 +81,7 @@ export async function runClientsCommand(args: readonly string[], io: CliIo, deps
   const [name = '', ...rest] = args;
   try {
     const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (command === undefined) throw new CliError(`unknown clients command "${name}"\n\nUsage:\n${deps.usage}`, 2);
+    if (command === undefined) throw unknownSubcommand('clients', name, Object.keys(COMMANDS), deps.usage);
     await command(rest, io, deps.withServices);
     return 0;
   } catch (error) {
@@ -179,7 +179,7 @@ async function listClients(args: string[], io: CliIo, withServices: WithServices
   await withServices(io, async ({ oidcClients }) => {
     const clients = await oidcClients.list();
     if (values.json) {
-      io.stdout.write(`${JSON.stringify(clients.map(toClientBody))}\n`);
+      io.stdout.write(`${JSON.stringify({ clients: clients.map(toClientBody) })}\n`);
       return;
     }
     if (clients.length === 0) {

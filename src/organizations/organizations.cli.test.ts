@@ -65,7 +65,7 @@ for (const backend of await backends()) {
       assert.equal(list.code, 0, describeRun(list));
       assert.match(list.stdout, /acme\s+1\s+/);
       assert.match(list.stdout, /2 organizations\n$/);
-      const listed = JSON.parse((await cli(['list', '--json'], cleanup)).stdout) as Array<{ slug: string; memberCount: number }>;
+      const { organizations: listed } = JSON.parse((await cli(['list', '--json'], cleanup)).stdout) as { organizations: Array<{ slug: string; memberCount: number }> };
       assert.deepEqual(listed.map((o) => o.slug).sort(), ['acme', 'beta-works']);
     });
 
@@ -73,7 +73,7 @@ for (const backend of await backends()) {
       const cleanup: RegisterCleanup = (fn) => context.after(fn);
       assert.ok(organization, 'created by the test before');
       assert.equal((await cli(['add-member', 'acme', '--email', 'second@example.com', '--role', 'ADMIN'], cleanup)).code, 0);
-      const members = JSON.parse((await cli(['members', organization.id, '--json'], cleanup)).stdout) as Array<{ email: string; role: string }>;
+      const { members } = JSON.parse((await cli(['members', organization.id, '--json'], cleanup)).stdout) as { members: Array<{ email: string; role: string }> };
       assert.deepEqual(members.map((m) => [m.email, m.role]), [['owner@example.com', 'OWNER'], ['second@example.com', 'ADMIN']]);
       const shown = await cli(['show', 'acme'], cleanup);
       assert.match(shown.stdout, /Members:\s+2\n/);
@@ -105,7 +105,7 @@ for (const backend of await backends()) {
       assert.equal((await cli(['frobnicate'], cleanup)).code, 2);
       const badOption = await cli(['members', 'acme', '--jsn'], cleanup);
       assert.equal(badOption.code, 2, describeRun(badOption));
-      assert.match(badOption.stderr, /orgs members: unknown option --jsn; its options: --json/);
+      assert.match(badOption.stderr, /orgs members: unknown option --jsn \(did you mean "--json"\?\); its options: --json/);
       assert.equal((await cli(['create', '--name', 'X'], cleanup)).code, 2, '--owner-email is required');
       assert.equal((await cli(['create', '--name', 'X', '--slug', 'Bad Slug', '--owner-email', 'owner@example.com'], cleanup)).code, 2);
       assert.equal((await cli(['show'], cleanup)).code, 2);

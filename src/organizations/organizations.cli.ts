@@ -7,7 +7,7 @@
  */
 import type { CliCommandGroup, ServiceRegistry } from '../module.ts';
 import { isoTime } from '../lib/clock.ts';
-import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
+import { CliError, parseCommandLine, unknownSubcommand, type OptionSpecs } from '../cli/args.ts';
 import type { Member, Organization } from './organizations.service.ts';
 
 /**
@@ -78,7 +78,7 @@ export async function runOrgsCommand(args: readonly string[], io: CliIo, deps: {
   const [name = '', ...rest] = args;
   try {
     const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (command === undefined) throw new CliError(`unknown orgs command "${name}"\n\nUsage:\n${deps.usage}`, 2);
+    if (command === undefined) throw unknownSubcommand('orgs', name, Object.keys(COMMANDS), deps.usage);
     await command(rest, io, deps.withServices);
     return 0;
   } catch (error) {
@@ -121,7 +121,7 @@ async function listOrganizations(args: string[], io: CliIo, withServices: WithSe
   await withServices(io, async ({ organizations }) => {
     const list = await organizations.list({ limit: 10_000 });
     if (values.json) {
-      io.stdout.write(`${JSON.stringify(list.map((organization) => ({ ...toOrganizationJson(organization), memberCount: organization.memberCount })))}\n`);
+      io.stdout.write(`${JSON.stringify({ organizations: list.map((organization) => ({ ...toOrganizationJson(organization), memberCount: organization.memberCount })) })}\n`);
       return;
     }
     if (list.length === 0) {
@@ -183,7 +183,7 @@ async function listMembers(args: string[], io: CliIo, withServices: WithServices
     const organization = await findOrganization(services, positionals[0]!);
     const members: Member[] = (await services.organizations.listMembers(organization.id, OPERATOR)) ?? [];
     if (values.json) {
-      io.stdout.write(`${JSON.stringify(members.map(toMemberJson))}\n`);
+      io.stdout.write(`${JSON.stringify({ members: members.map(toMemberJson) })}\n`);
       return;
     }
     io.stdout.write(formatTable(['USER ID', 'ROLE', 'JOINED (UTC)', 'EMAIL', 'NAME'], members.map((member) => [member.userId, member.role, time(member.joinedAt), member.email, member.name])));

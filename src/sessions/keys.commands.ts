@@ -24,7 +24,7 @@ const KEY_COMMANDS: Subcommands = {
     await withStorage(io, { migrate: true }, async (storage) => {
       const keys = await describeSigningKeys(storage.db, Date.now());
       if (values.json) {
-        writeJson(io, keys.map(toKeyJson));
+        writeJson(io, { keys: keys.map(toKeyJson) });
         return;
       }
       for (const key of keys) io.stdout.write(`${key.kid}  ${key.algorithm}  created ${isoTime(key.createdAt)}  ${key.state}\n`);

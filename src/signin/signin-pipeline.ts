@@ -69,7 +69,11 @@ export interface SignInChallenge {
   browser?: { page: string; token: string; ttlSeconds: number };
 }
 
-export type StepDecision = { action: 'continue' } | { action: 'refuse'; reason: string } | { action: 'challenge'; challenge: SignInChallenge };
+/**
+ * `note`: what a step that lets the sign-in go on says of why, for the sign-in's audit event (ids,
+ * never a secret): the second-factor step's waiver, say.
+ */
+export type StepDecision = { action: 'continue'; note?: Record<string, unknown> } | { action: 'refuse'; reason: string } | { action: 'challenge'; challenge: SignInChallenge };
 
 /** A step a module adds to every sign-in, after the account checks and before the session. */
 export interface SignInStep {
@@ -123,10 +127,12 @@ export function createSignInPipeline(deps: {
       const all = steps();
       const resumeAt = resume === undefined ? 0 : all.findIndex((step) => step.name === resume.step) + 1;
       if (resumeAt === 0 && resume !== undefined) throw new Error(`no sign-in step is named "${resume.step}"`);
+      let notes: Record<string, unknown> = {};
       for (const step of all.slice(resumeAt)) {
         const decision = await step.decide({ ...attempt, user });
         if (decision.action === 'refuse') return refuse(attempt, decision.reason);
         if (decision.action === 'challenge') return { ok: false, challenge: decision.challenge };
+        if (decision.note !== undefined) notes = { ...notes, ...decision.note };
       }
 
       const amr = [...new Set([...factor.amr, ...(resume?.amr ?? [])])];
@@ -140,7 +146,7 @@ export function createSignInPipeline(deps: {
         // In the session's transaction: what subscribes to sign-ins (webhooks) never misses one.
         onStarted: async (trx, sessionId) => {
           // What the factor says of itself, its kind, and the step whose challenge was met and by what.
-          const details = { ...factor.audit.details, sessionId, amr, method: factor.kind, ...(resume !== undefined && { step: resume.step, stepMethod: resume.method }) };
+          const details = { ...factor.audit.details, ...notes, sessionId, amr, method: factor.kind, ...(resume !== undefined && { step: resume.step, stepMethod: resume.method }) };
           await audit.record({ type: 'signin.success', userId: user.id, source, details }, { db: trx });
           // An account with no language yet (made before languages were stored, by an administrator
           // or a provider) takes this sign-in's for its mails: one write, once.

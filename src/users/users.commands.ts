@@ -174,10 +174,12 @@ async function listUsers(args: string[], io: CliIo): Promise<void> {
     } while (before !== undefined);
     if (values.json) {
       // The list's JSON has never had the stored language (the admin API's has).
-      writeJson(io, users.map((user) => {
-        const { locale: _locale, ...json } = toUserJson(user);
-        return json;
-      }));
+      writeJson(io, {
+        users: users.map((user) => {
+          const { locale: _locale, ...json } = toUserJson(user);
+          return json;
+        }),
+      });
       return;
     }
     if (users.length === 0) {

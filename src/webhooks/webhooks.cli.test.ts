@@ -80,7 +80,7 @@ for (const backend of await backends()) {
     it('list, show, disable, enable and rotate-secret', async (t) => {
       const list = await cli(['list', '--json'], (fn) => t.after(fn));
       assert.equal(list.code, 0, describeRun(list));
-      assert.deepEqual(JSON.parse(list.stdout).map((endpoint: { id: string }) => endpoint.id), [id]);
+      assert.deepEqual(JSON.parse(list.stdout).endpoints.map((endpoint: { id: string }) => endpoint.id), [id]);
       const text = await cli(['list'], (fn) => t.after(fn));
       assert.match(text.stdout, new RegExp(`${id}\\s+enabled\\s+.*user\\.created,email\\.verified\\s+${URL_}`));
       assert.match((await cli(['show', id], (fn) => t.after(fn))).stdout, /State:\s+enabled/);
@@ -100,7 +100,7 @@ for (const backend of await backends()) {
       const [pending] = (await services.webhooks.listDeliveries(id))!;
       const listed = await cli(['deliveries', id, '--json'], (fn) => t.after(fn));
       assert.equal(listed.code, 0, describeRun(listed));
-      const [delivery] = JSON.parse(listed.stdout);
+      const [delivery] = JSON.parse(listed.stdout).deliveries;
       // The inspecting app's worker may have tried it once already (hooks.example.com does not answer here).
       assert.deepEqual([delivery.id, delivery.status, delivery.eventType], [pending!.id, 'pending', 'email.verified']);
       assert.ok(delivery.attempts <= 1 && 'lastResponseCode' in delivery);

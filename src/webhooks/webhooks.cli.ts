@@ -7,7 +7,7 @@
  * (a value the rules refuse included, with each problem on standard error).
  */
 import type { CliCommandGroup, ServiceRegistry } from '../module.ts';
-import { CliError, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
+import { CliError, parseCommandLine, unknownSubcommand, type OptionSpecs } from '../cli/args.ts';
 import type { EndpointProblem, WebhookDelivery, WebhookEndpoint } from './webhooks.service.ts';
 
 /**
@@ -67,7 +67,7 @@ export async function runWebhooksCommand(args: readonly string[], io: CliIo, dep
   const [name = '', ...rest] = args;
   try {
     const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (command === undefined) throw new CliError(`unknown webhooks command "${name}"\n\nUsage:\n${deps.usage}`, 2);
+    if (command === undefined) throw unknownSubcommand('webhooks', name, Object.keys(COMMANDS), deps.usage);
     await command(rest, io, deps.withServices);
     return 0;
   } catch (error) {
@@ -120,7 +120,7 @@ async function listEndpoints(args: string[], io: CliIo, withServices: WithServic
   await withServices(io, async ({ webhooks }) => {
     const endpoints = await webhooks.list();
     if (values.json) {
-      io.stdout.write(`${JSON.stringify(endpoints.map(toEndpointBody))}\n`);
+      io.stdout.write(`${JSON.stringify({ endpoints: endpoints.map(toEndpointBody) })}\n`);
       return;
     }
     if (endpoints.length === 0) {
@@ -203,7 +203,7 @@ async function listDeliveries(args: string[], io: CliIo, withServices: WithServi
     const deliveries = await webhooks.listDeliveries(id, limit);
     if (deliveries === null) throw new CliError(`no webhook endpoint with the ID ${id}`);
     if (values.json) {
-      io.stdout.write(`${JSON.stringify(deliveries.map(toDeliveryBody))}\n`);
+      io.stdout.write(`${JSON.stringify({ deliveries: deliveries.map(toDeliveryBody) })}\n`);
       return;
     }
     if (deliveries.length === 0) {

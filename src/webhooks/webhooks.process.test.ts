@@ -53,7 +53,7 @@ for (const backend of await backends()) {
       let status = '';
       for (let i = 0; i < 20 && status !== 'delivered'; i++) {
         const listed = await runCli(['webhooks', 'deliveries', id, '--json'], { env, cleanup: scratch.cleanup });
-        const [delivery] = JSON.parse(listed.stdout) as Array<{ status: string; attempts: number }>;
+        const [delivery] = (JSON.parse(listed.stdout) as { deliveries: Array<{ status: string; attempts: number }> }).deliveries;
         status = delivery!.status;
         if (status === 'delivered') assert.equal(delivery!.attempts, 2);
       }

@@ -172,6 +172,10 @@ const HANDLERS: Readonly<Record<string, HandlerCheck>> = {
   'DELETE /api/auth/accounts/:provider': { signedOut: json },
   // password-reset/password.routes.ts
   'POST /api/auth/change-password': { signedOut: json },
+  // trusted-devices/trusted-devices.routes.ts (a module added since: declared as a signed-in user's own API)
+  'GET /api/auth/trusted-devices': { signedOut: json },
+  'DELETE /api/auth/trusted-devices/:id': { signedOut: json },
+  'DELETE /api/auth/trusted-devices': { signedOut: json },
   // oidc-provider/oidc.routes.ts
   'POST /oidc/connected-apps/:clientId/disconnect': { signedOut: () => '/dashboard' },
   // organizations/organizations-pages.routes.ts. Not here: `POST /organizations/invitations/accept`
