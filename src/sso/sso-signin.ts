@@ -5,7 +5,7 @@
  * - else an account with the address is linked only when the address is verified on both sides:
  *   the account's (`emailVerifiedAt`) and the IdP's (see below); otherwise refused
  *   (SSO_ACCOUNT_NOT_LINKED), never linked silently;
- * - else the account is made just in time, its address verified when the IdP's is.
+ * - else the account is made just in time, only for an address the IdP vouches for (below), verified.
  * The IdP's address counts as verified when the IdP asserts it (SAML: every asserted address; OIDC:
  * `email_verified: true`) AND its domain is a verified domain of the connection's organization: an
  * organization's IdP vouches for its own domains only.
@@ -31,7 +31,7 @@ export interface VerifiedDomainLookup {
   findVerifiedForEmail(email: string): Promise<{ organizationId: string; domain: string; verifiedAt: number } | null>;
 }
 
-export type SsoFailure = 'SSO_ACCOUNT_NOT_LINKED' | 'SSO_EMAIL_MISSING' | 'SSO_INVALID_IDENTITY' | 'SSO_SIGNUP_REFUSED';
+export type SsoFailure = 'SSO_ACCOUNT_NOT_LINKED' | 'SSO_EMAIL_MISSING' | 'SSO_INVALID_IDENTITY' | 'SSO_DOMAIN_NOT_VERIFIED';
 export type SsoSignInResult =
   | { ok: true; user: User; session: StartedSession }
   | { ok: false; reason: string }
@@ -87,9 +87,12 @@ export function createSsoSignIn(deps: {
       }
       return { user: existing, isNew: false };
     }
+    // A new account (and a membership) only for an address the organization's IdP vouches for: a
+    // provider that serves other people too (a multi-tenant issuer) makes nobody a member.
+    if (!emailVerified) return 'SSO_DOMAIN_NOT_VERIFIED';
     const name = toValidName(identity.name ?? '') ?? toValidName(identity.email.split('@')[0] ?? '') ?? 'SSO user';
     const created = await users.createUser(
-      { email: identity.email, name, passwordHash: null, emailVerified },
+      { email: identity.email, name, passwordHash: null, emailVerified: true },
       {
         onCreated: async (trx, user) => {
           await audit.record({ type: 'user.created', userId: user.id, source, details: { via: 'sso', connectionId: connection.id } }, { db: trx });

@@ -71,7 +71,7 @@ export const runSsoCommand: CliCommandRunner = async (args, io, context) => {
           organizationId = organization.id;
         }
         const connections = await sso.connections.list(organizationId);
-        if (values.json === true) return writeJson(io, connections.map((connection) => toView(connection, config.authUrl, sso.oidcRedirectUri(connection.id))));
+        if (values.json === true) return writeJson(io, { connections: connections.map((connection) => toView(connection, config.authUrl, sso.oidcRedirectUri(connection.id))) });
         if (connections.length === 0) return void io.stdout.write('No SSO connections.\n');
         io.stdout.write(formatTable(['ID', 'ORGANIZATION', 'PROTOCOL', 'ENFORCE', 'NAME'], connections.map((c) => [c.id, c.organizationId, c.protocol, c.enforce ? 'yes' : 'no', c.name])));
       });

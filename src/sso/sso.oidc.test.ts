@@ -85,7 +85,7 @@ for (const backend of await backends()) {
       assert.equal(await t.services.users.findUserByEmail(email), null);
     });
 
-    it('refuses an ID token for another audience, and an unverified address for an existing account', async () => {
+    it('refuses an ID token for another audience, an unverified address for an existing account, an address outside the verified domains', async () => {
       peer.signInAs({ sub: `eve-${suffix}`, email: `eve@${domain}`, email_verified: true, name: 'Eve' });
       peer.tamperNextIdToken({ claims: { aud: 'another-client' } });
       const tampered = await throughProvider();
@@ -98,6 +98,13 @@ for (const backend of await backends()) {
       const unverified = await throughProvider();
       const notLinked = await callbackWith(unverified.callback, unverified.browser.jar.header());
       assert.equal(notLinked.headers.location, '/auth/error?error=OAuthAccountNotLinked');
+
+      // The provider vouches for an address outside the organization's verified domains: no account, no membership.
+      const stranger = `stranger-${suffix}@elsewhere.test`;
+      peer.signInAs({ sub: `stranger-${suffix}`, email: stranger, email_verified: true, name: 'Stranger' });
+      const outside = await throughProvider();
+      assert.match(String((await callbackWith(outside.callback, outside.browser.jar.header())).headers.location), /^\/auth\/error/);
+      assert.equal(await t.services.users.findUserByEmail(stranger), null);
     });
   });
 }
