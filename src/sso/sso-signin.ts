@@ -26,7 +26,7 @@ import * as store from './sso.store.ts';
 import { ssoFactor } from './sso-factor.ts';
 import { roleFor, type AssertedIdentity, type Connection } from './sso.model.ts';
 
-/** What the verified-domains module answers (organizationDomains.findVerifiedForEmail). */
+/** What the verified-domains module answers (`orgDomains.findVerifiedForEmail`, the org-domains module). */
 export interface VerifiedDomainLookup {
   findVerifiedForEmail(email: string): Promise<{ organizationId: string; domain: string; verifiedAt: number } | null>;
 }

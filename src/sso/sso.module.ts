@@ -55,8 +55,8 @@ export const ssoModule = defineModule({
       pipeline: services.signInPipeline,
       policy: { allowHttp: config.sso.allowHttp, allowPrivate: config.sso.allowPrivateTargets, allowPrivateSetting: 'SSO_ALLOW_PRIVATE_TARGETS' },
       allowHttp: config.sso.allowHttp,
-      // The verified-domains module's service, when it is in the list (above this one).
-      domains: () => ('organizationDomains' in services ? (services as unknown as { organizationDomains: VerifiedDomainLookup }).organizationDomains : null),
+      // The verified-domains module's service (org-domains, above this one in the list), when it is there.
+      domains: () => ('orgDomains' in services ? (services as unknown as { orgDomains: VerifiedDomainLookup }).orgDomains : null),
     }),
   }),
   firstFactors: ({ sso }) => [ssoFactorKind((id) => sso.connections.get(id))],

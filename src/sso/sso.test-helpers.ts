@@ -114,7 +114,10 @@ export async function startTestIdp(entityId = `https://idp-${randomBytes(4).toSt
   };
 }
 
-/** A stand-in for the verified-domains module (`organizationDomains`): the domains a test marks verified. */
+/**
+ * A stand-in for the verified-domains module (`orgDomains.findVerifiedForEmail`): the domains a test
+ * marks verified, without DNS. It takes the org-domains module's place in the list (`modulesWith`).
+ */
 export function testDomainsModule(verified: Map<string, string>): GatehouseModule {
   const lookup: VerifiedDomainLookup = {
     async findVerifiedForEmail(email) {
@@ -123,10 +126,14 @@ export function testDomainsModule(verified: Map<string, string>): GatehouseModul
       return organizationId === undefined ? null : { organizationId, domain, verifiedAt: 0 };
     },
   };
-  return defineModule({ name: 'test-domains', provide: () => ({ organizationDomains: lookup }) as never });
+  return defineModule({ name: 'test-domains', provide: () => ({ orgDomains: lookup }) as never });
 }
 
-/** The module list with `extra` just before the SSO module. */
-export function modulesWith(extra: GatehouseModule): GatehouseModule[] {
-  return MODULES.flatMap((module) => (module.name === 'sso' ? [extra, module] : [module]));
+/** The module list with `stand-in` in place of the org-domains module (else just before the SSO module). */
+export function modulesWith(standIn: GatehouseModule): GatehouseModule[] {
+  const hasDomains = MODULES.some((module) => module.name === 'org-domains');
+  return MODULES.flatMap((module) => {
+    if (module.name === 'org-domains') return [standIn];
+    return module.name === 'sso' && !hasDomains ? [standIn, module] : [module];
+  });
 }
