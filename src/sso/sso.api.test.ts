@@ -4,7 +4,9 @@
  * be read and URLs outside the outbound rules are 422; every change is audited without secrets;
  * answers carry what to paste at the IdP, never a private key or a client secret.
  */
-import { describe, it, before } from 'node:test';
+import { describe, it, before, after } from 'node:test';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends } from '../../test/helpers/databases.ts';
@@ -95,6 +97,35 @@ for (const backend of await backends()) {
       assertError(await owners.post(base, { protocol: 'saml', name: 'x', idpMetadataXml: idp.metadata, groupRoles: [{ group: 'g', role: 'OWNER' }] }), 422, 'VALIDATION_ERROR');
       assertError(await owners.post(base, { protocol: 'ldap', name: 'x' }), 422, 'VALIDATION_ERROR');
       assertError(await owners.get(`${base}/${'x'.repeat(40)}`), 422, 'VALIDATION_ERROR');
+    });
+  });
+
+  describe(`SSO metadata by URL (${backend.name})`, { skip: backend.skip }, () => {
+    const t = useTestApp(backend, { env: { SSO_ALLOW_PRIVATE_TARGETS: 'true' } });
+    let server: Server;
+    let base: string;
+    let metadata: string;
+    before(async () => {
+      metadata = (await startTestIdp()).metadata;
+      server = createServer((request, response) => {
+        if (request.url === '/metadata') return void response.writeHead(200, { 'content-type': 'application/samlmetadata+xml' }).end(metadata);
+        if (request.url === '/moved') return void response.writeHead(302, { location: '/metadata' }).end();
+        response.writeHead(404).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    after(() => new Promise((resolve) => server.close(resolve)));
+
+    it('reads the IdP metadata from its URL under the outbound rules (no redirect followed)', async () => {
+      const admin = await createSignedInUser(t, { email: uniqueEmail('admin'), password: PASSWORD, roles: ['ADMIN'] });
+      const org = await t.services.organizations.create({ name: 'Hooli' }, admin.id, SYSTEM_SOURCE);
+      assert.ok(org.ok);
+      const created = await api(t, admin.token).post('/api/admin/sso-connections', { organizationId: org.organization.id, protocol: 'saml', name: 'Hooli', idpMetadataUrl: `${base}/metadata` });
+      assert.equal(created.statusCode, 201, created.body);
+      assert.equal(created.json().identityProvider.metadataUrl, `${base}/metadata`);
+      assertError(await api(t, admin.token).post('/api/admin/sso-connections', { organizationId: org.organization.id, protocol: 'saml', name: 'Hooli', idpMetadataUrl: `${base}/moved` }), 422, 'SSO_INVALID_CONNECTION');
+      assertError(await api(t, admin.token).post('/api/admin/sso-connections', { organizationId: org.organization.id, protocol: 'saml', name: 'Hooli', idpMetadataUrl: `${base}/missing` }), 422, 'SSO_INVALID_CONNECTION');
     });
   });
 }

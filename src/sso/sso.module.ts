@@ -71,7 +71,7 @@ export const ssoModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, csrf, config, clock }) => app.register(ssoRoutes, { sso: services.sso, sessions: services.sessions, csrf, config, clock }),
+      register: (app, { services, csrf, config, clock }) => app.register(ssoRoutes, { sso: services.sso, sessions: services.sessions, csrf, config, clock, limits: services.limits }),
     },
     { scope: 'browser', register: (app, { services, config }) => app.register(ssoPageRoutes, { sso: services.sso, organizations: services.organizations, config }) },
     { scope: 'api', register: (app, { services, config }) => app.register(ssoAdminRoutes, { sso: services.sso, organizations: services.organizations, authUrl: config.authUrl }) },

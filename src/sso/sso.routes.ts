@@ -17,6 +17,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { CsrfRotation } from '../http/csrf.ts';
+import type { RequestLimits } from '../http/request-limits.ts';
 import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 import { baseCookieOptions, setBrowserSession } from '../sessions/session-cookie.ts';
 import type { SessionService } from '../sessions/session.service.ts';
@@ -30,6 +31,7 @@ import type { SsoService, SsoSignInResult } from './sso.service.ts';
 
 export interface SsoRouteOptions {
   sso: SsoService;
+  limits: RequestLimits;
   sessions: SessionService;
   csrf: CsrfRotation;
   config: Config;
@@ -51,7 +53,7 @@ function errorPage(reason: string): string {
 }
 
 export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, options) => {
-  const { sso, sessions, csrf, config, clock } = options;
+  const { sso, sessions, csrf, config, clock, limits } = options;
   const origin = new URL(config.authUrl).origin;
   const cookieOptions = baseCookieOptions(config);
   const flowCookie = ssoFlowCookie(config);
@@ -67,6 +69,8 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
     '/sso/:connectionId/start',
     {
       config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }), formErrorPage: HUB_PAGES.signIn },
+      // The limit of provider sign-ins (RATE_LIMIT_OAUTH_PER_IP): each start stores a request.
+      preHandler: limits.oauthStart,
       schema: {
         tags: ['sso'],
         summary: 'Start signing in through an SSO connection: a 303 to its identity provider',
@@ -89,6 +93,7 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
     {
       // The IdP's form post comes from its site: the response's signature and InResponseTo protect it.
       config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }), skipCsrf: true },
+      preHandler: limits.oauthStart,
       bodyLimit: ACS_BODY_LIMIT,
       schema: {
         tags: ['sso'],
