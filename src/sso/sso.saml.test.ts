@@ -261,6 +261,28 @@ for (const backend of await backends()) {
       });
     });
 
+    it('enforcement refuses the domain’s passwords (audited SSO_REQUIRED), not an ADMIN’s (break-glass), not SSO itself', async () => {
+      const enforcing = await newConnection({ name: 'Enforcing' });
+      assert.ok((await t.services.sso.connections.update(enforcing.connection.id, { enforce: true }, SYSTEM_SOURCE)).ok);
+      try {
+        const worker = await createUser(t.services, { email: emailOf('enforced'), password: 'correct horse battery staple' });
+        await createUser(t.services, { email: emailOf('breakglass'), password: 'correct horse battery staple', roles: ['ADMIN'] });
+        const refused = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: emailOf('enforced'), password: 'correct horse battery staple' } });
+        assert.equal(refused.statusCode, 401);
+        const events = await sql<{ reason: string }>`select reason from audit_events where type = 'signin.failure' and user_id = ${worker.id}`.execute(t.services.storage.db);
+        assert.deepEqual(events.rows.map((row) => row.reason), ['SSO_REQUIRED']);
+        const admin = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: emailOf('breakglass'), password: 'correct horse battery staple' } });
+        assert.equal(admin.statusCode, 200, admin.body);
+        const outside = await t.app.inject({ method: 'POST', url: '/api/auth', payload: { email: `owner-${suffix}@example.com`, password: 'correct horse battery staple' } });
+        assert.equal(outside.statusCode, 200, 'an address outside the verified domains is not concerned');
+        const { id } = await startSignIn();
+        const viaSso = await post(connection, await idp.respond(spMetadata, fieldsFor('enforced', { inResponseTo: id })));
+        assert.equal(viaSso.headers.location, '/dashboard', 'SSO itself still signs the person in (their verified account is linked)');
+      } finally {
+        await t.services.sso.connections.delete(enforcing.connection.id, SYSTEM_SOURCE);
+      }
+    });
+
     it('keeps the operator able to change the role of an SSO member (never taken to OWNER)', async () => {
       const user = await t.services.users.findUserByEmail(emailOf('jit'));
       const result = await t.services.organizations.setRole(organizationId, OPERATOR, user!.id, 'MEMBER', SYSTEM_SOURCE);
