@@ -20,7 +20,7 @@ import { connectionServerOptions, createClientErrorHandler, limitConnections } f
 import { createRequestAuthenticator } from './sessions/request-authentication.ts';
 import { access, DURING_ENROLMENT } from './authorization/access.ts';
 import { registerRouteAccess } from './authorization/route-access.ts';
-import { createForbiddenPage } from './web/forbidden-page.ts';
+import { createForbiddenPage, createStatusPage, wantsPage } from './web/forbidden-page.ts';
 import { registerPageContext } from './web/page-context.ts';
 import { requestPageLanguage } from './i18n/i18n.module.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -68,7 +68,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  registerErrorHandling(app, { trustedOrigins: config.trustedOrigins, isSecureOrigin: config.isSecureOrigin });
+  const sendStatusPage = createStatusPage();
+  registerErrorHandling(app, { trustedOrigins: config.trustedOrigins, isSecureOrigin: config.isSecureOrigin, statusPage: { wants: wantsPage, send: sendStatusPage } });
   // First: every answer carries the headers, and a CORS preflight is answered before the CSRF
   // check and the route guard.
   await registerSecurityHeaders(app, config, setResponseHeaders);

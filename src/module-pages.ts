@@ -7,8 +7,8 @@
 import { escapeHtml } from './i18n/translator.ts';
 import type { PageContext } from './web/page-context.ts';
 
-/** The pages of other modules a module may add a section to. */
-export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt';
+/** The pages of other modules a module may add a section to (`organization`: one organization's page, for its members). */
+export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt' | 'organization';
 
 /**
  * A module's part of a page another module serves: the account dashboard (what the user manages
@@ -28,8 +28,10 @@ export interface PageSection {
 }
 
 export interface PageSectionContext {
-  /** Whom the page is about: on the dashboard, the signed-in user; on the second-factor page, the user signing in; null on the sign-in page. */
+  /** Whom the page is about: on the dashboard (and an organization's page), the signed-in user; on the second-factor page, the user signing in; null on the sign-in page. */
   readonly userId: string | null;
+  /** On an organization's page: the organization (the section judges what the user's role there lets them see). */
+  readonly organizationId?: string;
   /**
    * The page's request context (web/page-context.ts): its language and brand, the CSRF token for
    * the section's forms, and the signed-in viewer (the administrator, on the admin pages; null on

@@ -25,6 +25,7 @@ import { trustedDevicesModule } from './trusted-devices/trusted-devices.module.t
 import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
+import { orgDomainsModule } from './org-domains/org-domains.module.ts';
 import { webhooksModule } from './webhooks/webhooks.module.ts';
 import { accountDeletionModule } from './account-deletion/account-deletion.module.ts';
 import { metricsModule } from './metrics/metrics.module.ts';
@@ -55,6 +56,7 @@ export const MODULES: readonly GatehouseModule[] = [
   oidcClientsModule,
   oidcProviderModule,
   organizationsModule,
+  orgDomainsModule,
   webhooksModule,
   accountDeletionModule,
   metricsModule,

@@ -83,10 +83,20 @@ const REASON_CODE = /^[A-Z][A-Z0-9_]{0,39}$/;
  * form's `callbackUrl` on one of them ride along when the form is sent back to its page;
  * `isSecureOrigin` marks the cookie that keeps a form's values (`formKeptFields`) Secure.
  */
-export function registerErrorHandling(app: FastifyInstance, options: { trustedOrigins?: readonly string[]; isSecureOrigin?: boolean } = {}): void {
+export function registerErrorHandling(
+  app: FastifyInstance,
+  options: {
+    trustedOrigins?: readonly string[];
+    isSecureOrigin?: boolean;
+    /** A browser asking for a page gets this page for a 404 or a 405 instead of the JSON error (web/forbidden-page.ts). */
+    statusPage?: { wants(request: FastifyRequest): boolean; send(reply: FastifyReply, status: 404 | 405): FastifyReply };
+  } = {},
+): void {
   const trustedOrigins = options.trustedOrigins ?? [];
   const cookieConfig = { isSecureOrigin: options.isSecureOrigin ?? false };
-  app.setNotFoundHandler((_request, reply) => {
+  const { statusPage } = options;
+  app.setNotFoundHandler((request, reply) => {
+    if (statusPage?.wants(request)) return statusPage.send(reply, 404);
     void reply.code(404).send(toErrorBody('NOT_FOUND'));
   });
 
@@ -105,6 +115,9 @@ export function registerErrorHandling(app: FastifyInstance, options: { trustedOr
       request.log.warn({ err: error }, 'dependency unavailable');
     } else if (mapped.status >= 500) {
       request.log.error({ err: error }, 'request failed');
+    }
+    if (statusPage !== undefined && (mapped.code === 'METHOD_NOT_ALLOWED' || mapped.code === 'NOT_FOUND') && statusPage.wants(request)) {
+      return statusPage.send(reply, mapped.status === 405 ? 405 : 404);
     }
     const formErrorPage = request.routeOptions.config.formErrorPage;
     if (formErrorPage !== undefined && mapped.code !== 'CSRF_FAILED' && isFormPost(request)) {

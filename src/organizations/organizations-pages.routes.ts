@@ -20,7 +20,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, sessionOf, signedIn } from '../authorization/access.ts';
 import type { Config } from '../config.ts';
-import type { PageSection } from '../module.ts';
+import { renderPageSections, type PageSection } from '../module.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { toSafeLocalPath } from '../http/safe-redirect.ts';
 import type { SessionService } from '../sessions/session.service.ts';
@@ -71,6 +71,8 @@ interface OrganizationPages {
     inviteRoles: string[];
     transferChoices: Array<{ userId: string; label: string }>;
     actions: Record<'role' | 'remove' | 'invite' | 'revoke' | 'rename' | 'transfer' | 'leave' | 'delete', string>;
+    /** Other modules' sections of this page (`organization`), rendered after the invitations. */
+    sections: string[];
   };
   'organization-invitation': Alerts & {
     csrfToken: string;
@@ -115,6 +117,8 @@ export interface OrganizationPageOptions {
   sessions: SessionService;
   config: Config;
   clock: Clock;
+  /** The sections other modules add to an organization's page (`pageSections('organization')`). */
+  sections?: readonly PageSection[];
 }
 
 const hidden = { hide: true } as const;
@@ -255,10 +259,11 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
     const { organization, role: myRole } = found;
     const isOwner = myRole === OWNER;
     const isManager = isOwner || myRole === ADMIN;
-    const [members, invitations, memberships] = await Promise.all([
+    const [members, invitations, memberships, sections] = await Promise.all([
       organizations.listMembers(organization.id, actor),
       isManager ? organizations.listInvitations(organization.id, actor) : Promise.resolve([]),
       organizations.listFor(auth.userId, auth.sessionId),
+      renderPageSections(options.sections ?? [], { userId: auth.userId, organizationId: organization.id, page: reply.page }),
     ]);
     const choicesFor = (current: string) => [...new Set([...(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]), current])];
     const base = href;
@@ -273,6 +278,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
       isActive: memberships.some((membership) => membership.id === organization.id && membership.isActive),
       isManager,
       isOwner,
+      sections: sections.html,
       members: (members ?? []).map((member) => {
         const isSelf = member.userId === auth.userId;
         const mayTouch = isManager && (isOwner || member.role !== OWNER);

@@ -107,8 +107,8 @@ export const organizationsModule = defineModule({
     },
     {
       scope: 'browser',
-      register: async (app, { services, config, clock, adminNav }) => {
-        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, config, clock });
+      register: async (app, { services, config, clock, adminNav, pageSections }) => {
+        await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, config, clock, sections: pageSections('organization') });
         await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, adminNav });
       },
     },

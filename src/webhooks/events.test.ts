@@ -112,10 +112,13 @@ describe('the public events the modules declare, against the table they replaced
   }
 
   it('makes every old source public, as the same type, in the same order', () => {
-    assert.deepEqual(Object.keys(EVENT_SOURCES).sort(), Object.keys(legacy.EVENT_SOURCES).sort());
+    // Modules built since the table (org-domains…) add public events of their own: the old ones are compared.
+    const oldSources = new Set(Object.keys(legacy.EVENT_SOURCES));
+    const oldTypes = new Set<string>(legacy.WEBHOOK_EVENT_TYPES);
+    assert.deepEqual(Object.keys(EVENT_SOURCES).filter((from) => oldSources.has(from)).sort(), [...oldSources].sort());
     for (const [from, source] of Object.entries(legacy.EVENT_SOURCES)) assert.equal(EVENT_SOURCES[from]?.type, source.type, from);
-    assert.deepEqual(WEBHOOK_EVENT_TYPES, [...legacy.WEBHOOK_EVENT_TYPES]);
-    assert.deepEqual(sourcesFor(PUBLIC_EVENTS).auditTypes.sort(), legacy.sourcesFor(Object.keys(legacy.EVENT_SOURCES)).auditTypes.sort());
+    assert.deepEqual(WEBHOOK_EVENT_TYPES.filter((type) => oldTypes.has(type)), [...legacy.WEBHOOK_EVENT_TYPES]);
+    assert.deepEqual(sourcesFor(PUBLIC_EVENTS).auditTypes.filter((type) => oldSources.has(type)).sort(), legacy.sourcesFor(Object.keys(legacy.EVENT_SOURCES)).auditTypes.sort());
   });
 
   it('builds every payload byte for byte as before, with the same allow-list', () => {
