@@ -1,5 +1,6 @@
 /**
- * SSO through Chromium, against the samlify IdP served on loopback (its own origin): the sign-in
+ * SSO through Chromium, against the samlify IdP served on loopback (its own origin), with the real
+ * org-domains module (the domain verified by a TXT record on a stub DNS server): the sign-in
  * page's "Continue with SSO" finds the organization by the address's verified domain, its page
  * sends the browser to the IdP, whose form posts the signed response back to the ACS: signed in,
  * on the dashboard. IdP-initiated sign-in where the connection enables it. Enforcement: the
@@ -17,15 +18,18 @@ import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.
 import { freePort } from '../../test/helpers/process.ts';
 import { closeBrowser, launchBrowser, newPage, skipUnlessChromium, type Browser, type Page } from '../../test/helpers/browser.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
-import { modulesWith, startTestIdp, testDomainsModule, type TestIdp } from './sso.test-helpers.ts';
+import { startTestIdp, type TestIdp } from './sso.test-helpers.ts';
+import { startStubDnsServer, type StubDnsServer } from '../org-domains/test-dns-server.ts';
+import { OPERATOR } from '../organizations/organizations.model.ts';
 import type { Connection } from './sso.model.ts';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PASSWORD = 'correct horse battery staple';
-const DOMAIN = 'initrode.test';
+const DOMAIN = 'initrode.example';
 
 describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 }, () => {
-  const verified = new Map<string, string>();
+  let organizationId: string;
+  let dns: StubDnsServer;
   let browser: Browser | undefined;
   let database: TestDatabase;
   let served: TestApp;
@@ -60,13 +64,19 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
     database = await createSqliteDatabase();
     const port = await freePort();
     baseURL = `http://localhost:${port}`;
-    served = await createTestApp(database, { env: { AUTH_URL: baseURL }, modules: modulesWith(testDomainsModule(verified)) });
+    dns = await startStubDnsServer();
+    served = await createTestApp(database, { env: { AUTH_URL: baseURL, DOMAINS_DNS_SERVER: dns.address } });
     await served.app.listen({ port, host: '127.0.0.1' });
 
     const owner = await createUser(served.services, { email: 'owner@example.com', password: PASSWORD });
     const org = await served.services.organizations.create({ name: 'Initrode' }, owner.id, SYSTEM_SOURCE);
     assert.ok(org.ok);
-    verified.set(DOMAIN, org.organization.id);
+    organizationId = org.organization.id;
+    const added = await served.services.orgDomains.add(organizationId, DOMAIN, OPERATOR, SYSTEM_SOURCE);
+    assert.ok(added.ok, JSON.stringify(added));
+    dns.records.set(added.domain.challenge.recordName, { TXT: [added.domain.challenge.recordValue] });
+    const verifiedDomain = await served.services.orgDomains.verify(organizationId, added.domain.id, OPERATOR, SYSTEM_SOURCE);
+    assert.ok(verifiedDomain.ok, JSON.stringify(verifiedDomain));
     for (const idpInit of [false, true]) {
       const created = await served.services.sso.connections.create(org.organization.id, { protocol: 'saml', name: idpInit ? 'IdP-initiated' : 'Initrode SAML', idpMetadataXml: idp.metadata, idpInitiated: idpInit, groupRoles: [{ group: 'it-admins', role: 'ADMIN' }] }, SYSTEM_SOURCE);
       assert.ok(created.ok);
@@ -81,6 +91,7 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
     await served?.close();
     await database?.drop();
     await new Promise((resolve) => idpServer?.close(resolve));
+    await dns?.close();
   });
 
   async function axe(page: Page): Promise<string[]> {
@@ -107,7 +118,7 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
       await page.waitForURL(`${baseURL}/dashboard`);
       assert.match(await page.textContent('body') ?? '', new RegExp(next.email));
       const user = await served.services.users.findUserByEmail(next.email);
-      assert.equal((await served.services.organizations.get(verified.get(DOMAIN)!, { userId: user!.id }))?.role, 'ADMIN');
+      assert.equal((await served.services.organizations.get(organizationId, { userId: user!.id }))?.role, 'ADMIN');
     } finally {
       await page.context().close();
     }
@@ -120,7 +131,7 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
       await page.goto(`${new URL(idp.entityId).origin}/start`);
       await page.getByRole('button', { name: 'Approve at the IdP' }).click();
       await page.waitForURL(`${baseURL}/dashboard`);
-      assert.match(await page.textContent('body') ?? '', /joe@initrode\.test/);
+      assert.match(await page.textContent('body') ?? '', /joe@initrode\.example/);
     } finally {
       await page.context().close();
     }

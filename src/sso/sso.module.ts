@@ -8,7 +8,7 @@ import { defineModule } from '../module.ts';
 import * as tables from './migrations/20261129-sso-tables.ts';
 import { SSO_ERRORS } from './sso.errors.ts';
 import { ssoConfigSection } from './sso.config.ts';
-import { createSsoService, type SsoService, type VerifiedDomainLookup } from './sso.service.ts';
+import { createSsoService, type SsoService } from './sso.service.ts';
 import { ssoRoutes } from './sso.routes.ts';
 import { ssoAdminRoutes } from './sso-admin.routes.ts';
 import { ssoPageRoutes, ssoPageSections } from './sso-pages.routes.ts';
@@ -55,8 +55,8 @@ export const ssoModule = defineModule({
       pipeline: services.signInPipeline,
       policy: { allowHttp: config.sso.allowHttp, allowPrivate: config.sso.allowPrivateTargets, allowPrivateSetting: 'SSO_ALLOW_PRIVATE_TARGETS' },
       allowHttp: config.sso.allowHttp,
-      // The verified-domains module's service (org-domains, above this one in the list), when it is there.
-      domains: () => ('orgDomains' in services ? (services as unknown as { orgDomains: VerifiedDomainLookup }).orgDomains : null),
+      // The verified-domains module's discovery (org-domains, above this one in the list).
+      domains: () => services.orgDomains,
     }),
   }),
   firstFactors: ({ sso }) => [ssoFactorKind((id) => sso.connections.get(id))],
