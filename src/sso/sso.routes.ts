@@ -72,6 +72,8 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
       // The limit of provider sign-ins (RATE_LIMIT_OAUTH_PER_IP): each start stores a request.
       preHandler: limits.oauthStart,
       schema: {
+        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
+        hide: true,
         tags: ['sso'],
         summary: 'Start signing in through an SSO connection: a 303 to its identity provider',
         params: connectionParams,
@@ -96,6 +98,8 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
       preHandler: limits.oauthStart,
       bodyLimit: ACS_BODY_LIMIT,
       schema: {
+        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
+        hide: true,
         tags: ['sso'],
         summary: 'SAML assertion consumer service of one connection (HTTP-POST binding)',
         params: connectionParams,
@@ -114,6 +118,8 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
     {
       config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       schema: {
+        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
+        hide: true,
         tags: ['sso'],
         summary: 'Where an OpenID Connect connection’s provider sends the browser back',
         params: connectionParams,
@@ -135,6 +141,8 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
     {
       config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       schema: {
+        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
+        hide: true,
         tags: ['sso'],
         summary: 'Our SAML service provider metadata for one connection (entity ID, ACS URL, certificates)',
         params: connectionParams,
