@@ -17,6 +17,7 @@
  *   webhooks                 webhook delivery throughput, event to receipt (perf/webhooks.ts)
  *   cli                      wall time of gatehouse help, --version, users list --json (perf/cli-timing.ts)
  *   growth                   sign-in and session check on 1,000,000 users vs an empty store (perf/growth.ts)
+ *   import                   gatehouse import of 1,000,000 users: memory vs idle, resume after a kill (perf/import.ts)
  *
  * Environment:
  *   BENCH_ONLY=<name>[,<name>]   run only these scenarios
@@ -29,6 +30,7 @@
  *   BENCH_CPU_PROF=1             profile the servers (perf/probe.ts); summaries and this run's results go
  *                                to perf/results/profiles/ (BENCHMARKS.md and docs/ are left alone)
  *   SEED_COUNT=1000000           users and sessions the growth scenario seeds
+ *   IMPORT_USERS=1000000         users the import scenario's file holds
  *   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
  *                                where the PostgreSQL scenarios (session, growth) make scratch
  *                                databases; PostgreSQL must be reachable there
@@ -64,6 +66,7 @@ import { mfaScenario } from './mfa.ts';
 import { oidcScenario } from './oidc.ts';
 import { webhooksScenario } from './webhooks.ts';
 import { cliScenario } from './cli-timing.ts';
+import { importScenario } from './import.ts';
 import { summariseProfiles } from './profile-summary.ts';
 import { writeBenchmarksMarkdown } from './report.ts';
 
@@ -80,6 +83,7 @@ const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> =
   webhooks: webhooksScenario,
   cli: cliScenario,
   growth: growthScenario,
+  import: importScenario,
 };
 
 function selectScenarios(only: string | undefined): ScenarioName[] {

@@ -91,7 +91,7 @@ export interface ScenarioResult {
   seeds?: SeedReport[];
 }
 
-export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'growth';
+export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'growth' | 'import';
 
 export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli'];
 

@@ -44,6 +44,7 @@ import type { RequestAuth, RequestAuthenticator } from './sessions/request-authe
 import type { Csrf, CsrfRotation } from './http/csrf.ts';
 import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { FirstFactorKind } from './signin/first-factor.ts';
+import type { PasswordAccountSource, PasswordHashScheme } from './credentials/password-hasher.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { SecondFactorWaiver } from './signin/second-factor-waiver.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
@@ -355,6 +356,17 @@ export interface GatehouseModule {
    * (`MailService.accountRecoveryUrl`, security notices among them). One module at most declares it.
    */
   readonly accountRecoveryPage?: `/${string}`;
+  /**
+   * The kinds of foreign password hash it lets accounts sign in with (bcrypt, PBKDF2… imported from
+   * another system; see credentials/password-hasher.ts `PasswordHashScheme`): the password check
+   * asks them for every stored hash that is not argon2id, and a verified one is rehashed with argon2id.
+   */
+  readonly passwordHashSchemes?: readonly PasswordHashScheme[];
+  /**
+   * The old systems it asks for the password of an address that has no account here (lazy
+   * migration; see credentials/password-hasher.ts `PasswordAccountSource`), given the config.
+   */
+  passwordAccountSources?(config: Config): readonly PasswordAccountSource[];
   /** Releases what `provide` opened (a connection), after the jobs have stopped. */
   close?(services: ServiceRegistry): Promise<void>;
 }

@@ -22,6 +22,7 @@ import { oauthModule } from './oauth/oauth.module.ts';
 import { passkeysModule } from './passkeys/passkeys.module.ts';
 import { mfaModule } from './mfa/mfa.module.ts';
 import { trustedDevicesModule } from './trusted-devices/trusted-devices.module.ts';
+import { emailSignInModule } from './email-signin/email-signin.module.ts';
 import { oidcClientsModule } from './oidc-clients/oidc-clients.module.ts';
 import { oidcProviderModule } from './oidc-provider/oidc-provider.module.ts';
 import { organizationsModule } from './organizations/organizations.module.ts';
@@ -34,6 +35,7 @@ import { ssoModule } from './sso/sso.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
+import { userImportModule } from './user-import/user-import.module.ts';
 
 export const MODULES: readonly GatehouseModule[] = [
   i18nModule,
@@ -53,6 +55,7 @@ export const MODULES: readonly GatehouseModule[] = [
   passkeysModule,
   mfaModule,
   trustedDevicesModule,
+  emailSignInModule,
   oidcClientsModule,
   oidcProviderModule,
   organizationsModule,
@@ -65,6 +68,7 @@ export const MODULES: readonly GatehouseModule[] = [
   adminModule,
   opsModule,
   pagesModule,
+  userImportModule,
 ];
 
 /** Applies every pending migration of every module (in the lexical order of their names). */

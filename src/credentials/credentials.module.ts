@@ -52,10 +52,10 @@ export const credentialsModule = defineModule({
   errors: CREDENTIALS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   publicEvents: CREDENTIALS_PUBLIC_EVENTS,
-  async provide({ db, config, clock, logger, services }) {
+  async provide({ db, config, clock, logger, services, modules }) {
     const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
     const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs });
-    const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection') });
+    const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection'), schemes: modules.flatMap((module) => module.passwordHashSchemes ?? []) });
     const credentials = createCredentialsService({
       users,
       sessions,
@@ -69,6 +69,7 @@ export const credentialsModule = defineModule({
       clock,
       throttle: signInThrottle,
       passwordRefusals: createPasswordRefusalLimits({ limiters: rateLimiters, rateLimits: config.rateLimits, clock }),
+      accountSources: modules.flatMap((module) => module.passwordAccountSources?.(config) ?? []),
     });
     return {
       hasher,

@@ -14,7 +14,7 @@ import type { SessionService, StartedSession } from '../sessions/session.service
 import type { ActionTokens } from '../tokens/action-tokens.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { PasswordHasher } from './password-hasher.ts';
+import type { PasswordAccountSource, PasswordHasher } from './password-hasher.ts';
 import type { PasswordPolicy, PasswordRejection } from './password-policy.ts';
 import { createNewPasswordCheck, type NewPasswordCheck, type PasswordClient } from './new-password.ts';
 import type { PasswordRefusalLimits } from './password-refusals.ts';
@@ -89,6 +89,8 @@ export function createCredentialsService(deps: {
   throttle: SignInThrottle;
   /** Per-account and per-IP limits on refused new passwords (requests from a client only). */
   passwordRefusals?: PasswordRefusalLimits;
+  /** Old systems asked for an address that has no account here (lazy migration; none by default). */
+  accountSources?: readonly PasswordAccountSource[];
 }) {
   const { users, sessions, hasher, policy, audit, db, mail, actionTokens, clock, throttle, pipeline } = deps;
 
@@ -114,6 +116,24 @@ export function createCredentialsService(deps: {
     if (await users.lockPassword(userId)) {
       await audit.record({ type: 'user.password_locked', userId, source, reason: 'TOO_MANY_FAILURES', details: { consecutiveFailures } });
     }
+  }
+
+  /**
+   * An address without an account here: the first old system that vouches for the password has
+   * the account created with an argon2id hash of it (a concurrent sign-in that created it first
+   * is fine: its row is read back). Null when none does.
+   */
+  async function adoptFromSource(input: SignInInput, source: AuditSource) {
+    for (const accountSource of deps.accountSources ?? []) {
+      const vouched = await accountSource.verify(normaliseEmail(input.email), input.password);
+      if (vouched === null) continue;
+      await users.createUser(
+        { email: input.email, name: '', passwordHash: await hasher.hash(input.password), emailVerified: vouched.emailVerified },
+        { onCreated: (trx, user) => audit.record({ type: 'user.created', userId: user.id, source, details: { via: accountSource.name } }, { db: trx }) },
+      );
+      return users.findCredentialsByEmail(input.email);
+    }
+    return null;
   }
 
   async function replacePassword(trx: Db, change: PasswordReplacement): Promise<{ sessionsEnded: number }> {
@@ -167,7 +187,8 @@ export function createCredentialsService(deps: {
           return refuse('INVALID_CREDENTIALS', userId);
         }
 
-        const credentials = await users.findCredentialsByEmail(input.email);
+        let credentials = await users.findCredentialsByEmail(input.email);
+        if (credentials === null && (deps.accountSources ?? []).length > 0) credentials = await adoptFromSource(input, source);
         if (credentials === null || credentials.passwordHash === null) {
           // Same work as a wrong password, so the answer's timing does not reveal the account.
           await hasher.verifyDummy(input.password, normaliseEmail(input.email));

@@ -12,6 +12,37 @@ import { BoundedConcurrency, CapacityExceededError } from '../lib/bounded-concur
 
 const ARGON2ID = 2 as Algorithm;
 
+/**
+ * A kind of password hash another system made (bcrypt, PBKDF2…), which a module brings in the
+ * `passwordHashSchemes` slot (module.ts) so that accounts imported with such hashes can sign in.
+ * `verify` gets the password as typed (not normalised: the other system hashed it as typed), runs
+ * in a hashing slot like argon2, must be constant-time where the algorithm allows, must refuse
+ * (false) parameters beyond its work bounds, and never throws for a malformed hash. A hash it
+ * verified is replaced by argon2id at that sign-in (`needsRehash` is true for every foreign hash).
+ */
+export interface PasswordHashScheme {
+  /** Its name, for reports (`bcrypt`, `pbkdf2-sha256`). */
+  readonly name: string;
+  /** True when `passwordHash` is of this scheme (by its prefix). */
+  recognises(passwordHash: string): boolean;
+  verify(passwordHash: string, password: string): Promise<boolean>;
+}
+
+/**
+ * A live old system that still knows passwords (lazy migration), which a module brings in the
+ * `passwordAccountSources` slot (module.ts): at a password sign-in for an address Gatehouse has no
+ * account for, after the throttle allowed the attempt, the credentials module asks each source in
+ * turn; the first that vouches for the password has the account created here, with an argon2id
+ * hash of the password just typed (audited `user.created`, `via` the source's name), and the
+ * sign-in goes on as any other. Its answer is a value: null when the password is wrong, the source
+ * knows no such address, or cannot be reached (never an exception).
+ */
+export interface PasswordAccountSource {
+  /** Its name, in the audit detail `via`. */
+  readonly name: string;
+  verify(email: string, password: string): Promise<{ emailVerified: boolean } | null>;
+}
+
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
   /** Compares in constant time inside argon2; false for a malformed hash, never throws for one. */
@@ -58,6 +89,8 @@ export interface PasswordHasherOptions {
   maxConcurrentHashes: number;
   maxQueuedHashes: number;
   queueTimeoutMs: number;
+  /** The foreign hash schemes the modules bring (see `PasswordHashScheme`); asked for every hash that is not argon2id. */
+  schemes?: readonly PasswordHashScheme[];
 }
 
 export async function createPasswordHasher(options: PasswordHasherOptions): Promise<PasswordHasher> {
@@ -74,6 +107,7 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
   });
 
   const counts = { started: 0, waitSecondsTotal: 0, refused: 0 };
+  const schemes = options.schemes ?? [];
 
   async function withSlot<T>(task: () => Promise<T>): Promise<T> {
     const askedAt = performance.now();
@@ -109,6 +143,8 @@ export async function createPasswordHasher(options: PasswordHasherOptions): Prom
     verify: (passwordHash, password) =>
       withSlot(async () => {
         try {
+          const scheme = passwordHash.startsWith('$argon2id$') ? undefined : schemes.find((candidate) => candidate.recognises(passwordHash));
+          if (scheme !== undefined) return await scheme.verify(passwordHash, password);
           return await verify(passwordHash, password.normalize('NFKC'));
         } catch {
           return false;

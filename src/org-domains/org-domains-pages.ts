@@ -15,6 +15,7 @@ import type { BuiltServices, PageSection } from '../module.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
 import { access, signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
+import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import type { OrgDomainsService } from './org-domains.service.ts';
@@ -89,7 +90,11 @@ const SHOWN_ERRORS: ReadonlySet<string> = new Set([
 
 export const orgDomainPageRoutes: FastifyPluginAsyncZod<{ orgDomains: OrgDomainsService }> = async (app, { orgDomains }) => {
   const pages = renderer();
-  const config = { access: access.user(), formErrorPage: '/organizations' };
+  // Signed out, a form post goes to sign in and back to the organization's page (its other forms do).
+  const config = {
+    access: access.user({ signedOutRedirect: (request: FastifyRequest) => signInRedirect(organizationPage((request.params as { id: string }).id)) }),
+    formErrorPage: '/organizations',
+  };
   const back = (request: FastifyRequest<{ Params: { id: string } }>) => `${organizationPage(request.params.id)}${SECTION_ANCHOR}`;
   const caller = (request: FastifyRequest) => {
     const auth = signedIn(request);

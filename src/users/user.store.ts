@@ -213,7 +213,9 @@ export async function countPasswordHashParameters(db: Db): Promise<Array<{ encod
   const rows = await db
     .selectFrom('users')
     .select([sql<string>`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`.as('encoded'), sql<string | number>`count(*)`.as('count')])
-    .where('password_hash', 'is not', null)
+    // Only argon2 hashes: a foreign one (imported, until its owner's next sign-in) may be shorter
+    // than the suffix (PostgreSQL refuses a negative length) or carry its salt in the prefix.
+    .where('password_hash', 'like', '$argon2%')
     .groupBy(sql`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`)
     .execute();
   return rows.map((row) => ({ encoded: row.encoded, count: Number(row.count) }));

@@ -187,7 +187,8 @@ const HANDLERS: Readonly<Record<string, HandlerCheck>> = {
   'POST /organizations/active': { signedOut: () => '/dashboard' },
   'GET /organizations/:id': { signedOut: organizationPage },
   ...Object.fromEntries(
-    ['rename', 'delete', 'leave', 'transfer', 'members/role', 'members/remove', 'invitations', 'invitations/revoke'].map((form) => [`POST /organizations/:id/${form}`, { signedOut: organizationPage }]),
+    // …and org-domains' forms on that page (a module added since), declared the same way.
+    ['rename', 'delete', 'leave', 'transfer', 'members/role', 'members/remove', 'invitations', 'invitations/revoke', 'domains', 'domains/verify', 'domains/remove'].map((form) => [`POST /organizations/:id/${form}`, { signedOut: organizationPage }]),
   ),
 };
 
