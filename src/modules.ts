@@ -34,6 +34,7 @@ import { accountDeletionModule } from './account-deletion/account-deletion.modul
 import { metricsModule } from './metrics/metrics.module.ts';
 import { impersonationModule } from './impersonation/impersonation.module.ts';
 import { apiKeysModule } from './api-keys/api-keys.module.ts';
+import { ssoModule } from './sso/sso.module.ts';
 import { adminModule } from './admin/admin.module.ts';
 import { opsModule } from './ops/ops.module.ts';
 import { pagesModule } from './pages/pages.module.ts';
@@ -69,6 +70,7 @@ export const MODULES: readonly GatehouseModule[] = [
   metricsModule,
   impersonationModule,
   apiKeysModule,
+  ssoModule,
   adminModule,
   opsModule,
   pagesModule,

@@ -72,7 +72,7 @@ for (const backend of await backends()) {
     it('the modules listed today declare what they hold of a user', () => {
       assert.deepEqual(
         MODULES.filter((module) => module.userData !== undefined).map((module) => module.name),
-        ['audit', 'users', 'mail', 'tokens', 'sessions', 'credentials', 'oauth', 'passkeys', 'mfa', 'trusted-devices', 'oidc-provider', 'organizations', 'scim', 'api-keys'],
+        ['audit', 'users', 'mail', 'tokens', 'sessions', 'credentials', 'oauth', 'passkeys', 'mfa', 'trusted-devices', 'oidc-provider', 'organizations', 'scim', 'api-keys', 'sso'],
       );
     });
 

@@ -26,7 +26,7 @@ describe('the modules\' command groups', () => {
     const declared = collectCliGroups(MODULES);
     assert.deepEqual(found.map((group) => group.name), declared.map((group) => group.name));
     found.forEach((group, index) => assert.equal(group, declared[index], `${group.name}: the same declaration as its module's`));
-    assert.deepEqual(found.map((group) => group.name), ['users', 'keys', 'clients', 'orgs', 'domains', 'api-keys', 'scim', 'webhooks', 'import', 'export']);
+    assert.deepEqual(found.map((group) => group.name), ['users', 'keys', 'clients', 'orgs', 'domains', 'api-keys', 'scim', 'webhooks', 'sso', 'import', 'export']);
   });
 
   it('refuses a group two modules declare', () => {

@@ -1,0 +1,14 @@
+/** The error codes the SSO module answers with (see `defineErrorCodes` in errors.ts). */
+import { defineErrorCodes } from '../errors.ts';
+
+export const SSO_ERRORS = defineErrorCodes('sso', {
+  SSO_CONNECTION_NOT_FOUND: { status: 404, message: 'There is no such SSO connection.' },
+  SSO_INVALID_CONNECTION: { status: 422, message: 'The SSO connection cannot be saved as given (see the message).' },
+  SSO_REQUIRED: { status: 403, message: 'Your organization requires signing in with its single sign-on: use "Continue with SSO".' },
+  SSO_NOT_CONFIGURED: { status: 404, message: 'No single sign-on is configured for this address.' },
+});
+
+type SsoErrorCodes = typeof SSO_ERRORS;
+declare module '../errors.ts' {
+  interface ErrorCodes extends SsoErrorCodes {}
+}

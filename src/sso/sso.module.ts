@@ -1,0 +1,79 @@
+/**
+ * Enterprise single sign-on per organization: SAML 2.0 (Gatehouse as service provider, on
+ * @node-saml/node-saml) and OpenID Connect (Gatehouse as relying party to the organization's own
+ * provider, on openid-client) connections; attribute mapping, group → role rules, just-in-time
+ * accounts and memberships; discovery by verified domain and enforcement. See docs/guides/sso.md.
+ */
+import { defineModule } from '../module.ts';
+import * as tables from './migrations/20261129-sso-tables.ts';
+import { SSO_ERRORS } from './sso.errors.ts';
+import { ssoConfigSection } from './sso.config.ts';
+import { createSsoService, type SsoService } from './sso.service.ts';
+import { ssoRoutes } from './sso.routes.ts';
+import { ssoAdminRoutes } from './sso-admin.routes.ts';
+import { ssoPageRoutes, ssoPageSections } from './sso-pages.routes.ts';
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
+import { ssoFactorKind } from './sso-factor.ts';
+import { ssoEnforcementStep } from './sso-enforcement.ts';
+import { SSO_COUNTED_EVENTS, SSO_COUNTERS } from './sso.metrics.ts';
+import * as store from './sso.store.ts';
+import { cli } from './sso.cli.ts';
+
+declare module '../module.ts' {
+  interface ServiceRegistry {
+    sso: SsoService;
+  }
+}
+
+const AUDIT_EVENTS = ['sso.connection_created', 'sso.connection_updated', 'sso.connection_deleted', 'sso.signin_succeeded', 'sso.signin_failed', 'sso.identity_linked'] as const;
+type SsoAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
+declare module '../audit/audit.service.ts' {
+  interface AuditEventTypes extends SsoAuditEvents {}
+}
+
+export const ssoModule = defineModule({
+  name: 'sso',
+  openApiTags: [{ name: 'sso', description: 'Enterprise single sign-on: SAML and OpenID Connect connections per organization.' }],
+  migrations: { '20261129-sso-tables': tables },
+  config: ssoConfigSection,
+  cli,
+  messages: readMessages(join(import.meta.dirname, 'messages')),
+  errors: SSO_ERRORS,
+  auditEvents: AUDIT_EVENTS,
+  counters: SSO_COUNTERS,
+  countedEvents: SSO_COUNTED_EVENTS,
+  provide: ({ db, config, clock, services }) => ({
+    sso: createSsoService({
+      db,
+      clock,
+      authUrl: config.authUrl,
+      authSecret: config.authSecret,
+      audit: services.audit,
+      users: services.users,
+      organizations: services.organizations,
+      pipeline: services.signInPipeline,
+      policy: { allowHttp: config.sso.allowHttp, allowPrivate: config.sso.allowPrivateTargets, allowPrivateSetting: 'SSO_ALLOW_PRIVATE_TARGETS' },
+      allowHttp: config.sso.allowHttp,
+      // The verified-domains module's discovery (org-domains, above this one in the list).
+      domains: () => services.orgDomains,
+    }),
+  }),
+  firstFactors: ({ sso }) => [ssoFactorKind((id) => sso.connections.get(id))],
+  signInSteps: ({ sso }) => [ssoEnforcementStep((email) => sso.isEnforcedFor(email))],
+  userData: ({ sso: _sso }, { db }) => ({
+    export: async (userId) => {
+      const identities = await store.listIdentitiesOf(db, userId);
+      return identities.length === 0 ? null : { ssoIdentities: identities.map((row) => ({ connectionId: row.connection_id, subject: row.subject, createdAt: new Date(Number(row.created_at)).toISOString() })) };
+    },
+  }),
+  pageSections: ({ sso }) => ssoPageSections(sso),
+  routes: [
+    {
+      scope: 'browser',
+      register: (app, { services, csrf, config, clock }) => app.register(ssoRoutes, { sso: services.sso, sessions: services.sessions, csrf, config, clock, limits: services.limits }),
+    },
+    { scope: 'browser', register: (app, { services, config }) => app.register(ssoPageRoutes, { sso: services.sso, organizations: services.organizations, config }) },
+    { scope: 'api', register: (app, { services, config }) => app.register(ssoAdminRoutes, { sso: services.sso, organizations: services.organizations, authUrl: config.authUrl }) },
+  ],
+});
