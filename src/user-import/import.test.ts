@@ -294,6 +294,10 @@ for (const backend of await backends()) {
       const hashes = await cli(['import', 'hashes', '--json']);
       assert.equal(hashes.code, 0, hashes.stderr);
       assert.equal(JSON.parse(hashes.stdout).bcrypt, 1);
+      // The same count in the users group, as the issue names it.
+      const usersHashes = await cli(['users', 'hashes', '--json']);
+      assert.equal(usersHashes.code, 0, usersHashes.stderr);
+      assert.deepEqual(JSON.parse(usersHashes.stdout), JSON.parse(hashes.stdout));
       const wrong = await cli(['import', '--from', 'nope', file]);
       assert.equal(wrong.code, 2);
     });

@@ -135,8 +135,9 @@ async function writeAll(stream: WriteStream, text: string): Promise<void> {
   if (!stream.write(text)) await once(stream, 'drain');
 }
 
-async function hashes(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandLine(args, { json: { type: 'boolean' } }, { command: 'import hashes', usage: IMPORT_USAGE });
+/** How many stored password hashes are of each kind: `gatehouse import hashes`, also `gatehouse users hashes` (`usage`: that group's). */
+export async function hashes(args: string[], io: CliIo, command = 'import hashes', usage = IMPORT_USAGE): Promise<number> {
+  const { values } = parseCommandLine(args, { json: { type: 'boolean' } }, { command, usage });
   const kinds = await withServices(io, (services) => countHashKinds(services.storage.db));
   if (values.json === true) writeJson(io, Object.fromEntries(kinds.map(({ kind, count }) => [kind, count])));
   else io.stdout.write(formatTable(['KIND', 'COUNT'], kinds.map(({ kind, count }) => [kind, String(count)])));

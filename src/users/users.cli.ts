@@ -20,6 +20,8 @@ export const USERS_USAGE = `  gatehouse users create --email E --name N [--role 
   gatehouse users export --email E [--output FILE]
                                     everything Gatehouse holds about the user, as JSON (no secret;
                                     see docs/guides/data-export.md), to FILE or standard output
+  gatehouse users hashes [--json]   how many stored password hashes are of each kind (imported
+                                    foreign ones become argon2id at their next sign-in)
   gatehouse users list [--query Q] [--json]
                                     list users, newest first; Q matches part of a name or e-mail`;
 

@@ -27,6 +27,8 @@ const USER_COMMANDS: Subcommands = {
   // The data-export module's command, in this group: a user's data is asked for by their address.
   export: async (args, io) => (await import('../data-export/data-export.commands.ts')).exportUserCommand(args, io),
   enable: (args, io) => setDisabled(args, io, false),
+  // The user-import module's count, in this group too: how many passwords are still in a foreign hash.
+  hashes: async (args, io) => void (await (await import('../user-import/user-import.commands.ts')).hashes(args, io, 'users hashes', USERS_USAGE)),
   list: listUsers,
 };
 
