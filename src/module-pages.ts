@@ -124,3 +124,31 @@ export function renderPageLinks(links: readonly PageLink[], context: PageLinkCon
       return isSentence ? sentence : anchor(escapeHtml(i18n.t(link.message)));
     });
 }
+
+/**
+ * The app asking a person to sign in, shown as "to continue to <name> (<host>)" under the sign-in
+ * and second-factor pages' heading. `host`: where it lives (its redirect's host, or the host that
+ * vouches for it), or null when unknown.
+ */
+export interface AskingApp {
+  readonly name: string;
+  readonly host: string | null;
+}
+
+/**
+ * A module's way of telling which app a sign-in's callback URL leads back to (`askingApps`): the
+ * OpenID provider knows its authorization requests' interaction URLs, say. Null when the URL is not
+ * one of its own, or it no longer knows it. The pages ask each in turn, knowing none of them.
+ */
+export interface AskingAppFinder {
+  find(callbackUrl: string): Promise<AskingApp | null>;
+}
+
+/** The first finder's answer for `callbackUrl` (already judged by `toCallbackUrl`), or null. */
+export async function findAskingApp(finders: readonly AskingAppFinder[], callbackUrl: string): Promise<AskingApp | null> {
+  for (const finder of finders) {
+    const app = await finder.find(callbackUrl);
+    if (app !== null) return app;
+  }
+  return null;
+}

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import { renderPageLinks, renderPageSections, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
+import { renderPageLinks, renderPageSections, type AskingApp, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
 import { access, DURING_ENROLMENT, IN_PERSON, sessionOf, signedIn } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
@@ -45,6 +45,8 @@ interface Pages {
      * back here is told that app must sign people in with OpenID Connect, not shown the form again.
      */
     unreachableApp: string | null;
+    /** The app this sign-in is for ("to continue to …"), when a module knows the callback; null otherwise. */
+    askingApp: AskingApp | null;
     /** The links other modules put under the password field and at the end of the page (their HTML). */
     links: { belowPassword: string[]; belowForm: string[] };
     /** A "Sign in with …" button each. */
@@ -89,6 +91,8 @@ export interface PageRouteOptions {
   signInSections: readonly PageSection[];
   /** The links other modules put at the places of these pages (the sign-in page's "Forgot password?", say). */
   links: (place: PageLinkPlace) => readonly PageLink[];
+  /** The app a callback URL leads back to, as the module that knows it says (the contract's `askingApps`). */
+  askingApp: (callbackUrl: string) => Promise<AskingApp | null>;
 }
 
 export const DASHBOARD_PAGE = HUB_PAGES.dashboard;
@@ -150,6 +154,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           form,
           signedInAs: current?.view.user.email ?? null,
           unreachableApp: current === null ? null : cookielessHost(callbackUrl),
+          askingApp: await options.askingApp(callbackUrl),
           links: { belowPassword: renderPageLinks(options.links('signin.below-password'), linkContext), belowForm: renderPageLinks(options.links('signin.below-form'), linkContext) },
           providers: oauth.listProviders(),
         },
