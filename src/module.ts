@@ -369,8 +369,8 @@ export function defineModule(module: GatehouseModule): GatehouseModule {
 }
 
 // A module's part of another module's page (module-pages.ts).
-export { renderPageSections, renderPageLinks, findAskingApp, PAGE_LINK_PLACES } from './module-pages.ts';
-export type { SectionedPage, PageSection, PageSectionContext, PageLink, PageHrefLink, PageRenderedLink, PageLinkPlace, PageLinkContext, AskingApp, AskingAppFinder } from './module-pages.ts';
+export { renderPageSections, renderPageLinks, findAskingApp, PAGE_LINK_PLACES, DASHBOARD_GROUPS } from './module-pages.ts';
+export type { SectionedPage, PageSection, PageSectionContext, PageLink, PageHrefLink, PageRenderedLink, PageLinkPlace, PageLinkContext, AskingApp, AskingAppFinder, DashboardGroup } from './module-pages.ts';
 
 // What the modules declare, collected (module-collect.ts).
 export { collectPageLinks, collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices, collectAccountRecoveryPage } from './module-collect.ts';

@@ -262,6 +262,7 @@ export function mfaPageSections(deps: { mfa: MfaService; users: UserService; req
   return [
     {
       page: 'dashboard',
+      group: 'security',
       async render({ userId, page }) {
         if (userId === null) return null;
         const [{ factors, recoveryCodesLeft }, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);

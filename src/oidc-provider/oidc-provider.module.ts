@@ -139,6 +139,7 @@ export const oidcProviderModule = defineModule({
     return [
       {
         page: 'dashboard',
+        group: 'apps',
         async render({ userId, page }) {
           if (userId === null) return null;
           const apps = connectedAppViews(await oidcProvider.connectedApps(userId), page.i18n);

@@ -267,6 +267,12 @@ describe('hosted pages', () => {
     assert.match(dashboard.body, /<dt>Last seen<\/dt><dd><time datetime="[^"]+" title="[^"]+">now<\/time><\/dd>/);
     assert.match(dashboard.body, /<html lang="en"/);
     assert.match(dashboard.body, /<h1>Dashboard<\/h1>/);
+    // Its navigation: in-page links (no script) to each group with something in it, each link's target there.
+    const nav = /<nav class="dashboard-nav" aria-label="Account sections">([\s\S]*?)<\/nav>/.exec(dashboard.body)![1]!;
+    const targets = [...nav.matchAll(/<a href="#([\w-]+)">([^<]+)<\/a>/g)].map((match) => [match[1], match[2]]);
+    assert.deepEqual(targets.slice(0, 3), [['dashboard-profile', 'Profile'], ['dashboard-security', 'Security'], ['dashboard-sessions', 'Sessions']]);
+    for (const [id] of targets) assert.match(dashboard.body, new RegExp(`<div class="dashboard-group" id="${id}">`), `${id} is on the page`);
+    assert.match(dashboard.body, /id="dashboard-sessions">\s*<section aria-labelledby="sessions-heading">/);
     assert.match(dashboard.body, /<h2 id="sessions-heading">Your sessions<\/h2>/);
     assert.equal((dashboard.body.match(/<span class="badge">This device<\/span>/g) ?? []).length, 1, 'one session is this device');
     // An End button for the other session only, and one to end all others.

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import { renderPageLinks, renderPageSections, type AskingApp, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
+import { DASHBOARD_GROUPS, renderPageLinks, renderPageSections, type AskingApp, type DashboardGroup, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
 import { access, DURING_ENROLMENT, IN_PERSON, sessionOf, signedIn } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
@@ -72,8 +72,10 @@ interface Pages {
     minPasswordLength: number;
     /** Each configured provider, with the user's identity there if linked. */
     providers: Array<{ id: string; name: string; linked: { email: string | null } | null }>;
-    /** The sections other modules add (their own HTML), before the sessions. */
-    sections: string[];
+    /** The sections other modules add (their own HTML), by the group they are shown in, after the page's own parts of it. */
+    sections: Record<DashboardGroup, string[]>;
+    /** The navigation: a link to each group with something in it, in order. */
+    nav: Array<{ id: DashboardGroup; label: string }>;
   };
 }
 
@@ -96,6 +98,9 @@ export interface PageRouteOptions {
 }
 
 export const DASHBOARD_PAGE = HUB_PAGES.dashboard;
+
+/** The dashboard's groups that always have the page's own parts (account; password and providers; sessions). */
+const OWN_GROUPS: ReadonlySet<DashboardGroup> = new Set(['profile', 'security', 'sessions']);
 
 /** Judged by `toCallbackUrl`, which refuses what is too long, not ours and on no trusted origin. */
 const callbackUrl = z.preprocess(firstValue, z.string()).optional();
@@ -211,7 +216,9 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
         confirmation: notice === undefined ? null : dashboardNotice(notice, i18n),
         minPasswordLength: config.passwords.minLength,
         providers,
-        sections: sections.html,
+        sections: sections.grouped,
+        // The page's own parts are in profile, security and sessions; the other groups are the modules'.
+        nav: DASHBOARD_GROUPS.filter((group) => OWN_GROUPS.has(group) || sections.grouped[group].length > 0).map((id) => ({ id, label: i18n.t(`pages.dashboard.nav.${id}`) })),
         scripts: sections.scripts,
       },
       { formActionOrigins: oauth.formActionOrigins() },
