@@ -287,6 +287,24 @@ describe('hosted pages', () => {
     assert.match(signin.body, /already logged in as <strong>alice@example\.com<\/strong>/);
   });
 
+  it('shows the sessions of one device as one card with their count, each still there to end', async () => {
+    const jar = await signInWithForm();
+    const scripted = [await signInWithJson('NightlyScript/1.0'), await signInWithJson('NightlyScript/1.0'), await signInWithJson('NightlyScript/1.0')];
+    const dashboard = await get('/dashboard', jar);
+    assertHtmlPage(dashboard, 'grouped sessions');
+    assert.equal((dashboard.body.match(/<p class="session-agent">NightlyScript/g) ?? []).length, 1, 'one card');
+    assert.match(dashboard.body, /<p class="session-agent">NightlyScript <span class="badge badge-muted">3 sessions<\/span><\/p>/);
+    assert.match(dashboard.body, /<details class="session-each">\s*<summary>Show each session<\/summary>/);
+    for (const session of scripted) assert.match(dashboard.body, new RegExp(`name="sessionId" value="${session.sessionId}"`));
+    const german = await get('/dashboard?lang=de', jar);
+    assert.match(german.body, /<span class="badge badge-muted">3 Sitzungen<\/span>/);
+    // Ending one from the card leaves two.
+    const page = await get('/dashboard', jar);
+    const ended = await postForm('/dashboard/sessions/end', jar, { csrfToken: hiddenValue(page.body, 'csrfToken'), sessionId: scripted[0]!.sessionId });
+    assert.equal(ended.statusCode, 303);
+    assert.match((await get('/dashboard', jar)).body, /<span class="badge badge-muted">2 sessions<\/span>/);
+  });
+
   it('ends another session with its End button', async () => {
     const jar = await signInWithForm();
     const other = await signInWithJson('EndMe/1.0');

@@ -21,7 +21,8 @@ import type { SessionService } from '../sessions/session.service.ts';
 import type { PlaceFinder } from '../sessions/place.ts';
 import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { toSessionItems, type RelativeSessionItem } from '../sessions/session-items.ts';
+import { toSessionItems } from '../sessions/session-items.ts';
+import { groupSessions, type SessionGroup } from './session-groups.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 import { authErrorExplanation, dashboardError, dashboardNotice } from './pages.messages.ts';
@@ -58,7 +59,8 @@ interface Pages {
   dashboard: {
     csrfToken: string;
     user: { name: string; email: string; roles: string[] };
-    sessions: RelativeSessionItem[];
+    /** By device (session-groups.ts): one card each. */
+    sessionGroups: SessionGroup[];
     hasOtherSessions: boolean;
     /** What went wrong (`?error=`); the code is null for one we do not know (only the general message is shown). */
     notice: { code: string | null; message: string } | null;
@@ -209,7 +211,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           header: renderPageLinks(options.links('dashboard.header'), linkContext, { className: 'button button-secondary' }),
           belowPasswordForm: renderPageLinks(options.links('dashboard.below-password-form'), linkContext),
         },
-        sessions: items,
+        sessionGroups: groupSessions(items),
         hasOtherSessions: items.some((item) => !item.isCurrent),
         notice: shownError,
         passwordForm,
