@@ -113,7 +113,7 @@ export const TOUR: readonly TourStop[] = [
   { id: 'signin', title: 'Log in', visitor: 'guest', path: fixed('/auth/signin') },
   {
     id: 'signin-error',
-    title: 'Sign in, wrong password (the address kept)',
+    title: 'Log in, wrong password (the address kept)',
     visitor: 'guest',
     open: (page) =>
       submitForm(page, '/auth/signin', '/api/auth/signin', async (form) => {
