@@ -7,7 +7,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
-import { collectAdminNav, collectPageLinks, collectOpenApiTags, type ModuleRoutes, type RouteContext } from './module.ts';
+import { collectAdminNav, collectPageLinks, findAskingApp, collectOpenApiTags, type ModuleRoutes, type RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
 import { toErrorBody } from './errors.ts';
 import { registerErrorHandling, sendError } from './http/error-handler.ts';
@@ -105,6 +105,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Every module's routes: JSON-only ones at the top level, the browser's where form bodies parse too.
   const sections = services.modules.flatMap((module) => module.pageSections?.(services) ?? []);
   const links = collectPageLinks(services.modules, services);
+  const askingApps = services.modules.flatMap((module) => module.askingApps?.(services) ?? []);
   const routeContext: RouteContext = {
     services,
     storage: services.storage,
@@ -115,6 +116,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     pageSections: (page) => sections.filter((section) => section.page === page),
     adminNav: collectAdminNav(services.modules),
     pageLinks: (place) => links.get(place) ?? [],
+    askingApp: (callbackUrl) => findAskingApp(askingApps, callbackUrl),
   };
   const routesOf = (scope: ModuleRoutes['scope']) => services.modules.flatMap((module) => (module.routes ?? []).filter((routes) => routes.scope === scope));
   for (const routes of routesOf('api')) await routes.register(app, routeContext);

@@ -11,6 +11,15 @@ import type { PageContext } from './web/page-context.ts';
 export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt' | 'organization';
 
 /**
+ * The dashboard's groups, in the order of its navigation (in-page links, no script): every section
+ * lands in one (`PageSection.group`). Profile: who the person is (and leaving); security: how they
+ * sign in (password, providers, second factors, trusted browsers); sessions: where they are signed
+ * in; organizations: those they belong to; apps: what acts for them (connected apps, keys).
+ */
+export const DASHBOARD_GROUPS = ['profile', 'security', 'sessions', 'organizations', 'apps'] as const;
+export type DashboardGroup = (typeof DASHBOARD_GROUPS)[number];
+
+/**
  * A module's part of a page another module serves: the account dashboard (what the user manages
  * of the module's: their second factors, say), or the administrators' page of one user (what an
  * administrator may see or reset). It renders its own HTML with its own template (web/render.ts,
@@ -18,6 +27,8 @@ export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt'
  */
 export interface PageSection {
   readonly page: SectionedPage;
+  /** On the dashboard: the group it is shown in, under that group's navigation link; `profile` when left out. */
+  readonly group?: DashboardGroup;
   /** Its HTML, or null to show nothing for this user. */
   render(context: PageSectionContext): Promise<string | null>;
   /**
@@ -43,13 +54,14 @@ export interface PageSectionContext {
 }
 
 /**
- * The sections' HTML for one page, in list order, leaving out those with nothing to show, and the
+ * The sections' HTML for one page, in list order (and by dashboard group, `grouped`), leaving out those with nothing to show, and the
  * scripts of those shown (the page loads them under its context's nonce).
  */
-export async function renderPageSections(sections: readonly PageSection[], context: PageSectionContext): Promise<{ html: string[]; scripts: string[] }> {
+export async function renderPageSections(sections: readonly PageSection[], context: PageSectionContext): Promise<{ html: string[]; scripts: string[]; grouped: Record<DashboardGroup, string[]> }> {
   const rendered = await Promise.all(sections.map(async (section) => ({ section, html: await section.render(context) })));
   const shown = rendered.filter((entry): entry is { section: PageSection; html: string } => entry.html !== null);
-  return { html: shown.map((entry) => entry.html), scripts: [...new Set(shown.flatMap((entry) => entry.section.scripts ?? []))] };
+  const grouped = Object.fromEntries(DASHBOARD_GROUPS.map((group) => [group, shown.filter((entry) => (entry.section.group ?? 'profile') === group).map((entry) => entry.html)])) as Record<DashboardGroup, string[]>;
+  return { html: shown.map((entry) => entry.html), scripts: [...new Set(shown.flatMap((entry) => entry.section.scripts ?? []))], grouped };
 }
 
 /**
@@ -123,4 +135,32 @@ export function renderPageLinks(links: readonly PageLink[], context: PageLinkCon
       });
       return isSentence ? sentence : anchor(escapeHtml(i18n.t(link.message)));
     });
+}
+
+/**
+ * The app asking a person to sign in, shown as "to continue to <name> (<host>)" under the sign-in
+ * and second-factor pages' heading. `host`: where it lives (its redirect's host, or the host that
+ * vouches for it), or null when unknown.
+ */
+export interface AskingApp {
+  readonly name: string;
+  readonly host: string | null;
+}
+
+/**
+ * A module's way of telling which app a sign-in's callback URL leads back to (`askingApps`): the
+ * OpenID provider knows its authorization requests' interaction URLs, say. Null when the URL is not
+ * one of its own, or it no longer knows it. The pages ask each in turn, knowing none of them.
+ */
+export interface AskingAppFinder {
+  find(callbackUrl: string): Promise<AskingApp | null>;
+}
+
+/** The first finder's answer for `callbackUrl` (already judged by `toCallbackUrl`), or null. */
+export async function findAskingApp(finders: readonly AskingAppFinder[], callbackUrl: string): Promise<AskingApp | null> {
+  for (const finder of finders) {
+    const app = await finder.find(callbackUrl);
+    if (app !== null) return app;
+  }
+  return null;
 }

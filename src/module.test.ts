@@ -92,7 +92,9 @@ const declaringModule = defineModule({
   auditEvents: ['example.noted' as AuditEventType],
   tokenClaims: () => async ({ userId }) => ({ example_claim: `for ${userId}` }),
   pageSections: () => [
-    { page: 'dashboard', render: async ({ userId, page }) => `<section id="example-dashboard">for ${userId}, csrf ${page.csrfToken.length > 0}</section>` },
+    { page: 'dashboard', group: 'security', render: async ({ userId, page }) => `<section id="example-dashboard">for ${userId}, csrf ${page.csrfToken.length > 0}</section>` },
+    // No group: the dashboard's first, profile.
+    { page: 'dashboard', render: async () => '<section id="example-profile">profile</section>' },
     // Nothing to show for this user: no trace on the page.
     { page: 'dashboard', render: async () => null },
     { page: 'admin-user', render: async ({ userId, page }) => `<section id="example-admin">about ${userId}, seen by ${page.viewer?.userId}</section>` },
@@ -157,7 +159,9 @@ describe('module contract', () => {
         const cookie = browserSignIn.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
         const dashboard = await app.inject({ method: 'GET', url: '/dashboard', headers: { cookie } });
         assert.equal(dashboard.statusCode, 200);
-        assert.match(dashboard.body, new RegExp(`<section id="example-dashboard">for ${admin.id}, csrf true</section>\\s*<section aria-labelledby="sessions-heading">`));
+        // Each in its group (the navigation's), after the page's own parts of it.
+        assert.match(dashboard.body, new RegExp(`<section id="example-dashboard">for ${admin.id}, csrf true</section>\\s*</div>\\s*<div class="dashboard-group" id="dashboard-sessions">`));
+        assert.match(dashboard.body, /<section id="example-profile">profile<\/section>\s*<\/div>\s*<div class="dashboard-group" id="dashboard-security">/);
         const other = await createUser(services, { email: 'declaring-other@example.com', password: PASSWORD });
         const adminPage = await app.inject({ method: 'GET', url: `/admin/users/${other.id}`, headers: { cookie } });
         assert.equal(adminPage.statusCode, 200);

@@ -49,7 +49,7 @@ import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { SecondFactorWaiver } from './signin/second-factor-waiver.ts';
 import type { TokenClaimsSource } from './sessions/access-token.ts';
 import type { ErrorCode, ErrorDefinition } from './errors.ts';
-import type { PageLink, PageLinkPlace, PageSection, SectionedPage } from './module-pages.ts';
+import type { AskingApp, AskingAppFinder, PageLink, PageLinkPlace, PageSection, SectionedPage } from './module-pages.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
 import type { RouteAccess } from './authorization/access.ts';
 import type { AuditSource } from './audit/audit.service.ts';
@@ -107,6 +107,8 @@ export interface RouteContext {
   readonly pageSections: (page: SectionedPage) => readonly PageSection[];
   /** The links modules put at `place` of a page, in their order (to render there: `renderPageLinks`). */
   readonly pageLinks: (place: PageLinkPlace) => readonly PageLink[];
+  /** The app a sign-in's callback URL leads back to, as the first module that knows it says (`askingApps`); null when none does. */
+  readonly askingApp: (callbackUrl: string) => Promise<AskingApp | null>;
   /** Every module's links in the admin area's navigation, in their order (admin/admin-area.ts renders them). */
   readonly adminNav: readonly AdminNavEntry[];
 }
@@ -314,6 +316,8 @@ export interface GatehouseModule {
   pageSections?(services: BuiltServices): readonly PageSection[];
   /** Links to its own pages at named places of other modules' pages (the sign-in page's "Forgot password?"; see module-pages.ts). */
   pageLinks?(services: BuiltServices): readonly PageLink[];
+  /** Which app a sign-in's callback URL of its own leads back to ("to continue to …" on the sign-in pages; see module-pages.ts). */
+  askingApps?(services: BuiltServices): readonly AskingAppFinder[];
   /** Claims the module adds to every access token (see sessions/access-token.ts). */
   tokenClaims?(services: ServiceRegistry): TokenClaimsSource;
   /** Domain events (the audit events) the module handles, inside the transaction of the change. */
@@ -377,8 +381,8 @@ export function defineModule(module: GatehouseModule): GatehouseModule {
 }
 
 // A module's part of another module's page (module-pages.ts).
-export { renderPageSections, renderPageLinks, PAGE_LINK_PLACES } from './module-pages.ts';
-export type { SectionedPage, PageSection, PageSectionContext, PageLink, PageHrefLink, PageRenderedLink, PageLinkPlace, PageLinkContext } from './module-pages.ts';
+export { renderPageSections, renderPageLinks, findAskingApp, PAGE_LINK_PLACES, DASHBOARD_GROUPS } from './module-pages.ts';
+export type { SectionedPage, PageSection, PageSectionContext, PageLink, PageHrefLink, PageRenderedLink, PageLinkPlace, PageLinkContext, AskingApp, AskingAppFinder, DashboardGroup } from './module-pages.ts';
 
 // What the modules declare, collected (module-collect.ts).
 export { collectPageLinks, collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices, collectAccountRecoveryPage } from './module-collect.ts';

@@ -73,6 +73,7 @@ export function accountDeletionPageSections(users: UserService): PageSection[] {
   return [
     {
       page: 'dashboard',
+      group: 'profile',
       async render({ userId, page }) {
         return userId === null ? null : pages.html(page, 'account-deletion-dashboard-section', { title: '' });
       },

@@ -32,7 +32,8 @@ export function mfaPromptForm(code: string | undefined, usedRecoveryCode: boolea
   if (code === undefined) return formView({ fieldOrder });
   const shown = mfaPromptError(code, i18n);
   const field = usedRecoveryCode || !hasTotp ? PROMPT_FIELDS.recoveryCode : PROMPT_FIELDS.code;
-  return formView({ fieldOrder, problems: [{ message: shown.message, fields: shown.code === 'INVALID_CODE' ? [field] : [] }], code: shown.code });
+  const labels = { [PROMPT_FIELDS.code]: i18n.t('mfa.prompt.code'), [PROMPT_FIELDS.recoveryCode]: i18n.t('mfa.prompt.recovery.label') };
+  return formView({ fieldOrder, problems: [{ message: shown.message, fields: shown.code === 'INVALID_CODE' ? [field] : [] }], code: shown.code, labels });
 }
 
 /**

@@ -29,7 +29,7 @@ import { ADMIN_ROLE, type User, type UserService } from '../users/user.service.t
 import type { Clock } from '../lib/clock.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { shownCode } from '../web/page-query.ts';
-import { renderPageSections, type PageSection } from '../module.ts';
+import { renderPageSections, type AskingApp, type PageSection } from '../module.ts';
 import { hasFactor, type MfaService } from './mfa.service.ts';
 import { isSingle } from '../signin/second-factor-kind.ts';
 import { TOTP_METHOD } from './totp-factor.ts';
@@ -46,7 +46,7 @@ import { HUB_PAGES } from '../http/hub-pages.ts';
 
 interface MfaPages {
   /** `totpFields`, `recoveryFields`: the fields second-factor waivers add inside each form (signin/second-factor-waiver.ts). */
-  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; form: FormView; isRecoveryOpen: boolean; sections: string[]; totpFields: string[]; recoveryFields: string[] };
+  'mfa-prompt': { csrfToken: string; callbackUrl: string; hasTotp: boolean; form: FormView; isRecoveryOpen: boolean; askingApp: AskingApp | null; sections: string[]; totpFields: string[]; recoveryFields: string[] };
   /** `form`: a wrong code, in the summary and beside the field (the code itself never comes back). */
   'mfa-setup': { csrfToken: string; qrSvg: string; secretGroups: string; form: FormView };
   'mfa-recovery-codes': { intro: string; codes: string[]; downloadHref: string; fileName: string };
@@ -65,6 +65,8 @@ export interface MfaPageRouteOptions {
   clock: Clock;
   /** Other ways other modules offer to answer the challenge (a passkey). */
   promptSections: readonly PageSection[];
+  /** The app the sign-in is for ("to continue to …"), as the module that knows the callback says. */
+  askingApp: (callbackUrl: string) => Promise<AskingApp | null>;
 }
 
 const DASHBOARD_MFA = '/dashboard#mfa-heading';
@@ -152,6 +154,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
     return pages.send(reply, 'mfa-prompt', {
       title: i18n.t('mfa.prompt.title'),
       callbackUrl,
+      askingApp: await options.askingApp(callbackUrl),
       hasTotp,
       form: mfaPromptForm(error, usedRecoveryCode, hasTotp, i18n),
       isRecoveryOpen: !hasTotp || (error !== undefined && usedRecoveryCode),
@@ -259,6 +262,7 @@ export function mfaPageSections(deps: { mfa: MfaService; users: UserService; req
   return [
     {
       page: 'dashboard',
+      group: 'security',
       async render({ userId, page }) {
         if (userId === null) return null;
         const [{ factors, recoveryCodesLeft }, user] = await Promise.all([mfa.status(userId), users.findUserById(userId)]);

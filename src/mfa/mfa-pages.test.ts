@@ -158,10 +158,11 @@ for (const backend of await backends()) {
 
       const wrong = await get('/auth/mfa?error=INVALID_CODE', { 'accept-language': 'fr-FR,fr;q=0.9' });
       assert.match(wrong.body, /<html lang="fr"/);
-      assert.equal(alertText(wrong.body), 'Ce code n’est pas le bon, ou il a déjà servi. Vérifiez l’application et réessayez. Code d’erreur : INVALID_CODE');
-      // At its field: the summary links to it, the field says it and is marked.
-      assert.match(wrong.body, /<li><a href="#mfa-code">Ce code n’est pas le bon/);
-      assert.match(wrong.body, /<p class="field-error" id="mfa-code-error">/);
+      // At its field: the summary links to it by its label (the message is said once), the field says it and is marked.
+      assert.equal(alertText(wrong.body), 'Code Code d’erreur : INVALID_CODE');
+      assert.match(wrong.body, /<li><a href="#mfa-code">Code<\/a><\/li>/);
+      assert.match(wrong.body, /<p class="field-error" id="mfa-code-error"><span class="visually-hidden">[^<]*<\/span> Ce code n’est pas le bon, ou il a déjà servi\. Vérifiez l’application et réessayez\.<\/p>/);
+      assert.equal(wrong.body.split('Ce code n’est pas le bon').length - 1, 1, 'said once');
       assert.match(wrong.body, /<input id="mfa-code" [^>]*aria-invalid="true" aria-describedby="mfa-code-error" autofocus>/);
       assert.doesNotMatch(wrong.body, /<details class="disclosure" open>/, 'the recovery form stays closed');
       // A wrong recovery code: its own field, with its form opened.

@@ -92,7 +92,7 @@ export const mfaModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, csrf, config, clock, pageSections }) =>
+      register: (app, { services, csrf, config, clock, pageSections, askingApp }) =>
         app.register(mfaPageRoutes, {
           mfa: services.mfa,
           secondFactor: services.secondFactor,
@@ -102,6 +102,7 @@ export const mfaModule = defineModule({
           config,
           clock,
           promptSections: pageSections('mfa-prompt'),
+          askingApp,
         }),
     },
     {

@@ -130,7 +130,7 @@ for (const backend of await backends()) {
         oidc: { id: 'oidc', name: 'Acme SSO', type: 'oidc', signinUrl: `${AUTH_URL}/api/auth/signin/oidc`, callbackUrl: `${AUTH_URL}/api/auth/callback/oidc` },
       });
       const page = await t.app.inject({ method: 'GET', url: '/auth/signin' });
-      for (const name of ['GitHub', 'Google', 'Acme SSO']) assert.match(page.body, new RegExp(`>Sign in with ${name}</button>`));
+      for (const name of ['GitHub', 'Google', 'Acme SSO']) assert.match(page.body, new RegExp(`>Log in with ${name}</button>`));
       assert.match(page.body, /<form method="post" action="\/api\/auth\/signin\/github">\s*<input type="hidden" name="csrfToken" value="[^"]+">/);
       // The provider buttons' redirect must be allowed by the page's CSP.
       assert.match(String(page.headers['content-security-policy']), new RegExp(`form-action 'self' [^;]*${github.url.replace(/[.:/]/g, '\\$&')}`));

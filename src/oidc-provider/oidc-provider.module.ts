@@ -20,6 +20,7 @@ import { createOidcPageRenderer, providerPageLanguage } from './provider-pages.t
 import { interactionRoutes, providerBridge } from './oidc.routes.ts';
 import { adminConnectedAppRoutes } from './connected-apps.routes.ts';
 import { connectedAppViews } from './connected-apps.ts';
+import { interactionAskingApp } from './asking-app.ts';
 import * as appUses from './migrations/20261201-oidc-provider-app-uses.ts';
 
 declare module '../module.ts' {
@@ -130,12 +131,15 @@ export const oidcProviderModule = defineModule({
   ],
   // The apps a user allowed (their consents go with the user's row; the grants end by the subscription to `user.deleted` above).
   userData: ({ oidcProvider }) => ({ export: async (userId) => ({ connectedApps: await oidcProvider.connectedApps(userId) }) }),
+  // "To continue to <app>" on the sign-in pages an authorization request sends people to.
+  askingApps: ({ oidcProvider }) => [interactionAskingApp(oidcProvider)],
   // The person's apps on their dashboard; an administrator sees the same on the user's page, and may revoke one.
   pageSections: ({ oidcProvider }) => {
     const pages = createOidcPageRenderer();
     return [
       {
         page: 'dashboard',
+        group: 'apps',
         async render({ userId, page }) {
           if (userId === null) return null;
           const apps = connectedAppViews(await oidcProvider.connectedApps(userId), page.i18n);

@@ -92,6 +92,7 @@ export function organizationPageSections(deps: { organizations: OrganizationsSer
   return [
     {
       page: 'dashboard',
+      group: 'organizations',
       async render({ userId, page }) {
         const { i18n } = page;
         if (userId === null) return null;

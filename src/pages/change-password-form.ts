@@ -17,10 +17,11 @@ export const CHANGE_PASSWORD_FIELDS: readonly string[] = ['current-password', 'n
  */
 export function changePasswordForm(code: string | undefined, reason: string | undefined, limits: { minLength: number; maxLength: number }, i18n: Pick<Translator, 't'>): FormView | null {
   if (code === undefined) return null;
+  const labels = { 'current-password': i18n.t('pages.dashboard.password.current'), 'new-password': i18n.t('pages.dashboard.password.new') };
   const refused = passwordRejectionMessage(code, reason, limits, i18n);
-  if (refused !== null) return formView({ fieldOrder: CHANGE_PASSWORD_FIELDS, problems: [{ message: refused, fields: ['new-password'] }], code });
+  if (refused !== null) return formView({ fieldOrder: CHANGE_PASSWORD_FIELDS, problems: [{ message: refused, fields: ['new-password'] }], code, labels });
   if (code === 'INVALID_CREDENTIALS') {
-    return formView({ fieldOrder: CHANGE_PASSWORD_FIELDS, problems: [{ message: i18n.t('pages.dashboard.error.INVALID_CREDENTIALS'), fields: ['current-password'] }], code });
+    return formView({ fieldOrder: CHANGE_PASSWORD_FIELDS, problems: [{ message: i18n.t('pages.dashboard.error.INVALID_CREDENTIALS'), fields: ['current-password'] }], code, labels });
   }
   return null;
 }

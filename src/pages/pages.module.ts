@@ -21,7 +21,7 @@ export const pagesModule = defineModule({
   routes: [
     {
       scope: 'browser',
-      register: (app, { services, config, clock, pageSections, pageLinks }) =>
+      register: (app, { services, config, clock, pageSections, pageLinks, askingApp }) =>
         app.register(pageRoutes, {
           clock,
           sessions: services.sessions,
@@ -31,6 +31,7 @@ export const pagesModule = defineModule({
           sections: pageSections('dashboard'),
           signInSections: pageSections('signin'),
           links: pageLinks,
+          askingApp,
         }),
     },
     { scope: 'api', register: (app) => app.register(assetRoutes) },

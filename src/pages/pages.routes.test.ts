@@ -148,12 +148,13 @@ describe('hosted pages', () => {
       const response = await get(`/auth/signin?error=${code}`);
       assertHtmlPage(response, code);
       assert.match(response.body, new RegExp(`<code>${code}</code>`));
-      messages.add(/<ul class="error-summary-list">\s*<li>(?:<a href="#[a-z]+">)?([^<]+)/.exec(response.body)![1]!);
+      // A field's problem is said at the field (the summary links to it by its label); the others in the summary.
+      messages.add((/<p class="field-error" id="[\w-]+"><span class="visually-hidden">[^<]*<\/span> ([^<]+)/.exec(response.body) ?? /<ul class="error-summary-list">\s*<li>([^<]+)/.exec(response.body))![1]!);
     }
     const unknown = await get('/auth/signin?error=SOMETHING_ELSE');
     assertHtmlPage(unknown, 'unknown code');
     assert.doesNotMatch(unknown.body, /SOMETHING_ELSE|<code>/, 'what the URL says is not shown back');
-    messages.add(/<ul class="error-summary-list">\s*<li>(?:<a href="#[a-z]+">)?([^<]+)/.exec(unknown.body)![1]!);
+    messages.add(/<ul class="error-summary-list">\s*<li>([^<]+)/.exec(unknown.body)![1]!);
     assert.equal(messages.size, codes.length + 1, 'a distinct message per code, and a default');
     for (const url of ['/auth/signin', '/auth/signin?error=']) assert.doesNotMatch((await get(url)).body, /role="alert"/, `${url}: no error, no alert`);
   });
@@ -266,6 +267,12 @@ describe('hosted pages', () => {
     assert.match(dashboard.body, /<dt>Last seen<\/dt><dd><time datetime="[^"]+" title="[^"]+">now<\/time><\/dd>/);
     assert.match(dashboard.body, /<html lang="en"/);
     assert.match(dashboard.body, /<h1>Dashboard<\/h1>/);
+    // Its navigation: in-page links (no script) to each group with something in it, each link's target there.
+    const nav = /<nav class="dashboard-nav" aria-label="Account sections">([\s\S]*?)<\/nav>/.exec(dashboard.body)![1]!;
+    const targets = [...nav.matchAll(/<a href="#([\w-]+)">([^<]+)<\/a>/g)].map((match) => [match[1], match[2]]);
+    assert.deepEqual(targets.slice(0, 3), [['dashboard-profile', 'Profile'], ['dashboard-security', 'Security'], ['dashboard-sessions', 'Sessions']]);
+    for (const [id] of targets) assert.match(dashboard.body, new RegExp(`<div class="dashboard-group" id="${id}">`), `${id} is on the page`);
+    assert.match(dashboard.body, /id="dashboard-sessions">\s*<section aria-labelledby="sessions-heading">/);
     assert.match(dashboard.body, /<h2 id="sessions-heading">Your sessions<\/h2>/);
     assert.equal((dashboard.body.match(/<span class="badge">This device<\/span>/g) ?? []).length, 1, 'one session is this device');
     // An End button for the other session only, and one to end all others.
@@ -277,7 +284,25 @@ describe('hosted pages', () => {
     // Signed in, the sign-in page says so and links to the dashboard.
     const signin = await get('/auth/signin', jar);
     assertHtmlPage(signin, 'signed-in sign-in page');
-    assert.match(signin.body, /already signed in as <strong>alice@example\.com<\/strong>/);
+    assert.match(signin.body, /already logged in as <strong>alice@example\.com<\/strong>/);
+  });
+
+  it('shows the sessions of one device as one card with their count, each still there to end', async () => {
+    const jar = await signInWithForm();
+    const scripted = [await signInWithJson('NightlyScript/1.0'), await signInWithJson('NightlyScript/1.0'), await signInWithJson('NightlyScript/1.0')];
+    const dashboard = await get('/dashboard', jar);
+    assertHtmlPage(dashboard, 'grouped sessions');
+    assert.equal((dashboard.body.match(/<p class="session-agent">NightlyScript/g) ?? []).length, 1, 'one card');
+    assert.match(dashboard.body, /<p class="session-agent">NightlyScript <span class="badge badge-muted">3 sessions<\/span><\/p>/);
+    assert.match(dashboard.body, /<details class="session-each">\s*<summary>Show each session<\/summary>/);
+    for (const session of scripted) assert.match(dashboard.body, new RegExp(`name="sessionId" value="${session.sessionId}"`));
+    const german = await get('/dashboard?lang=de', jar);
+    assert.match(german.body, /<span class="badge badge-muted">3 Sitzungen<\/span>/);
+    // Ending one from the card leaves two.
+    const page = await get('/dashboard', jar);
+    const ended = await postForm('/dashboard/sessions/end', jar, { csrfToken: hiddenValue(page.body, 'csrfToken'), sessionId: scripted[0]!.sessionId });
+    assert.equal(ended.statusCode, 303);
+    assert.match((await get('/dashboard', jar)).body, /<span class="badge badge-muted">2 sessions<\/span>/);
   });
 
   it('ends another session with its End button', async () => {
@@ -415,8 +440,8 @@ describe('hosted pages', () => {
       const page = await get(`/dashboard?error=${code}`, jar);
       assertHtmlPage(page, code);
       assert.match(page.body, new RegExp(`<p class="code">Error code: <code>${code}</code></p>`), code);
-      // The change-password form's codes are in its error summary, linked to their field; the others in the page's alert.
-      const message = (/role="alert">\s*<p>([^<]+)<\/p>/.exec(page.body) ?? /class="error-summary-list">\s*<li><a href="#[\w-]+">([^<]+)<\/a>/.exec(page.body))![1]!;
+      // The change-password form's codes are at their field (its error summary links there by the field's label); the others in the page's alert.
+      const message = (/role="alert">\s*<p>([^<]+)<\/p>/.exec(page.body) ?? /<p class="field-error" id="[\w-]+"><span class="visually-hidden">[^<]*<\/span> ([^<]+)/.exec(page.body))![1]!;
       assert.doesNotMatch(message, /pages\.dashboard/, `${code}: a text, not its key`);
       messages.add(message);
     }
@@ -428,7 +453,8 @@ describe('hosted pages', () => {
 
     // A new password the policy refused: the policy's reason, with the form's code.
     const refused = await get('/dashboard?error=VALIDATION_ERROR&reason=TOO_SHORT', jar);
-    assert.match(refused.body, new RegExp(`<a href="#new-password">That password is too short[^<]*${t.config.passwords.minLength}`));
+    assert.match(refused.body, /<li><a href="#new-password">New password<\/a><\/li>/);
+    assert.match(refused.body, new RegExp(`id="new-password-error"><span class="visually-hidden">Error:</span> That password is too short[^<]*${t.config.passwords.minLength}`));
     for (const code of DASHBOARD_NOTICE_CODES) {
       const page = await get(`/dashboard?notice=${code}`, jar);
       assert.match(page.body, /<div class="alert alert-info" role="status">\s*<p>[^<]+<\/p>/, code);
@@ -469,7 +495,7 @@ describe('hosted pages', () => {
     assert.match(changed.body, /role="status">\s*<p>Ihr Passwort wurde geändert\./);
     // The change-password form's errors: a summary linking to the field, the message at the field, the field marked.
     const wrong = await get('/dashboard?lang=de&error=INVALID_CREDENTIALS', jar);
-    assert.match(wrong.body, /class="alert alert-error error-summary" role="alert"[\s\S]*?<a href="#current-password">Ihr aktuelles Passwort stimmt nicht[^<]*<\/a>[\s\S]*?<p class="code">Fehlercode: <code>INVALID_CREDENTIALS<\/code><\/p>/);
+    assert.match(wrong.body, /class="alert alert-error error-summary" role="alert"[\s\S]*?<a href="#current-password">Aktuelles Passwort<\/a>[\s\S]*?<p class="code">Fehlercode: <code>INVALID_CREDENTIALS<\/code><\/p>/);
     assert.match(wrong.body, /<p class="field-error" id="current-password-error">[\s\S]*?Ihr aktuelles Passwort stimmt nicht/);
     assert.match(wrong.body, /<input id="current-password" name="currentPassword" type="password" autocomplete="current-password" required aria-invalid="true" aria-describedby="current-password-error" autofocus>/);
     assert.match(wrong.body, /<input id="new-password" [^>]*aria-describedby="new-password-hint">/);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
-import { renderPageLinks, renderPageSections, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
+import { DASHBOARD_GROUPS, renderPageLinks, renderPageSections, type AskingApp, type DashboardGroup, type PageLink, type PageLinkPlace, type PageSection } from '../module.ts';
 import { AppError } from '../errors.ts';
 import { access, DURING_ENROLMENT, IN_PERSON, sessionOf, signedIn } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
@@ -21,7 +21,8 @@ import type { SessionService } from '../sessions/session.service.ts';
 import type { PlaceFinder } from '../sessions/place.ts';
 import type { OAuthService } from '../oauth/oauth.service.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { toSessionItems, type RelativeSessionItem } from '../sessions/session-items.ts';
+import { toSessionItems } from '../sessions/session-items.ts';
+import { groupSessions, type SessionGroup } from './session-groups.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { firstValue, shownCode } from '../web/page-query.ts';
 import { authErrorExplanation, dashboardError, dashboardNotice } from './pages.messages.ts';
@@ -45,6 +46,8 @@ interface Pages {
      * back here is told that app must sign people in with OpenID Connect, not shown the form again.
      */
     unreachableApp: string | null;
+    /** The app this sign-in is for ("to continue to …"), when a module knows the callback; null otherwise. */
+    askingApp: AskingApp | null;
     /** The links other modules put under the password field and at the end of the page (their HTML). */
     links: { belowPassword: string[]; belowForm: string[] };
     /** A "Sign in with …" button each. */
@@ -56,7 +59,8 @@ interface Pages {
   dashboard: {
     csrfToken: string;
     user: { name: string; email: string; roles: string[] };
-    sessions: RelativeSessionItem[];
+    /** By device (session-groups.ts): one card each. */
+    sessionGroups: SessionGroup[];
     hasOtherSessions: boolean;
     /** What went wrong (`?error=`); the code is null for one we do not know (only the general message is shown). */
     notice: { code: string | null; message: string } | null;
@@ -70,8 +74,10 @@ interface Pages {
     minPasswordLength: number;
     /** Each configured provider, with the user's identity there if linked. */
     providers: Array<{ id: string; name: string; linked: { email: string | null } | null }>;
-    /** The sections other modules add (their own HTML), before the sessions. */
-    sections: string[];
+    /** The sections other modules add (their own HTML), by the group they are shown in, after the page's own parts of it. */
+    sections: Record<DashboardGroup, string[]>;
+    /** The navigation: a link to each group with something in it, in order. */
+    nav: Array<{ id: DashboardGroup; label: string }>;
   };
 }
 
@@ -89,9 +95,14 @@ export interface PageRouteOptions {
   signInSections: readonly PageSection[];
   /** The links other modules put at the places of these pages (the sign-in page's "Forgot password?", say). */
   links: (place: PageLinkPlace) => readonly PageLink[];
+  /** The app a callback URL leads back to, as the module that knows it says (the contract's `askingApps`). */
+  askingApp: (callbackUrl: string) => Promise<AskingApp | null>;
 }
 
 export const DASHBOARD_PAGE = HUB_PAGES.dashboard;
+
+/** The dashboard's groups that always have the page's own parts (account; password and providers; sessions). */
+const OWN_GROUPS: ReadonlySet<DashboardGroup> = new Set(['profile', 'security', 'sessions']);
 
 /** Judged by `toCallbackUrl`, which refuses what is too long, not ours and on no trusted origin. */
 const callbackUrl = z.preprocess(firstValue, z.string()).optional();
@@ -150,6 +161,7 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           form,
           signedInAs: current?.view.user.email ?? null,
           unreachableApp: current === null ? null : cookielessHost(callbackUrl),
+          askingApp: await options.askingApp(callbackUrl),
           links: { belowPassword: renderPageLinks(options.links('signin.below-password'), linkContext), belowForm: renderPageLinks(options.links('signin.below-form'), linkContext) },
           providers: oauth.listProviders(),
         },
@@ -199,14 +211,16 @@ export const pageRoutes: FastifyPluginAsyncZod<PageRouteOptions> = async (app, o
           header: renderPageLinks(options.links('dashboard.header'), linkContext, { className: 'button button-secondary' }),
           belowPasswordForm: renderPageLinks(options.links('dashboard.below-password-form'), linkContext),
         },
-        sessions: items,
+        sessionGroups: groupSessions(items),
         hasOtherSessions: items.some((item) => !item.isCurrent),
         notice: shownError,
         passwordForm,
         confirmation: notice === undefined ? null : dashboardNotice(notice, i18n),
         minPasswordLength: config.passwords.minLength,
         providers,
-        sections: sections.html,
+        sections: sections.grouped,
+        // The page's own parts are in profile, security and sessions; the other groups are the modules'.
+        nav: DASHBOARD_GROUPS.filter((group) => OWN_GROUPS.has(group) || sections.grouped[group].length > 0).map((id) => ({ id, label: i18n.t(`pages.dashboard.nav.${id}`) })),
         scripts: sections.scripts,
       },
       { formActionOrigins: oauth.formActionOrigins() },

@@ -77,11 +77,11 @@ describe('the sign-in form after an error', () => {
 
   it('puts a wrong e-mail or password in the summary, linked to the first field, and beside it; other problems in the summary only', async () => {
     const page = await t.app.inject({ method: 'GET', url: '/auth/signin?error=INVALID_CREDENTIALS' });
-    assert.match(page.body, /<div class="alert alert-error error-summary" role="alert" aria-labelledby="error-summary-title">\s*<h2 class="error-summary-title" id="error-summary-title">There is a problem<\/h2>\s*<ul class="error-summary-list">\s*<li><a href="#email">The email or password is incorrect\. Check them and try again\.<\/a><\/li>\s*<\/ul>\s*<p class="code">Error code: <code>INVALID_CREDENTIALS<\/code><\/p>/);
+    assert.match(page.body, /<div class="alert alert-error error-summary" role="alert" aria-labelledby="error-summary-title">\s*<h2 class="error-summary-title" id="error-summary-title">There is a problem<\/h2>\s*<ul class="error-summary-list">\s*<li><a href="#email">Email<\/a><\/li>\s*<\/ul>\s*<p class="code">Error code: <code>INVALID_CREDENTIALS<\/code><\/p>/);
     assert.match(page.body, /<p class="field-error" id="email-error"><span class="visually-hidden">Error:<\/span> The email or password is incorrect\. Check them and try again\.<\/p>\s*<input id="email"/);
     assert.equal((page.body.match(/class="field-error"/g) ?? []).length, 1, 'said once, at the first field');
     // The heading order holds: h1, then the summary's h2.
-    assert.match(page.body, /<h1>Sign in<\/h1>\s*<div class="alert alert-error error-summary"/);
+    assert.match(page.body, /<h1>Log in<\/h1>\s*<div class="alert alert-error error-summary"/);
 
     for (const code of ['RATE_LIMITED', 'ACCOUNT_DISABLED', 'EMAIL_NOT_VERIFIED', 'CSRF_FAILED', 'SERVICE_UNAVAILABLE', 'SessionRequired']) {
       const response = await t.app.inject({ method: 'GET', url: `/auth/signin?error=${code}` });
@@ -100,7 +100,7 @@ describe('the sign-in form after an error', () => {
       const response = await t.app.inject({ method: 'GET', url: `/auth/signin?error=${encodeURIComponent(code)}` });
       assertHtmlPage(response, code);
       assert.doesNotMatch(response.body, /NOPE|onerror|<code>|aria-invalid/, code);
-      assert.match(response.body, /<li>Sign-in failed\. Please try again\.<\/li>/, code);
+      assert.match(response.body, /<li>Logging in failed\. Please try again\.<\/li>/, code);
     }
     const forged = Buffer.from(JSON.stringify({ p: '/auth/signin', x: 9_999_999_999, v: { email: 'planted@example.com' }, i: [] })).toString('base64url');
     for (const value of [forged, `${forged}.c2lnbmF0dXJl`, 'x'.repeat(6000)]) {
@@ -143,6 +143,17 @@ describe('the sign-in form after an error', () => {
     assert.match(german.body, /<html lang="de"/);
     assert.match(german.body, /<h2 class="error-summary-title" id="error-summary-title">Es gibt ein Problem<\/h2>/);
     assert.match(german.body, /data-show="Passwort anzeigen" data-hide="Passwort verbergen" data-caps-lock="Die Feststelltaste ist aktiviert"/);
+  });
+
+  it('says a wrong e-mail or password once in every language: at the field, the summary linking to it by its label', async () => {
+    for (const lang of ['en', 'de', 'es', 'fr', 'ja', 'pt-BR']) {
+      const page = await t.app.inject({ method: 'GET', url: `/auth/signin?error=INVALID_CREDENTIALS&lang=${lang}` });
+      assertHtmlPage(page, lang);
+      const label = /<label for="email">([^<]+)<\/label>/.exec(page.body)![1]!;
+      const message = /<p class="field-error" id="email-error"><span class="visually-hidden">[^<]*<\/span> ?([^<]+)<\/p>/.exec(page.body)![1]!;
+      assert.ok(page.body.includes(`<li><a href="#email">${label}</a></li>`), `${lang}: the summary links to the field by its label`);
+      assert.equal(page.body.split(message).length - 1, 1, `${lang}: the message is said once`);
+    }
   });
 
   it('sets no form cookie when signing in works', async () => {

@@ -25,11 +25,13 @@ function fieldsOf(code: string, invalidFields: readonly string[]): readonly stri
 /** The sign-in form for `?error=` (none: a fresh form) with what was kept of the last post. */
 export function signInForm(error: string | undefined, kept: KeptForm, i18n: Pick<Translator, 't'>): FormView {
   if (error === undefined) return formView({ fieldOrder: SIGN_IN_FIELDS });
+  const labels = { email: i18n.t('pages.signin.email'), password: i18n.t('pages.signin.password') };
   const shown = signInError(error, i18n);
   return formView({
     fieldOrder: SIGN_IN_FIELDS,
     problems: [{ message: shown.message, fields: shown.code === null ? [] : fieldsOf(shown.code, kept.invalidFields) }],
     code: shown.code,
     values: kept.values,
+    labels,
   });
 }

@@ -64,7 +64,7 @@ describe('the sign-in page, when an app on another host sends a signed-in visito
     for (const callbackUrl of [`${sameHostApp}/dashboard`, '/dashboard']) {
       const page = await signInPage(jar, callbackUrl);
       assert.doesNotMatch(page.body, /return-cannot-work/, callbackUrl);
-      assert.match(page.body, /already signed in as <strong>ada@example\.com<\/strong>/, callbackUrl);
+      assert.match(page.body, /already logged in as <strong>ada@example\.com<\/strong>/, callbackUrl);
       assert.match(page.body, /action="\/api\/auth\/signin"/, callbackUrl);
     }
     const anonymous = await signInPage(null, `${otherHostApp}/dashboard`);

@@ -107,6 +107,7 @@ export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
   return [
     {
       page: 'dashboard',
+      group: 'security',
       scripts: [PASSKEYS_SCRIPT],
       async render({ userId, page }) {
         const { i18n } = page;

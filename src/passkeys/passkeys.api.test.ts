@@ -426,7 +426,7 @@ for (const backend of await backends()) {
         assert.ok(dashboard.body.includes(`<script src="/assets/passkeys.js" nonce="${nonce}" defer></script>`));
 
         const signin = await t.app.inject({ method: 'GET', url: '/auth/signin?callbackUrl=/dashboard' });
-        assert.match(signin.body, /Sign in with a passkey/);
+        assert.match(signin.body, /Log in with a passkey/);
         assert.match(signin.body, /data-callback-url="\/dashboard"/);
         assert.match(String(signin.headers['content-security-policy']), /script-src 'nonce-/);
 

@@ -37,7 +37,9 @@ function assertResetPage(response: LightMyRequestResponse, label: string): void 
 }
 
 /** The first message of the page's alert: its form's error summary, or the dashboard's alert paragraph. */
-const alertText = (html: string) => /role="alert"[^>]*>\s*(?:<h2[^>]*>[^<]*<\/h2>\s*<ul class="error-summary-list">\s*<li>(?:<a href="#[a-z-]+">)?|<p>)([^<]+)/.exec(html)?.[1];
+/** What the page says went wrong: a field's message at the field (the summary links there by its label), else the summary's or the alert's text. */
+const alertText = (html: string) =>
+  (/<p class="field-error" id="[\w-]+"><span class="visually-hidden">[^<]*<\/span> ([^<]+)/.exec(html) ?? /role="alert"[^>]*>\s*(?:<h2[^>]*>[^<]*<\/h2>\s*<ul class="error-summary-list">\s*<li>(?:<a href="#[a-z-]+">)?|<p>)([^<]+)/.exec(html))?.[1];
 
 describe('password pages', () => {
   let database: TestDatabase;
@@ -219,7 +221,7 @@ describe('password pages', () => {
     const landing = await get('/auth/reset-password/done');
     assertHtmlPage(landing, '/auth/reset-password/done');
     assert.match(landing.body, /Sign in again with your new password/);
-    assert.match(landing.body, /<a class="button" href="\/auth\/signin">Sign in<\/a>/);
+    assert.match(landing.body, /<a class="button" href="\/auth\/signin">Log in<\/a>/);
     assert.equal(await t.services.sessions.authenticate(other.accessToken), null, 'the other session ended');
 
     const reused = await postForm('/api/auth/reset-password', jar, fields('another fine passphrase here'));

@@ -127,6 +127,7 @@ export function trustedDevicesPageSections(trustedDevices: TrustedDevicesService
   return [
     {
       page: 'dashboard',
+      group: 'security',
       async render({ userId, page }) {
         if (userId === null) return null;
         const devices = await trustedDevices.list(userId);

@@ -28,7 +28,11 @@ export interface FieldError {
 
 /** What a form's template reads: pass it as `form`, with `include('error-summary', it)` and `include('field-error', { ...it, field })`. */
 export interface FormView {
-  /** The summary's items: a link to the field (`#<field>`), or none for a problem of no single field. */
+  /**
+   * The summary's items: a link to the field (`#<field>`) named by the field's label when the form
+   * gave one (its message is beside the field: said once), else the message; a problem of no single
+   * field is its message, with no link.
+   */
   readonly summary: ReadonlyArray<{ message: string; href: string | null }>;
   /** The error's code, shown small for support; null for none or an unknown one. */
   readonly code: string | null;
@@ -51,7 +55,14 @@ const escapeAttribute = (text: string) => text.replaceAll('&', '&amp;').replaceA
  * fresh form). Focus goes to the first field with a problem that is still empty (the password
  * after a wrong password, the address kept), else the first with a problem, else the first empty field.
  */
-export function formView(options: { fieldOrder: readonly string[]; problems?: readonly FormProblem[]; code?: string | null; values?: Readonly<Record<string, string>> }): FormView {
+export function formView(options: {
+  fieldOrder: readonly string[];
+  problems?: readonly FormProblem[];
+  code?: string | null;
+  values?: Readonly<Record<string, string>>;
+  /** The fields' labels, in the page's language: the summary links to a field by its label, not its message again. */
+  labels?: Readonly<Record<string, string>>;
+}): FormView {
   const { fieldOrder } = options;
   const problems = options.problems ?? [];
   const values = options.values ?? {};
@@ -63,7 +74,8 @@ export function formView(options: { fieldOrder: readonly string[]; problems?: re
   for (const problem of problems) {
     const fields = problem.fields.filter((field) => known.has(field));
     const first = fields[0];
-    summary.push({ message: problem.message, href: first === undefined ? null : `#${first}` });
+    const label = first !== undefined && options.labels !== undefined && Object.hasOwn(options.labels, first) ? options.labels[first]! : null;
+    summary.push({ message: label ?? problem.message, href: first === undefined ? null : `#${first}` });
     if (first === undefined || invalid.has(first)) continue;
     const id = `${first}-error`;
     for (const field of fields) if (!invalid.has(field)) invalid.set(field, { id, message: problem.message, isShownHere: field === first });

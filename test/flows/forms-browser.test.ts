@@ -67,7 +67,10 @@ describe('the hosted forms in Chromium', { skip: chromium.ok ? false : chromium.
       // Shown when sent: the browser gets a password field again; the page that comes back keeps the address only.
       await page.getByRole('button', { name: 'Show password' }).click();
       await Promise.all([page.waitForURL(/error=INVALID_CREDENTIALS/), page.getByRole('button', { name: 'Login', exact: true }).click()]);
-      assert.match(await page.getByRole('alert').innerText(), /There is a problem[\s\S]*The email or password is incorrect[\s\S]*INVALID_CREDENTIALS/);
+      // Said once: at the field; the summary links there by the field's label.
+      assert.match(await page.getByRole('alert').innerText(), /There is a problem[\s\S]*Email[\s\S]*INVALID_CREDENTIALS/);
+      assert.doesNotMatch(await page.getByRole('alert').innerText(), /incorrect/);
+      assert.match(await page.locator('#email-error').innerText(), /The email or password is incorrect/);
       assert.equal(await page.getByLabel('Email').inputValue(), EMAIL);
       assert.equal(await page.locator('#password').inputValue(), '');
       assert.deepEqual(await passwordState(page), { type: 'password', toggle: 'Show password' });

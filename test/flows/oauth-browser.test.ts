@@ -52,7 +52,7 @@ describe('provider sign-in in Chromium', { skip: chromium.ok ? false : chromium.
       const problems = watchConsole(page);
       await page.goto('/auth/signin');
       t.diagnostic(`screenshot: ${await saveScreenshot(page, 'ui-signin-providers')}`);
-      await page.getByRole('button', { name: 'Sign in with GitHub' }).click();
+      await page.getByRole('button', { name: 'Log in with GitHub' }).click();
       await page.waitForURL(`${baseURL}/dashboard`);
       await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
       const main = await page.locator('main').innerText();
@@ -74,7 +74,7 @@ describe('provider sign-in in Chromium', { skip: chromium.ok ? false : chromium.
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.waitForURL(`${baseURL}/`);
       await page.goto('/auth/signin');
-      await page.getByRole('button', { name: 'Sign in with Google' }).click();
+      await page.getByRole('button', { name: 'Log in with Google' }).click();
       await page.waitForURL(`${baseURL}/dashboard`);
       assert.match(await page.locator('main').innerText(), /grace@example\.com/);
 

@@ -221,6 +221,9 @@ describe('Gatehouse as an OpenID Provider in Chromium', { skip, timeout: 180_000
     await withPage(t, browser, { baseURL }, async (page) => {
       const problems = watchConsole(page);
       await page.goto(`${rp.origin}/login`);
+      // The sign-in page says which app is asking, by its name and the host it sends people back to.
+      await page.waitForURL((url) => url.pathname === '/auth/signin');
+      assert.equal(await page.locator('.asking-app').innerText(), `to continue to Recipe Box (${new URL(rp.origin).host})`);
       await submitSignIn(page, USER.email, USER.password);
 
       await page.getByRole('heading', { name: 'Recipe Box wants to use your Gatehouse account' }).waitFor();
@@ -260,6 +263,7 @@ describe('Gatehouse as an OpenID Provider in Chromium', { skip, timeout: 180_000
       await page.goto(`${rp.origin}/login`);
       await submitSignIn(page, email, USER.password);
       await page.waitForURL((url) => url.pathname === '/auth/mfa');
+      assert.equal(await page.locator('.asking-app').innerText(), `to continue to Team Wiki (${new URL(rp.origin).host})`, 'the second-factor page says it too');
       assert.ok(!(await page.context().cookies()).some((entry) => entry.name === 'gatehouse.session'), 'no session before the second factor');
       await screenshot(t, page, 'oidc-second-factor');
       // The step of the enabling code is spent: the next step's code.

@@ -136,7 +136,7 @@ describe('passkeys in Chromium', { skip: chromium.ok ? false : chromium.reason, 
           await page.waitForURL(`${baseURL}/`);
           assert.deepEqual(await services.sessions.listSessions(userId), []);
           await page.goto('/auth/signin');
-          const button = page.getByRole('button', { name: 'Sign in with a passkey' });
+          const button = page.getByRole('button', { name: 'Log in with a passkey' });
           assert.equal(await button.isVisible(), true);
           await screenshot(t, page, `passkeys-signin-${strategy}`);
           await button.click();
@@ -192,7 +192,7 @@ describe('passkeys in Chromium', { skip: chromium.ok ? false : chromium.reason, 
           });
           await page.goto('/auth/signin');
           await page.getByRole('button', { name: 'Login', exact: true }).waitFor();
-          assert.equal(await page.getByRole('button', { name: 'Sign in with a passkey' }).isVisible(), false);
+          assert.equal(await page.getByRole('button', { name: 'Log in with a passkey' }).isVisible(), false);
           assert.equal(await page.locator('[data-passkeys="signin"]').isHidden(), true);
           assert.deepEqual(problems, []);
         });

@@ -128,7 +128,7 @@ describe('password reset in Chromium', { skip: chromium.ok ? false : chromium.re
       }
 
       // Nobody was signed in by the reset; the old password no longer works, the new one does.
-      await page.getByRole('link', { name: 'Sign in' }).click();
+      await page.getByRole('link', { name: 'Log in' }).click();
       await page.waitForURL((url) => url.pathname === '/auth/signin');
       await signIn(page, PERSON.email, OLD_PASSWORD);
       await page.waitForURL((url) => url.pathname === '/auth/signin' && url.searchParams.get('error') === 'INVALID_CREDENTIALS');

@@ -120,7 +120,7 @@ describe('sign-up in Chromium', { skip: chromium.ok ? false : chromium.reason, t
       assert.notEqual((await services.users.findUserByEmail(PERSON.email))!.emailVerifiedAt, null);
       await screenshot(t, page, 'signup-email-verified');
 
-      await page.getByRole('link', { name: 'Sign in' }).click();
+      await page.getByRole('link', { name: 'Log in' }).click();
       await page.waitForURL((url) => url.pathname === '/auth/signin');
       await signIn(page, PERSON.email, PASSWORD);
       await page.waitForURL(`${baseURL}/dashboard`);

@@ -110,10 +110,10 @@ async function openRecoveryCodes(page: Page, seed: TourSeed): Promise<void> {
 /** Every page, in the order the screenshots index lists them. */
 export const TOUR: readonly TourStop[] = [
   { id: 'home', title: 'Home', visitor: 'guest', path: fixed('/') },
-  { id: 'signin', title: 'Sign in', visitor: 'guest', path: fixed('/auth/signin') },
+  { id: 'signin', title: 'Log in', visitor: 'guest', path: fixed('/auth/signin') },
   {
     id: 'signin-error',
-    title: 'Sign in, wrong password (the address kept)',
+    title: 'Log in, wrong password (the address kept)',
     visitor: 'guest',
     open: (page) =>
       submitForm(page, '/auth/signin', '/api/auth/signin', async (form) => {
