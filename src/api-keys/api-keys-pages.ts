@@ -93,6 +93,8 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
   return [
     {
       page: 'dashboard',
+      // Beside the apps a person let act for them: keys are how their own scripts and integrations do.
+      group: 'apps',
       async render({ userId, page }) {
         if (userId === null || !apiKeys.config.enabled) return null;
         const user = await users.findUserById(userId);
