@@ -16,7 +16,7 @@ describe('the admin area\'s navigation', () => {
   it('lists the modules\' links in their order', () => {
     assert.deepEqual(
       collectAdminNav(MODULES).map((entry) => entry.path),
-      ['/admin', '/admin/clients', '/admin/organizations', '/admin/webhooks', '/admin/events'],
+      ['/admin/overview', '/admin', '/admin/clients', '/admin/organizations', '/admin/webhooks', '/admin/events'],
     );
   });
 

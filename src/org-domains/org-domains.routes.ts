@@ -132,5 +132,5 @@ export const orgDomainRoutes: FastifyPluginAsyncZod<{ orgDomains: OrgDomainsServ
   };
 
   routesAt('/api/organizations/:id/domains', (request) => ({ userId: signedIn(request).userId }), { access: access.user() }, tags, 'its OWNERs and ADMINs');
-  routesAt('/api/admin/organizations/:id/domains', () => OPERATOR, { access: access.role(ADMIN_ROLE) }, ['admin', 'organizations'], 'administrators');
+  routesAt('/api/admin/organizations/:id/domains', () => OPERATOR, { access: access.role(ADMIN_ROLE) }, ['admin'], 'administrators');
 };

@@ -67,6 +67,8 @@ const orgConnectionParams = orgParams.extend({ connectionId: z.string().min(1).m
 const connectionParams = z.object({ connectionId: z.string().min(1).max(32) });
 const adminCreate = z.intersection(z.object({ organizationId: z.string().min(1).max(64) }), connectionInput);
 const tags = ['sso'];
+/** The administrators' routes: under the admin tag first, as every /api/admin route is. */
+const adminTags = ['admin', 'sso'];
 const security = [{ bearer: [] }];
 
 export function toView(connection: Connection, authUrl: string, oidcRedirectUri: string): z.infer<typeof connectionView> {
@@ -158,18 +160,18 @@ export const ssoAdminRoutes: FastifyPluginAsyncZod<SsoAdminRouteOptions> = async
 
   // --- Gatehouse administrators ---------------------------------------------------------------
   const adminBase = '/api/admin/sso-connections';
-  app.get(adminBase, { config: forAdmins, schema: { tags, security, summary: 'Every SSO connection, or one organization’s (ADMIN)', querystring: z.object({ organizationId: z.string().max(64).optional() }), response: { 200: listView, ...refusals } } }, async (request) => ({
+  app.get(adminBase, { config: forAdmins, schema: { tags: adminTags, security, summary: 'Every SSO connection, or one organization’s (ADMIN)', querystring: z.object({ organizationId: z.string().max(64).optional() }), response: { 200: listView, ...refusals } } }, async (request) => ({
     connections: (await sso.connections.list(request.query.organizationId)).map(view),
   }));
-  app.post(adminBase, { config: forAdminsRecentlyVerified, schema: { tags, security, summary: 'Add an SSO connection to an organization (ADMIN)', body: adminCreate, response: { 201: connectionView, ...refusals, ...invalid } } }, async (request, reply) => {
+  app.post(adminBase, { config: forAdminsRecentlyVerified, schema: { tags: adminTags, security, summary: 'Add an SSO connection to an organization (ADMIN)', body: adminCreate, response: { 201: connectionView, ...refusals, ...invalid } } }, async (request, reply) => {
     const { organizationId, ...input } = request.body;
     return reply.code(201).send(view(unwrap(await sso.connections.create(organizationId, input as typeof connectionInput._output, source(request)))));
   });
-  app.get(`${adminBase}/:connectionId`, { config: forAdmins, schema: { tags, security, summary: 'One SSO connection (ADMIN)', params: connectionParams, response: { 200: connectionView, ...refusals } } }, async (request) => view(await anyConnection(request.params.connectionId)));
-  app.patch(`${adminBase}/:connectionId`, { config: forAdminsRecentlyVerified, schema: { tags, security, summary: 'Change an SSO connection (ADMIN)', params: connectionParams, body: connectionChanges, response: { 200: connectionView, ...refusals, ...invalid } } }, async (request) =>
+  app.get(`${adminBase}/:connectionId`, { config: forAdmins, schema: { tags: adminTags, security, summary: 'One SSO connection (ADMIN)', params: connectionParams, response: { 200: connectionView, ...refusals } } }, async (request) => view(await anyConnection(request.params.connectionId)));
+  app.patch(`${adminBase}/:connectionId`, { config: forAdminsRecentlyVerified, schema: { tags: adminTags, security, summary: 'Change an SSO connection (ADMIN)', params: connectionParams, body: connectionChanges, response: { 200: connectionView, ...refusals, ...invalid } } }, async (request) =>
     view(unwrap(await sso.connections.update(request.params.connectionId, request.body, source(request)))),
   );
-  app.delete(`${adminBase}/:connectionId`, { config: forAdminsRecentlyVerified, schema: { tags, security, summary: 'Delete an SSO connection (ADMIN)', params: connectionParams, response: { 200: z.object({ ok: z.literal(true) }), ...refusals } } }, async (request) => {
+  app.delete(`${adminBase}/:connectionId`, { config: forAdminsRecentlyVerified, schema: { tags: adminTags, security, summary: 'Delete an SSO connection (ADMIN)', params: connectionParams, response: { 200: z.object({ ok: z.literal(true) }), ...refusals } } }, async (request) => {
     const deleted = await sso.connections.delete(request.params.connectionId, source(request));
     if (!deleted.ok) throw new AppError(deleted.reason);
     return { ok: true as const };
