@@ -97,7 +97,7 @@ describe('a branded instance', () => {
   it('shows its name, logo, colours and stylesheet, every one from our own origin', async () => {
     const page = await test.app.inject({ method: 'GET', url: '/auth/signin' });
     assertHtmlPage(page, 'branded sign-in page');
-    assert.match(page.body, /<title>Sign in · Acme &amp; Co<\/title>/);
+    assert.match(page.body, /<title>Log in · Acme &amp; Co<\/title>/);
     assert.match(page.body, /<img class="brand-logo" src="\/assets\/brand\/logo\?v=[\w-]+" alt="Acme &amp; Co">/);
     assert.match(page.body, /<footer class="site-footer">\s*<p>Acme &amp; Co<\/p>/);
     const stylesheets = [...page.body.matchAll(/<link rel="stylesheet" href="([^"]+)">/g)].map((match) => match[1]!);

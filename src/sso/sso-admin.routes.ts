@@ -1,6 +1,6 @@
 /**
  * Managing SSO connections over the API:
- * - an organization's OWNERs and ADMINs: `/api/organizations/:organizationId/sso-connections[/:connectionId]`;
+ * - an organization's OWNERs and ADMINs: `/api/organizations/:id/sso-connections[/:connectionId]`;
  * - Gatehouse administrators (role ADMIN): `/api/admin/sso-connections[/:connectionId]`, any organization.
  * Changes (create, update, delete) need a recent use of the caller's second factor when they have
  * one (RECENT_SECOND_FACTOR), as the other administrative changes do. Answers never carry a private
@@ -62,7 +62,8 @@ const connectionView = z
   .meta({ id: 'SsoConnection' });
 
 const listView = z.object({ connections: z.array(connectionView) }).meta({ id: 'SsoConnections' });
-const orgParams = z.object({ organizationId: z.string().min(1).max(64) });
+// `:id`, as every other route under /api/organizations/:id names it (one router node, one name).
+const orgParams = z.object({ id: z.string().min(1).max(64) });
 const orgConnectionParams = orgParams.extend({ connectionId: z.string().min(1).max(32) });
 const connectionParams = z.object({ connectionId: z.string().min(1).max(32) });
 const adminCreate = z.intersection(z.object({ organizationId: z.string().min(1).max(64) }), connectionInput);
@@ -132,27 +133,27 @@ export const ssoAdminRoutes: FastifyPluginAsyncZod<SsoAdminRouteOptions> = async
   }
 
   // --- An organization's own managers --------------------------------------------------------
-  const orgBase = '/api/organizations/:organizationId/sso-connections';
+  const orgBase = '/api/organizations/:id/sso-connections';
   app.get(orgBase, { config: forMembers, schema: { tags, security, summary: 'The organization’s SSO connections (OWNER or ADMIN)', params: orgParams, response: { 200: listView, ...refusals } } }, async (request) => {
-    await managed(request, request.params.organizationId);
-    return { connections: (await sso.connections.list(request.params.organizationId)).map(view) };
+    await managed(request, request.params.id);
+    return { connections: (await sso.connections.list(request.params.id)).map(view) };
   });
   app.post(orgBase, { config: forMembersRecentlyVerified, schema: { tags, security, summary: 'Add an SSO connection (SAML or OpenID Connect) to the organization', params: orgParams, body: connectionInput, response: { 201: connectionView, ...refusals, ...invalid } } }, async (request, reply) => {
-    await managed(request, request.params.organizationId);
-    return reply.code(201).send(view(unwrap(await sso.connections.create(request.params.organizationId, request.body, source(request)))));
+    await managed(request, request.params.id);
+    return reply.code(201).send(view(unwrap(await sso.connections.create(request.params.id, request.body, source(request)))));
   });
   app.get(`${orgBase}/:connectionId`, { config: forMembers, schema: { tags, security, summary: 'One SSO connection of the organization', params: orgConnectionParams, response: { 200: connectionView, ...refusals } } }, async (request) => {
-    await managed(request, request.params.organizationId);
-    return view(await inOrganization(request.params.organizationId, request.params.connectionId));
+    await managed(request, request.params.id);
+    return view(await inOrganization(request.params.id, request.params.connectionId));
   });
   app.patch(`${orgBase}/:connectionId`, { config: forMembersRecentlyVerified, schema: { tags, security, summary: 'Change an SSO connection of the organization', params: orgConnectionParams, body: connectionChanges, response: { 200: connectionView, ...refusals, ...invalid } } }, async (request) => {
-    await managed(request, request.params.organizationId);
-    await inOrganization(request.params.organizationId, request.params.connectionId);
+    await managed(request, request.params.id);
+    await inOrganization(request.params.id, request.params.connectionId);
     return view(unwrap(await sso.connections.update(request.params.connectionId, request.body, source(request))));
   });
   app.delete(`${orgBase}/:connectionId`, { config: forMembersRecentlyVerified, schema: { tags, security, summary: 'Delete an SSO connection of the organization', params: orgConnectionParams, response: { 200: z.object({ ok: z.literal(true) }), ...refusals } } }, async (request) => {
-    await managed(request, request.params.organizationId);
-    await inOrganization(request.params.organizationId, request.params.connectionId);
+    await managed(request, request.params.id);
+    await inOrganization(request.params.id, request.params.connectionId);
     const deleted = await sso.connections.delete(request.params.connectionId, source(request));
     if (!deleted.ok) throw new AppError(deleted.reason);
     return { ok: true as const };
