@@ -59,6 +59,7 @@ describe('counted metrics', () => {
       sessions_created_total: ['method'],
       second_factor_total: ['method', 'outcome'],
       mfa_changes_total: ['event'],
+      sso_signins_total: ['protocol', 'outcome'],
     });
     assert.doesNotThrow(() => eventCounting(counters, collectCountedEvents(MODULES), collectAuditEventTypes(MODULES)));
   });
