@@ -255,5 +255,6 @@ export const apiKeyPageRoutes: FastifyPluginAsyncZod<{ apiKeys: ApiKeysService; 
   // Revoking only ever takes access away: reachable while the MFA policy still asks for enrolment.
   revoke('/dashboard/api-keys/revoke', access.user({ exempt: [DURING_ENROLMENT] }), () => DASHBOARD_KEYS, (request) => ({ userId: signedIn(request).userId }));
   revoke('/organizations/:id/api-keys/revoke', access.user({ exempt: [DURING_ENROLMENT] }), orgBack, (request) => ({ organizationId: (request.params as { id: string }).id }));
-  revoke('/admin/users/:id/api-keys/revoke', access.role(ADMIN_ROLE), (request) => adminUserPage((request.params as { id: string }).id), (request) => ({ userId: (request.params as { id: string }).id }), true);
+  // An administrator's change to a user, as every other one: with a recent second factor.
+  revoke('/admin/users/:id/api-keys/revoke', access.role(ADMIN_ROLE, { requires: [RECENT_SECOND_FACTOR] }), (request) => adminUserPage((request.params as { id: string }).id), (request) => ({ userId: (request.params as { id: string }).id }), true);
 };
