@@ -303,7 +303,8 @@ describe('the API reference in Chromium', { skip: chromium.ok ? false : chromium
       });
 
       await page.goto('/api/docs');
-      await page.getByText('Sign in with e-mail and password; returns a JWT').first().waitFor();
+      // The whole document renders first (some 200 operations: seconds on a busy two-core machine).
+      await page.getByText('Sign in with e-mail and password; returns a JWT').first().waitFor({ timeout: 45_000 });
       await page.getByText('/api/auth/session', { exact: true }).first().waitFor();
       // Open one operation: its responses render from the document (429 with Retry-After).
       await page.locator('#operations-auth-postAuth').getByRole('button').first().click();
