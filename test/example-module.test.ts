@@ -43,7 +43,7 @@ function captured() {
 
 describe('the example module is a folder and one line in the module list', () => {
   it('its parts are found by the contract, from its own folder', async () => {
-    assert.deepEqual(collectCliGroups(modules).map((group) => group.name), ['users', 'keys', 'clients', 'orgs', 'domains', 'api-keys', 'webhooks', 'notes']);
+    assert.deepEqual(collectCliGroups(modules).map((group) => group.name), ['users', 'keys', 'clients', 'orgs', 'domains', 'api-keys', 'scim', 'webhooks', 'sso', 'import', 'notes', 'export']);
     assert.ok(!(await findModuleCliGroups()).some((group) => group.name === 'notes'), 'not in src/: only the list given brings it');
     assert.equal(relative(FOLDER, collectMailTemplates(modules).get('note-shared')!.dir), 'mail');
     assert.deepEqual(collectPublicEvents(modules).filter((event) => event.from === 'note.created').map((event) => event.type), ['note.created']);
