@@ -130,7 +130,7 @@ export interface AccessPolicy {
 
 /** A named check a route asks for in its declaration (`requires`): a recent second factor, say. */
 export interface AccessRequirement {
-  /** What routes name in `requires` (authorization/access.ts); one module enforces each. */
+  /** What routes name in `requires` (authorization/access.ts); several modules may enforce one name (each check applies). */
   readonly name: string;
   check(auth: RequestAuth, request: AccessRequest): Promise<AccessRefusal | null>;
 }

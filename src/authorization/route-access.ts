@@ -7,7 +7,11 @@
  *   2. who the route admits (anyone, a signed-in user, a role as held now);
  *   3. the modules' policies (`accessPolicies`: MFA_REQUIRED_ROLES, say) on every routed request
  *      that carries a session, unless the route names the policy's exemption;
- *   4. the route's named requirements (`accessRequirements`: a recent second factor, say).
+ *   4. the route's named requirements (`accessRequirements`: a recent second factor, say). A name
+ *      may be enforced by several modules: each check applies, in the modules' order. A route that
+ *      asks for a step-up (RECENT_SECOND_FACTOR, RECENT_SIGN_IN) also asks for IN_PERSON when a
+ *      module enforces it: what needs a fresh proof of the person is never done for them by
+ *      somebody else (an administrator acting as them) or something else.
  * The caller is left on the request (`signedIn`, `sessionOf`). API paths are refused with JSON
  * (401/403 and the refusal's code); pages go to sign-in, where a refusal says, or to the 403 page.
  *
@@ -21,7 +25,7 @@ import { syncFirstHook } from '../http/sync-first-hook.ts';
 import type { AccessPolicy, AccessRefusal, AccessRequirement } from '../module.ts';
 import type { RequestAuth, RequestAuthenticator } from '../sessions/request-authentication.ts';
 import { ADMIN_ROLE, GATEHOUSE_RULES, decidePath, isApiRequestPath, readRequestPath, type Decision, type ProtectionRules, type RequestPath } from '../../packages/protect/src/rules.ts';
-import { access as declare, type RouteAccess } from './access.ts';
+import { access as declare, IN_PERSON, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, type RouteAccess } from './access.ts';
 
 /** One route of the app and what it declares (methods as Fastify registered them). */
 export interface DeclaredRoute {
@@ -38,6 +42,7 @@ declare module 'fastify' {
 }
 
 const NO_ROLES = Object.freeze({ roles: Object.freeze([]) });
+const STEP_UPS: ReadonlySet<string> = new Set([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]);
 const ANYONE = declare.anyone();
 const SIGNED_IN = declare.user();
 const ADMIN_ONLY = declare.role(ADMIN_ROLE);
@@ -65,10 +70,23 @@ export function registerRouteAccess(app: FastifyInstance, options: RouteAccessOp
   const { authenticate, sendForbiddenPage } = options;
   const rules = options.rules ?? GATEHOUSE_RULES;
   const activePolicies = options.policies.filter((policy) => policy.isActive);
-  const requirements = new Map<string, AccessRequirement>();
+  const requirements = new Map<string, AccessRequirement[]>();
   for (const requirement of options.requirements) {
-    if (requirements.has(requirement.name)) throw new Error(`access: the requirement "${requirement.name}" is enforced twice`);
-    requirements.set(requirement.name, requirement);
+    const enforcers = requirements.get(requirement.name) ?? [];
+    if (enforcers.includes(requirement)) throw new Error(`access: the requirement "${requirement.name}" is declared twice by one enforcer`);
+    requirements.set(requirement.name, [...enforcers, requirement]);
+  }
+  /** The checks a route's declaration asks for, in order: its requirements', then IN_PERSON's when it asks for a step-up. */
+  const checksOf = new WeakMap<RouteAccess, readonly AccessRequirement[]>();
+  function requirementChecks(access: RouteAccess): readonly AccessRequirement[] {
+    let found = checksOf.get(access);
+    if (found === undefined) {
+      const names = [...access.requires];
+      if (names.some((name) => STEP_UPS.has(name)) && !names.includes(IN_PERSON) && requirements.has(IN_PERSON)) names.push(IN_PERSON);
+      found = names.flatMap((name) => requirements.get(name) ?? []);
+      checksOf.set(access, found);
+    }
+    return found;
   }
   const exemptions = new Set(options.policies.flatMap((policy) => (policy.exemption === undefined ? [] : [policy.exemption])));
 
@@ -125,8 +143,8 @@ export function registerRouteAccess(app: FastifyInstance, options: RouteAccessOp
       const refusal = await policy.check(auth, { access, method: request.method });
       if (refusal !== null) return refuse(request, reply, path, access, refusal);
     }
-    for (const name of access.requires) {
-      const refusal = await requirements.get(name)!.check(auth, { access, method: request.method });
+    for (const requirement of requirementChecks(access)) {
+      const refusal = await requirement.check(auth, { access, method: request.method });
       if (refusal !== null) return refuse(request, reply, path, access, refusal);
     }
   }

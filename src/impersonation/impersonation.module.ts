@@ -17,7 +17,7 @@ import * as table from './migrations/20261129-impersonation-table.ts';
 import { IMPERSONATION_ERRORS } from './impersonation.errors.ts';
 import { createImpersonationService, type ImpersonationService } from './impersonation.service.ts';
 import { impersonationMail } from './impersonation.mail.ts';
-import { impersonationPageSections, impersonationRoutes, refuseSensitiveActions, registerImpersonationHooks } from './impersonation.routes.ts';
+import { impersonationPageSections, impersonationRoutes, registerImpersonationHooks } from './impersonation.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -51,7 +51,8 @@ export const impersonationModule = defineModule({
     return act === null ? {} : { act };
   },
   pageSections: ({ users }) => impersonationPageSections(users),
-  // What only the person may do (routes that name IN_PERSON): refused while an administrator acts as them.
+  // What only the person may do (routes that name IN_PERSON, and every route asking for a step-up:
+  // the access hook adds IN_PERSON to those): refused while an administrator acts as them.
   accessRequirements: ({ impersonation }) => [
     {
       name: IN_PERSON,
@@ -59,11 +60,6 @@ export const impersonationModule = defineModule({
     },
   ],
   routes: [
-    {
-      scope: 'api',
-      // At the top level, not in a plugin of its own: the refusal covers every route, the browser scope's too.
-      register: async (app, { services }) => refuseSensitiveActions(app, services.impersonation),
-    },
     {
       scope: 'browser',
       register: async (app, { services, csrf, config, clock }) => {

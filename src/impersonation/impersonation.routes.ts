@@ -5,17 +5,16 @@
  *   ends and this browser gets the user's impersonation session (cookies, a new CSRF secret);
  * - `POST /dashboard/impersonation/stop` (the banner's button): the impersonation session ends and the
  *   browser is signed out, back to the sign-in page (then the user's page in the admin area).
- * Two hooks on every route of their scope:
- * - the banner: a page loaded in an impersonation session shows, at its top, who acts as whom, until
- *   when, and "Stop" (`request.pageNotices`, printed by the layout);
- * - sensitive actions refused: a route that asks for a step-up (`RECENT_SECOND_FACTOR` or
- *   `RECENT_SIGN_IN`: a new password, second factors, passkeys, linked providers, deleting the
- *   account, starting another impersonation) answers 403 IMPERSONATION_FORBIDDEN_ACTION to an
- *   impersonation session, whatever its credential (cookie or Bearer).
+ * A hook on every page: a page loaded in an impersonation session shows, at its top, who acts as
+ * whom, until when, and "Stop" (`request.pageNotices`, printed by the layout). Sensitive actions are
+ * refused by the access hook, not here: a route that asks for a step-up (`RECENT_SECOND_FACTOR` or
+ * `RECENT_SIGN_IN`: a new password, second factors, passkeys, linked providers, deleting the
+ * account, starting another impersonation) also asks for IN_PERSON, which this module enforces
+ * (403 IMPERSONATION_FORBIDDEN_ACTION to an impersonation session, whatever its credential).
  */
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -25,7 +24,7 @@ import type { SessionService } from '../sessions/session.service.ts';
 import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
 import { AppError } from '../errors.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } from '../authorization/access.ts';
+import { access, DURING_ENROLMENT, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { clearSessionCookies, setBrowserSession } from '../sessions/session-cookie.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
@@ -38,10 +37,6 @@ interface ImpersonationPages {
 }
 
 const renderer = () => createPageRenderer<ImpersonationPages>(templatesIn(join(import.meta.dirname, 'templates')));
-
-/** The routes whose declaration asks for a step-up: what an impersonation session may not do. */
-const SENSITIVE = new Set([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]);
-const isSensitive = (request: FastifyRequest) => request.routeOptions.config?.access?.requires.some((name) => SENSITIVE.has(name)) ?? false;
 
 /** The admin's page of a user: the form that starts acting as them (or why it cannot). */
 export function impersonationPageSections(users: UserService): PageSection[] {
@@ -57,15 +52,6 @@ export function impersonationPageSections(users: UserService): PageSection[] {
       },
     },
   ];
-}
-
-/** The refusal of sensitive actions, on every route of `app`'s scope (the JSON routes: register it at the top level). */
-export function refuseSensitiveActions(app: FastifyInstance, impersonation: ImpersonationService): void {
-  app.addHook('preHandler', async (request) => {
-    const auth = request.gatehouseAuth;
-    if (auth === null || auth === undefined || !isSensitive(request)) return;
-    if ((await impersonation.activeFor(auth.sessionId)) !== null) throw new AppError('IMPERSONATION_FORBIDDEN_ACTION');
-  });
 }
 
 export interface ImpersonationRouteOptions {
