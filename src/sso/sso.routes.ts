@@ -48,7 +48,7 @@ export function ssoFlowCookie(config: Pick<Config, 'isSecureOrigin'>): string {
 }
 
 function errorPage(reason: string): string {
-  const shown = reason === 'SSO_ACCOUNT_NOT_LINKED' ? 'OAuthAccountNotLinked' : reason === 'SSO_IDP_UNREACHABLE' ? 'ProviderUnreachable' : 'AccessDenied';
+  const shown = reason === 'SSO_ACCOUNT_NOT_LINKED' ? 'OAuthAccountNotLinked' : reason === 'SSO_IDP_UNREACHABLE' || reason === 'SSO_IDP_ADDRESS_REFUSED' ? 'ProviderUnreachable' : 'AccessDenied';
   return `${ERROR_PAGE}?${new URLSearchParams({ error: shown })}`;
 }
 
@@ -88,7 +88,7 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
     },
     async (request, reply) => {
       const callbackUrl = toSafeLocalPath(request.body?.callbackUrl, origin, HUB_PAGES.dashboard);
-      const started = await sso.start(request.params.connectionId, callbackUrl);
+      const started = await sso.start(request.params.connectionId, callbackUrl, requestSource(request, null));
       if (!started.ok) return reply.redirect(errorPage(started.reason), 303);
       if (started.browserBinding !== null) void reply.setCookie(flowCookie, started.browserBinding, { ...cookieOptions, maxAge: 600 });
       return reply.redirect(started.url, 303);
