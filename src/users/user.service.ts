@@ -197,9 +197,9 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       await store.updatePasswordHash(options.db ?? db, userId, passwordHash, clock());
     },
 
-    /** The same password hashed anew (stronger parameters), only while `expected` is still the stored hash. */
-    async replacePasswordHash(userId: string, expected: string, passwordHash: string): Promise<boolean> {
-      return store.replacePasswordHash(db, userId, expected, passwordHash, clock());
+    /** The same password hashed anew (stronger parameters), only while `expected` is still the stored hash. `db`: in the caller's transaction (a sign-in's). */
+    async replacePasswordHash(userId: string, expected: string, passwordHash: string, options: { db?: Db } = {}): Promise<boolean> {
+      return store.replacePasswordHash(options.db ?? db, userId, expected, passwordHash, clock());
     },
 
     /**
