@@ -20,7 +20,7 @@ import { createNewPasswordCheck, type NewPasswordCheck, type PasswordClient } fr
 import type { PasswordRefusalLimits } from './password-refusals.ts';
 import type { SignInThrottle } from './signin-throttle.ts';
 import type { SessionDelivery, SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
-import { PASSWORD_FACTOR, passwordFactor } from './password-factor.ts';
+import { PASSWORD_FACTOR, passwordFactor, type PasswordRehash } from './password-factor.ts';
 
 export type SignInResult =
   | { ok: true; user: User; session: StartedSession }
@@ -206,16 +206,22 @@ export function createCredentialsService(deps: {
           return refuseWrongPassword(credentials.id);
         }
 
-        let verifiedHash = credentials.passwordHash;
+        const verifiedHash = credentials.passwordHash;
+        const accountId = credentials.id;
+        // A foreign hash (an import's) or outdated parameters: replaced with the sign-in, in its
+        // transaction (password-factor.ts), only over the hash just verified: a password changed
+        // meanwhile must not be put back.
+        let rehash: PasswordRehash | undefined;
         if (credentials.disabledAt === null && hasher.needsRehash(verifiedHash)) {
-          // Only over the hash just verified: a password changed meanwhile must not be put back.
-          const rehashed = await hasher.hash(input.password);
-          if (await users.replacePasswordHash(credentials.id, verifiedHash, rehashed)) verifiedHash = rehashed;
+          const hash = await hasher.hash(input.password);
+          rehash = { hash, replace: (db) => users.replacePasswordHash(accountId, verifiedHash, hash, db === undefined ? {} : { db }) };
         }
         const user = await users.findUserById(credentials.id);
         if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
-        const complete = (hash: string) => pipeline.complete({ user, factor: passwordFactor(normaliseEmail(input.email), hash), source, ...(input.delivery !== undefined && { delivery: input.delivery }) });
-        let outcome = await complete(verifiedHash);
+        const complete = (hash: string, withRehash?: PasswordRehash) => pipeline.complete({ user, factor: passwordFactor(normaliseEmail(input.email), hash, withRehash), source, ...(input.delivery !== undefined && { delivery: input.delivery }) });
+        let outcome = await complete(verifiedHash, rehash);
+        // A challenge was bound to the new hash: it is written now, for the answer to find it (no session, no transaction to join).
+        if (rehash !== undefined && 'challenge' in outcome) await rehash.replace();
         if (!outcome.ok && 'refusal' in outcome && outcome.refusal === 'CREDENTIALS_CHANGED') {
           // The account changed while the password was checked. Disabled: answered as a disabled
           // account is. Rehashed by a concurrent sign-in with the same password (after ARGON2_*

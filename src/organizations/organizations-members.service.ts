@@ -79,9 +79,11 @@ export function createOrganizationMembersService(deps: {
 
     /**
      * Removes a member (OWNER or ADMIN; an ADMIN cannot remove an OWNER), or the actor themself
-     * (as `leave`). The last OWNER stays. Their sessions stop having it active.
+     * (as `leave`). The last OWNER stays. Their sessions stop having it active. With `on` (the
+     * caller's transaction: SCIM deprovisioning), the removal commits or rolls back with the
+     * caller's change; a refusal then writes nothing, and the caller decides whether to roll back.
      */
-    async removeMember(organizationId: string, actor: Actor, userId: string, source: AuditSource): Promise<RemoveResult> {
+    async removeMember(organizationId: string, actor: Actor, userId: string, source: AuditSource, on?: Db): Promise<RemoveResult> {
       const isSelf = !isOperator(actor) && actor.userId === userId;
       return withOrganization(organizationId, actor, isSelf ? 'member' : 'manager', async (trx, row, actorRole): Promise<RemoveResult> => {
         const target = await store.findMember(trx, organizationId, userId);
@@ -93,7 +95,7 @@ export function createOrganizationMembersService(deps: {
         await store.clearActiveFor(trx, organizationId, userId);
         await audit.record({ type: 'organization.member.removed', userId, source, reason: isSelf ? 'LEFT' : 'REMOVED', details: eventDetails(row, { role: target.role }) }, { db: trx });
         return { ok: true };
-      });
+      }, on);
     },
 
     /** The actor leaves; the last OWNER cannot (they transfer ownership or delete the organization). */

@@ -204,9 +204,9 @@ export function createOrganizationsService(deps: {
       return input.slug === undefined ? insertWithSlug(row, slugFromName(name), true, ownerId, isCapped, source) : insertWithSlug(row, input.slug, false, ownerId, isCapped, source);
     },
 
-    /** The user's organizations with their role, by name; `sessionId` marks that session's active one. */
-    async listFor(userId: string, sessionId?: string): Promise<Membership[]> {
-      const [rows, activeId] = await Promise.all([store.listMemberships(db, userId), sessionId === undefined ? undefined : store.findActiveOrganizationId(db, sessionId)]);
+    /** The user's organizations with their role, by name; `sessionId` marks that session's active one. `on`: read in the caller's transaction. */
+    async listFor(userId: string, sessionId?: string, on: Db = db): Promise<Membership[]> {
+      const [rows, activeId] = await Promise.all([store.listMemberships(on, userId), sessionId === undefined ? undefined : store.findActiveOrganizationId(on, sessionId)]);
       return rows.map((row) => ({ ...toOrganization(row), role: row.role, joinedAt: row.joined_at, isActive: row.id === activeId }));
     },
 

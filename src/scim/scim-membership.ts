@@ -4,7 +4,8 @@
  * every session of the account (its apps' tokens go with them: `user.sessions_ended`), and disables
  * an account provisioning created that belongs to no other organization (`user.disabled`).
  * Reactivation re-enables only an account deprovisioning disabled. Through the organizations,
- * users and sessions services; each step records its domain events.
+ * users and sessions services; each step records its domain events. Deprovisioning is one
+ * transaction (with the caller's own writes); provisioning's steps are each their own.
  */
 import type { Db } from '../storage/database.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
@@ -23,6 +24,13 @@ export interface MembershipDeps {
 }
 
 export type SyncRefusal = { ok: false; reason: 'LAST_OWNER' };
+
+/** Thrown inside deprovisioning's transaction to roll it back: the organization's last OWNER stays. */
+class LastOwner extends Error {
+  constructor() {
+    super('scim: the last OWNER cannot be deprovisioned');
+  }
+}
 
 /** The role the mappings give someone in these groups: ADMIN before custom roles before MEMBER; null when the organization maps none. */
 export function mappedRole(mappings: readonly store.RoleMappingRow[], groupKeys: readonly string[]): string | null {
@@ -54,20 +62,35 @@ export function createMembershipSync(deps: MembershipDeps) {
       await audit.record({ type: 'scim.user_provisioned', userId: row.user_id, source, details: { organizationId: row.organization_id, scimUserId: row.id, created: row.owned === 1 } });
     },
 
-    /** Removes the membership, ends the sessions, disables an owned account left in no organization. */
-    async deprovision(row: store.ScimUserRow, source: AuditSource, reason: 'DEACTIVATED' | 'DELETED'): Promise<{ ok: true } | SyncRefusal> {
-      const removed = await organizations.removeMember(row.organization_id, OPERATOR, row.user_id, source);
-      if (!removed.ok && removed.reason === 'LAST_OWNER') return { ok: false, reason: 'LAST_OWNER' };
-      const sessionsEnded = await sessions.endAllSessions(row.user_id, { source, reason: 'SCIM_DEPROVISIONED' });
-      let disabled = false;
-      if (row.owned === 1 && (await organizations.listFor(row.user_id)).length === 0) {
-        const result = await users.updateUser(row.user_id, { disabled: true }, { onUpdated: async (trx, { before, after }) => {
-          if (before.disabledAt === null && after.disabledAt !== null) await audit.record({ type: 'user.disabled', userId: row.user_id, source, reason: 'SCIM_DEPROVISIONED' }, { db: trx });
-        } });
-        disabled = result.ok && result.before.disabledAt === null;
-        if (disabled) await store.updateUser(db, row.id, { suspended: 1 });
+    /**
+     * Removes the membership, ends the sessions (and with them the apps' tokens), disables an owned
+     * account left in no organization, and records the events, all in one transaction with `then`
+     * (the caller's own writes: the User marked inactive, or deleted, and its event). Every domain
+     * event is recorded in it, so the webhooks' deliveries (their outbox rows) commit with the
+     * change: a step that fails leaves nothing done and nothing announced. The organization's last
+     * OWNER is refused, with nothing written.
+     */
+    async deprovision(row: store.ScimUserRow, source: AuditSource, reason: 'DEACTIVATED' | 'DELETED', then?: (trx: Db) => Promise<void>): Promise<{ ok: true } | SyncRefusal> {
+      try {
+        await db.transaction().execute(async (trx) => {
+          const removed = await organizations.removeMember(row.organization_id, OPERATOR, row.user_id, source, trx);
+          if (!removed.ok && removed.reason === 'LAST_OWNER') throw new LastOwner();
+          const sessionsEnded = await sessions.endAllSessions(row.user_id, { source, reason: 'SCIM_DEPROVISIONED', db: trx });
+          let disabled = false;
+          if (row.owned === 1 && (await organizations.listFor(row.user_id, undefined, trx)).length === 0) {
+            const result = await users.updateUser(row.user_id, { disabled: true }, { db: trx, onUpdated: async (inner, { before, after }) => {
+              if (before.disabledAt === null && after.disabledAt !== null) await audit.record({ type: 'user.disabled', userId: row.user_id, source, reason: 'SCIM_DEPROVISIONED' }, { db: inner });
+            } });
+            disabled = result.ok && result.before.disabledAt === null;
+            if (disabled) await store.updateUser(trx, row.id, { suspended: 1 });
+          }
+          await audit.record({ type: 'scim.user_deprovisioned', userId: row.user_id, source, reason, details: { organizationId: row.organization_id, scimUserId: row.id, sessionsEnded, accountDisabled: disabled } }, { db: trx });
+          await then?.(trx);
+        });
+      } catch (error) {
+        if (error instanceof LastOwner) return { ok: false, reason: 'LAST_OWNER' };
+        throw error;
       }
-      await audit.record({ type: 'scim.user_deprovisioned', userId: row.user_id, source, reason, details: { organizationId: row.organization_id, scimUserId: row.id, sessionsEnded, accountDisabled: disabled } });
       return { ok: true };
     },
 

@@ -76,20 +76,25 @@ export function createScimUsersService(deps: {
   async function write(caller: ScimCaller, row: store.ScimUserRow, input: UserInput, source: AuditSource, base: string): Promise<ScimResult<{ resource: Doc }>> {
     if (input.userNameKey !== row.user_name_key && (await store.findUserByName(db, caller.organizationId, input.userNameKey))) return { ok: false, status: 409, scimType: 'uniqueness', detail: 'another User has this userName' };
     const wasActive = row.active === 1;
+    // The User's columns, the account's name and the event, in the transaction given.
+    const save = async (trx: Db) => {
+      await store.updateUser(trx, row.id, { ...columnsOf(input), updated_at: clock() });
+      // The account's name follows the directory only for an account provisioning created.
+      if (row.owned === 1) {
+        await users.updateUser(row.user_id, { name: input.accountName }, { db: trx, onUpdated: async (inner, change) => {
+          if (change.before.name !== change.after.name) await audit.record({ type: 'user.updated', userId: row.user_id, source, details: { fields: ['name'] } }, { db: inner });
+        } });
+      }
+      await audit.record({ type: 'scim.user_updated', userId: row.user_id, source, details: { organizationId: caller.organizationId, scimUserId: row.id, active: input.active } }, { db: trx });
+    };
     if (wasActive && !input.active) {
-      const result = await membership.deprovision(row, source, 'DEACTIVATED');
+      // Deactivation: the membership, sessions and account change commit with these writes, or nothing does.
+      const result = await membership.deprovision(row, source, 'DEACTIVATED', save);
       if (!result.ok) return lastOwner;
+    } else {
+      await db.transaction().execute(save);
+      if (!wasActive && input.active) await membership.provision((await store.findUser(db, caller.organizationId, row.id))!, source);
     }
-    await store.updateUser(db, row.id, { ...columnsOf(input), updated_at: clock() });
-    const updated = (await store.findUser(db, caller.organizationId, row.id))!;
-    if (!wasActive && input.active) await membership.provision(updated, source);
-    // The account's name follows the directory only for an account provisioning created.
-    if (updated.owned === 1) {
-      await users.updateUser(updated.user_id, { name: input.accountName }, { onUpdated: async (trx, change) => {
-        if (change.before.name !== change.after.name) await audit.record({ type: 'user.updated', userId: updated.user_id, source, details: { fields: ['name'] } }, { db: trx });
-      } });
-    }
-    await audit.record({ type: 'scim.user_updated', userId: updated.user_id, source, details: { organizationId: caller.organizationId, scimUserId: row.id, active: input.active } });
     return { ok: true, resource: await answer((await store.findUser(db, caller.organizationId, row.id))!, base) };
   }
 
@@ -188,12 +193,15 @@ export function createScimUsersService(deps: {
     async delete(caller: ScimCaller, id: string, source: AuditSource): Promise<ScimResult<object>> {
       const row = await store.findUser(db, caller.organizationId, id);
       if (row === undefined) return notFound(`User ${id}`);
+      const remove = async (trx: Db) => {
+        await store.deleteUser(trx, row.id);
+        await audit.record({ type: 'scim.user_deleted', userId: row.user_id, source, details: { organizationId: caller.organizationId, scimUserId: row.id } }, { db: trx });
+      };
       if (row.active === 1) {
-        const result = await membership.deprovision(row, source, 'DELETED');
+        // The deprovisioning and the deletion commit together, or nothing does.
+        const result = await membership.deprovision(row, source, 'DELETED', remove);
         if (!result.ok) return lastOwner;
-      }
-      await store.deleteUser(db, row.id);
-      await audit.record({ type: 'scim.user_deleted', userId: row.user_id, source, details: { organizationId: caller.organizationId, scimUserId: row.id } });
+      } else await db.transaction().execute(remove);
       return { ok: true };
     },
   };

@@ -190,10 +190,18 @@ export async function listGroupMembers(db: Db, groupIds: readonly string[]): Pro
     .execute();
 }
 
+/**
+ * Adds these members; one that is a member already stays one. The primary key decides (insert or
+ * ignore), never a read before the insert: two requests adding the same member at once both succeed.
+ */
 export async function addGroupMembers(db: Db, groupId: string, scimUserIds: readonly string[]): Promise<void> {
-  const existing = new Set((await db.selectFrom('scim_group_members').select('scim_user_id').where('group_id', '=', groupId).execute()).map((row) => row.scim_user_id));
-  const fresh = [...new Set(scimUserIds)].filter((id) => !existing.has(id));
-  if (fresh.length > 0) await db.insertInto('scim_group_members').values(fresh.map((id) => ({ group_id: groupId, scim_user_id: id }))).execute();
+  const fresh = [...new Set(scimUserIds)];
+  if (fresh.length === 0) return;
+  await db
+    .insertInto('scim_group_members')
+    .values(fresh.map((id) => ({ group_id: groupId, scim_user_id: id })))
+    .onConflict((conflict) => conflict.columns(['group_id', 'scim_user_id']).doNothing())
+    .execute();
 }
 
 export async function removeGroupMembers(db: Db, groupId: string, scimUserIds: readonly string[]): Promise<void> {

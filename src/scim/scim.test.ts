@@ -255,6 +255,21 @@ for (const backend of await backends()) {
       assert.equal((await scim.get('/ResourceTypes')).body?.totalResults, 2);
     });
 
+    it('parallel PATCH additions of one member to one group all answer 200 and add them once', async () => {
+      const { scim } = await organizationWithToken('Race Inc');
+      const created = await scim.post('/Users', { userName: uniqueEmail('racer') });
+      assert.equal(created.status, 201);
+      const id = created.body!.id as string;
+      const group = await scim.post('/Groups', { schemas: [GROUP], displayName: 'Racers', members: [] });
+      assert.equal(group.status, 201);
+      const groupId = group.body!.id as string;
+      const answers = await Promise.all(Array.from({ length: 12 }, () => scim.patch(`/Groups/${groupId}`, [{ op: 'add', path: 'members', value: [{ value: id }] }])));
+      assert.deepEqual(answers.map((answer) => answer.status), answers.map(() => 200), JSON.stringify(answers.find((answer) => answer.status !== 200)?.body));
+      const members = await t.services.storage.db.selectFrom('scim_group_members').selectAll().where('group_id', '=', groupId).execute();
+      assert.equal(members.length, 1);
+      assert.deepEqual((await scim.get(`/Groups/${groupId}`)).body?.members.map((member: { value: string }) => member.value), [id]);
+    });
+
     it("refuses one organization's token on another's resources", async () => {
       const first = await organizationWithToken('First Inc');
       const second = await organizationWithToken('Second Inc');

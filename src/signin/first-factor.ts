@@ -6,6 +6,7 @@
  * so that a sign-in waiting for a second factor can be finished later with the same first factor.
  */
 import type { User } from '../users/user.service.ts';
+import type { Db } from '../storage/database.ts';
 
 /** How the account was identified, and what that proved. */
 export interface FirstFactor {
@@ -25,6 +26,13 @@ export interface FirstFactor {
    * password hash, the provider, the passkey. Null when there is nothing to check again.
    */
   readonly binding: string | null;
+  /**
+   * What the factor writes with the session, in the session's transaction (after the session row,
+   * before `signin.success`): it commits with the sign-in or not at all. The password factor
+   * replaces the hash it verified (a foreign one, or outdated argon2 parameters) with the argon2id
+   * hash it made of the same password, only while the verified one is still the account's.
+   */
+  readonly onSessionStarted?: (db: Db) => Promise<void>;
 }
 
 /** What a kind's `resume` is given: the account of the challenge, and the binding its factor stored. */

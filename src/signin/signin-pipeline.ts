@@ -145,6 +145,7 @@ export function createSignInPipeline(deps: {
         userAgent: source.userAgent,
         // In the session's transaction: what subscribes to sign-ins (webhooks) never misses one.
         onStarted: async (trx, sessionId) => {
+          await factor.onSessionStarted?.(trx);
           // What the factor says of itself, its kind, and the step whose challenge was met and by what.
           const details = { ...factor.audit.details, ...notes, sessionId, amr, method: factor.kind, ...(resume !== undefined && { step: resume.step, stepMethod: resume.method }) };
           await audit.record({ type: 'signin.success', userId: user.id, source, details }, { db: trx });

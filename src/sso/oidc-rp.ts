@@ -2,10 +2,16 @@
  * Gatehouse as an OpenID Connect relying party to an organization's own provider, one connection at
  * a time, on `openid-client`: discovery from the issuer, authorization code with PKCE S256, `state`
  * and `nonce`, the ID token's signature checked against the provider's keys, its `iss`, `aud`, `exp`
- * and `nonce` (all openid-client's). Each connection has its own client ID and secret.
+ * and `nonce` (all openid-client's). Each connection has its own client ID and secret. Every request
+ * to the provider (discovery, its keys, the token request) goes through the outbound fetch the SAML
+ * metadata uses (http/outbound/fetcher.ts: no private or metadata addresses unless
+ * SSO_ALLOW_PRIVATE_TARGETS, the resolved address pinned, no redirect, size and time limits), never
+ * openid-client's own `fetch`: an issuer is a URL an organization's admin typed.
  */
 import * as client from 'openid-client';
 import type { Clock } from '../lib/clock.ts';
+import type { DocumentFetch } from '../http/outbound/fetcher.ts';
+import { DeliveryError } from '../http/outbound/sender.ts';
 import type { AttributeMapping } from './sso.model.ts';
 
 const TIMEOUT_SECONDS = 10;
@@ -24,14 +30,32 @@ export interface OidcChecks {
   nonce: string;
 }
 
-export type OidcResult = { ok: true; claims: Record<string, unknown> } | { ok: false; reason: 'IDP_ERROR' | 'INVALID_RESPONSE' | 'IDP_UNREACHABLE'; detail: string };
+export type OidcResult = { ok: true; claims: Record<string, unknown> } | { ok: false; reason: 'IDP_ERROR' | 'INVALID_RESPONSE' | 'IDP_UNREACHABLE' | 'IDP_ADDRESS_REFUSED'; detail: string };
+
+/** The outbound fetch's refusal somewhere in what openid-client threw (it wraps what it does not know). */
+function deliveryErrorIn(error: unknown): DeliveryError | null {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) if (cause instanceof DeliveryError) return cause;
+  return null;
+}
+
+/** Why a request to the provider failed: its address refused by the outbound rules, not reached, or something else. */
+function failureOf(error: unknown): 'IDP_ADDRESS_REFUSED' | 'IDP_UNREACHABLE' | null {
+  const delivery = deliveryErrorIn(error);
+  if (delivery !== null) return delivery.code === 'ADDRESS_NOT_ALLOWED' || delivery.code === 'URL_NOT_ALLOWED' ? 'IDP_ADDRESS_REFUSED' : 'IDP_UNREACHABLE';
+  return error instanceof TypeError ? 'IDP_UNREACHABLE' : null;
+}
 
 export function oidcRedirectUri(authUrl: string, connectionId: string): string {
   return `${authUrl}/sso/oidc/${connectionId}/callback`;
 }
 
-export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; allowHttp: boolean }) {
+export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; allowHttp: boolean; fetch: DocumentFetch }) {
   const discovered = new Map<string, Promise<client.Configuration>>();
+  // openid-client keeps it on the configuration, for every later request (keys, token).
+  const outbound: client.CustomFetch = (url, options) => {
+    if (options.body instanceof ReadableStream) return Promise.reject(new TypeError('a streamed body is not sent'));
+    return deps.fetch(url, { method: options.method, headers: options.headers, body: options.body, signal: options.signal ?? null });
+  };
 
   function configuration(connection: OidcRpConnection): Promise<client.Configuration> {
     // A changed connection (another issuer, a new secret) is discovered again.
@@ -43,6 +67,7 @@ export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; al
       .discovery(new URL(connection.issuer), connection.clientId, { client_secret: connection.clientSecret }, client.ClientSecretBasic(connection.clientSecret), {
         execute: [client.enableNonRepudiationChecks, ...(insecure ? [client.allowInsecureRequests] : [])],
         timeout: TIMEOUT_SECONDS,
+        [client.customFetch]: outbound,
       })
       .catch((error: unknown) => {
         discovered.delete(key);
@@ -54,7 +79,7 @@ export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; al
   }
 
   return {
-    async start(connection: OidcRpConnection): Promise<{ ok: true; url: string; checks: OidcChecks } | { ok: false; detail: string }> {
+    async start(connection: OidcRpConnection): Promise<{ ok: true; url: string; checks: OidcChecks } | { ok: false; reason: 'IDP_ADDRESS_REFUSED' | 'IDP_UNREACHABLE'; detail: string }> {
       try {
         const config = await configuration(connection);
         const codeVerifier = client.randomPKCECodeVerifier();
@@ -69,7 +94,7 @@ export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; al
         });
         return { ok: true, url: url.href, checks };
       } catch (error) {
-        return { ok: false, detail: error instanceof Error ? error.message.slice(0, 200) : 'discovery failed' };
+        return { ok: false, reason: failureOf(error) === 'IDP_ADDRESS_REFUSED' ? 'IDP_ADDRESS_REFUSED' : 'IDP_UNREACHABLE', detail: error instanceof Error ? error.message.slice(0, 200) : 'discovery failed' };
       }
     },
 
@@ -88,7 +113,7 @@ export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; al
       } catch (error) {
         if (error instanceof client.AuthorizationResponseError) return { ok: false, reason: 'IDP_ERROR', detail: error.error };
         const detail = error instanceof Error ? error.message.slice(0, 200) : 'refused';
-        return { ok: false, reason: error instanceof TypeError ? 'IDP_UNREACHABLE' : 'INVALID_RESPONSE', detail };
+        return { ok: false, reason: failureOf(error) ?? 'INVALID_RESPONSE', detail };
       }
     },
   };

@@ -48,7 +48,7 @@ export function ssoFlowCookie(config: Pick<Config, 'isSecureOrigin'>): string {
 }
 
 function errorPage(reason: string): string {
-  const shown = reason === 'SSO_ACCOUNT_NOT_LINKED' ? 'OAuthAccountNotLinked' : reason === 'SSO_IDP_UNREACHABLE' ? 'ProviderUnreachable' : 'AccessDenied';
+  const shown = reason === 'SSO_ACCOUNT_NOT_LINKED' ? 'OAuthAccountNotLinked' : reason === 'SSO_IDP_UNREACHABLE' || reason === 'SSO_IDP_ADDRESS_REFUSED' ? 'ProviderUnreachable' : 'AccessDenied';
   return `${ERROR_PAGE}?${new URLSearchParams({ error: shown })}`;
 }
 
@@ -72,18 +72,23 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
       // The limit of provider sign-ins (RATE_LIMIT_OAUTH_PER_IP): each start stores a request.
       preHandler: limits.oauthStart,
       schema: {
-        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
-        hide: true,
         tags: ['sso'],
         summary: 'Start signing in through an SSO connection: a 303 to its identity provider',
+        description:
+          'A browser endpoint (the sign-in page\'s "Continue with SSO" form, with its `csrfToken`). SAML: a signed AuthnRequest by the HTTP-Redirect binding, ' +
+          'the callback path as RelayState. OpenID Connect: the authorization endpoint with PKCE, `state` and `nonce`, the flow bound to this browser by a cookie. ' +
+          '`callbackUrl` is kept only when it is a path of this origin (else the dashboard). An unknown or disabled connection goes to `/auth/error`.',
         params: connectionParams,
-        body: z.object({ callbackUrl: z.string().max(2048).optional(), csrfToken: z.string().max(200).optional() }).nullish(),
-        response: { 303: z.null().describe('To the IdP; or to /auth/error'), 403: errorResponse.describe('CSRF_FAILED') },
+        body: z.object({ callbackUrl: z.string().max(2048).optional().describe('Where to land after signing in: a path of this origin'), csrfToken: z.string().max(200).optional() }).nullish(),
+        response: {
+          303: z.null().describe("To the connection's identity provider; or to /auth/error?error=CODE (an unknown or disabled connection, an unreachable provider)"),
+          403: errorResponse.describe('CSRF_FAILED'),
+        },
       },
     },
     async (request, reply) => {
       const callbackUrl = toSafeLocalPath(request.body?.callbackUrl, origin, HUB_PAGES.dashboard);
-      const started = await sso.start(request.params.connectionId, callbackUrl);
+      const started = await sso.start(request.params.connectionId, callbackUrl, requestSource(request, null));
       if (!started.ok) return reply.redirect(errorPage(started.reason), 303);
       if (started.browserBinding !== null) void reply.setCookie(flowCookie, started.browserBinding, { ...cookieOptions, maxAge: 600 });
       return reply.redirect(started.url, 303);
@@ -98,12 +103,18 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
       preHandler: limits.oauthStart,
       bodyLimit: ACS_BODY_LIMIT,
       schema: {
-        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
-        hide: true,
         tags: ['sso'],
         summary: 'SAML assertion consumer service of one connection (HTTP-POST binding)',
+        description:
+          "The identity provider's form post (from its site, so no CSRF token: the response's signature, audience, recipient, destination, InResponseTo, " +
+          'validity window and one use of each assertion ID protect it), checked for this connection only. A refused response creates nothing; ' +
+          'its reason is in the audit log (`sso.signin_failed`), never in the URL. Bodies up to 512 KiB.',
         params: connectionParams,
-        body: z.object({ SAMLResponse: z.string().max(ACS_BODY_LIMIT), RelayState: z.string().max(2048).optional() }),
+        consumes: ['application/x-www-form-urlencoded'],
+        body: z.object({
+          SAMLResponse: z.string().max(ACS_BODY_LIMIT).describe('The base64 SAML Response'),
+          RelayState: z.string().max(2048).optional().describe('The callback path sent with the request; kept only when a path of this origin'),
+        }),
         response: { 303: z.null().describe('To the RelayState path (else the dashboard) with a new session; or to /auth/error with none') },
       },
     },
@@ -118,10 +129,11 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
     {
       config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       schema: {
-        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
-        hide: true,
         tags: ['sso'],
         summary: 'Where an OpenID Connect connection’s provider sends the browser back',
+        description:
+          "The provider's authorization response (`code` and `state`, or `error`), for the browser the flow cookie binds it to: the code is exchanged " +
+          "with PKCE and the ID token checked (issuer, audience, nonce). A refused answer creates nothing; its reason is in the audit log, never in the URL.",
         params: connectionParams,
         response: { 303: z.null().describe('To the callback with a new session; or to /auth/error with none') },
       },
@@ -141,12 +153,11 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
     {
       config: { access: access.anyone({ exempt: [DURING_ENROLMENT] }) },
       schema: {
-        // A browser's and an IdP's endpoint, not the API's: out of the OpenAPI document (as the pages are).
-        hide: true,
         tags: ['sso'],
         summary: 'Our SAML service provider metadata for one connection (entity ID, ACS URL, certificates)',
+        description: "What the identity provider's administrator imports: an `EntityDescriptor` (as `application/samlmetadata+xml`) with the connection's entity ID, ACS URL and signing and encryption certificates.",
         params: connectionParams,
-        response: { 200: z.string().describe('application/samlmetadata+xml'), 404: errorResponse.describe('SSO_CONNECTION_NOT_FOUND') },
+        response: { 200: { description: 'The SP metadata XML', content: { 'application/samlmetadata+xml': { schema: z.string() } } }, 404: errorResponse.describe('SSO_CONNECTION_NOT_FOUND (also for a connection that is not SAML)') },
       },
     },
     async (request, reply) => {

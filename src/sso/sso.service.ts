@@ -5,7 +5,7 @@
  */
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { AuditService, AuditSource } from '../audit/audit.service.ts';
+import { SYSTEM_SOURCE, type AuditService, type AuditSource } from '../audit/audit.service.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { SignInPipeline } from '../signin/signin-pipeline.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
@@ -24,7 +24,7 @@ import type { AssertedIdentity, Connection } from './sso.model.ts';
 export type { SsoSignInResult, VerifiedDomainLookup };
 
 /** A sign-in sent to the IdP: where to, and for OIDC the browser binding to keep in a cookie. */
-export type StartResult = { ok: true; url: string; browserBinding: string | null } | { ok: false; reason: 'SSO_CONNECTION_NOT_FOUND' | 'SSO_IDP_UNREACHABLE' };
+export type StartResult = { ok: true; url: string; browserBinding: string | null } | { ok: false; reason: 'SSO_CONNECTION_NOT_FOUND' | 'SSO_IDP_UNREACHABLE' | 'SSO_IDP_ADDRESS_REFUSED' };
 
 interface OidcFlow {
   kind: 'oidc';
@@ -60,7 +60,9 @@ export function createSsoService(deps: {
     organizationExists: async (id) => (await deps.organizations.get(id, OPERATOR)) !== null,
   });
   const saml = createSamlServiceProvider({ db, authUrl, clock });
-  const oidc = createOidcRelyingParty({ authUrl, clock, allowHttp: deps.allowHttp });
+  // The provider's discovery, keys and token endpoint: the same outbound rules, POST allowed (the token request).
+  const oidcFetch = createDocumentFetch({ policy: deps.policy, maxBytes: 256 * 1024, timeoutMs: 10_000, methods: ['GET', 'POST'], userAgent: 'Gatehouse-SSO/1.0' });
+  const oidc = createOidcRelyingParty({ authUrl, clock, allowHttp: deps.allowHttp, fetch: oidcFetch });
   const signIn = createSsoSignIn({ db, clock, users: deps.users, audit: deps.audit, organizations: deps.organizations, pipeline: deps.pipeline, domains: deps.domains });
 
   function samlIdentity(connection: Connection, nameId: string, attributes: Record<string, string[]>): AssertedIdentity {
@@ -90,7 +92,7 @@ export function createSsoService(deps: {
     oidcRedirectUri: (connectionId: string) => oidcRedirectUri(authUrl, connectionId),
 
     /** Sends a sign-in to the connection's IdP; `callbackUrl` is already a safe path of ours. */
-    async start(connectionId: string, callbackUrl: string): Promise<StartResult> {
+    async start(connectionId: string, callbackUrl: string, source: AuditSource = SYSTEM_SOURCE): Promise<StartResult> {
       const connection = await connections.get(connectionId);
       if (connection === null) return { ok: false, reason: 'SSO_CONNECTION_NOT_FOUND' };
       if (connection.protocol === 'saml') {
@@ -101,6 +103,11 @@ export function createSsoService(deps: {
       const rp = await connections.oidcConnection(connection);
       if (rp === null) return { ok: false, reason: 'SSO_CONNECTION_NOT_FOUND' };
       const started = await oidc.start(rp);
+      if (!started.ok && started.reason === 'IDP_ADDRESS_REFUSED') {
+        // An issuer (or an endpoint its discovery names) on an address the outbound rules refuse: the operator must see why.
+        await signIn.refuse(connection, 'SSO_IDP_ADDRESS_REFUSED', source);
+        return { ok: false, reason: 'SSO_IDP_ADDRESS_REFUSED' };
+      }
       if (!started.ok) return { ok: false, reason: 'SSO_IDP_UNREACHABLE' };
       const browserBinding = randomSecret();
       const flow: OidcFlow = { kind: 'oidc', codeVerifier: started.checks.codeVerifier, nonce: started.checks.nonce, callbackUrl, browser: sha256Base64url(browserBinding) };
@@ -132,7 +139,7 @@ export function createSsoService(deps: {
         return { result: await signIn.refuse(connection, 'SSO_INVALID_STATE', source), callbackUrl: null };
       }
       const answered = await oidc.complete(rp, new URL(`${oidcRedirectUri(authUrl, connection.id)}?${query}`), { state, codeVerifier: flow.codeVerifier, nonce: flow.nonce });
-      if (!answered.ok) return { result: await signIn.refuse(connection, answered.reason === 'IDP_ERROR' ? 'SSO_IDP_ERROR' : answered.reason === 'IDP_UNREACHABLE' ? 'SSO_IDP_UNREACHABLE' : 'SSO_INVALID_RESPONSE', source), callbackUrl: null };
+      if (!answered.ok) return { result: await signIn.refuse(connection, `SSO_${answered.reason}`, source), callbackUrl: null };
       return { result: await signIn.signIn(connection, claimsIdentity(answered.claims, connection.settings.mapping), source), callbackUrl: flow.callbackUrl };
     },
 

@@ -197,9 +197,9 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       await store.updatePasswordHash(options.db ?? db, userId, passwordHash, clock());
     },
 
-    /** The same password hashed anew (stronger parameters), only while `expected` is still the stored hash. */
-    async replacePasswordHash(userId: string, expected: string, passwordHash: string): Promise<boolean> {
-      return store.replacePasswordHash(db, userId, expected, passwordHash, clock());
+    /** The same password hashed anew (stronger parameters), only while `expected` is still the stored hash. `db`: in the caller's transaction (a sign-in's). */
+    async replacePasswordHash(userId: string, expected: string, passwordHash: string, options: { db?: Db } = {}): Promise<boolean> {
+      return store.replacePasswordHash(options.db ?? db, userId, expected, passwordHash, clock());
     },
 
     /**
@@ -281,12 +281,14 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     async updateUser(
       id: string,
       changes: UserChanges,
-      options: { onUpdated?: (db: Db, change: UserChange) => Promise<void>; actingAdminId?: string } = {},
+      options: { onUpdated?: (db: Db, change: UserChange) => Promise<void>; actingAdminId?: string; db?: Db } = {},
     ): Promise<UpdateUserResult> {
       const roles = changes.roles === undefined ? undefined : [...new Set(changes.roles)].sort();
       if (roles !== undefined && !roles.every(isValidRole)) return { ok: false, reason: 'INVALID_ROLE' };
       const { actingAdminId } = options;
-      return db.transaction().execute(async (trx): Promise<UpdateUserResult> => {
+      // With `db` (the caller's transaction: SCIM deprovisioning), the change commits or rolls back with the caller's.
+      const within = (run: (trx: Db) => Promise<UpdateUserResult>) => (options.db === undefined ? db.transaction().execute(run) : run(options.db));
+      return within(async (trx): Promise<UpdateUserResult> => {
         // First, before anything is read: see store.lockRoleHolders.
         if (roles !== undefined || changes.disabled !== undefined) await store.lockRoleHolders(trx, ADMIN_ROLE);
         if (actingAdminId !== undefined && !(await store.isEnabledHolder(trx, actingAdminId, ADMIN_ROLE))) return { ok: false, reason: 'ACTOR_NOT_ADMIN' };

@@ -5,7 +5,9 @@
  * to allowed, and the socket connected only to those), the connected address checked once more, no
  * connection reuse, no proxy, no redirect followed (a 3xx is answered as it came, for the caller to
  * refuse), at most `maxBytes` of body (more is an error) and `timeoutMs` for everything. Shaped as
- * `fetch` so that libraries that take a fetch (oidc-provider) use it as they would the global one.
+ * `fetch` so that libraries that take a fetch (oidc-provider, openid-client) use it as they would
+ * the global one. GET only, unless the caller allows POST too (`methods`: an OpenID Connect
+ * relying party's token request, a form body), under the same rules.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -24,9 +26,22 @@ export interface DocumentFetchOptions {
   ca?: string;
   userAgent?: string;
   resolve?: Resolver;
+  /** The methods sent; default GET only. */
+  methods?: readonly ('GET' | 'POST')[];
 }
 
-export type DocumentFetch = (url: string | URL, init?: { method?: string; headers?: ConstructorParameters<typeof Headers>[0]; signal?: AbortSignal | null }) => Promise<Response>;
+/** What a POST may carry: what openid-client sends (a form, as URLSearchParams), or bytes. */
+type RequestBody = string | URLSearchParams | Uint8Array | ArrayBuffer | null | undefined;
+
+export type DocumentFetch = (url: string | URL, init?: { method?: string; headers?: ConstructorParameters<typeof Headers>[0]; body?: RequestBody; signal?: AbortSignal | null }) => Promise<Response>;
+
+function bodyBytes(body: RequestBody): Buffer | null {
+  if (body === null || body === undefined) return null;
+  if (typeof body === 'string' || body instanceof URLSearchParams) return Buffer.from(String(body));
+  if (body instanceof ArrayBuffer) return Buffer.from(body);
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  throw new TypeError('the body must be a string, a form or bytes');
+}
 
 export function createDocumentFetch(options: DocumentFetchOptions): DocumentFetch {
   const { policy } = options;
@@ -35,11 +50,18 @@ export function createDocumentFetch(options: DocumentFetchOptions): DocumentFetc
   const lookup = createPinnedLookup(policy, options.resolve ?? systemResolver);
   // An explicit `ca` replaces Node's bundled roots: they are kept beside it.
   const rootCas = options.ca === undefined ? undefined : [...rootCertificates, options.ca];
+  const methods: readonly string[] = options.methods ?? ['GET'];
 
   return (input, init = {}) =>
     new Promise<Response>((resolve, reject) => {
       const method = (init.method ?? 'GET').toUpperCase();
-      if (method !== 'GET') return reject(new TypeError(`only GET is fetched this way, not ${method}`));
+      if (!methods.includes(method)) return reject(new TypeError(`only ${methods.join(' and ')} are fetched this way, not ${method}`));
+      let body: Buffer | null;
+      try {
+        body = method === 'GET' ? null : bodyBytes(init.body);
+      } catch (error) {
+        return reject(error);
+      }
       const check = checkWebhookUrl(String(input), policy);
       if (!check.ok) return reject(new DeliveryError('URL_NOT_ALLOWED'));
       const url = new URL(check.url);
@@ -50,6 +72,7 @@ export function createDocumentFetch(options: DocumentFetchOptions): DocumentFetc
         headers[name] = value;
       });
       headers['user-agent'] = options.userAgent ?? 'Gatehouse/1.0';
+      if (body !== null) headers['content-length'] = String(body.length);
       let settled = false;
       const fail = (error: unknown) => {
         if (settled) return;
@@ -59,7 +82,7 @@ export function createDocumentFetch(options: DocumentFetchOptions): DocumentFetc
       };
       const outgoing = (isHttps ? https : http).request(
         {
-          method: 'GET',
+          method,
           hostname: host,
           port: url.port === '' ? (isHttps ? 443 : 80) : Number(url.port),
           path: `${url.pathname}${url.search}`,
@@ -111,6 +134,6 @@ export function createDocumentFetch(options: DocumentFetchOptions): DocumentFetc
       const signal = init.signal ?? undefined;
       if (signal?.aborted) outgoing.destroy(new DeliveryError('ABORTED'));
       else signal?.addEventListener('abort', () => outgoing.destroy(new DeliveryError('ABORTED')), { once: true });
-      outgoing.end();
+      outgoing.end(body ?? undefined);
     });
 }

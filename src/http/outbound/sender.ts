@@ -106,7 +106,11 @@ export function checkConnectedAddress(outgoing: http.ClientRequest, policy: Targ
   });
 }
 
-export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; timeoutMs?: number; tls?: { ca?: string | Buffer }; userAgent?: string }): Sender {
+/**
+ * `tls`: for https, `ca` trusted instead of the system's roots (a private CA), and a client
+ * certificate and key presented to a receiver that asks for one (mutual TLS: lazy migration's old system).
+ */
+export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; timeoutMs?: number; tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer }; userAgent?: string }): Sender {
   const { policy } = deps;
   const userAgent = deps.userAgent ?? 'Gatehouse-Webhooks/1.0';
   const resolve = deps.resolve ?? systemResolver;
@@ -139,6 +143,7 @@ export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; t
         agent: false,
         ...(isIP(host) === 0 && { lookup: pinnedLookup }),
         ...(isHttps && deps.tls?.ca !== undefined && { ca: deps.tls.ca }),
+        ...(isHttps && deps.tls?.cert !== undefined && deps.tls.key !== undefined && { cert: deps.tls.cert, key: deps.tls.key }),
       };
       const outgoing = (isHttps ? https : http).request(options, (response) => {
         const status = response.statusCode ?? 0;
