@@ -148,7 +148,6 @@ export function createApiKeyUse(deps: {
   return {
     find,
     failed,
-    recordUse,
 
     /**
      * Gatehouse's resolver: a personal key's caller (its owner, narrowed; `amr: ['api_key']` and an
