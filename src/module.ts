@@ -340,7 +340,7 @@ export interface GatehouseModule {
    * allow-list (see audit/public-events.ts); an audit type two declarations make public stops the start.
    */
   readonly publicEvents?: readonly PublicEventType[];
-  /** The counters its domain events feed, with their labels' vocabularies (see metrics/counted-events.ts); a name two modules declare stops the start. */
+  /** The counters its domain events feed (or it counts itself with the `metrics` service's `count`), with their labels' vocabularies (see metrics/counted-events.ts); a name two modules declare stops the start. */
   readonly counters?: readonly CounterDefinition[];
   /** How its domain events (or those of the modules it builds on) count for the counters (see metrics/counted-events.ts). */
   readonly countedEvents?: readonly CountedEvent[];

@@ -43,6 +43,6 @@ export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
       await use.failed(key, 'SCOPE_REQUIRED', request.ip);
       throw new AppError('API_KEY_SCOPE_REQUIRED');
     }
-    await use.recordUse(keyId, request.ip);
+    await use.accept(keyId, request.ip, 'api');
   });
 }

@@ -3,7 +3,8 @@
  * introspection answer for downstream apps (RFC 7662 shape), the per-key rate limit, the last use
  * (time and address, written at most once a minute per key and instance: no write per request),
  * and the audit of failed uses (`api_key.use_failed`, at most once a minute per key and reason, so
- * a client retrying a dead key cannot flood the log). The owner is read at every use: a demoted or
+ * a client retrying a dead key cannot flood the log). Every authentication is counted, accepted or
+ * not (`count`: api-keys.metrics.ts, memory only). The owner is read at every use: a demoted or
  * disabled owner's key loses what they lost, at once.
  */
 import type { AuditService } from '../audit/audit.service.ts';
@@ -19,6 +20,7 @@ import type { ApiKeysConfig } from './api-keys.config.ts';
 import { apiKeyMatches, parseApiKey } from './key-format.ts';
 import * as store from './api-keys.store.ts';
 import { ADMIN_SCOPE, API_KEY_AMR, KEY_SESSION_PREFIX, parseList, parseRateLimit } from './api-keys.model.ts';
+import { outcomeOfFailure, type ApiKeyVia, type CountKeyUse } from './api-keys.metrics.ts';
 
 /** How often a key's last use is written, per instance. */
 export const RECORD_USE_EVERY_MS = 60_000;
@@ -58,8 +60,20 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
 
 export type ApiKeyUse = ReturnType<typeof createApiKeyUse>;
 
-export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; audit: AuditService; users: UserService; organizations: OrganizationsService; rateLimiters: RateLimiters; config: ApiKeysConfig }) {
+export function createApiKeyUse(deps: {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  audit: AuditService;
+  users: UserService;
+  organizations: OrganizationsService;
+  rateLimiters: RateLimiters;
+  config: ApiKeysConfig;
+  /** Counts each authentication's outcome (the metrics; nothing when they are off). */
+  count?: CountKeyUse;
+}) {
   const { db, clock, logger, audit, users, organizations, rateLimiters, config } = deps;
+  const count = deps.count ?? (() => {});
   const lastWritten = new Map<string, number>();
   const lastAudited = new Map<string, number>();
   const limiters = new Map<string, Limiter>();
@@ -80,8 +94,9 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
     return limiter;
   }
 
-  /** Records a failed use of a known key, at most once a minute per key and reason (never the key). */
-  async function failed(row: Pick<store.ApiKeyRow, 'id' | 'user_id' | 'kind' | 'organization_id'>, reason: UseFailure, ip: string | null = null): Promise<void> {
+  /** Counts a failed use of a known key, and records it at most once a minute per key and reason (never the key). */
+  async function failed(row: Pick<store.ApiKeyRow, 'id' | 'user_id' | 'kind' | 'organization_id'>, reason: UseFailure, ip: string | null = null, via: ApiKeyVia = 'api'): Promise<void> {
+    count(via, outcomeOfFailure(reason));
     const now = clock();
     const mark = `${row.id}:${reason}`;
     if (now - (lastAudited.get(mark) ?? Number.NEGATIVE_INFINITY) < RECORD_USE_EVERY_MS) return;
@@ -93,27 +108,41 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
     }
   }
 
-  /** The key a token is, with what it may do now; null when it grants nothing (audited when the key is known). */
-  async function find(token: string): Promise<ResolvedKey | null> {
+  /**
+   * The key a token presented `via` is, with what it may do now; null when it grants nothing
+   * (counted; audited when the key is known). With API keys off nothing is a key, and nothing counts.
+   */
+  async function find(token: string, via: ApiKeyVia): Promise<ResolvedKey | null> {
     if (!config.enabled) return null;
     const parsed = parseApiKey(token);
-    if (parsed === null) return null;
-    const row = await store.findKey(db, parsed.id);
-    if (row === undefined || row.kind !== parsed.kind) return null;
+    const row = parsed === null ? undefined : await store.findKey(db, parsed.id);
+    if (row === undefined || row.kind !== parsed!.kind) return count(via, 'unknown'), null;
     remember(ownLimits, row.id, row.rate_limit);
-    if (!apiKeyMatches(token, row.secret_hash)) return void (await failed(row, 'UNKNOWN_SECRET')), null;
-    if (row.revoked_at !== null) return void (await failed(row, 'REVOKED')), null;
-    if (Number(row.expires_at) <= clock()) return void (await failed(row, 'EXPIRED')), null;
+    if (!apiKeyMatches(token, row.secret_hash)) return void (await failed(row, 'UNKNOWN_SECRET', null, via)), null;
+    if (row.revoked_at !== null) return void (await failed(row, 'REVOKED', null, via)), null;
+    if (Number(row.expires_at) <= clock()) return void (await failed(row, 'EXPIRED', null, via)), null;
     const scopes = parseList(row.scopes);
     remember(ownScopes, row.id, scopes);
     const chosen = parseList(row.roles);
     if (row.kind === 'organization') return { row, roles: chosen.slice(0, 1), scopes };
     const owner = row.user_id === null ? null : await users.findUserById(row.user_id);
-    if (owner === null || owner.disabledAt !== null) return void (await failed(row, 'OWNER_DISABLED')), null;
+    if (owner === null || owner.disabledAt !== null) return void (await failed(row, 'OWNER_DISABLED', null, via)), null;
     // What the owner holds now, of what the key was given; ADMIN only through the admin scope.
     const roles = chosen.filter((role) => role !== ADMIN_ROLE && owner.roles.includes(role));
     if (scopes.includes(ADMIN_SCOPE) && owner.roles.includes(ADMIN_ROLE)) roles.push(ADMIN_ROLE);
     return { row, roles, scopes };
+  }
+
+  /** Writes the key's last use (and address, when known) at most once a minute per key on this instance. */
+  async function recordUse(keyId: string, ip: string | null): Promise<void> {
+    const now = clock();
+    if (now - (lastWritten.get(keyId) ?? Number.NEGATIVE_INFINITY) < RECORD_USE_EVERY_MS) return;
+    remember(lastWritten, keyId, now);
+    try {
+      await store.recordUse(db, keyId, now, ip);
+    } catch (error) {
+      logger.warn({ err: error, keyId }, 'api keys: could not record a use');
+    }
   }
 
   return {
@@ -126,7 +155,7 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
      * organization key speaks for no person: Gatehouse's own API, which acts for people, refuses it.
      */
     async resolve(token: string): Promise<AuthContext | null> {
-      const found = await find(token);
+      const found = await find(token, 'api');
       if (found === null) return null;
       if (found.row.kind !== 'personal' || found.row.user_id === null) return void (await failed(found.row, 'ORGANIZATION_KEY')), null;
       return { userId: found.row.user_id, sessionId: `${KEY_SESSION_PREFIX}${found.row.id}`, roles: found.roles, amr: [API_KEY_AMR], authTime: 0, accessTokenExpiresAt: Number(found.row.expires_at) };
@@ -134,14 +163,15 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
 
     /** The RFC 7662 answer for a presented key (anything else: `active: false`). */
     async introspect(token: string): Promise<Introspection> {
-      const found = await find(token);
+      const found = await find(token, 'introspection');
       if (found === null) return { active: false };
       const { row, roles, scopes } = found;
       const base = { active: true as const, token_type: 'api_key' as const, key_id: row.id, scope: scopes.join(' '), roles, iat: Math.floor(Number(row.created_at) / 1000), exp: Math.floor(Number(row.expires_at) / 1000) };
-      await this.recordUse(row.id, null);
-      if (row.kind === 'personal') return { ...base, kind: 'personal', sub: row.user_id! };
-      const organization = await organizations.find(row.organization_id ?? '');
-      if (organization === null) return { active: false };
+      const organization = row.kind === 'personal' ? null : await organizations.find(row.organization_id ?? '');
+      // An organization key outliving its organization (being deleted) grants nothing: no such key.
+      if (row.kind === 'organization' && organization === null) return count('introspection', 'unknown'), { active: false };
+      await this.accept(row.id, null, 'introspection');
+      if (organization === null) return { ...base, kind: 'personal', sub: row.user_id! };
       return { ...base, kind: 'organization', org: { id: organization.id, slug: organization.slug, roles } };
     },
 
@@ -158,16 +188,10 @@ export function createApiKeyUse(deps: { db: Db; clock: Clock; logger: Logger; au
       return ownScopes.get(keyId) ?? parseList((await store.findKey(db, keyId))?.scopes ?? '[]');
     },
 
-    /** Writes the key's last use (and address, when known) at most once a minute per key on this instance. */
-    async recordUse(keyId: string, ip: string | null): Promise<void> {
-      const now = clock();
-      if (now - (lastWritten.get(keyId) ?? Number.NEGATIVE_INFINITY) < RECORD_USE_EVERY_MS) return;
-      remember(lastWritten, keyId, now);
-      try {
-        await store.recordUse(db, keyId, now, ip);
-      } catch (error) {
-        logger.warn({ err: error, keyId }, 'api keys: could not record a use');
-      }
+    /** A use that passed every check: counted as accepted, and written as the key's last use (see `recordUse`). */
+    async accept(keyId: string, ip: string | null, via: ApiKeyVia): Promise<void> {
+      count(via, 'accepted');
+      await recordUse(keyId, ip);
     },
   };
 }

@@ -8,7 +8,8 @@
  * `apiKeys` option). Keys cannot manage keys, pages, passwords, factors or anything asking for a
  * step-up, and hold ADMIN only through the explicit `admin` scope. Managed from the dashboard, the
  * organization page, the admin user page, the admin API and `gatehouse api-keys`. Every creation,
- * failed use and revocation is audited and public (webhooks). See docs/guides/api-keys.md.
+ * failed use and revocation is audited and public (webhooks); every authentication with a key is
+ * counted in the metrics, by outcome (api-keys.metrics.ts). See docs/guides/api-keys.md.
  */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
@@ -26,6 +27,7 @@ import { introspectionRoutes } from './introspection.routes.ts';
 import { apiKeyPageRoutes, apiKeyPageSections } from './api-keys-pages.ts';
 import { API_KEYS_PUBLIC_EVENTS } from './api-keys.public-events.ts';
 import { cli } from './api-keys.cli.ts';
+import { API_KEYS_COUNTED_EVENTS, API_KEYS_COUNTERS, keyUseCounter } from './api-keys.metrics.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -49,12 +51,16 @@ export const apiKeysModule = defineModule({
   errors: API_KEYS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   publicEvents: API_KEYS_PUBLIC_EVENTS,
+  // Every authentication with a key, counted by the module as it happens; keys made and revoked, from their events.
+  counters: API_KEYS_COUNTERS,
+  countedEvents: API_KEYS_COUNTED_EVENTS,
   openApiTags: [{ name: 'api-keys', description: 'API keys: personal and organization keys, and their introspection for downstream apps.' }],
   provide({ db, clock, logger, config, services }) {
     const { audit, users, organizations, rateLimiters } = services;
     return {
       apiKeys: createApiKeysService({ db, clock, audit, users, organizations, config: config.apiKeys }),
-      apiKeyUse: createApiKeyUse({ db, clock, logger, audit, users, organizations, rateLimiters, config: config.apiKeys }),
+      // The metrics module is listed before this one (null when metrics are off, absent from a list without it).
+      apiKeyUse: createApiKeyUse({ db, clock, logger, audit, users, organizations, rateLimiters, config: config.apiKeys, count: keyUseCounter((services as Partial<typeof services>).metrics) }),
     };
   },
   // Keys revoked or expired a month ago are deleted (their history stays in the audit log).

@@ -5,7 +5,9 @@
  * expired, rate-limited, following the owner's roles now; organization keys (refused by
  * Gatehouse's own API, active by introspection, surviving their creator); introspection for a
  * confidential client only; the last use written at most once a minute; every creation, failed use
- * and revocation audited and sent as a webhook, never with the key.
+ * and revocation audited and sent as a webhook, never with the key; every authentication with a
+ * key counted in the metrics by outcome, and keys made and revoked. (That no key is ever logged, by
+ * a real server at debug: test/packages/protect-api-keys.test.ts.)
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +17,7 @@ import { createSignedInUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { API_KEY_SCANNER_REGEX, parseApiKey } from './key-format.ts';
+import { parseExposition, valueOf } from '../metrics/exposition.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -267,6 +270,74 @@ for (const backend of await backends()) {
       for (const type of ['api_key.created', 'api_key.revoked', 'api_key.use_failed']) assert.ok(sent.includes(type), `${type} sent`);
       assert.ok(sent.includes(key.key.id));
       assert.ok(!sent.includes(key.secret) && !sent.includes(key.secret.slice(25)));
+    });
+  });
+
+  describe(`API keys in the metrics (${backend.name})`, { skip: backend.skip }, () => {
+    const METRICS_TOKEN = 'metrics-token-for-api-key-tests-0123456789';
+    const clock = fakeClock();
+    const t = useTestApp(backend, { clock, env: { METRICS_TOKEN } });
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+    const get = (url: string, key: string) => t.app.inject({ method: 'GET', url, headers: bearer(key) });
+    async function createKey(token: string, payload: Record<string, unknown>) {
+      const response = await t.app.inject({ method: 'POST', url: '/api/keys', headers: bearer(token), payload });
+      assert.equal(response.statusCode, 201, response.body);
+      return response.json() as { key: { id: string }; secret: string };
+    }
+    async function scrape() {
+      const response = await t.app.inject({ method: 'GET', url: '/metrics', headers: bearer(METRICS_TOKEN) });
+      assert.equal(response.statusCode, 200);
+      return { families: parseExposition(response.body), body: response.body };
+    }
+
+    it('counts every authentication by where and outcome, and keys created and revoked; never a key, its id or its owner', async () => {
+      const user = await createSignedInUser(t, { email: `counted-${backend.name}@example.com`, password: PASSWORD });
+      const reader = await createKey(user.token, { name: 'reader' });
+      const limited = await createKey(user.token, { name: 'limited', rateLimit: { points: 1, windowSeconds: 60 } });
+      const revoked = await createKey(user.token, { name: 'revoked' });
+      const expiring = await createKey(user.token, { name: 'expiring', expiresInDays: 1 });
+      assert.equal((await t.app.inject({ method: 'DELETE', url: `/api/keys/${revoked.key.id}`, headers: bearer(user.token) })).statusCode, 200);
+
+      assert.equal((await get('/api/organizations', reader.secret)).statusCode, 200);
+      assert.equal((await get('/api/organizations', reader.secret)).statusCode, 200);
+      assert.equal((await t.app.inject({ method: 'DELETE', url: '/api/auth/sessions', headers: bearer(reader.secret) })).statusCode, 403, 'no write scope');
+      assert.equal((await get('/dashboard', reader.secret)).statusCode, 403, 'a page');
+      assert.equal((await get('/api/organizations', `${reader.secret.slice(0, -1)}${reader.secret.endsWith('a') ? 'b' : 'a'}`)).statusCode, 401, 'a typo');
+      assert.equal((await get('/api/organizations', revoked.secret)).statusCode, 401);
+      assert.equal((await get('/api/organizations', limited.secret)).statusCode, 200);
+      assert.equal((await get('/api/organizations', limited.secret)).statusCode, 429);
+      assert.equal((await get('/api/organizations', limited.secret)).statusCode, 429, 'each refusal counts, though audited once a minute');
+
+      const client = await t.services.oidcClients.create({ name: 'Reports API', redirectUris: ['https://reports.example/cb'] }, SYSTEM_SOURCE);
+      assert.ok(client.ok && client.clientSecret !== undefined);
+      const introspect = async (token: string) => {
+        const authorization = `Basic ${Buffer.from(`${encodeURIComponent(client.client.id)}:${encodeURIComponent(client.clientSecret!)}`).toString('base64')}`;
+        const answer = await t.app.inject({ method: 'POST', url: '/api/auth/keys/introspect', headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ token }).toString() });
+        return (answer.json() as { active: boolean }).active;
+      };
+      assert.equal(await introspect(reader.secret), true);
+      assert.equal(await introspect(revoked.secret), false);
+      assert.equal(await introspect('gatehouse_pk_nonsense'), false);
+      clock.advance(86_400_000 + 1);
+      assert.equal((await get('/api/organizations', expiring.secret)).statusCode, 401);
+
+      const { families, body } = await scrape();
+      const authentications = (via: string, outcome: string) => valueOf(families, 'gatehouse_api_key_authentications_total', { via, outcome });
+      assert.equal(families.get('gatehouse_api_key_authentications_total')?.type, 'counter');
+      assert.equal(authentications('api', 'accepted'), 3);
+      assert.equal(authentications('api', 'scope'), 1);
+      assert.equal(authentications('api', 'not_allowed'), 1);
+      assert.equal(authentications('api', 'unknown'), 1);
+      assert.equal(authentications('api', 'revoked'), 1);
+      assert.equal(authentications('api', 'rate_limited'), 2);
+      assert.equal(authentications('api', 'expired'), 1);
+      assert.equal(authentications('introspection', 'accepted'), 1);
+      assert.equal(authentications('introspection', 'revoked'), 1);
+      assert.equal(authentications('introspection', 'unknown'), 1);
+      assert.equal(valueOf(families, 'gatehouse_api_key_changes_total', { event: 'created', kind: 'personal' }), 4);
+      assert.equal(valueOf(families, 'gatehouse_api_key_changes_total', { event: 'revoked', kind: 'personal' }), 1);
+      for (const secret of [reader.secret, revoked.secret]) assert.ok(!body.includes(secret.slice(13)), 'no key in the exposition');
+      for (const id of [reader.key.id, user.id]) assert.ok(!body.includes(id), 'no key id or owner in a label');
     });
   });
 }

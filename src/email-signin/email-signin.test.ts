@@ -2,7 +2,8 @@
  * Sign-in by e-mail, end to end on SQLite and PostgreSQL, with mail over a real SMTP server on
  * loopback: a link and a code each sign in once and only once (parallel uses: one wins), a mail
  * scanner's GET of the link spends nothing, both expire, wrong codes void the request and count
- * for the address, the second factor is still asked, a first use verifies the address, an unknown
+ * for the address, the second factor is still asked (unless the browser is trusted, until a new
+ * password), a first use verifies the address, an unknown
  * address is sent a sign-up link (ALLOW_SIGNUP), the pages' forms work with the browser's cookie.
  * Each test has its own address and client IP, so the limits of one never reach another.
  */
@@ -18,6 +19,7 @@ import { mailTo } from '../../test/helpers/mail-links.ts';
 import { enrolTotp, totpCode } from '../../test/helpers/totp.ts';
 import { CookieJar, formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
 import { browserBindingCookieName } from './browser-binding.ts';
+import { trustedDeviceCookieName } from '../trusted-devices/trusted-devices.waiver.ts';
 import { linkAndCode } from './email-signin.test-helpers.ts';
 
 const AUTH_URL = 'http://auth.example.test';
@@ -196,6 +198,35 @@ for (const backend of await backends()) {
       const finished = await post('/api/auth/mfa/verify', { mfaToken: challenged.json().mfaToken, code: totpCode(secret, clock()) }, ip);
       assert.equal(finished.statusCode, 200, finished.body);
       assert.deepEqual(amrOf(finished), ['email', 'otp', 'mfa']);
+    });
+
+    it('a trusted browser skips the second factor of a sign-in by mail, and is forgotten after a password change', async () => {
+      const { email, ip, user } = await person();
+      const secret = await enrolTotp(t.services as never, user, clock);
+      const device = trustedDeviceCookieName(t.config);
+      /** A sign-in by the mailed link from a browser carrying `cookie`. */
+      const signInByLink = async (nth: number, cookie?: string) => {
+        assert.equal((await start(email, ip)).statusCode, 202);
+        const { token } = linkAndCode(await mailFor(email, nth));
+        return verify({ token }, ip, cookie === undefined ? {} : { cookie: `${device}=${cookie}` });
+      };
+
+      const challenged = await signInByLink(1);
+      assert.equal(challenged.json().error, 'MFA_REQUIRED');
+      const trusted = await post('/api/auth/mfa/verify', { mfaToken: challenged.json().mfaToken, code: totpCode(secret, clock()), rememberDevice: true }, ip);
+      assert.equal(trusted.statusCode, 200, trusted.body);
+      const cookie = trusted.cookies.find((item) => item.name === device)?.value;
+      assert.ok(cookie, 'the browser is trusted');
+
+      const skipped = await signInByLink(2, cookie);
+      assert.equal(skipped.statusCode, 200, skipped.body);
+      assert.deepEqual(amrOf(skipped), ['email'], 'the waived sign-in claims no second factor');
+
+      const changed = await post('/api/auth/change-password', { currentPassword: PASSWORD, newPassword: 'a brand new passphrase 42' }, ip, { authorization: `Bearer ${trusted.json().token}` });
+      assert.equal(changed.statusCode, 200, changed.body);
+      const asked = await signInByLink(3, cookie);
+      assert.equal(asked.statusCode, 403, asked.body);
+      assert.equal(asked.json().error, 'MFA_REQUIRED', 'forgotten with the old password');
     });
 
     it('a first sign-in by mail verifies the address, and takes the account back from whoever made it without the mailbox', async () => {

@@ -46,6 +46,8 @@ const CASES: Record<string, (mail: MailRenderer, locale: Locale) => RenderedMail
     mail.render('organization-invitation', { name: null, organizationName: 'Acme  <Labs>', role: 'ADMIN', acceptUrl: url('/organizations/invitations/accept'), expiresInMinutes: 7 * 1440 }, locale),
   'organization-invitation refused name': (mail, locale) =>
     mail.render('organization-invitation', { name: null, organizationName: 'Evil\u202Eorg', role: 'MEMBER', acceptUrl: url('/organizations/invitations/accept'), expiresInMinutes: 60 }, locale),
+  'email-signin': (mail, locale) => mail.render('email-signin', { name: 'Ada', purpose: 'signin', linkUrl: url('/auth/email-signin/link'), code: '042917', expiresInMinutes: 10 }, locale),
+  'email-signin signup': (mail, locale) => mail.render('email-signin', { name: null, purpose: 'signup', linkUrl: url('/auth/email-signin/link'), code: '70315842', expiresInMinutes: 60 }, locale),
   'webhook-endpoint-disabled': (mail, locale) =>
     mail.render('webhook-endpoint-disabled', { name: 'Ada', endpointId: 'ep1', host: 'hooks.example.com', failingSinceAt: Date.UTC(2026, 10, 20, 8, 0), adminUrl: url('/admin/webhooks/ep1') }, locale),
 };

@@ -1,6 +1,7 @@
 /**
  * Counted metrics declared by the modules (`counters`, `countedEvents`): the rules the metrics
- * module holds them to (names, labels, vocabularies: a count outside them is not counted), the
+ * module holds them to (names, labels, vocabularies: a count outside them is not counted, whether
+ * an event made it or the module counted itself), the
  * counters of today's modules exactly as documented, and a module added to the list whose counter
  * shows in /metrics, fed by its own domain event.
  */
@@ -51,6 +52,16 @@ describe('counted metrics', () => {
     assert.deepEqual(countsOf({ ...event({}), type: 'user.created' }), []);
   });
 
+  it('holds a count a module makes itself (no event: MetricsService.count) to the same rules', () => {
+    const refused: string[] = [];
+    const { admits } = eventCounting([PARCELS], collectCountedEvents([parcelsModule()]), [delivered], (count: Count, why) => refused.push(`${count.metric}: ${why}`));
+    assert.equal(admits({ metric: 'parcels', labels: { carrier: 'courier', outcome: 'signed' }, by: 1 }), true);
+    assert.equal(admits({ metric: 'parcels', labels: { carrier: 'u_7f3a', outcome: 'signed' }, by: 1 }), false);
+    assert.equal(admits({ metric: 'parcels', labels: { carrier: 'post' }, by: 1 }), false);
+    assert.equal(admits({ metric: 'letters', labels: {}, by: 1 }), false);
+    assert.deepEqual(refused, ['parcels: the carrier label is outside its vocabulary', 'parcels: labels carrier are not carrier,outcome', 'letters: no such counter']);
+  });
+
   it('today’s modules declare the documented counters, with their help texts and labels', () => {
     const counters = collectCounters(MODULES);
     assert.deepEqual(Object.fromEntries(counters.map((counter) => [counter.name, Object.keys(counter.labels)])), {
@@ -59,6 +70,8 @@ describe('counted metrics', () => {
       sessions_created_total: ['method'],
       second_factor_total: ['method', 'outcome'],
       mfa_changes_total: ['event'],
+      api_key_authentications_total: ['via', 'outcome'],
+      api_key_changes_total: ['event', 'kind'],
       sso_signins_total: ['protocol', 'outcome'],
     });
     assert.doesNotThrow(() => eventCounting(counters, collectCountedEvents(MODULES), collectAuditEventTypes(MODULES)));

@@ -59,7 +59,7 @@ export function factorLabel(value: unknown): string {
 
 /**
  * The counting of a module list: every counter, checked once (names, labels, vocabularies), and
- * what an event counts for, only within the rules (a count naming no counter, other labels than its
+ * what an event (or a count a module makes itself) counts for, only within the rules (a count naming no counter, other labels than its
  * own or a value outside a label's vocabulary is left out, and reported to `onRefused`).
  */
 export function eventCounting(
@@ -67,7 +67,7 @@ export function eventCounting(
   counted: readonly CountedEvent[],
   declaredAuditTypes: readonly string[],
   onRefused: (count: Count, why: string) => void = () => {},
-): { readonly types: readonly AuditEventType[]; countsOf(event: AuditEvent): Count[] } {
+): { readonly types: readonly AuditEventType[]; countsOf(event: AuditEvent): Count[]; admits(count: Count): boolean } {
   const byMetric = new Map<string, CounterDefinition>();
   const names = new Set<string>();
   for (const counter of counters) {
@@ -110,15 +110,18 @@ export function eventCounting(
 
   const byType = new Map<string, CountedEvent[]>();
   for (const entry of counted) for (const type of new Set(entry.from)) byType.set(type, [...(byType.get(type) ?? []), entry]);
+  function admits(count: Count): boolean {
+    const why = whyRefused(count);
+    if (why !== null) onRefused(count, why);
+    return why === null;
+  }
+
   return {
     types: [...byType.keys()] as AuditEventType[],
     countsOf(event) {
-      const counts = (byType.get(event.type) ?? []).flatMap((entry) => entry.count(event));
-      return counts.filter((count) => {
-        const why = whyRefused(count);
-        if (why !== null) onRefused(count, why);
-        return why === null;
-      });
+      return (byType.get(event.type) ?? []).flatMap((entry) => entry.count(event)).filter(admits);
     },
+    /** Whether a count a module makes itself (not from an event: `MetricsService.count`) is within the rules. */
+    admits,
   };
 }

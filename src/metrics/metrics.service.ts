@@ -63,6 +63,12 @@ export interface MetricsService {
   readonly countedEventTypes: readonly AuditEventType[];
   /** A domain event, inside its transaction: increments counters only, never throws. */
   countEvent(event: AuditEvent): void;
+  /**
+   * A count a module makes itself, of what happens too often to be a domain event (a use of an API
+   * key, per request), in one of its declared counters and within the same label rules; memory
+   * only, never throws.
+   */
+  count(count: Count): void;
   /** Starts the process metrics and the feeds (rate-limit refusals, storage statements); the app does, when it serves. */
   start(): void;
   /** Stops the feeds. */
@@ -78,7 +84,7 @@ export function createMetricsService(deps: {
   sources: MetricsSources;
   /** The counters the modules declare, in list order, and what an event counts for (counted-events.ts's `eventCounting`: within the label rules). */
   counters: readonly CounterDefinition[];
-  counting: { readonly types: readonly AuditEventType[]; countsOf(event: AuditEvent): readonly Count[] };
+  counting: { readonly types: readonly AuditEventType[]; countsOf(event: AuditEvent): readonly Count[]; admits(count: Count): boolean };
   /** With WORKERS > 1, in a worker: how a scrape gets the cluster's metrics rather than this process's. */
   clusterScrape?: (registry: Registry) => () => Promise<string>;
 }): MetricsService {
@@ -168,6 +174,14 @@ export function createMetricsService(deps: {
         for (const count of deps.counting.countsOf(event)) counters.get(count.metric)?.inc(count.labels, count.by);
       } catch {
         // Metrics never cost the change its transaction.
+      }
+    },
+
+    count(count) {
+      try {
+        if (deps.counting.admits(count)) counters.get(count.metric)?.inc(count.labels, count.by);
+      } catch {
+        // Metrics never cost the request its answer.
       }
     },
 

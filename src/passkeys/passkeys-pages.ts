@@ -1,7 +1,8 @@
 /**
  * The passkeys' part of the hosted pages:
  * - a dashboard section listing the user's passkeys, each with a Rename and a Remove form, and
- *   "Add a passkey"; a sign-in page section with "Sign in with a passkey". Both load
+ *   "Add a passkey"; a sign-in page section with "Sign in with a passkey" (on the second-factor
+ *   page "Use a passkey", with the waivers' "Don't ask again on this browser" beside it). Both load
  *   `/assets/passkeys.js` (the page gives it a CSP nonce); without WebAuthn their buttons stay
  *   hidden, and the page looks as it would without them. Both are rendered in the page's language,
  *   and carry what the script may say (`data-texts`, JSON) in it too: the script holds no text;
@@ -17,7 +18,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { PageSection } from '../module.ts';
+import type { PageSection, PageSectionContext } from '../module.ts';
 import type { Translator } from '../i18n/translator.ts';
 import type { Config } from '../config.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
@@ -50,6 +51,8 @@ interface PasskeyPages {
     callbackUrl: string;
     /** On the second-factor page: answer the challenge of its cookie. */
     fromChallenge: boolean;
+    /** On the second-factor page: the second-factor waivers' fields ("Don't ask again on this browser"), whose `rememberDevice` the script sends. */
+    fields: string[];
     texts: string;
   };
 }
@@ -102,7 +105,10 @@ export function scriptTexts(i18n: Pick<Translator, 't'>): Record<string, string 
   };
 }
 
-export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
+/** The second-factor waivers' fields for the second-factor page (the mfa module's `promptFields`). */
+export type PromptFields = (page: PageSectionContext['page'], userId: string, formId: string) => Promise<string[]>;
+
+export function passkeyPageSections(passkeys: PasskeyService, promptFields: PromptFields): PageSection[] {
   const pages = renderer();
   return [
     {
@@ -127,7 +133,7 @@ export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
       scripts: [PASSKEYS_SCRIPT],
       async render({ callbackUrl, page }) {
         const { i18n } = page;
-        return pages.html(page, 'passkeys-signin-section', { title: '', callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: false, texts: JSON.stringify(scriptTexts(i18n)) });
+        return pages.html(page, 'passkeys-signin-section', { title: '', callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: false, fields: [], texts: JSON.stringify(scriptTexts(i18n)) });
       },
     },
     {
@@ -137,7 +143,8 @@ export function passkeyPageSections(passkeys: PasskeyService): PageSection[] {
       async render({ userId, callbackUrl, page }) {
         const { i18n } = page;
         if (userId === null || (await passkeys.listPasskeys(userId)).length === 0) return null;
-        return pages.html(page, 'passkeys-signin-section', { title: '', callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: true, texts: JSON.stringify(scriptTexts(i18n)) });
+        const fields = await promptFields(page, userId, 'passkey');
+        return pages.html(page, 'passkeys-signin-section', { title: '', callbackUrl: callbackUrl ?? DASHBOARD, fromChallenge: true, fields, texts: JSON.stringify(scriptTexts(i18n)) });
       },
     },
   ];

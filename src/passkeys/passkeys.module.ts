@@ -35,7 +35,7 @@ declare module '../audit/audit.service.ts' {
 
 /** Without the mfa module in the list: no recovery codes, and no challenge to answer. */
 const NO_RECOVERY_CODES: RecoveryCodeIssuer = { issueRecoveryCodesIfNone: async (_trx: Db, _userId: string) => null };
-const NO_SECOND_FACTOR: SecondFactorPort = { userOf: async () => null, finishWith: async () => ({ ok: false, reason: 'INVALID_TOKEN' }) };
+const NO_SECOND_FACTOR: SecondFactorPort = { userOf: async () => null, finishWith: async () => ({ ok: false, reason: 'INVALID_TOKEN' }), remember: async () => {} };
 
 export const passkeysModule = defineModule({
   name: 'passkeys',
@@ -60,7 +60,8 @@ export const passkeysModule = defineModule({
   jobs: ({ passkeys }, { logger }) => [createPeriodicJob({ name: 'passkey-challenge-cleanup', intervalMs: 60_000, firstDelayMs: 60_000, logger, run: async () => void (await passkeys.deleteExpiredChallenges()) })],
   firstFactors: ({ passkeys }) => [passkeyFactorKind(passkeys)],
   secondFactors: ({ passkeys }) => [passkeySecondFactorKind(passkeys)],
-  pageSections: ({ passkeys }) => passkeyPageSections(passkeys),
+  // On the second-factor page, the waivers' fields ("Don't ask again on this browser") the mfa module gathers, beside the passkey button.
+  pageSections: (services) => passkeyPageSections(services.passkeys, (page, userId, formId) => (services as Partial<typeof services>).secondFactor?.promptFields(page, userId, formId) ?? Promise.resolve([])),
   // A user's passkeys, by name and dates, never their keys (the rows go with the user's, on cascade).
   userData: ({ passkeys }) => ({ export: async (userId) => ({ passkeys: await passkeys.listPasskeys(userId) }) }),
   routes: [

@@ -6,7 +6,8 @@
  * - `PATCH /api/auth/passkeys/:id` (rename; signed in) and `DELETE /api/auth/passkeys/:id` (remove;
  *   as adding); `GET /api/auth/mfa` lists them;
  * - `POST /api/auth/passkeys/authenticate/options` + `/authenticate/verify`: a whole sign-in with a
- *   passkey, or, with the `mfaToken` of a 403 MFA_REQUIRED, the second factor after a password.
+ *   passkey, or, with the `mfaToken` of a 403 MFA_REQUIRED, the second factor after a password
+ *   (with `rememberDevice`, "don't ask again on this browser", as the code prompt offers).
  *   The answer is the body `POST /api/auth` gives, and, like `POST /api/auth/signin`, the browser
  *   session cookies (an API client may ignore them);
  * - `POST /api/auth/passkeys/step-up/options` + `/step-up/verify`: a signed-in user confirms it is
@@ -30,7 +31,7 @@ import { signInBody } from '../signin/signin-response.ts';
 import type { SignInOutcome, SignInPipeline } from '../signin/signin-pipeline.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
-import type { UserService } from '../users/user.service.ts';
+import type { User, UserService } from '../users/user.service.ts';
 import { isoTime, type Clock } from '../lib/clock.ts';
 import type { PasskeyService, RecoveryCodeIssuer } from './passkeys.service.ts';
 import { credentialId, passkeyName, registrationResponse, authenticationResponse, mfaToken, passkeyView, creationOptions, requestOptions, signInResponse, noBody, idParams, signedInErrors, toJson } from './passkeys.schemas.ts';
@@ -40,6 +41,8 @@ import { PASSKEY_FACTOR, passkeyFactor } from './passkey-factor.ts';
 export interface SecondFactorPort {
   userOf(mfaToken: unknown): Promise<string | null>;
   finishWith(mfaToken: unknown, userId: string, met: { method: string; amr: readonly string[] }, source: ReturnType<typeof requestSource>): Promise<SignInOutcome | { ok: false; reason: string; retryAfterSeconds?: number }>;
+  /** After the passkey met the challenge of a request that asked to be remembered (`rememberDevice`): what each second-factor waiver gives the browser. */
+  remember(request: FastifyRequest, reply: FastifyReply, user: User, source: ReturnType<typeof requestSource>): Promise<void>;
 }
 
 export interface PasskeyRouteOptions {
@@ -265,7 +268,18 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         description:
           'The authenticator\'s answer to the options. Without `mfaToken`: a whole sign-in (the session\'s `amr` is `hwk` or `swk`, `user`, `mfa`). With it: the second factor of that sign-in, with the passkey of its user only (`amr` e.g. `pwd`, `hwk`, `mfa`). Either way the same body as POST /api/auth, and the browser session cookies as POST /api/auth/signin sets them.',
         body: z
-          .object({ response: authenticationResponse, mfaToken: mfaToken.optional(), fromChallenge: z.literal(true).optional() }, { error: 'must be a JSON object' })
+          .object(
+            {
+              response: authenticationResponse,
+              mfaToken: mfaToken.optional(),
+              fromChallenge: z.literal(true).optional(),
+              rememberDevice: z
+                .boolean({ error: 'must be a boolean' })
+                .optional()
+                .describe("With `mfaToken` (or `fromChallenge`): don't ask again on this browser, as in POST /api/auth/mfa/verify (a trusted-device cookie, when trusted devices are on for this account). Ignored by a whole sign-in with a passkey, which asks for no second factor"),
+            },
+            { error: 'must be a JSON object' },
+          )
           .meta({ id: 'PasskeyAuthenticationRequest' }),
         response: {
           200: signInResponse,
@@ -297,6 +311,7 @@ export const passkeyRoutes: FastifyPluginAsyncZod<PasskeyRouteOptions> = async (
         if (!verified.ok) throw await refuse(verified.userId, 'second-factor');
         const outcome = await secondFactor.finishWith(token, userId, { method: PASSKEY_FACTOR, amr: [verified.keyKind] }, source);
         if (fromChallenge && outcome.ok) clearChallengeCookie(reply, config);
+        if (outcome.ok && request.body.rememberDevice === true) await secondFactor.remember(request, reply, outcome.user, source);
         return answerSignIn(request, reply, outcome);
       }
 

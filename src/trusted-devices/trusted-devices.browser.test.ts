@@ -2,7 +2,9 @@
  * Trusted devices in a real browser (Debian's Chromium through playwright-core) against the real
  * server on loopback: the second-factor page's "Don't ask again on this browser for 30 days"
  * checkbox, the next sign-in going straight through, the dashboard's Trusted browsers section and
- * its Forget button, after which the factor is asked again. axe-core finds no serious or critical
+ * its Forget button, after which the factor is asked again; the same box beside "Use a passkey"
+ * when the second factor is a passkey (Chromium's virtual authenticator, as in
+ * test/flows/passkeys-browser.test.ts), ticked or not. axe-core finds no serious or critical
  * violation on the prompt (with the checkbox) and on the dashboard (with the section) in the six
  * languages, nor on the admin's page of a user; a console error (a CSP violation, say) fails the
  * test. Skipped with a reason when Chromium is missing outside CI.
@@ -17,7 +19,7 @@ import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { freePort } from '../../test/helpers/process.ts';
 import { enrolTotp, totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
-import { chromiumAvailability, closeBrowser, launchBrowser, withPage, watchConsole, type Browser } from '../../test/helpers/browser.ts';
+import { addVirtualAuthenticator, chromiumAvailability, closeBrowser, launchBrowser, withPage, watchConsole, type Browser } from '../../test/helpers/browser.ts';
 import { trustedDeviceCookieName } from './trusted-devices.waiver.ts';
 import { LOCALES } from '../i18n/locales.ts';
 
@@ -73,7 +75,7 @@ describe('trusted devices in Chromium', { skip: chromium.ok ? false : chromium.r
   async function signOut(page: Page) {
     await page.goto('/auth/signout');
     await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.waitForURL(`${baseURL}/`);
+    await page.waitForURL(`${new URL(page.url()).origin}/`);
   }
 
   it('trusts the browser from the prompt, skips the factor next time, and asks again once forgotten', async (t) => {
@@ -131,6 +133,78 @@ describe('trusted devices in Chromium', { skip: chromium.ok ? false : chromium.r
       assert.deepEqual(await axeViolations(page), []);
       await page.locator('#trusted-devices-admin').getByRole('button', { name: 'Forget all' }).click();
       await page.getByText("No browser skips this user's second factor.").waitFor();
+    });
+  });
+
+  describe('with a passkey as the second factor', () => {
+    // WebAuthn wants a domain for its RP ID: this server's AUTH_URL is http://localhost:<port>.
+    let passkeyServer: TestApp | undefined;
+    let passkeyDatabase: TestDatabase | undefined;
+    let origin = '';
+    before(async () => {
+      passkeyDatabase = await createSqliteDatabase();
+      const port = await freePort();
+      origin = `http://localhost:${port}`;
+      passkeyServer = await createTestApp(passkeyDatabase, { env: { AUTH_URL: origin } });
+      await passkeyServer.app.listen({ port, host: '127.0.0.1' });
+    });
+    after(async () => {
+      await passkeyServer?.close();
+      await passkeyDatabase?.drop();
+    });
+
+    it('"Don\'t ask again" beside "Use a passkey": ticked, the next sign-in skips the factor; unticked, it is asked', async (t) => {
+      assert.ok(browser && passkeyServer);
+      const email = 'paula@example.com';
+      await createUser(passkeyServer.services, { email, password: PASSWORD, name: 'Paula Passkey' });
+      const deviceCookie = trustedDeviceCookieName(passkeyServer.config);
+      await withPage(t, browser, { baseURL: origin }, async (page) => {
+        const problems = watchConsole(page);
+        await addVirtualAuthenticator(page);
+        const signInWithPassword = () => signIn(page, email);
+        const signOutHere = () => signOut(page);
+        /** On the second-factor page: the passkey, with its box ticked or not. */
+        const answerWithPasskey = async (remember: boolean) => {
+          await page.waitForURL(/\/auth\/mfa/);
+          const box = page.locator('[data-passkeys="signin"]');
+          const field = box.getByLabel("Don't ask again on this browser for 30 days");
+          await field.waitFor();
+          assert.equal(await field.isChecked(), false, 'not trusted unless asked');
+          if (remember) await field.check();
+          await box.getByRole('button', { name: 'Use a passkey' }).click();
+          await page.waitForURL(`${origin}/dashboard`);
+        };
+        const hasDeviceCookie = async () => (await page.context().cookies()).some((cookie) => cookie.name === deviceCookie);
+
+        // A passkey added from the dashboard is the account's second factor from now on.
+        await signInWithPassword();
+        await page.waitForURL(`${origin}/dashboard`);
+        const passkeys = page.getByRole('region', { name: 'Passkeys' });
+        await passkeys.getByRole('button', { name: 'Add a passkey' }).click();
+        await passkeys.getByRole('button', { name: 'I have saved them' }).click();
+        await passkeys.locator('li.passkey').first().waitFor();
+        await signOutHere();
+
+        // Ticked: trusted, and the next sign-in from this browser goes straight through.
+        await signInWithPassword();
+        await answerWithPasskey(true);
+        assert.equal(await hasDeviceCookie(), true, 'the trusted-device cookie is set');
+        await signOutHere();
+        await signInWithPassword();
+        await page.waitForURL(`${origin}/dashboard`);
+        await page.getByRole('heading', { name: 'Trusted browsers' }).waitFor();
+
+        // Forgotten, then unticked: not trusted, and the next sign-in is asked again.
+        await page.getByRole('button', { name: 'Forget', exact: true }).click();
+        await page.waitForURL(/\/dashboard/);
+        await signOutHere();
+        await signInWithPassword();
+        await answerWithPasskey(false);
+        await signOutHere();
+        await signInWithPassword();
+        await page.waitForURL(/\/auth\/mfa/);
+        assert.deepEqual(problems, [], 'no console errors (e.g. CSP violations) and no failed requests');
+      });
     });
   });
 

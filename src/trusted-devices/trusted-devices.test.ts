@@ -2,7 +2,8 @@
  * Trusted devices over the real app, on SQLite and PostgreSQL: a second factor met with
  * `rememberDevice` sets a bound cookie; that browser's next sign-ins skip the second factor (the
  * session's amr claims none, step-up still asks, the audit event says what waived it); a new
- * password, a factor change, "sign out everywhere" and the dashboard forget it; another user's
+ * password, a factor change, "sign out everywhere" and the dashboard forget it; a passkey as the
+ * second factor trusts the browser the same way (its prompt offers the box too); another user's
  * sign-in, an altered or expired value, and holders of MFA_REQUIRED_ROLES get no waiver.
  */
 import { describe, it } from 'node:test';
@@ -10,10 +11,11 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { decodeJwt } from 'jose';
 import { backends } from '../../test/helpers/databases.ts';
-import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { createSignedInUser, createUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { enrolTotp, totpCode, TOTP_STEP_MS } from '../../test/helpers/totp.ts';
 import { formBrowser, postForm } from '../../test/helpers/cookie-jar.ts';
+import { SoftAuthenticator } from '../../test/helpers/webauthn.ts';
 import { trustedDeviceCookieName } from './trusted-devices.waiver.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -167,6 +169,51 @@ for (const backend of await backends()) {
       const { email, secret } = await userWithFactor([REQUIRED_ROLE]);
       const { device } = await trustBrowser(email, secret);
       assert.equal(device, undefined);
+    });
+
+    it('a passkey as the second factor trusts the browser with rememberDevice, and not without; the prompt offers the box beside it', async () => {
+      const { id, email, token } = await createSignedInUser(t, { email: `passkey${++count}-${backend.name}@example.com`, password: PASSWORD });
+      const authenticator = new SoftAuthenticator({ origin: new URL(t.config.authUrl).origin });
+      const post = (url: string, payload: object, headers: Record<string, string> = {}) => t.app.inject({ method: 'POST', url, payload, headers });
+      const registration = await post('/api/auth/passkeys/register/options', {}, { authorization: `Bearer ${token}` });
+      const registered = await post('/api/auth/passkeys/register/verify', { response: authenticator.register(registration.json()) }, { authorization: `Bearer ${token}` });
+      assert.equal(registered.statusCode, 200, registered.body);
+
+      /** A password sign-in answered with the passkey; the device cookie it got, if any. */
+      async function answerWithPasskey(rememberDevice: boolean | 'absent') {
+        const asked = await signIn(email);
+        assert.equal(asked.statusCode, 403, asked.body);
+        const mfaToken = asked.json().mfaToken as string;
+        const options = await post('/api/auth/passkeys/authenticate/options', { mfaToken });
+        const verified = await post('/api/auth/passkeys/authenticate/verify', { mfaToken, response: authenticator.assert(options.json()), ...(rememberDevice !== 'absent' && { rememberDevice }) });
+        assert.equal(verified.statusCode, 200, verified.body);
+        return verified.cookies.find((cookie) => cookie.name === cookieName());
+      }
+      assert.equal(await answerWithPasskey('absent'), undefined, 'not trusted unless asked');
+      assert.equal(await answerWithPasskey(false), undefined);
+      const device = await answerWithPasskey(true);
+      assert.ok(device, 'the device cookie is set');
+      assert.equal(device.httpOnly, true);
+      assert.equal(device.maxAge, 30 * 86_400);
+      const skipped = await signIn(email, device.value);
+      assert.equal(skipped.statusCode, 200, skipped.body);
+      assert.deepEqual(decodeJwt(skipped.json().token).amr, ['pwd'], 'the waived sign-in claims no passkey');
+      assert.equal((await signIn(email)).statusCode, 403, 'a browser without the cookie is still asked');
+      const [added] = await events('trusted_device.added', id);
+      assert.ok(added, 'audited');
+
+      const malformed = await post('/api/auth/passkeys/authenticate/verify', { response: authenticator.assert((await post('/api/auth/passkeys/authenticate/options', {})).json()), rememberDevice: 'yes' });
+      assert.equal(malformed.statusCode, 422, malformed.body);
+
+      // The page: the box beside "Use a passkey" (the script sends it as `rememberDevice`).
+      const browser = await formBrowser(t.app);
+      const origin = new URL(t.config.authUrl).origin;
+      const started = await postForm(t.app, browser, '/api/auth/signin', { email, password: PASSWORD }, origin);
+      assert.equal(started.statusCode, 303);
+      const prompt = await t.app.inject({ method: 'GET', url: started.headers.location as string, headers: { cookie: browser.jar.header() } });
+      assert.equal(prompt.statusCode, 200);
+      const section = /<div data-passkeys="signin"[\s\S]*?data-passkey-status><\/p>/.exec(prompt.body)?.[0] ?? '';
+      assert.match(section, /<input id="passkey-remember-device" name="rememberDevice" type="checkbox"/);
     });
 
     it('the prompt page offers the checkbox and its form sets the cookie; the dashboard forgets', async () => {

@@ -6,7 +6,8 @@
  * `seedTour` makes the people and things the pages show, through the real services of a served
  * test app: a member with an organization and an invitation out, an administrator with a webhook
  * endpoint and an OpenID client, someone with an authenticator app (who stops at the second-factor
- * prompt), and new accounts on demand (setting up an authenticator app). `openTourPage` visits a stop as its visitor, in a
+ * prompt), new accounts on demand (setting up an authenticator app), and fresh e-mail sign-in links.
+ * `openTourPage` visits a stop as its visitor, in a
  * browser context already signed in as that visitor (`signInVisitor`) and set to a language
  * (`setLanguage`: the `gatehouse.lang` cookie, which the OpenID Provider's pages read too).
  */
@@ -41,6 +42,8 @@ export interface TourSeed {
   /** A live invitation link's path and a live password reset link's path, from the mails the seeding sent. */
   invitationPath: string;
   resetPath: string;
+  /** A fresh e-mail sign-in link's path (a new mail each time: a link lives EMAIL_SIGNIN_TTL). */
+  emailSignInPath: () => Promise<string>;
 }
 
 export interface TourStop {
@@ -107,6 +110,24 @@ async function openRecoveryCodes(page: Page, seed: TourSeed): Promise<void> {
   await Promise.all([page.waitForNavigation(), page.locator('form[action="/dashboard/mfa/totp/enable"] button[type="submit"]').click()]);
 }
 
+/** An address with no account: the e-mail sign-in pages answer alike for every address. */
+const EMAIL_SIGNIN_ADDRESS = 'lou.link@example.com';
+
+/** Asks for a sign-in mail with the page's form: the code prompt, this browser's request behind it. */
+async function openEmailCode(page: Page): Promise<void> {
+  await submitForm(page, '/auth/email-signin', '/api/auth/email/start', async (form) => {
+    await form.locator('input[name="email"]').fill(EMAIL_SIGNIN_ADDRESS);
+  });
+  assert.equal(new URL(page.url()).pathname, '/auth/email-signin/code', 'the start form leads to the code prompt');
+  assert.equal(await page.locator('input[name="code"]').count(), 1, 'the prompt asks for the code (this browser asked)');
+}
+
+/** A mailed sign-in link's page, live: its "Sign in" button. */
+async function openEmailLink(page: Page, seed: TourSeed): Promise<void> {
+  await page.goto(await seed.emailSignInPath());
+  assert.equal(await page.locator('form[action="/api/auth/email/verify"] input[name="token"]').count(), 1, 'the link is live: its button is there');
+}
+
 /** Every page, in the order the screenshots index lists them. */
 export const TOUR: readonly TourStop[] = [
   { id: 'home', title: 'Home', visitor: 'guest', path: fixed('/') },
@@ -121,6 +142,19 @@ export const TOUR: readonly TourStop[] = [
         await form.locator('input[name="password"]').fill('not the password');
       }),
   },
+  { id: 'email-signin', title: 'Sign in by email: ask for a link', visitor: 'guest', path: fixed('/auth/email-signin') },
+  { id: 'email-signin-code', title: 'Sign in by email: the code', visitor: 'guest', open: openEmailCode },
+  {
+    id: 'email-signin-code-error',
+    title: 'Sign in by email: wrong code',
+    visitor: 'guest',
+    open: async (page) => {
+      await openEmailCode(page);
+      // Where a wrong code's form post lands (typing one for real would count against the address's limit).
+      await page.goto('/auth/email-signin/code?error=INVALID_CODE');
+    },
+  },
+  { id: 'email-signin-link', title: 'Sign in by email: the mailed link (its button)', visitor: 'guest', open: openEmailLink },
   { id: 'signup', title: 'Create an account', visitor: 'guest', path: fixed('/auth/signup') },
   { id: 'signup-error', title: 'Create an account, password refused', visitor: 'guest', path: fixed('/auth/signup?error=VALIDATION_ERROR&reason=TOO_SHORT') },
   { id: 'check-email', title: 'Check your email (sign-up)', visitor: 'guest', path: fixed('/auth/check-email') },
@@ -298,7 +332,13 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   const invitation = await services.organizations.invite(organization.organization.id, { userId: member.id }, { email: invited, role: 'MEMBER' }, SYSTEM_SOURCE);
   assert.ok(invitation.ok, 'the tour invitation is sent');
   await services.passwordReset.requestReset({ email: emails['second-factor'], source: SYSTEM_SOURCE });
+  // A sign-in link for someone with an account (it opens on its "Sign in" button; looking spends nothing).
+  const emailSignInPath = async () => {
+    await services.emailSignIn.start({ email: emails['second-factor'], callbackUrl: null, browserSecret: randomBytes(32).toString('base64url'), source: SYSTEM_SOURCE });
+    return mailedPath(served, emails['second-factor'], '/auth/email-signin/link');
+  };
   return {
+    emailSignInPath,
     baseURL: served.baseURL,
     newcomer,
     invitationPath: await mailedPath(served, invited, '/organizations/invitations/accept'),
@@ -312,8 +352,12 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   };
 }
 
-/** The environment a tour's app needs: sign-up on, the provider's device flow on its default. */
-export const TOUR_ENV = { ALLOW_SIGNUP: 'true' } as const;
+/**
+ * The environment a tour's app needs: sign-up on, the provider's device flow on its default, sign-in
+ * by e-mail on (its pages; the sign-in page's "E-mail me a link"), with room for the mails its stops
+ * ask for from one address and IP in every language and look.
+ */
+export const TOUR_ENV = { ALLOW_SIGNUP: 'true', EMAIL_SIGNIN: 'true', RATE_LIMIT_EMAIL_SIGNIN_PER_ADDRESS: '1000/1h', RATE_LIMIT_EMAIL_SIGNIN_PER_IP: '1000/1h' } as const;
 
 /** Pages answer in `locale` from now on (the cookie a `?lang=` choice sets). */
 export async function setLanguage(context: BrowserContext, seed: TourSeed, locale: Locale): Promise<void> {

@@ -185,9 +185,12 @@
       try {
         // On the second-factor page, the sign-in waiting there (its token is in an HttpOnly cookie).
         const fromChallenge = box.dataset.fromChallenge === 'true' ? { fromChallenge: true } : {};
+        // "Don't ask again on this browser", when the page offers it beside the button, as the code forms send it.
+        const remember = box.querySelector('input[name="rememberDevice"]');
+        const rememberDevice = fromChallenge.fromChallenge && remember !== null && remember.checked ? { rememberDevice: true } : {};
         const optionsJSON = await call('POST', '/api/auth/passkeys/authenticate/options', csrfToken, fromChallenge);
         const response = await webauthn.startAuthentication({ optionsJSON });
-        await call('POST', '/api/auth/passkeys/authenticate/verify', csrfToken, { response, ...fromChallenge });
+        await call('POST', '/api/auth/passkeys/authenticate/verify', csrfToken, { response, ...fromChallenge, ...rememberDevice });
         say(texts.signedIn);
         window.location.assign(callbackUrl);
       } catch (error) {
