@@ -12,9 +12,9 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { PageSection } from '../module.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
-import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
+import { signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { signInRedirect } from '../http/sign-in-redirect.ts';
+import { organizationPagePath as organizationPage, organizationSectionForms } from '../organizations/organization-section-forms.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { ADMIN, OWNER } from '../organizations/organizations.model.ts';
@@ -22,7 +22,6 @@ import type { OrganizationsService } from '../organizations/organizations.servic
 import type { ScimTokensService } from './scim-tokens.service.ts';
 import { SCIM_BASE_PATH } from './scim.routes.ts';
 
-const organizationPage = (id: string) => `/organizations/${encodeURIComponent(id)}`;
 const SECTION_ANCHOR = '#scim-tokens-heading';
 
 interface TokenRow {
@@ -75,11 +74,8 @@ const tokenForm = z.object({ tokenId: z.string().min(1).max(64), csrfToken });
 
 export const scimTokenPageRoutes: FastifyPluginAsyncZod<{ scimTokens: ScimTokensService; organizations: OrganizationsService; authUrl: string }> = async (app, { scimTokens, organizations, authUrl }) => {
   const pages = renderer();
-  const signedOutRedirect = (request: FastifyRequest) => signInRedirect(organizationPage((request.params as { id: string }).id));
-  const read = { access: access.user({ signedOutRedirect }), formErrorPage: '/organizations' };
-  const change = { access: access.user({ signedOutRedirect, requires: [RECENT_SECOND_FACTOR] }), formErrorPage: '/organizations' };
+  const { read, change, back } = organizationSectionForms(SECTION_ANCHOR);
   const hidden = { hide: true } as const;
-  const back = (id: string) => `${organizationPage(id)}${SECTION_ANCHOR}`;
 
   /** The caller's source, once they are found to manage the organization's SCIM. */
   async function manager(request: FastifyRequest<{ Params: { id: string } }>) {

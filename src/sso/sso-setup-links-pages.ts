@@ -12,15 +12,14 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { PageSection } from '../module.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
-import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
+import { signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { signInRedirect } from '../http/sign-in-redirect.ts';
+import { organizationPagePath as organizationPage, organizationSectionForms } from '../organizations/organization-section-forms.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import type { SsoService } from './sso.service.ts';
 import { SETUP_LINK_DEFAULT_DAYS, SETUP_LINK_MAX_DAYS } from './sso-setup.service.ts';
 
-const organizationPage = (id: string) => `/organizations/${encodeURIComponent(id)}`;
 const SECTION_ANCHOR = '#sso-setup-links-heading';
 
 interface LinkRow {
@@ -59,11 +58,8 @@ const params = z.object({ id: z.string().min(1).max(64) });
 
 export const ssoSetupLinkPageRoutes: FastifyPluginAsyncZod<{ sso: SsoService }> = async (app, { sso }) => {
   const pages = renderer();
-  const signedOutRedirect = (request: FastifyRequest) => signInRedirect(organizationPage((request.params as { id: string }).id));
-  const read = { access: access.user({ signedOutRedirect }), formErrorPage: '/organizations' };
-  const change = { access: access.user({ signedOutRedirect, requires: [RECENT_SECOND_FACTOR] }), formErrorPage: '/organizations' };
+  const { read, change, back } = organizationSectionForms(SECTION_ANCHOR);
   const hidden = { hide: true } as const;
-  const back = (id: string) => `${organizationPage(id)}${SECTION_ANCHOR}`;
 
   app.post(
     '/organizations/:id/sso-setup-links',
