@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { SYSTEM_SOURCE } from '../../src/audit/audit.service.ts';
+import { OPERATOR } from '../../src/organizations/organizations.model.ts';
 import type { Locale } from '../../src/i18n/locales.ts';
 import { createUser, type ServedTestApp } from './app.ts';
 import { enrolTotp, totpCode } from './totp.ts';
@@ -41,6 +42,8 @@ export interface TourSeed {
   /** A live invitation link's path and a live password reset link's path, from the mails the seeding sent. */
   invitationPath: string;
   resetPath: string;
+  /** A live SSO setup link's path (with its token) for the tour organization. */
+  ssoSetupPath: string;
 }
 
 export interface TourStop {
@@ -160,6 +163,8 @@ export const TOUR: readonly TourStop[] = [
   { id: 'organization', title: 'An organization (owner)', visitor: 'member', path: (seed) => `/organizations/${seed.organizationId}` },
   { id: 'invitation', title: 'An invitation to an organization', visitor: 'guest', path: (seed) => seed.invitationPath },
   { id: 'invitation-invalid', title: 'Invitation link not valid', visitor: 'guest', path: fixed('/organizations/invitations/accept') },
+  { id: 'sso-setup', title: 'SSO setup link (the IT admin’s guided page)', visitor: 'guest', path: (seed) => seed.ssoSetupPath },
+  { id: 'sso-setup-invalid', title: 'SSO setup link not valid', visitor: 'guest', path: fixed(`/sso/setup?token=${'x'.repeat(43)}`) },
   { id: 'oidc-consent', title: 'Consent to an app (OpenID Provider)', visitor: 'member', open: openConsent },
   { id: 'oidc-logout', title: 'Sign out of apps (OpenID Provider)', visitor: 'member', path: fixed('/oidc/session/end') },
   { id: 'device', title: 'Connect a device (OpenID Provider)', visitor: 'member', path: fixed('/device') },
@@ -297,7 +302,10 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   const invitation = await services.organizations.invite(organization.organization.id, { userId: member.id }, { email: invited, role: 'MEMBER' }, SYSTEM_SOURCE);
   assert.ok(invitation.ok, 'the tour invitation is sent');
   await services.passwordReset.requestReset({ email: emails['second-factor'], source: SYSTEM_SOURCE });
+  const setupLink = await services.sso.setup.create(organization.organization.id, {}, OPERATOR, SYSTEM_SOURCE);
+  assert.ok(setupLink.ok, 'the tour SSO setup link is made');
   return {
+    ssoSetupPath: `${new URL(setupLink.url).pathname}${new URL(setupLink.url).search}`,
     baseURL: served.baseURL,
     newcomer,
     invitationPath: await mailedPath(served, invited, '/organizations/invitations/accept'),
