@@ -22,7 +22,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
-import { access } from '../authorization/access.ts';
+import { access, DURING_ENROLMENT } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { baseCookieOptions } from '../http/cookies.ts';
 import { clientKey, type Limiter } from '../http/rate-limit.ts';
@@ -101,7 +101,8 @@ export const ssoSetupPageRoutes: FastifyPluginAsyncZod<SsoSetupPageOptions> = as
   const pages = createPageRenderer<SetupPages>(templatesIn(join(import.meta.dirname, 'templates')));
   const cookieName = setupCookie(config);
   const cookieOptions = baseCookieOptions(config);
-  const routeConfig = { access: access.anyone() };
+  // Like every /sso route, reachable on the way to enrolling a second factor: the link is not the visitor's account.
+  const routeConfig = { access: access.anyone({ exempt: [DURING_ENROLMENT] }) };
 
   function refused(reply: FastifyReply, code: string, back: string | null = null, retryAfterSeconds?: number) {
     const { i18n } = reply.page;
