@@ -320,6 +320,14 @@ const ACCEPTED: readonly { route: string; methods: readonly string[]; old: RegEx
     old: /^let through$/,
     now: /^403 REAUTH_REQUIRED \(json\)$/,
   })),
+  // The SCIM section's forms on the organization page (module scim), newer than the oracle, which
+  // let any path through that no route served: signed in, and a recent second factor to make a token.
+  ...['/organizations/:id/scim-tokens', '/organizations/:id/scim-tokens/rotate', '/organizations/:id/scim-tokens/revoke'].map((route) => ({
+    route,
+    methods: ['POST'],
+    old: /^let through$/,
+    now: /^(303 \/auth\/signin\?callbackUrl=\/organizations\/\S*|403 FORBIDDEN \(page\))$/,
+  })),
 ];
 
 function isAccepted(probe: Probe, route: string | null, old: string, now: string): boolean {

@@ -4,10 +4,13 @@
  * `/scim/v2`, authenticated by the organization's SCIM token. Users map to Gatehouse accounts and
  * memberships, groups to organization roles (by the organization's mappings); deprovisioning
  * removes the membership and ends the account's sessions. Tokens and mappings are managed by the
- * organization's OWNERs and ADMINs (`/api/organizations/:id/scim-tokens`), administrators
+ * organization's OWNERs and ADMINs (`/api/organizations/:id/scim-tokens`, and the **SCIM
+ * provisioning** section of the organization's page: scim-tokens-pages.ts), administrators
  * (`/api/admin/organizations/:id/scim-tokens`) and `gatehouse scim tokens`. See docs/guides/scim.md.
  */
+import { join } from 'node:path';
 import { defineModule } from '../module.ts';
+import { readMessages } from '../i18n/catalog.ts';
 import { cli } from './scim.cli.ts';
 import { SCIM_ERRORS } from './scim.errors.ts';
 import { scimConfigSection } from './scim.config.ts';
@@ -20,6 +23,7 @@ import { scimRoutes } from './scim.routes.ts';
 import { scimManagementRoutes } from './scim-tokens.routes.ts';
 import { SCIM_PUBLIC_EVENTS } from './scim.public-events.ts';
 import { listUsersOfAccount } from './scim.store.ts';
+import { scimTokenPageRoutes, scimTokenSections } from './scim-tokens-pages.ts';
 
 export interface ScimService {
   users: ReturnType<typeof createScimUsersService>;
@@ -54,6 +58,7 @@ export const scimModule = defineModule({
   name: 'scim',
   cli,
   config: scimConfigSection,
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   migrations: { '20261129-scim-tables': tables },
   errors: SCIM_ERRORS,
   auditEvents: AUDIT_EVENTS,
@@ -77,7 +82,9 @@ export const scimModule = defineModule({
       return rows.length === 0 ? null : { scimUsers: rows.map((row) => ({ organizationId: row.organization_id, id: row.id, userName: row.user_name, externalId: row.external_id, active: row.active === 1 })) };
     },
   }),
+  pageSections: (services) => scimTokenSections(services),
   routes: [
+    { scope: 'browser', register: (app, { services, config }) => app.register(scimTokenPageRoutes, { scimTokens: services.scimTokens, organizations: services.organizations, authUrl: config.authUrl }) },
     {
       scope: 'api',
       register: async (app, { services, config }) => {

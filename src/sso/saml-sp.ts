@@ -47,7 +47,8 @@ export interface SamlAssertion {
 }
 
 export type SamlFailure = 'MALFORMED' | 'INVALID_RESPONSE' | 'WRONG_RECIPIENT' | 'REPLAYED' | 'IDP_ERROR';
-export type SamlResult = { ok: true; assertion: SamlAssertion } | { ok: false; reason: SamlFailure; detail: string };
+/** `testId`: the response answers a setup link's test sign-in (see requestCache). */
+export type SamlResult = { ok: true; assertion: SamlAssertion; testId: string | null } | { ok: false; reason: SamlFailure; detail: string; testId?: string | null };
 
 export interface SamlConnection {
   id: string;
@@ -56,19 +57,24 @@ export interface SamlConnection {
   secrets: SpSecrets;
 }
 
-/** node-saml's request cache, in storage: the IDs of the AuthnRequests this connection sent, expiring. */
-function requestCache(db: Db, connectionId: string, clock: Clock): CacheProvider {
+/**
+ * node-saml's request cache, in storage: the IDs of the AuthnRequests this connection sent, expiring.
+ * A request a setup link's test sign-in sent carries its test's id (`testId`); the response that
+ * answers it (its InResponseTo, checked by node-saml) is then told as a test (`seen.testId`).
+ */
+function requestCache(db: Db, connectionId: string, clock: Clock, testId: string | null = null, seen: { testId: string | null } = { testId: null }): CacheProvider {
   return {
     async saveAsync(key, value) {
       const now = clock();
-      await store.insertRequest(db, { id: key, connection_id: connectionId, data: JSON.stringify({ kind: 'saml', value }), expires_at: now + REQUEST_TTL_MS });
+      await store.insertRequest(db, { id: key, connection_id: connectionId, data: JSON.stringify({ kind: 'saml', value, ...(testId !== null && { testId }) }), expires_at: now + REQUEST_TTL_MS });
       return { value, createdAt: now };
     },
     async getAsync(key) {
       const row = await store.findRequest(db, connectionId, key, clock());
       if (row === undefined) return null;
       // node-saml reads the request's instant back (it judges its age itself too).
-      const { value } = JSON.parse(row.data) as { value?: unknown };
+      const { value, testId: test } = JSON.parse(row.data) as { value?: unknown; testId?: unknown };
+      if (typeof test === 'string') seen.testId = test;
       return typeof value === 'string' ? value : null;
     },
     async removeAsync(key) {
@@ -78,7 +84,7 @@ function requestCache(db: Db, connectionId: string, clock: Clock): CacheProvider
   };
 }
 
-function samlFor(db: Db, authUrl: string, connection: SamlConnection, clock: Clock): SAML {
+function samlFor(db: Db, authUrl: string, connection: SamlConnection, clock: Clock, cache: CacheProvider = requestCache(db, connection.id, clock)): SAML {
   const endpoints = samlEndpoints(authUrl, connection.id);
   return new SAML({
     issuer: endpoints.entityId,
@@ -94,7 +100,7 @@ function samlFor(db: Db, authUrl: string, connection: SamlConnection, clock: Clo
     // IdP-initiated responses carry no InResponseTo: accepted only where the connection allows them.
     validateInResponseTo: connection.idpInitiated ? ValidateInResponseTo.ifPresent : ValidateInResponseTo.always,
     requestIdExpirationPeriodMs: REQUEST_TTL_MS,
-    cacheProvider: requestCache(db, connection.id, clock),
+    cacheProvider: cache,
     privateKey: connection.secrets.spSigningKey,
     signatureAlgorithm: 'sha256',
     decryptionPvk: connection.secrets.spEncryptionKey,
@@ -107,8 +113,8 @@ export function createSamlServiceProvider(deps: { db: Db; authUrl: string; clock
   const { db, authUrl, clock } = deps;
   return {
     /** The IdP's URL with a signed AuthnRequest (HTTP-Redirect binding); its ID is stored for InResponseTo. */
-    async authorizeUrl(connection: SamlConnection, relayState: string): Promise<string> {
-      return samlFor(db, authUrl, connection, clock).getAuthorizeUrlAsync(relayState, undefined, {});
+    async authorizeUrl(connection: SamlConnection, relayState: string, testId: string | null = null): Promise<string> {
+      return samlFor(db, authUrl, connection, clock, requestCache(db, connection.id, clock, testId)).getAuthorizeUrlAsync(relayState, undefined, {});
     },
 
     /** This connection's SP metadata (signed AuthnRequests, the encryption certificate). */
@@ -127,22 +133,24 @@ export function createSamlServiceProvider(deps: { db: Db; authUrl: string; clock
       const endpoints = samlEndpoints(authUrl, connection.id);
       if (raw.destination !== null && raw.destination !== endpoints.acsUrl) return { ok: false, reason: 'WRONG_RECIPIENT', detail: 'Destination is not this connection' };
       let profile: Profile | null;
+      const seen = { testId: null as string | null };
       try {
-        ({ profile } = await samlFor(db, authUrl, connection, clock).validatePostResponseAsync({ SAMLResponse: samlResponse }));
+        ({ profile } = await samlFor(db, authUrl, connection, clock, requestCache(db, connection.id, clock, null, seen)).validatePostResponseAsync({ SAMLResponse: samlResponse }));
       } catch (error) {
         const detail = error instanceof Error ? error.message.slice(0, 200) : 'refused';
-        return { ok: false, reason: error instanceof Error && error.name === 'SamlStatusError' ? 'IDP_ERROR' : 'INVALID_RESPONSE', detail };
+        return { ok: false, reason: error instanceof Error && error.name === 'SamlStatusError' ? 'IDP_ERROR' : 'INVALID_RESPONSE', detail, testId: seen.testId };
       }
-      if (profile === null || typeof profile.nameID !== 'string' || profile.nameID.length === 0) return { ok: false, reason: 'INVALID_RESPONSE', detail: 'no subject' };
+      const { testId } = seen;
+      if (profile === null || typeof profile.nameID !== 'string' || profile.nameID.length === 0) return { ok: false, reason: 'INVALID_RESPONSE', detail: 'no subject', testId };
       const signed = readSigned(profile);
-      if (signed === null) return { ok: false, reason: 'INVALID_RESPONSE', detail: 'no assertion ID' };
+      if (signed === null) return { ok: false, reason: 'INVALID_RESPONSE', detail: 'no assertion ID', testId };
       if (!signed.recipients.includes(endpoints.acsUrl) || signed.recipients.some((recipient) => recipient !== endpoints.acsUrl)) {
-        return { ok: false, reason: 'WRONG_RECIPIENT', detail: 'Recipient is not this connection' };
+        return { ok: false, reason: 'WRONG_RECIPIENT', detail: 'Recipient is not this connection', testId };
       }
       const now = clock();
       const expiresAt = Math.min(Math.max(signed.notOnOrAfter ?? now, now) + REPLAY_MARGIN_MS, now + MAX_ASSERTION_LIFETIME_MS);
-      if (!(await store.recordAssertion(db, connection.id, signed.assertionId, expiresAt, now))) return { ok: false, reason: 'REPLAYED', detail: 'assertion ID seen before' };
-      return { ok: true, assertion: { nameId: profile.nameID, attributes: attributesOf(profile) } };
+      if (!(await store.recordAssertion(db, connection.id, signed.assertionId, expiresAt, now))) return { ok: false, reason: 'REPLAYED', detail: 'assertion ID seen before', testId };
+      return { ok: true, assertion: { nameId: profile.nameID, attributes: attributesOf(profile) }, testId };
     },
   };
 }

@@ -52,9 +52,10 @@ export function createSsoConnections(deps: {
   }
 
   return {
-    async create(organizationId: string, input: ConnectionInput, source: AuditSource): Promise<ConnectionResult> {
+    /** `options.id`: the id a setup link reserved (its SP values were shown before the connection existed). */
+    async create(organizationId: string, input: ConnectionInput, source: AuditSource, options: { id?: string } = {}): Promise<ConnectionResult> {
       if (!(await deps.organizationExists(organizationId))) return { ok: false, reason: 'ORGANIZATION_NOT_FOUND' };
-      const id = randomId();
+      const id = options.id ?? randomId();
       const now = clock();
       const common = { mapping: { ...(input.protocol === 'saml' ? SAML_DEFAULT_MAPPING : OIDC_DEFAULT_MAPPING), ...input.mapping }, groupRoles: input.groupRoles ?? [] };
       let settings: ConnectionSettings;

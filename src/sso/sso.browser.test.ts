@@ -9,21 +9,14 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createSqliteDatabase, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
-import { freePort } from '../../test/helpers/process.ts';
+import { createUser, type TestApp } from '../../test/helpers/app.ts';
 import { closeBrowser, launchBrowser, newPage, skipUnlessChromium, type Browser, type Page } from '../../test/helpers/browser.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
-import { startTestIdp, type TestIdp } from './sso.test-helpers.ts';
-import { startStubDnsServer, type StubDnsServer } from '../org-domains/test-dns-server.ts';
+import type { TestIdp } from './sso.test-helpers.ts';
+import type { StubDnsServer } from '../org-domains/test-dns-server.ts';
 import { OPERATOR } from '../organizations/organizations.model.ts';
 import type { Connection } from './sso.model.ts';
-
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+import { axeViolations, sendIdpForm, startSsoBrowserStack, type SsoBrowserStack } from './sso-browser.test-helpers.ts';
 const PASSWORD = 'correct horse battery staple';
 const DOMAIN = 'initrode.example';
 
@@ -31,11 +24,10 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
   let organizationId: string;
   let dns: StubDnsServer;
   let browser: Browser | undefined;
-  let database: TestDatabase;
+  let stack: SsoBrowserStack;
   let served: TestApp;
   let baseURL: string;
   let idp: TestIdp;
-  let idpServer: Server;
   const spMetadata = new Map<string, string>();
   let connection: Connection;
   let idpInitiated: Connection;
@@ -43,13 +35,10 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
   let next = { email: `jane@${DOMAIN}`, groups: ['engineering'] };
 
   before(async () => {
-    idpServer = createServer(async (request, response) => {
-      const url = new URL(request.url ?? '/', 'http://idp');
+    stack = await startSsoBrowserStack(async (url, response) => {
       const respond = async (target: Connection, inResponseTo: string | null, relayState: string | null) => {
         const samlResponse = await idp.respond(spMetadata.get(target.id)!, { nameIdXml: next.email, attributes: { email: [next.email], name: ['Jane Initrode'], groups: next.groups }, inResponseTo });
-        const acs = `${baseURL}/sso/saml/${target.id}/acs`;
-        response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-        response.end(`<!doctype html><html lang="en"><title>Test IdP</title><form method="post" action="${acs}"><input type="hidden" name="SAMLResponse" value="${samlResponse}">${relayState === null ? '' : `<input type="hidden" name="RelayState" value="${relayState.replace(/"/g, '&quot;')}">`}<button type="submit">Approve at the IdP</button></form></html>`);
+        sendIdpForm(response, `${baseURL}/sso/saml/${target.id}/acs`, samlResponse, relayState);
       };
       if (url.pathname === '/sso') {
         const { id, relayState } = idp.readRequest(url.href);
@@ -58,15 +47,7 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
       if (url.pathname === '/start') return respond(idpInitiated, null, null);
       response.writeHead(404).end();
     });
-    await new Promise<void>((resolve) => idpServer.listen(0, '127.0.0.1', resolve));
-    idp = await startTestIdp(`http://127.0.0.1:${(idpServer.address() as AddressInfo).port}/metadata`);
-
-    database = await createSqliteDatabase();
-    const port = await freePort();
-    baseURL = `http://localhost:${port}`;
-    dns = await startStubDnsServer();
-    served = await createTestApp(database, { env: { AUTH_URL: baseURL, DOMAINS_DNS_SERVER: dns.address } });
-    await served.app.listen({ port, host: '127.0.0.1' });
+    ({ served, baseURL, dns, idp } = stack);
 
     const owner = await createUser(served.services, { email: 'owner@example.com', password: PASSWORD });
     const org = await served.services.organizations.create({ name: 'Initrode' }, owner.id, SYSTEM_SOURCE);
@@ -88,20 +69,10 @@ describe('SSO in the browser', { skip: skipUnlessChromium(), timeout: 180_000 },
   });
   after(async () => {
     await closeBrowser(browser);
-    await served?.close();
-    await database?.drop();
-    await new Promise((resolve) => idpServer?.close(resolve));
-    await dns?.close();
+    await stack?.close();
   });
 
-  async function axe(page: Page): Promise<string[]> {
-    await page.addScriptTag({ content: AXE_SOURCE });
-    const violations = await page.evaluate(async () => {
-      const run = (globalThis as unknown as { axe: { run(options: object): Promise<{ violations: Array<{ id: string; impact: string | null }> }> } }).axe;
-      return (await run.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } })).violations;
-    });
-    return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => violation.id);
-  }
+  const axe = (page: Page): Promise<string[]> => axeViolations(page);
 
   it('signs in SP-initiated from the sign-in page: discovery by domain, the IdP, back on the dashboard as a new member', async () => {
     const page = await newPage(browser!, { baseURL });

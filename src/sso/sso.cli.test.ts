@@ -74,5 +74,19 @@ for (const backend of await backends()) {
       assert.equal((await cli(['create', '--org', slug, '--name', 'x', '--client-secret', 'visible'], (fn) => t.after(fn))).code, 2);
       assert.equal((await cli(['frobnicate'], (fn) => t.after(fn))).code, 2);
     });
+
+    it('makes a setup link (printed once, working) and revokes it', async (t) => {
+      const made = await cli(['setup-link', '--org', slug, '--days', '2'], (fn) => t.after(fn));
+      assert.equal(made.code, 0, describeRun(made));
+      const url = /https?:\/\/\S+\/sso\/setup\?token=\S+/.exec(made.stdout)?.[0] ?? '';
+      const id = /Setup link (\S+)/.exec(made.stdout)?.[1] ?? '';
+      const opened = await app.app.inject({ url: url.slice(url.indexOf('/sso/setup')) });
+      assert.equal(opened.statusCode, 303, opened.body);
+      assert.equal((await cli(['setup-link', '--org', slug, '--days', '90'], (fn) => t.after(fn))).code, 2);
+      const revoked = await cli(['revoke-setup-link', '--org', slug, id], (fn) => t.after(fn));
+      assert.equal(revoked.code, 0, describeRun(revoked));
+      assert.equal((await app.app.inject({ url: url.slice(url.indexOf('/sso/setup')) })).statusCode, 410);
+      assert.equal((await cli(['revoke-setup-link', '--org', slug, id], (fn) => t.after(fn))).code, 1);
+    });
   });
 }

@@ -17,7 +17,11 @@ export const SSO_USAGE = `  gatehouse sso list [--org ORG] [--json]
                                     add an OpenID Connect connection (the secret read from standard input)
   gatehouse sso enforce ID on|off   refuse (or allow again) other ways in for the organization's verified domains
   gatehouse sso delete ID           delete a connection (its members keep their accounts)
-  gatehouse sso metadata ID         print the SAML SP metadata to give the IdP`;
+  gatehouse sso metadata ID         print the SAML SP metadata to give the IdP
+  gatehouse sso setup-link --org ORG [--days N] [--connection ID]
+                                    a setup link for the organization's IT admin (printed once; default 7 days)
+  gatehouse sso revoke-setup-link --org ORG LINK_ID
+                                    stop a setup link now`;
 
 export const cli: readonly CliCommandGroup[] = [{ name: 'sso', usage: SSO_USAGE, order: 55, load: async () => runSsoCommand }];
 
@@ -138,6 +142,34 @@ export const runSsoCommand: CliCommandRunner = async (args, io, context) => {
         const deleted = await sso.connections.delete(positionals[0]!, CLI_SOURCE);
         if (!deleted.ok) throw new CliError('no such SSO connection');
         io.stdout.write(`Deleted SSO connection ${positionals[0]}\n`);
+      });
+    },
+    async 'setup-link'(rest) {
+      const { values } = parse('setup-link', rest, { org: { type: 'string' }, days: { type: 'string' }, connection: { type: 'string' } }, 0);
+      if (values.org === undefined) throw new CliError('--org is required', 2);
+      const days = values.days === undefined ? undefined : Number(values.days);
+      if (days !== undefined && !(Number.isInteger(days) && days >= 1 && days <= 30)) throw new CliError('--days must be a whole number from 1 to 30', 2);
+      const { CLI_SOURCE } = await runtime();
+      const { OPERATOR } = await import('../organizations/organizations.model.ts');
+      await withServices(io, async ({ sso, organizations }) => {
+        const organization = await organizations.find(values.org!);
+        if (organization === null) throw new CliError('no such organization');
+        const created = await sso.setup.create(organization.id, { expiresInDays: days, connectionId: values.connection }, OPERATOR, CLI_SOURCE);
+        if (!created.ok) throw new CliError(`the setup link was not created: ${created.reason}`);
+        io.stdout.write(`Setup link ${created.link.id} for ${organization.slug}, until ${new Date(created.link.expiresAt).toISOString()} (shown once):\n${created.url}\n`);
+      });
+    },
+    async 'revoke-setup-link'(rest) {
+      const { values, positionals } = parse('revoke-setup-link', rest, { org: { type: 'string' } }, 1);
+      if (values.org === undefined) throw new CliError('--org is required', 2);
+      const { CLI_SOURCE } = await runtime();
+      const { OPERATOR } = await import('../organizations/organizations.model.ts');
+      await withServices(io, async ({ sso, organizations }) => {
+        const organization = await organizations.find(values.org!);
+        if (organization === null) throw new CliError('no such organization');
+        const revoked = await sso.setup.revoke(organization.id, positionals[0]!, OPERATOR, CLI_SOURCE);
+        if (!revoked.ok) throw new CliError('no such active setup link');
+        io.stdout.write(`Revoked setup link ${positionals[0]}\n`);
       });
     },
     async metadata(rest) {

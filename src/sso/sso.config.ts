@@ -1,5 +1,5 @@
 /** The SSO module's part of the configuration. */
-import type { ConfigSection } from '../config.ts';
+import type { ConfigSection, RateLimit } from '../config.ts';
 
 export interface SsoConfig {
   /**
@@ -10,6 +10,8 @@ export interface SsoConfig {
   readonly allowPrivateTargets: boolean;
   /** Plain http metadata URLs and issuers: only when NODE_ENV is development or test. */
   readonly allowHttp: boolean;
+  /** RATE_LIMIT_SSO_SETUP (default 60/15m): requests to a setup link's pages, per IP (the link is a bearer secret: no guessing). */
+  readonly setupPerIp: RateLimit;
 }
 
 declare module '../config.ts' {
@@ -22,5 +24,6 @@ export const ssoConfigSection: ConfigSection = (read, { env }) => ({
   sso: {
     allowPrivateTargets: read.boolean('SSO_ALLOW_PRIVATE_TARGETS', false),
     allowHttp: env === 'development' || env === 'test',
+    setupPerIp: read.rateLimit('RATE_LIMIT_SSO_SETUP', { points: 60, durationSeconds: 900 }),
   },
 });

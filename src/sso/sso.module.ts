@@ -6,11 +6,15 @@
  */
 import { defineModule } from '../module.ts';
 import * as tables from './migrations/20261129-sso-tables.ts';
+import * as setupLinks from './migrations/20261130-sso-setup-links.ts';
 import { SSO_ERRORS } from './sso.errors.ts';
 import { ssoConfigSection } from './sso.config.ts';
 import { createSsoService, type SsoService } from './sso.service.ts';
 import { ssoRoutes } from './sso.routes.ts';
 import { ssoAdminRoutes } from './sso-admin.routes.ts';
+import { ssoSetupRoutes } from './sso-setup.routes.ts';
+import { ssoSetupPageRoutes } from './sso-setup-pages.routes.ts';
+import { ssoSetupLinkPageRoutes, ssoSetupLinkSections } from './sso-setup-links-pages.ts';
 import { ssoPageRoutes, ssoPageSections } from './sso-pages.routes.ts';
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
@@ -19,6 +23,7 @@ import { ssoEnforcementStep } from './sso-enforcement.ts';
 import { SSO_COUNTED_EVENTS, SSO_COUNTERS } from './sso.metrics.ts';
 import * as store from './sso.store.ts';
 import { cli } from './sso.cli.ts';
+import { SCIM_BASE_PATH } from '../scim/scim.routes.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -26,7 +31,18 @@ declare module '../module.ts' {
   }
 }
 
-const AUDIT_EVENTS = ['sso.connection_created', 'sso.connection_updated', 'sso.connection_deleted', 'sso.signin_succeeded', 'sso.signin_failed', 'sso.identity_linked'] as const;
+const AUDIT_EVENTS = [
+  'sso.connection_created',
+  'sso.connection_updated',
+  'sso.connection_deleted',
+  'sso.signin_succeeded',
+  'sso.signin_failed',
+  'sso.identity_linked',
+  'sso.setup_link_created',
+  'sso.setup_link_revoked',
+  'sso.setup_link_opened',
+  'sso.setup_test_completed',
+] as const;
 type SsoAuditEvents = Record<(typeof AUDIT_EVENTS)[number], true>;
 declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends SsoAuditEvents {}
@@ -35,7 +51,7 @@ declare module '../audit/audit.service.ts' {
 export const ssoModule = defineModule({
   name: 'sso',
   openApiTags: [{ name: 'sso', description: 'Enterprise single sign-on: SAML and OpenID Connect connections per organization.' }],
-  migrations: { '20261129-sso-tables': tables },
+  migrations: { '20261129-sso-tables': tables, '20261130-sso-setup-links': setupLinks },
   config: ssoConfigSection,
   cli,
   messages: readMessages(join(import.meta.dirname, 'messages')),
@@ -67,7 +83,7 @@ export const ssoModule = defineModule({
       return identities.length === 0 ? null : { ssoIdentities: identities.map((row) => ({ connectionId: row.connection_id, subject: row.subject, createdAt: new Date(Number(row.created_at)).toISOString() })) };
     },
   }),
-  pageSections: ({ sso }) => ssoPageSections(sso),
+  pageSections: ({ sso }) => [...ssoPageSections(sso), ...ssoSetupLinkSections(sso)],
   routes: [
     {
       scope: 'browser',
@@ -75,5 +91,22 @@ export const ssoModule = defineModule({
     },
     { scope: 'browser', register: (app, { services, config }) => app.register(ssoPageRoutes, { sso: services.sso, organizations: services.organizations, config }) },
     { scope: 'api', register: (app, { services, config }) => app.register(ssoAdminRoutes, { sso: services.sso, organizations: services.organizations, authUrl: config.authUrl }) },
+    { scope: 'api', register: (app, { services }) => app.register(ssoSetupRoutes, { sso: services.sso }) },
+    { scope: 'browser', register: (app, { services }) => app.register(ssoSetupLinkPageRoutes, { sso: services.sso }) },
+    {
+      scope: 'browser',
+      // The setup link's pages use the verified-domains and SCIM modules' services (both above this one).
+      register: (app, { services, config, clock }) =>
+        app.register(ssoSetupPageRoutes, {
+          sso: services.sso,
+          organizations: services.organizations,
+          orgDomains: services.orgDomains,
+          scimTokens: services.scimTokens,
+          limiter: services.rateLimiters.create('sso-setup', config.sso.setupPerIp),
+          config,
+          clock,
+          scimBasePath: SCIM_BASE_PATH,
+        }),
+    },
   ],
 });

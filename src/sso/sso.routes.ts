@@ -27,7 +27,8 @@ import { redirectToChallenge } from '../signin/challenge-cookie.ts';
 import { HUB_PAGES } from '../http/hub-pages.ts';
 import { errorResponse } from '../http/schemas.ts';
 import { AppError } from '../errors.ts';
-import type { SsoService, SsoSignInResult } from './sso.service.ts';
+import type { SetupTestAnswered, SsoService, SsoSignInResult } from './sso.service.ts';
+import { setupTestPage } from './sso-setup.paths.ts';
 
 export interface SsoRouteOptions {
   sso: SsoService;
@@ -58,7 +59,9 @@ export const ssoRoutes: FastifyPluginAsyncZod<SsoRouteOptions> = async (app, opt
   const cookieOptions = baseCookieOptions(config);
   const flowCookie = ssoFlowCookie(config);
 
-  async function finish(request: FastifyRequest, reply: FastifyReply, result: SsoSignInResult | { ok: false; reason: string }, callbackUrl: string) {
+  async function finish(request: FastifyRequest, reply: FastifyReply, result: SsoSignInResult | SetupTestAnswered | { ok: false; reason: string }, callbackUrl: string) {
+    // A setup link's test sign-in: to its result, on the link's page (no session was made).
+    if (!result.ok && 'testId' in result) return reply.redirect(setupTestPage(result.testId), 303);
     if (!result.ok && 'challenge' in result && redirectToChallenge(reply, result.challenge, callbackUrl, config)) return reply;
     if (!result.ok || !('session' in result)) return reply.redirect(errorPage(result.ok ? 'AccessDenied' : result.reason), 303);
     await setBrowserSession(request, reply, { sessions, csrf, config, nowMs: clock() }, { userId: result.user.id, session: result.session });

@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { SYSTEM_SOURCE } from '../../src/audit/audit.service.ts';
+import { OPERATOR } from '../../src/organizations/organizations.model.ts';
 import type { Locale } from '../../src/i18n/locales.ts';
 import { createUser, type ServedTestApp } from './app.ts';
 import { enrolTotp, totpCode } from './totp.ts';
@@ -44,6 +45,8 @@ export interface TourSeed {
   resetPath: string;
   /** A fresh e-mail sign-in link's path (a new mail each time: a link lives EMAIL_SIGNIN_TTL). */
   emailSignInPath: () => Promise<string>;
+  /** A live SSO setup link's path (with its token) for the tour organization. */
+  ssoSetupPath: string;
 }
 
 export interface TourStop {
@@ -194,6 +197,8 @@ export const TOUR: readonly TourStop[] = [
   { id: 'organization', title: 'An organization (owner)', visitor: 'member', path: (seed) => `/organizations/${seed.organizationId}` },
   { id: 'invitation', title: 'An invitation to an organization', visitor: 'guest', path: (seed) => seed.invitationPath },
   { id: 'invitation-invalid', title: 'Invitation link not valid', visitor: 'guest', path: fixed('/organizations/invitations/accept') },
+  { id: 'sso-setup', title: 'SSO setup link (the IT admin’s guided page)', visitor: 'guest', path: (seed) => seed.ssoSetupPath },
+  { id: 'sso-setup-invalid', title: 'SSO setup link not valid', visitor: 'guest', path: fixed(`/sso/setup?token=${'x'.repeat(43)}`) },
   { id: 'oidc-consent', title: 'Consent to an app (OpenID Provider)', visitor: 'member', open: openConsent },
   { id: 'oidc-logout', title: 'Sign out of apps (OpenID Provider)', visitor: 'member', path: fixed('/oidc/session/end') },
   { id: 'device', title: 'Connect a device (OpenID Provider)', visitor: 'member', path: fixed('/device') },
@@ -337,8 +342,11 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
     await services.emailSignIn.start({ email: emails['second-factor'], callbackUrl: null, browserSecret: randomBytes(32).toString('base64url'), source: SYSTEM_SOURCE });
     return mailedPath(served, emails['second-factor'], '/auth/email-signin/link');
   };
+  const setupLink = await services.sso.setup.create(organization.organization.id, {}, OPERATOR, SYSTEM_SOURCE);
+  assert.ok(setupLink.ok, 'the tour SSO setup link is made');
   return {
     emailSignInPath,
+    ssoSetupPath: `${new URL(setupLink.url).pathname}${new URL(setupLink.url).search}`,
     baseURL: served.baseURL,
     newcomer,
     invitationPath: await mailedPath(served, invited, '/organizations/invitations/accept'),
