@@ -87,6 +87,15 @@ describe('webhook admin pages', () => {
     assertHtmlPage(list, 'list');
     assert.match(list.body, /<a href="\/admin\/webhooks" aria-current="page">Webhooks<\/a>/);
     assert.match(list.body, /<input id="event-0" name="eventTypes" type="checkbox" value="user.created">/);
+    // Each box says what its event tells, in words its declaring module gives, with the name receivers see.
+    assert.match(list.body, /<label for="event-0">An account was created \(sign-up, provider, administrator or command line\)\. <code>user\.created<\/code><\/label>/);
+    assert.match(list.body, /<label for="event-\d+">Someone confirmed their e-mail address\. <code>email\.verified<\/code><\/label>/);
+    const labels = [...list.body.matchAll(/<label for="event-\d+">([^<]*)<code>([^<]+)<\/code><\/label>/g)];
+    assert.ok(labels.length >= 10);
+    const described = labels.filter((label) => label[1]!.trim() !== '').map((label) => label[2]);
+    for (const type of ['user.created', 'user.updated', 'user.deleted', 'user.disabled', 'user.enabled', 'session.created', 'session.revoked', 'password.changed', 'password.reset', 'mfa.enabled', 'mfa.disabled', 'email.verified']) {
+      assert.ok(described.includes(type), `${type} is described`);
+    }
 
     const refused = await submit('/admin/webhooks', '/admin/webhooks', [['url', 'http://10.0.0.5/in'], ['description', 'Inner <app>'], ['eventTypes', 'user.created']]);
     assertHtmlPage(refused, 'refused');
@@ -151,6 +160,7 @@ describe('webhook admin pages', () => {
     assert.match(list.body, /<html lang="fr"/);
     assert.match(list.body, /<h2 id="register-heading">Enregistrer un point de terminaison<\/h2>/);
     assert.match(list.body, /retentées pendant 3\sjours au plus/, 'the retry window in words, in the language');
+    assert.match(list.body, /<label for="event-0">Un compte a été créé [^<]*<code>user\.created<\/code><\/label>/, 'the events described in the language');
     assert.match(list.body, /<a href="\/admin\/webhooks" aria-current="page">Webhooks<\/a>/);
 
     const form = await inLanguage('/admin/webhooks?lang=de');
