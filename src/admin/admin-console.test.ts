@@ -138,7 +138,9 @@ for (const backend of await backends()) {
       const grace = await t.services.users.findUserByEmail('grace@example.com');
       assert.deepEqual(grace?.roles, ['AUDITOR', 'EDITOR']);
       assert.notEqual(grace?.emailVerifiedAt, null);
-      const mail = await mailTo(smtp, 'grace@example.com', 'Reset your Gatehouse password');
+      const mail = await mailTo(smtp, 'grace@example.com', 'You have been invited to Gatehouse');
+      assert.match(mail.text, /You have been invited to Gatehouse/);
+      assert.doesNotMatch(mail.text, /reset the password|Someone asked/, 'an invitation, not a reset');
       assert.match(mail.text, /reset-password\?token=/);
       const page = await get(location);
       assertHtmlPage(page, 'new user page');
