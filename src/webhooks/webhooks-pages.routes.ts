@@ -104,6 +104,8 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
       problems: problems.map((problem) => ({ message: problemText(problem, values, webhooks.eventTypes, i18n), fields: inputsOf(problem.field) })),
       code: webhooksError(refusalCode(problems), i18n).code,
       values: texts,
+      // The summary links each problem by its field's label (the boxes by their legend); the message is beside the field.
+      labels: { url: i18n.t('webhooks.field.url'), description: i18n.t('webhooks.field.description'), ...Object.fromEntries(eventTypeChoices.map((choice) => [choice.id, i18n.t('webhooks.field.events')])) },
     });
   }
 
