@@ -220,7 +220,7 @@ describe('password pages', () => {
     assert.ok(!done.cookies.some((c) => c.name.includes('session') || c.name.includes('refresh')), 'nobody is signed in');
     const landing = await get('/auth/reset-password/done');
     assertHtmlPage(landing, '/auth/reset-password/done');
-    assert.match(landing.body, /Sign in again with your new password/);
+    assert.match(landing.body, /Log in again with your new password/);
     assert.match(landing.body, /<a class="button" href="\/auth\/signin">Log in<\/a>/);
     assert.equal(await t.services.sessions.authenticate(other.accessToken), null, 'the other session ended');
 
