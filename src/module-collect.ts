@@ -144,6 +144,9 @@ export function collectPublicEvents(modules: readonly GatehouseModule[]): Public
     const declaring = modules.find((candidate) => candidate.name === module)!;
     if (!(declaring.auditEvents ?? []).includes(from as AuditEventType)) throw new Error(`modules: "${module}" makes the public event "${value.type}" from "${from}", an audit event it does not declare`);
     if ((orders.get(value.type) ?? value.order) !== value.order) throw new Error(`modules: the public event "${value.type}" is given two orders`);
+    if (value.description !== undefined && !(value.description.startsWith(`${module}.`) && Object.hasOwn(declaring.messages?.[DEFAULT_LOCALE] ?? {}, value.description))) {
+      throw new Error(`modules: the public event "${value.type}" of "${module}" is described by "${value.description}", which its messages do not have`);
+    }
     orders.set(value.type, value.order);
   }
   return byOrder(all.values());

@@ -88,7 +88,7 @@ export const adminConsoleRoutes: FastifyPluginAsyncZod<AdminConsoleOptions> = as
       return refuse('roles', 'INVALID_ROLE');
     }
     // The invitation is the set-password link of a reset (its mail, its lifetime), in the account's outbox.
-    if (invite) await options.passwordReset!.requestReset({ email: result.user.email, source });
+    if (invite) await options.passwordReset!.requestReset({ email: result.user.email, source, isInvitation: true });
     return reply.redirect(pageUrl(adminUserPage(result.user.id), { notice: invite ? 'USER_INVITED' : 'USER_CREATED' }), 303);
   });
 

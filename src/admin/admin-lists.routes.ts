@@ -10,6 +10,8 @@ import type { AuditEvent } from '../audit/audit.service.ts';
 import type { EventFilter } from '../audit/audit.store.ts';
 import { encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { UserService } from '../users/user.service.ts';
+import type { UserCondition } from '../users/user.store.ts';
+import type { Clock } from '../lib/clock.ts';
 import { isValidRole } from '../users/user.service.ts';
 import { queryText } from '../web/page-query.ts';
 import type { PageLanguage, PageRenderer } from '../web/render.ts';
@@ -40,7 +42,19 @@ export interface AdminListOptions {
   admin: AdminService;
   users: UserService;
   pages: PageRenderer<AdminPages>;
+  clock: Clock;
+  /** The condition "has / has no second factor" (the mfa module's); null: the filter is not offered. */
+  secondFactor: ((isPresent: boolean) => UserCondition) | null;
+  /** The condition "is a member of the organization" (the organizations module's); null: not offered. */
+  memberOf: ((organizationId: string) => UserCondition) | null;
+  /** The organizations the filter offers. */
+  organizations: ((query?: string) => Promise<ReadonlyArray<{ id: string; name: string; slug: string }>>) | null;
 }
+
+/** The last-sign-in filter's choices: signed in within N days, or not. */
+const SIGN_IN_CHOICES = ['within7', 'within30', 'within90', 'not7', 'not30', 'not90'] as const;
+type SignInChoice = (typeof SIGN_IN_CHOICES)[number];
+const DAY_MS = 86_400_000;
 
 /** The most events one export holds; a larger view is cut there (the file says so in its last line or field). */
 export const EXPORT_CAP = 10_000;
@@ -53,6 +67,9 @@ const userListQuery = z.object({
   role: queryText(64),
   status: choice(['active', 'disabled'] as const),
   verified: choice(['unverified'] as const),
+  factor: choice(['with', 'without'] as const),
+  org: queryText(64),
+  signin: choice(SIGN_IN_CHOICES),
   sort: choice(['newest', 'oldest'] as const),
   cursor: cursorQuery,
   ...pageQuery,
@@ -66,7 +83,7 @@ const eventQuery = {
   to: queryText(10),
 };
 
-export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (app, { admin, users, pages }) => {
+export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (app, { admin, users, pages, clock, secondFactor, memberOf, organizations }) => {
   // The users' list has its own address too (the overview may take /admin one day); one page either way.
   app.get(ADMIN_USERS_PAGE, { config: forAdmins, schema: { ...hidden, querystring: userListQuery } }, async (request, reply) => listUsers(request.query, reply.page, ADMIN_USERS_PAGE).then((model) => pages.send(reply, 'admin-users', model)));
   app.get(ADMIN_PAGE, { config: forAdmins, schema: { ...hidden, querystring: userListQuery } }, async (request, reply) => listUsers(request.query, reply.page, ADMIN_PAGE).then((model) => pages.send(reply, 'admin-users', model)));
@@ -79,16 +96,25 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
     // A cursor we did not make (edited, or from another build): the list starts again from the top.
     if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
     const role = filters.role !== undefined && isValidRole(filters.role.toUpperCase()) ? filters.role.toUpperCase() : undefined;
+    const orgs = organizations === null ? [] : await organizations();
+    const org = memberOf !== null && filters.org !== undefined ? orgs.find((candidate) => candidate.id === filters.org || candidate.slug === filters.org) : undefined;
+    const factor = secondFactor === null ? undefined : filters.factor;
+    const conditions: UserCondition[] = [
+      ...(factor !== undefined ? [secondFactor!(factor === 'with')] : []),
+      ...(org !== undefined ? [memberOf!(org.id)] : []),
+      ...(filters.signin !== undefined ? [lastSignInCondition(filters.signin)] : []),
+    ];
     const result = await users.listUsers({
       ...(filters.query !== undefined && { query: filters.query }),
       ...(role !== undefined && { role }),
       ...(filters.status !== undefined && { disabled: filters.status === 'disabled' }),
       ...(filters.verified === 'unverified' && { unverified: true }),
       ...(filters.sort === 'oldest' && { oldestFirst: true }),
+      ...(conditions.length > 0 && { conditions }),
       ...(before && { before }),
       limit: ADMIN_PAGE_SIZE,
     });
-    const kept = { query: filters.query, role, status: filters.status, verified: filters.verified, sort: filters.sort };
+    const kept = { query: filters.query, role, status: filters.status, verified: filters.verified, factor, org: org?.slug, signin: filters.signin, sort: filters.sort };
     const isFiltered = Object.values(kept).some((value) => value !== undefined);
     return {
       title: i18n.t('admin.users.title'),
@@ -96,7 +122,10 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
       section: 'users' as const,
       alerts,
       query: filters.query ?? '',
-      filter: { role: role ?? '', status: filters.status ?? '', verified: filters.verified ?? '', sort: filters.sort ?? 'newest' },
+      filter: { role: role ?? '', status: filters.status ?? '', verified: filters.verified ?? '', factor: factor ?? '', org: org?.slug ?? '', signin: filters.signin ?? '', sort: filters.sort ?? 'newest' },
+      canFilterFactor: secondFactor !== null,
+      organizations: memberOf === null ? [] : orgs.map((candidate) => ({ slug: candidate.slug, name: candidate.name })),
+      signInChoices: SIGN_IN_CHOICES.map((value) => ({ value, label: i18n.t(`admin.users.filter.signin.${value.startsWith('not') ? 'not' : 'within'}`, { days: Number(value.replace(/\D/g, '')) }) })),
       isFiltered,
       listHref: path,
       newUserHref: ADMIN_NEW_USER_PAGE,
@@ -114,6 +143,12 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
       nextHref: result.next === null ? null : pageUrl(path, { ...kept, cursor: encodeCursor(result.next) }),
       firstHref: before ? pageUrl(path, kept) : null,
     };
+  }
+
+  /** "Signed in within N days" or not, from the audit log's sign-ins (kept for AUDIT_RETENTION). */
+  function lastSignInCondition(choice: SignInChoice): UserCondition {
+    const days = Number(choice.replace(/\D/g, ''));
+    return admin.hasEventSince('signin.success', clock() - days * DAY_MS, choice.startsWith('within'));
   }
 
   /** The filter of the log's query, the texts to show back, and whether a date was refused. */

@@ -21,6 +21,7 @@ import type { AdminService } from './admin.service.ts';
 import { MAX_ROLES } from './admin.routes.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { signedIn } from '../authorization/access.ts';
+import type { UserCondition } from '../users/user.store.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { AccountDeletionService } from '../account-deletion/account-deletion.service.ts';
 import type { PasswordResetService } from '../password-reset/password-reset.service.ts';
@@ -50,6 +51,16 @@ export interface AdminPageOptions {
   adminNav: readonly AdminNavEntry[];
   users: UserService;
   clock: Clock;
+  /** The condition "has / has no second factor" (the mfa module's); null without it. */
+  secondFactor?: ((isPresent: boolean) => UserCondition) | null;
+  /** The condition "is a member of the organization" (the organizations module's); null without it. */
+  memberOf?: ((organizationId: string) => UserCondition) | null;
+  /** The organizations, for the list's filter; null without that module. */
+  organizations?: ((query?: string) => Promise<ReadonlyArray<{ id: string; name: string; slug: string }>>) | null;
+  /** Rate-limit refusals by limiter since start; null when metrics are off. */
+  refusals?: (() => Promise<Array<{ limiter: string; count: number }>>) | null;
+  /** The configured OAuth providers' names, by id. */
+  providerNames?: ReadonlyMap<string, string>;
   /** The invitation of Add user (a set-password link), when that module is on. */
   passwordReset: PasswordResetService | null;
   /** The bulk delete, when that module is on. */
@@ -67,8 +78,8 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
   const { admin, config } = options;
   const pages = createAdminPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   const sendForbiddenPage = createForbiddenPage();
-  await app.register(adminListRoutes, { admin, users: options.users, pages });
-  await app.register(adminOverviewRoutes, { admin, users: options.users, pages, clock: options.clock });
+  await app.register(adminListRoutes, { admin, users: options.users, pages, clock: options.clock, secondFactor: options.secondFactor ?? null, memberOf: options.memberOf ?? null, organizations: options.organizations ?? null });
+  await app.register(adminOverviewRoutes, { admin, users: options.users, pages, clock: options.clock, secondFactor: options.secondFactor ?? null, refusals: options.refusals ?? null, providerNames: options.providerNames ?? new Map() });
   await app.register(adminConsoleRoutes, {
     admin,
     users: options.users,

@@ -33,8 +33,14 @@ export interface AdminUserItem {
 export interface AdminPages {
   'admin-users': AdminFrame & {
     query: string;
-    filter: { role: string; status: string; verified: string; sort: string };
+    filter: { role: string; status: string; verified: string; factor: string; org: string; signin: string; sort: string };
     isFiltered: boolean;
+    /** The second-factor filter is offered (the mfa module is in the list). */
+    canFilterFactor: boolean;
+    /** The organizations the filter offers (by slug); empty: not offered. */
+    organizations: Array<{ slug: string; name: string }>;
+    /** The last-sign-in filter's choices. */
+    signInChoices: Array<{ value: string; label: string }>;
     /** The list's own address (the filters' form goes there). */
     listHref: string;
     newUserHref: string;
@@ -91,7 +97,9 @@ export interface AdminPages {
     cancelHref: string;
   };
   'admin-overview': AdminFrame & {
-    figures: Array<{ label: string; value: number }>;
-    charts: Array<{ id: string; title: string; labels: readonly string[]; series: ReadonlyArray<{ name: string; className: string; values: readonly number[] }>; svg: string }>;
+    /** Each value as it is shown (a number in the page's language, a share). */
+    figures: Array<{ label: string; value: string }>;
+    /** `labelHeading` heads the table's first column (a day, a limiter, a queue); with `emptyText` the chart has nothing to draw and says so instead. */
+    charts: Array<{ id: string; title: string; labels: readonly string[]; labelHeading: string; emptyText?: string; series: ReadonlyArray<{ name: string; className: string; values: readonly number[] }>; svg: string }>;
   };
 }

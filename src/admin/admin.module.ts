@@ -31,7 +31,20 @@ export const adminModule = defineModule({
   // The /admin pages' texts, and the admin area's header shared with the clients' and webhooks' pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: ADMIN_ERRORS,
-  provide: ({ services }) => ({ admin: createAdminService({ users: services.users, sessions: services.sessions, credentials: services.credentials, audit: services.audit }) }),
+  provide: ({ services, db, modules }) => {
+    const has = (name: string) => modules.some((module) => module.name === name);
+    return {
+      admin: createAdminService({
+        users: services.users,
+        sessions: services.sessions,
+        credentials: services.credentials,
+        audit: services.audit,
+        db,
+        // The outboxes whose module is in the list (as the metrics module measures them).
+        outboxes: [...(has('mail') ? [{ queue: 'mail' as const, table: 'mail_outbox' }] : []), ...(has('webhooks') ? [{ queue: 'webhooks' as const, table: 'webhook_deliveries' }] : [])],
+      }),
+    };
+  },
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(adminRoutes, { admin: services.admin }) },
     {
@@ -45,6 +58,11 @@ export const adminModule = defineModule({
           adminNav,
           users: services.users,
           clock,
+          secondFactor: 'mfa' in services ? (isPresent: boolean) => services.mfa.secondFactorCondition(isPresent).condition : null,
+          memberOf: 'organizations' in services ? (organizationId: string) => services.organizations.memberCondition(organizationId) : null,
+          organizations: 'organizations' in services ? (query?: string) => services.organizations.list({ ...(query !== undefined && { query }), limit: 200 }) : null,
+          refusals: 'metrics' in services && services.metrics !== null ? () => services.metrics!.refusalsByLimiter() : null,
+          providerNames: new Map((config.oauth?.providers ?? []).map((provider) => [provider.id, provider.name])),
           passwordReset: 'passwordReset' in services ? services.passwordReset : null,
           accountDeletion: 'accountDeletion' in services ? services.accountDeletion : null,
         }),

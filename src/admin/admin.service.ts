@@ -9,6 +9,10 @@ import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { PasswordRejection } from '../credentials/password-policy.ts';
 import type { AuditEventInput, AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { Db } from '../storage/database.ts';
+import { countOutboxItems } from '../storage/outbox/outbox.store.ts';
+
+/** The most rows the overview counts per outbox and status: past it, "at least". */
+export const BACKLOG_COUNT_CAP = 10_000;
 
 export type AdminCreateUserResult =
   | { ok: true; user: User }
@@ -37,7 +41,16 @@ export interface AdminUserChanges {
 
 export type AdminService = ReturnType<typeof createAdminService>;
 
-export function createAdminService(deps: { users: UserService; sessions: SessionService; credentials: CredentialsService; audit: AuditService }) {
+export function createAdminService(deps: {
+  users: UserService;
+  sessions: SessionService;
+  credentials: CredentialsService;
+  audit: AuditService;
+  /** For the outboxes' backlogs (storage's outbox queries); without it, none are shown. */
+  db?: Db;
+  /** The outboxes of the modules in the list (mail, webhooks): their queue and table. */
+  outboxes?: ReadonlyArray<{ queue: 'mail' | 'webhooks'; table: string }>;
+}) {
   const { users, sessions, credentials, audit } = deps;
 
   /** The audit events an update made, to be written in its transaction. */
@@ -124,6 +137,19 @@ export function createAdminService(deps: { users: UserService; sessions: Session
     listEvents: audit.listEvents,
     /** Events of some types per UTC day since a moment (the overview's charts). */
     countEventsPerDay: audit.countEventsPerDay,
+    /** Events of a type per UTC day, by fields of their details (sign-ins by method). */
+    countEventsPerDayBy: audit.countEventsPerDayBy,
+    /** Distinct accounts with an event of a type, per UTC day and in all (active users). */
+    countDistinctUsersPerDay: audit.countDistinctUsersPerDay,
+    /** The condition "signed in / not since" on a users query (the list's filter by last sign-in). */
+    hasEventSince: audit.hasEventSince,
+
+    /** Deliveries waiting and failed in each outbox, counted up to `BACKLOG_COUNT_CAP`. */
+    async outboxBacklogs(): Promise<Array<{ queue: 'mail' | 'webhooks'; pending: number; failed: number }>> {
+      const { db } = deps;
+      if (db === undefined) return [];
+      return Promise.all((deps.outboxes ?? []).map(async ({ queue, table }) => ({ queue, ...(await countOutboxItems(db, table, BACKLOG_COUNT_CAP)) })));
+    },
     /** The audit event types the modules declare, for the log's filter. */
     eventTypes: audit.eventTypes,
   };

@@ -17,7 +17,12 @@ export interface Chart {
   title: string;
   labels: readonly string[];
   series: readonly ChartSeries[];
+  /** Bars of a label on top of each other (parts of one whole: sign-ins by method) rather than side by side. */
+  isStacked?: boolean;
 }
+
+/** The bar colours of the stylesheet, in the order series take them. */
+export const SERIES_CLASSES = ['chart-a', 'chart-c', 'chart-d', 'chart-e', 'chart-b', 'chart-f'] as const;
 
 const WIDTH = 640;
 const HEIGHT = 200;
@@ -36,12 +41,13 @@ function niceMax(max: number): { top: number; step: number } {
 
 /** The chart as an SVG element (escaped text throughout). */
 export function barChartSvg(chart: Chart): string {
-  const max = Math.max(0, ...chart.series.flatMap((series) => series.values));
+  const stackedTotals = chart.labels.map((_, index) => chart.series.reduce((sum, series) => sum + (series.values[index] ?? 0), 0));
+  const max = Math.max(0, ...(chart.isStacked === true ? stackedTotals : chart.series.flatMap((series) => series.values)));
   const { top, step } = niceMax(max);
   const plotWidth = WIDTH - LEFT;
   const plotHeight = HEIGHT - BOTTOM - TOP;
   const slot = plotWidth / Math.max(1, chart.labels.length);
-  const barWidth = Math.max(1, (slot * 0.8) / Math.max(1, chart.series.length));
+  const barWidth = chart.isStacked === true ? slot * 0.8 : Math.max(1, (slot * 0.8) / Math.max(1, chart.series.length));
   const y = (value: number) => TOP + plotHeight - (value / top) * plotHeight;
   const parts: string[] = [];
   for (let value = 0; value <= top; value += step) {
@@ -50,10 +56,14 @@ export function barChartSvg(chart: Chart): string {
   }
   chart.labels.forEach((label, index) => {
     const x0 = LEFT + index * slot + slot * 0.1;
+    let below = 0;
     chart.series.forEach((series, seriesIndex) => {
       const value = series.values[index] ?? 0;
       const height = y(0) - y(value);
-      parts.push(`<rect class="${escapeHtml(series.className)}" x="${(x0 + seriesIndex * barWidth).toFixed(1)}" y="${y(value).toFixed(1)}" width="${barWidth.toFixed(1)}" height="${height.toFixed(1)}"/>`);
+      const x = chart.isStacked === true ? x0 : x0 + seriesIndex * barWidth;
+      const top = chart.isStacked === true ? y(below + value) : y(value);
+      below += value;
+      parts.push(`<rect class="${escapeHtml(series.className)}" x="${x.toFixed(1)}" y="${top.toFixed(1)}" width="${barWidth.toFixed(1)}" height="${height.toFixed(1)}"/>`);
     });
     // Every other day's label when there are many: they must not overlap.
     if (chart.labels.length <= 10 || index % 2 === 0) {

@@ -186,6 +186,12 @@ export function createAuditService(deps: {
 
     /** Events of `types` per UTC day (days since the epoch) since `from`, counted in one grouped query. */
     countEventsPerDay: (types: readonly string[], from: number) => store.countEventsPerDay(db, types, from),
+    /** Events of `type` per UTC day since `from`, by string fields of their details (a sign-in's `method`, `provider`). */
+    countEventsPerDayBy: (type: string, detailKeys: readonly string[], from: number) => store.countEventsPerDayBy(db, type, detailKeys, from),
+    /** The condition "has / has no event of `type` since `from`" on a users query (the filter by last sign-in). */
+    hasEventSince: store.hasEventSince,
+    /** Distinct accounts with an event of `type` per UTC day since `from`, and over the whole range. */
+    countDistinctUsersPerDay: (type: string, from: number) => store.countDistinctUsersPerDay(db, type, from),
 
     /**
      * Deletes events created before `cutoff`, oldest first, `batchSize` rows per statement and at

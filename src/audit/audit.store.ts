@@ -1,9 +1,10 @@
 /** Queries on the audit log. Functions take `db` so callers can pass a transaction. */
-import { sql, type SqlBool } from 'kysely';
+import { SqliteAdapter, sql, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedInsert } from '../storage/prepared.ts';
 import type { AuditEventRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
+import type { UserCondition } from '../users/user.store.ts';
 
 const insertEventRow = preparedInsert('audit_events', {
   id: true,
@@ -76,6 +77,66 @@ export async function countEventsPerDay(db: Db, types: readonly string[], from: 
     .groupBy(['type', day])
     .execute();
   return rows.map((row) => ({ type: row.type, day: Math.floor(Number(row.day)), count: Number(row.count) }));
+}
+
+/** A string field of an event's JSON details, in the dialect's own JSON function (SQLite: text; PostgreSQL: text cast to jsonb). */
+function detailField(db: Db, key: string) {
+  // A literal, not a parameter: PostgreSQL groups by the expression as written, and a parameter in
+  // the select list is another expression than the same parameter in GROUP BY. Keys are ours.
+  if (!/^[a-zA-Z][a-zA-Z0-9_]*$/.test(key)) throw new TypeError(`not a detail key: ${key}`);
+  return db.getExecutor().adapter instanceof SqliteAdapter
+    ? sql<string | null>`json_extract(details, ${sql.lit(`$.${key}`)})`
+    : sql<string | null>`(details::jsonb ->> ${sql.lit(key)})`;
+}
+
+/**
+ * Events of one type per UTC day since `from`, split by string fields of their details (a
+ * sign-in's `method` and `provider`); a field an event lacks comes back null. One grouped query over
+ * the `(type, created_at)` index; the JSON is read only from the rows in range.
+ */
+export async function countEventsPerDayBy(db: Db, type: string, detailKeys: readonly string[], from: number): Promise<Array<{ keys: Array<string | null>; day: number; count: number }>> {
+  const day = sql<number | string>`(created_at / ${sql.lit(86_400_000)})`;
+  const fields = detailKeys.map((key) => detailField(db, key));
+  const rows = await db
+    .selectFrom('audit_events')
+    .select([...fields.map((field, index) => field.as(`k${index}`)), day.as('day'), (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('type', '=', type)
+    .where('created_at', '>=', from)
+    .groupBy([...fields, day])
+    .execute();
+  return rows.map((row) => {
+    const record = row as Record<string, unknown>;
+    return { keys: detailKeys.map((_, index) => (record[`k${index}`] == null ? null : String(record[`k${index}`]))), day: Math.floor(Number(row.day)), count: Number(row.count) };
+  });
+}
+
+/**
+ * How many distinct accounts have an event of `type` on each UTC day since `from`, and over the whole
+ * range: the overview's active users (`signin.success`). Two grouped queries over the
+ * `(type, created_at)` index.
+ */
+export async function countDistinctUsersPerDay(db: Db, type: string, from: number): Promise<{ perDay: Array<{ day: number; count: number }>; total: number }> {
+  const day = sql<number | string>`(created_at / ${sql.lit(86_400_000)})`;
+  const distinctUsers = sql<number | string>`count(distinct user_id)`;
+  const [rows, total] = await Promise.all([
+    db.selectFrom('audit_events').select([day.as('day'), distinctUsers.as('count')]).where('type', '=', type).where('created_at', '>=', from).groupBy(day).execute(),
+    db.selectFrom('audit_events').select(distinctUsers.as('count')).where('type', '=', type).where('created_at', '>=', from).executeTakeFirst(),
+  ]);
+  return { perDay: rows.map((row) => ({ day: Math.floor(Number(row.day)), count: Number(row.count) })), total: Number(total?.count ?? 0) };
+}
+
+/**
+ * The condition "the user has (`isPresent`) / has no event of `type` since `from`" on a users query
+ * (the administrators' filter by last sign-in): one lookup per user row on the
+ * `(user_id, created_at)` index.
+ */
+export function hasEventSince(type: string, from: number, isPresent: boolean): UserCondition {
+  return (eb) => {
+    const found = eb.exists(
+      eb.selectFrom('audit_events').select('audit_events.id').whereRef('audit_events.user_id', '=', 'users.id').where('audit_events.created_at', '>=', from).where('audit_events.type', '=', type),
+    );
+    return isPresent ? found : eb.not(found);
+  };
 }
 
 /** Deletes at most `batchSize` of the oldest events created before `cutoff`; returns how many. */

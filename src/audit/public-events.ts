@@ -22,6 +22,12 @@ export interface PublicEventType {
    * declaration of one type gives the same.
    */
   readonly order: number;
+  /**
+   * What it tells, in one sentence for the administrators choosing an endpoint's events: a key of
+   * the declaring module's messages (`users.webhookEvent.created`). The first declaration of a type
+   * that gives one is used; a type without one is shown by its name alone.
+   */
+  readonly description?: string;
   /** The payload: only what the allow-list lets through (`facts`, with the helpers below). */
   payload(event: AuditEvent): PublicEventData;
 }

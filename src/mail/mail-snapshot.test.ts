@@ -27,6 +27,7 @@ const AT = Date.UTC(2026, 10, 21, 14, 5);
 const CASES: Record<string, (mail: MailRenderer, locale: Locale) => RenderedMail> = {
   'password-reset': (mail, locale) => mail.render('password-reset', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }, locale),
   'password-reset refused name': (mail, locale) => mail.render('password-reset', { name: 'Evil\u202EAda', resetUrl: url('/auth/reset-password'), expiresInMinutes: 30 }, locale),
+  'password-invitation': (mail, locale) => mail.render('password-invitation', { name: 'Grace', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }, locale),
   'password-changed': (mail, locale) => mail.render('password-changed', { name: null, changedAt: AT, forgotPasswordUrl: url('/auth/forgot-password') }, locale),
   'password-changed linked providers': (mail, locale) =>
     mail.render('password-changed', { name: 'Ada  Lovelace', changedAt: AT, forgotPasswordUrl: url('/auth/forgot-password'), linkedProviders: { names: ['GitHub', 'Google', 'Acme <SSO>'], reviewUrl: url('/auth/review-providers') } }, locale),

@@ -69,6 +69,8 @@ export interface MetricsService {
    * only, never throws.
    */
   count(count: Count): void;
+  /** Requests refused by a rate limit since this process started serving, by limiter (the admin overview). */
+  refusalsByLimiter(): Promise<Array<{ limiter: string; count: number }>>;
   /** Starts the process metrics and the feeds (rate-limit refusals, storage statements); the app does, when it serves. */
   start(): void;
   /** Stops the feeds. */
@@ -167,6 +169,11 @@ export function createMetricsService(deps: {
       } catch {
         // Metrics never cost a request anything but time.
       }
+    },
+
+    async refusalsByLimiter() {
+      const { values } = await refusals.get();
+      return values.map((value) => ({ limiter: String(value.labels.limiter), count: value.value })).filter((row) => row.count > 0);
     },
 
     countEvent(event) {

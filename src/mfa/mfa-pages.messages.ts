@@ -41,10 +41,10 @@ export function mfaPromptForm(code: string | undefined, usedRecoveryCode: boolea
  * code field's (shown beside it, which is then described by it and by the key); anything else is the
  * summary's alone. The code typed is never kept.
  */
-export function mfaSetupForm(error: ShownError | null): FormView {
+export function mfaSetupForm(error: ShownError | null, i18n: Pick<Translator, 't'>): FormView {
   const fieldOrder = [PROMPT_FIELDS.code];
   if (error === null) return formView({ fieldOrder });
-  return formView({ fieldOrder, problems: [{ message: error.message, fields: error.code === 'INVALID_CODE' ? fieldOrder : [] }], code: error.code });
+  return formView({ fieldOrder, problems: [{ message: error.message, fields: error.code === 'INVALID_CODE' ? fieldOrder : [] }], code: error.code, labels: { [PROMPT_FIELDS.code]: i18n.t('mfa.setup.code') } });
 }
 
 /**

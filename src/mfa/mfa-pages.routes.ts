@@ -122,7 +122,7 @@ export const mfaPageRoutes: FastifyPluginAsyncZod<MfaPageRouteOptions> = async (
 
   function showSetup(reply: FastifyReply, setup: { secret: string; qrSvg: string }, error: ShownError | null) {
     // The same setup again, with the error above its form: a page to go on from, not a failure.
-    return pages.send(reply, 'mfa-setup', { title: reply.page.i18n.t('mfa.setup.title'), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), form: mfaSetupForm(error) });
+    return pages.send(reply, 'mfa-setup', { title: reply.page.i18n.t('mfa.setup.title'), qrSvg: setup.qrSvg, secretGroups: grouped(setup.secret), form: mfaSetupForm(error, reply.page.i18n) });
   }
 
   /** The codes, shown once; `introKey` says why there are new ones (`mfa.recoveryCodes.intro.*`). */

@@ -202,9 +202,11 @@ for (const backend of await backends()) {
 
       const wrong = await formPost(b, '/dashboard/mfa/totp/enable', { code: totpCode(secret, clock(), 5) });
       assert.equal(wrong.statusCode, 200, 'the same setup again');
-      assert.equal(alertText(wrong.body), 'Dieser Code stimmt nicht. Geben Sie den Code ein, den die App gerade für dieses Konto anzeigt. Fehlercode: INVALID_CODE');
-      // The summary links to the field, which carries the message; the wrong code is not shown back.
-      assert.match(wrong.body, /<li><a href="#mfa-code">Dieser Code stimmt nicht\.[^<]*<\/a><\/li>/);
+      // The summary links to the field by its label, and the field carries the message: said once; the wrong code is not shown back.
+      assert.equal(alertText(wrong.body), 'Der 6-stellige Code, den die App gerade anzeigt Fehlercode: INVALID_CODE');
+      assert.match(wrong.body, /<li><a href="#mfa-code">Der 6-stellige Code, den die App gerade anzeigt<\/a><\/li>/);
+      assert.match(wrong.body, /<p class="field-error" id="mfa-code-error">(?:(?!<\/p>)[\s\S])*Dieser Code stimmt nicht\./);
+      assert.equal(wrong.body.split('Dieser Code stimmt nicht.').length - 1, 1, 'the message once');
       assert.match(wrong.body, /<p class="field-error" id="mfa-code-error">[\s\S]*?Dieser Code stimmt nicht\./);
       const input = /<input id="mfa-code"[^>]*>/.exec(wrong.body)?.[0] ?? '';
       assert.match(input, / aria-invalid="true"/);

@@ -12,6 +12,7 @@
  * (`secondFactors`, signin/second-factor-kind.ts): which factors an account has, what a sign-in
  * may be finished with, the status and an administrator's reset walk every kind, TOTP first.
  */
+import type { UserCondition } from '../users/user.store.ts';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { User, UserService } from '../users/user.service.ts';
@@ -166,6 +167,20 @@ export function createMfaService(deps: {
 
     /** Every kind of second factor, in the order offered. */
     factorKinds: kinds,
+
+    /**
+     * The condition "has (`isPresent`) / has no second factor" on a users query, from the kinds
+     * that state theirs (`isHeldBy`); the kinds that do not are named in `uncounted`.
+     */
+    secondFactorCondition(isPresent: boolean): { condition: UserCondition; uncounted: string[] } {
+      const all = kinds();
+      const stated = all.flatMap((kind) => (kind.isHeldBy === undefined ? [] : [kind.isHeldBy]));
+      const condition: UserCondition = (eb) => {
+        const any = stated.length === 0 ? eb.lit(false) : eb.or(stated.map((held) => held(eb)));
+        return isPresent ? any : eb.not(any);
+      };
+      return { condition, uncounted: all.filter((kind) => kind.isHeldBy === undefined).map((kind) => kind.method) };
+    },
 
     async status(userId: string): Promise<MfaStatus> {
       const [factors, recoveryCodesLeft] = await Promise.all([listFactors(userId), store.countRecoveryCodesLeft(db, userId)]);

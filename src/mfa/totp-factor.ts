@@ -21,5 +21,7 @@ export function createTotpFactorKind(db: Db): SecondFactorKind {
       await store.deleteTotpSetup(trx, userId);
       return removed ? 1 : 0;
     },
+    // A setup waiting for its first code is not a factor (as in `list`).
+    isHeldBy: (eb) => eb.exists(eb.selectFrom('mfa_totp').select('mfa_totp.user_id').whereRef('mfa_totp.user_id', '=', 'users.id').where('mfa_totp.secret_box', 'is not', null)),
   };
 }

@@ -236,7 +236,7 @@ for (const backend of await backends()) {
 
       // Its mail names the provider and links to the page that removes it.
       const changed = (await mailsTo(user.email)).find((mail) => mail.template === 'password-changed');
-      assert.match(changed!.text!, /These providers can still sign in to your account: GitHub\./);
+      assert.match(changed!.text!, /These providers can still log in to your account: GitHub\./);
       const reviewLink = changed!.links.find((link) => link.startsWith(`${AUTH_URL}/auth/linked-accounts?`));
       assert.ok(reviewLink, changed!.links.join());
       assert.equal(new URL(reviewLink).searchParams.get('token'), reviewToken);

@@ -76,7 +76,15 @@ function registerForm(values: ClientFormValues, refused?: { problems: readonly C
   const texts: Record<string, string> = { name: values.name, redirectUris: values.redirectUris, postLogoutRedirectUris: values.postLogoutRedirectUris };
   // The boxes are one field: filled when one is ticked (focus goes to the first box, if it goes there).
   GRANT_TYPES.forEach((_, index) => (texts[`grant-${index}`] = values.grantTypes.join(',')));
-  return formView({ fieldOrder: REGISTER_FIELDS, problems: formProblems, code: refusalCode(problems), values: texts });
+  // The summary links each problem by its field's label (the grant boxes by their legend); the message is beside the field.
+  const labels = {
+    name: i18n.t('oidc-clients.field.name'),
+    redirectUris: i18n.t('oidc-clients.field.redirectUris'),
+    postLogoutRedirectUris: i18n.t('oidc-clients.field.postLogoutRedirectUris'),
+    idTokenSignedResponseAlg: i18n.t('oidc-clients.register.alg'),
+    ...Object.fromEntries(REGISTER_FIELDS.filter((id) => id.startsWith('grant-')).map((id) => [id, i18n.t('oidc-clients.field.grantTypes')])),
+  };
+  return formView({ fieldOrder: REGISTER_FIELDS, problems: formProblems, code: refusalCode(problems), values: texts, labels });
 }
 
 function refusal(problems: readonly ClientProblem[], form: { redirectUris: readonly string[]; postLogoutRedirectUris: readonly string[] }, i18n: PageLanguage): PageAlert {

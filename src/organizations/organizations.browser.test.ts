@@ -82,7 +82,7 @@ describe('organizations in Chromium', { skip: chromium.ok ? false : chromium.rea
       await page.goto(link);
       await page.getByText('You are invited to join').waitFor();
       await page.getByText('Browser Bakery').first().waitFor();
-      await page.getByRole('link', { name: 'Sign in to accept' }).click();
+      await page.getByRole('link', { name: 'Log in to accept' }).click();
       await page.waitForURL(/\/auth\/signin\?callbackUrl=/);
       await signIn(page, 'ivan@example.com');
       await page.waitForURL(/\/organizations\/invitations\/accept\?token=/);

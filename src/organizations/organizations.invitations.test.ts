@@ -71,7 +71,7 @@ for (const backend of await backends()) {
       assert.equal(page.statusCode, 200);
       assert.match(page.body, /Invites Ltd/);
       assert.match(page.body, /as ADMIN/);
-      assert.match(page.body, /Sign in to accept/);
+      assert.match(page.body, /Log in to accept/);
 
       // Another account, and an unverified one, are refused with their own codes.
       const other = await person('other');

@@ -17,10 +17,10 @@ function organizationFacts(event: AuditEvent): PublicEventData {
 
 export const ORGANIZATIONS_PUBLIC_EVENTS: readonly PublicEventType[] = (
   [
-    ['organization.created', 130],
-    ['organization.deleted', 140],
-    ['organization.member.added', 150],
-    ['organization.member.removed', 160],
-    ['organization.member.updated', 170],
+    ['organization.created', 130, 'organizations.webhookEvent.created'],
+    ['organization.deleted', 140, 'organizations.webhookEvent.deleted'],
+    ['organization.member.added', 150, 'organizations.webhookEvent.memberAdded'],
+    ['organization.member.removed', 160, 'organizations.webhookEvent.memberRemoved'],
+    ['organization.member.updated', 170, 'organizations.webhookEvent.memberUpdated'],
   ] as const
-).map(([type, order]) => ({ type, from: type, order, payload: organizationFacts }));
+).map(([type, order, description]) => ({ type, from: type, order, description, payload: organizationFacts }));

@@ -228,6 +228,9 @@ export function createOrganizationsService(deps: {
     },
 
     /** Organizations, newest first, with their member counts (the admin list); `query` matches name or slug. */
+    /** The condition "is a member of `organizationId`" on a users query (the administrators' list filter). */
+    memberCondition: (organizationId: string) => store.isMemberOf(organizationId),
+
     async list(filter: { query?: string | undefined; limit?: number } = {}): Promise<Array<Organization & { memberCount: number }>> {
       const rows = await store.listOrganizations(db, { ...(filter.query !== undefined && { query: filter.query }), limit: filter.limit ?? 100 });
       return rows.map((row) => ({ ...toOrganization(row), memberCount: row.member_count }));

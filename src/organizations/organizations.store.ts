@@ -5,6 +5,7 @@
 import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
+import type { UserCondition } from '../users/user.store.ts';
 
 export interface OrganizationsTable {
   id: string;
@@ -115,6 +116,14 @@ export async function listOrganizations(db: Db, filter: { query?: string; limit:
   }
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
   return rows.map((row) => ({ ...row, member_count: Number(row.member_count) }));
+}
+
+/** The condition "the user is a member of `organizationId`" on a users query (the administrators' filter): a lookup on the primary key. */
+export function isMemberOf(organizationId: string): UserCondition {
+  return (eb) =>
+    eb.exists(
+      eb.selectFrom('organization_members').select('organization_members.user_id').where('organization_members.organization_id', '=', organizationId).whereRef('organization_members.user_id', '=', 'users.id'),
+    );
 }
 
 export async function insertMember(db: Db, row: MemberRow): Promise<void> {

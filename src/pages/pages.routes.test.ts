@@ -263,7 +263,7 @@ describe('hosted pages', () => {
     assert.match(dashboard.body, /<p class="session-agent">OtherDevice<\/p>/);
     assert.match(dashboard.body, /<dt>IP address<\/dt><dd>127\.0\.0\.1<\/dd>/);
     // Told from now, with the date and time (UTC) in the title.
-    assert.match(dashboard.body, /<dt>Signed in<\/dt><dd><time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z" title="[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d [AP]M UTC">now<\/time><\/dd>/);
+    assert.match(dashboard.body, /<dt>Logged in<\/dt><dd><time datetime="\d{4}-\d\d-\d\dT[\d:.]+Z" title="[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d [AP]M UTC">now<\/time><\/dd>/);
     assert.match(dashboard.body, /<dt>Last seen<\/dt><dd><time datetime="[^"]+" title="[^"]+">now<\/time><\/dd>/);
     assert.match(dashboard.body, /<html lang="en"/);
     assert.match(dashboard.body, /<h1>Dashboard<\/h1>/);
@@ -489,7 +489,7 @@ describe('hosted pages', () => {
     assert.match(german.body, /role="alert">\s*<p>Das hat nicht geklappt\. Bitte versuchen Sie es erneut\.<\/p>/);
     assert.doesNotMatch(german.body, /NO_SUCH|<code>|alert-info/, 'unknown codes are not shown back');
     const ownSections = german.body.slice(0, german.body.indexOf('<section aria-labelledby="password-heading">')) + german.body.slice(german.body.indexOf('<section aria-labelledby="sessions-heading">'));
-    assert.doesNotMatch(ownSections, /Your |This device|Signed in|Last seen|Chrome on Linux|End/, 'no English left in the page’s own parts');
+    assert.doesNotMatch(ownSections, /Your |This device|Signed in|Logged in|Last seen|Chrome on Linux|End/, 'no English left in the page’s own parts');
 
     const changed = await get('/dashboard?lang=de&notice=PASSWORD_CHANGED', jar);
     assert.match(changed.body, /role="status">\s*<p>Ihr Passwort wurde geändert\./);

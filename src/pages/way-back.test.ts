@@ -46,7 +46,7 @@ describe('the sign-in page, when an app on another host sends a signed-in visito
     const page = await signInPage(jar, `${otherHostApp}/dashboard`);
     assertHtmlPage(page, 'the way back cannot work');
     assert.match(page.body, /id="return-cannot-work"/);
-    assert.match(page.body, /signed in as <strong>ada@example\.com<\/strong>, and <strong>app\.example\.com<\/strong> sent you here/);
+    assert.match(page.body, /logged in as <strong>ada@example\.com<\/strong>, and <strong>app\.example\.com<\/strong> sent you here/);
     assert.match(page.body, /OpenID Connect/);
     assert.doesNotMatch(page.body, /action="\/api\/auth\/signin"/, 'no sign-in form that would only loop');
     assert.match(page.body, /<a href="\/dashboard">Go to your dashboard<\/a>/);

@@ -37,7 +37,7 @@ export function forgotPasswordForm(error: string | undefined, kept: KeptForm, i1
   const fieldOrder = ['email'];
   if (error === undefined) return formView({ fieldOrder });
   const shown = forgotPasswordError(error, i18n);
-  return formView({ fieldOrder, problems: [{ message: shown.message, fields: shown.code === 'VALIDATION_ERROR' ? ['email'] : [] }], code: shown.code, values: kept.values });
+  return formView({ fieldOrder, problems: [{ message: shown.message, fields: shown.code === 'VALIDATION_ERROR' ? ['email'] : [] }], code: shown.code, values: kept.values, labels: { email: i18n.t('password-reset.forgot.email') } });
 }
 
 /**
@@ -45,8 +45,9 @@ export function forgotPasswordForm(error: string | undefined, kept: KeptForm, i1
  * the password field's; a dead link, too many requests or an outage concern no field. Nothing is
  * kept: the form holds only the new password.
  */
-export function resetPasswordForm(error: ShownError | null): FormView {
-  const fieldOrder = ['password'];
+export function resetPasswordForm(error: ShownError | null, i18n: Pick<Translator, 't'>, hasForm: boolean): FormView {
+  // Without a live link there is no field: whatever went wrong is the summary's to say.
+  const fieldOrder = hasForm ? ['password'] : [];
   if (error === null) return formView({ fieldOrder });
-  return formView({ fieldOrder, problems: [{ message: error.message, fields: error.code === 'VALIDATION_ERROR' ? ['password'] : [] }], code: error.code });
+  return formView({ fieldOrder, problems: [{ message: error.message, fields: error.code === 'VALIDATION_ERROR' ? ['password'] : [] }], code: error.code, labels: { password: i18n.t('password-reset.reset.password') } });
 }

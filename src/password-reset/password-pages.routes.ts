@@ -92,7 +92,7 @@ export const passwordPageRoutes: FastifyPluginAsyncZod<PasswordPageRouteOptions>
         {
           title: i18n.t('password-reset.reset.title'),
           link: isLive ? { token: token!, email: checked.user.email } : null,
-          form: resetPasswordForm(code === undefined ? null : resetPasswordError(code, reason, { minLength, maxLength }, i18n)),
+          form: resetPasswordForm(code === undefined ? null : resetPasswordError(code, reason, { minLength, maxLength }, i18n), i18n, isLive),
           minPasswordLength: minLength,
         },
         // The URL holds a live token: no Referer may carry it, not even to our own stylesheet. The

@@ -2,5 +2,5 @@
 import { detailOf, facts, publicCount, publicId, type PublicEventType } from '../audit/public-events.ts';
 
 export const PASSWORD_RESET_PUBLIC_EVENTS: readonly PublicEventType[] = [
-  { type: 'password.reset', from: 'password.reset', order: 90, payload: (event) => facts({ userId: publicId(event.userId), sessionsEnded: publicCount(detailOf(event, 'sessionsEnded')) }) },
+  { type: 'password.reset', description: 'password-reset.webhookEvent.passwordReset', from: 'password.reset', order: 90, payload: (event) => facts({ userId: publicId(event.userId), sessionsEnded: publicCount(detailOf(event, 'sessionsEnded')) }) },
 ];

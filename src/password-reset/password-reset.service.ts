@@ -89,14 +89,15 @@ export function createPasswordResetService(deps: {
     /**
      * Sends a reset link to the account with this address, if there is one and it is not
      * disabled; an account without a password (it signs in with a provider) gets one too, and
-     * sets its first password with it. Resolves the same way in every case, no sooner than
+     * sets its first password with it (`isInvitation`: an account an administrator just added, whose
+     * mail is worded as an invitation to set a password). Resolves the same way in every case, no sooner than
      * `minResponseMs` after the call: an error (storage down) is thrown only after that wait, too.
      *
      * Both paths also write in one transaction: an audit event (`password.reset_requested`, with
      * the account or none), so a write failing shows on both, and operators can see the requests.
      * Nothing here waits on SMTP: the mail goes to the outbox.
      */
-    async requestReset(input: { email: string; source: AuditSource }): Promise<void> {
+    async requestReset(input: { email: string; source: AuditSource; isInvitation?: boolean }): Promise<void> {
       await answerNoSooner(async () => {
         const user = await users.findUserByEmail(input.email);
         const isQueued = await db.transaction().execute(async (trx) => {
@@ -114,7 +115,8 @@ export function createPasswordResetService(deps: {
           await mail.enqueue(trx, {
             // The stored address, never the one typed: the link goes only to the account's own mailbox.
             to: user.email,
-            template: 'password-reset',
+            // An account an administrator just added gets the same link worded as an invitation.
+            template: input.isInvitation === true ? 'password-invitation' : 'password-reset',
             // The account's language; one that has none yet gets the language of the request.
             locale: mailLocale(user, input.source),
             // From AUTH_URL only: a Host or X-Forwarded-Host header never shapes the link. The name

@@ -2,7 +2,7 @@
 import { actorOf, detailOf, facts, publicCode, publicCount, publicId, type PublicEventType } from '../audit/public-events.ts';
 
 export const SESSIONS_PUBLIC_EVENTS: readonly PublicEventType[] = [
-  { type: 'session.revoked', from: 'signout', order: 70, payload: (event) => facts({ userId: publicId(event.userId), sessionId: publicId(detailOf(event, 'sessionId')), reason: 'SIGNED_OUT' }) },
+  { type: 'session.revoked', description: 'sessions.webhookEvent.revoked', from: 'signout', order: 70, payload: (event) => facts({ userId: publicId(event.userId), sessionId: publicId(detailOf(event, 'sessionId')), reason: 'SIGNED_OUT' }) },
   {
     type: 'session.revoked',
     from: 'session.ended',

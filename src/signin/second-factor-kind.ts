@@ -8,6 +8,7 @@
  */
 import type { z } from 'zod';
 import type { Db } from '../storage/database.ts';
+import type { UserCondition } from '../users/user.store.ts';
 
 export interface SecondFactorKind {
   /** What MFA_REQUIRED's `methods` offers (`totp`, `passkey`): a `FACTOR_NAME`, unique. */
@@ -26,6 +27,12 @@ export interface SecondFactorKind {
   list(userId: string, db?: Db): Promise<readonly unknown[]>;
   /** Removes every factor of this kind of the account through `trx` (an administrator's reset); how many there were. */
   removeAll(trx: Db, userId: string): Promise<number>;
+  /**
+   * The condition "the user has a factor of this kind" on a users query (the administrators' list
+   * filter and the overview's adoption count), over this kind's own table. A kind without it is
+   * left out of those counts.
+   */
+  readonly isHeldBy?: UserCondition;
 }
 
 /** Whether an account has at most one factor of `kind`: shown and audited as set up or not. */

@@ -1,4 +1,6 @@
 /** The sign-in pipeline every first factor ends in; its steps and the kinds of first factor come from the modules that declare them. */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { SIGNIN_ERRORS } from './signin.errors.ts';
 import { createSignInPipeline, type SignInPipeline } from './signin-pipeline.ts';
@@ -20,6 +22,8 @@ declare module '../audit/audit.service.ts' {
 
 export const signInModule = defineModule({
   name: 'signin',
+  // The descriptions of its webhook events (publicEvents), for the administrators' pages.
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: SIGNIN_ERRORS,
   auditEvents: AUDIT_EVENTS,
   publicEvents: SIGNIN_PUBLIC_EVENTS,

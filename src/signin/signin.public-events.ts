@@ -5,7 +5,7 @@ import { detailOf, facts, publicCode, publicCodes, publicId, type PublicEventTyp
 // `amr` already says it in the standard's words.
 export const SIGNIN_PUBLIC_EVENTS: readonly PublicEventType[] = [
   {
-    type: 'session.created',
+    type: 'session.created', description: 'signin.webhookEvent.sessionCreated',
     from: 'signin.success',
     order: 60,
     payload: (event) => facts({ userId: publicId(event.userId), sessionId: publicId(detailOf(event, 'sessionId')), amr: publicCodes(detailOf(event, 'amr')), provider: publicCode(detailOf(event, 'provider')) }),

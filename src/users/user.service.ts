@@ -235,8 +235,9 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return store.countPasswordHashParameters(db);
     },
 
-    async countUsers(): Promise<number> {
-      return store.countUsers(db);
+    /** How many accounts; with a filter, how many of them are (not) disabled and meet other modules' conditions. */
+    async countUsers(filter: Pick<store.UserListFilter, 'disabled' | 'conditions'> = {}): Promise<number> {
+      return store.countUsers(db, filter);
     },
 
     /**

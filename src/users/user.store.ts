@@ -1,8 +1,8 @@
 /** Queries on users and their roles. No logic: the service decides, the store reads and writes. */
-import { SqliteAdapter, sql, type SqlBool } from 'kysely';
+import { SqliteAdapter, sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
-import type { NewUserRow, UserRow } from '../storage/schema.ts';
+import type { Database, NewUserRow, UserRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 
 /** Inserts the user and their roles; pass a transaction, so that both are written or neither. */
@@ -87,8 +87,11 @@ export async function touchUser(db: Db, id: string, now: number): Promise<boolea
   return result.numUpdatedRows > 0n;
 }
 
-export async function countUsers(db: Db): Promise<number> {
-  const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+export async function countUsers(db: Db, filter: Pick<UserListFilter, 'disabled' | 'conditions'> = {}): Promise<number> {
+  let query = db.selectFrom('users').select((eb) => eb.fn.countAll<number | string>().as('count'));
+  if (filter.disabled !== undefined) query = query.where('disabled_at', filter.disabled ? 'is not' : 'is', null);
+  for (const condition of filter.conditions ?? []) query = query.where(condition);
+  const row = await query.executeTakeFirstOrThrow();
   return Number(row.count);
 }
 
@@ -107,10 +110,19 @@ function containsPattern(text: string): string {
 }
 
 /** What the admin user list narrows by, combined: a role held, the disabled state, an unverified address. */
+/**
+ * A condition on a user row that another module states about its own tables (has a second factor,
+ * is a member of an organization, signed in lately), built by that module's service: the users
+ * query stays one query over the `(created_at, id)` index, the condition a correlated lookup per row.
+ */
+export type UserCondition = (eb: ExpressionBuilder<Database, 'users'>) => Expression<SqlBool>;
+
 export interface UserListFilter {
   role?: string;
   disabled?: boolean;
   unverified?: boolean;
+  /** Conditions of other modules, all met. */
+  conditions?: readonly UserCondition[];
 }
 
 /**
@@ -143,6 +155,7 @@ export function selectUsers(db: Db, filter: UserListQuery) {
   }
   if (filter.disabled !== undefined) query = query.where('disabled_at', filter.disabled ? 'is not' : 'is', null);
   if (filter.unverified === true) query = query.where('email_verified_at', 'is', null);
+  for (const condition of filter.conditions ?? []) query = query.where(condition);
   const after = filter.oldestFirst === true;
   if (before !== undefined) {
     const beyond = after ? '>' : '<';

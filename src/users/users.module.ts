@@ -1,4 +1,6 @@
 /** Accounts: who they are, their roles, their state (verified, disabled) and the language of their mails. */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { cli } from './users.cli.ts';
 import * as initial from './migrations/0001-initial.ts';
@@ -24,6 +26,8 @@ declare module '../audit/audit.service.ts' {
 
 export const usersModule = defineModule({
   name: 'users',
+  // The descriptions of its webhook events (publicEvents), for the administrators' pages.
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   cli,
   migrations: { '0001-initial': initial, '0003-users-created-at': usersCreatedAt, '0009-user-name-confirmed': userNameConfirmed, '20261127-users-locale': usersLocale },
   auditEvents: AUDIT_EVENTS,

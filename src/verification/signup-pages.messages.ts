@@ -43,7 +43,7 @@ export const VERIFY_EMAIL_FIELDS: readonly string[] = ['email'];
 export function verifyEmailForm(error: string | undefined, kept: KeptForm, i18n: Pick<Translator, 't'>): FormView {
   if (error === undefined) return formView({ fieldOrder: VERIFY_EMAIL_FIELDS, values: kept.values });
   const shown = verifyEmailError(error, i18n);
-  return formView({ fieldOrder: VERIFY_EMAIL_FIELDS, problems: [{ message: shown.message, fields: shown.code === 'VALIDATION_ERROR' ? VERIFY_EMAIL_FIELDS : [] }], code: shown.code, values: kept.values });
+  return formView({ fieldOrder: VERIFY_EMAIL_FIELDS, problems: [{ message: shown.message, fields: shown.code === 'VALIDATION_ERROR' ? VERIFY_EMAIL_FIELDS : [] }], code: shown.code, values: kept.values, labels: { email: i18n.t('verification.resend.email') } });
 }
 
 /** The sign-up form's inputs, in page order. */
@@ -59,5 +59,6 @@ export function signupForm(error: string | undefined, reason: string | undefined
   const shown = signupError(error, reason, limits, i18n);
   const isRefusedPassword = passwordRejectionMessage(error, reason, limits, i18n) !== null;
   const fields = isRefusedPassword ? ['password'] : shown.code === 'VALIDATION_ERROR' ? SIGNUP_FIELDS.filter((field) => kept.invalidFields.includes(field)) : [];
-  return formView({ fieldOrder: SIGNUP_FIELDS, problems: [{ message: shown.message, fields }], code: shown.code, values: kept.values });
+  const labels = { name: i18n.t('verification.signup.name'), email: i18n.t('verification.signup.email'), password: i18n.t('verification.signup.password') };
+  return formView({ fieldOrder: SIGNUP_FIELDS, problems: [{ message: shown.message, fields }], code: shown.code, values: kept.values, labels });
 }

@@ -136,7 +136,8 @@ describe('sign-up and verification pages', () => {
     assert.match(shown.body, new RegExp(`<input id="email" name="email" type="email" autocomplete="email" value="${email.replace('.', '\\.')}" required>`));
     assert.match(shown.body, /<input id="password" name="password" type="password" autocomplete="new-password" minlength="8" required aria-invalid="true" aria-describedby="password-error password-hint" autofocus>/);
     assert.doesNotMatch(shown.body, /shorty/);
-    assert.match(shown.body, /<li><a href="#password">[^<]*too short: use at least 8 characters/);
+    assert.match(shown.body, /<li><a href="#password">Password<\/a><\/li>/, 'the summary links the field by its label');
+    assert.equal(shown.body.split('too short: use at least 8 characters').length - 1, 1, 'the reason once, beside the field');
     assert.match(shown.body, /<p class="field-error" id="password-error"><span class="visually-hidden">Error:<\/span> [^<]*too short/);
     assert.equal(jar.has('gatehouse.form'), false, 'read once');
     assert.match((await get(String(weak.headers.location), jar)).body, /<input id="name" name="name" type="text" autocomplete="name" maxlength="200" value="" required>/);
@@ -146,7 +147,8 @@ describe('sign-up and verification pages', () => {
     assert.equal(badEmail.headers.location, '/auth/signup?error=VALIDATION_ERROR');
     const explained = await get(String(badEmail.headers.location), jar);
     assert.match(explained.body, /<input id="email" name="email" type="email" autocomplete="email" value="nope" required aria-invalid="true" aria-describedby="email-error" autofocus>/);
-    assert.match(explained.body, /<li><a href="#email">Enter your name, a valid email address and a password\.<\/a><\/li>/);
+    assert.match(explained.body, /<li><a href="#email">Email<\/a><\/li>/, 'the summary links the field by its label');
+    assert.equal(explained.body.split('Enter your name, a valid email address and a password.').length - 1, 1, 'the message once, beside the field');
     assert.doesNotMatch(explained.body, /id="name"[^>]*aria-invalid|id="password"[^>]*aria-invalid/);
     assert.doesNotMatch(explained.body, new RegExp(PASSWORD));
 

@@ -46,6 +46,21 @@ describe('formView', () => {
     assert.equal(form.fieldError('email'), null);
   });
 
+  it('links a problem by its field\'s label when its message is beside the field; a second problem of that field keeps its message in the summary', () => {
+    const form = formView({
+      fieldOrder: ['name', 'uris'],
+      problems: [{ message: 'Name: enter one.', fields: ['name'] }, { message: 'URI 1: use https.', fields: ['uris'] }, { message: 'URI 2: no custom scheme.', fields: ['uris'] }, { message: 'Too many.', fields: [] }],
+      labels: { name: 'Name', uris: 'Redirect URIs' },
+    });
+    assert.deepEqual(form.summary, [
+      { message: 'Name', href: '#name' },
+      { message: 'Redirect URIs', href: '#uris' },
+      { message: 'URI 2: no custom scheme.', href: '#uris' },
+      { message: 'Too many.', href: null },
+    ]);
+    assert.deepEqual(form.fieldError('uris'), { id: 'uris-error', message: 'URI 1: use https.' });
+  });
+
   it('describes a field by its error first, then its hints', () => {
     const form = formView({ fieldOrder: ['name', 'password'], problems: [{ message: 'Too short.', fields: ['password'] }], values: { name: 'Ann' } });
     assert.equal(form.attributes('password', 'password-hint'), ' aria-invalid="true" aria-describedby="password-error password-hint" autofocus');

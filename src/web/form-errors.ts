@@ -74,7 +74,10 @@ export function formView(options: {
   for (const problem of problems) {
     const fields = problem.fields.filter((field) => known.has(field));
     const first = fields[0];
-    const label = first !== undefined && options.labels !== undefined && Object.hasOwn(options.labels, first) ? options.labels[first]! : null;
+    // The field's label only when this problem's message is the one shown beside it: a second
+    // problem of a field already showing another is said in the summary, or nowhere.
+    const isShownAtField = first !== undefined && !invalid.has(first);
+    const label = isShownAtField && options.labels !== undefined && Object.hasOwn(options.labels, first) ? options.labels[first]! : null;
     summary.push({ message: label ?? problem.message, href: first === undefined ? null : `#${first}` });
     if (first === undefined || invalid.has(first)) continue;
     const id = `${first}-error`;

@@ -24,12 +24,15 @@ export interface EventSource {
 export function sourcesFor(publicEvents: readonly PublicEventType[]): {
   auditTypes: string[];
   webhookTypes: WebhookEventType[];
+  /** The message key describing each type that has one (the first declaration's that gives one). */
+  descriptions: ReadonlyMap<WebhookEventType, string>;
   sourceOf(auditType: string): EventSource | undefined;
 } {
   const sources = new Map<string, EventSource>(publicEvents.map((event) => [event.from, { type: event.type, data: (audited) => event.payload(audited) }]));
   return {
     auditTypes: [...sources.keys()],
     webhookTypes: [...new Set(publicEvents.map((event) => event.type))],
+    descriptions: new Map([...publicEvents].reverse().flatMap((event) => (event.description === undefined ? [] : [[event.type, event.description] as const]))),
     sourceOf: (auditType) => sources.get(auditType),
   };
 }

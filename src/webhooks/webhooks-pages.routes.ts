@@ -85,7 +85,7 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
   const pages = createAdminPageRenderer<WebhookPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   /** The acting admin, for the audit log. */
   const actor = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
-  const eventTypeChoices = webhooks.eventTypes.map((value, index) => ({ value, id: `event-${index}` }));
+  const eventTypeChoices = webhooks.eventTypes.map((value, index) => ({ value, id: `event-${index}`, descriptionKey: webhooks.eventDescriptions.get(value) ?? null }));
   /** The register form's inputs that a problem can concern, in page order; the event types are their boxes, the first one first. */
   const registerFields = ['url', 'description', ...eventTypeChoices.map((choice) => choice.id)];
   const inputsOf = (field: EndpointProblem['field']): readonly string[] => (field === 'eventTypes' ? eventTypeChoices.map((choice) => choice.id) : [field]);
@@ -104,6 +104,8 @@ export const webhookPageRoutes: FastifyPluginAsyncZod<WebhookPageOptions> = asyn
       problems: problems.map((problem) => ({ message: problemText(problem, values, webhooks.eventTypes, i18n), fields: inputsOf(problem.field) })),
       code: webhooksError(refusalCode(problems), i18n).code,
       values: texts,
+      // The summary links each problem by its field's label (the boxes by their legend); the message is beside the field.
+      labels: { url: i18n.t('webhooks.field.url'), description: i18n.t('webhooks.field.description'), ...Object.fromEntries(eventTypeChoices.map((choice) => [choice.id, i18n.t('webhooks.field.events')])) },
     });
   }
 

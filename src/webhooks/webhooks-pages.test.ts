@@ -87,11 +87,21 @@ describe('webhook admin pages', () => {
     assertHtmlPage(list, 'list');
     assert.match(list.body, /<a href="\/admin\/webhooks" aria-current="page">Webhooks<\/a>/);
     assert.match(list.body, /<input id="event-0" name="eventTypes" type="checkbox" value="user.created">/);
+    // Each box says what its event tells, in words its declaring module gives, with the name receivers see.
+    assert.match(list.body, /<label for="event-0">An account was created \(sign-up, provider, administrator or command line\)\. <code>user\.created<\/code><\/label>/);
+    assert.match(list.body, /<label for="event-\d+">Someone confirmed their e-mail address\. <code>email\.verified<\/code><\/label>/);
+    const labels = [...list.body.matchAll(/<label for="event-\d+">([^<]*)<code>([^<]+)<\/code><\/label>/g)];
+    assert.ok(labels.length >= 10);
+    const described = labels.filter((label) => label[1]!.trim() !== '').map((label) => label[2]);
+    for (const type of ['user.created', 'user.updated', 'user.deleted', 'user.disabled', 'user.enabled', 'session.created', 'session.revoked', 'password.changed', 'password.reset', 'mfa.enabled', 'mfa.disabled', 'email.verified']) {
+      assert.ok(described.includes(type), `${type} is described`);
+    }
 
     const refused = await submit('/admin/webhooks', '/admin/webhooks', [['url', 'http://10.0.0.5/in'], ['description', 'Inner <app>'], ['eventTypes', 'user.created']]);
     assertHtmlPage(refused, 'refused');
     assert.match(refused.body, /<div class="alert alert-error error-summary" role="alert"[\s\S]*<code>WEBHOOK_URL_NOT_ALLOWED<\/code>/, 'the summary, with the code');
-    assert.match(refused.body, /<li><a href="#url">URL: Webhooks may not be sent there: use https, and a public address \(not localhost, nor a private, loopback, link-local or otherwise non-public address\)\.<\/a><\/li>/);
+    assert.match(refused.body, /<li><a href="#url">URL<\/a><\/li>/, 'the summary links the field by its label');
+    assert.equal(refused.body.split('Webhooks may not be sent there').length - 1, 1, 'the message once, beside the field');
     assert.match(refused.body, /<p class="field-error" id="url-error">(?:(?!<\/p>)[\s\S])*URL: Webhooks may not be sent there/);
     assert.match(refused.body, /<input id="url" name="url" type="url" value="http:\/\/10.0.0.5\/in"[^>]* aria-invalid="true" aria-describedby="url-error url-hint" autofocus>/);
     assert.match(refused.body, /<input id="description" [^>]*value="Inner &lt;app&gt;" maxlength="200" autocomplete="off">/, 'kept, not marked');
@@ -151,6 +161,7 @@ describe('webhook admin pages', () => {
     assert.match(list.body, /<html lang="fr"/);
     assert.match(list.body, /<h2 id="register-heading">Enregistrer un point de terminaison<\/h2>/);
     assert.match(list.body, /retentées pendant 3\sjours au plus/, 'the retry window in words, in the language');
+    assert.match(list.body, /<label for="event-0">Un compte a été créé [^<]*<code>user\.created<\/code><\/label>/, 'the events described in the language');
     assert.match(list.body, /<a href="\/admin\/webhooks" aria-current="page">Webhooks<\/a>/);
 
     const form = await inLanguage('/admin/webhooks?lang=de');
@@ -162,7 +173,8 @@ describe('webhook admin pages', () => {
     });
     assertHtmlPage(refused, 'refused in German');
     assert.match(refused.body, /<html lang="de"/);
-    assert.match(refused.body, /<li><a href="#event-0">Ereignisse: no\.such_event ist kein Ereignistyp, den Gatehouse sendet: Wählen Sie aus der Liste\.<\/a><\/li>/);
+    assert.match(refused.body, /<li><a href="#event-0">Ereignisse<\/a><\/li>/);
+    assert.match(refused.body, /<p class="field-error" id="event-0-error">(?:(?!<\/p>)[\s\S])*no\.such_event ist kein Ereignistyp, den Gatehouse sendet/);
     assert.match(refused.body, /<\/legend>\s*<p class="field-error" id="event-0-error">/, 'the message above the boxes');
     assert.match(refused.body, /<input id="event-0" name="eventTypes" type="checkbox" value="user.created" checked aria-invalid="true" aria-describedby="event-0-error" autofocus>/);
     assert.match(refused.body, /<input id="event-1" name="eventTypes" type="checkbox" value="[^"]+" aria-invalid="true" aria-describedby="event-0-error">/);

@@ -57,7 +57,8 @@ export interface WebhookPages {
     form: FormView;
     /** What the register form shows: empty, or as typed when refused. */
     values: EndpointFormValues;
-    eventTypeChoices: Array<{ value: string; id: string }>;
+    /** Each event type an endpoint may ask for; `descriptionKey`: the message describing it, from its declaring module (none: shown by name). */
+    eventTypeChoices: Array<{ value: string; id: string; descriptionKey: string | null }>;
     /** How long a delivery is retried, in words ("3 days"). */
     retryWindow: string;
     createAction: string;

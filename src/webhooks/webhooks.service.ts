@@ -30,12 +30,14 @@ export interface WebhooksServiceDeps extends WebhookDeliveriesDeps {
 /** The endpoint registry (webhooks-endpoints.ts) and the deliveries with their worker (webhooks-deliveries.ts), as one service. */
 export function createWebhooksService(deps: WebhooksServiceDeps) {
   const seal = createSecretSeal(deps.authSecret);
-  const { auditTypes, webhookTypes, sourceOf } = sourcesFor(deps.publicEvents);
+  const { auditTypes, webhookTypes, descriptions, sourceOf } = sourcesFor(deps.publicEvents);
   return {
     /** The audit event types the module subscribes to (those the public events are made from). */
     subscribedAuditTypes: auditTypes,
     /** The webhook event types an endpoint may ask for. */
     eventTypes: webhookTypes as readonly WebhookEventType[],
+    /** The message key describing each event type, from the module that declares it (those that give one). */
+    eventDescriptions: descriptions,
     ...createWebhookEndpoints({ ...deps, seal, webhookTypes }),
     ...createWebhookDeliveries({ ...deps, seal, sourceOf }),
   };

@@ -62,8 +62,8 @@ export interface TourStop {
 
 const fixed = (path: string) => () => path;
 
-/** An authorization request of the seeded third-party client: lands on the consent page. */
-async function openConsent(page: Page, seed: TourSeed): Promise<void> {
+/** An authorization request of the seeded third-party client: lands on the consent page (signed in) or the sign-in page (not). */
+async function openAuthorization(page: Page, seed: TourSeed): Promise<void> {
   const verifier = randomBytes(32).toString('base64url');
   const query = new URLSearchParams({
     client_id: seed.clientId,
@@ -75,7 +75,18 @@ async function openConsent(page: Page, seed: TourSeed): Promise<void> {
     code_challenge_method: 'S256',
   });
   await page.goto(`/oidc/auth?${query}`);
+}
+
+async function openConsent(page: Page, seed: TourSeed): Promise<void> {
+  await openAuthorization(page, seed);
   await page.waitForURL((url) => url.pathname.startsWith('/oidc/interaction/'));
+}
+
+/** The same request from a visitor not signed in: the sign-in page, saying which app asks ("to continue to Recipe Box"). */
+async function openSignInForApp(page: Page, seed: TourSeed): Promise<void> {
+  await openAuthorization(page, seed);
+  await page.waitForURL((url) => url.pathname === '/auth/signin');
+  assert.match(await page.locator('main').innerText(), /Recipe Box/, 'the sign-in page names the app that asks');
 }
 
 /** Goes to `path` and submits its form posting to `action`, after `fill`; resolves on the page that answers. */
@@ -158,6 +169,7 @@ export const TOUR: readonly TourStop[] = [
     },
   },
   { id: 'email-signin-link', title: 'Sign in by email: the mailed link (its button)', visitor: 'guest', open: openEmailLink },
+  { id: 'signin-for-app', title: 'Log in during an OpenID authorization ("to continue to" the app)', visitor: 'guest', open: openSignInForApp },
   { id: 'signup', title: 'Create an account', visitor: 'guest', path: fixed('/auth/signup') },
   { id: 'signup-error', title: 'Create an account, password refused', visitor: 'guest', path: fixed('/auth/signup?error=VALIDATION_ERROR&reason=TOO_SHORT') },
   { id: 'check-email', title: 'Check your email (sign-up)', visitor: 'guest', path: fixed('/auth/check-email') },
@@ -175,6 +187,18 @@ export const TOUR: readonly TourStop[] = [
   { id: 'mfa-prompt', title: 'Second factor', visitor: 'second-factor', path: fixed('/auth/mfa') },
   { id: 'mfa-prompt-error', title: 'Second factor, wrong code', visitor: 'second-factor', path: fixed('/auth/mfa?error=INVALID_CODE') },
   { id: 'dashboard', title: 'Dashboard', visitor: 'member', path: fixed('/dashboard') },
+  {
+    id: 'dashboard-sessions',
+    title: 'Dashboard, sessions grouped by device (several API sign-ins)',
+    visitor: 'member',
+    // A fragment of the page already open is no navigation (no response): load it, then go to the section.
+    open: async (page) => {
+      const response = await page.goto('/dashboard');
+      assert.equal(response?.status(), 200);
+      await page.locator('#dashboard-sessions').scrollIntoViewIfNeeded();
+      assert.ok((await page.locator('#dashboard-sessions details.session-each').count()) > 0, 'the API sign-ins are one group');
+    },
+  },
   { id: 'dashboard-notice', title: 'Dashboard, password changed', visitor: 'member', path: fixed('/dashboard?notice=PASSWORD_CHANGED') },
   { id: 'dashboard-password-error', title: 'Dashboard, new password refused', visitor: 'member', path: fixed('/dashboard?error=VALIDATION_ERROR&reason=TOO_SHORT') },
   { id: 'mfa-setup', title: 'Set up an authenticator app', visitor: 'newcomer', open: openTotpSetup },
@@ -209,7 +233,7 @@ export const TOUR: readonly TourStop[] = [
   { id: 'admin-events', title: 'Admin: audit log', visitor: 'admin', path: fixed('/admin/events') },
   { id: 'admin-events-error', title: 'Admin: audit log, unknown event type', visitor: 'admin', path: fixed('/admin/events?type=no.such.type') },
   { id: 'admin-events-filtered', title: 'Admin: audit log, one person’s failures', visitor: 'admin', path: (seed) => `/admin/events?email=${encodeURIComponent(seed.emails.member)}&outcome=failure` },
-  { id: 'admin-overview', title: 'Admin: overview (charts with their tables)', visitor: 'admin', path: fixed('/admin/overview') },
+  { id: 'admin-overview', title: 'Admin: overview (charts with their tables, two weeks of seeded sign-ins)', visitor: 'admin', path: fixed('/admin/overview') },
   { id: 'admin-users-filtered', title: 'Admin: users, filtered and oldest first', visitor: 'admin', path: fixed('/admin/users?status=active&sort=oldest') },
   { id: 'admin-user-new', title: 'Admin: add user', visitor: 'admin', path: fixed('/admin/users/new') },
   {
@@ -344,6 +368,28 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   };
   const setupLink = await services.sso.setup.create(organization.organization.id, {}, OPERATOR, SYSTEM_SOURCE);
   assert.ok(setupLink.ok, 'the tour SSO setup link is made');
+  // The member's API sign-ins from one program: the dashboard groups them as one device.
+  for (let i = 0; i < 3; i++) {
+    const response = await fetch(`${served.baseURL}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json', 'user-agent': 'curl/8.5.0' }, body: JSON.stringify({ email: emails.member, password: TOUR_PASSWORD }) });
+    assert.equal(response.status, 200, 'an API sign-in of the member');
+  }
+  // Two weeks of sign-ins and failures by several methods, in the past, for the overview's charts.
+  const now = Date.now();
+  const methods = [{ method: 'password' }, { method: 'password' }, { method: 'passkey' }, { method: 'oauth', provider: 'github' }, { method: 'email' }];
+  const people = [member.id, admin.id, factor.id];
+  const seeded = Array.from({ length: 300 }, (_, i) => ({
+    id: `tour-event-${i}`,
+    type: i % 7 === 0 ? 'signin.failure' : 'signin.success',
+    user_id: people[i % people.length]!,
+    actor_user_id: null,
+    email: null,
+    ip: null,
+    user_agent: null,
+    reason: i % 7 === 0 ? 'INVALID_CREDENTIALS' : null,
+    details: JSON.stringify(methods[(i * 3 + Math.floor(i / 14)) % methods.length]),
+    created_at: now - (1 + (i % 13)) * 86_400_000 - (i % 5) * 3_600_000,
+  }));
+  await services.storage.db.insertInto('audit_events').values(seeded).execute();
   return {
     emailSignInPath,
     ssoSetupPath: `${new URL(setupLink.url).pathname}${new URL(setupLink.url).search}`,

@@ -223,3 +223,25 @@ export async function purgeFinished<Item extends OutboxItem>(db: AnyDb, queue: O
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** How many items of an outbox wait (`pending`) and how many gave up (`failed`, until purged), each counted up to `cap`. */
+export interface OutboxCounts {
+  readonly pending: number;
+  readonly failed: number;
+}
+
+/**
+ * The backlog of `table` for an operator's overview: two bounded counts on the `(status, …)` index
+ * both outboxes have, at most `cap` rows read each (at `cap`, "at least").
+ */
+export async function countOutboxItems(db: AnyDb, table: string, cap: number): Promise<OutboxCounts> {
+  const count = async (status: string) => {
+    const row = await db
+      .selectFrom(db.selectFrom(table).select('id').where('status', '=', status).limit(cap).as('capped'))
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .executeTakeFirst();
+    return Number(row?.count ?? 0);
+  };
+  const [pending, failed] = await Promise.all([count('pending'), count('failed')]);
+  return { pending, failed };
+}
