@@ -194,6 +194,18 @@ for (const backend of await backends()) {
       assert.deepEqual(listed(combined.body), [member.email]);
       assert.match(combined.body, /<option value="not90" selected>/, 'the form shows the filters back');
       assert.deepEqual(listed((await get('/admin/users?role=OTHERS&org=no-such-org')).body).length, 3, 'an unknown organization filters nothing');
+      // A passkey is a second factor too.
+      const passkeyStorage = openStorage(t.config.database);
+      try {
+        await passkeyStorage.db
+          .insertInto('passkeys')
+          .values({ id: 'filter-passkey', user_id: member.id, credential_id: 'filter-credential', public_key: 'key', counter: 0, transports: null, device_type: 'singleDevice', backed_up: 0, aaguid: '00000000-0000-0000-0000-000000000000', name: 'Passkey', created_at: Date.now(), last_used_at: null })
+          .execute();
+      } finally {
+        await passkeyStorage.close();
+      }
+      assert.deepEqual(listed((await get('/admin/users?role=OTHERS&factor=with')).body), [member.email, withApp.email]);
+      assert.deepEqual(listed((await get('/admin/users?role=OTHERS&factor=without')).body), [recent.email]);
       // Keyset pages keep the filters.
       const many = [];
       for (let i = 0; i < 52; i++) many.push(await newUser('Paged Person', ['PAGED']));

@@ -34,5 +34,7 @@ export function passkeySecondFactorKind(passkeys: Pick<PasskeyService, 'listPass
     adminLabel: 'passkeys.admin.count',
     list: async (userId, db) => (await passkeys.listPasskeys(userId, db)).map(toJson),
     removeAll: (trx, userId) => passkeys.removeAllPasskeys(trx, userId),
+    // Any passkey of the account (the admin users list's "second factor" filter, the overview's adoption).
+    isHeldBy: (eb) => eb.exists(eb.selectFrom('passkeys').select('passkeys.user_id').whereRef('passkeys.user_id', '=', 'users.id')),
   };
 }
