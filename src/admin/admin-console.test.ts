@@ -336,8 +336,11 @@ for (const backend of await backends()) {
           const isIndexOrder = /users_created_at_id_idx/.test(plan) && !/TEMP B-TREE|Sort\b/.test(plan);
           const isDrivenByOthers = mayDriveFromOthers === true && /users_pkey|USING INDEX sqlite_autoindex_users_1|USING PRIMARY KEY/.test(plan);
           assert.ok(isIndexOrder || isDrivenByOthers, `${named}: the index gives the order, no sort of the table\n${plan}`);
-          // Read in index order, every other table is reached by an index (a lookup per user row), never scanned whole.
-          if (isIndexOrder) assert.doesNotMatch(plan, /SCAN (mfa_totp|organization_members|audit_events)\b(?! USING)|Seq Scan on (mfa_totp|organization_members|audit_events)/, `${named}: lookups, not scans\n${plan}`);
+          // Read in index order, every other table is reached by an index (a lookup per user row), never
+          // scanned whole; except that a condition holding for few users (any of several factor kinds,
+          // say) may read those few rows once, into a hashed set, as it may drive the query from them.
+          const readsTheFewOnce = mayDriveFromOthers === true && /hashed SubPlan/.test(plan);
+          if (isIndexOrder && !readsTheFewOnce) assert.doesNotMatch(plan, /SCAN (mfa_totp|organization_members|audit_events)\b(?! USING)|Seq Scan on (mfa_totp|organization_members|audit_events)/, `${named}: lookups, not scans\n${plan}`);
         }
         // And the page itself: 50 rows, a link to the next page, whatever the table's size.
         const page = await get('/admin/users?status=disabled');

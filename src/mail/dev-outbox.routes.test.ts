@@ -211,7 +211,7 @@ for (const backend of await backends()) {
 describe('mail templates', () => {
   const renderer = createMailRenderer({ authUrl: 'https://auth.example.test', translations, templates: mailTemplates });
   /** The templates `renderAll` renders, in its order: every one the modules declare. */
-  const TEMPLATE_NAMES = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account', 'security-notice', 'organization-invitation', 'webhook-endpoint-disabled', 'impersonation-ended', 'email-signin'];
+  const TEMPLATE_NAMES = ['password-reset', 'password-changed', 'verify-email', 'signup-existing-account', 'security-notice', 'organization-invitation', 'webhook-endpoint-disabled', 'impersonation-ended', 'email-signin', 'password-invitation'];
   const url = (path: string) => `https://auth.example.test${path}?token=a&b=<c>`;
   const renderAll = (locale: (typeof LOCALES)[number]) => [
     renderer.render('password-reset', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 60 }, locale),
@@ -232,6 +232,7 @@ describe('mail templates', () => {
     // The administrator's reason is typed text: escaped in the HTML.
     renderer.render('impersonation-ended', { name: 'Ada', reason: 'Ticket <7> & more', startedAt: Date.UTC(2026, 10, 28, 10, 0), endedAt: Date.UTC(2026, 10, 28, 10, 15), dashboardUrl: url('/dashboard') }, locale),
     renderer.render('email-signin', { name: 'Ada', purpose: 'signin', linkUrl: url('/auth/email-signin/link'), code: '042817', expiresInMinutes: 10 }, locale),
+    renderer.render('password-invitation', { name: 'Ada', resetUrl: url('/auth/reset-password'), expiresInMinutes: 7 * 1440 }, locale),
   ];
 
   it('renders every template as text and HTML with its links, escaping only the HTML', () => {
@@ -259,6 +260,7 @@ describe('mail templates', () => {
     assert.ok(rendered[6]!.text.endsWith('Sent by Gatehouse (https://auth.example.test). This is an automated message; replies are not read.\n'), rendered[6]!.text);
     assert.ok(rendered[7]!.text.includes('Ticket <7> & more') && rendered[7]!.html.includes('Ticket &lt;7&gt; &amp; more'), 'the reason, escaped in HTML only');
     assert.ok(rendered[7]!.text.includes('from November 28, 2026 at 10:00 AM UTC to November 28, 2026 at 10:15 AM UTC'), rendered[7]!.text);
+    assert.ok(rendered[9]!.text.includes('invited') && rendered[9]!.text.includes('within 7 days'), rendered[9]!.text);
     assert.ok(rendered[8]!.text.includes('within 10 minutes') && rendered[8]!.text.includes('where you asked: 042817') && rendered[8]!.html.includes('>042817</strong>'), rendered[8]!.text);
   });
 

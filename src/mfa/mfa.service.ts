@@ -175,9 +175,12 @@ export function createMfaService(deps: {
     secondFactorCondition(isPresent: boolean): { condition: UserCondition; uncounted: string[] } {
       const all = kinds();
       const stated = all.flatMap((kind) => (kind.isHeldBy === undefined ? [] : [kind.isHeldBy]));
+      // "None" as NOT … AND NOT …, not NOT (… OR …): PostgreSQL turns each top-level NOT EXISTS into
+      // an anti-join probing the factor table's user index, where the negated OR stays a subplan
+      // that may hash (read whole) every factor table.
       const condition: UserCondition = (eb) => {
-        const any = stated.length === 0 ? eb.lit(false) : eb.or(stated.map((held) => held(eb)));
-        return isPresent ? any : eb.not(any);
+        if (stated.length === 0) return eb.lit(!isPresent);
+        return isPresent ? eb.or(stated.map((held) => held(eb))) : eb.and(stated.map((held) => eb.not(held(eb))));
       };
       return { condition, uncounted: all.filter((kind) => kind.isHeldBy === undefined).map((kind) => kind.method) };
     },
