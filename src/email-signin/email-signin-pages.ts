@@ -5,7 +5,7 @@
  * - `/auth/email-signin/code`: "check your inbox", and the code prompt (`POST /api/auth/email/verify`,
  *   the request named by the browser's cookie);
  * - `/auth/email-signin/link?token=`: what a mailed link opens. Looking spends nothing (mail
- *   scanners fetch links): only its "Sign in" button, a POST, uses the link.
+ *   scanners fetch links): only its "Log in" button, a POST, uses the link.
  * And the sign-in page's choice, a section: "E-mail me a sign-in link" (with the page's callbackUrl).
  */
 import { join } from 'node:path';

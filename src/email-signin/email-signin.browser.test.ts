@@ -67,7 +67,7 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
       const mail = linkAndCode(await mailTo(smtp!, 'pat@example.com', SUBJECT));
       link = mail.url.toString();
       await page.getByLabel('Code from the message').fill(mail.code);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Log in' }).click();
       await page.waitForURL(`${baseURL}/dashboard`);
       assert.deepEqual(problems, []);
     });
@@ -90,7 +90,7 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
     await withPage(t, browser, { baseURL }, async (page) => {
       const problems = watchConsole(page);
       await page.goto(second.url.toString());
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Log in' }).click();
       await page.waitForURL(`${baseURL}/dashboard`);
       assert.deepEqual(problems, []);
     });

@@ -264,7 +264,7 @@ for (const backend of await backends()) {
       const { token } = linkAndCode(mail);
       assert.equal(await t.services.users.findUserByEmail(email), null, 'nothing made before the link is used');
       const page = await t.app.inject({ method: 'GET', url: `/auth/email-signin/link?token=${token}` });
-      assert.ok(page.body.includes('Create account and sign in'), 'the page says what the button does');
+      assert.ok(page.body.includes('Create account and log in'), 'the page says what the button does');
       const used = await verify({ token }, ip);
       assert.equal(used.statusCode, 200, used.body);
       const user = await t.services.users.findUserByEmail(email);

@@ -535,6 +535,10 @@ describe('hosted pages', () => {
   it('keeps the pages out of the OpenAPI document', async () => {
     const paths = Object.keys((await get(OPENAPI_PATH)).json().paths);
     assert.ok(paths.includes('/api/auth/signin'));
-    for (const path of paths) assert.ok(path.startsWith('/api/') || path.startsWith('/.well-known/'), path);
+    // Besides the API: the SSO protocol endpoints identity providers and browsers are sent to (SP
+    // metadata, SAML ACS, OIDC callback, the start redirect), documented for the IdP's administrator.
+    const protocol = /^\/sso\/(\{connectionId\}\/start|saml\/\{connectionId\}\/(acs|metadata)|oidc\/\{connectionId\}\/callback)$/;
+    for (const path of paths) assert.ok(path.startsWith('/api/') || path.startsWith('/.well-known/') || protocol.test(path), path);
+    assert.ok(!paths.some((path) => path === '/sso/discover' || path === '/sso/setup'), 'the SSO pages stay out');
   });
 });

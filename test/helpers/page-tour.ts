@@ -136,7 +136,7 @@ async function openEmailCode(page: Page): Promise<void> {
   assert.equal(await page.locator('input[name="code"]').count(), 1, 'the prompt asks for the code (this browser asked)');
 }
 
-/** A mailed sign-in link's page, live: its "Sign in" button. */
+/** A mailed sign-in link's page, live: its "Log in" button. */
 async function openEmailLink(page: Page, seed: TourSeed): Promise<void> {
   await page.goto(await seed.emailSignInPath());
   assert.equal(await page.locator('form[action="/api/auth/email/verify"] input[name="token"]').count(), 1, 'the link is live: its button is there');
@@ -361,7 +361,7 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   const invitation = await services.organizations.invite(organization.organization.id, { userId: member.id }, { email: invited, role: 'MEMBER' }, SYSTEM_SOURCE);
   assert.ok(invitation.ok, 'the tour invitation is sent');
   await services.passwordReset.requestReset({ email: emails['second-factor'], source: SYSTEM_SOURCE });
-  // A sign-in link for someone with an account (it opens on its "Sign in" button; looking spends nothing).
+  // A sign-in link for someone with an account (it opens on its "Log in" button; looking spends nothing).
   const emailSignInPath = async () => {
     await services.emailSignIn.start({ email: emails['second-factor'], callbackUrl: null, browserSecret: randomBytes(32).toString('base64url'), source: SYSTEM_SOURCE });
     return mailedPath(served, emails['second-factor'], '/auth/email-signin/link');
