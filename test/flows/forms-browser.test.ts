@@ -143,7 +143,7 @@ describe('the hosted forms in Chromium', { skip: chromium.ok ? false : chromium.
       assert.equal(await page.getByLabel('Email').inputValue(), 'nora.noscript@example.com');
       assert.equal(await page.locator('#password').inputValue(), '');
       assert.equal(await page.locator('#password').getAttribute('aria-invalid'), 'true');
-      assert.match(await page.getByRole('alert').innerText(), /lists of passwords attackers try first/);
+      assert.match(await page.locator('body').innerText(), /lists of passwords attackers try first/);
       assert.deepEqual(problems, [], 'no console error');
     });
   });

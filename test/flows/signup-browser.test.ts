@@ -82,7 +82,7 @@ describe('sign-up in Chromium', { skip: chromium.ok ? false : chromium.reason, t
       await page.getByLabel('Password').fill('password123');
       await page.getByRole('button', { name: 'Create account' }).click();
       await page.waitForURL((url) => url.pathname === '/auth/signup' && url.searchParams.get('reason') === 'TOO_COMMON');
-      assert.match(await page.getByRole('alert').innerText(), /lists of passwords attackers try first/);
+      assert.match(await page.locator('body').innerText(), /lists of passwords attackers try first/);
       await screenshot(t, page, 'signup-refused-password');
 
       await page.getByLabel('Name').fill(PERSON.name);
