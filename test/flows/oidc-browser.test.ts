@@ -230,7 +230,7 @@ describe('Gatehouse as an OpenID Provider in Chromium', { skip, timeout: 180_000
       assert.equal(new URL(page.url()).origin, baseURL);
       assert.match(new URL(page.url()).pathname, /^\/oidc\/interaction\//);
       const main = await page.locator('main').innerText();
-      assert.match(main, new RegExp(`Signed in as ${USER.email.replace('.', '\\.')}`));
+      assert.match(main, new RegExp(`Logged in as ${USER.email.replace('.', '\\.')}`));
       assert.match(main, /See your email address/);
       assert.match(main, /See your name/);
       assert.ok(main.includes(rp.origin), 'the page names where the app will be sent');
