@@ -13,16 +13,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { BuiltServices, PageSection } from '../module.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
-import { access, signedIn } from '../authorization/access.ts';
+import { signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
-import { signInRedirect } from '../http/sign-in-redirect.ts';
+import { organizationPagePath as organizationPage, organizationSectionForms } from '../organizations/organization-section-forms.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import type { OrgDomainsService } from './org-domains.service.ts';
 import type { Challenge } from './domain-checks.ts';
 import { MAX_DOMAIN_LENGTH } from './domain-name.ts';
 
-const organizationPage = (id: string) => `/organizations/${encodeURIComponent(id)}`;
 const SECTION_ANCHOR = '#domains-heading';
 
 interface DomainRow {
@@ -91,11 +90,8 @@ const SHOWN_ERRORS: ReadonlySet<string> = new Set([
 export const orgDomainPageRoutes: FastifyPluginAsyncZod<{ orgDomains: OrgDomainsService }> = async (app, { orgDomains }) => {
   const pages = renderer();
   // Signed out, a form post goes to sign in and back to the organization's page (its other forms do).
-  const config = {
-    access: access.user({ signedOutRedirect: (request: FastifyRequest) => signInRedirect(organizationPage((request.params as { id: string }).id)) }),
-    formErrorPage: '/organizations',
-  };
-  const back = (request: FastifyRequest<{ Params: { id: string } }>) => `${organizationPage(request.params.id)}${SECTION_ANCHOR}`;
+  const { read: config, back: sectionOf } = organizationSectionForms(SECTION_ANCHOR);
+  const back = (request: FastifyRequest<{ Params: { id: string } }>) => sectionOf(request.params.id);
   const caller = (request: FastifyRequest) => {
     const auth = signedIn(request);
     return { actor: { userId: auth.userId }, source: requestSource(request, auth.userId) };

@@ -1,4 +1,4 @@
-/** The setup links' tables (migrations/20261130-sso-setup-links.ts): queries only. */
+/** The setup links' tables (migrations/20261130-sso-setup-links.ts): queries only (bigint columns come back as numbers: storage/database.ts). */
 import type { Selectable } from 'kysely';
 import type { Db } from '../storage/database.ts';
 
@@ -32,33 +32,20 @@ declare module '../storage/schema.ts' {
 export type SetupLinkRow = Selectable<SsoSetupLinksTable>;
 export type SetupTestRow = Selectable<SsoSetupTestsTable>;
 
-/** PostgreSQL hands bigint columns back as strings. */
-function toRow<T extends SetupLinkRow | undefined>(row: T): T {
-  if (row === undefined) return row;
-  return {
-    ...row,
-    created_at: Number(row.created_at),
-    expires_at: Number(row.expires_at),
-    revoked_at: row.revoked_at === null ? null : Number(row.revoked_at),
-    last_used_at: row.last_used_at === null ? null : Number(row.last_used_at),
-  };
-}
-
 export async function insertLink(db: Db, row: SetupLinkRow): Promise<void> {
   await db.insertInto('sso_setup_links').values(row).execute();
 }
 
 export async function findLinkByHash(db: Db, tokenHash: string): Promise<SetupLinkRow | undefined> {
-  return toRow(await db.selectFrom('sso_setup_links').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst());
+  return db.selectFrom('sso_setup_links').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
 }
 
 export async function findLink(db: Db, organizationId: string, id: string): Promise<SetupLinkRow | undefined> {
-  return toRow(await db.selectFrom('sso_setup_links').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst());
+  return db.selectFrom('sso_setup_links').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
 }
 
 export async function listLinks(db: Db, organizationId: string): Promise<SetupLinkRow[]> {
-  const rows = await db.selectFrom('sso_setup_links').selectAll().where('organization_id', '=', organizationId).orderBy('created_at', 'desc').orderBy('id').execute();
-  return rows.map((row) => toRow(row));
+  return db.selectFrom('sso_setup_links').selectAll().where('organization_id', '=', organizationId).orderBy('created_at', 'desc').orderBy('id').execute();
 }
 
 /** True when this call revoked it (an active link of the organization). */
@@ -77,8 +64,7 @@ export async function insertTest(db: Db, row: SetupTestRow): Promise<void> {
 }
 
 export async function findTest(db: Db, id: string, now: number): Promise<SetupTestRow | undefined> {
-  const row = await db.selectFrom('sso_setup_tests').selectAll().where('id', '=', id).where('expires_at', '>', now).executeTakeFirst();
-  return row === undefined ? undefined : { ...row, expires_at: Number(row.expires_at) };
+  return db.selectFrom('sso_setup_tests').selectAll().where('id', '=', id).where('expires_at', '>', now).executeTakeFirst();
 }
 
 /** Records what the IdP answered, once: a test already answered keeps its first answer. */
