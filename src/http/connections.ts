@@ -9,7 +9,8 @@
  *   line, headers over the size limit, a request that took too long): the same security headers
  *   and `{error, message}` body as every other answer, instead of Node's or Fastify's bare one.
  */
-import { STATUS_CODES, type ServerOptions } from 'node:http';
+import type { ServerOptions } from 'node:http';
+import { http } from '../lib/node-http.ts';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -94,7 +95,7 @@ export function createClientErrorHandler(config: Pick<Config, 'isSecureOrigin'>)
     if (socket.writable && inFlight?.headersSent !== true) {
       const body = JSON.stringify(toErrorBody(code));
       socket.write(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${securityHeaders}x-request-id: ${requestId}\r\n` +
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${securityHeaders}x-request-id: ${requestId}\r\n` +
           `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     }

@@ -5,11 +5,12 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { MODULES } from '../modules.ts';
 import { WEB_MESSAGES } from '../web/render.ts';
-import { mergeCatalogs } from './catalog.ts';
+import { checkCatalogs, mergeCatalogs, readMessages } from './catalog.ts';
 import { LOCALES } from './locales.ts';
 import { isOwnNavigation, langParameter, LOCALE_COOKIE, negotiateLocale } from './negotiate.ts';
 import { withLanguage } from './i18n.module.ts';
@@ -32,6 +33,8 @@ function filesUnder(dir: string, suffixes: string[]): string[] {
 
 describe('catalogs', () => {
   it('every language has every key of English, each message parses and uses only English arguments and tags', () => {
+    // The start no longer parses them (catalog.ts): this is where a broken message is caught.
+    checkCatalogs(allCatalogs());
     const merged = mergeCatalogs(allCatalogs());
     const english = Object.keys(merged.en);
     assert.ok(english.length > 50, 'the catalogs are loaded');
@@ -65,7 +68,7 @@ describe('catalogs', () => {
   it('refuses a missing key, an extra key, a stray argument, a broken message and a key outside the module', () => {
     const good = { en: { 'm.a': 'Hello {name}', 'm.b': 'Bye' } };
     const withOthers = (de: Record<string, string>) => ({ ...good, de, fr: good.en, es: good.en, 'pt-BR': good.en, ja: good.en });
-    assert.doesNotThrow(() => mergeCatalogs([{ name: 'm', messages: withOthers({ 'm.a': 'Hallo {name}', 'm.b': 'Tschüss' }) }]));
+    assert.doesNotThrow(() => checkCatalogs([{ name: 'm', messages: withOthers({ 'm.a': 'Hallo {name}', 'm.b': 'Tschüss' }) }]));
     const problems: Array<[Record<string, string>, RegExp]> = [
       [{ 'm.a': 'Hallo {name}' }, /de lacks "m.b"/],
       [{ 'm.a': 'Hallo {name}', 'm.b': 'x', 'm.c': 'y' }, /de has "m.c", which English does not/],
@@ -73,9 +76,28 @@ describe('catalogs', () => {
       [{ 'm.a': 'Hallo {name', 'm.b': 'x' }, /de "m.a" does not parse/],
       [{ 'm.a': 'Hallo <b>{name}</b>', 'm.b': 'x' }, /uses \{b\}/],
     ];
-    for (const [de, expected] of problems) assert.throws(() => mergeCatalogs([{ name: 'm', messages: withOthers(de) }]), expected);
-    assert.throws(() => mergeCatalogs([{ name: 'other', messages: withOthers({ 'm.a': 'x {name}', 'm.b': 'y' }) }]), /must begin with "other\."/);
-    assert.throws(() => mergeCatalogs([{ name: 'm', messages: { en: good.en } }]), /no de catalog/);
+    for (const [de, expected] of problems) assert.throws(() => checkCatalogs([{ name: 'm', messages: withOthers(de) }]), expected);
+    assert.throws(() => checkCatalogs([{ name: 'other', messages: withOthers({ 'm.a': 'x {name}', 'm.b': 'y' }) }]), /must begin with "other\."/);
+    assert.throws(() => checkCatalogs([{ name: 'm', messages: { en: good.en } }]), /no de catalog/);
+    assert.throws(() => checkCatalogs([{ name: 'm', messages: good }, { name: 'm', messages: good }]), /"m.a" is declared twice/);
+  });
+
+  it('reads a language when it is first used, and refuses a file not named after a language at once', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-messages-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'en.json'), JSON.stringify({ 'm.a': 'Hello {name}' }));
+    writeFileSync(join(dir, 'de.json'), '{ not JSON');
+    const messages = readMessages(dir);
+    assert.deepEqual(Object.keys(messages).sort(), ['de', 'en']);
+    const merged = mergeCatalogs([{ name: 'm', messages }]);
+    assert.equal(typeof Object.getOwnPropertyDescriptor(messages, 'en')?.get, 'function', 'not read before it is used');
+    assert.equal(merged.en['m.a'], 'Hello {name}');
+    assert.deepEqual(Object.getOwnPropertyDescriptor(messages, 'en')?.value, { 'm.a': 'Hello {name}' }, 'kept once read');
+    assert.throws(() => merged.de, SyntaxError);
+    writeFileSync(join(dir, 'de.json'), JSON.stringify({ 'm.a': 7 }));
+    assert.throws(() => readMessages(dir).de, /must be one JSON object of strings/);
+    writeFileSync(join(dir, 'deutsch.json'), '{}');
+    assert.throws(() => readMessages(dir), /deutsch\.json is not named after a language/);
   });
 });
 

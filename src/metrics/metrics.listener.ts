@@ -3,7 +3,8 @@
  * `GET /metrics`, without a token, for a scraper on the host or a private network. A background
  * job: it listens when the app starts serving and closes (with its connections) when the app stops.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { http } from '../lib/node-http.ts';
 import type { AddressInfo } from 'node:net';
 import type { BackgroundJob } from '../module.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -48,7 +49,7 @@ export function createMetricsListener(deps: { metrics: MetricsService; host: str
   return {
     async start() {
       if (server !== null) return;
-      const created = createServer({ requestTimeout: 10_000, headersTimeout: 5_000, keepAliveTimeout: 5_000 });
+      const created = http.createServer({ requestTimeout: 10_000, headersTimeout: 5_000, keepAliveTimeout: 5_000 });
       // A scraper or two: a handful of connections at most.
       created.maxConnections = 32;
       answer(created);

@@ -4,7 +4,7 @@
  * its signing certificates. Only these values are kept; the document is never trusted for anything
  * else. A document with a DTD is refused before parsing (no entity of any kind is expanded).
  */
-import { DOMParser } from '@xmldom/xmldom';
+import { loadSamlLibraries } from './saml-libraries.ts';
 import { certificateBody } from './sp-keys.ts';
 import type { DocumentFetch } from '../http/outbound/fetcher.ts';
 
@@ -27,9 +27,10 @@ export function hasDocumentType(xml: string): boolean {
   return /<!DOCTYPE|<!ENTITY/i.test(xml);
 }
 
-export function parseIdpMetadata(xml: string): MetadataResult {
+export async function parseIdpMetadata(xml: string): Promise<MetadataResult> {
   if (xml.length > MAX_METADATA_BYTES) return { ok: false, message: 'The metadata is too large.' };
   if (hasDocumentType(xml)) return { ok: false, message: 'The metadata declares a DTD, which SAML metadata never needs.' };
+  const { DOMParser } = await loadSamlLibraries();
   let failed = false;
   const onError = () => {
     failed = true;

@@ -10,8 +10,8 @@
  * present, no DTD in the message, no comment inside the assertion (the NameID comment trick), and the
  * assertion ID is accepted once (`sso_assertions`, shared by every instance).
  */
-import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from '@node-saml/node-saml';
-import { DOMParser } from '@xmldom/xmldom';
+import type { CacheProvider, Profile, SAML } from '@node-saml/node-saml';
+import { loadSamlLibraries, type SamlLibraries } from './saml-libraries.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Db } from '../storage/database.ts';
 import * as store from './sso.store.ts';
@@ -84,8 +84,9 @@ function requestCache(db: Db, connectionId: string, clock: Clock, testId: string
   };
 }
 
-function samlFor(db: Db, authUrl: string, connection: SamlConnection, clock: Clock, cache: CacheProvider = requestCache(db, connection.id, clock)): SAML {
+async function samlFor(db: Db, authUrl: string, connection: SamlConnection, clock: Clock, cache: CacheProvider = requestCache(db, connection.id, clock)): Promise<SAML> {
   const endpoints = samlEndpoints(authUrl, connection.id);
+  const { SAML, ValidateInResponseTo } = await loadSamlLibraries();
   return new SAML({
     issuer: endpoints.entityId,
     audience: endpoints.entityId,
@@ -114,12 +115,12 @@ export function createSamlServiceProvider(deps: { db: Db; authUrl: string; clock
   return {
     /** The IdP's URL with a signed AuthnRequest (HTTP-Redirect binding); its ID is stored for InResponseTo. */
     async authorizeUrl(connection: SamlConnection, relayState: string, testId: string | null = null): Promise<string> {
-      return samlFor(db, authUrl, connection, clock, requestCache(db, connection.id, clock, testId)).getAuthorizeUrlAsync(relayState, undefined, {});
+      return (await samlFor(db, authUrl, connection, clock, requestCache(db, connection.id, clock, testId))).getAuthorizeUrlAsync(relayState, undefined, {});
     },
 
     /** This connection's SP metadata (signed AuthnRequests, the encryption certificate). */
-    metadata(connection: SamlConnection): string {
-      return samlFor(db, authUrl, connection, clock).generateServiceProviderMetadata(connection.saml.spEncryptionCert, connection.saml.spSigningCert);
+    async metadata(connection: SamlConnection): Promise<string> {
+      return (await samlFor(db, authUrl, connection, clock)).generateServiceProviderMetadata(connection.saml.spEncryptionCert, connection.saml.spSigningCert);
     },
 
     /** Checks a POSTed `SAMLResponse` for this connection: the assertion, or why it was refused. */
@@ -127,7 +128,7 @@ export function createSamlServiceProvider(deps: { db: Db; authUrl: string; clock
       if (samlResponse.length === 0 || samlResponse.length > MAX_RESPONSE_BYTES) return { ok: false, reason: 'MALFORMED', detail: 'empty or too large' };
       const xml = Buffer.from(samlResponse, 'base64').toString('utf8');
       if (hasDocumentType(xml)) return { ok: false, reason: 'MALFORMED', detail: 'DTD in the message' };
-      const raw = parseRaw(xml);
+      const raw = parseRaw(xml, (await loadSamlLibraries()).DOMParser);
       if (raw === null) return { ok: false, reason: 'MALFORMED', detail: 'not well-formed' };
       if (raw.hasCommentInAssertion) return { ok: false, reason: 'MALFORMED', detail: 'comment inside the assertion' };
       const endpoints = samlEndpoints(authUrl, connection.id);
@@ -135,7 +136,7 @@ export function createSamlServiceProvider(deps: { db: Db; authUrl: string; clock
       let profile: Profile | null;
       const seen = { testId: null as string | null };
       try {
-        ({ profile } = await samlFor(db, authUrl, connection, clock, requestCache(db, connection.id, clock, null, seen)).validatePostResponseAsync({ SAMLResponse: samlResponse }));
+        ({ profile } = await (await samlFor(db, authUrl, connection, clock, requestCache(db, connection.id, clock, null, seen))).validatePostResponseAsync({ SAMLResponse: samlResponse }));
       } catch (error) {
         const detail = error instanceof Error ? error.message.slice(0, 200) : 'refused';
         return { ok: false, reason: error instanceof Error && error.name === 'SamlStatusError' ? 'IDP_ERROR' : 'INVALID_RESPONSE', detail, testId: seen.testId };
@@ -158,7 +159,7 @@ export function createSamlServiceProvider(deps: { db: Db; authUrl: string; clock
 export type SamlServiceProvider = ReturnType<typeof createSamlServiceProvider>;
 
 /** What we read of the message ourselves (node-saml reads the rest): its Destination, and comments inside an assertion. */
-function parseRaw(xml: string): { destination: string | null; hasCommentInAssertion: boolean } | null {
+function parseRaw(xml: string, DOMParser: SamlLibraries['DOMParser']): { destination: string | null; hasCommentInAssertion: boolean } | null {
   let failed = false;
   const onError = () => {
     failed = true;

@@ -1,6 +1,6 @@
 /**
- * Server-rendered pages: Eta templates compiled once when a renderer is made (a broken template
- * fails start-up, not a request), every `<%= %>` HTML-escaped. This base knows no feature: it holds
+ * Server-rendered pages: Eta templates, each compiled once when first rendered (every template's
+ * compiling is checked by a test), every `<%= %>` HTML-escaped. This base knows no feature: it holds
  * the layout and the generic error page (`templates/`), and each feature hands it the paths of its
  * own page templates together with the type of the data each one reads. Pages contain no inline
  * style and no script of their own making, so the strict Content-Security-Policy below holds for
@@ -101,19 +101,34 @@ export function templatesIn(dir: string): string[] {
 }
 
 /**
- * Loads and compiles the layout, the base's pages and the page templates at `files` (each named by
- * its file name without `.eta`, as `render` and `include` name it). A name the base or another
- * file already uses stops the start.
+ * Renders the layout, the base's pages and the page templates at `files` (each named by its file
+ * name without `.eta`, as `render` and `include` name it). A name the base or another file already
+ * uses stops the start. Each template is read and compiled when a page first needs it, not here:
+ * a renderer is made for every module with pages, most pages are never shown by a given instance,
+ * and their compiled functions would stay resident. That every template compiles is checked by
+ * src/web/templates.test.ts, so a broken one still fails CI.
  */
 export function createPageRenderer<Pages extends object>(files: readonly string[]): PageRenderer<Pages> {
   const eta = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
-  const loaded = new Set<string>();
+  const paths = new Map<string, string>();
   for (const file of [...templatesIn(BASE_TEMPLATES_DIR), ...files]) {
     const name = basename(file, '.eta');
-    if (loaded.has(name)) throw new Error(`Page templates: two templates are named ${name} (${file})`);
-    loaded.add(name);
-    eta.loadTemplate(name, readFileSync(file, 'utf8'));
+    if (paths.has(name)) throw new Error(`Page templates: two templates are named ${name} (${file})`);
+    paths.set(name, file);
   }
+  // Eta looks every template (a page, its layout, a partial) up by name in this cache: one it has
+  // not seen yet is compiled from its file there and then, and kept.
+  const templates = eta.templatesSync;
+  // Typed as always finding one; Eta itself refuses an unknown name when it gets undefined.
+  const cached = templates.get.bind(templates) as (name: string) => ReturnType<typeof templates.get> | undefined;
+  templates.get = ((name: string) => {
+    const found = cached(name);
+    if (found !== undefined) return found;
+    const path = paths.get(name);
+    if (path === undefined) return undefined;
+    eta.loadTemplate(name, readFileSync(path, 'utf8'));
+    return cached(name);
+  }) as typeof templates.get;
   const html = (context: PageContext, page: string, model: object): string => eta.render(page, pageData(context, model));
   return {
     html,

@@ -9,8 +9,7 @@
  * the global one. GET only, unless the caller allows POST too (`methods`: an OpenID Connect
  * relying party's token request, a form body), under the same rules.
  */
-import http from 'node:http';
-import https from 'node:https';
+import { http, https } from '../../lib/node-http.ts';
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { checkWebhookUrl, type TargetPolicy } from './target-rules.ts';

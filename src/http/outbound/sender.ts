@@ -12,8 +12,9 @@
  * - of the answer only the status and the first bytes (a snippet for the admin) are read.
  * The outcome is a value: delivered (2xx) or a short error code, never an exception.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest } from 'node:http';
+import type { RequestOptions } from 'node:https';
+import { http, https } from '../../lib/node-http.ts';
 import { isIP, type LookupFunction } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns';
 import { checkWebhookUrl, isAllowedAddress, type TargetPolicy } from './target-rules.ts';
@@ -95,7 +96,7 @@ export function createPinnedLookup(policy: TargetPolicy, resolve: Resolver): Loo
 }
 
 /** The address actually connected to, once more before a byte is sent (an IP literal skips the lookup). */
-export function checkConnectedAddress(outgoing: http.ClientRequest, policy: TargetPolicy): void {
+export function checkConnectedAddress(outgoing: ClientRequest, policy: TargetPolicy): void {
   outgoing.on('socket', (socket) => {
     const verify = () => {
       const remote = socket.remoteAddress;
@@ -134,7 +135,7 @@ export function createSender(deps: { policy: TargetPolicy; resolve?: Resolver; t
         request.signal?.removeEventListener('abort', onAbort);
         settle(outcome);
       };
-      const options: https.RequestOptions = {
+      const options: RequestOptions = {
         method: 'POST',
         hostname: host,
         port: url.port === '' ? (isHttps ? 443 : 80) : Number(url.port),

@@ -1,0 +1,48 @@
+/**
+ * Page templates compile when a page is first rendered (render.ts), not at start: this is the
+ * check that every one of them compiles, so a broken template fails CI rather than a request.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { Eta } from 'eta/core';
+import { createPageRenderer } from './render.ts';
+import type { PageContext } from './page-context.ts';
+
+const SRC = join(import.meta.dirname, '..');
+
+describe('page templates', () => {
+  it('every template under src compiles', () => {
+    const files = (readdirSync(SRC, { recursive: true }) as string[]).filter((file) => file.endsWith('.eta'));
+    assert.ok(files.length > 50, 'the templates are found');
+    const eta = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
+    const broken = files.flatMap((file) => {
+      try {
+        eta.compile(readFileSync(join(SRC, file), 'utf8'));
+        return [];
+      } catch (error) {
+        return [`${relative(SRC, file)}: ${(error as Error).message}`];
+      }
+    });
+    assert.deepEqual(broken, []);
+  });
+
+  it('are read when first rendered: a broken one fails its own page only, a duplicate name the start', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-templates-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'good.eta'), '<p><%= it.word %></p>');
+    writeFileSync(join(dir, 'broken.eta'), '<p><%= it.word </p>');
+    const pages = createPageRenderer<{ good: { word: string }; broken: { word: string } }>([join(dir, 'good.eta'), join(dir, 'broken.eta')]);
+    const context = { csrfToken: '', scriptNonce: '' } as unknown as PageContext;
+    assert.equal(pages.html(context, 'good', { title: 'x', word: '<b>' }), '<p>&lt;b&gt;</p>');
+    // Read afresh only until compiled: the file changing after its first render changes nothing.
+    writeFileSync(join(dir, 'good.eta'), '<p>changed</p>');
+    assert.equal(pages.html(context, 'good', { title: 'x', word: 'again' }), '<p>again</p>');
+    assert.throws(() => pages.html(context, 'broken', { title: 'x', word: 'y' }), /unclosed tag/);
+    assert.throws(() => pages.html(context, 'missing' as 'good', { title: 'x', word: 'y' }), /Failed to get template 'missing'/);
+    writeFileSync(join(dir, 'layout.eta'), '');
+    assert.throws(() => createPageRenderer([join(dir, 'layout.eta')]), /two templates are named layout/);
+  });
+});
