@@ -16,6 +16,8 @@
  *                            credentials) and introspection (perf/oidc.ts)
  *   webhooks                 webhook delivery throughput, event to receipt (perf/webhooks.ts)
  *   cli                      wall time of gatehouse help, --version, users list --json (perf/cli-timing.ts)
+ *   idle                     a default instance after a restart: cold start to ready and idle RSS vs bare
+ *                            Fastify, and RSS under sign-in load (perf/idle.ts)
  *   growth                   sign-in and session check on 1,000,000 users vs an empty store (perf/growth.ts)
  *   import                   gatehouse import of 1,000,000 users: memory vs idle, resume after a kill (perf/import.ts)
  *
@@ -66,6 +68,7 @@ import { mfaScenario } from './mfa.ts';
 import { oidcScenario } from './oidc.ts';
 import { webhooksScenario } from './webhooks.ts';
 import { cliScenario } from './cli-timing.ts';
+import { idleScenario } from './idle.ts';
 import { importScenario } from './import.ts';
 import { summariseProfiles } from './profile-summary.ts';
 import { writeBenchmarksMarkdown } from './report.ts';
@@ -82,6 +85,7 @@ const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> =
   oidc: oidcScenario,
   webhooks: webhooksScenario,
   cli: cliScenario,
+  idle: idleScenario,
   growth: growthScenario,
   import: importScenario,
 };
