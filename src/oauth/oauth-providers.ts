@@ -5,7 +5,8 @@
  * `iss`, `aud`, `exp`, `nonce`) are `openid-client`'s; this module only picks what to ask for and
  * reads the profile.
  */
-import * as client from 'openid-client';
+import type * as OpenIdClient from 'openid-client';
+import { loadedOpenIdClient, loadOpenIdClient } from '../lib/openid-client.ts';
 import { z } from 'zod';
 import type { OAuthProviderConfig } from './oauth.config.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -73,28 +74,31 @@ function isHttp(url: string): boolean {
 
 /** PKCE S256 and a fresh state for every authorization. */
 async function newChecks() {
+  const client = await loadOpenIdClient();
   const codeVerifier = client.randomPKCECodeVerifier();
   return { codeVerifier, codeChallenge: await client.calculatePKCECodeChallenge(codeVerifier), state: client.randomState() };
 }
 
 function createOidcProvider(config: Extract<OAuthProviderConfig, { kind: 'oidc' }>, callbackUrl: string, clock: Clock): OAuthProvider {
-  let discovered: Promise<client.Configuration> | null = null;
+  let discovered: Promise<OpenIdClient.Configuration> | null = null;
   let failedAt = Number.NEGATIVE_INFINITY;
   /** Known once discovery has answered; until then the issuer's origin stands in. */
   let authorizationOrigin: string | null = null;
 
   /** Discovery once, shared by concurrent callers; after a failure, not again for a few seconds. */
-  function configuration(): Promise<client.Configuration> {
+  function configuration(): Promise<OpenIdClient.Configuration> {
     if (discovered !== null) return discovered;
     if (clock() - failedAt < DISCOVERY_RETRY_MS) return Promise.reject(new ProviderUnreachableError('discovery failed recently'));
-    discovered = client
-      .discovery(new URL(config.issuer), config.clientId, { client_secret: config.clientSecret }, client.ClientSecretPost(config.clientSecret), {
-        // openid-client trusts an ID token from the token endpoint on the strength of TLS alone
-        // (OIDC Core 3.1.3.7 allows it); we verify its signature against the provider's JWKS too,
-        // so a token endpoint answer that was tampered with, or a plain-http test peer, proves nothing.
-        execute: [client.enableNonRepudiationChecks, ...(isHttp(config.issuer) ? [client.allowInsecureRequests] : [])],
-        timeout: PROVIDER_TIMEOUT_SECONDS,
-      })
+    discovered = loadOpenIdClient()
+      .then((client) =>
+        client.discovery(new URL(config.issuer), config.clientId, { client_secret: config.clientSecret }, client.ClientSecretPost(config.clientSecret), {
+          // openid-client trusts an ID token from the token endpoint on the strength of TLS alone
+          // (OIDC Core 3.1.3.7 allows it); we verify its signature against the provider's JWKS too,
+          // so a token endpoint answer that was tampered with, or a plain-http test peer, proves nothing.
+          execute: [client.enableNonRepudiationChecks, ...(isHttp(config.issuer) ? [client.allowInsecureRequests] : [])],
+          timeout: PROVIDER_TIMEOUT_SECONDS,
+        }),
+      )
       .then((found) => {
         const endpoint = found.serverMetadata().authorization_endpoint;
         if (endpoint !== undefined) authorizationOrigin = new URL(endpoint).origin;
@@ -120,6 +124,7 @@ function createOidcProvider(config: Extract<OAuthProviderConfig, { kind: 'oidc' 
     async startAuthorization() {
       const configuration_ = await configuration();
       const { codeVerifier, codeChallenge, state } = await newChecks();
+      const client = await loadOpenIdClient();
       const nonce = client.randomNonce();
       const authorizationUrl = client.buildAuthorizationUrl(configuration_, {
         redirect_uri: callbackUrl,
@@ -134,7 +139,8 @@ function createOidcProvider(config: Extract<OAuthProviderConfig, { kind: 'oidc' 
     async completeAuthorization(currentUrl, checks) {
       try {
         if (checks.nonce === null) return { ok: false, reason: 'OAuthCallback', detail: 'no nonce in the flow' };
-        const tokens = await client.authorizationCodeGrant(await configuration(), currentUrl, {
+        const configuration_ = await configuration();
+        const tokens = await (await loadOpenIdClient()).authorizationCodeGrant(configuration_, currentUrl, {
           expectedState: checks.state,
           pkceCodeVerifier: checks.codeVerifier,
           expectedNonce: checks.nonce,
@@ -151,7 +157,7 @@ function createOidcProvider(config: Extract<OAuthProviderConfig, { kind: 'oidc' 
 }
 
 /** The ID token's claims: `sub` is the identity; `email` counts only with `email_verified: true`. */
-function identityFromClaims(provider: string, claims: client.IDToken): ProviderIdentity {
+function identityFromClaims(provider: string, claims: OpenIdClient.IDToken): ProviderIdentity {
   const email = typeof claims.email === 'string' ? toEmail(claims.email) : null;
   return {
     provider,
@@ -164,18 +170,24 @@ function identityFromClaims(provider: string, claims: client.IDToken): ProviderI
 
 function createGitHubProvider(config: Extract<OAuthProviderConfig, { kind: 'github' }>, callbackUrl: string): OAuthProvider {
   // GitHub is OAuth 2.0 without discovery or ID tokens; its endpoints are fixed paths.
-  const configuration = new client.Configuration(
-    {
-      issuer: config.url,
-      authorization_endpoint: `${config.url}/login/oauth/authorize`,
-      token_endpoint: `${config.url}/login/oauth/access_token`,
-    },
-    config.clientId,
-    { client_secret: config.clientSecret },
-    client.ClientSecretPost(config.clientSecret),
-  );
-  configuration.timeout = PROVIDER_TIMEOUT_SECONDS;
-  if (isHttp(config.url)) client.allowInsecureRequests(configuration);
+  // Made on the first sign-in with it, when openid-client is loaded.
+  let configured: OpenIdClient.Configuration | null = null;
+  const configuration = (client: typeof OpenIdClient): OpenIdClient.Configuration => {
+    if (configured !== null) return configured;
+    configured = new client.Configuration(
+      {
+        issuer: config.url,
+        authorization_endpoint: `${config.url}/login/oauth/authorize`,
+        token_endpoint: `${config.url}/login/oauth/access_token`,
+      },
+      config.clientId,
+      { client_secret: config.clientSecret },
+      client.ClientSecretPost(config.clientSecret),
+    );
+    configured.timeout = PROVIDER_TIMEOUT_SECONDS;
+    if (isHttp(config.url)) client.allowInsecureRequests(configured);
+    return configured;
+  };
 
   async function callApi(path: string, accessToken: string): Promise<unknown> {
     const response = await fetch(`${config.apiUrl}${path}`, {
@@ -203,7 +215,8 @@ function createGitHubProvider(config: Extract<OAuthProviderConfig, { kind: 'gith
     },
     async startAuthorization() {
       const { codeVerifier, codeChallenge, state } = await newChecks();
-      const authorizationUrl = client.buildAuthorizationUrl(configuration, {
+      const client = await loadOpenIdClient();
+      const authorizationUrl = client.buildAuthorizationUrl(configuration(client), {
         redirect_uri: callbackUrl,
         scope: 'read:user user:email',
         code_challenge: codeChallenge,
@@ -215,7 +228,8 @@ function createGitHubProvider(config: Extract<OAuthProviderConfig, { kind: 'gith
     },
     async completeAuthorization(currentUrl, checks) {
       try {
-        const tokens = await client.authorizationCodeGrant(configuration, currentUrl, {
+        const client = await loadOpenIdClient();
+        const tokens = await client.authorizationCodeGrant(configuration(client), currentUrl, {
           expectedState: checks.state,
           pkceCodeVerifier: checks.codeVerifier,
         });
@@ -259,17 +273,19 @@ const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 
  */
 function failure(error: unknown): { ok: false; reason: ProviderFailure; detail: string } {
   const detail = describe(error);
-  if (error instanceof client.AuthorizationResponseError) {
+  const client = loadedOpenIdClient();
+  if (client !== null && error instanceof client.AuthorizationResponseError) {
     return { ok: false, reason: error.error === 'access_denied' ? 'AccessDenied' : 'OAuthCallback', detail };
   }
   return { ok: false, reason: isProviderUnreachable(error) ? 'ProviderUnreachable' : 'OAuthCallback', detail };
 }
 
 export function isProviderUnreachable(error: unknown): boolean {
+  const client = loadedOpenIdClient();
   for (let current: unknown = error, depth = 0; current !== undefined && current !== null && depth < 5; depth += 1) {
     if (current instanceof ProviderUnreachableError) return true;
     if (current instanceof Response && current.status >= 500) return true;
-    if (current instanceof client.ResponseBodyError && current.status >= 500) return true;
+    if (client !== null && current instanceof client.ResponseBodyError && current.status >= 500) return true;
     const { name, code, message } = current as { name?: unknown; code?: unknown; message?: unknown };
     if (name === 'TimeoutError' || name === 'AbortError') return true;
     if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;

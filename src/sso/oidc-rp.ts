@@ -8,7 +8,8 @@
  * SSO_ALLOW_PRIVATE_TARGETS, the resolved address pinned, no redirect, size and time limits), never
  * openid-client's own `fetch`: an issuer is a URL an organization's admin typed.
  */
-import * as client from 'openid-client';
+import type * as OpenIdClient from 'openid-client';
+import { loadedOpenIdClient, loadOpenIdClient } from '../lib/openid-client.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { DocumentFetch } from '../http/outbound/fetcher.ts';
 import { DeliveryError } from '../http/outbound/sender.ts';
@@ -50,25 +51,27 @@ export function oidcRedirectUri(authUrl: string, connectionId: string): string {
 }
 
 export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; allowHttp: boolean; fetch: DocumentFetch }) {
-  const discovered = new Map<string, Promise<client.Configuration>>();
+  const discovered = new Map<string, Promise<OpenIdClient.Configuration>>();
   // openid-client keeps it on the configuration, for every later request (keys, token).
-  const outbound: client.CustomFetch = (url, options) => {
+  const outbound: OpenIdClient.CustomFetch = (url, options) => {
     if (options.body instanceof ReadableStream) return Promise.reject(new TypeError('a streamed body is not sent'));
     return deps.fetch(url, { method: options.method, headers: options.headers, body: options.body, signal: options.signal ?? null });
   };
 
-  function configuration(connection: OidcRpConnection): Promise<client.Configuration> {
+  function configuration(connection: OidcRpConnection): Promise<OpenIdClient.Configuration> {
     // A changed connection (another issuer, a new secret) is discovered again.
     const key = `${connection.id}:${connection.updatedAt}`;
     const known = discovered.get(key);
     if (known !== undefined) return known;
     const insecure = deps.allowHttp && connection.issuer.startsWith('http:');
-    const found = client
-      .discovery(new URL(connection.issuer), connection.clientId, { client_secret: connection.clientSecret }, client.ClientSecretBasic(connection.clientSecret), {
-        execute: [client.enableNonRepudiationChecks, ...(insecure ? [client.allowInsecureRequests] : [])],
-        timeout: TIMEOUT_SECONDS,
-        [client.customFetch]: outbound,
-      })
+    const found = loadOpenIdClient()
+      .then((client) =>
+        client.discovery(new URL(connection.issuer), connection.clientId, { client_secret: connection.clientSecret }, client.ClientSecretBasic(connection.clientSecret), {
+          execute: [client.enableNonRepudiationChecks, ...(insecure ? [client.allowInsecureRequests] : [])],
+          timeout: TIMEOUT_SECONDS,
+          [client.customFetch]: outbound,
+        }),
+      )
       .catch((error: unknown) => {
         discovered.delete(key);
         throw error;
@@ -82,6 +85,7 @@ export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; al
     async start(connection: OidcRpConnection): Promise<{ ok: true; url: string; checks: OidcChecks } | { ok: false; reason: 'IDP_ADDRESS_REFUSED' | 'IDP_UNREACHABLE'; detail: string }> {
       try {
         const config = await configuration(connection);
+        const client = await loadOpenIdClient();
         const codeVerifier = client.randomPKCECodeVerifier();
         const checks = { state: client.randomState(), codeVerifier, nonce: client.randomNonce() };
         const url = client.buildAuthorizationUrl(config, {
@@ -101,7 +105,8 @@ export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; al
     /** Checks the answer that came back to `currentUrl` (built from AUTH_URL and the query, never from headers). */
     async complete(connection: OidcRpConnection, currentUrl: URL, checks: OidcChecks): Promise<OidcResult> {
       try {
-        const tokens = await client.authorizationCodeGrant(await configuration(connection), currentUrl, {
+        const config = await configuration(connection);
+        const tokens = await (await loadOpenIdClient()).authorizationCodeGrant(config, currentUrl, {
           expectedState: checks.state,
           pkceCodeVerifier: checks.codeVerifier,
           expectedNonce: checks.nonce,
@@ -111,7 +116,8 @@ export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; al
         if (claims === undefined) return { ok: false, reason: 'INVALID_RESPONSE', detail: 'no ID token' };
         return { ok: true, claims: { ...claims } };
       } catch (error) {
-        if (error instanceof client.AuthorizationResponseError) return { ok: false, reason: 'IDP_ERROR', detail: error.error };
+        const client = loadedOpenIdClient();
+        if (client !== null && error instanceof client.AuthorizationResponseError) return { ok: false, reason: 'IDP_ERROR', detail: error.error };
         const detail = error instanceof Error ? error.message.slice(0, 200) : 'refused';
         return { ok: false, reason: failureOf(error) ?? 'INVALID_RESPONSE', detail };
       }
