@@ -1,7 +1,8 @@
 /**
  * Languages of the hosted pages (and, as modules move their texts to catalogs, of the mails):
  * English, German, French, Spanish, Brazilian Portuguese and Japanese. Every module's catalogs
- * (`messages` in the module contract) are merged and checked when the service starts; each browser
+ * (`messages` in the module contract) are merged, each language read when first used (checked by
+ * the i18n test, catalog.ts `checkCatalogs`, not at every start); each browser
  * request gets its language (`request.language`: `?lang=`, remembered in a cookie, else the
  * browser's Accept-Language, else English) and pages render with it.
  */

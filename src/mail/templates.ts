@@ -2,8 +2,8 @@
  * Mail templates: each module owns its own (the `mailTemplates` slot of module.ts), by name: the
  * files `<dir>/<name>.text.eta` (plain text, nothing escaped) and `<dir>/<name>.html.eta` (every
  * `<%= %>` HTML-escaped), each inside the mail module's layout (`templates/layout.*.eta`, and its
- * `button` for HTML). All are compiled once when the renderer is made, so a broken template fails
- * start-up, not a send; a name two modules declare stops the start.
+ * `button` for HTML). Each is compiled when a mail first needs it (web/eta-on-first-use.ts; that
+ * every one compiles is checked by src/web/templates.test.ts); a name two modules declare stops the start.
  *
  * Every text, the subject included, is a message of the owning module's catalogs (keys
  * `<module>.mail.<template>.…`; both variants of a template share them), rendered in the language
@@ -11,9 +11,9 @@
  * writes them, in UTC (said so: we do not know the reader's time zone); durations in its words
  * (`Translator.duration`). The layout's texts (greeting, footer, button) are the mail module's.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Eta } from 'eta/core';
+import { compileOnFirstUse } from '../web/eta-on-first-use.ts';
 import { isValidName } from '../users/name.ts';
 import { DEFAULT_LOCALE, type Locale } from '../i18n/locales.ts';
 import type { Translations, Translator } from '../i18n/translator.ts';
@@ -110,15 +110,19 @@ export function createMailRenderer(options: {
   // Plain text keeps every line break as written: blank lines are its only layout.
   const text = new Eta({ autoEscape: false, autoTrim: false });
   const html = new Eta({ autoEscape: true, autoTrim: [false, 'nl'] });
-  const load = (eta: Eta, name: string, from: string, kind: 'text' | 'html') => eta.loadTemplate(name, readFileSync(join(from, `${name}.${kind}.eta`), 'utf8'));
-  load(text, 'layout', dir, 'text');
-  load(html, 'layout', dir, 'html');
-  load(html, 'button', dir, 'html');
+  const textFiles = new Map([['layout', join(dir, 'layout.text.eta')]]);
+  const htmlFiles = new Map([
+    ['layout', join(dir, 'layout.html.eta')],
+    ['button', join(dir, 'button.html.eta')],
+  ]);
   for (const [name, template] of options.templates) {
     if (name === 'layout' || name === 'button') throw new Error(`mail: a template may not be named "${name}" (the layout's)`);
-    load(text, name, template.dir, 'text');
-    load(html, name, template.dir, 'html');
+    textFiles.set(name, join(template.dir, `${name}.text.eta`));
+    htmlFiles.set(name, join(template.dir, `${name}.html.eta`));
   }
+  // Each file is compiled when a mail first needs it (web/eta-on-first-use.ts).
+  compileOnFirstUse(text, textFiles);
+  compileOnFirstUse(html, htmlFiles);
   // A missing key would put the key itself in a subject. Every language has English's keys.
   const english = options.translations.translator(DEFAULT_LOCALE);
   const missing = [...options.templates.values()].flatMap((template) => template.builtKeys ?? []).filter((key) => english.t(key, { brand: '', time: '', provider: '' }) === key);

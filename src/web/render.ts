@@ -16,6 +16,7 @@ import type { FastifyReply } from 'fastify';
 import type { PageContext } from './page-context.ts';
 // The core build has no file-system lookups: templates are only what we load, by name.
 import { Eta } from 'eta/core';
+import { compileOnFirstUse } from './eta-on-first-use.ts';
 import { mergeCatalogs, readMessages } from '../i18n/catalog.ts';
 import { DEFAULT_LOCALE } from '../i18n/locales.ts';
 import { createTranslations, type Translator } from '../i18n/translator.ts';
@@ -116,19 +117,7 @@ export function createPageRenderer<Pages extends object>(files: readonly string[
     if (paths.has(name)) throw new Error(`Page templates: two templates are named ${name} (${file})`);
     paths.set(name, file);
   }
-  // Eta looks every template (a page, its layout, a partial) up by name in this cache: one it has
-  // not seen yet is compiled from its file there and then, and kept.
-  const templates = eta.templatesSync;
-  // Typed as always finding one; Eta itself refuses an unknown name when it gets undefined.
-  const cached = templates.get.bind(templates) as (name: string) => ReturnType<typeof templates.get> | undefined;
-  templates.get = ((name: string) => {
-    const found = cached(name);
-    if (found !== undefined) return found;
-    const path = paths.get(name);
-    if (path === undefined) return undefined;
-    eta.loadTemplate(name, readFileSync(path, 'utf8'));
-    return cached(name);
-  }) as typeof templates.get;
+  compileOnFirstUse(eta, paths);
   const html = (context: PageContext, page: string, model: object): string => eta.render(page, pageData(context, model));
   return {
     html,

@@ -1,6 +1,6 @@
 /**
- * Page templates compile when a page is first rendered (render.ts), not at start: this is the
- * check that every one of them compiles, so a broken template fails CI rather than a request.
+ * Page and mail templates compile when first rendered (web/eta-on-first-use.ts), not at start:
+ * this is the check that every one of them compiles, so a broken template fails CI rather than a request.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,7 +29,7 @@ describe('page templates', () => {
     assert.deepEqual(broken, []);
   });
 
-  it('are read when first rendered: a broken one fails its own page only, a duplicate name the start', (t) => {
+  it('are read when first rendered: a broken one fails its own page only, a missing file or a duplicate name the start', (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-templates-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'good.eta'), '<p><%= it.word %></p>');
@@ -42,6 +42,7 @@ describe('page templates', () => {
     assert.equal(pages.html(context, 'good', { title: 'x', word: 'again' }), '<p>again</p>');
     assert.throws(() => pages.html(context, 'broken', { title: 'x', word: 'y' }), /unclosed tag/);
     assert.throws(() => pages.html(context, 'missing' as 'good', { title: 'x', word: 'y' }), /Failed to get template 'missing'/);
+    assert.throws(() => createPageRenderer([join(dir, 'gone.eta')]), /no such file: .*gone\.eta/);
     writeFileSync(join(dir, 'layout.eta'), '');
     assert.throws(() => createPageRenderer([join(dir, 'layout.eta')]), /two templates are named layout/);
   });
