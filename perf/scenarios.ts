@@ -454,6 +454,19 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
         met: (run.ratio ?? 0) >= floor,
       });
     }
+    // Issue 38: the database strategy reads the session, its user, roles and every module's claims
+    // in one statement, so it should keep up with the jwt strategy on the same store.
+    for (const [database, floor] of [['postgres', 0.5], ['sqlite', 0.6]] as const) {
+      const databaseRun = serviceRuns.find((r) => r.name === `session-database-${database}`)!;
+      const jwtRun = serviceRuns.find((r) => r.name === `session-jwt-${database}`)!;
+      const ratio = Math.round((databaseRun.requestsPerSecond / jwtRun.requestsPerSecond) * 1000) / 1000;
+      targets.push({
+        id: `session:database-vs-jwt-${database}`,
+        target: `session check, database strategy ≥ ${floor} × the jwt strategy on ${database === 'postgres' ? 'PostgreSQL' : 'SQLite'} (issue 38: one round trip)`,
+        measured: `${databaseRun.requestsPerSecond} / ${jwtRun.requestsPerSecond} req/s → ${ratio}`,
+        met: ratio >= floor,
+      });
+    }
     const notes = [
       'PostgreSQL itself runs unpinned: its backends share both cores with the server and the load generator.',
       'The session-default-* servers run as npm start does, logging every request at info (one line each, read by the harness); the others log at warn.',
