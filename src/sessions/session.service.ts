@@ -18,6 +18,7 @@ import type { UserService } from '../users/user.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import { createAccessTokenVerifier, signAccessToken } from './access-token.ts';
 import type { TokenClaimsRead } from './session-claims.ts';
+import type { SessionChange, SessionCheckCache } from './session-check-cache.ts';
 import { deriveRefreshTokenKey, isGenuineRefreshToken, makeRefreshToken, parseRefreshToken } from './refresh-token.ts';
 import type { RevocationList } from './revocation-list.ts';
 import type { SigningKeys } from './signing-keys.ts';
@@ -61,6 +62,11 @@ export interface SessionServiceDeps {
    * is built (the modules declaring them are built after sessions).
    */
   claims?: () => readonly TokenClaimsRead<object>[];
+  /**
+   * SESSION_CHECK_CACHE: the database strategy's kept check reads, and how a change is announced
+   * to every instance (session-check-cache.ts); absent, every check reads storage.
+   */
+  checkCache?: { cache: SessionCheckCache; announce(db: Db, change: SessionChange): Promise<void> };
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
@@ -78,13 +84,41 @@ export function createSessionService(deps: SessionServiceDeps) {
     return row.expires_at <= now || row.last_seen_at + idleMs <= now;
   }
 
+  const { checkCache } = deps;
+  /** Tells every instance's cache (this one's at once) that `change` happened, in `within`'s transaction. */
+  async function announce(change: SessionChange, within: Db = db): Promise<void> {
+    if (checkCache === undefined) return;
+    checkCache.cache.apply(change);
+    await checkCache.announce(within, change);
+  }
+
+  /**
+   * A session's check read: kept (SESSION_CHECK_CACHE) when fresh and still live, else read now
+   * (one query) and kept unless a change was announced meanwhile. A kept read that says ended is
+   * read again: another instance's use may have kept it alive.
+   */
+  async function readForCheck(sessionId: string, now: number): Promise<store.SessionCheckRow | undefined> {
+    if (checkCache === undefined) return sessionReads().findSessionForCheck(db, sessionId);
+    const kept = checkCache.cache.get(sessionId, now);
+    if (kept !== undefined && kept.revoked_at === null && !isExpired(kept, now)) return kept;
+    const epoch = checkCache.cache.epoch();
+    const row = await sessionReads().findSessionForCheck(db, sessionId);
+    if (row !== undefined) checkCache.cache.set(sessionId, row, epoch, now);
+    return row;
+  }
+
   /**
    * The session with its user's profile and roles, when it belongs to `userId` and is live (and, in
    * the database strategy, its user enabled: the jwt strategy learns of that at the next refresh).
    * One query, which reads every module's claims too.
    */
-  async function findLiveSession(sessionId: string, userId: string, now: number, options: { isUserChecked: boolean } = { isUserChecked: strategy === 'database' }): Promise<store.SessionCheckRow | null> {
-    const row = await sessionReads().findSessionForCheck(db, sessionId);
+  async function findLiveSession(
+    sessionId: string,
+    userId: string,
+    now: number,
+    options: { isUserChecked: boolean; mayBeKept?: boolean } = { isUserChecked: strategy === 'database' },
+  ): Promise<store.SessionCheckRow | null> {
+    const row = options.mayBeKept === true ? await readForCheck(sessionId, now) : await sessionReads().findSessionForCheck(db, sessionId);
     if (row === undefined || row.user_id !== userId || row.revoked_at !== null || isExpired(row, now)) return null;
     return options.isUserChecked && row.disabled_at !== null ? null : row;
   }
@@ -129,6 +163,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     strategy,
     accessTokenTtlSeconds,
     findSessionOfRefreshToken,
+    announce: (within, userId) => announce({ user: userId }, within),
     onEnded: (ids) => {
       for (const id of ids) profiles.delete(id);
     },
@@ -209,6 +244,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (row === null) return null;
       const methods = [...new Set([...toAmr(row.amr), ...amr])];
       if (!(await store.recordReauthentication(db, auth.sessionId, methods.join(','), now))) return null;
+      await announce({ session: auth.sessionId });
       const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, { amr: methods, authTime: Math.floor(now / 1000) * 1000 }, now, row.expires_at, row.moduleClaims);
       return { accessToken: token, accessTokenExpiresAt: expiresAt };
     },
@@ -223,10 +259,13 @@ export function createSessionService(deps: SessionServiceDeps) {
       }
 
       const now = clock();
-      const row = await findLiveSession(claims.sessionId, claims.userId, now);
+      const row = await findLiveSession(claims.sessionId, claims.userId, now, { isUserChecked: true, mayBeKept: true });
       if (row === null) return null;
       const touchMs = limits.touchIntervalSeconds * 1000;
-      if (row.last_seen_at + touchMs <= now) await store.touchSession(db, claims.sessionId, now, now - touchMs);
+      if (row.last_seen_at + touchMs <= now) {
+        await store.touchSession(db, claims.sessionId, now, now - touchMs);
+        checkCache?.cache.touch(claims.sessionId, now);
+      }
       // The stored proof, not the token's: a step-up since the token was issued counts at once.
       return { ...base, ...authenticationOf(row), roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at }, moduleClaims: row.moduleClaims };
     },
@@ -255,7 +294,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       const now = clock();
       if (strategy === 'database') {
         if (auth.profile !== undefined && auth.moduleClaims !== undefined) return toSessionView(auth, auth.roles, auth.profile, auth.moduleClaims);
-        const row = await findLiveSession(auth.sessionId, auth.userId, now);
+        const row = await findLiveSession(auth.sessionId, auth.userId, now, { isUserChecked: true, mayBeKept: true });
         return row && toSessionView(auth, row.roles, { email: row.email, name: row.name, expiresAt: row.expires_at }, row.moduleClaims);
       }
       let profile = profiles.get(auth.sessionId);
@@ -280,6 +319,8 @@ export function createSessionService(deps: SessionServiceDeps) {
      */
     async reissueAccessToken(auth: Pick<AuthContext, 'userId' | 'sessionId'>): Promise<{ accessToken: string; accessTokenExpiresAt: number } | null> {
       const now = clock();
+      // What a reissue is for: the session's claims changed (an organization made active).
+      await announce({ session: auth.sessionId });
       const row = await findLiveSession(auth.sessionId, auth.userId, now, { isUserChecked: true });
       if (row === null) return null;
       const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, authenticationOf(row), now, row.expires_at, row.moduleClaims);
