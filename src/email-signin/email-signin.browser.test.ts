@@ -123,6 +123,15 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
           const lang = await page.getAttribute('html', 'lang');
           if (lang !== locale) found.push(`${stop} (${locale}): the page is in ${lang}`);
           for (const violation of await axeViolations(page)) found.push(`${stop} (${locale}): ${violation}`);
+          // Each error said once: beside its field; the summary only links to the field.
+          const said = await page.evaluate(() =>
+            [...document.querySelectorAll('.field-error')].map((error) => {
+              const message = [...error.childNodes].filter((node) => node.nodeType === Node.TEXT_NODE).map((node) => node.textContent).join('').trim();
+              return { message, times: document.querySelector('main')!.innerText.split(message).length - 1 };
+            }),
+          );
+          for (const { message, times } of said) if (times !== 1) found.push(`${stop} (${locale}): "${message}" is said ${times} times`);
+          if (stop.includes('?error=') && !stop.includes('/link') && said.length === 0) found.push(`${stop} (${locale}): no message beside the field`);
         }
       }
       assert.deepEqual(found, []);
