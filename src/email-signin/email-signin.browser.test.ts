@@ -42,7 +42,8 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
   before(async () => {
     browser = await launchBrowser();
     smtp = await startSmtpServer();
-    server = await serveTestApp({ ...smtpEnv(smtp), EMAIL_SIGNIN: 'true' });
+    // A provider too: the sign-in page then offers it, passkeys and a mailed link, under one "or".
+    server = await serveTestApp({ ...smtpEnv(smtp), EMAIL_SIGNIN: 'true', GITHUB_CLIENT_ID: 'gh-id', GITHUB_CLIENT_SECRET: 'gh-secret' });
     baseURL = server.baseURL;
   });
   after(async () => {
@@ -93,6 +94,23 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
       await page.getByRole('button', { name: 'Log in' }).click();
       await page.waitForURL(`${baseURL}/dashboard`);
       assert.deepEqual(problems, []);
+    });
+  });
+
+  it('says "or" once, between the password form and the alternatives (a provider, passkeys, a mailed link)', async (t) => {
+    assert.ok(browser && server);
+    await withPage(t, browser, { baseURL }, async (page) => {
+      for (const locale of ['en', 'ja']) {
+        await page.goto(`/auth/signin?lang=${locale}`);
+        const shown = await page.evaluate(() => {
+          const visible = (element: Element) => (element as HTMLElement).offsetParent !== null;
+          const everything = [...document.querySelectorAll('main .divider, main .button-provider')].filter(visible);
+          return everything.map((element) => (element.classList.contains('divider') ? 'or' : 'choice'));
+        });
+        assert.ok(shown.filter((kind) => kind === 'choice').length >= 2, `${locale}: a provider and a mailed link at least: ${shown.join(', ')}`);
+        assert.deepEqual(shown.slice(0, 1), ['or'], `${locale}: the "or" comes first`);
+        assert.equal(shown.filter((kind) => kind === 'or').length, 1, `${locale}: one "or": ${shown.join(', ')}`);
+      }
     });
   });
 
