@@ -107,7 +107,7 @@ export const organizationsModule = defineModule({
       scope: 'browser',
       register: async (app, { services, config, clock, adminNav, pageSections }) => {
         await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, config, clock, sections: pageSections('organization') });
-        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, adminNav });
+        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, adminNav, sections: pageSections('admin-organization') });
       },
     },
   ],
