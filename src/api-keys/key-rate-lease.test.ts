@@ -4,40 +4,24 @@
  * and then is counted exactly; the limit still holds (the last points one by one); a lapsed lease
  * starts over at one point; concurrent requests share one lease being counted.
  */
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+import { backends } from '../../test/helpers/databases.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
-import { openStorage, type Storage } from '../storage/database.ts';
-import { migrateToLatest } from '../modules.ts';
-import { createRateLimiters, type Limiter, type RateLimiters } from '../http/rate-limit.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { useStorageRateLimiters } from '../../test/helpers/rate-limiters.ts';
+import type { Limiter } from '../http/rate-limit.ts';
 import { LEASE_MS, leasedLimiter } from './key-rate-lease.ts';
 
 for (const backend of await backends()) {
   describe(`API-key rate limits in leases (${backend.name})`, { skip: backend.skip }, () => {
-    let database: TestDatabase;
-    let storage: Storage;
-    let limiters: RateLimiters;
     const clock = fakeClock();
+    const t = useStorageRateLimiters(backend, clock);
     let monotonic = 0;
     const now = () => monotonic;
 
-    before(async () => {
-      database = await backend.create();
-      storage = openStorage(database.config);
-      await migrateToLatest(storage.db);
-      limiters = await createRateLimiters({ db: storage.db, clock, logger: silentLogger, redisUrl: null });
-    });
-    after(async () => {
-      await limiters?.close();
-      await storage?.close();
-      await database?.drop();
-    });
-
     /** The shared limiter, with its consume calls counted. */
     const counted = (name: string, points: number) => {
-      const shared = limiters.create(name, { points, durationSeconds: 60 });
+      const shared = t.limiters.create(name, { points, durationSeconds: 60 });
       const calls = { consume: 0 };
       const spy: Pick<Limiter, 'consume' | 'count'> = {
         consume: (key, size) => (calls.consume++, shared.consume(key, size)),
