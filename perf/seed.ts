@@ -278,10 +278,13 @@ async function seedPostgres(url: string, tables: TableSeed[], log: (line: string
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   let indexSeconds = 0;
-  const timed = async (run: () => Promise<unknown>) => {
+  /** Runs a step of the rebuild, counted in indexSeconds; one that takes long is named in the log. */
+  const timed = async (name: string, run: () => Promise<unknown>) => {
     const started = performance.now();
     await run();
-    indexSeconds += (performance.now() - started) / 1000;
+    const seconds = (performance.now() - started) / 1000;
+    indexSeconds += seconds;
+    if (seconds >= 5) log(`  ${name}: ${seconds.toFixed(1)} s`);
   };
   try {
     await client.query(`SET maintenance_work_mem = '512MB'`);
@@ -317,16 +320,16 @@ async function seedPostgres(url: string, tables: TableSeed[], log: (line: string
       log(`${seed.table}: ${seed.count} rows copied in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     }
     const started = performance.now();
-    for (const key of keys) await timed(() => client.query(`${alter(key)}ADD CONSTRAINT ${pg.escapeIdentifier(key.name)} ${key.definition}`));
-    for (const index of indexes) await timed(() => client.query(index.definition));
+    for (const key of keys) await timed(key.name, () => client.query(`${alter(key)}ADD CONSTRAINT ${pg.escapeIdentifier(key.name)} ${key.definition}`));
+    for (const index of indexes) await timed(index.name, () => client.query(index.definition));
     log(`${keys.length} keys and ${indexes.length} indexes made again in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     const checked = performance.now();
-    for (const foreignKey of foreignKeys) await timed(() => client.query(`${alter(foreignKey)}ADD CONSTRAINT ${pg.escapeIdentifier(foreignKey.name)} ${foreignKey.definition}`));
+    for (const foreignKey of foreignKeys) await timed(foreignKey.name, () => client.query(`${alter(foreignKey)}ADD CONSTRAINT ${pg.escapeIdentifier(foreignKey.name)} ${foreignKey.definition}`));
     log(`${foreignKeys.length} foreign keys made again (and checked) in ${((performance.now() - checked) / 1000).toFixed(1)} s`);
     const vacuumed = performance.now();
     // What autovacuum would do soon after a bulk load (the planner needs the row counts, index-only
     // scans the visibility map); done now, it does not run during the measurement.
-    await timed(() => client.query(`VACUUM (ANALYZE) ${tables.map((seed) => pg.escapeIdentifier(seed.table)).join(', ')}`));
+    await timed('VACUUM (ANALYZE)', () => client.query(`VACUUM (ANALYZE) ${tables.map((seed) => pg.escapeIdentifier(seed.table)).join(', ')}`));
     log(`VACUUM (ANALYZE) in ${((performance.now() - vacuumed) / 1000).toFixed(1)} s`);
   } finally {
     await client.end();
