@@ -16,7 +16,8 @@
  *                            credentials) and introspection (perf/oidc.ts)
  *   webhooks                 webhook delivery throughput, event to receipt (perf/webhooks.ts)
  *   cli                      wall time of gatehouse help, --version, users list --json (perf/cli-timing.ts)
- *   growth                   sign-in and session check on 1,000,000 users vs an empty store (perf/growth.ts)
+ *   growth                   sign-in, session check, admin users search and audit filter on 10,000,000
+ *                            users (PostgreSQL) vs 10,000 (perf/growth.ts)
  *   import                   gatehouse import of 1,000,000 users: memory vs idle, resume after a kill (perf/import.ts)
  *
  * Environment:
@@ -29,7 +30,10 @@
  *   BENCH_ROUNDS=3               rounds each figure is split into, interleaved with its baseline
  *   BENCH_CPU_PROF=1             profile the servers (perf/probe.ts); summaries and this run's results go
  *                                to perf/results/profiles/ (BENCHMARKS.md and docs/ are left alone)
- *   SEED_COUNT=1000000           users and sessions the growth scenario seeds
+ *   GROWTH_USERS=10000000        users the growth scenario seeds (with a session each, an organization
+ *                                per 10, 5 audit events each: perf/seed.ts, shape growth)
+ *   GROWTH_BASELINE_USERS=10000  users of the store it is compared with
+ *   GROWTH_DATABASES=postgres    the databases it runs on (sqlite,postgres for both)
  *   IMPORT_USERS=1000000         users the import scenario's file holds
  *   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
  *                                where the PostgreSQL scenarios (session, growth) make scratch
