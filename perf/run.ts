@@ -19,6 +19,8 @@
  *   growth                   sign-in, session check, admin users search and audit filter on 10,000,000
  *                            users (PostgreSQL) vs 10,000 (perf/growth.ts)
  *   import                   gatehouse import of 1,000,000 users: memory vs idle, resume after a kill (perf/import.ts)
+ *   paths                    issue 38's new paths: the API-key check vs the jwt check, SCIM list and patch vs
+ *                            bare Fastify (perf/paths.ts)
  *
  * Environment:
  *   BENCH_ONLY=<name>[,<name>]   run only these scenarios
@@ -71,6 +73,7 @@ import { oidcScenario } from './oidc.ts';
 import { webhooksScenario } from './webhooks.ts';
 import { cliScenario } from './cli-timing.ts';
 import { importScenario } from './import.ts';
+import { pathsScenario } from './paths.ts';
 import { summariseProfiles } from './profile-summary.ts';
 import { writeBenchmarksMarkdown } from './report.ts';
 
@@ -88,6 +91,7 @@ const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> =
   cli: cliScenario,
   growth: growthScenario,
   import: importScenario,
+  paths: pathsScenario,
 };
 
 function selectScenarios(only: string | undefined): ScenarioName[] {

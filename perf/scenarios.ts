@@ -91,9 +91,9 @@ export interface ScenarioResult {
   seeds?: SeedReport[];
 }
 
-export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'growth' | 'import';
+export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'growth' | 'import' | 'paths';
 
-export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli'];
+export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli', 'paths'];
 
 const RSS_LIMIT_MB = 200;
 const EVENT_LOOP_LIMIT_MS = 20;
