@@ -4,7 +4,7 @@
  * Gatehouse puts in front of and around a handler. Env: PORT, BARE_ROUTES (a JSON object of
  * path -> response body). Listens on 127.0.0.1 only.
  *
- * Each path answers GET and POST. A POST body is parsed as Fastify parses JSON, and a form
+ * Each path answers GET, POST and PATCH. A POST body is parsed as Fastify parses JSON, and a form
  * (`application/x-www-form-urlencoded`, what OAuth token requests send) into URLSearchParams,
  * so the baseline of a POST route reads its request as the service must.
  */
@@ -16,7 +16,7 @@ const routes = JSON.parse(process.env.BARE_ROUTES ?? '{}') as Record<string, unk
 
 const app = Fastify({ logger: false });
 app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, new URLSearchParams(body as string)));
-for (const [path, body] of Object.entries(routes)) app.route({ method: ['GET', 'POST'], url: path, handler: async () => body });
+for (const [path, body] of Object.entries(routes)) app.route({ method: ['GET', 'POST', 'PATCH'], url: path, handler: async () => body });
 app.get('/__ready', async () => ({ ok: true }));
 await app.listen({ port, host: '127.0.0.1' });
 

@@ -395,7 +395,7 @@ async function readProbes(app: App): Promise<ProbeReport[]> {
 
 export interface LoadSpec {
   url: string;
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'PATCH';
   headers?: Record<string, string>;
   body?: string;
   connections: number;

@@ -18,8 +18,11 @@
  *   cli                      wall time of gatehouse help, --version, users list --json (perf/cli-timing.ts)
  *   idle                     a default instance after a restart: cold start to ready and idle RSS vs bare
  *                            Fastify, and RSS under sign-in load (perf/idle.ts)
- *   growth                   sign-in and session check on 1,000,000 users vs an empty store (perf/growth.ts)
+ *   growth                   sign-in, session check, admin users search and audit filter on 10,000,000
+ *                            users (PostgreSQL) vs 10,000 (perf/growth.ts)
  *   import                   gatehouse import of 1,000,000 users: memory vs idle, resume after a kill (perf/import.ts)
+ *   paths                    issue 38's new paths: the API-key check vs the jwt check, SCIM list and patch vs
+ *                            bare Fastify (perf/paths.ts)
  *
  * Environment:
  *   BENCH_ONLY=<name>[,<name>]   run only these scenarios
@@ -31,7 +34,10 @@
  *   BENCH_ROUNDS=3               rounds each figure is split into, interleaved with its baseline
  *   BENCH_CPU_PROF=1             profile the servers (perf/probe.ts); summaries and this run's results go
  *                                to perf/results/profiles/ (BENCHMARKS.md and docs/ are left alone)
- *   SEED_COUNT=1000000           users and sessions the growth scenario seeds
+ *   GROWTH_USERS=10000000        users the growth scenario seeds (with a session each, an organization
+ *                                per 10, 5 audit events each: perf/seed.ts, shape growth)
+ *   GROWTH_BASELINE_USERS=10000  users of the store it is compared with
+ *   GROWTH_DATABASES=postgres    the databases it runs on (sqlite,postgres for both)
  *   IMPORT_USERS=1000000         users the import scenario's file holds
  *   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
  *                                where the PostgreSQL scenarios (session, growth) make scratch
@@ -70,6 +76,7 @@ import { webhooksScenario } from './webhooks.ts';
 import { cliScenario } from './cli-timing.ts';
 import { idleScenario } from './idle.ts';
 import { importScenario } from './import.ts';
+import { pathsScenario } from './paths.ts';
 import { summariseProfiles } from './profile-summary.ts';
 import { writeBenchmarksMarkdown } from './report.ts';
 
@@ -88,6 +95,7 @@ const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> =
   idle: idleScenario,
   growth: growthScenario,
   import: importScenario,
+  paths: pathsScenario,
 };
 
 function selectScenarios(only: string | undefined): ScenarioName[] {

@@ -91,9 +91,9 @@ export interface ScenarioResult {
   seeds?: SeedReport[];
 }
 
-export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'idle' | 'growth' | 'import';
+export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'idle' | 'growth' | 'import' | 'paths';
 
-export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli', 'idle'];
+export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli', 'idle', 'paths'];
 
 const RSS_LIMIT_MB = 200;
 const EVENT_LOOP_LIMIT_MS = 20;
@@ -405,6 +405,13 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
         apps.push(server);
       }
     }
+    // Issue 38: the database strategy on PostgreSQL with SESSION_CHECK_CACHE (checks kept per
+    // instance, changes announced by NOTIFY).
+    {
+      const server = await gatehouse(ctx, 'session-database-postgres-cached', { database: 'postgres', strategy: 'database', env: { SESSION_CHECK_CACHE: '10000' } });
+      servers.push(server);
+      apps.push(server);
+    }
     // As `npm start` runs it: its default logging (info: one line per request, read by the harness
     // as a log collector would), SQLite, one worker (issue 21's targets).
     for (const strategy of ['jwt', 'database'] as const) {
@@ -419,11 +426,16 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
       body ??= await getJson(`${server.url}/api/auth/session`, token);
       const { strategy, database } = server.options;
       const isDefault = server.options.env?.LOG_LEVEL === 'info';
+      const isCached = server.options.env?.SESSION_CHECK_CACHE !== undefined;
       subjects.push({
         app: server,
         spec: load(ctx, `${server.url}/api/auth/session`, { headers: bearer(token) }),
-        name: isDefault ? `session-default-${strategy}-${database}` : `session-${strategy}-${database}`,
-        label: isDefault ? `session check, ${strategy}, ${database}, as npm start runs it (LOG_LEVEL=info)` : `session check, ${strategy}, ${database}`,
+        name: isDefault ? `session-default-${strategy}-${database}` : isCached ? `session-${strategy}-${database}-cached` : `session-${strategy}-${database}`,
+        label: isDefault
+          ? `session check, ${strategy}, ${database}, as npm start runs it (LOG_LEVEL=info)`
+          : isCached
+            ? `session check, ${strategy}, ${database}, SESSION_CHECK_CACHE=10000`
+            : `session check, ${strategy}, ${database}`,
         server: describeServer(server.options),
         isService: true,
       });
@@ -452,6 +464,28 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
         target: `session check as npm start runs it (default logging), ${strategy} strategy, SQLite ≥ ${floor} × bare Fastify (issue 21)`,
         measured: `ratio ${run.ratio} (${run.requestsPerSecond} req/s; bare Fastify ${baselineRun.requestsPerSecond} req/s)`,
         met: (run.ratio ?? 0) >= floor,
+      });
+    }
+    // Issue 38: the database strategy reads the session, its user, roles and every module's claims
+    // in one statement, so it should keep up with the jwt strategy on the same store.
+    const jwtRatio = (name: string, database: string) => {
+      const run = serviceRuns.find((r) => r.name === name)!;
+      const jwtRun = serviceRuns.find((r) => r.name === `session-jwt-${database}`)!;
+      return { run, jwtRun, ratio: Math.round((run.requestsPerSecond / jwtRun.requestsPerSecond) * 1000) / 1000 };
+    };
+    for (const [name, database, floor, how] of [
+      ['session-database-postgres-cached', 'postgres', 0.5, 'SESSION_CHECK_CACHE: kept checks, changes by NOTIFY'],
+      ['session-database-sqlite', 'sqlite', 0.6, 'one statement'],
+    ] as const) {
+      const { run, jwtRun, ratio } = jwtRatio(name, database);
+      const uncached = database === 'postgres' ? jwtRatio('session-database-postgres', database) : null;
+      targets.push({
+        id: `session:database-vs-jwt-${database}`,
+        target: `session check, database strategy ≥ ${floor} × the jwt strategy on ${database === 'postgres' ? 'PostgreSQL' : 'SQLite'} (issue 38; ${how})`,
+        measured:
+          `${run.requestsPerSecond} / ${jwtRun.requestsPerSecond} req/s → ${ratio}` +
+          (uncached === null ? '' : ` (without the cache, one statement per check: ${uncached.run.requestsPerSecond} req/s → ${uncached.ratio})`),
+        met: ratio >= floor,
       });
     }
     const notes = [

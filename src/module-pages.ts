@@ -7,8 +7,11 @@
 import { escapeHtml } from './i18n/translator.ts';
 import type { PageContext } from './web/page-context.ts';
 
-/** The pages of other modules a module may add a section to (`organization`: one organization's page, for its members). */
-export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt' | 'organization';
+/**
+ * The pages of other modules a module may add a section to (`organization`: one organization's
+ * page, for its members; `admin-organization`: the administrators' page of one organization).
+ */
+export type SectionedPage = 'dashboard' | 'admin-user' | 'signin' | 'mfa-prompt' | 'organization' | 'admin-organization';
 
 /**
  * The dashboard's groups, in the order of its navigation (in-page links, no script): every section
@@ -39,9 +42,9 @@ export interface PageSection {
 }
 
 export interface PageSectionContext {
-  /** Whom the page is about: on the dashboard (and an organization's page), the signed-in user; on the second-factor page, the user signing in; null on the sign-in page. */
+  /** Whom the page is about: on the dashboard (and an organization's page), the signed-in user; on the second-factor page, the user signing in; null on the sign-in page and the administrators' page of an organization. */
   readonly userId: string | null;
-  /** On an organization's page: the organization (the section judges what the user's role there lets them see). */
+  /** On an organization's page: the organization (the section judges what the user's role there lets them see); on the administrators' page of one, that organization. */
   readonly organizationId?: string;
   /**
    * The page's request context (web/page-context.ts): its language and brand, the CSRF token for

@@ -23,6 +23,14 @@ import type { AuditEventType } from './audit/audit.service.ts';
 import { decodeJwt } from 'jose';
 import { sql } from 'kysely';
 import { access } from './authorization/access.ts';
+import { defineTokenClaims } from './sessions/session-claims.ts';
+
+declare module './storage/schema.ts' {
+  interface Database {
+    /** The example module's own table (its migration below). */
+    example_notes: { id: string; user_id: string | null };
+  }
+}
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -84,13 +92,18 @@ const declaringModule = defineModule({
   config: (read) => ({ example: { limit: read.integer('EXAMPLE_LIMIT', 5, { min: 1, max: 10 }) } }) as Partial<Config>,
   migrations: {
     '20261124-declaring-notes': {
-      up: async (db) => void (await db.schema.createTable('example_notes').addColumn('id', 'text', (column) => column.primaryKey()).execute()),
+      up: async (db) => void (await db.schema.createTable('example_notes').addColumn('id', 'text', (column) => column.primaryKey()).addColumn('user_id', 'text').execute()),
       down: async (db) => void (await db.schema.dropTable('example_notes').execute()),
     },
   },
   errors: EXAMPLE_ERRORS,
   auditEvents: ['example.noted' as AuditEventType],
-  tokenClaims: () => async ({ userId }) => ({ example_claim: `for ${userId}` }),
+  // Read with the session, from the module's own table: the note of the session's user.
+  tokenClaims: () =>
+    defineTokenClaims({
+      select: (session) => session.selectFrom('example_notes').select('example_notes.id').whereRef('example_notes.user_id', '=', 'sessions.user_id'),
+      claims: (row) => (row === null ? {} : { example_claim: row.id }),
+    }),
   pageSections: () => [
     { page: 'dashboard', group: 'security', render: async ({ userId, page }) => `<section id="example-dashboard">for ${userId}, csrf ${page.csrfToken.length > 0}</section>` },
     // No group: the dashboard's first, profile.
@@ -136,6 +149,7 @@ describe('module contract', () => {
       const app = await buildApp(services);
       try {
         const admin = await createUser(services, { email: 'declaring-admin@example.com', password: PASSWORD, roles: ['ADMIN'] });
+        await sql`insert into example_notes (id, user_id) values (${`for ${admin.id}`}, ${admin.id})`.execute(storage.db);
         const signedIn = await app.inject({ method: 'POST', url: '/api/auth', payload: { email: 'declaring-admin@example.com', password: PASSWORD } });
         assert.equal(signedIn.statusCode, 200, signedIn.body);
         const { token, refreshToken } = signedIn.json();
@@ -200,7 +214,10 @@ describe('module contract', () => {
 
   it('refuses a module claim that would overwrite one every token carries', async () => {
     await withStorage(async ({ config, storage }) => {
-      const overreaching = defineModule({ name: 'overreaching', tokenClaims: () => () => ({ roles: ['ADMIN'] }) });
+      const overreaching = defineModule({
+        name: 'overreaching',
+        tokenClaims: () => defineTokenClaims({ select: (session) => session.selectFrom('users').select('users.id').whereRef('users.id', '=', 'sessions.user_id'), claims: () => ({ roles: ['ADMIN'] }) }),
+      });
       const services = await createServices({ config, storage, modules: [...MODULES, overreaching] });
       const app = await buildApp(services);
       try {

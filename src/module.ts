@@ -47,7 +47,7 @@ import type { FirstFactorKind } from './signin/first-factor.ts';
 import type { PasswordAccountSource, PasswordHashScheme } from './credentials/password-hasher.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { SecondFactorWaiver } from './signin/second-factor-waiver.ts';
-import type { TokenClaimsSource } from './sessions/access-token.ts';
+import type { TokenClaimsRead } from './sessions/session-claims.ts';
 import type { ErrorCode, ErrorDefinition } from './errors.ts';
 import type { AskingApp, AskingAppFinder, PageLink, PageLinkPlace, PageSection, SectionedPage } from './module-pages.ts';
 import type { AuditEventType, EventSubscription } from './audit/audit.service.ts';
@@ -85,8 +85,8 @@ export interface ModuleContext {
   readonly secondFactorKinds: () => readonly SecondFactorKind[];
   /** Every module's domain-event subscriptions, in list order; the same: call it when an event happens. */
   readonly eventSubscriptions: () => readonly EventSubscription[];
-  /** Every module's access-token claims, in list order; the same: call it when a token is issued. */
-  readonly tokenClaims: () => readonly TokenClaimsSource[];
+  /** Every module's access-token claims reads, in list order; known once every module is built. */
+  readonly tokenClaims: () => readonly TokenClaimsRead<object>[];
 }
 
 /** Work that runs in the background while the service serves: started and stopped by the app. */
@@ -318,8 +318,12 @@ export interface GatehouseModule {
   pageLinks?(services: BuiltServices): readonly PageLink[];
   /** Which app a sign-in's callback URL of its own leads back to ("to continue to …" on the sign-in pages; see module-pages.ts). */
   askingApps?(services: BuiltServices): readonly AskingAppFinder[];
-  /** Claims the module adds to every access token (see sessions/access-token.ts). */
-  tokenClaims?(services: ServiceRegistry): TokenClaimsSource;
+  /**
+   * Claims the module adds to every access token and to the session endpoint's view: a query on
+   * its own tables correlated with the session, read in the same statement as the session itself
+   * (sessions/session-claims.ts).
+   */
+  tokenClaims?(services: ServiceRegistry): TokenClaimsRead<object>;
   /** Domain events (the audit events) the module handles, inside the transaction of the change. */
   subscriptions?(services: ServiceRegistry): readonly EventSubscription[];
   /** What it holds of a user: what blocks deleting them, how to erase it, how to export it (see `UserDataHandler`). */

@@ -13,7 +13,7 @@ import type { SignInStep } from './signin/signin-pipeline.ts';
 import type { FirstFactorKind } from './signin/first-factor.ts';
 import type { SecondFactorKind } from './signin/second-factor-kind.ts';
 import type { EventSubscription } from './audit/audit.service.ts';
-import type { TokenClaimsSource } from './sessions/access-token.ts';
+import type { TokenClaimsRead } from './sessions/session-claims.ts';
 import { MODULES } from './modules.ts';
 
 export type Services = ServiceRegistry & {
@@ -48,7 +48,7 @@ export async function createServices(deps: { config: Config; storage: Storage; c
   let firstFactors: readonly FirstFactorKind[] | null = null;
   let secondFactors: readonly SecondFactorKind[] | null = null;
   let subscriptions: readonly EventSubscription[] | null = null;
-  let claims: readonly TokenClaimsSource[] | null = null;
+  let claims: readonly TokenClaimsRead<object>[] | null = null;
   const context: ModuleContext = {
     modules,
     config,

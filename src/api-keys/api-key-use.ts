@@ -1,6 +1,7 @@
 /**
  * Using a key: Gatehouse's credential resolver (a personal key's caller: its owner, narrowed), the
- * introspection answer for downstream apps (RFC 7662 shape), the per-key rate limit, the last use
+ * introspection answer for downstream apps (RFC 7662 shape), the per-key rate limit (counted in
+ * leases, so a busy key does not write its shared counter on every request: key-rate-lease.ts), the last use
  * (time and address, written at most once a minute per key and instance: no write per request),
  * and the audit of failed uses (`api_key.use_failed`, at most once a minute per key and reason, so
  * a client retrying a dead key cannot flood the log). Every authentication is counted, accepted or
@@ -12,7 +13,8 @@ import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Db } from '../storage/database.ts';
-import type { Limiter, RateLimiters } from '../http/rate-limit.ts';
+import type { RateLimiters } from '../http/rate-limit.ts';
+import { leasedLimiter, type LeasedLimiter } from './key-rate-lease.ts';
 import type { AuthContext } from '../sessions/session.service.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
 import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
@@ -76,19 +78,20 @@ export function createApiKeyUse(deps: {
   const count = deps.count ?? (() => {});
   const lastWritten = new Map<string, number>();
   const lastAudited = new Map<string, number>();
-  const limiters = new Map<string, Limiter>();
+  const limiters = new Map<string, LeasedLimiter>();
   /** Each key's own limit as last read (`find` reads the row anyway), so counting costs no read. */
   const ownLimits = new Map<string, string | null>();
   /** Each key's scopes as last read (by `find`, earlier in the same request), for the guard. */
   const ownScopes = new Map<string, string[]>();
 
-  function limiterFor(rateLimit: string | null): Limiter {
+  /** The limiter of a key's limit (the default, or its own), counted in leases (key-rate-lease.ts). */
+  function limiterFor(rateLimit: string | null): LeasedLimiter {
     const own = parseRateLimit(rateLimit);
     const limit = own ?? config.perKey;
     const name = own === null ? 'api-key' : `api-key-${limit.points}-${limit.durationSeconds}`;
     let limiter = limiters.get(name);
     if (limiter === undefined) {
-      limiter = rateLimiters.create(name, limit);
+      limiter = leasedLimiter(rateLimiters.create(name, limit), limit.points, clock);
       limiters.set(name, limiter);
     }
     return limiter;

@@ -10,7 +10,7 @@ const keyFacts = (event: AuditEvent) => ({
 });
 
 export const API_KEYS_PUBLIC_EVENTS: readonly PublicEventType[] = [
-  { type: 'api_key.created', from: 'api_key.created', order: 700, payload: (event) => facts({ ...keyFacts(event), roles: publicRoles(detailOf(event, 'roles')), scopes: publicCodes(detailOf(event, 'scopes')), actorUserId: actorOf(event) }) },
-  { type: 'api_key.revoked', from: 'api_key.revoked', order: 710, payload: (event) => facts({ ...keyFacts(event), actorUserId: actorOf(event) }) },
-  { type: 'api_key.use_failed', from: 'api_key.use_failed', order: 720, payload: (event) => facts({ ...keyFacts(event), reason: publicCode(event.reason) }) },
+  { type: 'api_key.created', description: 'api-keys.webhookEvent.created', from: 'api_key.created', order: 700, payload: (event) => facts({ ...keyFacts(event), roles: publicRoles(detailOf(event, 'roles')), scopes: publicCodes(detailOf(event, 'scopes')), actorUserId: actorOf(event) }) },
+  { type: 'api_key.revoked', description: 'api-keys.webhookEvent.revoked', from: 'api_key.revoked', order: 710, payload: (event) => facts({ ...keyFacts(event), actorUserId: actorOf(event) }) },
+  { type: 'api_key.use_failed', description: 'api-keys.webhookEvent.useFailed', from: 'api_key.use_failed', order: 720, payload: (event) => facts({ ...keyFacts(event), reason: publicCode(event.reason) }) },
 ];

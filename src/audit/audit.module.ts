@@ -1,6 +1,7 @@
 /** The audit log: every security-relevant event (the domain events modules subscribe to), and its retention. */
 import { collectAuditEventTypes, defineModule } from '../module.ts';
 import * as auditEvents from './migrations/0002-audit-events.ts';
+import * as auditEventsEmail from './migrations/20261130-audit-events-email.ts';
 import { createAuditService, type AuditService } from './audit.service.ts';
 import { createAuditRetentionJob, type AuditRetentionJob } from './audit-retention.ts';
 import { auditUserData } from './audit.user-data.ts';
@@ -23,7 +24,7 @@ declare module '../module.ts' {
 
 export const auditModule = defineModule({
   name: 'audit',
-  migrations: { '0002-audit-events': auditEvents },
+  migrations: { '0002-audit-events': auditEvents, '20261130-audit-events-email': auditEventsEmail },
   config: (read) => ({ audit: { retentionSeconds: read.duration('AUDIT_RETENTION', 90 * 86_400) } }),
   provide({ db, clock, logger, config, eventSubscriptions, modules }) {
     const audit = createAuditService({ db, clock, logger, subscriptions: eventSubscriptions, eventTypes: collectAuditEventTypes(modules) });

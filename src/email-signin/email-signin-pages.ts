@@ -41,13 +41,17 @@ const PAGE_CODES = {
   link: ['INVALID_TOKEN', 'TOKEN_EXPIRED', 'EMAIL_SIGNIN_OTHER_BROWSER', 'RATE_LIMITED', 'ACCOUNT_DISABLED', 'SERVICE_UNAVAILABLE'],
 } as const;
 
+/** The label of each page's field (its message key): the summary links to the field by it, the message said once, beside the field. */
+const FIELD_LABELS: Readonly<Record<string, string>> = { email: 'email-signin.start.email', code: 'email-signin.code.label' };
+
 /** The form of `page` after `code` (none: a fresh form), its problem at `fields` for the codes about them. */
 function pageForm(page: keyof typeof PAGE_CODES, code: string | undefined, i18n: Pick<Translator, 't'>, options: { fields: readonly string[]; fieldCodes: readonly string[]; kept?: KeptForm }): FormView {
   const values = options.kept?.values ?? {};
   if (code === undefined) return formView({ fieldOrder: options.fields, values });
   const known = (PAGE_CODES[page] as readonly string[]).includes(code);
   const message = i18n.t(`email-signin.${page}.error.${known ? code : 'default'}`);
-  return formView({ fieldOrder: options.fields, problems: [{ message, fields: options.fieldCodes.includes(code) ? options.fields : [] }], code: known ? code : null, values });
+  const labels = Object.fromEntries(options.fields.map((field) => [field, i18n.t(FIELD_LABELS[field]!)]));
+  return formView({ fieldOrder: options.fields, problems: [{ message, fields: options.fieldCodes.includes(code) ? options.fields : [] }], code: known ? code : null, values, labels });
 }
 
 /** The sign-in page's choice: a link to the start page, carrying the page's callbackUrl. */
@@ -85,10 +89,12 @@ export const emailSignInPageRoutes: FastifyPluginAsyncZod<{ emailSignIn: EmailSi
 
   app.get(EMAIL_CODE_PAGE, { config: forAnyone, onRequest: ensureOn, schema: { ...hidden, querystring: z.object({ error: shownCode }) } }, async (request, reply) => {
     const { i18n } = reply.page;
-    const form = pageForm('code', request.query.error, i18n, { fields: ['code'], fieldCodes: ['INVALID_CODE'] });
+    const hasRequest = readBrowserBinding(request, config) !== null;
+    // Without a request of this browser's the page has no code field: the summary says the message.
+    const form = pageForm('code', request.query.error, i18n, { fields: hasRequest ? ['code'] : [], fieldCodes: ['INVALID_CODE'] });
     return pages.send(reply, 'email-signin-code', {
       title: i18n.t('email-signin.code.title'),
-      hasRequest: readBrowserBinding(request, config) !== null,
+      hasRequest,
       codeLength: config.emailSignin.codeLength,
       expiresIn: i18n.duration(emailSignIn.ttlSeconds),
       form,

@@ -42,7 +42,8 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
   before(async () => {
     browser = await launchBrowser();
     smtp = await startSmtpServer();
-    server = await serveTestApp({ ...smtpEnv(smtp), EMAIL_SIGNIN: 'true' });
+    // A provider too: the sign-in page then offers it, passkeys and a mailed link, under one "or".
+    server = await serveTestApp({ ...smtpEnv(smtp), EMAIL_SIGNIN: 'true', GITHUB_CLIENT_ID: 'gh-id', GITHUB_CLIENT_SECRET: 'gh-secret' });
     baseURL = server.baseURL;
   });
   after(async () => {
@@ -96,6 +97,23 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
     });
   });
 
+  it('says "or" once, between the password form and the alternatives (a provider, passkeys, a mailed link)', async (t) => {
+    assert.ok(browser && server);
+    await withPage(t, browser, { baseURL }, async (page) => {
+      for (const locale of ['en', 'ja']) {
+        await page.goto(`/auth/signin?lang=${locale}`);
+        const shown = await page.evaluate(() => {
+          const visible = (element: Element) => (element as HTMLElement).offsetParent !== null;
+          const everything = [...document.querySelectorAll('main .divider, main .button-provider')].filter(visible);
+          return everything.map((element) => (element.classList.contains('divider') ? 'or' : 'choice'));
+        });
+        assert.ok(shown.filter((kind) => kind === 'choice').length >= 2, `${locale}: a provider and a mailed link at least: ${shown.join(', ')}`);
+        assert.deepEqual(shown.slice(0, 1), ['or'], `${locale}: the "or" comes first`);
+        assert.equal(shown.filter((kind) => kind === 'or').length, 1, `${locale}: one "or": ${shown.join(', ')}`);
+      }
+    });
+  });
+
   it('has no serious or critical accessibility violation on its pages, in every language', async () => {
     assert.ok(browser && server && smtp);
     await createUser(server.services, { email: 'axe@example.com', password: PASSWORD, name: 'Axe' });
@@ -123,6 +141,15 @@ describe('passwordless sign-in in Chromium', { skip: chromium.ok ? false : chrom
           const lang = await page.getAttribute('html', 'lang');
           if (lang !== locale) found.push(`${stop} (${locale}): the page is in ${lang}`);
           for (const violation of await axeViolations(page)) found.push(`${stop} (${locale}): ${violation}`);
+          // Each error said once: beside its field; the summary only links to the field.
+          const said = await page.evaluate(() =>
+            [...document.querySelectorAll('.field-error')].map((error) => {
+              const message = [...error.childNodes].filter((node) => node.nodeType === Node.TEXT_NODE).map((node) => node.textContent).join('').trim();
+              return { message, times: document.querySelector('main')!.innerText.split(message).length - 1 };
+            }),
+          );
+          for (const { message, times } of said) if (times !== 1) found.push(`${stop} (${locale}): "${message}" is said ${times} times`);
+          if (stop.includes('?error=') && !stop.includes('/link') && said.length === 0) found.push(`${stop} (${locale}): no message beside the field`);
         }
       }
       assert.deepEqual(found, []);

@@ -21,6 +21,7 @@ import { CookieJar, formBrowser, postForm } from '../../test/helpers/cookie-jar.
 import { browserBindingCookieName } from './browser-binding.ts';
 import { trustedDeviceCookieName } from '../trusted-devices/trusted-devices.waiver.ts';
 import { linkAndCode } from './email-signin.test-helpers.ts';
+import { LOCALES } from '../i18n/locales.ts';
 
 const AUTH_URL = 'http://auth.example.test';
 const PASSWORD = 'correct horse battery staple';
@@ -300,6 +301,31 @@ for (const backend of await backends()) {
       const session = await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: browser.jar.header() } });
       assert.equal(session.json().user.id, user.id);
       void ip;
+    });
+
+    it('shows each error once, beside its field; the summary links to the field by its label, in every language', async () => {
+      const browser = await formBrowser(t.app);
+      assert.equal((await postForm(t.app, browser, '/api/auth/email/start', { email: `once${++count}@example.com` }, AUTH_URL)).statusCode, 303);
+      const pagesWithFieldErrors = [
+        { url: '/auth/email-signin?error=VALIDATION_ERROR', field: 'email' },
+        { url: '/auth/email-signin/code?error=INVALID_CODE', field: 'code' },
+      ];
+      for (const locale of LOCALES) {
+        for (const { url, field } of pagesWithFieldErrors) {
+          const { body } = await t.app.inject({ method: 'GET', url: `${url}&lang=${locale}`, headers: { cookie: browser.jar.header() } });
+          const where = `${url} (${locale})`;
+          const message = new RegExp(`<p class="field-error" id="${field}-error"><span class="visually-hidden">[^<]*</span> ?([^<]+)</p>`).exec(body)?.[1];
+          assert.ok(message, `${where}: the message beside the field`);
+          assert.equal(body.split(message).length - 1, 1, `${where}: "${message}" is said once`);
+          const label = new RegExp(`<label for="${field}">([^<]+)</label>`).exec(body)?.[1];
+          assert.ok(label, `${where}: the field's label`);
+          assert.match(body, new RegExp(`<ul class="error-summary-list">\\s*<li><a href="#${field}">${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}</a></li>`), `${where}: the summary links to the field by its label`);
+        }
+      }
+      // No request of this browser's: no code field, so the summary says the message, with no link.
+      const elsewhere = await t.app.inject({ method: 'GET', url: '/auth/email-signin/code?error=INVALID_CODE' });
+      assert.match(elsewhere.body, /<ul class="error-summary-list">\s*<li>[^<]+<\/li>/);
+      assert.doesNotMatch(elsewhere.body, /href="#code"/);
     });
 
     it('answers bad input with a 4xx and a code, never a 500', async () => {

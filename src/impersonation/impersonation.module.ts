@@ -16,6 +16,7 @@ import { createPeriodicJob } from '../lib/periodic-job.ts';
 import * as table from './migrations/20261129-impersonation-table.ts';
 import { IMPERSONATION_ERRORS } from './impersonation.errors.ts';
 import { createImpersonationService, type ImpersonationService } from './impersonation.service.ts';
+import { actingAdministratorClaim } from './impersonation.store.ts';
 import { impersonationMail } from './impersonation.mail.ts';
 import { impersonationPageSections, impersonationRoutes, registerImpersonationHooks } from './impersonation.routes.ts';
 
@@ -46,10 +47,8 @@ export const impersonationModule = defineModule({
   jobs: ({ impersonation }, { logger }) => [
     createPeriodicJob({ name: 'impersonation-expiry', intervalMs: 60_000, firstDelayMs: 10_000, logger, run: () => impersonation.endExpired() }),
   ],
-  tokenClaims: ({ impersonation }) => async ({ sessionId }) => {
-    const act = await impersonation.actFor(sessionId);
-    return act === null ? {} : { act };
-  },
+  // `act: {sub}`, the administrator acting (RFC 8693 4.1), in every token of an impersonation's session.
+  tokenClaims: () => actingAdministratorClaim,
   pageSections: ({ users }) => impersonationPageSections(users),
   // What only the person may do (routes that name IN_PERSON, and every route asking for a step-up:
   // the access hook adds IN_PERSON to those): refused while an administrator acts as them.

@@ -131,12 +131,6 @@ export function createImpersonationService(deps: Deps) {
       return row === undefined || row.ended_at !== null || row.ends_at <= clock() ? null : toImpersonation(row);
     },
 
-    /** The `act` claim of the session's access tokens: the administrator acting (RFC 8693 4.1). */
-    async actFor(sessionId: string): Promise<{ sub: string } | null> {
-      const row = await store.findImpersonation(db, sessionId);
-      return row === undefined || row.ended_at !== null ? null : { sub: row.admin_id };
-    },
-
     /** "Stop": ends the session and records the end; false when `sessionId` is no impersonation still running. */
     async stop(sessionId: string, source: AuditSource): Promise<boolean> {
       const row = await store.findImpersonation(db, sessionId);

@@ -1,6 +1,7 @@
 /** The `impersonations` table (migrations/20261129-impersonation-table.ts). */
 import type { Selectable } from 'kysely';
 import type { Db } from '../storage/database.ts';
+import { defineTokenClaims } from '../sessions/session-claims.ts';
 
 export interface ImpersonationsTable {
   session_id: string;
@@ -27,6 +28,12 @@ export async function insertImpersonation(db: Db, row: ImpersonationRow): Promis
 export async function findImpersonation(db: Db, sessionId: string): Promise<ImpersonationRow | undefined> {
   return db.selectFrom('impersonations').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
 }
+
+/** The `act` claim, read with the session (sessions/session-claims.ts): the administrator acting, until the impersonation's end is recorded. */
+export const actingAdministratorClaim = defineTokenClaims({
+  select: (session) => session.selectFrom('impersonations').select('impersonations.admin_id').whereRef('impersonations.session_id', '=', 'sessions.id').where('impersonations.ended_at', 'is', null),
+  claims: (row): { act?: { sub: string } } => (row === null ? {} : { act: { sub: row.admin_id } }),
+});
 
 /** False when its end was recorded already (by "Stop" or the job, whichever came first). */
 export async function markEnded(db: Db, sessionId: string, endedAt: number): Promise<boolean> {

@@ -1,7 +1,8 @@
 /**
  * `/admin/organizations`: the administrators' pages of organizations, in the admin area's frame and
  * the page's language:
- * the list with a search, one organization with its members and a Delete button. ADMIN only (the
+ * the list with a search, one organization with its members, the sections other modules add
+ * (`admin-organization`: SSO setup links, say) and a Delete button. ADMIN only (the
  * prefix rules refuse `/admin/**` to everyone else; each route declares it too). Hidden from the
  * OpenAPI document; CSRF is checked for the form post before the handler runs.
  */
@@ -12,7 +13,7 @@ import { access, signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { templatesIn } from '../web/render.ts';
 import { createAdminPageRenderer } from '../admin/admin-area.ts';
-import type { AdminNavEntry } from '../module.ts';
+import { renderPageSections, type AdminNavEntry, type PageSection } from '../module.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
@@ -36,11 +37,14 @@ interface AdminOrganizationPages {
     csrfToken: string;
     organization: { id: string; name: string; slug: string; createdAt: TimeText };
     members: Array<{ href: string; name: string; email: string; role: string; joinedAt: TimeText }>;
+    /** The sections other modules add (their own HTML), before the delete form. */
+    sections: string[];
+    scripts: string[];
     deleteAction: string;
   };
 }
 
-export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; adminNav: readonly AdminNavEntry[] }> = async (app, { organizations, adminNav }) => {
+export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations: OrganizationsService; adminNav: readonly AdminNavEntry[]; sections: readonly PageSection[] }> = async (app, { organizations, adminNav, sections }) => {
   const pages = createAdminPageRenderer<AdminOrganizationPages>(
     templatesIn(join(import.meta.dirname, 'templates')).filter((file) => file.includes('admin-organization')),
     adminNav,
@@ -67,6 +71,7 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
     if (organization === null) return reply.redirect(toList({ error: 'ORGANIZATION_NOT_FOUND' }), 303);
     const members = (await organizations.listMembers(organization.id, OPERATOR)) ?? [];
     const { i18n } = reply.page;
+    const added = await renderPageSections(sections, { userId: null, organizationId: organization.id, page: reply.page });
     return pages.send(reply, 'admin-organization', {
       title: organization.name,
       isWide: true,
@@ -74,6 +79,8 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
       alerts: organizationAlerts(request.query, i18n, 'admin'),
       organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
       members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, role: member.role, joinedAt: formatTime(member.joinedAt, i18n.locale) })),
+      sections: added.html,
+      scripts: added.scripts,
       deleteAction: `${adminOrganizationPage(organization.id)}/delete`,
     });
   });

@@ -22,6 +22,7 @@ import { ADMIN_ORGANIZATIONS_PAGE, adminOrganizationPageRoutes } from './organiz
 import { organizationsUserData } from './organizations.user-data.ts';
 import { ORGANIZATIONS_PUBLIC_EVENTS } from './organizations.public-events.ts';
 import { organizationsMail } from './organizations.mail.ts';
+import { activeOrganizationClaim } from './organizations.store.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -90,10 +91,7 @@ export const organizationsModule = defineModule({
     createPeriodicJob({ name: 'organization-invitation-cleanup', intervalMs: 3_600_000, firstDelayMs: 60_000, logger, run: async () => void (await organizations.purgeExpiredInvitations()) }),
   ],
   // `org: {id, slug, roles}` while the session has an active organization the user is a member of.
-  tokenClaims: ({ organizations }) => async ({ userId, sessionId }) => {
-    const org = await organizations.claimFor({ userId, sessionId });
-    return org === null ? {} : { org };
-  },
+  tokenClaims: () => activeOrganizationClaim,
   pageSections: ({ organizations, users }) => organizationPageSections({ organizations, users }),
   // Memberships and invitations; the only OWNER of an organization with other members hands it over before deleting their account.
   userData: ({ organizations, users }) => organizationsUserData({ organizations, users }),
@@ -109,7 +107,7 @@ export const organizationsModule = defineModule({
       scope: 'browser',
       register: async (app, { services, config, clock, adminNav, pageSections }) => {
         await app.register(organizationPageRoutes, { organizations: services.organizations, users: services.users, sessions: services.sessions, config, clock, sections: pageSections('organization') });
-        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, adminNav });
+        await app.register(adminOrganizationPageRoutes, { organizations: services.organizations, adminNav, sections: pageSections('admin-organization') });
       },
     },
   ],

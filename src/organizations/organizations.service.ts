@@ -1,7 +1,7 @@
 /**
  * Organizations: create one (its creator is its first OWNER), its members and their roles, and
  * the organization a session has made active (its access tokens then carry the `org` claim, see
- * `claimFor`). Member changes live in organizations-members.service.ts and the invitations mailed
+ * `activeOrganizationClaim` in the store). Member changes live in organizations-members.service.ts and the invitations mailed
  * to addresses in organizations-invitations.service.ts; this service hands their methods out as its
  * own, so callers see one `organizations` service.
  *
@@ -52,7 +52,6 @@ import {
   type Membership,
   type NotFound,
   type Organization,
-  type OrganizationClaim,
   type Refused,
   type RemoveUserResult,
   type UpdateResult,
@@ -304,7 +303,7 @@ export function createOrganizationsService(deps: {
 
     /**
      * Makes an organization the session's active one (the user must be a member), or clears it
-     * with null. The session's next access token carries the `org` claim (see `claimFor`).
+     * with null. The session's next access token carries the `org` claim (see `activeOrganizationClaim` in the store).
      */
     async activate(auth: { userId: string; sessionId: string }, organizationId: string | null): Promise<{ ok: true; organization: Membership | null } | NotFound> {
       if (organizationId === null) {
@@ -318,14 +317,6 @@ export function createOrganizationsService(deps: {
       return { ok: true, organization: { ...found.organization, role: found.role, joinedAt: 0, isActive: true } };
     },
 
-    /**
-     * The `org` claim for a token of this session: its active organization while the user is a
-     * member of it (a removed member's claim is gone from the next token), else null.
-     */
-    async claimFor(subject: { userId: string; sessionId: string }): Promise<OrganizationClaim | null> {
-      const row = await store.findActiveMembership(db, subject.sessionId, subject.userId);
-      return row === undefined ? null : { id: row.id, slug: row.slug, roles: [row.role] };
-    },
 
     /**
      * The organizations where this user is the only OWNER and other members remain: deleting the

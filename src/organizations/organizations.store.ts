@@ -6,6 +6,8 @@ import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
 import type { UserCondition } from '../users/user.store.ts';
+import { defineTokenClaims } from '../sessions/session-claims.ts';
+import type { OrganizationClaim } from './organizations.model.ts';
 
 export interface OrganizationsTable {
   id: string;
@@ -275,20 +277,23 @@ export async function deleteExpiredInvitations(db: Db, now: number, limit: numbe
 
 /** The session's active organization, when its user is (still) a member: the `org` claim. */
 // Compiled once: it runs with every session check of the database strategy (the session endpoint's claims).
-const selectActiveMembership = preparedQuery((db, sessionId: string, userId: string) =>
-  db
-    .selectFrom('organization_sessions')
-    .innerJoin('organizations', 'organizations.id', 'organization_sessions.organization_id')
-    .innerJoin('organization_members', (join) =>
-      join.onRef('organization_members.organization_id', '=', 'organization_sessions.organization_id').on('organization_members.user_id', '=', userId),
-    )
-    .select(['organizations.id', 'organizations.slug', 'organization_members.role'])
-    .where('organization_sessions.session_id', '=', sessionId),
-);
-
-export async function findActiveMembership(db: Db, sessionId: string, userId: string): Promise<{ id: string; slug: string; role: string } | undefined> {
-  return (await selectActiveMembership(db, sessionId, userId)).rows[0];
-}
+/**
+ * The `org` token claim, read with the session (sessions/session-claims.ts): the session's active
+ * organization while its user is a member of it (a removed member's claim is gone from the next
+ * token, and from the database strategy's next check).
+ */
+export const activeOrganizationClaim = defineTokenClaims({
+  select: (session) =>
+    session
+      .selectFrom('organization_sessions')
+      .innerJoin('organizations', 'organizations.id', 'organization_sessions.organization_id')
+      .innerJoin('organization_members', (join) =>
+        join.onRef('organization_members.organization_id', '=', 'organization_sessions.organization_id').onRef('organization_members.user_id', '=', 'sessions.user_id'),
+      )
+      .select(['organizations.id', 'organizations.slug', 'organization_members.role'])
+      .whereRef('organization_sessions.session_id', '=', 'sessions.id'),
+  claims: (row): { org?: OrganizationClaim } => (row === null ? {} : { org: { id: row.id, slug: row.slug, roles: [row.role] } }),
+});
 
 /** The session's active organization id, member or not. */
 export async function findActiveOrganizationId(db: Db, sessionId: string): Promise<string | undefined> {

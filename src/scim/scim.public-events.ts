@@ -22,20 +22,13 @@ function scimFacts(event: AuditEvent): PublicEventData {
 
 export const SCIM_PUBLIC_EVENTS: readonly PublicEventType[] = (
   [
-    ['scim.user_provisioned', 600],
-    ['scim.user_deprovisioned', 610],
-    ['scim.user_deleted', 620],
-    ['scim.group_changed', 630],
+    ['scim.user_provisioned', 'scim.user_provisioned', 600, 'userProvisioned'],
+    ['scim.user_deprovisioned', 'scim.user_deprovisioned', 610, 'userDeprovisioned'],
+    ['scim.user_deleted', 'scim.user_deleted', 620, 'userDeleted'],
+    ['scim.group_changed', 'scim.group_changed', 630, 'groupChanged'],
+    // A SCIM token's changes, as `scim.credential_*` (ids only: never the token).
+    ['scim.credential_created', 'scim.token_created', 640, 'credentialCreated'],
+    ['scim.credential_rotated', 'scim.token_rotated', 650, 'credentialRotated'],
+    ['scim.credential_revoked', 'scim.token_revoked', 660, 'credentialRevoked'],
   ] as const
-)
-  .map(([type, order]): PublicEventType => ({ type, from: type, order, payload: scimFacts }))
-  // A SCIM token's changes, as `scim.credential_*` (ids only: never the token).
-  .concat(
-    (
-      [
-        ['scim.credential_created', 'scim.token_created', 640],
-        ['scim.credential_rotated', 'scim.token_rotated', 650],
-        ['scim.credential_revoked', 'scim.token_revoked', 660],
-      ] as const
-    ).map(([type, from, order]) => ({ type, from, order, payload: scimFacts })),
-  );
+).map(([type, from, order, description]) => ({ type, from, order, description: `scim.webhookEvent.${description}`, payload: scimFacts }));

@@ -28,20 +28,14 @@ export interface AccessTokenClaims {
   authTime: number;
 }
 
-/** Claims every token carries, which no module may set (see `TokenClaimsSource`). */
+/** Claims every token carries, which no module may set (modules' claims: session-claims.ts). */
 export const RESERVED_CLAIMS: ReadonlySet<string> = new Set(['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'sid', 'roles', 'amr', 'auth_time', 'typ', 'kid', 'alg']);
 
-/**
- * A module's claims for an access token being issued (at sign-in and at each refresh), e.g. how
- * the session was authenticated. Small, never personal data: tokens are readable by anyone who
- * holds them. A reserved claim is a mistake, refused when the token is signed.
- */
-export type TokenClaimsSource = (subject: AccessTokenClaims) => Readonly<Record<string, unknown>> | Promise<Readonly<Record<string, unknown>>>;
 
 export interface VerifiedAccessToken extends AccessTokenClaims {
   /** Epoch ms. */
   expiresAt: number;
-  /** The claims modules added (`TokenClaimsSource`): every claim that is not reserved. */
+  /** The claims modules added (session-claims.ts): every claim that is not reserved. */
   moduleClaims: Readonly<Record<string, unknown>>;
 }
 

@@ -20,6 +20,8 @@ export interface SessionEndingDeps {
   accessTokenTtlSeconds: number;
   /** The session row a refresh token belongs to, when the token is one we issued for it. */
   findSessionOfRefreshToken(refreshToken: string): Promise<{ row: { id: string; user_id: string } } | null>;
+  /** Announces, in the ending's transaction, that sessions of `userId` ended (SESSION_CHECK_CACHE: every instance forgets them). */
+  announce(within: Db, userId: string): Promise<void>;
   /** Told of the sessions that just ended (before the jwt strategy's in-memory list learns of them). */
   onEnded(sessionIds: readonly string[]): void;
 }
@@ -49,6 +51,7 @@ export function createSessionEnding(deps: SessionEndingDeps) {
     const listedUntil = now + accessTokenTtlSeconds * 1000 + acceptedPastExpiryMs;
     const write = async (trx: Db) => {
       const changed = await store.revokeSessions(trx, filter, now);
+      if (changed.length > 0) await deps.announce(trx, filter.userId);
       for (const id of changed) await revocations.add(trx, id, listedUntil);
       const event = describe(changed);
       if (event !== null) await audit.record(event, { db: trx });

@@ -16,7 +16,9 @@ import type { Clock } from '../lib/clock.ts';
 import { randomId, randomSecret } from '../lib/random.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
-import { createAccessTokenVerifier, signAccessToken, type AccessTokenClaims, type TokenClaimsSource } from './access-token.ts';
+import { createAccessTokenVerifier, signAccessToken } from './access-token.ts';
+import type { TokenClaimsRead } from './session-claims.ts';
+import type { SessionChange, SessionCheckCache } from './session-check-cache.ts';
 import { deriveRefreshTokenKey, isGenuineRefreshToken, makeRefreshToken, parseRefreshToken } from './refresh-token.ts';
 import type { RevocationList } from './revocation-list.ts';
 import type { SigningKeys } from './signing-keys.ts';
@@ -55,8 +57,16 @@ export interface SessionServiceDeps {
   authSecret: string;
   tokens: Config['tokens'];
   sessions: Config['sessions'];
-  /** The modules' token claims, read at each issue (the modules declaring them are built after sessions). */
-  claims?: () => readonly TokenClaimsSource[];
+  /**
+   * The modules' token claims (session-claims.ts), folded into the session reads once every module
+   * is built (the modules declaring them are built after sessions).
+   */
+  claims?: () => readonly TokenClaimsRead<object>[];
+  /**
+   * SESSION_CHECK_CACHE: the database strategy's kept check reads, and how a change is announced
+   * to every instance (session-check-cache.ts); absent, every check reads storage.
+   */
+  checkCache?: { cache: SessionCheckCache; announce(db: Db, change: SessionChange): Promise<void> };
 }
 
 export function createSessionService(deps: SessionServiceDeps) {
@@ -66,17 +76,49 @@ export function createSessionService(deps: SessionServiceDeps) {
   const idleMs = limits.idleTimeoutSeconds * 1000;
   const accessTokenTtlSeconds = tokens.accessTokenTtlSeconds;
 
+  let reads: store.SessionReads | undefined;
+  /** The session reads with every module's claims in them: composed at first use, when every module is built. */
+  const sessionReads = (): store.SessionReads => (reads ??= store.createSessionReads(deps.claims?.() ?? [], isPostgres));
+
   function isExpired(row: Pick<SessionRow, 'expires_at' | 'last_seen_at'>, now: number): boolean {
     return row.expires_at <= now || row.last_seen_at + idleMs <= now;
+  }
+
+  const { checkCache } = deps;
+  /** Tells every instance's cache (this one's at once) that `change` happened, in `within`'s transaction. */
+  async function announce(change: SessionChange, within: Db = db): Promise<void> {
+    if (checkCache === undefined) return;
+    checkCache.cache.apply(change);
+    await checkCache.announce(within, change);
+  }
+
+  /**
+   * A session's check read: kept (SESSION_CHECK_CACHE) when fresh and still live, else read now
+   * (one query) and kept unless a change was announced meanwhile. A kept read that says ended is
+   * read again: another instance's use may have kept it alive.
+   */
+  async function readForCheck(sessionId: string, now: number): Promise<store.SessionCheckRow | undefined> {
+    if (checkCache === undefined) return sessionReads().findSessionForCheck(db, sessionId);
+    const kept = checkCache.cache.get(sessionId, now);
+    if (kept !== undefined && kept.revoked_at === null && !isExpired(kept, now)) return kept;
+    const epoch = checkCache.cache.epoch();
+    const row = await sessionReads().findSessionForCheck(db, sessionId);
+    if (row !== undefined) checkCache.cache.set(sessionId, row, epoch, now);
+    return row;
   }
 
   /**
    * The session with its user's profile and roles, when it belongs to `userId` and is live (and, in
    * the database strategy, its user enabled: the jwt strategy learns of that at the next refresh).
-   * One query.
+   * One query, which reads every module's claims too.
    */
-  async function findLiveSession(sessionId: string, userId: string, now: number, options: { isUserChecked: boolean } = { isUserChecked: strategy === 'database' }): Promise<store.SessionCheckRow | null> {
-    const row = await store.findSessionForCheck(db, sessionId);
+  async function findLiveSession(
+    sessionId: string,
+    userId: string,
+    now: number,
+    options: { isUserChecked: boolean; mayBeKept?: boolean } = { isUserChecked: strategy === 'database' },
+  ): Promise<store.SessionCheckRow | null> {
+    const row = options.mayBeKept === true ? await readForCheck(sessionId, now) : await sessionReads().findSessionForCheck(db, sessionId);
     if (row === undefined || row.user_id !== userId || row.revoked_at !== null || isExpired(row, now)) return null;
     return options.isUserChecked && row.disabled_at !== null ? null : row;
   }
@@ -84,13 +126,11 @@ export function createSessionService(deps: SessionServiceDeps) {
   /** jwt strategy: what the session endpoint shows beyond the token, by session id (see describeSession). */
   const profiles = new Map<string, SessionProfile>();
 
-  /** What every module adds to a token for `subject` (none: undefined). */
-  async function moduleClaimsFor(subject: AccessTokenClaims): Promise<Readonly<Record<string, unknown>> | undefined> {
-    const sources = deps.claims?.() ?? [];
-    return sources.length === 0 ? undefined : Object.assign({}, ...(await Promise.all(sources.map(async (source) => source(subject)))));
-  }
-
-  /** Signs an access token that never outlives its session. */
+  /**
+   * Signs an access token that never outlives its session, with every module's claims: `claims`
+   * when the caller read them with the session already, else read now (one query, none when no
+   * module declares any).
+   */
   async function issueAccessToken(
     userId: string,
     sessionId: string,
@@ -98,16 +138,12 @@ export function createSessionService(deps: SessionServiceDeps) {
     authentication: { amr: readonly string[]; authTime: number },
     now: number,
     sessionExpiresAt: number,
+    claims?: Readonly<Record<string, unknown>>,
   ) {
     const ttlSeconds = Math.max(1, Math.min(accessTokenTtlSeconds, Math.floor((sessionExpiresAt - now) / 1000)));
     const subject = { userId, sessionId, roles, ...authentication };
-    const extraClaims = await moduleClaimsFor(subject);
+    const extraClaims = claims ?? (await sessionReads().findSessionClaims(db, sessionId));
     return signAccessToken(subject, { key: keys.current(), issuer: tokens.issuer, audience: tokens.audience, issuedAtMs: now, ttlSeconds, extraClaims });
-  }
-
-  /** The database strategy's view of the module claims: read now, as a token issued now would carry them. */
-  async function currentModuleClaims(auth: AuthContext, roles: readonly string[]): Promise<Readonly<Record<string, unknown>>> {
-    return (await moduleClaimsFor({ userId: auth.userId, sessionId: auth.sessionId, roles, amr: auth.amr, authTime: auth.authTime })) ?? {};
   }
 
   /** The session row a refresh token belongs to, when the token is one we issued for it. */
@@ -127,6 +163,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     strategy,
     accessTokenTtlSeconds,
     findSessionOfRefreshToken,
+    announce: (within, userId) => announce({ user: userId }, within),
     onEnded: (ids) => {
       for (const id of ids) profiles.delete(id);
     },
@@ -207,7 +244,8 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (row === null) return null;
       const methods = [...new Set([...toAmr(row.amr), ...amr])];
       if (!(await store.recordReauthentication(db, auth.sessionId, methods.join(','), now))) return null;
-      const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, { amr: methods, authTime: Math.floor(now / 1000) * 1000 }, now, row.expires_at);
+      await announce({ session: auth.sessionId });
+      const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, { amr: methods, authTime: Math.floor(now / 1000) * 1000 }, now, row.expires_at, row.moduleClaims);
       return { accessToken: token, accessTokenExpiresAt: expiresAt };
     },
 
@@ -221,12 +259,15 @@ export function createSessionService(deps: SessionServiceDeps) {
       }
 
       const now = clock();
-      const row = await findLiveSession(claims.sessionId, claims.userId, now);
+      const row = await findLiveSession(claims.sessionId, claims.userId, now, { isUserChecked: true, mayBeKept: true });
       if (row === null) return null;
       const touchMs = limits.touchIntervalSeconds * 1000;
-      if (row.last_seen_at + touchMs <= now) await store.touchSession(db, claims.sessionId, now, now - touchMs);
+      if (row.last_seen_at + touchMs <= now) {
+        await store.touchSession(db, claims.sessionId, now, now - touchMs);
+        checkCache?.cache.touch(claims.sessionId, now);
+      }
       // The stored proof, not the token's: a step-up since the token was issued counts at once.
-      return { ...base, ...authenticationOf(row), roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
+      return { ...base, ...authenticationOf(row), roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at }, moduleClaims: row.moduleClaims };
     },
 
     /**
@@ -244,7 +285,7 @@ export function createSessionService(deps: SessionServiceDeps) {
 
     /**
      * The user and session behind an authenticated request, as `GET /api/auth/session` shows them.
-     * The database strategy reads them fresh (with the check itself: `auth.profile`). The jwt strategy takes the roles from the token and
+     * The database strategy reads them fresh (with the check itself: `auth.profile`, `auth.moduleClaims`). The jwt strategy takes the roles from the token and
      * remembers the rest (e-mail, name, session expiry) for PROFILE_TTL_MS per session: revocation
      * is still checked on every request (by `authenticate`), but a renamed user may see the old
      * name for that long.
@@ -252,9 +293,9 @@ export function createSessionService(deps: SessionServiceDeps) {
     async describeSession(auth: AuthContext): Promise<SessionView | null> {
       const now = clock();
       if (strategy === 'database') {
-        if (auth.profile !== undefined) return toSessionView(auth, auth.roles, auth.profile, await currentModuleClaims(auth, auth.roles));
-        const row = await findLiveSession(auth.sessionId, auth.userId, now);
-        return row && toSessionView(auth, row.roles, { email: row.email, name: row.name, expiresAt: row.expires_at }, await currentModuleClaims(auth, row.roles));
+        if (auth.profile !== undefined && auth.moduleClaims !== undefined) return toSessionView(auth, auth.roles, auth.profile, auth.moduleClaims);
+        const row = await findLiveSession(auth.sessionId, auth.userId, now, { isUserChecked: true, mayBeKept: true });
+        return row && toSessionView(auth, row.roles, { email: row.email, name: row.name, expiresAt: row.expires_at }, row.moduleClaims);
       }
       let profile = profiles.get(auth.sessionId);
       if (profile === undefined || profile.until <= now) {
@@ -278,9 +319,11 @@ export function createSessionService(deps: SessionServiceDeps) {
      */
     async reissueAccessToken(auth: Pick<AuthContext, 'userId' | 'sessionId'>): Promise<{ accessToken: string; accessTokenExpiresAt: number } | null> {
       const now = clock();
+      // What a reissue is for: the session's claims changed (an organization made active).
+      await announce({ session: auth.sessionId });
       const row = await findLiveSession(auth.sessionId, auth.userId, now, { isUserChecked: true });
       if (row === null) return null;
-      const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, authenticationOf(row), now, row.expires_at);
+      const { token, expiresAt } = await issueAccessToken(auth.userId, auth.sessionId, row.roles, authenticationOf(row), now, row.expires_at, row.moduleClaims);
       return { accessToken: token, accessTokenExpiresAt: expiresAt };
     },
 

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import type { SessionRow } from '../storage/schema.ts';
 import { preparedQuery } from '../storage/prepared.ts';
+import { claimsColumns, claimsOfRow, type TokenClaimsRead } from './session-claims.ts';
 
 const SESSION_COLUMNS = ['id', 'user_id', 'refresh_seed', 'refresh_generation', 'refresh_rotated_at', 'created_at', 'expires_at', 'last_seen_at', 'revoked_at', 'ip', 'user_agent', 'amr', 'auth_time'] as const;
 
@@ -80,26 +81,6 @@ export async function findSessionById(db: Db, id: string): Promise<SessionRow | 
 /** The roles of `users.id` as one string, `,`-separated in order (role names never hold a comma). */
 const ROLES_OF_USER = sql<string | null>`(select string_agg(role, ',' order by role) from user_roles where user_roles.user_id = users.id)`;
 
-const selectSessionForCheck = preparedQuery((db, id: string) =>
-  db
-    .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select([
-      'sessions.user_id',
-      'sessions.expires_at',
-      'sessions.last_seen_at',
-      'sessions.revoked_at',
-      'sessions.created_at',
-      'sessions.amr',
-      'sessions.auth_time',
-      'users.disabled_at',
-      'users.email',
-      'users.name',
-      ROLES_OF_USER.as('roles'),
-    ])
-    .where('sessions.id', '=', id),
-);
-
 export interface SessionCheckRow {
   user_id: string;
   expires_at: number;
@@ -112,15 +93,71 @@ export interface SessionCheckRow {
   email: string;
   name: string;
   roles: string[];
+  /** Every module's token claims for this session, as a token issued now would carry them. */
+  moduleClaims: Readonly<Record<string, unknown>>;
 }
 
-/**
- * The session, its user's state, profile and roles, in one query: all a per-request check of the
- * database strategy and the session endpoint need.
- */
-export async function findSessionForCheck(db: Db, id: string): Promise<SessionCheckRow | undefined> {
-  const row = (await selectSessionForCheck(db, id)).rows[0];
-  return row && { ...row, roles: row.roles === null || row.roles === '' ? [] : row.roles.split(',') };
+export interface SessionReads {
+  /**
+   * The session, its user's state, profile and roles, and every module's claims, in one query:
+   * all a per-request check of the database strategy and the session endpoint need.
+   */
+  findSessionForCheck(db: Db, id: string): Promise<SessionCheckRow | undefined>;
+  /** The modules' claims for a token of the session being issued (none declared: no query). */
+  findSessionClaims(db: Db, id: string): Promise<Readonly<Record<string, unknown>>>;
+}
+
+/** The session reads with `reads` (every module's `tokenClaims`, in module order) folded in. */
+export function createSessionReads(reads: readonly TokenClaimsRead<object>[], isPostgres: boolean): SessionReads {
+  const selectForCheck = preparedQuery((db, id: string) =>
+    db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select((eb) => [
+        'sessions.user_id',
+        'sessions.expires_at',
+        'sessions.last_seen_at',
+        'sessions.revoked_at',
+        'sessions.created_at',
+        'sessions.amr',
+        'sessions.auth_time',
+        'users.disabled_at',
+        'users.email',
+        'users.name',
+        ROLES_OF_USER.as('roles'),
+        ...claimsColumns(reads, isPostgres, eb),
+      ])
+      .where('sessions.id', '=', id),
+  );
+  const selectClaims = preparedQuery((db, id: string) => db.selectFrom('sessions').select((eb) => claimsColumns(reads, isPostgres, eb)).where('sessions.id', '=', id));
+  const NO_CLAIMS = Object.freeze({});
+
+  return {
+    async findSessionForCheck(db, id) {
+      const row = (await selectForCheck(db, id)).rows[0];
+      if (row === undefined) return undefined;
+      const { roles, ...rest } = row as unknown as Omit<SessionCheckRow, 'roles' | 'moduleClaims'> & { roles: string | null } & Record<string, unknown>;
+      return {
+        user_id: rest.user_id,
+        expires_at: rest.expires_at,
+        last_seen_at: rest.last_seen_at,
+        revoked_at: rest.revoked_at,
+        created_at: rest.created_at,
+        amr: rest.amr,
+        auth_time: rest.auth_time,
+        disabled_at: rest.disabled_at,
+        email: rest.email,
+        name: rest.name,
+        roles: roles === null || roles === '' ? [] : roles.split(','),
+        moduleClaims: reads.length === 0 ? NO_CLAIMS : claimsOfRow(reads, rest),
+      };
+    },
+    async findSessionClaims(db, id) {
+      if (reads.length === 0) return NO_CLAIMS;
+      const row = (await selectClaims(db, id)).rows[0];
+      return row === undefined ? NO_CLAIMS : claimsOfRow(reads, row as Record<string, unknown>);
+    },
+  };
 }
 
 const updateLastSeen = preparedQuery((db, id: string, now: number, staleBefore: number) =>

@@ -23,7 +23,10 @@ export interface AuthContext {
   accessTokenExpiresAt: number;
   /** Database strategy: the profile the check read with the session, so the session endpoint need not read it again. */
   profile?: SessionProfileView;
-  /** jwt strategy: the claims modules put in the presented token (the active organization, say). */
+  /**
+   * The claims modules add (the active organization, say): jwt strategy, those of the presented
+   * token; database strategy, read with the session by the check.
+   */
   moduleClaims?: Readonly<Record<string, unknown>>;
 }
 

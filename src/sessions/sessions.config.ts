@@ -24,6 +24,11 @@ declare module '../config.ts' {
       /** jwt strategy: how often each instance pulls revocations made by the others. */
       readonly revocationSyncIntervalMs: number;
       /**
+       * SESSION_CHECK_CACHE: database strategy on PostgreSQL, how many sessions' check reads each
+       * instance keeps (session-check-cache.ts); 0, the default: none, every check reads storage.
+       */
+      readonly checkCacheSize: number;
+      /**
        * GEOIP_DATABASE_FILE: a local MaxMind DB (.mmdb) file, as an absolute path, that names the
        * approximate place of a session's address on the pages (place.ts); null: no places.
        */
@@ -46,6 +51,10 @@ export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems
     problems.push('SESSION_TOUCH_INTERVAL must be at most half of SESSION_IDLE_TIMEOUT, or sessions in use would time out');
   }
   const revocationSyncIntervalMs = read.integer('REVOCATION_SYNC_INTERVAL_MS', 1_000, { min: 100, max: 60_000 });
+  const checkCacheSize = read.integer('SESSION_CHECK_CACHE', 0, { min: 0, max: 1_000_000 });
+  if (checkCacheSize > 0 && sessionStrategy !== 'database') problems.push('SESSION_CHECK_CACHE is for SESSION_STRATEGY=database: the jwt strategy reads no session to keep');
+  // Instances hear of changes through PostgreSQL; SQLite's check is a local read already.
+  if (checkCacheSize > 0 && !/^postgres(ql)?:/.test(read.string('DATABASE_URL') ?? '')) problems.push('SESSION_CHECK_CACHE needs PostgreSQL (DATABASE_URL=postgres://…): instances hear of each other\'s changes through it');
   // Minutes in both strategies. Gatehouse itself checks the session row on every request in the
   // database strategy, but a downstream app verifying tokens offline (gatehouse-protect with its
   // defaults) cannot: a token it accepts must stop working soon after sign-out there too. Sessions
@@ -56,7 +65,7 @@ export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems
   return {
     sessionStrategy,
     tokens: { issuer: authUrl!, audience, accessTokenTtlSeconds },
-    sessions: { maxAgeSeconds, idleTimeoutSeconds, touchIntervalSeconds, refreshReuseGraceSeconds, revocationSyncIntervalMs, geoipDatabaseFile },
+    sessions: { maxAgeSeconds, idleTimeoutSeconds, touchIntervalSeconds, refreshReuseGraceSeconds, revocationSyncIntervalMs, checkCacheSize, geoipDatabaseFile },
   };
 };
 

@@ -3,7 +3,8 @@
  * memory by the jwt strategy), the session service, the session and sign-out endpoints, and the
  * sessions' approximate places for the pages (from GEOIP_DATABASE_FILE, when the operator sets one).
  */
-import { defineModule, type RouteContext } from '../module.ts';
+import { collectAuditEventTypes, defineModule, type RouteContext } from '../module.ts';
+import { createSessionChanges, type SessionChanges } from './session-change-bus.ts';
 import { cli } from './keys.cli.ts';
 import { SESSIONS_ERRORS } from './sessions.errors.ts';
 import { sessionsConfigSection } from './sessions.config.ts';
@@ -27,6 +28,8 @@ declare module '../module.ts' {
     sessions: SessionService;
     /** Where a session's address is, roughly ("Berlin, Germany"), for the pages that list sessions. */
     places: PlaceFinder;
+    /** SESSION_CHECK_CACHE on: the kept check reads and how instances tell each other of changes; else undefined. */
+    sessionChanges: SessionChanges | undefined;
   }
 }
 
@@ -61,7 +64,7 @@ export const sessionsModule = defineModule({
   countedEvents: SESSIONS_COUNTED_EVENTS,
   // How the pages (dashboard, admin) name a session's device and place, in every language.
   messages: SESSIONS_MESSAGES,
-  async provide({ db, storage, config, clock, services, tokenClaims, logger }) {
+  async provide({ db, storage, config, clock, services, tokenClaims, logger, modules }) {
     const keys = await loadSigningKeys({ db, authSecret: config.authSecret, clock, retentionMs: config.tokens.accessTokenTtlSeconds * 1000 });
     const revocations = createRevocationList({
       db,
@@ -70,6 +73,10 @@ export const sessionsModule = defineModule({
       // Fail closed when this instance has not heard from storage for a while.
       staleAfterMs: Math.max(30_000, 10 * config.sessions.revocationSyncIntervalMs),
     });
+    const sessionChanges =
+      config.sessionStrategy === 'database' && config.sessions.checkCacheSize > 0 && config.database.kind === 'postgres'
+        ? createSessionChanges({ url: config.database.url, size: config.sessions.checkCacheSize, logger, eventTypes: collectAuditEventTypes(modules) })
+        : undefined;
     const sessions = createSessionService({
       db,
       isPostgres: storage.dialect === 'postgres',
@@ -83,17 +90,22 @@ export const sessionsModule = defineModule({
       tokens: config.tokens,
       sessions: config.sessions,
       claims: tokenClaims,
+      ...(sessionChanges && { checkCache: sessionChanges }),
     });
     // Nothing is read here: the database is loaded by the first page that lists sessions (place.ts says why).
     const places = createPlaceFinder({ file: config.sessions.geoipDatabaseFile, logger });
-    return { keys, revocations, sessions, places };
+    return { keys, revocations, sessions, places, sessionChanges };
   },
-  jobs: ({ keys, revocations }, { config }) => [
+  jobs: ({ keys, revocations, sessionChanges }, { config }) => [
+    // SESSION_CHECK_CACHE: the connection that hears other instances' changes.
+    ...(sessionChanges === undefined ? [] : [sessionChanges.listener]),
     // The keys are pulled again now and then, so every instance sees a rotation.
     keys,
     // Only the jwt strategy reads the mirror; the database strategy reads session rows instead.
     ...(config.sessionStrategy === 'jwt' ? [revocations] : []),
   ],
+  // SESSION_CHECK_CACHE: every domain event about a user (or an organization) tells every instance to read again.
+  subscriptions: ({ sessionChanges }) => (sessionChanges === undefined ? [] : [sessionChanges.subscription]),
   // A Bearer token shaped as an access token is checked by the session strategy.
   credentialResolvers: ({ sessions }) => [accessTokenResolver(sessions)],
   // A deleted user's sessions end (their tokens refused at once, in both strategies); the list of them is theirs to export.

@@ -14,7 +14,7 @@ import { ssoRoutes } from './sso.routes.ts';
 import { ssoAdminRoutes } from './sso-admin.routes.ts';
 import { ssoSetupRoutes } from './sso-setup.routes.ts';
 import { ssoSetupPageRoutes } from './sso-setup-pages.routes.ts';
-import { ssoSetupLinkPageRoutes, ssoSetupLinkSections } from './sso-setup-links-pages.ts';
+import { ssoSetupLinkAdminPageRoutes, ssoSetupLinkPageRoutes, ssoSetupLinkSections } from './sso-setup-links-pages.ts';
 import { ssoPageRoutes, ssoPageSections } from './sso-pages.routes.ts';
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
@@ -93,6 +93,7 @@ export const ssoModule = defineModule({
     { scope: 'api', register: (app, { services, config }) => app.register(ssoAdminRoutes, { sso: services.sso, organizations: services.organizations, authUrl: config.authUrl }) },
     { scope: 'api', register: (app, { services }) => app.register(ssoSetupRoutes, { sso: services.sso }) },
     { scope: 'browser', register: (app, { services }) => app.register(ssoSetupLinkPageRoutes, { sso: services.sso }) },
+    { scope: 'browser', register: (app, { services, adminNav }) => app.register(ssoSetupLinkAdminPageRoutes, { sso: services.sso, adminNav }) },
     {
       scope: 'browser',
       // The setup link's pages use the verified-domains and SCIM modules' services (both above this one).

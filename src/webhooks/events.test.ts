@@ -13,6 +13,7 @@ import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { detailOf, facts, publicCode, publicId, type PublicEventType } from '../audit/public-events.ts';
 import { collectPublicEvents, defineModule, type GatehouseModule } from '../module.ts';
 import { MODULES } from '../modules.ts';
+import { LOCALES } from '../i18n/locales.ts';
 import { sourcesFor, webhookBody, type EventSource } from './events.ts';
 import { startReceiver, verifyWithLibrary } from './test-receiver.ts';
 import * as legacy from '../../test/helpers/legacy-webhook-events.ts';
@@ -54,6 +55,18 @@ describe('webhook events table', () => {
       const owner = MODULES.find((module) => module.publicEvents?.some((declared) => declared.from === from));
       assert.ok(owner?.auditEvents?.includes(from), `${from} is declared by ${owner?.name}`);
     }
+  });
+
+  it('describes every webhook type, in every language, in words its declaring module gives', () => {
+    const { descriptions } = sourcesFor(PUBLIC_EVENTS);
+    assert.deepEqual(WEBHOOK_EVENT_TYPES.filter((type) => !descriptions.has(type)), [], 'webhook types without a description');
+    const missing: string[] = [];
+    for (const type of WEBHOOK_EVENT_TYPES) {
+      const key = descriptions.get(type)!;
+      const owner = MODULES.find((module) => key.startsWith(`${module.name}.`) && module.publicEvents?.some((declared) => declared.type === type && declared.description === key));
+      for (const locale of LOCALES) if (owner === undefined || !Object.hasOwn(owner.messages?.[locale] ?? {}, key)) missing.push(`${type}: ${key} (${locale})`);
+    }
+    assert.deepEqual(missing, []);
   });
 
   it('keeps only allow-listed facts in each payload', () => {

@@ -13,6 +13,8 @@ import { chromiumAvailability, closeBrowser, launchBrowser, withPage, watchConso
 import { smtpEnv, startSmtpServer, type TestSmtpServer } from '../helpers/smtp.ts';
 import { resetLink, verificationLink, waitFor } from '../helpers/mail-links.ts';
 import { enrolTotp, totpCode, TOTP_STEP_MS } from '../helpers/totp.ts';
+import { SYSTEM_SOURCE } from '../../src/audit/audit.service.ts';
+import { OPERATOR } from '../../src/organizations/organizations.model.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'violet tractor under the moon';
@@ -98,6 +100,17 @@ async function type(page: Page, text: string): Promise<void> {
 
 async function waitForPath(page: Page, path: string): Promise<void> {
   await page.waitForURL((url) => url.pathname === path);
+}
+
+/** Signs in with the sign-in form by keyboard alone: the address, Tab, the password, Enter; resolves on the page it lands on (`landing`). */
+async function signInByKeyboard(page: Page, email: string, landing: string): Promise<void> {
+  await page.goto('/auth/signin');
+  await focusField(page, 'email');
+  await type(page, email);
+  await tabTo(page, field('password'), 'the password field');
+  await type(page, PASSWORD);
+  await page.keyboard.press('Enter');
+  await waitForPath(page, landing);
 }
 
 const chromium = chromiumAvailability();
@@ -215,13 +228,7 @@ describe('keyboard-only flows in Chromium', { skip: chromium.ok ? false : chromi
     const secret = await enrolTotp(server.services, user, clock);
     await withPage(t, browser, { baseURL: server.baseURL }, async (page) => {
       const problems = watchConsole(page);
-      await page.goto('/auth/signin');
-      await focusField(page, 'email');
-      await type(page, user.email);
-      await tabTo(page, field('password'), 'the password field');
-      await type(page, PASSWORD);
-      await page.keyboard.press('Enter');
-      await waitForPath(page, '/auth/mfa');
+      await signInByKeyboard(page, user.email, '/auth/mfa');
       assert.equal((await focused(page))?.name, 'code', 'the code field has the focus first');
       await type(page, '000000');
       await page.keyboard.press('Enter');
@@ -241,13 +248,7 @@ describe('keyboard-only flows in Chromium', { skip: chromium.ok ? false : chromi
     await createUser(server.services, { email: 'ada.keys@example.com', password: PASSWORD, name: 'Ada Keys', roles: ['ADMIN'] });
     await withPage(t, browser, { baseURL: server.baseURL }, async (page) => {
       const problems = watchConsole(page);
-      await page.goto('/auth/signin');
-      await focusField(page, 'email');
-      await type(page, 'ada.keys@example.com');
-      await tabTo(page, field('password'), 'the password field');
-      await type(page, PASSWORD);
-      await page.keyboard.press('Enter');
-      await waitForPath(page, '/dashboard');
+      await signInByKeyboard(page, 'ada.keys@example.com', '/dashboard');
 
       await page.goto('/admin');
       await tabTo(page, link('/admin/users/new'), 'the Add user link');
@@ -283,6 +284,42 @@ describe('keyboard-only flows in Chromium', { skip: chromium.ok ? false : chromi
       assert.match(text, /Account disabled/);
       assert.match(text, /Account created/);
       assert.match(text, /ada\.keys@example\.com/, 'who did it, by address');
+      assert.deepEqual(problems, []);
+    });
+  });
+
+  it('an administrator creates an organization’s SSO setup link, reads it once, and revokes it', async (t) => {
+    assert.ok(browser && server);
+    const admin = await createUser(server.services, { email: 'ada.sso@example.com', password: PASSWORD, name: 'Ada Sso', roles: ['ADMIN'] });
+    const owner = await createUser(server.services, { email: 'olga.owner@example.com', password: PASSWORD, name: 'Olga Owner' });
+    const created = await server.services.organizations.create({ name: 'Globex' }, owner.id, SYSTEM_SOURCE);
+    assert.ok(created.ok);
+    const organizationPath = `/admin/organizations/${created.organization.id}`;
+    await withPage(t, browser, { baseURL: server.baseURL }, async (page) => {
+      const problems = watchConsole(page);
+      await signInByKeyboard(page, 'ada.sso@example.com', '/dashboard');
+
+      await page.goto(organizationPath);
+      await tabTo(page, field('days'), 'the days field', { limit: 40 });
+      await tabTo(page, (element) => element.tag === 'button' && element.text === 'Create a setup link', 'the create button');
+      await page.keyboard.press('Enter');
+      await waitForPath(page, `${organizationPath}/sso-setup-links`);
+      const url = await page.locator('#sso-setup-link-url').inputValue();
+      assert.match(url, /\/sso\/setup\?token=[\w-]{43}$/, 'the link, shown once');
+      await tabTo(page, link(`${organizationPath}#sso-setup-links-heading`), 'the way back', { limit: 40 });
+      await page.keyboard.press('Enter');
+      await waitForPath(page, organizationPath);
+
+      await tabTo(page, (element) => element.tag === 'button' && element.text === 'Revoke', 'the Revoke button', { limit: 40 });
+      await page.keyboard.press('Enter');
+      await page.waitForURL((next) => next.pathname === organizationPath && next.hash === '#sso-setup-links-heading');
+      await page.locator('#sso-setup-links-heading').waitFor();
+      assert.match(await page.locator('#sso-setup-links').innerText(), /No live setup links\./);
+      const listed = await server!.services.sso.setup.list(created.organization.id, OPERATOR);
+      assert.ok(listed.ok);
+      assert.deepEqual(listed.links.map((one) => one.status), ['revoked']);
+      const { events } = await server!.services.audit.listEvents({ type: 'sso.setup_link_revoked', limit: 5 });
+      assert.equal(events[0]?.actorUserId, admin.id, 'audited with the administrator as actor');
       assert.deepEqual(problems, []);
     });
   });

@@ -6,7 +6,8 @@
  * `seedTour` makes the people and things the pages show, through the real services of a served
  * test app: a member with an organization and an invitation out, an administrator with a webhook
  * endpoint and an OpenID client, someone with an authenticator app (who stops at the second-factor
- * prompt), new accounts on demand (setting up an authenticator app), and fresh e-mail sign-in links.
+ * prompt), new accounts on demand (setting up an authenticator app), fresh e-mail sign-in links, SSO
+ * setup links (one with answered test sign-ins on demand, one of another organization for its SCIM tokens).
  * `openTourPage` visits a stop as its visitor, in a
  * browser context already signed in as that visitor (`signInVisitor`) and set to a language
  * (`setLanguage`: the `gatehouse.lang` cookie, which the OpenID Provider's pages read too).
@@ -47,6 +48,15 @@ export interface TourSeed {
   emailSignInPath: () => Promise<string>;
   /** A live SSO setup link's path (with its token) for the tour organization. */
   ssoSetupPath: string;
+  /** A fresh test sign-in of that link, answered as an IdP would: its result page's path (open the link first: its cookie). */
+  ssoSetupTestPath: () => Promise<string>;
+  /**
+   * A live setup link of another organization (nobody's page in the tour shows its SCIM tokens),
+   * with room for one more SCIM token: each visit makes one, past the limit of active ones.
+   */
+  ssoSetupScimPath: () => Promise<string>;
+  /** That other organization's id (the admin's new setup links go there: the tour organization's page keeps one live link). */
+  otherOrganizationId: string;
 }
 
 export interface TourStop {
@@ -156,11 +166,11 @@ export const TOUR: readonly TourStop[] = [
         await form.locator('input[name="password"]').fill('not the password');
       }),
   },
-  { id: 'email-signin', title: 'Sign in by email: ask for a link', visitor: 'guest', path: fixed('/auth/email-signin') },
-  { id: 'email-signin-code', title: 'Sign in by email: the code', visitor: 'guest', open: openEmailCode },
+  { id: 'email-signin', title: 'Log in by email: ask for a link', visitor: 'guest', path: fixed('/auth/email-signin') },
+  { id: 'email-signin-code', title: 'Log in by email: the code', visitor: 'guest', open: openEmailCode },
   {
     id: 'email-signin-code-error',
-    title: 'Sign in by email: wrong code',
+    title: 'Log in by email: wrong code',
     visitor: 'guest',
     open: async (page) => {
       await openEmailCode(page);
@@ -168,7 +178,7 @@ export const TOUR: readonly TourStop[] = [
       await page.goto('/auth/email-signin/code?error=INVALID_CODE');
     },
   },
-  { id: 'email-signin-link', title: 'Sign in by email: the mailed link (its button)', visitor: 'guest', open: openEmailLink },
+  { id: 'email-signin-link', title: 'Log in by email: the mailed link (its button)', visitor: 'guest', open: openEmailLink },
   { id: 'signin-for-app', title: 'Log in during an OpenID authorization ("to continue to" the app)', visitor: 'guest', open: openSignInForApp },
   { id: 'signup', title: 'Create an account', visitor: 'guest', path: fixed('/auth/signup') },
   { id: 'signup-error', title: 'Create an account, password refused', visitor: 'guest', path: fixed('/auth/signup?error=VALIDATION_ERROR&reason=TOO_SHORT') },
@@ -222,6 +232,26 @@ export const TOUR: readonly TourStop[] = [
   { id: 'invitation', title: 'An invitation to an organization', visitor: 'guest', path: (seed) => seed.invitationPath },
   { id: 'invitation-invalid', title: 'Invitation link not valid', visitor: 'guest', path: fixed('/organizations/invitations/accept') },
   { id: 'sso-setup', title: 'SSO setup link (the IT admin’s guided page)', visitor: 'guest', path: (seed) => seed.ssoSetupPath },
+  {
+    id: 'sso-setup-test-result',
+    title: 'SSO setup link, a test sign-in’s result (what the IdP asserted)',
+    visitor: 'guest',
+    open: async (page, seed) => {
+      await page.goto(seed.ssoSetupPath);
+      const response = await page.goto(await seed.ssoSetupTestPath());
+      assert.equal(response?.status(), 200);
+      assert.equal(await page.locator('#setup-test-attributes').count(), 1, 'the result lists what the IdP asserted');
+    },
+  },
+  {
+    id: 'sso-setup-scim-token',
+    title: 'SSO setup link, a new SCIM token (shown once)',
+    visitor: 'guest',
+    open: async (page, seed) => {
+      await submitForm(page, await seed.ssoSetupScimPath(), '/sso/setup/scim-token');
+      assert.equal(await page.locator('#scim-token').count(), 1, 'the token is shown, once');
+    },
+  },
   { id: 'sso-setup-invalid', title: 'SSO setup link not valid', visitor: 'guest', path: fixed(`/sso/setup?token=${'x'.repeat(43)}`) },
   { id: 'oidc-consent', title: 'Consent to an app (OpenID Provider)', visitor: 'member', open: openConsent },
   { id: 'oidc-logout', title: 'Sign out of apps (OpenID Provider)', visitor: 'member', path: fixed('/oidc/session/end') },
@@ -303,7 +333,13 @@ export const TOUR: readonly TourStop[] = [
       }),
   },
   { id: 'admin-organizations', title: 'Admin: organizations', visitor: 'admin', path: fixed('/admin/organizations') },
-  { id: 'admin-organization', title: 'Admin: one organization', visitor: 'admin', path: (seed) => `/admin/organizations/${seed.organizationId}` },
+  { id: 'admin-organization', title: 'Admin: one organization (its live SSO setup links)', visitor: 'admin', path: (seed) => `/admin/organizations/${seed.organizationId}` },
+  {
+    id: 'admin-organization-sso-link',
+    title: 'Admin: a new SSO setup link (shown once)',
+    visitor: 'admin',
+    open: (page, seed) => submitForm(page, `/admin/organizations/${seed.otherOrganizationId}`, `/admin/organizations/${seed.otherOrganizationId}/sso-setup-links`),
+  },
 ];
 
 /** The path and query of the link to `path` in the newest mail to `to` (the outbox keeps it: no SMTP server here). */
@@ -368,6 +404,26 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   };
   const setupLink = await services.sso.setup.create(organization.organization.id, {}, OPERATOR, SYSTEM_SOURCE);
   assert.ok(setupLink.ok, 'the tour SSO setup link is made');
+  const ssoSetupTestPath = async () => {
+    const opened = await services.sso.setup.open(new URL(setupLink.url).searchParams.get('token') ?? '', SYSTEM_SOURCE);
+    assert.ok(opened.ok, 'the tour SSO setup link is live');
+    const testId = await services.sso.setup.startTest(opened.link);
+    // What the IdP's answer records (sso.service.ts answerTest): no IdP runs during the tour.
+    const outcome = { ok: true, subject: 'ira.it@northwind.example', email: 'ira.it@northwind.example', name: 'Ira IT', groups: ['Engineering', 'Gatehouse Admins'], attributeNames: ['email', 'displayName', 'groups'] };
+    await services.storage.db.updateTable('sso_setup_tests').set({ result: JSON.stringify(outcome) }).where('id', '=', testId).execute();
+    return `/sso/setup/tests/${encodeURIComponent(testId)}`;
+  };
+  const itOwner = await createUser(services, { email: 'iris.owner@example.com', password: TOUR_PASSWORD, name: 'Iris Owner' });
+  const scimOrganization = await services.organizations.create({ name: 'Fabrikam' }, itOwner.id, SYSTEM_SOURCE);
+  assert.ok(scimOrganization.ok, 'the SCIM tour organization is made');
+  const scimLink = await services.sso.setup.create(scimOrganization.organization.id, {}, OPERATOR, SYSTEM_SOURCE);
+  assert.ok(scimLink.ok, 'its SSO setup link is made');
+  const ssoSetupScimPath = async () => {
+    for (const token of await services.scimTokens.list(scimOrganization.organization.id)) {
+      if (token.revokedAt === null) await services.scimTokens.revoke(scimOrganization.organization.id, token.id, SYSTEM_SOURCE);
+    }
+    return `${new URL(scimLink.url).pathname}${new URL(scimLink.url).search}`;
+  };
   // The member's API sign-ins from one program: the dashboard groups them as one device.
   for (let i = 0; i < 3; i++) {
     const response = await fetch(`${served.baseURL}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json', 'user-agent': 'curl/8.5.0' }, body: JSON.stringify({ email: emails.member, password: TOUR_PASSWORD }) });
@@ -393,6 +449,9 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
   return {
     emailSignInPath,
     ssoSetupPath: `${new URL(setupLink.url).pathname}${new URL(setupLink.url).search}`,
+    ssoSetupTestPath,
+    ssoSetupScimPath,
+    otherOrganizationId: scimOrganization.organization.id,
     baseURL: served.baseURL,
     newcomer,
     invitationPath: await mailedPath(served, invited, '/organizations/invitations/accept'),
@@ -409,9 +468,16 @@ export async function seedTour(served: ServedTestApp): Promise<TourSeed> {
 /**
  * The environment a tour's app needs: sign-up on, the provider's device flow on its default, sign-in
  * by e-mail on (its pages; the sign-in page's "E-mail me a link"), with room for the mails its stops
- * ask for from one address and IP in every language and look.
+ * ask for from one address and IP in every language and look, and for the SSO setup pages' requests.
  */
-export const TOUR_ENV = { ALLOW_SIGNUP: 'true', EMAIL_SIGNIN: 'true', RATE_LIMIT_EMAIL_SIGNIN_PER_ADDRESS: '1000/1h', RATE_LIMIT_EMAIL_SIGNIN_PER_IP: '1000/1h' } as const;
+export const TOUR_ENV = {
+  ALLOW_SIGNUP: 'true',
+  EMAIL_SIGNIN: 'true',
+  RATE_LIMIT_EMAIL_SIGNIN_PER_ADDRESS: '1000/1h',
+  RATE_LIMIT_EMAIL_SIGNIN_PER_IP: '1000/1h',
+  // The SSO setup link's stops, from one IP in every language and look.
+  RATE_LIMIT_SSO_SETUP: '5000/15m',
+} as const;
 
 /** Pages answer in `locale` from now on (the cookie a `?lang=` choice sets). */
 export async function setLanguage(context: BrowserContext, seed: TourSeed, locale: Locale): Promise<void> {
