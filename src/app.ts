@@ -5,7 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Services } from './services.ts';
 import { collectAdminNav, collectPageLinks, findAskingApp, collectOpenApiTags, type ModuleRoutes, type RouteContext } from './module.ts';
 import type { TrustProxy } from './config.ts';
@@ -24,6 +24,7 @@ import { createForbiddenPage, createStatusPage, wantsPage } from './web/forbidde
 import { registerPageContext } from './web/page-context.ts';
 import { requestPageLanguage } from './i18n/i18n.module.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { createSerializerCompiler } from './http/response-serializer.ts';
 import { apiDocsRoutes } from './http/api-docs.routes.ts';
 
 /** Fastify's `trustProxy` for ours: a hop count trusts that many proxies nearest to us. */
@@ -67,7 +68,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   limitConnections(app.server, config.connections, app.log);
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Answers written by compiled schemas; under test, checked against zod's validation too.
+  app.setSerializerCompiler(createSerializerCompiler({ verify: config.env === 'test' }));
   const sendStatusPage = createStatusPage();
   registerErrorHandling(app, { trustedOrigins: config.trustedOrigins, isSecureOrigin: config.isSecureOrigin, statusPage: { wants: wantsPage, send: sendStatusPage } });
   // First: every answer carries the headers, and a CORS preflight is answered before the CSRF

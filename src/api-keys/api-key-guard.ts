@@ -8,7 +8,8 @@
  * any other method than GET, HEAD and OPTIONS is 403 API_KEY_SCOPE_REQUIRED. Its last use (time, address) is written at
  * most once a minute. The key-management routes refuse keys themselves (keys cannot make keys).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import { syncFirstHook } from '../http/sync-first-hook.ts';
 import { AppError } from '../errors.ts';
 import { RECENT_SECOND_FACTOR, RECENT_SIGN_IN } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
@@ -28,10 +29,17 @@ export function keyIdOf(auth: RequestAuth | null | undefined): string | null {
 const asksForStepUp = (request: FastifyRequest) => request.routeOptions.config?.access?.requires.some((name) => STEP_UP.has(name)) ?? false;
 
 export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
-  app.addHook('preHandler', async (request) => {
+  // Most requests carry no key: decided without a promise (http/sync-first-hook.ts).
+  app.addHook(
+    'preHandler',
+    syncFirstHook((request) => {
+      const keyId = keyIdOf(request.gatehouseAuth);
+      return keyId === null ? undefined : guardKeyRequest(request, keyId);
+    }) as unknown as preHandlerHookHandler,
+  );
+
+  async function guardKeyRequest(request: FastifyRequest, keyId: string): Promise<void> {
     const auth = request.gatehouseAuth;
-    const keyId = keyIdOf(auth);
-    if (keyId === null) return;
     const wait = await use.consume({ id: keyId, userId: auth!.userId });
     if (wait !== null) throw new AppError('RATE_LIMITED', { retryAfterSeconds: wait });
     const key = { id: keyId, user_id: auth!.userId, kind: 'personal', organization_id: null };
@@ -44,5 +52,5 @@ export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
       throw new AppError('API_KEY_SCOPE_REQUIRED');
     }
     await use.accept(keyId, request.ip, 'api');
-  });
+  }
 }
