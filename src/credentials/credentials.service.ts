@@ -188,12 +188,14 @@ export function createCredentialsService(deps: {
           return refuse('INVALID_CREDENTIALS', userId);
         }
 
+        // `return await` in this block: the `finally` below gives the attempt's places back, and
+        // must not run before a wrong password's failure is written (see Attempt.release).
         let credentials = await users.findCredentialsByEmail(input.email);
         if (credentials === null && (deps.accountSources ?? []).length > 0) credentials = await adoptFromSource(input, source);
         if (credentials === null || credentials.passwordHash === null) {
           // Same work as a wrong password, so the answer's timing does not reveal the account.
           await hasher.verifyDummy(input.password, normaliseEmail(input.email));
-          return refuseWrongPassword(credentials?.id ?? null);
+          return await refuseWrongPassword(credentials?.id ?? null);
         }
         if (credentials.passwordLockedAt !== null) {
           // Locked, though its counter was lost (a Redis flush, say). Answered exactly as an
@@ -201,10 +203,10 @@ export function createCredentialsService(deps: {
           // whatever was typed, and a failure counted, so the counter locks again as it would for
           // that address. A 429 here would tell which addresses have accounts.
           await hasher.verifyDummy(input.password, normaliseEmail(input.email));
-          return refuseWrongPassword(credentials.id);
+          return await refuseWrongPassword(credentials.id);
         }
         if (!(await hasher.verify(credentials.passwordHash, input.password))) {
-          return refuseWrongPassword(credentials.id);
+          return await refuseWrongPassword(credentials.id);
         }
 
         const verifiedHash = credentials.passwordHash;

@@ -15,7 +15,8 @@
  * them behind for seconds, never for a limit's window, so a crash cannot lock people out.
  *
  * With the counters in storage (no REDIS_URL) and `db` given, the writes before the hash commit as
- * one transaction, and a success's writes join the transaction its caller passes (the session's):
+ * one transaction, a failure's writes as another, and a success's join the transaction its caller
+ * passes (the session's):
  * a commit costs the event loop about as much as the statement it ends, and the event loop's time
  * per sign-in is taken from the hashes on the same core (perf/analysis.md).
  */
@@ -129,6 +130,19 @@ export function createSignInThrottle(deps: {
       if (gateWait !== null) return refuse(gateWait);
     }
 
+    /** The failure counted, and the places given back; at the ceiling the password locks. */
+    async function countFailure(): Promise<{ isLocked: boolean; consecutiveFailures: number }> {
+      const [consecutiveFailures] = await Promise.all([accountFailures.increment(account), failuresPerIp.increment(client)]);
+      if (consecutiveFailures >= throttle.lockAfterFailures) {
+        // No end: only a password reset (clearAccount) lifts it.
+        await accountFailures.set(account, throttle.lockAfterFailures, 0);
+        return { isLocked: true, consecutiveFailures };
+      }
+      const wait = delaySeconds(consecutiveFailures);
+      if (wait > 0) await accountGate.block(account, wait);
+      return { isLocked: false, consecutiveFailures };
+    }
+
     let isSucceeded = false;
     return {
       ok: true,
@@ -137,32 +151,37 @@ export function createSignInThrottle(deps: {
           if (isSucceeded) return;
           isSucceeded = true;
           // Only what this account has counted: a sign-in without earlier failures costs two writes.
+          // The places first, as everywhere (see `failed`).
           await within(trx, async () => {
+            await settle();
             await Promise.all([
               ...(failures > 0 ? [accountFailures.reset(account)] : []),
               ...(failures >= throttle.delayAfterFailures ? [accountGate.reset(account)] : []),
             ]);
-            await settle();
           });
         },
         async release() {
           await settle();
         },
         async failed() {
-          // The failure is written before the place in flight is given back (see enterWithin).
-          try {
-            const [consecutiveFailures] = await Promise.all([accountFailures.increment(account), failuresPerIp.increment(client)]);
-            if (consecutiveFailures >= throttle.lockAfterFailures) {
-              // No end: only a password reset (clearAccount) lifts it.
-              await accountFailures.set(account, throttle.lockAfterFailures, 0);
-              return { isLocked: true, consecutiveFailures };
+          if (joinable === null) {
+            // The failure is written before the place in flight is given back (see enterWithin).
+            try {
+              return await countFailure();
+            } finally {
+              await settle();
             }
-            const wait = delaySeconds(consecutiveFailures);
-            if (wait > 0) await accountGate.block(account, wait);
-            return { isLocked: false, consecutiveFailures };
-          } finally {
-            await settle();
           }
+          // In storage the failure and the places given back commit together, so their order does
+          // not show; the places go first because every transaction of the throttle writes its
+          // counters in one order (the attempts, the places, the failures, the gate): on PostgreSQL
+          // concurrent attempts then wait for each other's rows instead of deadlocking.
+          return joinable.transaction().execute((trx) =>
+            writingIn(joinable, trx, async () => {
+              await settle();
+              return countFailure();
+            }),
+          );
         },
       },
     };
