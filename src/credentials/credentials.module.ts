@@ -54,7 +54,7 @@ export const credentialsModule = defineModule({
   publicEvents: CREDENTIALS_PUBLIC_EVENTS,
   async provide({ db, config, clock, logger, services, modules }) {
     const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
-    const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs });
+    const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs, db });
     const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection'), schemes: modules.flatMap((module) => module.passwordHashSchemes ?? []) });
     const credentials = createCredentialsService({
       users,

@@ -18,7 +18,8 @@ import type { PasswordAccountSource, PasswordHasher } from './password-hasher.ts
 import type { PasswordPolicy, PasswordRejection } from './password-policy.ts';
 import { createNewPasswordCheck, type NewPasswordCheck, type PasswordClient } from './new-password.ts';
 import type { PasswordRefusalLimits } from './password-refusals.ts';
-import type { SignInThrottle } from './signin-throttle.ts';
+import type { Attempt, SignInThrottle } from './signin-throttle.ts';
+import type { FirstFactor } from '../signin/first-factor.ts';
 import type { SessionDelivery, SignInChallenge, SignInPipeline } from '../signin/signin-pipeline.ts';
 import { PASSWORD_FACTOR, passwordFactor, type PasswordRehash } from './password-factor.ts';
 
@@ -187,12 +188,14 @@ export function createCredentialsService(deps: {
           return refuse('INVALID_CREDENTIALS', userId);
         }
 
+        // `return await` in this block: the `finally` below gives the attempt's places back, and
+        // must not run before a wrong password's failure is written (see Attempt.release).
         let credentials = await users.findCredentialsByEmail(input.email);
         if (credentials === null && (deps.accountSources ?? []).length > 0) credentials = await adoptFromSource(input, source);
         if (credentials === null || credentials.passwordHash === null) {
           // Same work as a wrong password, so the answer's timing does not reveal the account.
           await hasher.verifyDummy(input.password, normaliseEmail(input.email));
-          return refuseWrongPassword(credentials?.id ?? null);
+          return await refuseWrongPassword(credentials?.id ?? null);
         }
         if (credentials.passwordLockedAt !== null) {
           // Locked, though its counter was lost (a Redis flush, say). Answered exactly as an
@@ -200,10 +203,10 @@ export function createCredentialsService(deps: {
           // whatever was typed, and a failure counted, so the counter locks again as it would for
           // that address. A 429 here would tell which addresses have accounts.
           await hasher.verifyDummy(input.password, normaliseEmail(input.email));
-          return refuseWrongPassword(credentials.id);
+          return await refuseWrongPassword(credentials.id);
         }
         if (!(await hasher.verify(credentials.passwordHash, input.password))) {
-          return refuseWrongPassword(credentials.id);
+          return await refuseWrongPassword(credentials.id);
         }
 
         const verifiedHash = credentials.passwordHash;
@@ -218,7 +221,8 @@ export function createCredentialsService(deps: {
         }
         const user = await users.findUserById(credentials.id);
         if (user === null) return { ok: false, reason: 'INVALID_CREDENTIALS' }; // deleted meanwhile
-        const complete = (hash: string, withRehash?: PasswordRehash) => pipeline.complete({ user, factor: passwordFactor(normaliseEmail(input.email), hash, withRehash), source, ...(input.delivery !== undefined && { delivery: input.delivery }) });
+        const complete = (hash: string, withRehash?: PasswordRehash) =>
+          pipeline.complete({ user, factor: settledWithSession(passwordFactor(normaliseEmail(input.email), hash, withRehash), attempt), source, ...(input.delivery !== undefined && { delivery: input.delivery }) });
         let outcome = await complete(verifiedHash, rehash);
         // A challenge was bound to the new hash: it is written now, for the answer to find it (no session, no transaction to join).
         if (rehash !== undefined && 'challenge' in outcome) await rehash.replace();
@@ -236,6 +240,7 @@ export function createCredentialsService(deps: {
         // A challenge (a second factor) is not yet a success: the account's failures, which its
         // wrong codes add to, must not be cleared by retyping the password between guesses.
         if ('challenge' in outcome) return { ok: false, reason: 'CHALLENGE', challenge: outcome.challenge };
+        // Written already with the session, when one was started; a refusal (disabled…) writes it now.
         await attempt.succeeded();
         if (outcome.ok) return outcome;
         return { ok: false, reason: toSignInFailure(outcome.refusal) };
@@ -337,6 +342,21 @@ export function createCredentialsService(deps: {
     /** After a password reset: the account's failed sign-ins no longer count (a lock is lifted). */
     async clearSignInFailures(email: string): Promise<void> {
       await throttle.clearAccount(email);
+    },
+  };
+}
+
+/**
+ * `factor`, with the throttle's record of the success written in the session's transaction: one
+ * commit for the session, its audit event and the counters, where each counter was a commit of its
+ * own (when the counters live in storage; see signin-throttle.ts). No session, no success yet.
+ */
+function settledWithSession(factor: FirstFactor, attempt: Attempt): FirstFactor {
+  return {
+    ...factor,
+    onSessionStarted: async (trx) => {
+      await factor.onSessionStarted?.(trx);
+      await attempt.succeeded(trx);
     },
   };
 }

@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import type { RateLimiterAbstract, RateLimiterRes as RateLimiterResType, RateLimiterStoreAbstract as StoreAbstractType } from 'rate-limiter-flexible';
 import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
+import { readerFor, writerFor } from '../storage/write-scope.ts';
 import type { Clock } from '../lib/clock.ts';
 
 // The library exports the abstract store only as a file of its own (CommonJS).
@@ -96,18 +97,20 @@ export class StorageRateLimiter extends RateLimiterStoreAbstract {
   async _upsert(key: string, points: number, msDuration: number, forceExpire = false): Promise<CounterRow> {
     const now = this.#clock();
     const expire = msDuration > 0 ? now + msDuration : null;
-    const { rows } = forceExpire ? await restartCounter(this.#db, key, points, expire) : await addToCounter(this.#db, key, points, expire, now);
+    // In an enclosing transaction when the caller joined one (storage/write-scope.ts).
+    const db = writerFor(this.#db);
+    const { rows } = forceExpire ? await restartCounter(db, key, points, expire) : await addToCounter(db, key, points, expire, now);
     if (rows[0] === undefined) throw new Error('rate limit upsert returned no row');
     return rows[0];
   }
 
   async _get(key: string): Promise<CounterRow | null> {
-    return (await selectLiveCounter(this.#db, key, this.#clock())).rows[0] ?? null;
+    return (await selectLiveCounter(readerFor(this.#db), key, this.#clock())).rows[0] ?? null;
   }
 
   async _delete(key: string): Promise<boolean> {
     // A right password clears the account's counter: once per successful sign-in.
-    const { numAffectedRows } = await deleteCounter(this.#db, key);
+    const { numAffectedRows } = await deleteCounter(writerFor(this.#db), key);
     return (numAffectedRows ?? 0n) > 0n;
   }
 }

@@ -6,8 +6,9 @@
  *   const findById = preparedQuery((db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id));
  *   const { rows } = await findById(db, userId);
  *
- * `build` runs once per `db` (the root instance, or each new transaction) with marker values in
- * place of the arguments; every later call reuses the compiled SQL and swaps the real values in by
+ * `build` runs once per database (a transaction of `db` shares `db`'s compiled form: same dialect,
+ * same adapter; an instance with plugins of its own gets its own) with marker values in place of
+ * the arguments; every later call reuses the compiled SQL and swaps the real values in by
  * position. So `build` must pass each argument straight to Kysely as a value (no arithmetic or
  * branching on it), and must use every argument, which is checked when it is compiled.
  *
@@ -46,7 +47,9 @@ export function preparedInsert<T extends keyof Database>(table: T, columns: Reco
 }
 
 function compileOnce<A extends unknown[], R>(arity: number, build: (db: Db, ...args: A) => Compilable<R>): (db: Db, ...args: A) => Promise<QueryResult<R>> {
-  const byDb = new WeakMap<Db, Prepared<R>>();
+  // Keyed by the dialect's adapter, which a transaction shares with its root instance: a sign-in's
+  // transaction (session, audit event, counters) used to compile each of its statements anew.
+  const byDb = new WeakMap<object, Prepared<R>>();
   const markers = Array.from({ length: arity }, (_, i) => `\u0000prepared-argument-${i}\u0000`);
 
   function prepare(db: Db): Prepared<R> {
@@ -61,10 +64,11 @@ function compileOnce<A extends unknown[], R>(arity: number, build: (db: Db, ...a
   }
 
   return async (db, ...args) => {
-    let prepared = byDb.get(db);
+    const key = compiledFormKey(db);
+    let prepared = byDb.get(key);
     if (prepared === undefined) {
       prepared = prepare(db);
-      byDb.set(db, prepared);
+      byDb.set(key, prepared);
     }
     const parameters = prepared.slots.map((slot) => ('argument' in slot ? args[slot.argument] : slot.constant));
     const query = { ...prepared.compiled, parameters };
@@ -75,4 +79,13 @@ function compileOnce<A extends unknown[], R>(arity: number, build: (db: Db, ...a
     }
     return db.executeQuery(query);
   };
+}
+
+/**
+ * What a compiled query can be shared by: the executor's adapter (one per Kysely instance, kept by
+ * its transactions) when no plugin rewrites queries; otherwise the instance itself.
+ */
+function compiledFormKey(db: Db): object {
+  const executor = db.getExecutor();
+  return executor.plugins.length === 0 ? executor.adapter : db;
 }
