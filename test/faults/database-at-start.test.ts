@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../helpers/databases.ts';
-import { freePort, serverScratch, startGatehouse, startNode, SERVER_ENTRY } from '../helpers/process.ts';
+import { freePort, serverScratch, startGatehouse, startNode, SERVER_ENTRY, type Child } from '../helpers/process.ts';
 import { startProxiedPostgres } from '../helpers/proxied-postgres.ts';
 import { describeDatabase, waitForStorage } from '../../src/storage/wait-for-storage.ts';
 
@@ -78,9 +78,15 @@ describe('an unreachable database at start', () => {
     const { cleanup, env } = serverScratch(t, 'db-later');
     const proxied = await startProxiedPostgres(postgres!, cleanup);
     await proxied.proxy.cut();
-    const restore = setTimeout(() => void proxied.proxy.restore(), 2_000);
-    t.after(() => clearTimeout(restore));
-    const server = await startGatehouse({ env: { ...env, DATABASE_URL: proxied.url, DATABASE_CONNECT_TIMEOUT: '30s' }, cleanup, startTimeoutMs: 45_000 });
+    // Back once the server has found it unreachable (not after a fixed time: a cold start may take longer than that).
+    let isRestored = false;
+    const restoreOnceRefused = (child: Child) =>
+      child.process.stderr?.on('data', () => {
+        if (isRestored || !/is not reachable \(ECONNREFUSED\)/.test(child.stderr())) return;
+        isRestored = true;
+        void proxied.proxy.restore();
+      });
+    const server = await startGatehouse({ env: { ...env, DATABASE_URL: proxied.url, DATABASE_CONNECT_TIMEOUT: '30s' }, cleanup, startTimeoutMs: 45_000, onSpawned: restoreOnceRefused });
     assert.match(server.child.stderr(), /is not reachable \(ECONNREFUSED\); retrying in/);
     assert.match(server.child.stderr(), /answers now/);
     assert.equal((await fetch(`${server.base}/api/health/ready`)).status, 200);

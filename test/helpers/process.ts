@@ -348,6 +348,8 @@ export async function startGatehouse(options: {
   deadlineMs?: number;
   /** Node flags before the entry (`startScriptNodeArgs()` for what `npm start` runs). */
   nodeArgs?: readonly string[];
+  /** Called with the child as soon as it is spawned, before it is ready (to act on what it prints while starting). */
+  onSpawned?: (child: Child) => void;
 }): Promise<RunningGatehouse> {
   const startTimeoutMs = options.startTimeoutMs ?? 30_000;
   for (let attempt = 1; ; attempt++) {
@@ -358,6 +360,7 @@ export async function startGatehouse(options: {
       deadlineMs: options.deadlineMs ?? 120_000,
       cleanup: options.cleanup,
     });
+    options.onSpawned?.(child);
     try {
       const line = await child.waitForLog((entry) => entry.msg === LISTENING_MESSAGE, startTimeoutMs, `"${LISTENING_MESSAGE}"`);
       const address = new URL(String(line.address));
