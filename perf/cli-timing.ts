@@ -83,7 +83,7 @@ async function timedRound(command: Command, env: NodeJS.ProcessEnv, cwd: string,
   return { result: resultOf({ seconds: total, latenciesMs, outcomes, failed: latenciesMs.length - (outcomes['exit 0'] ?? 0) }), peakRssMb: 0, probes: [] };
 }
 
-function cliEnv(store: GatehouseStore): NodeJS.ProcessEnv {
+export function cliEnv(store: GatehouseStore): NodeJS.ProcessEnv {
   // What an operator's shell holds for the CLI: where the store is and its secret; no .env (cwd is the store's temp dir).
   return { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'development', DATA_DIR: store.dataDir, DATABASE_URL: store.databaseUrl, AUTH_SECRET: store.authSecret };
 }

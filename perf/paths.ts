@@ -13,6 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO_DIR, type App, type Gatehouse, type LoadSpec } from './harness.ts';
+import { cliEnv } from './cli-timing.ts';
 import { compare, describeServer, gatehouse, measureRuns, pathTarget, result, startBare, withApps, type Context, type NamedSubject, type ScenarioResult, type Target } from './scenarios.ts';
 
 const SCIM_USERS = 500;
@@ -23,8 +24,7 @@ const PATHS_ENV = { SESSION_STRATEGY: 'jwt', RATE_LIMIT_API_KEY: '1000000/1s', R
 
 /** Runs the CLI against the server's store, as an operator's shell would; its JSON answer. */
 function cli(server: Gatehouse, args: string[]): Record<string, unknown> {
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'development', DATA_DIR: server.store.dataDir, DATABASE_URL: server.store.databaseUrl, AUTH_SECRET: server.store.authSecret };
-  const run = spawnSync(process.execPath, [CLI_ENTRY, ...args, '--json'], { env, cwd: server.store.dataDir, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [CLI_ENTRY, ...args, '--json'], { env: cliEnv(server.store), cwd: server.store.dataDir, encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`gatehouse ${args[0]} ${args[1]}: exit ${run.status}: ${run.stderr.slice(0, 500)}`);
   return JSON.parse(run.stdout) as Record<string, unknown>;
 }
