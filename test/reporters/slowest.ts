@@ -1,7 +1,8 @@
 /**
- * A test reporter that closes the run with its slowest tests and the time of the whole run, so a
- * test creeping towards the per-test timeout (120 s, package.json) is seen long before it fails on
- * a busy machine. Used next to the spec reporter by `npm test`; it prints nothing else.
+ * A test reporter that closes the run with its slowest tests, its slowest files and the time of the
+ * whole run, so a test creeping towards the per-test timeout (120 s, package.json) is seen long
+ * before it fails on a busy machine, and the files that hold the run's length are named. Used next
+ * to the spec reporter by `npm test`; it prints nothing else.
  */
 import { relative } from 'node:path';
 
@@ -15,6 +16,7 @@ interface TestEventData {
 type TestEvent = { type: 'test:pass' | 'test:fail'; data: TestEventData } | { type: string; data: unknown };
 
 const SHOWN = 15;
+const FILES_SHOWN = 12;
 /** The per-test timeout `npm test` sets: a test above half of it is named as a warning. */
 const TIMEOUT_MS = 120_000;
 
@@ -25,9 +27,15 @@ function seconds(ms: number): string {
 export default async function* slowestTests(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
   const started = performance.now();
   const tests: Array<{ name: string; file: string; ms: number }> = [];
+  // A file's time: its top-level tests and suites, which run one after another in its process.
+  const files = new Map<string, number>();
   for await (const event of source) {
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     const data = event.data as TestEventData;
+    if (data.nesting === 0 && data.file !== undefined) {
+      const file = relative(process.cwd(), data.file);
+      files.set(file, (files.get(file) ?? 0) + data.details.duration_ms);
+    }
     if (data.details.type === 'suite') continue;
     tests.push({ name: data.name, file: data.file === undefined ? '?' : relative(process.cwd(), data.file), ms: data.details.duration_ms });
   }
@@ -38,6 +46,8 @@ export default async function* slowestTests(source: AsyncIterable<TestEvent>): A
     const warning = test.ms > TIMEOUT_MS / 2 ? '  ← over half the timeout' : '';
     lines.push(`  ${seconds(test.ms).padStart(8)}  ${test.file}: ${test.name}${warning}`);
   }
+  lines.push(`slowest files (their top-level tests and suites):`);
+  for (const [file, ms] of [...files].sort((a, b) => b[1] - a[1]).slice(0, FILES_SHOWN)) lines.push(`  ${seconds(ms).padStart(8)}  ${file}`);
   lines.push(`whole run: ${seconds(performance.now() - started)}\n`);
   yield `${lines.join('\n')}\n`;
 }
