@@ -13,7 +13,7 @@
  * round trip, and the sessions module never names another module's table: the module owns its
  * query, the store only composes them. A token being issued reads the same claims the same way.
  */
-import type { AliasedExpression, ExpressionBuilder, SelectQueryBuilder } from 'kysely';
+import { sql, type AliasedExpression, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
 import { jsonObjectFrom as postgresJsonObject } from 'kysely/helpers/postgres';
 import { jsonObjectFrom as sqliteJsonObject } from 'kysely/helpers/sqlite';
 import type { Database } from '../storage/schema.ts';
@@ -35,15 +35,22 @@ export interface TokenClaimsRead<Row extends object = Record<string, unknown>> {
   claims(row: Row | null): Readonly<Record<string, unknown>>;
 }
 
+const ONE = sql.lit(1);
+
 /** A module's claims read, typed by its row (`tokenClaims: () => defineTokenClaims({ … })`). */
 export function defineTokenClaims<Row extends object>(read: TokenClaimsRead<Row>): TokenClaimsRead<Row> {
   return read;
 }
 
-/** Each read as one JSON column of the session read, in the storage's dialect. */
+/**
+ * Each read as one JSON column of the session read, in the storage's dialect. The limit is written
+ * into the SQL, not bound: SQLite plans a correlated subquery whose LIMIT is a parameter far worse
+ * (about 70 µs more per claims column per check, measured on the read-only connection; 9 µs with
+ * the literal), which had halved the database strategy's session check.
+ */
 export function claimsColumns(reads: readonly TokenClaimsRead<object>[], isPostgres: boolean, session: SessionScope): AliasedExpression<unknown, string>[] {
   const jsonObjectFrom = isPostgres ? postgresJsonObject : sqliteJsonObject;
-  return reads.map((read, index) => jsonObjectFrom(read.select(session).limit(1)).as(`claims_${index}`));
+  return reads.map((read, index) => jsonObjectFrom(read.select(session).limit(ONE)).as(`claims_${index}`));
 }
 
 /**
