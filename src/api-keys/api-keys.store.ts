@@ -1,6 +1,7 @@
 /** The `api_keys` table (migrations/20261201-api-keys-table.ts). */
 import type { Selectable } from 'kysely';
 import type { Db } from '../storage/database.ts';
+import { preparedQuery } from '../storage/prepared.ts';
 
 export interface ApiKeysTable {
   id: string;
@@ -34,8 +35,11 @@ export async function insertKey(db: Db, row: ApiKeyRow): Promise<void> {
 }
 
 /** One indexed read (the primary key). */
+/** Compiled once: every request with a key reads it (on SQLite, on the read-only connection at once). */
+const selectKey = preparedQuery((db, id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id));
+
 export async function findKey(db: Db, id: string): Promise<ApiKeyRow | undefined> {
-  return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  return (await selectKey(db, id)).rows[0];
 }
 
 export async function listKeys(db: Db, owner: { userId: string } | { organizationId: string } | 'all', limit = 200): Promise<ApiKeyRow[]> {
