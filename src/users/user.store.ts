@@ -104,9 +104,35 @@ export async function findRolesByUserIds(db: Db, userIds: readonly string[]): Pr
   return roles;
 }
 
-/** `%text%` for LIKE, with LIKE's own wildcards in `text` taken literally (escape character `\`). */
+/** `text` for LIKE, its own wildcards taken literally (escape character `\`). */
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** `%text%` for LIKE, with LIKE's own wildcards in `text` taken literally. */
 function containsPattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return `%${escapeLike(text)}%`;
+}
+
+/** Local parts shorter than this hold no trigram: their index could not narrow anything. */
+const MIN_LOCAL_PART = 3;
+
+/**
+ * The stored address contains `text`. On PostgreSQL, text holding an `@` is looked up by the part
+ * before it, a suffix of the local part (the local part's trigram index, migration
+ * 20261202-users-search-local-part), and the whole text is checked on the rows found with
+ * `strpos`, which no trigram index serves: asked of the address's index, the domain's trigrams (in
+ * nearly every row) made the index read most of itself at 10,000,000 users (perf/analysis.md).
+ * An address holds one `@`, so it contains the text exactly when its local part ends with the part
+ * before the text's first `@` and the whole text is in it.
+ */
+function emailContains(db: Db, text: string): Expression<SqlBool> {
+  const at = text.indexOf('@');
+  if (db.getExecutor().adapter instanceof SqliteAdapter || at < MIN_LOCAL_PART) {
+    return sql<SqlBool>`${sql.ref('email')} like ${containsPattern(text)} escape '\\'`;
+  }
+  const localSuffix = `%${escapeLike(text.slice(0, at))}`;
+  return sql<SqlBool>`(split_part(${sql.ref('email')}, '@', 1) like ${localSuffix} escape '\\' and strpos(${sql.ref('email')}, ${text}) > 0)`;
 }
 
 /** What the admin user list narrows by, combined: a role held, the disabled state, an unverified address. */
@@ -143,10 +169,7 @@ export function selectUsers(db: Db, filter: UserListQuery) {
   const { search, before } = filter;
   if (search !== undefined) {
     query = query.where((eb) =>
-      eb.or([
-        sql<SqlBool>`lower(${sql.ref('name')}) like ${containsPattern(search.nameContains)} escape '\\'`,
-        sql<SqlBool>`${sql.ref('email')} like ${containsPattern(search.emailContains)} escape '\\'`,
-      ]),
+      eb.or([sql<SqlBool>`lower(${sql.ref('name')}) like ${containsPattern(search.nameContains)} escape '\\'`, emailContains(db, search.emailContains)]),
     );
   }
   const role = filter.role;
