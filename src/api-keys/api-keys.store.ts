@@ -34,10 +34,10 @@ export async function insertKey(db: Db, row: ApiKeyRow): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();
 }
 
-/** One indexed read (the primary key). */
 /** Compiled once: every request with a key reads it (on SQLite, on the read-only connection at once). */
 const selectKey = preparedQuery((db, id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id));
 
+/** One indexed read (the primary key). */
 export async function findKey(db: Db, id: string): Promise<ApiKeyRow | undefined> {
   return (await selectKey(db, id)).rows[0];
 }

@@ -9,12 +9,11 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends } from '../../test/helpers/databases.ts';
-import { createUser, useTestApp, type TestApp } from '../../test/helpers/app.ts';
+import { createUser, modulesWithoutJobs, useTestApp, type TestApp } from '../../test/helpers/app.ts';
 import type { Limiter, RateLimiters } from '../http/rate-limit.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/database.ts';
 import { createSignInThrottle } from './signin-throttle.ts';
-import { MODULES } from '../modules.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const WRITES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
@@ -51,9 +50,8 @@ async function inFlight(db: Db): Promise<number> {
 
 for (const backend of await backends()) {
   describe(`a password sign-in's commits (${backend.name})`, { skip: backend.skip, timeout: 60_000 }, () => {
-    // Without the modules' background jobs: the observer sees every statement of the storage, and a
-    // job's run (impersonation's expiry, ten seconds after start) would land in a sign-in's window.
-    const t = useTestApp(backend, { modules: MODULES.map((module) => ({ ...module, jobs: undefined })) });
+    // The observer sees every statement of the storage: no background job may write meanwhile.
+    const t = useTestApp(backend, { modules: modulesWithoutJobs() });
 
     it('a success: two transactions, the second with the session, its audit event and the throttle released; no write outside', async () => {
       await createUser(t.services, { email: 'commits@example.com', password: PASSWORD });

@@ -10,9 +10,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, type TestApp } from '../../test/helpers/app.ts';
-import { loadConfig, MODULES } from '../modules.ts';
-import type { GatehouseModule, ServiceRegistry } from '../module.ts';
+import { createTestApp, createUser, modulesWithoutJobs, type TestApp } from '../../test/helpers/app.ts';
+import { loadConfig } from '../modules.ts';
 import { ConfigError } from '../config.ts';
 import { CACHE_TTL_MS, createSessionCheckCache, type SessionChange } from './session-check-cache.ts';
 import type { SessionCheckRow } from './session.store.ts';
@@ -67,15 +66,6 @@ const check = async (app: TestApp, token: string) => {
   return { status: response.statusCode, body: response.json() as { user?: { roles: string[] }; claims?: Record<string, unknown> } };
 };
 
-/**
- * The modules with one background job: the listener of SESSION_CHECK_CACHE. The tests count B's
- * statements, and another job's run (impersonation's expiry, ten seconds after start; the keys'
- * reload) would land in a counted window on a loaded machine.
- */
-const ONLY_THE_LISTENER: readonly GatehouseModule[] = MODULES.map((module) =>
-  module.name === 'sessions' ? { ...module, jobs: (services: ServiceRegistry) => (services.sessionChanges === undefined ? [] : [services.sessionChanges.listener]) } : { ...module, jobs: undefined },
-);
-
 describe('SESSION_CHECK_CACHE across two instances (PostgreSQL)', { skip: postgres.skip, timeout: 120_000 }, () => {
   let database: TestDatabase;
   let a: TestApp;
@@ -98,8 +88,9 @@ describe('SESSION_CHECK_CACHE across two instances (PostgreSQL)', { skip: postgr
 
   it('builds both instances listening', async () => {
     database = await postgres.create();
-    a = await createTestApp(database, { env, modules: ONLY_THE_LISTENER });
-    b = await createTestApp(database, { env, modules: ONLY_THE_LISTENER });
+    // The tests count B's statements: only the sessions module's jobs (the listener among them).
+    a = await createTestApp(database, { env, modules: modulesWithoutJobs('sessions') });
+    b = await createTestApp(database, { env, modules: modulesWithoutJobs('sessions') });
     assert.ok(a.services.sessionChanges !== undefined && b.services.sessionChanges !== undefined);
   });
 

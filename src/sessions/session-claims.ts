@@ -35,12 +35,12 @@ export interface TokenClaimsRead<Row extends object = Record<string, unknown>> {
   claims(row: Row | null): Readonly<Record<string, unknown>>;
 }
 
-const ONE = sql.lit(1);
-
 /** A module's claims read, typed by its row (`tokenClaims: () => defineTokenClaims({ … })`). */
 export function defineTokenClaims<Row extends object>(read: TokenClaimsRead<Row>): TokenClaimsRead<Row> {
   return read;
 }
+
+const ONE = sql.lit(1);
 
 /**
  * Each read as one JSON column of the session read, in the storage's dialect. The limit is written

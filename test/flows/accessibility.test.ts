@@ -33,12 +33,13 @@ const LOOKS = [
  * (contrast, target size) do not change with the language, nor a language's (lang, labels) with
  * the look; the whole grid, four times the pages, is `TOUR_GRID=full`.
  */
+const TURNS: ReadonlyArray<readonly Locale[]> = [['fr'], ['de', 'ja'], ['pt-BR'], ['es']];
+// A language added to LOCALES but to no look's turn would be checked only in the full grid.
+const unchecked = LOCALES.filter((locale) => locale !== DEFAULT_LOCALE && !TURNS.flat().includes(locale));
+if (unchecked.length > 0 || TURNS.length !== LOOKS.length) throw new Error(`accessibility tour: give each look a turn and each language a look (${unchecked.join(', ')})`);
+
 function languagesOf(lookIndex: number): readonly Locale[] {
-  if (process.env.TOUR_GRID === 'full') return LOCALES;
-  const others = LOCALES.filter((locale) => locale !== DEFAULT_LOCALE);
-  const turn: Record<number, readonly Locale[]> = { 0: ['fr'], 1: ['de', 'ja'], 2: ['pt-BR'], 3: ['es'] };
-  const chosen = turn[lookIndex] ?? [];
-  return [DEFAULT_LOCALE, ...others.filter((locale) => chosen.includes(locale))];
+  return process.env.TOUR_GRID === 'full' ? LOCALES : [DEFAULT_LOCALE, ...TURNS[lookIndex]!];
 }
 
 interface AxeViolation {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { type Config, type Env } from '../../src/config.ts';
 import { openStorage } from '../../src/storage/database.ts';
-import { migrateToLatest, loadConfig } from '../../src/modules.ts';
+import { migrateToLatest, loadConfig, MODULES } from '../../src/modules.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { buildApp } from '../../src/app.ts';
 import type { Clock } from '../../src/lib/clock.ts';
@@ -79,6 +79,15 @@ export async function createUser(
   const result = await services.credentials.createPasswordUser({ name: 'Test User', emailVerified: true, ...input });
   if (!result.ok) throw new Error(`could not create test user: ${result.reason}`);
   return result.user;
+}
+
+/**
+ * Every module, with the background jobs of only those named in `keep`: for a test that counts the
+ * storage's statements, where a job's run (impersonation's expiry, ten seconds after start) would
+ * land in a counted window on a loaded machine.
+ */
+export function modulesWithoutJobs(...keep: string[]): readonly GatehouseModule[] {
+  return MODULES.map((module) => (keep.includes(module.name) ? module : { ...module, jobs: undefined }));
 }
 
 /**
