@@ -7,12 +7,19 @@
  * a client retrying a dead key cannot flood the log). Every authentication is counted, accepted or
  * not (`count`: api-keys.metrics.ts, memory only). The owner is read at every use: a demoted or
  * disabled owner's key loses what they lost, at once.
+ *
+ * On a SQLite file the key's row and its owner are kept between uses while nothing at all has been
+ * committed to the database since they were read (SQLite's change counter, storage/database.ts
+ * `changeCounterOf`, read before each use): a revoked key, a disabled or demoted owner, a change
+ * by the CLI or another worker all move it, so "at once" holds. The secret is checked and the
+ * expiry compared at every use.
  */
 import type { AuditService } from '../audit/audit.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { Db } from '../storage/database.ts';
+import { changeCounterOf, type Db } from '../storage/database.ts';
+import type { User } from '../users/user.service.ts';
 import type { RateLimiters } from '../http/rate-limit.ts';
 import { leasedLimiter, type LeasedLimiter } from './key-rate-lease.ts';
 import type { AuthContext } from '../sessions/session.service.ts';
@@ -83,6 +90,38 @@ export function createApiKeyUse(deps: {
   const ownLimits = new Map<string, string | null>();
   /** Each key's scopes as last read (by `find`, earlier in the same request), for the guard. */
   const ownScopes = new Map<string, string[]>();
+  /** SQLite: keys' rows and owners as read, while the change counter stays where it was. */
+  const changeCounter = changeCounterOf(db);
+  const keptReads = new Map<string, { row: store.ApiKeyRow; owner?: User | null }>();
+  let seenVersion: number | undefined;
+
+  /** The key's row (and owner, once read) kept since no commit, or a fresh entry to fill. */
+  async function readKey(id: string): Promise<{ row: store.ApiKeyRow; owner?: User | null } | undefined> {
+    if (changeCounter !== undefined) {
+      const version = changeCounter();
+      if (version !== seenVersion) {
+        seenVersion = version;
+        keptReads.clear();
+      }
+      const kept = keptReads.get(id);
+      if (kept !== undefined) return kept;
+    }
+    const startedAt = seenVersion;
+    const row = await store.findKey(db, id);
+    if (row === undefined) return undefined;
+    const read = { row };
+    // Kept only if nothing was committed while it was read (the next use reads the counter again anyway).
+    if (changeCounter !== undefined && startedAt === seenVersion) remember(keptReads, id, read);
+    return read;
+  }
+
+  async function ownerOf(read: { row: store.ApiKeyRow; owner?: User | null }): Promise<User | null> {
+    if (read.owner !== undefined) return read.owner;
+    const version = seenVersion;
+    const owner = read.row.user_id === null ? null : await users.findUserById(read.row.user_id);
+    if (version === seenVersion) read.owner = owner;
+    return owner;
+  }
 
   /** The limiter of a key's limit (the default, or its own), counted in leases (key-rate-lease.ts). */
   function limiterFor(rateLimit: string | null): LeasedLimiter {
@@ -118,7 +157,8 @@ export function createApiKeyUse(deps: {
   async function find(token: string, via: ApiKeyVia): Promise<ResolvedKey | null> {
     if (!config.enabled) return null;
     const parsed = parseApiKey(token);
-    const row = parsed === null ? undefined : await store.findKey(db, parsed.id);
+    const read = parsed === null ? undefined : await readKey(parsed.id);
+    const row = read?.row;
     if (row === undefined || row.kind !== parsed!.kind) return count(via, 'unknown'), null;
     remember(ownLimits, row.id, row.rate_limit);
     if (!apiKeyMatches(token, row.secret_hash)) return void (await failed(row, 'UNKNOWN_SECRET', null, via)), null;
@@ -128,7 +168,7 @@ export function createApiKeyUse(deps: {
     remember(ownScopes, row.id, scopes);
     const chosen = parseList(row.roles);
     if (row.kind === 'organization') return { row, roles: chosen.slice(0, 1), scopes };
-    const owner = row.user_id === null ? null : await users.findUserById(row.user_id);
+    const owner = await ownerOf(read!);
     if (owner === null || owner.disabledAt !== null) return void (await failed(row, 'OWNER_DISABLED', null, via)), null;
     // What the owner holds now, of what the key was given; ADMIN only through the admin scope.
     const roles = chosen.filter((role) => role !== ADMIN_ROLE && owner.roles.includes(role));

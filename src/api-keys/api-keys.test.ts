@@ -2,7 +2,8 @@
  * API keys end to end, over the real app (SQLite and PostgreSQL): created (the key once, in its
  * documented shape), used (as the owner, narrowed), refused where keys may not go (key management,
  * passwords and factors, pages, the admin area without the admin scope), revoked (refused at once),
- * expired, rate-limited, following the owner's roles now; organization keys (refused by
+ * expired, rate-limited, following the owner's roles now; on SQLite kept between uses only while
+ * nothing is committed (a revocation from another process refused at once); organization keys (refused by
  * Gatehouse's own API, active by introspection, surviving their creator); introspection for a
  * confidential client only; the last use written at most once a minute; every creation, failed use
  * and revocation audited and sent as a webhook, never with the key; every authentication with a
@@ -11,6 +12,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { backends } from '../../test/helpers/databases.ts';
 import { createSignedInUser, useTestApp } from '../../test/helpers/app.ts';
@@ -142,6 +144,44 @@ for (const backend of await backends()) {
       assert.ok((await t.services.users.updateUser(admin.id, { disabled: true })).ok);
       assert.equal((await get('/api/organizations', key.secret)).statusCode, 401, 'disabled owner');
       assert.ok((await auditRows('api_key.use_failed')).some((row) => row.reason === 'OWNER_DISABLED' && row.details.keyId === key.key.id));
+    });
+
+    it('kept between uses on SQLite while nothing is committed (no key or owner read); after any commit, read again; revoked from another connection, refused at once', async () => {
+      const user = await createSignedInUser(t, { email: email('kept'), password: PASSWORD });
+      const key = await createKey(user.token, { name: 'kept' });
+      const statementsOf = async (run: () => Promise<unknown>) => {
+        let statements = 0;
+        t.services.storage.observeQueries?.(() => statements++);
+        try {
+          await run();
+        } finally {
+          t.services.storage.observeQueries?.(null);
+        }
+        return statements;
+      };
+      const use = async () => assert.equal((await get('/api/organizations', key.secret)).statusCode, 200);
+      /** A commit by another connection (another process: the CLI, another worker). */
+      const outsideWrite = async (statement: string) => {
+        if (backend.name !== 'sqlite') return void (await sql.raw(statement).execute(t.services.storage.db));
+        const outside = new DatabaseSync((t.database.config as { path: string }).path);
+        try {
+          outside.exec('PRAGMA busy_timeout = 5000');
+          outside.exec(statement);
+        } finally {
+          outside.close();
+        }
+      };
+      // The first uses write the rate-limit leases (at uses 1, 2, 4 and 8: key-rate-lease.ts) and
+      // the last use; after ten, the next uses of this minute write nothing.
+      for (let i = 0; i < 10; i++) await use();
+      const kept = await statementsOf(use);
+      assert.equal(await statementsOf(use), kept, 'nothing committed: the same again');
+      await outsideWrite(`update users set name = 'Renamed' where id = '${user.id}'`);
+      const afterCommit = await statementsOf(use);
+      assert.equal(afterCommit, backend.name === 'sqlite' ? kept + 3 : kept, 'on SQLite the key, its owner and their roles were kept (three reads), and are read again after a commit');
+
+      await outsideWrite(`update api_keys set revoked_at = ${clock()} where id = '${key.key.id}'`);
+      assert.equal((await get('/api/organizations', key.secret)).statusCode, 401, 'revoked: refused at once');
     });
 
     it('revoked: refused at once; expired: refused; both audited', async () => {

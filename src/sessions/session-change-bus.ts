@@ -112,10 +112,21 @@ export interface SessionChanges {
   cache: SessionCheckCache;
   /** Tells every instance's cache: this one's at once, the others (and this one again) at the commit of `db`'s transaction. */
   announce(db: Db, change: SessionChange): Promise<void>;
-  /** The LISTEN connection, started and stopped with the app. */
-  listener: BackgroundJob;
-  /** Every domain event, in its transaction: announces what it changes (`changeOfEvent`). */
-  subscription: EventSubscription;
+  /** PostgreSQL: the LISTEN connection, started and stopped with the app. */
+  listener?: BackgroundJob;
+  /** PostgreSQL: every domain event, in its transaction: announces what it changes (`changeOfEvent`). */
+  subscription?: EventSubscription;
+}
+
+/**
+ * SESSION_CHECK_CACHE on SQLite: the cache alone, its reads kept while storage's change counter
+ * (`changeCounter`) stays the same. Every commit of any connection moves it, so there is nothing
+ * to announce or to listen for; this instance's own changes are still dropped at once.
+ */
+export function createSqliteSessionChanges(size: number, changeCounter: () => number): SessionChanges {
+  const cache = createSessionCheckCache(size, changeCounter);
+  cache.setListening(true);
+  return { cache, announce: async (_db, change) => cache.apply(change) };
 }
 
 /** SESSION_CHECK_CACHE's parts: the cache, the announcements, the listener and the subscription to every event type. */

@@ -1,4 +1,9 @@
 /**
+ * SESSION_CHECK_CACHE on SQLite (on by default on a file): two instances on one file, as two
+ * workers or the CLI beside a server are; a check kept on B is served without a query, and any
+ * commit by another connection (A's sign-out, a role taken away, a rename by a third connection)
+ * is seen by B's very next check, with no announcement to wait for.
+ *
  * SESSION_CHECK_CACHE across two instances on one PostgreSQL: a session checked on B is served
  * from B's cache (no statement), and whatever ends or changes it on A reaches B as soon as
  * PostgreSQL delivers A's announcement: the first check on B after that sees the change (sign-out,
@@ -8,17 +13,20 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { createTestApp, createUser, modulesWithoutJobs, type TestApp } from '../../test/helpers/app.ts';
 import { loadConfig } from '../modules.ts';
 import { ConfigError } from '../config.ts';
 import { CACHE_TTL_MS, createSessionCheckCache, type SessionChange } from './session-check-cache.ts';
+import { DEFAULT_SQLITE_CHECK_CACHE } from './sessions.config.ts';
 import type { SessionCheckRow } from './session.store.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const SOURCE = { actorUserId: null, ip: null, userAgent: null };
 const postgres = (await backends()).find((backend) => backend.name === 'postgres')!;
+const sqlite = (await backends()).find((backend) => backend.name === 'sqlite')!;
 
 /** Resolves when `app`'s cache hears (from PostgreSQL, or its own instance) a change `matches` accepts. */
 function nextChange(app: TestApp, matches: (change: SessionChange) => boolean): Promise<void> {
@@ -66,25 +74,85 @@ const check = async (app: TestApp, token: string) => {
   return { status: response.statusCode, body: response.json() as { user?: { roles: string[] }; claims?: Record<string, unknown> } };
 };
 
+/** A new user signed in on `app`: its id and access token. */
+async function signInOn(app: TestApp, email: string, roles: string[]): Promise<{ id: string; token: string }> {
+  const user = await createUser(app.services, { email, password: PASSWORD, roles });
+  const response = await app.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } });
+  assert.equal(response.statusCode, 200, response.body);
+  return { id: user.id, token: (response.json() as { token: string }).token };
+}
+
+/** Checked on `app` twice: the second from its cache, without a query (SQLite's change counter aside). */
+async function keptOn(app: TestApp, token: string): Promise<void> {
+  assert.equal((await check(app, token)).status, 200);
+  assert.equal(await statementsOf(app, async () => assert.equal((await check(app, token)).status, 200)), 0, 'served from the cache');
+}
+
+describe('SESSION_CHECK_CACHE across two instances on one SQLite file (the default)', { timeout: 120_000 }, () => {
+  let database: TestDatabase;
+  let a: TestApp;
+  let b: TestApp;
+
+  const signIn = (label: string, roles: string[] = []) => signInOn(a, `sqlite-cache-${label}@example.com`, roles);
+  const keptOnB = (token: string) => keptOn(b, token);
+
+  it('builds both instances, the cache on without being asked for', async () => {
+    database = await sqlite.create();
+    // No SESSION_CHECK_CACHE: the database strategy on a SQLite file keeps checks by default.
+    a = await createTestApp(database, { env: { SESSION_STRATEGY: 'database' }, modules: modulesWithoutJobs() });
+    b = await createTestApp(database, { env: { SESSION_STRATEGY: 'database' }, modules: modulesWithoutJobs() });
+    assert.ok(b.services.sessionChanges !== undefined);
+    assert.equal(b.services.sessionChanges.listener, undefined, 'nothing to listen to: the change counter tells');
+  });
+
+  it('a sign-out on A is refused by B at its very next check', async () => {
+    const user = await signIn('signout');
+    await keptOnB(user.token);
+    const signOut = await a.app.inject({ method: 'POST', url: '/api/auth/signout', headers: { authorization: `Bearer ${user.token}` } });
+    assert.ok(signOut.statusCode < 300, signOut.body);
+    assert.equal((await check(b, user.token)).status, 401);
+  });
+
+  it('a role taken away and a disabled user on A: B sees both at once', async () => {
+    const user = await signIn('roles', ['AUDITOR']);
+    await keptOnB(user.token);
+    assert.deepEqual((await check(b, user.token)).body.user?.roles, ['AUDITOR']);
+    assert.ok((await a.services.admin.updateUser(user.id, { roles: [] }, SOURCE)).ok);
+    assert.deepEqual((await check(b, user.token)).body.user?.roles, [], 'the role is gone on B');
+    await keptOnB(user.token);
+    assert.ok((await a.services.admin.updateUser(user.id, { disabled: true }, SOURCE)).ok);
+    assert.equal((await check(b, user.token)).status, 401, 'disabled: refused on B');
+  });
+
+  it('a write by another process (a third connection, as the CLI is) is seen at once, and the kept read is dropped', async () => {
+    const user = await signIn('outside');
+    await keptOnB(user.token);
+    const outside = new DatabaseSync(database.config.kind === 'sqlite' ? database.config.path : '');
+    try {
+      outside.exec('PRAGMA busy_timeout = 5000');
+      outside.prepare('insert into user_roles (user_id, role, created_at) values (?, ?, ?)').run(user.id, 'AUDITOR', Date.now());
+    } finally {
+      outside.close();
+    }
+    assert.equal(await statementsOf(b, async () => assert.deepEqual((await check(b, user.token)).body.user?.roles, ['AUDITOR'])), 1, 'read again after the commit');
+    await keptOnB(user.token);
+  });
+
+  it('closes both', async () => {
+    await a?.close();
+    await b?.close();
+    await database?.drop();
+  });
+});
+
 describe('SESSION_CHECK_CACHE across two instances (PostgreSQL)', { skip: postgres.skip, timeout: 120_000 }, () => {
   let database: TestDatabase;
   let a: TestApp;
   let b: TestApp;
   const env = { SESSION_STRATEGY: 'database', SESSION_CHECK_CACHE: '1000' };
 
-  const signIn = async (label: string, roles: string[] = []) => {
-    const email = `cache-${label}@example.com`;
-    const user = await createUser(a.services, { email, password: PASSWORD, roles });
-    const response = await a.app.inject({ method: 'POST', url: '/api/auth', payload: { email, password: PASSWORD } });
-    assert.equal(response.statusCode, 200, response.body);
-    return { id: user.id, token: (response.json() as { token: string }).token };
-  };
-
-  /** Checked on B twice: the second from B's cache, without a statement. */
-  const keptOnB = async (token: string) => {
-    assert.equal((await check(b, token)).status, 200);
-    assert.equal(await statementsOf(b, async () => assert.equal((await check(b, token)).status, 200)), 0, 'served from the cache');
-  };
+  const signIn = (label: string, roles: string[] = []) => signInOn(a, `cache-${label}@example.com`, roles);
+  const keptOnB = (token: string) => keptOn(b, token);
 
   it('builds both instances listening', async () => {
     database = await postgres.create();
@@ -155,7 +223,7 @@ describe('SESSION_CHECK_CACHE across two instances (PostgreSQL)', { skip: postgr
 });
 
 describe('SESSION_CHECK_CACHE settings', () => {
-  it('needs the database strategy and PostgreSQL', () => {
+  it('needs the database strategy and PostgreSQL or a SQLite file; on by default on a SQLite file only', () => {
     const problemsOf = (env: Record<string, string>) => {
       try {
         loadConfig({ NODE_ENV: 'test', ...env });
@@ -164,7 +232,15 @@ describe('SESSION_CHECK_CACHE settings', () => {
         return error instanceof ConfigError ? [...error.problems] : [String(error)];
       }
     };
-    assert.ok(problemsOf({ SESSION_CHECK_CACHE: '10', DATABASE_URL: 'sqlite::memory:' }).some((p) => p.startsWith('SESSION_CHECK_CACHE needs PostgreSQL')));
+    assert.ok(problemsOf({ SESSION_CHECK_CACHE: '10', DATABASE_URL: 'sqlite::memory:' }).some((p) => p.startsWith('SESSION_CHECK_CACHE needs PostgreSQL or a SQLite file')));
+    assert.deepEqual(problemsOf({ DATABASE_URL: 'sqlite::memory:' }), [], 'not on by default there');
+    assert.deepEqual(problemsOf({ SESSION_CHECK_CACHE: '10', DATABASE_URL: 'sqlite:/tmp/x.db' }), []);
+    const sizeOf = (env: Record<string, string>) => loadConfig({ NODE_ENV: 'test', ...env }).sessions.checkCacheSize;
+    assert.equal(sizeOf({ DATABASE_URL: 'sqlite:/tmp/x.db' }), DEFAULT_SQLITE_CHECK_CACHE);
+    assert.equal(sizeOf({}), DEFAULT_SQLITE_CHECK_CACHE, 'the default store is a SQLite file');
+    assert.equal(sizeOf({ DATABASE_URL: 'sqlite:/tmp/x.db', SESSION_STRATEGY: 'jwt' }), 0);
+    assert.equal(sizeOf({ DATABASE_URL: 'sqlite:/tmp/x.db', SESSION_CHECK_CACHE: '0' }), 0, 'turned off');
+    assert.equal(sizeOf({ DATABASE_URL: 'postgres://127.0.0.1/x' }), 0, 'asked for on PostgreSQL');
     assert.ok(problemsOf({ SESSION_CHECK_CACHE: '10', SESSION_STRATEGY: 'jwt', DATABASE_URL: 'postgres://127.0.0.1/x' }).some((p) => p.startsWith('SESSION_CHECK_CACHE is for SESSION_STRATEGY=database')));
     assert.deepEqual(problemsOf({ SESSION_CHECK_CACHE: '10', DATABASE_URL: 'postgres://127.0.0.1/x' }), []);
     assert.ok(problemsOf({ SESSION_CHECK_CACHE: '-1', DATABASE_URL: 'postgres://127.0.0.1/x' }).length > 0);
@@ -187,6 +263,24 @@ describe('the session check cache', () => {
     assert.equal(cache.get('s1', 0), undefined, 'a change was announced while it was read');
     cache.set('s1', row('u1'), cache.epoch(), 0);
     assert.ok(cache.get('s1', 0) !== undefined);
+  });
+
+  it('with a change counter (SQLite): kept while it stays, all dropped when it moves, and a read begun before the move not kept', () => {
+    let version = 7;
+    const cache = createSessionCheckCache(10, () => version);
+    cache.setListening(true);
+    assert.equal(cache.get('s1', 0), undefined);
+    cache.set('s1', row('u1'), cache.epoch(), 0);
+    cache.set('s2', row('u2'), cache.epoch(), 0);
+    assert.ok(cache.get('s1', 0) !== undefined, 'the counter stayed');
+    version++;
+    assert.equal(cache.get('s2', 0), undefined, 'the counter moved: dropped');
+    assert.equal(cache.get('s1', 0), undefined, 'everything');
+    const startedIn = cache.epoch();
+    version++;
+    assert.equal(cache.get('s3', 0), undefined);
+    cache.set('s3', row('u3'), startedIn, 0);
+    assert.equal(cache.get('s3', 0), undefined, 'read before the move: not kept');
   });
 
   it('drops by session, by user, all; forgets after its time limit; holds at most its size', () => {

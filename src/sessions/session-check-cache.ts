@@ -1,8 +1,16 @@
 /**
- * The database strategy's check cache (SESSION_CHECK_CACHE, PostgreSQL only): the last check read
- * of a session (its row, user, roles, every module's claims), kept per instance, so a hot session
- * is checked without a round trip. Every change that could alter such a read is announced to every
- * instance through PostgreSQL (`pg_notify` in the change's own transaction: delivered at its
+ * The database strategy's check cache (SESSION_CHECK_CACHE): the last check read of a session (its
+ * row, user, roles, every module's claims), kept per instance, so a hot session is checked without
+ * a round trip.
+ *
+ * On SQLite (a file) a kept read is used only while nothing at all has been committed to the
+ * database since: before each use the cache reads SQLite's change counter (`PRAGMA data_version`
+ * on the read-only connection, storage/database.ts `changeCounterOf`), which moves with every
+ * commit of any other connection, this process's writer, another worker's, the CLI's; when it
+ * moved, everything kept is dropped. Nothing is announced and nothing can be missed, at the price
+ * of dropping more than a change needs.
+ *
+ * On PostgreSQL every change that could alter such a read is announced to every instance (`pg_notify` in the change's own transaction: delivered at its
  * commit, never for a rollback), and each instance drops what it names:
  * - a session ended (sign-out, all sessions, a reused refresh token, a deleted user): `revoke`;
  * - any domain event about a user (disabled, roles, password, e-mail, impersonation, membership):
@@ -43,12 +51,17 @@ export interface SessionCheckCache {
   setListening(isListening: boolean): void;
 }
 
-export function createSessionCheckCache(maxEntries: number): SessionCheckCache {
+/**
+ * `changeCounter` (SQLite): read before each use; a value other than the last one read drops
+ * everything kept and moves the epoch, so a read that began before a commit is not kept either.
+ */
+export function createSessionCheckCache(maxEntries: number, changeCounter?: () => number): SessionCheckCache {
   const entries = new Map<string, Entry>();
   /** Session ids by user, for "every session of a user". */
   const byUser = new Map<string, Set<string>>();
   let epoch = 0;
   let isListening = false;
+  let seenVersion: number | undefined;
 
   function drop(sessionId: string): void {
     const entry = entries.get(sessionId);
@@ -67,6 +80,15 @@ export function createSessionCheckCache(maxEntries: number): SessionCheckCache {
   return {
     get(sessionId, now) {
       if (!isListening) return undefined;
+      if (changeCounter !== undefined) {
+        const version = changeCounter();
+        if (version !== seenVersion) {
+          seenVersion = version;
+          epoch++;
+          clear();
+          return undefined;
+        }
+      }
       const entry = entries.get(sessionId);
       if (entry === undefined) return undefined;
       if (entry.until <= now) {

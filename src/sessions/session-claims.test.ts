@@ -34,8 +34,9 @@ async function statementsOf(t: TestApp, run: () => Promise<unknown>): Promise<st
 for (const backend of await backends()) {
   for (const strategy of ['database', 'jwt'] as const) {
     describe(`token claims read with the session (${backend.name}, SESSION_STRATEGY=${strategy})`, { skip: backend.skip, timeout: 120_000 }, () => {
-      // It counts statements: only the sessions module's jobs (the jwt strategy's revocation mirror).
-      const t = useTestApp(backend, { env: { SESSION_STRATEGY: strategy }, modules: modulesWithoutJobs('sessions') });
+      // It counts statements: only the sessions module's jobs (the jwt strategy's revocation mirror),
+      // and no kept checks (on by default on SQLite; session-check-cache.test.ts tests those).
+      const t = useTestApp(backend, { env: { SESSION_STRATEGY: strategy, SESSION_CHECK_CACHE: '0' }, modules: modulesWithoutJobs('sessions') });
 
       it('an impersonation with an active organization: org and act, the same in the check, the view and every token', async () => {
         const suffix = `${backend.name}-${strategy}`;

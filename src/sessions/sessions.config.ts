@@ -24,8 +24,10 @@ declare module '../config.ts' {
       /** jwt strategy: how often each instance pulls revocations made by the others. */
       readonly revocationSyncIntervalMs: number;
       /**
-       * SESSION_CHECK_CACHE: database strategy on PostgreSQL, how many sessions' check reads each
-       * instance keeps (session-check-cache.ts); 0, the default: none, every check reads storage.
+       * SESSION_CHECK_CACHE: database strategy, how many sessions' check reads each instance keeps
+       * (session-check-cache.ts); 0: none, every check reads storage. Default 10,000 on a SQLite
+       * file (a kept read is used only while nothing was committed since), 0 on PostgreSQL (on,
+       * it announces every change through NOTIFY).
        */
       readonly checkCacheSize: number;
       /**
@@ -36,6 +38,9 @@ declare module '../config.ts' {
     };
   }
 }
+
+/** SESSION_CHECK_CACHE's default on a SQLite file: sessions whose check reads are kept. */
+export const DEFAULT_SQLITE_CHECK_CACHE = 10_000;
 
 /** The sessions module's section: `sessionStrategy`, `sessions` and `tokens` (issued by AUTH_URL). */
 export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems) => {
@@ -51,10 +56,14 @@ export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems
     problems.push('SESSION_TOUCH_INTERVAL must be at most half of SESSION_IDLE_TIMEOUT, or sessions in use would time out');
   }
   const revocationSyncIntervalMs = read.integer('REVOCATION_SYNC_INTERVAL_MS', 1_000, { min: 100, max: 60_000 });
-  const checkCacheSize = read.integer('SESSION_CHECK_CACHE', 0, { min: 0, max: 1_000_000 });
+  // On a SQLite file the cache costs one PRAGMA per check and can miss nothing (any commit drops
+  // it), so it is on by default there; on PostgreSQL it adds a NOTIFY to every change: asked for.
+  const databaseUrl = read.string('DATABASE_URL');
+  const isSqliteFile = databaseUrl === undefined || (databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:'));
+  const checkCacheSize = read.integer('SESSION_CHECK_CACHE', isSqliteFile && sessionStrategy === 'database' ? DEFAULT_SQLITE_CHECK_CACHE : 0, { min: 0, max: 1_000_000 });
   if (checkCacheSize > 0 && sessionStrategy !== 'database') problems.push('SESSION_CHECK_CACHE is for SESSION_STRATEGY=database: the jwt strategy reads no session to keep');
-  // Instances hear of changes through PostgreSQL; SQLite's check is a local read already.
-  if (checkCacheSize > 0 && !/^postgres(ql)?:/.test(read.string('DATABASE_URL') ?? '')) problems.push('SESSION_CHECK_CACHE needs PostgreSQL (DATABASE_URL=postgres://…): instances hear of each other\'s changes through it');
+  // An in-memory database has one connection: no second one to read the change counter on.
+  if (checkCacheSize > 0 && databaseUrl?.startsWith('sqlite:') === true && !isSqliteFile) problems.push('SESSION_CHECK_CACHE needs PostgreSQL or a SQLite file (not sqlite::memory:): it reads what changed on a second connection');
   // Minutes in both strategies. Gatehouse itself checks the session row on every request in the
   // database strategy, but a downstream app verifying tokens offline (gatehouse-protect with its
   // defaults) cannot: a token it accepts must stop working soon after sign-out there too. Sessions

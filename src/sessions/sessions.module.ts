@@ -4,7 +4,9 @@
  * sessions' approximate places for the pages (from GEOIP_DATABASE_FILE, when the operator sets one).
  */
 import { collectAuditEventTypes, defineModule, type RouteContext } from '../module.ts';
-import { createSessionChanges, type SessionChanges } from './session-change-bus.ts';
+import { createSessionChanges, createSqliteSessionChanges, type SessionChanges } from './session-change-bus.ts';
+import { changeCounterOf, type Db } from '../storage/database.ts';
+import type { Config } from '../config.ts';
 import { cli } from './keys.cli.ts';
 import { SESSIONS_ERRORS } from './sessions.errors.ts';
 import { sessionsConfigSection } from './sessions.config.ts';
@@ -48,6 +50,17 @@ declare module '../audit/audit.service.ts' {
   interface AuditEventTypes extends SessionsAuditEvents {}
 }
 
+/**
+ * SESSION_CHECK_CACHE, database strategy: on PostgreSQL the cache with its announcements; on a
+ * SQLite file the cache kept by storage's change counter; else (off, jwt, in-memory SQLite) none.
+ */
+function checkCacheOf(config: Config, db: Db, postgres: () => SessionChanges): SessionChanges | undefined {
+  if (config.sessionStrategy !== 'database' || config.sessions.checkCacheSize <= 0) return undefined;
+  if (config.database.kind === 'postgres') return postgres();
+  const counter = changeCounterOf(db);
+  return counter === undefined ? undefined : createSqliteSessionChanges(config.sessions.checkCacheSize, counter);
+}
+
 export const sessionsModule = defineModule({
   name: 'sessions',
   cli,
@@ -73,10 +86,7 @@ export const sessionsModule = defineModule({
       // Fail closed when this instance has not heard from storage for a while.
       staleAfterMs: Math.max(30_000, 10 * config.sessions.revocationSyncIntervalMs),
     });
-    const sessionChanges =
-      config.sessionStrategy === 'database' && config.sessions.checkCacheSize > 0 && config.database.kind === 'postgres'
-        ? createSessionChanges({ url: config.database.url, size: config.sessions.checkCacheSize, logger, eventTypes: collectAuditEventTypes(modules) })
-        : undefined;
+    const sessionChanges = checkCacheOf(config, db, () => createSessionChanges({ url: (config.database as { url: string }).url, size: config.sessions.checkCacheSize, logger, eventTypes: collectAuditEventTypes(modules) }));
     const sessions = createSessionService({
       db,
       isPostgres: storage.dialect === 'postgres',
@@ -98,14 +108,14 @@ export const sessionsModule = defineModule({
   },
   jobs: ({ keys, revocations, sessionChanges }, { config }) => [
     // SESSION_CHECK_CACHE: the connection that hears other instances' changes.
-    ...(sessionChanges === undefined ? [] : [sessionChanges.listener]),
+    ...(sessionChanges?.listener === undefined ? [] : [sessionChanges.listener]),
     // The keys are pulled again now and then, so every instance sees a rotation.
     keys,
     // Only the jwt strategy reads the mirror; the database strategy reads session rows instead.
     ...(config.sessionStrategy === 'jwt' ? [revocations] : []),
   ],
   // SESSION_CHECK_CACHE: every domain event about a user (or an organization) tells every instance to read again.
-  subscriptions: ({ sessionChanges }) => (sessionChanges === undefined ? [] : [sessionChanges.subscription]),
+  subscriptions: ({ sessionChanges }) => (sessionChanges?.subscription === undefined ? [] : [sessionChanges.subscription]),
   // A Bearer token shaped as an access token is checked by the session strategy.
   credentialResolvers: ({ sessions }) => [accessTokenResolver(sessions)],
   // A deleted user's sessions end (their tokens refused at once, in both strategies); the list of them is theirs to export.

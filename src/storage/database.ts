@@ -114,6 +114,19 @@ export function hotReaderOf(db: Db): HotReader | undefined {
   return hotReaders.get(db);
 }
 
+const changeCounters = new WeakMap<Db, () => number>();
+
+/**
+ * SQLite on a file: a number read synchronously that changes whenever anything was committed to
+ * the database by any connection other than the hot reader (this process's writer, another
+ * process, the CLI) since it was last read (`PRAGMA data_version` on the read-only connection).
+ * A value kept from a read is still what storage holds while this number stays the same.
+ * Undefined where `hotReaderOf` is.
+ */
+export function changeCounterOf(db: Db): (() => number) | undefined {
+  return changeCounters.get(db);
+}
+
 const PG_INT8_OID = 20;
 
 /**
@@ -130,6 +143,7 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
     if (config.path === ':memory:') return wrap(db, 'sqlite', sqlite.observeQueries);
     const reader = openSqliteReader(config.path, { cacheMib: config.cacheMib });
     hotReaders.set(db, (compiled) => sqlite.observed(compiled.query.kind, () => reader.all(compiled.sql, compiled.parameters)));
+    changeCounters.set(db, () => reader.dataVersion());
     return wrap(db, 'sqlite', sqlite.observeQueries, () => reader.close());
   }
   const pg = loadPg();

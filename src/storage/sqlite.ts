@@ -38,6 +38,11 @@ function addFunctions(database: DatabaseSync): void {
 export interface SqliteReader {
   /** The rows of one SELECT, as plain objects. */
   all(sql: string, parameters: readonly unknown[]): Record<string, unknown>[];
+  /**
+   * SQLite's `PRAGMA data_version` on this connection: it changes whenever another connection (the
+   * writer, another process's, the CLI's) has committed since it was last read, and only then.
+   */
+  dataVersion(): number;
   close(): void;
 }
 
@@ -58,6 +63,7 @@ export function openSqliteReader(path: string, options: { cacheMib?: number } = 
   };
   return {
     all: (sql, parameters) => (adapter ??= open()).prepare(sql).all(parameters) as Record<string, unknown>[],
+    dataVersion: () => Number(((adapter ??= open()).prepare('PRAGMA data_version').all([])[0] as { data_version: number }).data_version),
     close() {
       adapter?.close();
       adapter = undefined;
