@@ -12,9 +12,9 @@
  * connections, BENCH_SECONDS split in rounds; started with the bench's probe, as the signin
  * scenario starts it) and its peak RSS is read.
  *
- * Better Auth's minimal server is not measured: the repository does not install Better Auth (it
- * is not a dependency, and src/user-import reads its tables without it), so there is no peer
- * server to start; the bare Fastify app is the floor instead.
+ * The peer, Better Auth's minimal server (perf/better-auth-app.ts: e-mail and password on SQLite),
+ * is measured the same way in the same rounds: a first start makes its tables, then each round
+ * restarts it on that file.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
@@ -38,7 +38,7 @@ import {
   type GatehouseStore,
   type RawRound,
 } from './harness.ts';
-import { record, result, startBare, type Context, type RunRecord, type ScenarioResult, type Target } from './scenarios.ts';
+import { record, result, startBare, startBetterAuth, type Context, type RunRecord, type ScenarioResult, type Target } from './scenarios.ts';
 import { freePort, startScriptNodeArgs } from '../test/helpers/process.ts';
 
 /** Issue 38: a default instance idles at most at this, and stays under SIGNIN_RSS_LIMIT_MB signing in. */
@@ -76,6 +76,12 @@ async function startBareTimed(ctx: Context): Promise<Started> {
   return { app, url: app.url, readyMs: performance.now() - started };
 }
 
+async function startBetterAuthTimed(ctx: Context, database: string): Promise<Started> {
+  const started = performance.now();
+  const app = await startBetterAuth(ctx, database);
+  return { app, url: app.url, readyMs: performance.now() - started };
+}
+
 function rssMb(pid: number): number {
   const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? round(Number(match[1]) / 1024, 1) : 0;
@@ -100,17 +106,26 @@ export async function idleScenario(ctx: Context): Promise<ScenarioResult> {
   // The first start: the store made, the admin created, the compile cache filled.
   await (await startDefault(ctx, store)).app.stop();
 
+  // The peer's first start: its tables made by its migrations.
+  const peerFirst = await startBetterAuth(ctx);
+  await peerFirst.stop();
+
   const gatehouseRounds: RawRound[] = [];
   const bareRounds: RawRound[] = [];
+  const peerRounds: RawRound[] = [];
   for (let r = 0; r < ctx.settings.rounds; r++) {
     gatehouseRounds.push(await idleRound(() => startDefault(ctx, store)));
     bareRounds.push(await idleRound(() => startBareTimed(ctx)));
+    peerRounds.push(await idleRound(() => startBetterAuthTimed(ctx, peerFirst.database)));
   }
   const server = 'gatehouse (sqlite, database, 1 worker), node src/start.js';
   const idle = record(aggregate({ url: 'http://start/api/health', connections: 1 }, gatehouseRounds), { name: 'idle-gatehouse', label: 'start to ready (ms) and idle RSS, after a restart', server, isService: false, counts: 'runs' });
   const bare = record(aggregate({ url: 'http://start/__ready', connections: 1 }, bareRounds), { name: 'idle-bare', label: 'bare Fastify: start to ready (ms) and idle RSS', server: 'bare fastify', isService: false, counts: 'runs' });
-  idle.baseline = { name: bare.name, label: bare.label, value: bare.latencyP50Ms, unit: 'ms median' };
-  idle.ratio = round(idle.latencyP50Ms / bare.latencyP50Ms, 2);
+  const peer = record(aggregate({ url: 'http://start/__ready', connections: 1 }, peerRounds), { name: 'idle-better-auth', label: "Better Auth's minimal server: start to ready (ms) and idle RSS", server: 'better-auth (node:http, SQLite)', isService: false, counts: 'runs' });
+  for (const run of [idle, peer]) {
+    run.baseline = { name: bare.name, label: bare.label, value: bare.latencyP50Ms, unit: 'ms median' };
+    run.ratio = round(run.latencyP50Ms / bare.latencyP50Ms, 2);
+  }
 
   // Sign-in under load on the restarted instance: started as the signin scenario starts it
   // (perf/server-entry.js: src/main.ts with the bench's event-loop probe, which the rounds read).
@@ -135,6 +150,12 @@ export async function idleScenario(ctx: Context): Promise<ScenarioResult> {
       met: idle.peakRssMb <= IDLE_RSS_LIMIT_MB,
     },
     {
+      id: 'idle:vs-better-auth',
+      target: "Cold start to ready and idle RSS reported beside Better Auth's minimal server in the same run",
+      measured: `Gatehouse ${idle.latencyP50Ms} ms and ${idle.peakRssMb} MB; Better Auth ${peer.latencyP50Ms} ms and ${peer.peakRssMb} MB (e-mail and password only; Gatehouse with every module of its default)`,
+      met: peer.completed > 0 && idle.completed > 0,
+    },
+    {
       id: 'idle:rss-signin',
       target: `and stays ≤ ${SIGNIN_RSS_LIMIT_MB} MB under sign-in load with the bench's defaults (including the admin bootstrap)`,
       measured: `peak ${signin.peakRssMb} MB (${signin.label}; ${signin.requestsPerSecond} sign-ins/s)`,
@@ -143,7 +164,7 @@ export async function idleScenario(ctx: Context): Promise<ScenarioResult> {
   ];
   const notes = [
     `Each round restarts the instance on the same SQLite store (made by a first, unmeasured start: migrations, the ADMIN_EMAIL user, the compile cache) and starts a bare Fastify app (perf/bare-app.ts) on the same core. "p50 ms" is spawn to the first 200 from the readiness URL (polled every 100 ms); "peak RSS" of these two rows is the idle RSS, read once the process has been quiet and ${IDLE_SETTLE_MS / 1000} s more have passed (the largest of the rounds). The instance runs src/start.js with package.json's start flags and no bench probe, so it has no event-loop figures. The bare app is TypeScript run without the compile cache, so its RSS includes Node's type-stripping compiler (WebAssembly, about 18 MB) that src/start.js avoids.`,
-    "Better Auth's minimal server is not measured: Better Auth is not installed in this repository (not a dependency; the user import reads its tables without it), so there is no peer to start in the same run.",
+    "Better Auth's minimal server (perf/better-auth-app.ts: betterAuth() with e-mail and password on node:sqlite, mounted with toNodeHandler on node:http) takes its turn in the same rounds on the same core, restarted on the SQLite file its first start made. Like the bare app it is TypeScript run by Node's type stripping and loads the bench's probe, so its RSS includes the same ~18 MB compiler.",
   ];
-  return result(ctx, 'idle', 'A default instance: cold start and idle RSS after a restart; RSS signing in', [idle, bare, signin], targets, { notes });
+  return result(ctx, 'idle', 'A default instance: cold start and idle RSS after a restart; RSS signing in', [idle, bare, peer, signin], targets, { notes });
 }

@@ -6,6 +6,8 @@
  *   target: ≥ 0.8 × that; a key has no session, so the session endpoint is not its route);
  * - SCIM: listing users (`GET /scim/v2/Users?count=50`, a directory of SCIM_USERS) and a PATCH of
  *   one user (replace `name.givenName`), beside bare Fastify answering the same JSON.
+ * On SQLite (here) the key's row and its owner are kept between uses while nothing is committed
+ * (api-keys/api-key-use.ts); the SCIM PATCH rows commit, but in turns of their own.
  * The key and the SCIM token are made with the CLI, as an operator would (`gatehouse api-keys
  * create`, `gatehouse scim tokens create`); the SCIM users through SCIM itself. Every measured
  * request is a real success (2xx), counted.
@@ -107,7 +109,7 @@ export async function pathsScenario(ctx: Context): Promise<ScenarioResult> {
     const notes = [
       'One server (SQLite, jwt strategy, 1 worker) answers every Gatehouse row, pinned to the server core; rows take turns round by round with their baselines. The per-key and per-SCIM-token rate limits are raised so the load measures the path, not the refusal.',
       `The key is a personal key of the bench administrator made with \`gatehouse api-keys create\`; the SCIM token one made with \`gatehouse scim tokens create\` for an organization whose directory of ${SCIM_USERS} users was provisioned through SCIM before the runs. The PATCH replaces the same user's given name each time (a real write and its audit event each time).`,
-      'Not measured yet (issue 38 item 6): token exchange, magic-link verify, import throughput against a hash-less bulk insert.',
+      'The other new paths of issue 38 item 6 are in their own scenarios: token exchange in oidc, magic-link verify in magic-link, import throughput against a hash-less bulk insert in import.',
     ];
     return result(ctx, 'paths', 'New paths: API-key check, SCIM list and patch (SQLite, jwt strategy, 1 worker)', runs, targets, { notes });
   });

@@ -23,6 +23,7 @@
  *   import                   gatehouse import of 1,000,000 users: memory vs idle, resume after a kill (perf/import.ts)
  *   paths                    issue 38's new paths: the API-key check vs the jwt check, SCIM list and patch vs
  *                            bare Fastify (perf/paths.ts)
+ *   magic-link               passwordless sign-in: a mailed link's verify vs bare Fastify (perf/magic-link.ts)
  *
  * Environment:
  *   BENCH_ONLY=<name>[,<name>]   run only these scenarios
@@ -77,6 +78,7 @@ import { cliScenario } from './cli-timing.ts';
 import { idleScenario } from './idle.ts';
 import { importScenario } from './import.ts';
 import { pathsScenario } from './paths.ts';
+import { magicLinkScenario } from './magic-link.ts';
 import { summariseProfiles } from './profile-summary.ts';
 import { writeBenchmarksMarkdown } from './report.ts';
 
@@ -96,6 +98,7 @@ const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<ScenarioResult>> =
   growth: growthScenario,
   import: importScenario,
   paths: pathsScenario,
+  'magic-link': magicLinkScenario,
 };
 
 function selectScenarios(only: string | undefined): ScenarioName[] {

@@ -15,6 +15,7 @@ import {
   REPO_DIR,
   aggregate,
   getJson,
+  makeTempDir,
   measureHashBound,
   measureInterleaved,
   pairedRatio,
@@ -91,9 +92,9 @@ export interface ScenarioResult {
   seeds?: SeedReport[];
 }
 
-export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'idle' | 'growth' | 'import' | 'paths';
+export type ScenarioName = 'signin' | 'signin-workers' | 'session' | 'protected' | 'jwks' | 'protect' | 'flood' | 'mfa' | 'oidc' | 'webhooks' | 'cli' | 'idle' | 'growth' | 'import' | 'paths' | 'magic-link';
 
-export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli', 'idle', 'paths'];
+export const DEFAULT_SCENARIOS: ScenarioName[] = ['signin', 'signin-workers', 'session', 'protected', 'jwks', 'protect', 'flood', 'mfa', 'oidc', 'webhooks', 'cli', 'idle', 'paths', 'magic-link'];
 
 const RSS_LIMIT_MB = 200;
 const EVENT_LOOP_LIMIT_MS = 20;
@@ -126,6 +127,38 @@ export async function startBare(ctx: Context, routes: Record<string, unknown>): 
     profileDir: profileDir(ctx, 'bare'),
   });
   return { ...app, url: `http://${HOST}:${port}` };
+}
+
+/**
+ * The peer: Better Auth's minimal server (perf/better-auth-app.ts) on the server's core, on the
+ * SQLite file `database` (made on its first start by Better Auth's own migrations; a restart on
+ * the same file finds its tables).
+ */
+export async function startBetterAuth(ctx: Context, database: string = join(makeTempDir('gatehouse-bench-better-auth-'), 'better-auth.sqlite')): Promise<App & { url: string; database: string }> {
+  const port = await freePort();
+  const app = await startApp({
+    name: 'better-auth',
+    script: join(BENCH_DIR, 'better-auth-app.ts'),
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port), BA_DATABASE: database, BETTER_AUTH_SECRET: 'bench-only-secret-not-used-anywhere-else-0123', NODE_ENV: 'production' },
+    cwd: REPO_DIR,
+    cpus: ctx.pinning?.server ?? null,
+    readyUrl: `http://${HOST}:${port}/__ready`,
+    profileDir: profileDir(ctx, 'better-auth'),
+  });
+  return { ...app, url: `http://${HOST}:${port}`, database };
+}
+
+/** Signs a new user up on the Better Auth peer and returns its session cookie. */
+export async function betterAuthSession(peer: { url: string }): Promise<string> {
+  const response = await fetch(`${peer.url}/api/auth/sign-up/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: peer.url },
+    body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: 'correct horse battery staple', name: 'Bench' }),
+  });
+  const cookie = response.headers.getSetCookie().find((c) => c.startsWith('better-auth.session_token='));
+  await response.body?.cancel();
+  if (response.status !== 200 || cookie === undefined) throw new Error(`Better Auth sign-up answered ${response.status}`);
+  return cookie.split(';')[0]!;
 }
 
 function load(ctx: Context, url: string, extra: { headers?: Record<string, string>; connections?: number } = {}): LoadSpec {
@@ -412,6 +445,12 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
       servers.push(server);
       apps.push(server);
     }
+    // The database strategy on SQLite without its default check cache: the one statement alone.
+    {
+      const server = await gatehouse(ctx, 'session-database-sqlite-uncached', { database: 'sqlite', strategy: 'database', env: { SESSION_CHECK_CACHE: '0' } });
+      servers.push(server);
+      apps.push(server);
+    }
     // As `npm start` runs it: its default logging (info: one line per request, read by the harness
     // as a log collector would), SQLite, one worker (issue 21's targets).
     for (const strategy of ['jwt', 'database'] as const) {
@@ -426,20 +465,31 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
       body ??= await getJson(`${server.url}/api/auth/session`, token);
       const { strategy, database } = server.options;
       const isDefault = server.options.env?.LOG_LEVEL === 'info';
-      const isCached = server.options.env?.SESSION_CHECK_CACHE !== undefined;
+      const cacheSetting = server.options.env?.SESSION_CHECK_CACHE;
       subjects.push({
         app: server,
         spec: load(ctx, `${server.url}/api/auth/session`, { headers: bearer(token) }),
-        name: isDefault ? `session-default-${strategy}-${database}` : isCached ? `session-${strategy}-${database}-cached` : `session-${strategy}-${database}`,
+        name: isDefault
+          ? `session-default-${strategy}-${database}`
+          : cacheSetting === '0'
+            ? `session-${strategy}-${database}-uncached`
+            : cacheSetting !== undefined
+              ? `session-${strategy}-${database}-cached`
+              : `session-${strategy}-${database}`,
         label: isDefault
           ? `session check, ${strategy}, ${database}, as npm start runs it (LOG_LEVEL=info)`
-          : isCached
-            ? `session check, ${strategy}, ${database}, SESSION_CHECK_CACHE=10000`
+          : cacheSetting !== undefined
+            ? `session check, ${strategy}, ${database}, SESSION_CHECK_CACHE=${cacheSetting}`
             : `session check, ${strategy}, ${database}`,
         server: describeServer(server.options),
         isService: true,
       });
     }
+    // The peer (issue 38, part 5): Better Auth's minimal server, its default session check.
+    const peer = await startBetterAuth(ctx);
+    apps.push(peer);
+    const peerCookie = await betterAuthSession(peer);
+    subjects.push({ app: peer, spec: load(ctx, `${peer.url}/api/auth/get-session`, { headers: { cookie: peerCookie } }), name: 'better-auth', label: 'Better Auth minimal server, GET /api/auth/get-session (SQLite)', server: 'better-auth (node:http, SQLite)', isService: false });
     const bare = await startBare(ctx, { '/api/auth/session': body });
     apps.push(bare);
     subjects.push({ app: bare, spec: load(ctx, `${bare.url}/api/auth/session`), name: 'bare', label: 'bare fastify, same JSON', server: 'bare fastify', isService: false });
@@ -447,8 +497,9 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
     const measured = await measureInterleaved(subjects, ctx.settings);
     const runs = measured.map((m, i) => record(m, subjects[i]!));
     const baselineRun = runs.at(-1)!;
-    const serviceRuns = runs.slice(0, -1);
-    compare(serviceRuns, baselineRun);
+    const peerRun = runs.at(-2)!;
+    const serviceRuns = runs.slice(0, -2);
+    compare([...serviceRuns, peerRun], baselineRun);
     const targets: Target[] = serviceRuns
       .filter((r) => r.name.startsWith('session-jwt'))
       .map((run) => ({
@@ -499,22 +550,35 @@ export async function sessionScenario(ctx: Context): Promise<ScenarioResult> {
     };
     for (const [name, database, floor, how] of [
       ['session-database-postgres-cached', 'postgres', 0.5, 'SESSION_CHECK_CACHE: kept checks, changes by NOTIFY'],
-      ['session-database-sqlite', 'sqlite', 0.6, 'one statement'],
+      ['session-database-sqlite', 'sqlite', 0.6, 'its defaults: checks kept while nothing is committed'],
     ] as const) {
       const { run, jwtRun, ratio } = jwtRatio(name, database);
-      const uncached = database === 'postgres' ? jwtRatio('session-database-postgres', database) : null;
+      const uncached = jwtRatio(database === 'postgres' ? 'session-database-postgres' : 'session-database-sqlite-uncached', database);
       targets.push({
         id: `session:database-vs-jwt-${database}`,
         target: `session check, database strategy ≥ ${floor} × the jwt strategy on ${database === 'postgres' ? 'PostgreSQL' : 'SQLite'} (issue 38; ${how})`,
         measured:
           `${run.requestsPerSecond} / ${jwtRun.requestsPerSecond} req/s → ${ratio}` +
-          (uncached === null ? '' : ` (without the cache, one statement per check: ${uncached.run.requestsPerSecond} req/s → ${uncached.ratio})`),
+          ` (without the cache, one statement per check: ${uncached.run.requestsPerSecond} req/s → ${uncached.ratio})`,
         met: ratio >= floor,
+      });
+    }
+    // Issue 38, part 5: ≥ 15 × Better Auth's session endpoint, both as their defaults give them.
+    for (const strategy of ['database', 'jwt'] as const) {
+      const run = serviceRuns.find((r) => r.name === `session-default-${strategy}-sqlite`)!;
+      const times = pairedRatio(run.rounds.map((r) => r.requestsPerSecond), peerRun.rounds.map((r) => r.requestsPerSecond));
+      targets.push({
+        id: `session:default-${strategy}-vs-better-auth`,
+        target: `session check as npm start gives it (LOG_LEVEL=info), ${strategy} strategy, SQLite ≥ 15 × Better Auth's minimal server's GET /api/auth/get-session (issue 38)`,
+        measured: `${run.requestsPerSecond} / ${peerRun.requestsPerSecond} req/s → ${times} × (paired by round; Better Auth ${peerRun.ratio} × bare Fastify)`,
+        met: times >= 15 && peerRun.non2xx + peerRun.errors === 0,
       });
     }
     const notes = [
       'PostgreSQL itself runs unpinned: its backends share both cores with the server and the load generator.',
+      "Better Auth (perf/better-auth-app.ts) is its minimal server as its documentation sets one up: betterAuth() with e-mail and password on node:sqlite, mounted with toNodeHandler on node:http, NODE_ENV=production, its rate limiter off; the check is its default get-session (no cookie cache) with the session cookie of a user signed up before the rounds. It takes its turn in the same rounds on the same core.",
       'The session-default-* servers run as npm start does, logging every request at info (one line each, read by the harness); the others log at warn.',
+      'On a SQLite file the database strategy keeps check reads by default (SESSION_CHECK_CACHE=10000: a kept read is used while SQLite\'s change counter, read before each use, says nothing was committed since); the -uncached row turns that off (SESSION_CHECK_CACHE=0), one statement per check. Nothing is written during these runs, so the kept reads hold for the whole run.',
     ];
     return result(ctx, 'session', 'Session check, GET /api/auth/session', runs, targets, { notes });
   });

@@ -11,6 +11,8 @@
  *   its owner), and 5 audit events per user (sign-ins, failures with the address tried, sign-outs,
  *   account changes, mostly about the user; their times spread over the last year, some failures
  *   on addresses no account has).
+ * - `users`: the users of `plain` alone, no sessions: the hash-less bulk-insert bound the import
+ *   scenario sets `gatehouse import` beside.
  *
  *   DATABASE_URL=sqlite:/tmp/x/gatehouse.db SEED_COUNT=1000000 node perf/seed.ts
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/scratch SEED_SHAPE=growth node perf/seed.ts
@@ -58,7 +60,7 @@ const capitalised = (word: string) => word[0]!.toUpperCase() + word.slice(1);
 export const seededEmail = (index: number) => `${FIRST_NAMES[index % 16]}.${LAST_NAMES[index % 17]}${index}@${DOMAINS[index % 8]}`;
 const seededName = (index: number) => `${capitalised(FIRST_NAMES[index % 16]!)} ${capitalised(LAST_NAMES[index % 17]!)} ${index}`;
 
-export type SeedShape = 'plain' | 'growth';
+export type SeedShape = 'plain' | 'growth' | 'users';
 
 export interface SeedReport {
   database: DatabaseConfig['kind'];
@@ -182,6 +184,7 @@ export function seedTables(shape: SeedShape, count: number, passwordHash: string
       }
     },
   };
+  if (shape === 'users') return [users];
   if (!isGrowth) return [users, sessions];
 
   const organizationCount = Math.ceil(count / 10);
@@ -419,7 +422,7 @@ if (import.meta.main) {
   // SQLite allows 32,766 bound values per statement; sessions have 13 columns.
   if (batchSize * 13 > 32_766) throw new Error('SEED_BATCH must be at most 2520');
   const shape = process.env.SEED_SHAPE ?? 'plain';
-  if (shape !== 'plain' && shape !== 'growth') throw new Error(`SEED_SHAPE must be plain or growth (got "${shape}")`);
+  if (shape !== 'plain' && shape !== 'growth' && shape !== 'users') throw new Error(`SEED_SHAPE must be plain, growth or users (got "${shape}")`);
   const hashParameters = {
     memoryKib: positiveInteger(process.env.SEED_ARGON2_MEMORY_KIB, 'SEED_ARGON2_MEMORY_KIB', DEFAULT_HASH_PARAMETERS.memoryKib),
     iterations: positiveInteger(process.env.SEED_ARGON2_ITERATIONS, 'SEED_ARGON2_ITERATIONS', DEFAULT_HASH_PARAMETERS.iterations),
