@@ -5,8 +5,9 @@
  * (time and address, written at most once a minute per key and instance: no write per request),
  * and the audit of failed uses (`api_key.use_failed`, at most once a minute per key and reason, so
  * a client retrying a dead key cannot flood the log). Every authentication is counted, accepted or
- * not (`count`: api-keys.metrics.ts, memory only). The owner is read at every use: a demoted or
- * disabled owner's key loses what they lost, at once.
+ * not (`count`: api-keys.metrics.ts, memory only). The owner is as they are at every use (read
+ * again, or on SQLite kept only while nothing was committed: below): a demoted or disabled owner's
+ * key loses what they lost, at once.
  *
  * On a SQLite file the key's row and its owner are kept between uses while nothing at all has been
  * committed to the database since they were read (SQLite's change counter, storage/database.ts

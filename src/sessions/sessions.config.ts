@@ -1,6 +1,7 @@
 /** The sessions section of the configuration: the strategy, session lifetimes, access tokens, and where sessions' places come from. */
 import { isAbsolute, resolve } from 'node:path';
 import type { ConfigSection } from '../config.ts';
+import { parseDatabaseUrl } from '../storage/storage.config.ts';
 import { placeDatabaseProblem } from './place.ts';
 
 export type SessionStrategy = 'database' | 'jwt';
@@ -58,12 +59,13 @@ export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems
   const revocationSyncIntervalMs = read.integer('REVOCATION_SYNC_INTERVAL_MS', 1_000, { min: 100, max: 60_000 });
   // On a SQLite file the cache costs one PRAGMA per check and can miss nothing (any commit drops
   // it), so it is on by default there; on PostgreSQL it adds a NOTIFY to every change: asked for.
-  const databaseUrl = read.string('DATABASE_URL');
-  const isSqliteFile = databaseUrl === undefined || (databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:'));
+  // The URL as storage parses it (its own problems are reported by the core configuration).
+  const database = parseDatabaseUrl(read.string('DATABASE_URL') ?? 'sqlite:./data/gatehouse.db', []);
+  const isSqliteFile = database?.kind === 'sqlite' && database.path !== ':memory:';
   const checkCacheSize = read.integer('SESSION_CHECK_CACHE', isSqliteFile && sessionStrategy === 'database' ? DEFAULT_SQLITE_CHECK_CACHE : 0, { min: 0, max: 1_000_000 });
   if (checkCacheSize > 0 && sessionStrategy !== 'database') problems.push('SESSION_CHECK_CACHE is for SESSION_STRATEGY=database: the jwt strategy reads no session to keep');
   // An in-memory database has one connection: no second one to read the change counter on.
-  if (checkCacheSize > 0 && databaseUrl?.startsWith('sqlite:') === true && !isSqliteFile) problems.push('SESSION_CHECK_CACHE needs PostgreSQL or a SQLite file (not sqlite::memory:): it reads what changed on a second connection');
+  if (checkCacheSize > 0 && database?.kind === 'sqlite' && !isSqliteFile) problems.push('SESSION_CHECK_CACHE needs PostgreSQL or a SQLite file (not sqlite::memory:): it reads what changed on a second connection');
   // Minutes in both strategies. Gatehouse itself checks the session row on every request in the
   // database strategy, but a downstream app verifying tokens offline (gatehouse-protect with its
   // defaults) cannot: a token it accepts must stop working soon after sign-out there too. Sessions

@@ -317,6 +317,7 @@ function wrap(db: Db, dialect: DatabaseConfig['kind'], observeQueries: Storage['
     },
     async close() {
       hotReaders.delete(db);
+      changeCounters.delete(db);
       closeMore?.();
       await db.destroy();
     },

@@ -41,6 +41,8 @@ export interface SqliteReader {
   /**
    * SQLite's `PRAGMA data_version` on this connection: it changes whenever another connection (the
    * writer, another process's, the CLI's) has committed since it was last read, and only then.
+   * Once closed, NaN (never equal to itself: whatever was kept by it is never used again), since a
+   * connection opened afresh would start its count again and could repeat an old value.
    */
   dataVersion(): number;
   close(): void;
@@ -61,10 +63,12 @@ export function openSqliteReader(path: string, options: { cacheMib?: number } = 
     addFunctions(database);
     return new NodeSqliteAdapter(database);
   };
+  let isClosed = false;
   return {
     all: (sql, parameters) => (adapter ??= open()).prepare(sql).all(parameters) as Record<string, unknown>[],
-    dataVersion: () => Number(((adapter ??= open()).prepare('PRAGMA data_version').all([])[0] as { data_version: number }).data_version),
+    dataVersion: () => (isClosed ? Number.NaN : Number(((adapter ??= open()).prepare('PRAGMA data_version').all([])[0] as { data_version: number }).data_version)),
     close() {
+      isClosed = true;
       adapter?.close();
       adapter = undefined;
     },
