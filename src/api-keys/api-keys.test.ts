@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { backends } from '../../test/helpers/databases.ts';
-import { createSignedInUser, modulesWithoutJobs, useTestApp, type TestApp } from '../../test/helpers/app.ts';
+import { createSignedInUser, modulesWithoutJobs, statementsOf, useTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import { API_KEY_SCANNER_REGEX, parseApiKey } from './key-format.ts';
@@ -290,16 +290,7 @@ for (const backend of await backends()) {
     it('kept between uses on SQLite while nothing is committed (no key or owner read); after any commit, read again; revoked from another connection, refused at once', async () => {
       const user = await createSignedInUser(t, { email: `kept-${backend.name}@example.com`, password: PASSWORD });
       const key = await createKey(user.token, { name: 'kept' });
-      const statementsOf = async (run: () => Promise<unknown>) => {
-        let statements = 0;
-        t.services.storage.observeQueries?.(() => statements++);
-        try {
-          await run();
-        } finally {
-          t.services.storage.observeQueries?.(null);
-        }
-        return statements;
-      };
+      const statements = async (run: () => Promise<unknown>) => (await statementsOf(t, run)).length;
       const use = async () => assert.equal((await get('/api/organizations', key.secret)).statusCode, 200);
       /** A commit by another connection (another process: the CLI, another worker). */
       const outsideWrite = async (statement: string) => {
@@ -315,10 +306,10 @@ for (const backend of await backends()) {
       // The first uses write the rate-limit leases (at uses 1, 2, 4 and 8: key-rate-lease.ts) and
       // the last use; after ten, the next uses of this minute write nothing.
       for (let i = 0; i < 10; i++) await use();
-      const kept = await statementsOf(use);
-      assert.equal(await statementsOf(use), kept, 'nothing committed: the same again');
+      const kept = await statements(use);
+      assert.equal(await statements(use), kept, 'nothing committed: the same again');
       await outsideWrite(`update users set name = 'Renamed' where id = '${user.id}'`);
-      const afterCommit = await statementsOf(use);
+      const afterCommit = await statements(use);
       assert.equal(afterCommit, backend.name === 'sqlite' ? kept + 3 : kept, 'on SQLite the key, its owner and their roles were kept (three reads), and are read again after a commit');
 
       await outsideWrite(`update api_keys set revoked_at = ${clock()} where id = '${key.key.id}'`);

@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
-import { createTestApp, createUser, modulesWithoutJobs, type TestApp } from '../../test/helpers/app.ts';
+import { createTestApp, createUser, modulesWithoutJobs, statementsOf, type TestApp } from '../../test/helpers/app.ts';
 import { loadConfig } from '../modules.ts';
 import { ConfigError } from '../config.ts';
 import { CACHE_TTL_MS, createSessionCheckCache, type SessionChange } from './session-check-cache.ts';
@@ -58,16 +58,8 @@ function nextListening(app: TestApp, isListening: boolean): Promise<void> {
   });
 }
 
-async function statementsOf(app: TestApp, run: () => Promise<unknown>): Promise<number> {
-  let count = 0;
-  app.services.storage.observeQueries?.(() => count++);
-  try {
-    await run();
-  } finally {
-    app.services.storage.observeQueries?.(null);
-  }
-  return count;
-}
+/** How many statements `app`'s storage sent while `run` ran. */
+const statementCount = async (app: TestApp, run: () => Promise<unknown>) => (await statementsOf(app, run)).length;
 
 const check = async (app: TestApp, token: string) => {
   const response = await app.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${token}` } });
@@ -85,7 +77,7 @@ async function signInOn(app: TestApp, email: string, roles: string[]): Promise<{
 /** Checked on `app` twice: the second from its cache, without a query (SQLite's change counter aside). */
 async function keptOn(app: TestApp, token: string): Promise<void> {
   assert.equal((await check(app, token)).status, 200);
-  assert.equal(await statementsOf(app, async () => assert.equal((await check(app, token)).status, 200)), 0, 'served from the cache');
+  assert.equal(await statementCount(app, async () => assert.equal((await check(app, token)).status, 200)), 0, 'served from the cache');
 }
 
 describe('SESSION_CHECK_CACHE across two instances on one SQLite file (the default)', { timeout: 120_000 }, () => {
@@ -134,7 +126,7 @@ describe('SESSION_CHECK_CACHE across two instances on one SQLite file (the defau
     } finally {
       outside.close();
     }
-    assert.equal(await statementsOf(b, async () => assert.deepEqual((await check(b, user.token)).body.user?.roles, ['AUDITOR'])), 1, 'read again after the commit');
+    assert.equal(await statementCount(b, async () => assert.deepEqual((await check(b, user.token)).body.user?.roles, ['AUDITOR'])), 1, 'read again after the commit');
     await keptOnB(user.token);
   });
 
@@ -209,8 +201,8 @@ describe('SESSION_CHECK_CACHE across two instances (PostgreSQL)', { skip: postgr
     // Every LISTEN connection of this database: A's and B's.
     await sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN%'`.execute(a.services.storage.db);
     await stopped;
-    assert.equal(await statementsOf(b, () => check(b, user.token)), 1, 'not listening: read');
-    assert.equal(await statementsOf(b, () => check(b, user.token)), 1, 'and read again: nothing kept');
+    assert.equal(await statementCount(b, () => check(b, user.token)), 1, 'not listening: read');
+    assert.equal(await statementCount(b, () => check(b, user.token)), 1, 'and read again: nothing kept');
     await listening;
     await keptOnB(user.token);
   });

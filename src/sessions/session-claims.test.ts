@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
 import { backends } from '../../test/helpers/databases.ts';
-import { createUser, modulesWithoutJobs, useTestApp, type TestApp } from '../../test/helpers/app.ts';
+import { createUser, modulesWithoutJobs, statementsOf, useTestApp, type TestApp } from '../../test/helpers/app.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const SOURCE = { actorUserId: null, ip: null, userAgent: null };
@@ -17,18 +17,6 @@ const SOURCE = { actorUserId: null, ip: null, userAgent: null };
 async function sessionView(t: TestApp, token: string) {
   const response = await t.app.inject({ method: 'GET', url: '/api/auth/session', headers: { authorization: `Bearer ${token}` } });
   return { status: response.statusCode, claims: (response.json() as { claims?: Record<string, unknown> }).claims ?? {} };
-}
-
-/** The statements `run` sends to the database (every kind: a session touch would count too). */
-async function statementsOf(t: TestApp, run: () => Promise<unknown>): Promise<string[]> {
-  const kinds: string[] = [];
-  t.services.storage.observeQueries?.((kind) => kinds.push(kind));
-  try {
-    await run();
-  } finally {
-    t.services.storage.observeQueries?.(null);
-  }
-  return kinds;
 }
 
 for (const backend of await backends()) {

@@ -90,6 +90,18 @@ export function modulesWithoutJobs(...keep: string[]): readonly GatehouseModule[
   return MODULES.map((module) => (keep.includes(module.name) ? module : { ...module, jobs: undefined }));
 }
 
+/** The kinds of the statements (`SelectQueryNode`, …) `app`'s storage sent while `run` ran. */
+export async function statementsOf(app: Pick<TestApp, 'services'>, run: () => Promise<unknown>): Promise<string[]> {
+  const kinds: string[] = [];
+  app.services.storage.observeQueries?.((kind) => kinds.push(kind));
+  try {
+    await run();
+  } finally {
+    app.services.storage.observeQueries?.(null);
+  }
+  return kinds;
+}
+
 /**
  * Inside a `describe`: a database of its own on `backend` and the app built on it, made before the
  * tests and dropped after. The result stands for that app (and its `database`) once `before` ran.
