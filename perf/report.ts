@@ -168,7 +168,7 @@ export function renderBenchmarks(results: ScenarioResult[]): string {
     'BENCH_ONLY=mfa,oidc npm run bench      # some of them (names: the top of perf/run.ts)',
     '```',
     '',
-    'The default run takes about 13 minutes and needs PostgreSQL at 127.0.0.1:5432 (or `BENCH_POSTGRES_URL`)',
+    'The default run takes about 17 minutes and needs PostgreSQL at 127.0.0.1:5432 (or `BENCH_POSTGRES_URL`)',
     'for its PostgreSQL figures. The server runs pinned to one CPU (`taskset`), the load generator on the other, on loopback.',
     '',
     renderMarkdown(results),

@@ -6,7 +6,7 @@
  * perf/results/<scenario>.json, and perf/report.ts writes BENCHMARKS.md (and the results part of
  * docs/operations/performance.md) from every result file there.
  *
- * Scenarios (the default run is all but growth, about 13 minutes):
+ * Scenarios (the default run is all but growth and import, about 17 minutes):
  *   signin, signin-workers   sign-in (default settings) vs the hash-bound limit; 1 and 2 workers
  *   session, protected, jwks, protect, flood
  *                            session checks, the route guard, the JWKS, gatehouse-protect downstream,
