@@ -137,6 +137,34 @@ describe('SESSION_CHECK_CACHE across two instances on one SQLite file (the defau
   });
 });
 
+describe('SESSION_CHECK_CACHE, jwt strategy on one SQLite file: the current roles of admin routes', { timeout: 120_000 }, () => {
+  let database: TestDatabase;
+  let a: TestApp;
+  let b: TestApp;
+  const adminRoute = async (app: TestApp, token: string) => (await app.app.inject({ method: 'GET', url: '/api/admin/users?limit=1', headers: { authorization: `Bearer ${token}` } })).statusCode;
+
+  it('builds both instances (the revocation mirror kept, no other jobs)', async () => {
+    database = await sqlite.create();
+    a = await createTestApp(database, { env: { SESSION_STRATEGY: 'jwt' }, modules: modulesWithoutJobs('sessions') });
+    b = await createTestApp(database, { env: { SESSION_STRATEGY: 'jwt' }, modules: modulesWithoutJobs('sessions') });
+    assert.ok(b.services.sessionChanges !== undefined, 'on by default on a SQLite file, for the jwt strategy too');
+  });
+
+  it('an administrator demoted on A is refused by B\'s admin routes at the very next request, with the token still listing ADMIN', async () => {
+    const admin = await signInOn(a, 'sqlite-jwt-admin@example.com', ['ADMIN']);
+    assert.equal(await adminRoute(b, admin.token), 200);
+    assert.equal(await adminRoute(b, admin.token), 200, 'kept');
+    assert.ok((await a.services.admin.updateUser(admin.id, { roles: [] }, SOURCE)).ok);
+    assert.equal(await adminRoute(b, admin.token), 403, 'the role is gone on B');
+  });
+
+  it('closes both', async () => {
+    await a?.close();
+    await b?.close();
+    await database?.drop();
+  });
+});
+
 describe('SESSION_CHECK_CACHE across two instances (PostgreSQL)', { skip: postgres.skip, timeout: 120_000 }, () => {
   let database: TestDatabase;
   let a: TestApp;
@@ -230,10 +258,10 @@ describe('SESSION_CHECK_CACHE settings', () => {
     const sizeOf = (env: Record<string, string>) => loadConfig({ NODE_ENV: 'test', ...env }).sessions.checkCacheSize;
     assert.equal(sizeOf({ DATABASE_URL: 'sqlite:/tmp/x.db' }), DEFAULT_SQLITE_CHECK_CACHE);
     assert.equal(sizeOf({}), DEFAULT_SQLITE_CHECK_CACHE, 'the default store is a SQLite file');
-    assert.equal(sizeOf({ DATABASE_URL: 'sqlite:/tmp/x.db', SESSION_STRATEGY: 'jwt' }), 0);
+    assert.equal(sizeOf({ DATABASE_URL: 'sqlite:/tmp/x.db', SESSION_STRATEGY: 'jwt' }), DEFAULT_SQLITE_CHECK_CACHE, 'the jwt strategy keeps its admin routes\' current roles on SQLite');
     assert.equal(sizeOf({ DATABASE_URL: 'sqlite:/tmp/x.db', SESSION_CHECK_CACHE: '0' }), 0, 'turned off');
     assert.equal(sizeOf({ DATABASE_URL: 'postgres://127.0.0.1/x' }), 0, 'asked for on PostgreSQL');
-    assert.ok(problemsOf({ SESSION_CHECK_CACHE: '10', SESSION_STRATEGY: 'jwt', DATABASE_URL: 'postgres://127.0.0.1/x' }).some((p) => p.startsWith('SESSION_CHECK_CACHE is for SESSION_STRATEGY=database')));
+    assert.ok(problemsOf({ SESSION_CHECK_CACHE: '10', SESSION_STRATEGY: 'jwt', DATABASE_URL: 'postgres://127.0.0.1/x' }).some((p) => p.startsWith('SESSION_CHECK_CACHE on PostgreSQL is for SESSION_STRATEGY=database')));
     assert.deepEqual(problemsOf({ SESSION_CHECK_CACHE: '10', DATABASE_URL: 'postgres://127.0.0.1/x' }), []);
     assert.ok(problemsOf({ SESSION_CHECK_CACHE: '-1', DATABASE_URL: 'postgres://127.0.0.1/x' }).length > 0);
   });

@@ -274,11 +274,12 @@ export function createSessionService(deps: SessionServiceDeps) {
      * `auth` with the roles its user holds now, for decisions that grant a role's powers (the
      * admin area): null when the session has ended or the user is disabled. The database strategy
      * read them with the check already; the jwt strategy's token may list a role taken away since
-     * it was issued, so its session and user are read here (one query).
+     * it was issued, so its session and user are read here (one query; on SQLite kept while
+     * nothing was committed since: SESSION_CHECK_CACHE).
      */
     async withCurrentRoles<A extends AuthContext>(auth: A): Promise<A | null> {
       if (strategy === 'database' && auth.profile !== undefined) return auth;
-      const row = await findLiveSession(auth.sessionId, auth.userId, clock(), { isUserChecked: true });
+      const row = await findLiveSession(auth.sessionId, auth.userId, clock(), { isUserChecked: true, mayBeKept: true });
       // And how and when the user last proved themselves, as stored: a step-up counts at once.
       return row && { ...auth, ...authenticationOf(row), roles: row.roles, profile: { email: row.email, name: row.name, expiresAt: row.expires_at } };
     },

@@ -25,10 +25,11 @@ declare module '../config.ts' {
       /** jwt strategy: how often each instance pulls revocations made by the others. */
       readonly revocationSyncIntervalMs: number;
       /**
-       * SESSION_CHECK_CACHE: database strategy, how many sessions' check reads each instance keeps
-       * (session-check-cache.ts); 0: none, every check reads storage. Default 10,000 on a SQLite
+       * SESSION_CHECK_CACHE: how many sessions' check reads each instance keeps (the database
+       * strategy's checks; on SQLite also the jwt strategy's current roles for admin routes;
+       * session-check-cache.ts); 0: none, every check reads storage. Default 10,000 on a SQLite
        * file (a kept read is used only while nothing was committed since), 0 on PostgreSQL (on,
-       * it announces every change through NOTIFY).
+       * database strategy only, it announces every change through NOTIFY).
        */
       readonly checkCacheSize: number;
       /**
@@ -62,8 +63,10 @@ export const sessionsConfigSection: ConfigSection = (read, { authUrl }, problems
   // The URL as storage parses it (its own problems are reported by the core configuration).
   const database = parseDatabaseUrl(read.string('DATABASE_URL') ?? 'sqlite:./data/gatehouse.db', []);
   const isSqliteFile = database?.kind === 'sqlite' && database.path !== ':memory:';
-  const checkCacheSize = read.integer('SESSION_CHECK_CACHE', isSqliteFile && sessionStrategy === 'database' ? DEFAULT_SQLITE_CHECK_CACHE : 0, { min: 0, max: 1_000_000 });
-  if (checkCacheSize > 0 && sessionStrategy !== 'database') problems.push('SESSION_CHECK_CACHE is for SESSION_STRATEGY=database: the jwt strategy reads no session to keep');
+  const checkCacheSize = read.integer('SESSION_CHECK_CACHE', isSqliteFile ? DEFAULT_SQLITE_CHECK_CACHE : 0, { min: 0, max: 1_000_000 });
+  // On SQLite the jwt strategy keeps the current-roles reads of admin routes; on PostgreSQL the
+  // announcements are the database strategy's.
+  if (checkCacheSize > 0 && sessionStrategy !== 'database' && !isSqliteFile) problems.push('SESSION_CHECK_CACHE on PostgreSQL is for SESSION_STRATEGY=database: the jwt strategy reads no session to keep');
   // An in-memory database has one connection: no second one to read the change counter on.
   if (checkCacheSize > 0 && database?.kind === 'sqlite' && !isSqliteFile) problems.push('SESSION_CHECK_CACHE needs PostgreSQL or a SQLite file (not sqlite::memory:): it reads what changed on a second connection');
   // Minutes in both strategies. Gatehouse itself checks the session row on every request in the

@@ -55,8 +55,8 @@ declare module '../audit/audit.service.ts' {
  * SQLite file the cache kept by storage's change counter; else (off, jwt, in-memory SQLite) none.
  */
 function checkCacheOf(config: Config, db: Db, postgres: () => SessionChanges): SessionChanges | undefined {
-  if (config.sessionStrategy !== 'database' || config.sessions.checkCacheSize <= 0) return undefined;
-  if (config.database.kind === 'postgres') return postgres();
+  if (config.sessions.checkCacheSize <= 0) return undefined;
+  if (config.database.kind === 'postgres') return config.sessionStrategy === 'database' ? postgres() : undefined;
   const counter = changeCounterOf(db);
   return counter === undefined ? undefined : createSqliteSessionChanges(config.sessions.checkCacheSize, counter);
 }
