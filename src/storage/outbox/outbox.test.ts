@@ -291,16 +291,21 @@ for (const backend of await backends()) {
       await addItems(['closed'], 2);
       await db.updateTable('outbox_test_lanes').set({ closed_at: clock() }).where('id', '=', 'closed').execute();
       const held = gate();
+      const stuckStarted = gate();
       const seen = tracker();
       const behave = async (item: TestItem) => {
         seen.begin(item, 'any', true);
-        if (item.lane_id === 'stuck') await held.promise;
+        if (item.lane_id === 'stuck') {
+          stuckStarted.open();
+          await held.promise;
+        }
         seen.end(item, 'any', true);
         return 'done' as const;
       };
       const worker = workerOf(LANED, behave);
       const run = worker.runOnce();
-      await seen.reach(others.length);
+      // The other lanes done and the stuck one's first item begun (either may come first).
+      await Promise.all([seen.reach(others.length), stuckStarted.promise]);
       assert.equal(seen.attemptsOf.get(stuckIds[0]!), 1, 'the stuck lane’s first item is in flight');
       // Another instance finds nothing to do: the stuck lane is leased, the rest done.
       const other = workerOf(LANED, behave, { owner: 'other-instance' });
