@@ -51,8 +51,9 @@ declare module '../audit/audit.service.ts' {
 }
 
 /**
- * SESSION_CHECK_CACHE, database strategy: on PostgreSQL the cache with its announcements; on a
- * SQLite file the cache kept by storage's change counter; else (off, jwt, in-memory SQLite) none.
+ * SESSION_CHECK_CACHE: on PostgreSQL, database strategy only, the cache with its announcements; on
+ * a SQLite file, either strategy, the cache kept by storage's change counter (the jwt strategy uses
+ * it for the current roles of admin routes); else (off, jwt on PostgreSQL, in-memory SQLite) none.
  */
 function checkCacheOf(config: Config, db: Db, postgres: () => SessionChanges): SessionChanges | undefined {
   if (config.sessions.checkCacheSize <= 0) return undefined;
