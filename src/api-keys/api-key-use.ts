@@ -19,7 +19,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import { changeCounterOf, type Db } from '../storage/database.ts';
+import { changeCounterOf, watchChanges, type Db } from '../storage/database.ts';
 import type { User } from '../users/user.service.ts';
 import type { RateLimiters } from '../http/rate-limit.ts';
 import { leasedLimiter, type LeasedLimiter } from './key-rate-lease.ts';
@@ -92,35 +92,34 @@ export function createApiKeyUse(deps: {
   /** Each key's scopes as last read (by `find`, earlier in the same request), for the guard. */
   const ownScopes = new Map<string, string[]>();
   /** SQLite: keys' rows and owners as read, while the change counter stays where it was. */
-  const changeCounter = changeCounterOf(db);
+  const counter = changeCounterOf(db);
+  const hasChanged = counter === undefined ? undefined : watchChanges(counter);
   const keptReads = new Map<string, { row: store.ApiKeyRow; owner?: User | null }>();
-  let seenVersion: number | undefined;
+  /** Moves each time the kept reads are dropped: a read begun before a drop is not kept. */
+  let epoch = 0;
 
   /** The key's row (and owner, once read) kept since no commit, or a fresh entry to fill. */
   async function readKey(id: string): Promise<{ row: store.ApiKeyRow; owner?: User | null } | undefined> {
-    if (changeCounter !== undefined) {
-      const version = changeCounter();
-      if (version !== seenVersion) {
-        seenVersion = version;
-        keptReads.clear();
-      }
-      const kept = keptReads.get(id);
-      if (kept !== undefined) return kept;
+    if (hasChanged?.() === true) {
+      epoch++;
+      keptReads.clear();
     }
-    const startedAt = seenVersion;
+    const kept = keptReads.get(id);
+    if (kept !== undefined) return kept;
+    const startedIn = epoch;
     const row = await store.findKey(db, id);
     if (row === undefined) return undefined;
     const read = { row };
-    // Kept only if nothing was committed while it was read (the next use reads the counter again anyway).
-    if (changeCounter !== undefined && startedAt === seenVersion) remember(keptReads, id, read);
+    // Kept only on SQLite, and only if nothing was dropped while it was read (the next use reads the counter again anyway).
+    if (hasChanged !== undefined && startedIn === epoch) remember(keptReads, id, read);
     return read;
   }
 
   async function ownerOf(read: { row: store.ApiKeyRow; owner?: User | null }): Promise<User | null> {
     if (read.owner !== undefined) return read.owner;
-    const version = seenVersion;
+    const startedIn = epoch;
     const owner = read.row.user_id === null ? null : await users.findUserById(read.row.user_id);
-    if (version === seenVersion) read.owner = owner;
+    if (startedIn === epoch) read.owner = owner;
     return owner;
   }
 

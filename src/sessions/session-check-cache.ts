@@ -24,6 +24,7 @@
  * shows within that time, as the jwt strategy's session view does.
  */
 import type { SessionCheckRow } from './session.store.ts';
+import { watchChanges } from '../storage/database.ts';
 
 /** The longest an entry is used: what a change without an announcement (a new name) may take to show. */
 export const CACHE_TTL_MS = 5_000;
@@ -61,7 +62,7 @@ export function createSessionCheckCache(maxEntries: number, changeCounter?: () =
   const byUser = new Map<string, Set<string>>();
   let epoch = 0;
   let isListening = false;
-  let seenVersion: number | undefined;
+  const hasChanged = changeCounter === undefined ? undefined : watchChanges(changeCounter);
 
   function drop(sessionId: string): void {
     const entry = entries.get(sessionId);
@@ -80,14 +81,10 @@ export function createSessionCheckCache(maxEntries: number, changeCounter?: () =
   return {
     get(sessionId, now) {
       if (!isListening) return undefined;
-      if (changeCounter !== undefined) {
-        const version = changeCounter();
-        if (version !== seenVersion) {
-          seenVersion = version;
-          epoch++;
-          clear();
-          return undefined;
-        }
+      if (hasChanged?.() === true) {
+        epoch++;
+        clear();
+        return undefined;
       }
       const entry = entries.get(sessionId);
       if (entry === undefined) return undefined;

@@ -127,6 +127,21 @@ export function changeCounterOf(db: Db): (() => number) | undefined {
   return changeCounters.get(db);
 }
 
+/**
+ * A reader of `counter` (a `changeCounterOf`) that answers whether it moved since its last call
+ * (true the first time, and always once the counter reads NaN): what was kept since that call
+ * may be used while it answers false.
+ */
+export function watchChanges(counter: () => number): () => boolean {
+  let seen: number | undefined;
+  return () => {
+    const version = counter();
+    if (version === seen) return false;
+    seen = version;
+    return true;
+  };
+}
+
 const PG_INT8_OID = 20;
 
 /**
