@@ -3,7 +3,12 @@
  * the markup (the text lives only in the modules), so the page can embed it under a CSP that
  * allows no scripts. The manual key is shown beside it for people who cannot scan.
  */
-import { renderSVG } from 'uqr';
+import { createRequire } from 'node:module';
+import type * as Uqr from 'uqr';
+
+/** The QR encoder is loaded at the first enrolment, not at start (idle memory is a budget: perf/analysis.md). */
+let uqr: typeof Uqr | undefined;
+const loadUqr = (): typeof Uqr => (uqr ??= createRequire(import.meta.url)('uqr') as typeof Uqr);
 
 /**
  * Medium error correction (15 %) survives a glare or a smudged screen at a modest size, and a
@@ -14,5 +19,5 @@ const QR_OPTIONS = { ecc: 'M', border: 4 } as const;
 
 /** The otpauth:// URL as a QR code in SVG markup. */
 export function otpauthQrSvg(otpauthUrl: string): string {
-  return renderSVG(otpauthUrl, QR_OPTIONS);
+  return loadUqr().renderSVG(otpauthUrl, QR_OPTIONS);
 }

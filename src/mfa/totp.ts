@@ -7,7 +7,12 @@
  * Time comes in as `now` (epoch milliseconds) from the service's clock: never Date.now here.
  */
 import { randomBytes } from 'node:crypto';
-import { HOTP, Secret, TOTP } from 'otpauth';
+import { createRequire } from 'node:module';
+import type * as OtpAuth from 'otpauth';
+
+/** otpauth is loaded at the first TOTP enrolment or code, not at start (idle memory is a budget: perf/analysis.md). */
+let otpauth: typeof OtpAuth | undefined;
+const loadOtpAuth = (): typeof OtpAuth => (otpauth ??= createRequire(import.meta.url)('otpauth') as typeof OtpAuth);
 
 const ALGORITHM = 'SHA1';
 const DIGITS = 6;
@@ -50,7 +55,7 @@ export interface AcceptCodeInput extends TotpCodeInput {
 /** A new random TOTP secret: 160 bits from node:crypto, base32 (RFC 4648) as apps expect it. */
 export function createTotpSecret(): string {
   // Copied into an ArrayBuffer of its own: a Buffer's `.buffer` may be a larger shared pool.
-  return new Secret({ buffer: Uint8Array.from(randomBytes(SECRET_BYTES)).buffer }).base32;
+  return new (loadOtpAuth().Secret)({ buffer: Uint8Array.from(randomBytes(SECRET_BYTES)).buffer }).base32;
 }
 
 /** The otpauth:// key URI (Google Authenticator's format) that enrolment shows as a QR code. */
@@ -59,7 +64,7 @@ export function totpUrl({ secret, issuer, email }: TotpUrlInput): string {
   // The label is "issuer:account", and apps split it at the first colon even when it is
   // percent-encoded (the key URI format forbids colons in both parts).
   if (issuer.includes(':') || email.includes(':')) throw new RangeError('A TOTP issuer or account may not contain ":"');
-  return new TOTP({
+  return new (loadOtpAuth().TOTP)({
     issuer,
     label: email,
     issuerInLabel: true,
@@ -108,21 +113,21 @@ function parseCode(code: unknown): string | null {
  * Only secrets of the shape we create are used: an empty or short stored secret would make codes
  * that anyone can compute, so it is a loud error rather than a quiet weak check.
  */
-function parseSecret(secret: string): Secret {
+function parseSecret(secret: string): OtpAuth.Secret {
   if (!SECRET_PATTERN.test(secret)) throw new RangeError('A TOTP secret must be 32 base32 characters (160 bits)');
-  return Secret.fromBase32(secret);
+  return loadOtpAuth().Secret.fromBase32(secret);
 }
 
 /** The current step first, then the one before, then the one after (the likeliest first). */
 function candidateSteps(now: number): number[] {
   if (!Number.isFinite(now) || now < 0) throw new RangeError('now must be a time in epoch milliseconds');
-  const current = TOTP.counter({ period: PERIOD_SECONDS, timestamp: now });
+  const current = loadOtpAuth().TOTP.counter({ period: PERIOD_SECONDS, timestamp: now });
   const steps = [current];
   for (let offset = 1; offset <= WINDOW_STEPS; offset++) steps.push(current - offset, current + offset);
   return steps.filter((step) => step >= 0);
 }
 
 /** A TOTP code at step s is the HOTP code at counter s; the library compares in constant time. */
-function matchesStep(secret: Secret, token: string, step: number): boolean {
-  return HOTP.validate({ token, secret, algorithm: ALGORITHM, digits: DIGITS, counter: step, window: 0 }) === 0;
+function matchesStep(secret: OtpAuth.Secret, token: string, step: number): boolean {
+  return loadOtpAuth().HOTP.validate({ token, secret, algorithm: ALGORITHM, digits: DIGITS, counter: step, window: 0 }) === 0;
 }

@@ -14,7 +14,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Reader } from 'mmdb-lib';
+import type { Reader } from 'mmdb-lib';
 import type { Logger } from '../lib/logger.ts';
 import { truncate } from './session-views.ts';
 
@@ -177,7 +177,8 @@ export function createPlaceFinder({ file, logger }: { file: string | null; logge
 
   async function load(path: string): Promise<Reader<Record<string, unknown>> | null> {
     try {
-      return new Reader<Record<string, unknown>>(await readFile(path));
+      const { Reader: MmdbReader } = await import('mmdb-lib');
+      return new MmdbReader<Record<string, unknown>>(await readFile(path));
     } catch (error) {
       logger.error({ file: path, err: error }, 'GEOIP_DATABASE_FILE could not be loaded: sessions are shown without a place');
       return null;

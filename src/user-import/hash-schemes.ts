@@ -18,7 +18,6 @@
  */
 import { createCipheriv, createHash, pbkdf2, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
-import bcrypt from 'bcryptjs';
 import { verify as argon2Verify } from '@node-rs/argon2';
 import type { PasswordHashScheme } from '../credentials/password-hasher.ts';
 
@@ -62,7 +61,8 @@ const bcryptScheme: ParsedScheme<{ hash: string }> = {
     return cost < BOUNDS.bcryptCost.min || cost > BOUNDS.bcryptCost.max ? { refused: 'HASH_COST_TOO_HIGH' } : { hash: match[0] };
   },
   // bcryptjs compares the whole result in constant time.
-  verify: ({ hash }, password) => bcrypt.compare(password, hash),
+  // Loaded at the first bcrypt hash verified, not at start (idle memory is a budget: perf/analysis.md).
+  verify: async ({ hash }, password) => (await import('bcryptjs')).default.compare(password, hash),
 };
 
 const argon2Scheme: ParsedScheme<{ hash: string }> = {
