@@ -9,6 +9,7 @@ import { loadConfig } from './modules.ts';
 import { isClusterWorker, runPrimary } from './cluster.ts';
 import { serverLogDestination } from './http/logging.ts';
 import { startShutdownWatchdog } from './lib/shutdown-watchdog.ts';
+import { sizeThreadPool } from './lib/thread-pool-priority.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** The watchdog thread acts this long after the main thread's own deadline. */
@@ -35,6 +36,9 @@ export async function runServer(): Promise<void> {
     }
     throw error;
   }
+  // Before anything gives the thread pool work: hashes and the rest of the pool's work each get threads.
+  const pool = sizeThreadPool(config.passwords.maxConcurrentHashes);
+  if (pool.warning !== null) process.stderr.write(`warning: ${pool.warning}\n`);
 
   if (config.workers > 1 && !isClusterWorker()) {
     await runPrimary(config, (message) => process.stderr.write(`gatehouse: ${message}\n`)).catch((error: unknown) => {

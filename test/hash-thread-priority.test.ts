@@ -1,7 +1,9 @@
 /**
  * Hashes run below the event loop: the server process lowers its thread pool's threads to
- * HASH_THREAD_NICE (Linux), so a flood of sign-ins cannot take the CPU from cheap requests
- * (src/lib/thread-pool-priority.ts). Read from the kernel's own view of the process's threads.
+ * HASH_THREAD_NICE (Linux), so a flood of sign-ins cannot take the CPU from cheap requests; and the
+ * pool has threads beside the HASH_CONCURRENCY hashes for its other work (the access token's
+ * signature, file reads), unless the operator sized it (src/lib/thread-pool-priority.ts). Read from
+ * the kernel's own view of the process's threads.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -40,6 +42,24 @@ describe('hash thread priority', { skip: process.platform !== 'linux' && 'the th
       assert.deepEqual(pool, pool.map(() => Math.max(expected, loop)));
       const started = server.child.output();
       if (expected > 0) assert.match(started, /hash threads run below the event loop/);
+    });
+  }
+});
+
+describe('thread pool size', { skip: process.platform !== 'linux' && 'threads are counted from /proc' }, () => {
+  const cases = [
+    { name: 'HASH_CONCURRENCY=6: 6 threads for hashes and 2 beside them', env: { HASH_CONCURRENCY: '6' }, threads: 8, warns: false },
+    { name: "UV_THREADPOOL_SIZE set by the operator is kept; one that leaves no thread beside the hashes is warned of", env: { HASH_CONCURRENCY: '6', UV_THREADPOOL_SIZE: '5' }, threads: 5, warns: true },
+  ];
+  for (const { name, env: settings, threads, warns } of cases) {
+    it(name, async (t) => {
+      const { cleanup, env } = serverScratch(t, 'pool');
+      const server = await startGatehouse({ env: { ...env, NODE_ENV: 'test', ...settings }, cleanup });
+      // The start lowers the pool's priority, which starts all of its threads.
+      assert.equal(threadNiceValues(server.child.pid).get('libuv-worker')?.length, threads);
+      const warning = /warning: UV_THREADPOOL_SIZE=5 leaves no thread beside HASH_CONCURRENCY=6 hashes/;
+      if (warns) assert.match(server.child.stderr(), warning);
+      else assert.doesNotMatch(server.child.stderr(), /UV_THREADPOOL_SIZE/);
     });
   }
 });

@@ -43,3 +43,35 @@ export async function lowerThreadPoolPriority(nice: number): Promise<number | nu
   }
   return threads === 0 ? null : threads;
 }
+
+/** Pool threads kept for the pool's other work beside the hashes. */
+export const SPARE_POOL_THREADS = 2;
+/** libuv's own size when UV_THREADPOOL_SIZE is not set, and its largest. */
+const LIBUV_DEFAULT_POOL_SIZE = 4;
+const LIBUV_MAX_POOL_SIZE = 1024;
+
+/**
+ * The same pool runs every other piece of the process's pool work: the access token's signature
+ * (WebCrypto), file reads, DNS lookups. libuv gives it 4 threads unless UV_THREADPOOL_SIZE says
+ * otherwise, and HASH_CONCURRENCY defaults to the cores: from 4 cores up the hashes took every
+ * thread, each sign-in's signature waited behind them (tens of milliseconds a hash), and cores past
+ * the fourth hashed nothing. So, unless the operator set UV_THREADPOOL_SIZE, the pool is made
+ * `maxConcurrentHashes` + SPARE_POOL_THREADS threads (at least libuv's 4). libuv reads the variable
+ * when it starts the pool, at its first piece of work: call this before anything uses the pool
+ * (the server does, right after reading its config; test/hash-thread-priority.test.ts counts the
+ * threads). A set value that leaves no thread beside the hashes is kept, with a warning.
+ */
+export function sizeThreadPool(maxConcurrentHashes: number, env: NodeJS.ProcessEnv = process.env): { size: number; warning: string | null } {
+  const set = env.UV_THREADPOOL_SIZE;
+  if (set !== undefined && set.trim() !== '') {
+    const size = Number.parseInt(set, 10);
+    const warning =
+      Number.isInteger(size) && size <= maxConcurrentHashes
+        ? `UV_THREADPOOL_SIZE=${size} leaves no thread beside HASH_CONCURRENCY=${maxConcurrentHashes} hashes: token signatures and file reads wait behind them (unset it, or set it to ${maxConcurrentHashes + SPARE_POOL_THREADS})`
+        : null;
+    return { size, warning };
+  }
+  const size = Math.min(LIBUV_MAX_POOL_SIZE, Math.max(LIBUV_DEFAULT_POOL_SIZE, maxConcurrentHashes + SPARE_POOL_THREADS));
+  env.UV_THREADPOOL_SIZE = String(size);
+  return { size, warning: null };
+}
