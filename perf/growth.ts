@@ -39,13 +39,18 @@ const DAY_MS = 86_400_000;
 type Named = Subject & { name: string; label: string; server: string };
 type Phase = 'baseline' | 'seeded';
 
-/** The measured paths: the id in names and targets, the words in labels. */
+/**
+ * The measured paths: the id in names and targets, the words in labels, and whether the issue holds
+ * it to "within 20 %". The users search is the default one (the start of the address); the search
+ * anywhere (`*address`, trigram indexes) is measured beside it as a figure, not a target.
+ */
 const PATHS = [
-  ['signin', 'sign-in'],
-  ['session', 'session check'],
-  ['users-search', 'admin users search by address'],
-  ['audit-address', 'audit log by address and dates'],
-  ['audit-type', 'audit log by type and dates'],
+  ['signin', 'sign-in', true],
+  ['session', 'session check', true],
+  ['users-search', 'admin users search by address', true],
+  ['users-search-anywhere', 'admin users search anywhere (*address)', false],
+  ['audit-address', 'audit log by address and dates', true],
+  ['audit-type', 'audit log by type and dates', true],
 ] as const;
 
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -73,6 +78,7 @@ function subjectsOf(ctx: Context, server: Gatehouse, database: string, phase: Ph
     signin: `${server.url}/api/auth`,
     session: `${server.url}/api/auth/session`,
     'users-search': `${server.url}/api/admin/users?query=${encodeURIComponent(address)}`,
+    'users-search-anywhere': `${server.url}/api/admin/users?query=${encodeURIComponent(`*${address}`)}`,
     'audit-address': `${server.url}/admin/events?email=${encodeURIComponent(address)}&${dates}`,
     'audit-type': `${server.url}/admin/events?type=signin.failure&${dates}`,
   };
@@ -94,7 +100,7 @@ function subjectsOf(ctx: Context, server: Gatehouse, database: string, phase: Ph
               const check = await fetch(spec.url, { headers: spec.headers });
               const body = await check.text();
               if (check.status !== 200) throw new Error(`${server.name}: ${words} answered ${check.status}: ${body.slice(0, 300)}`);
-              if (id === 'users-search' && !body.includes(address)) throw new Error(`${server.name}: the search for ${address} did not find it`);
+              if (id.startsWith('users-search') && !body.includes(address)) throw new Error(`${server.name}: the search for ${address} did not find it`);
             },
       name: `${id}-${database}-${phase}`,
       label: `${words}, ${database}, ${phase}`,
@@ -177,11 +183,11 @@ export async function growthScenario(ctx: Context): Promise<ScenarioResult> {
       const records: RunRecord[] = measured.map((m, i) => ({ ...m, name: subjects[i]!.name, label: subjects[i]!.label, server: subjects[i]!.server, isService: true }));
       const base = records.slice(0, PATHS.length);
       const full = records.slice(PATHS.length);
-      PATHS.forEach(([id, words], i) => {
+      PATHS.forEach(([id, words, isTarget], i) => {
         const [big, small] = [full[i]!, base[i]!];
         big.baseline = { name: small.name, label: small.label, value: small.requestsPerSecond, unit: 'req/s' };
         big.ratio = pairedRatio(big.rounds.map((r) => r.requestsPerSecond), small.rounds.map((r) => r.requestsPerSecond));
-        targets.push({
+        if (isTarget) targets.push({
           id: `growth:${id}-${database}`,
           target: `${words}: latency within 20 % of ${sized(baselineCount)} (${database === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${sized(count)})`,
           measured: `mean ${big.latencyMeanMs} vs ${small.latencyMeanMs} ms (${ratio(big.latencyMeanMs, small.latencyMeanMs)}×), p99 ${big.latencyP99Ms} vs ${small.latencyP99Ms} ms; ${big.requestsPerSecond} vs ${small.requestsPerSecond} req/s`,
@@ -210,7 +216,7 @@ export async function growthScenario(ctx: Context): Promise<ScenarioResult> {
     runs,
     targets,
     notes: [
-      `Two servers run side by side on the same core, one on a store of ${sized(baselineCount)} and one on ${sized(count)}, both seeded alike, and are measured in interleaved rounds; the large store's figures carry the small one's as their baseline. "Within 20 %" is checked on mean latency (≤ ${GROWTH_LIMIT} × baseline) and p99 (≤ ${GROWTH_LIMIT} × baseline, or baseline + 1 ms: autocannon records whole milliseconds). Sign-in at ${SIGNIN_CONNECTIONS} connections; the session check uses the database strategy, which reads the session row and the user on every request; the users search asks the API for one address of the middle of the store (\`GET /api/admin/users?query=\`, a substring of the address or name, newest first, a keyset page); the audit log is the admin page (\`GET /admin/events\`) filtered by that address over the last year, and by the type signin.failure over the last year. Hash bound on the server core before the rounds: ${signInBound} verifies/s. That every query of these paths uses an index is checked by test/growth-paths-index.test.ts (EXPLAIN on a small table set).`,
+      `Two servers run side by side on the same core, one on a store of ${sized(baselineCount)} and one on ${sized(count)}, both seeded alike, and are measured in interleaved rounds; the large store's figures carry the small one's as their baseline. "Within 20 %" is checked on mean latency (≤ ${GROWTH_LIMIT} × baseline) and p99 (≤ ${GROWTH_LIMIT} × baseline, or baseline + 1 ms: autocannon records whole milliseconds). Sign-in at ${SIGNIN_CONNECTIONS} connections; the session check uses the database strategy, which reads the session row and the user on every request; the users search asks the API for one address of the middle of the store (\`GET /api/admin/users?query=\`, the default search: the start of the address or of a word of the name, newest first, a keyset page), and the same address anywhere (\`query=*address\`, a substring: measured, not a target); the audit log is the admin page (\`GET /admin/events\`) filtered by that address over the last year, and by the type signin.failure over the last year. Hash bound on the server core before the rounds: ${signInBound} verifies/s. That every query of these paths uses an index is checked by test/growth-paths-index.test.ts (EXPLAIN on a small table set).`,
       `Seeded with perf/seed.ts in its growth shape (PostgreSQL: COPY FROM STDIN with the keys and indexes made again after; SQLite: multi-row INSERTs; one shared argon2id hash; then VACUUM (ANALYZE) / ANALYZE): ${seeds.map(seedText).join('; ')}.`,
     ],
     seeds,

@@ -29,8 +29,15 @@ const BOUNDED_TABLES = new Set(['signing_keys', 'kysely_migration', 'kysely_migr
 const SELECTIVE: ReadonlyArray<{ path: string; reads: RegExp; postgres: RegExp; sqlite: RegExp | null }> = [
   {
     path: 'users search (API)',
+    reads: /from "users" where \(\(lower\("name"\) like/,
+    // The default search is a start: a whole address is found by walking the B-tree in byte order.
+    postgres: /Bitmap Index Scan on users_email_prefix_idx[^\n]*\n\s+Index Cond: \(\(\(email\)::text ~>=~ 'seed1234@example\.com'::text\) AND/,
+    sqlite: null,
+  },
+  {
+    path: 'users search (API, anywhere)',
     reads: /from "users" where \(lower\("name"\) like/,
-    // A whole address is looked up by its local part's own trigram index (the domain's trigrams are in every row).
+    // Anywhere: a whole address is looked up by its local part's own trigram index (the domain's trigrams are in every row).
     postgres: /Bitmap Index Scan on users_email_local_trgm_idx[^\n]*\n\s+Index Cond: \(split_part\(\(email\)::text, '@'::text, 1\) ~~ '%seed1234'/,
     sqlite: null,
   },
@@ -177,10 +184,14 @@ for (const backend of await backends()) {
       // The users search by address, in the API and the page, and its next page.
       const found = await inject('users search (API)', api(`/api/admin/users?query=${encodeURIComponent('seed1234@example.com')}`));
       assert.equal((found.json() as { users: Array<{ email: string }> }).users[0]?.email, 'seed1234@example.com', 'the search finds the address');
-      const first = await inject('users search (API, a page of many)', api('/api/admin/users?query=example.com&limit=20'));
+      const first = await inject('users search (API, a page of many)', api('/api/admin/users?query=seed1&limit=20'));
       const next = (first.json() as { nextCursor: string | null }).nextCursor;
       assert.notEqual(next, null);
-      await inject('users search (API, next page)', api(`/api/admin/users?query=example.com&limit=20&cursor=${encodeURIComponent(next!)}`));
+      await inject('users search (API, next page)', api(`/api/admin/users?query=seed1&limit=20&cursor=${encodeURIComponent(next!)}`));
+      // Anywhere (a leading star), by the trigram indexes: a whole address, and a part of many.
+      const anywhere = await inject('users search (API, anywhere)', api(`/api/admin/users?query=${encodeURIComponent('*seed1234@example.com')}`));
+      assert.deepEqual((anywhere.json() as { users: Array<{ email: string }> }).users.map((user) => user.email), ['seed1234@example.com']);
+      await inject('users search (API, anywhere, a page of many)', api('/api/admin/users?query=*example.com&limit=20'));
       await inject('users search (page)', page(`/admin/users?query=${encodeURIComponent('seed1234@example.com')}`));
       await inject('users search (page, by name)', page('/admin/users?query=Seed%2012'));
       // The audit log by address, type, outcome and dates, alone and together.

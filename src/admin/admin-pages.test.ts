@@ -323,6 +323,17 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.equal(byEmail.length, 1);
         assert.match(byEmail[0]!, /Ada Admin/);
 
+        // The result line says which search was asked, without its syntax; the box keeps it as typed.
+        const anywhere = await get(`/admin?query=${encodeURIComponent('*searchable')}`, adminBrowser);
+        assert.match(tableRows(anywhere.body)[0] ?? '', /Quentin Searchable/);
+        assert.match(anywhere.body, /Users whose name or email contains “searchable”\./);
+        assert.match(anywhere.body, /<input id="query" name="query" type="search" value="\*searchable"/);
+        const exactly = await get(`/admin?query=${encodeURIComponent('"quentin searchable"')}`, adminBrowser);
+        assert.equal(tableRows(exactly.body).length, 1);
+        assert.match(exactly.body, /Users whose name or email is “quentin searchable”\./);
+        assert.match(page.body, /Users whose name or email starts with “QUENTIN”\./);
+        assert.match(page.body, /<p class="hint" id="query-hint">Matches the start of the email or of a word of the name\. <code>\*text<\/code> finds it anywhere/);
+
         const none = await get('/admin?query=nobody-has-this', adminBrowser);
         assertHtmlPage(none, 'no match');
         assert.equal(tableRows(none.body).length, 0);
@@ -658,7 +669,7 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.match(list.body, /<nav class="admin-nav" aria-label="Verwaltung">/);
         assert.match(list.body, /<a href="\/admin\/events">Audit-Log<\/a>/);
         assert.match(list.body, /<label for="query">Benutzer nach Name oder E-Mail-Adresse suchen<\/label>/);
-        assert.match(list.body, /Benutzer, deren Name oder E-Mail-Adresse „Sprachen“ enthält\. <a href="\/admin">Alle anzeigen<\/a>/);
+        assert.match(list.body, /Benutzer, deren Name oder E-Mail-Adresse mit „Sprachen“ beginnt\. <a href="\/admin">Alle anzeigen<\/a>/);
         const [row] = tableRows(list.body);
         assert.match(row!, /<td role="cell" data-label="E-Mail-Adresse" class="address">/);
         assert.match(row!, /<span class="status status-disabled">Deaktiviert<\/span>/);

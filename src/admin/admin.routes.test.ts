@@ -277,7 +277,7 @@ for (const backend of await backends()) {
       });
 
       describe('users', () => {
-        it('finds users by a case-insensitive substring of the name or e-mail', async () => {
+        it('finds users by the start of the address or of a word of the name, *anywhere, or "exactly", in any case', async () => {
           for (const [name, email] of [
             ['Zoë Quinn', 'zq@example.org'],
             ['Émile Zola', 'ez@example.org'],
@@ -285,6 +285,7 @@ for (const backend of await backends()) {
             ['Someone', 'ZOE.mail@Example.org'],
             ['100% Sure', 'sure@example.org'],
             ['Under_Score', 'underscore@example.org'],
+            ['Star*Name', 'star@example.org'],
           ] as const) {
             const response = await call('POST', '/api/admin/users', admin, { name, email });
             assert.equal(response.statusCode, 201, response.body);
@@ -294,13 +295,36 @@ for (const backend of await backends()) {
             assert.equal(response.statusCode, 200, response.body);
             return (response.json().users as Array<{ name: string }>).map((u) => u.name).sort();
           };
+          // The default: a start.
           assert.deepEqual(await search('ZOË'), ['Zoë Quinn']);
           assert.deepEqual(await search('émile'), ['Émile Zola'], 'case folding beyond ASCII');
-          assert.deepEqual(await search('zoe'), ['Someone', 'zoe adams']);
+          assert.deepEqual(await search('zoe'), ['Someone', 'zoe adams'], 'the start of the address, or of the name');
+          assert.deepEqual(await search('zola'), ['Émile Zola'], 'the start of a later word of the name');
+          assert.deepEqual(await search('quin*'), ['Zoë Quinn'], 'a trailing star changes nothing');
           assert.deepEqual(await search('ZOE.MAIL@'), ['Someone'], 'the e-mail, in any case');
-          assert.deepEqual(await search('%'), ['100% Sure'], 'LIKE wildcards are literal');
-          assert.deepEqual(await search('_'), ['Under_Score']);
-          assert.deepEqual(await search('example.org').then((names) => names.length), 6);
+          assert.deepEqual(await search('ola'), [], 'not the middle of a word');
+          assert.deepEqual(await search('example.org'), [], 'not the domain: a start');
+          assert.deepEqual(await search('%'), [], 'LIKE wildcards are literal');
+          assert.deepEqual(await search('100%'), ['100% Sure']);
+          assert.deepEqual(await search('under_'), ['Under_Score']);
+          assert.deepEqual(await search('under_s'), ['Under_Score']);
+          assert.deepEqual(await search('unde_'), [], 'the underscore is a character');
+          // A leading star: anywhere.
+          assert.deepEqual(await search('*ola'), ['Émile Zola']);
+          assert.deepEqual(await search('*example.org').then((names) => names.length), 7);
+          assert.deepEqual(await search('*EXAMPLE.ORG*').then((names) => names.length), 7);
+          assert.deepEqual(await search('*%'), ['100% Sure'], 'LIKE wildcards are literal');
+          assert.deepEqual(await search('*_'), ['Under_Score']);
+          assert.deepEqual(await search('*r*n'), ['Star*Name'], 'a star inside the text is a character');
+          // Quotes: the whole address or name.
+          assert.deepEqual(await search('"zoe.mail@example.org"'), ['Someone']);
+          assert.deepEqual(await search('"zoe.mail@example"'), [], 'not a start');
+          assert.deepEqual(await search('"ZOË QUINN"'), ['Zoë Quinn']);
+          assert.deepEqual(await search('"zoë"'), [], 'not a word of it');
+          // Asking for nothing lists everyone.
+          const everyone = (await search('')).length;
+          assert.ok(everyone >= 7);
+          for (const nothing of ['*', '**', '""', '" "', '   ']) assert.equal((await search(nothing)).length, everyone, JSON.stringify(nothing));
           assert.deepEqual(await search('nobody-has-this'), []);
         });
 

@@ -166,8 +166,18 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
       config: forAdmins,
       schema: {
         ...common,
-        summary: 'Find users: newest first, by a case-insensitive substring of the name or e-mail',
-        querystring: z.object({ query: z.string().max(200).optional(), cursor: cursorField, limit: limitField }),
+        summary: 'Find users: newest first, by the start of the e-mail or of a word of the name (`*text`: anywhere; `"text"`: exactly)',
+        querystring: z.object({
+          query: z
+            .string()
+            .max(200)
+            .optional()
+            .describe(
+              'Case-insensitive. `ann` (or `ann*`): the e-mail, or a word of the name, starts with ann (a B-tree walk at any size); `*ann` (or `*ann*`): contains ann anywhere (trigram indexes on PostgreSQL: slower on large stores); `"ann@example.com"`: the e-mail or the whole name is the text. Any other `*`, `%` or `_` is a character. Empty, `*` or `""`: everyone.',
+            ),
+          cursor: cursorField,
+          limit: limitField,
+        }),
         response: { 200: z.object({ users: z.array(adminUser), nextCursor: z.string().nullable() }).meta({ id: 'AdminUserList' }), ...guarded },
       },
     },

@@ -9,6 +9,7 @@ import { randomId } from '../lib/random.ts';
 import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import { toLocale, type Locale } from '../i18n/locales.ts';
 import { normaliseEmail } from './email.ts';
+import { parseUserSearch } from './user-search.ts';
 import * as store from './user.store.ts';
 
 // The same role the prefix rules (GATEHOUSE_RULES) and gatehouse-protect require under /admin.
@@ -241,18 +242,19 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
     },
 
     /**
-     * Users newest first (`oldestFirst`: oldest first), `limit` at a time; `query` matches a
-     * substring of the name or e-mail, case-insensitively; the filters narrow further. Pass the
+     * Users newest first (`oldestFirst`: oldest first), `limit` at a time; `query` is a search in the
+     * syntax of `parseUserSearch` (the start of the address or of a word of the name by default,
+     * `*text` anywhere, `"text"` exactly; case-insensitive); the filters narrow further. Pass the
      * previous page's `next` as `before` to continue.
      */
     async listUsers(
       filter: store.UserListFilter & { query?: string; before?: KeysetPosition; oldestFirst?: boolean; limit: number },
     ): Promise<{ users: User[]; next: KeysetPosition | null }> {
       const { query, limit, ...rest } = filter;
-      const text = query?.trim() ?? '';
+      const search = query === undefined ? null : parseUserSearch(query);
       const rows = await store.findUsers(db, {
         ...rest,
-        ...(text !== '' && { search: { nameContains: text.toLowerCase(), emailContains: normaliseEmail(text) } }),
+        ...(search !== null && { search: { match: search.match, name: search.text.toLowerCase(), email: normaliseEmail(search.text) } }),
         limit: limit + 1,
       });
       const { items, next } = toPage(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }));

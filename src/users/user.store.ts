@@ -4,6 +4,7 @@ import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
 import type { Database, NewUserRow, UserRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
+import type { UserSearchMatch } from './user-search.ts';
 
 /** Inserts the user and their roles; pass a transaction, so that both are written or neither. */
 export async function insertUserWithRoles(db: Db, user: NewUserRow, roles: readonly string[]): Promise<void> {
@@ -135,6 +136,47 @@ function emailContains(db: Db, text: string): Expression<SqlBool> {
   return sql<SqlBool>`(split_part(${sql.ref('email')}, '@', 1) like ${localSuffix} escape '\\' and strpos(${sql.ref('email')}, ${text}) > 0)`;
 }
 
+/**
+ * The stored address matches: starts with the text (on PostgreSQL a B-tree walk of
+ * `users_email_prefix_idx`, migration 20261203-users-email-prefix), contains it, or is it.
+ */
+function emailMatches(db: Db, search: StoredUserSearch): Expression<SqlBool> {
+  switch (search.match) {
+    case 'prefix':
+      return sql<SqlBool>`${sql.ref('email')} like ${`${escapeLike(search.email)}%`} escape '\\'`;
+    case 'contains':
+      return emailContains(db, search.email);
+    case 'exact':
+      return sql<SqlBool>`${sql.ref('email')} = ${search.email}`;
+  }
+}
+
+/**
+ * The lower-cased name matches: one of its words starts with the text (the name's start, or after
+ * a space), contains it, or the whole name is it. On PostgreSQL each is served by the name's
+ * trigram index (migration 20261130-users-search-trigram); names are short, so their lists are too.
+ */
+function nameMatches(search: StoredUserSearch): Expression<SqlBool> {
+  const name = sql`lower(${sql.ref('name')})`;
+  switch (search.match) {
+    case 'prefix': {
+      const start = `${escapeLike(search.name)}%`;
+      return sql<SqlBool>`(${name} like ${start} escape '\\' or ${name} like ${`% ${start}`} escape '\\')`;
+    }
+    case 'contains':
+      return sql<SqlBool>`${name} like ${containsPattern(search.name)} escape '\\'`;
+    case 'exact':
+      return sql<SqlBool>`${name} like ${escapeLike(search.name)} escape '\\'`;
+  }
+}
+
+/** A search as the store runs it: how it matches, the text lower-cased for names and normalised for addresses. */
+export interface StoredUserSearch {
+  match: UserSearchMatch;
+  name: string;
+  email: string;
+}
+
 /** What the admin user list narrows by, combined: a role held, the disabled state, an unverified address. */
 /**
  * A condition on a user row that another module states about its own tables (has a second factor,
@@ -153,24 +195,22 @@ export interface UserListFilter {
 
 /**
  * Users newest first (or oldest first), strictly after `before`. With a search, those whose name
- * (lower-cased by the database) contains `nameContains`, or whose stored (normalised) e-mail
- * contains `emailContains`. Every filter is a condition of the one query, which the
+ * (lower-cased by the database) or stored (normalised) e-mail matches it (`nameMatches`,
+ * `emailMatches`). Every filter is a condition of the one query, which the
  * `(created_at, id)` index orders: a page reads `limit` rows, never the rows before it.
  */
 export async function findUsers(db: Db, filter: UserListQuery): Promise<UserRow[]> {
   return selectUsers(db, filter).execute();
 }
 
-export type UserListQuery = UserListFilter & { search?: { nameContains: string; emailContains: string }; before?: KeysetPosition; oldestFirst?: boolean; limit: number };
+export type UserListQuery = UserListFilter & { search?: StoredUserSearch; before?: KeysetPosition; oldestFirst?: boolean; limit: number };
 
 /** The query of `findUsers`, unexecuted (a test reads its plan). */
 export function selectUsers(db: Db, filter: UserListQuery) {
   let query = db.selectFrom('users').selectAll();
   const { search, before } = filter;
   if (search !== undefined) {
-    query = query.where((eb) =>
-      eb.or([sql<SqlBool>`lower(${sql.ref('name')}) like ${containsPattern(search.nameContains)} escape '\\'`, emailContains(db, search.emailContains)]),
-    );
+    query = query.where((eb) => eb.or([nameMatches(search), emailMatches(db, search)]));
   }
   const role = filter.role;
   if (role !== undefined) {

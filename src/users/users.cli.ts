@@ -23,6 +23,7 @@ export const USERS_USAGE = `  gatehouse users create --email E --name N [--role 
   gatehouse users hashes [--json]   how many stored password hashes are of each kind (imported
                                     foreign ones become argon2id at their next sign-in)
   gatehouse users list [--query Q] [--json]
-                                    list users, newest first; Q matches part of a name or e-mail`;
+                                    list users, newest first; Q matches the start of the e-mail
+                                    or of a word of the name, *Q anywhere, "Q" exactly`;
 
 export const cli: readonly CliCommandGroup[] = [{ name: 'users', usage: USERS_USAGE, order: 10, load: async () => (await import('./users.commands.ts')).runUsersCommand }];

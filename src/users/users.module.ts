@@ -9,6 +9,7 @@ import * as userNameConfirmed from './migrations/0009-user-name-confirmed.ts';
 import * as usersLocale from './migrations/20261127-users-locale.ts';
 import * as usersSearchTrigram from './migrations/20261130-users-search-trigram.ts';
 import * as usersSearchLocalPart from './migrations/20261202-users-search-local-part.ts';
+import * as usersEmailPrefix from './migrations/20261203-users-email-prefix.ts';
 import { createUserService, type UserService } from './user.service.ts';
 import { registerLanguageChoice } from './language-choice.ts';
 import { USERS_PUBLIC_EVENTS } from './users.public-events.ts';
@@ -31,7 +32,7 @@ export const usersModule = defineModule({
   // The descriptions of its webhook events (publicEvents), for the administrators' pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   cli,
-  migrations: { '0001-initial': initial, '0003-users-created-at': usersCreatedAt, '0009-user-name-confirmed': userNameConfirmed, '20261127-users-locale': usersLocale, '20261130-users-search-trigram': usersSearchTrigram, '20261202-users-search-local-part': usersSearchLocalPart },
+  migrations: { '0001-initial': initial, '0003-users-created-at': usersCreatedAt, '0009-user-name-confirmed': userNameConfirmed, '20261127-users-locale': usersLocale, '20261130-users-search-trigram': usersSearchTrigram, '20261202-users-search-local-part': usersSearchLocalPart, '20261203-users-email-prefix': usersEmailPrefix },
   auditEvents: AUDIT_EVENTS,
   publicEvents: USERS_PUBLIC_EVENTS,
   provide: ({ db, clock }) => ({ users: createUserService({ db, clock }) }),
