@@ -55,6 +55,27 @@ describe('the password strength worker', () => {
     assert.equal((await quick.estimate('password1', [])).score <= 1, true);
   });
 
+  it('tells a slow start from a stuck worker: an estimate\'s bound runs from the worker\'s "ready", the start has its own', async () => {
+    // How long a start and one quick estimate take here.
+    const probe = createStrengthEstimator({ idleMs: 200 });
+    let startedAt = performance.now();
+    await probe.estimate('password1', []);
+    const startMs = performance.now() - startedAt;
+    startedAt = performance.now();
+    await probe.estimate('password2', []);
+    const quickMs = performance.now() - startedAt;
+    assert.ok(startMs > 4 * quickMs, `a start (${startMs.toFixed(1)} ms) costs more than a quick estimate (${quickMs.toFixed(1)} ms)`);
+    // A bound between the two: the first estimate, which waits for the start, is still answered.
+    const bound = Math.ceil(Math.sqrt(startMs * quickMs) + 2 * quickMs);
+    const patient = createStrengthEstimator({ idleMs: 200, timeoutMs: Math.min(bound, Math.floor(startMs / 2)) });
+    assert.ok((await patient.estimate('password1', [])).score <= 1);
+    assert.equal(patient.isRunning(), true);
+    // A start past its own bound is refused (503) and the worker ended; the next estimate starts another.
+    const impatient = createStrengthEstimator({ idleMs: 200, startTimeoutMs: 1 });
+    await assert.rejects(impatient.estimate('password1', []), UnavailableError);
+    assert.equal(impatient.isRunning(), false);
+  });
+
   it('tells a long queue from a stuck worker: waiting for a turn never ends the worker', async () => {
     const walk = '1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik,9ol.0p;/'.repeat(3).slice(0, 100);
     const probe = createStrengthEstimator({ idleMs: 200 });

@@ -80,7 +80,8 @@ export function estimationInput(password: string): string {
  * that its next estimate is refused with TooManyEstimatesError (the routes answer 429), so one
  * client's backlog can neither fill the queue nor stand in front of everyone else's estimate.
  * A worker that does not answer one estimate within `timeoutMs` of receiving it is stuck, and is
- * replaced; a long queue is not a stuck worker.
+ * replaced; a long queue is not a stuck worker, nor is a slow start: that bound runs from the
+ * worker's "ready" (its dictionaries built), and the start has its own, `startTimeoutMs`.
  */
 const DEFAULT_MAX_PENDING = 32;
 /**
@@ -90,20 +91,29 @@ const DEFAULT_MAX_PENDING = 32;
  */
 const DEFAULT_MAX_PENDING_PER_CALLER = DEFAULT_MAX_PENDING / 2;
 const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * How long a new worker may take to build its dictionaries (about 150 ms on an idle core). Seen
+ * past 10 s on a machine starved by two test runs at once, where the first estimate after each
+ * idle end was refused with 503 while the bound covered the start too.
+ */
+const DEFAULT_START_TIMEOUT_MS = 60_000;
 /** The dictionaries need about 55 MB; this bounds the worker, not the process. */
 const WORKER_HEAP_MB = 256;
 
-type Reply = { id: number; estimate: StrengthEstimate } | { id: number; error: string };
+type Reply = { ready: true } | { id: number; estimate: StrengthEstimate } | { id: number; error: string };
 
 interface Running {
   worker: Worker;
+  /** The worker said its dictionaries are built: an estimate's own bound applies from then. */
+  ready: boolean;
   /** The estimate the worker is computing, if any: there is never more than one. */
   asked: { id: number; resolve(estimate: StrengthEstimate): void; reject(error: Error): void; timer: NodeJS.Timeout } | null;
   idleTimer: NodeJS.Timeout | null;
 }
 
-export function createStrengthEstimator(options: { idleMs: number; maxPending?: number; maxPendingPerCaller?: number; timeoutMs?: number }): StrengthEstimator {
+export function createStrengthEstimator(options: { idleMs: number; maxPending?: number; maxPendingPerCaller?: number; timeoutMs?: number; startTimeoutMs?: number }): StrengthEstimator {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
   const turns = new BoundedConcurrency({
     maxConcurrent: 1,
     maxQueued: Math.max(0, (options.maxPending ?? DEFAULT_MAX_PENDING) - 1),
@@ -115,8 +125,17 @@ export function createStrengthEstimator(options: { idleMs: number; maxPending?: 
 
   function start(): Running {
     const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
-    const state: Running = { worker, asked: null, idleTimer: null };
+    const state: Running = { worker, ready: false, asked: null, idleTimer: null };
     worker.on('message', (reply: Reply) => {
+      if ('ready' in reply) {
+        state.ready = true;
+        // The estimate sent during the start now gets its own bound, from here.
+        if (state.asked !== null) {
+          clearTimeout(state.asked.timer);
+          state.asked.timer = setTimeout(() => stop(state), timeoutMs);
+        }
+        return;
+      }
       const asked = state.asked;
       if (asked === null || asked.id !== reply.id) return;
       state.asked = null;
@@ -160,8 +179,8 @@ export function createStrengthEstimator(options: { idleMs: number; maxPending?: 
     const id = nextId++;
     return new Promise((resolve, reject) => {
       // No answer in time: the worker is stuck; this request gets 503 and the next estimate starts
-      // a fresh worker.
-      const timer = setTimeout(() => stop(current), timeoutMs);
+      // a fresh worker. A worker still starting gets the start's bound (its "ready" sets this one).
+      const timer = setTimeout(() => stop(current), current.ready ? timeoutMs : startTimeoutMs);
       current.asked = { id, resolve, reject, timer };
       current.worker.postMessage({ id, password, userInputs: [...userInputs] });
     });

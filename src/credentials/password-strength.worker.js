@@ -5,6 +5,8 @@
  * own (worker threads do not share the main thread's compile cache).
  *
  * In:  { id, password, userInputs }     Out: { id, estimate } or { id, error }
+ * Out, once, first: { ready: true } when the dictionaries are built (the caller's time bound for an
+ * estimate starts then: a start on a starved machine is not a stuck worker).
  * The caller sends only the part of a password that is to be judged (password-strength.ts,
  * ESTIMATED_LENGTH); `estimate.judgedLength` says how many code points that was.
  */
@@ -18,6 +20,8 @@ const zxcvbn = new ZxcvbnFactory({
   graphs: common.adjacencyGraphs,
   translations: english.translations,
 });
+
+parentPort?.postMessage({ ready: true });
 
 parentPort?.on('message', ({ id, password, userInputs }) => {
   try {
