@@ -37,8 +37,8 @@ export async function runServer(): Promise<void> {
     throw error;
   }
   // Before anything gives the thread pool work: hashes and the rest of the pool's work each get threads.
-  const pool = sizeThreadPool(config.passwords.maxConcurrentHashes);
-  if (pool.warning !== null) process.stderr.write(`warning: ${pool.warning}\n`);
+  const poolWarning = sizeThreadPool(config.passwords.maxConcurrentHashes);
+  if (poolWarning !== null) process.stderr.write(`warning: ${poolWarning}\n`);
 
   if (config.workers > 1 && !isClusterWorker()) {
     await runPrimary(config, (message) => process.stderr.write(`gatehouse: ${message}\n`)).catch((error: unknown) => {

@@ -51,6 +51,17 @@ const LIBUV_DEFAULT_POOL_SIZE = 4;
 const LIBUV_MAX_POOL_SIZE = 1024;
 
 /**
+ * The pool size libuv makes of a set UV_THREADPOOL_SIZE: C's `atoi` (leading digits; none is 0),
+ * then 0 becomes 1 and anything past the maximum (a negative value too: it is read unsigned) the
+ * maximum. So `abc` gives one thread, not the default four.
+ */
+function libuvReading(value: string): number {
+  const parsed = Number.parseInt(value, 10);
+  if (!Number.isFinite(parsed) || parsed === 0) return 1;
+  return parsed < 0 || parsed > LIBUV_MAX_POOL_SIZE ? LIBUV_MAX_POOL_SIZE : parsed;
+}
+
+/**
  * The same pool runs every other piece of the process's pool work: the access token's signature
  * (WebCrypto), file reads, DNS lookups. libuv gives it 4 threads unless UV_THREADPOOL_SIZE says
  * otherwise, and HASH_CONCURRENCY defaults to the cores: from 4 cores up the hashes took every
@@ -59,19 +70,19 @@ const LIBUV_MAX_POOL_SIZE = 1024;
  * `maxConcurrentHashes` + SPARE_POOL_THREADS threads (at least libuv's 4). libuv reads the variable
  * when it starts the pool, at its first piece of work: call this before anything uses the pool
  * (the server does, right after reading its config; test/hash-thread-priority.test.ts counts the
- * threads). A set value that leaves no thread beside the hashes is kept, with a warning.
+ * threads). A set value that leaves no thread beside the hashes is kept, with a warning (returned;
+ * null when there is nothing to warn of).
  */
-export function sizeThreadPool(maxConcurrentHashes: number, env: NodeJS.ProcessEnv = process.env): { size: number; warning: string | null } {
+export function sizeThreadPool(maxConcurrentHashes: number, env: NodeJS.ProcessEnv = process.env): string | null {
   const set = env.UV_THREADPOOL_SIZE;
   if (set !== undefined && set.trim() !== '') {
-    const size = Number.parseInt(set, 10);
-    const warning =
-      Number.isInteger(size) && size <= maxConcurrentHashes
-        ? `UV_THREADPOOL_SIZE=${size} leaves no thread beside HASH_CONCURRENCY=${maxConcurrentHashes} hashes: token signatures and file reads wait behind them (unset it, or set it to ${maxConcurrentHashes + SPARE_POOL_THREADS})`
-        : null;
-    return { size, warning };
+    const size = libuvReading(set);
+    const advice = `unset it, or set it to ${maxConcurrentHashes + SPARE_POOL_THREADS}`;
+    const read = String(size) === set.trim() ? '' : ` (libuv reads it as ${size})`;
+    const warning = size <= maxConcurrentHashes ? `UV_THREADPOOL_SIZE=${set}${read} leaves no thread beside HASH_CONCURRENCY=${maxConcurrentHashes} hashes: token signatures and file reads wait behind them (${advice})` : null;
+    return warning;
   }
   const size = Math.min(LIBUV_MAX_POOL_SIZE, Math.max(LIBUV_DEFAULT_POOL_SIZE, maxConcurrentHashes + SPARE_POOL_THREADS));
   env.UV_THREADPOOL_SIZE = String(size);
-  return { size, warning: null };
+  return null;
 }

@@ -3,12 +3,11 @@
  * the markup (the text lives only in the modules), so the page can embed it under a CSP that
  * allows no scripts. The manual key is shown beside it for people who cannot scan.
  */
-import { createRequire } from 'node:module';
 import type * as Uqr from 'uqr';
+import { onFirstUse } from '../lib/on-first-use.ts';
 
 /** The QR encoder is loaded at the first enrolment, not at start (idle memory is a budget: perf/analysis.md). */
-let uqr: typeof Uqr | undefined;
-const loadUqr = (): typeof Uqr => (uqr ??= createRequire(import.meta.url)('uqr') as typeof Uqr);
+const loadUqr = onFirstUse<typeof Uqr>(import.meta.url, 'uqr');
 
 /**
  * Medium error correction (15 %) survives a glare or a smudged screen at a modest size, and a

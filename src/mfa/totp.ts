@@ -7,12 +7,11 @@
  * Time comes in as `now` (epoch milliseconds) from the service's clock: never Date.now here.
  */
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
 import type * as OtpAuth from 'otpauth';
+import { onFirstUse } from '../lib/on-first-use.ts';
 
 /** otpauth is loaded at the first TOTP enrolment or code, not at start (idle memory is a budget: perf/analysis.md). */
-let otpauth: typeof OtpAuth | undefined;
-const loadOtpAuth = (): typeof OtpAuth => (otpauth ??= createRequire(import.meta.url)('otpauth') as typeof OtpAuth);
+const loadOtpAuth = onFirstUse<typeof OtpAuth>(import.meta.url, 'otpauth');
 
 const ALGORITHM = 'SHA1';
 const DIGITS = 6;

@@ -6,17 +6,16 @@
  * and product names are names, the same in every language; only the sentence around them
  * ("{browser} on {system}") comes from the catalogs.
  */
-import { createRequire } from 'node:module';
 import type Bowser from 'bowser';
 import type { Translator } from '../i18n/translator.ts';
+import { onFirstUse } from '../lib/on-first-use.ts';
 import { ENGLISH_SESSION_TEXTS } from './session-texts.ts';
 
 const MAX_UA_LENGTH = 512;
 const MAX_PRODUCT_LENGTH = 40;
 
 /** bowser's tables (about 70 KB of code) are loaded at the first header to label, not at start: idle memory is a budget (perf/analysis.md). */
-let bowser: typeof Bowser | undefined;
-const loadBowser = (): typeof Bowser => (bowser ??= createRequire(import.meta.url)('bowser') as typeof Bowser);
+const loadBowser = onFirstUse<typeof Bowser>(import.meta.url, 'bowser');
 
 /** What a User-Agent header tells: a browser (on a system, when that is known too), or only a product token. */
 export type Device = { browser: string; system: string | null } | { product: string };

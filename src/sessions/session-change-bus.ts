@@ -6,10 +6,10 @@
  * That connection lost, the cache is told to keep nothing until it listens again (it reconnects
  * every RETRY_MS).
  */
-import { createRequire } from 'node:module';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Db } from '../storage/database.ts';
+import { onFirstUse } from '../lib/on-first-use.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { BackgroundJob } from '../module.ts';
 import type { AuditEventType, EventSubscription } from '../audit/audit.service.ts';
@@ -17,6 +17,8 @@ import { createSessionCheckCache, type SessionChange, type SessionCheckCache } f
 
 export const SESSION_CHANGES_CHANNEL = 'gatehouse_session_changes';
 const RETRY_MS = 1_000;
+/** The driver, loaded by the listener (only instances on PostgreSQL start one). */
+const loadPg = onFirstUse<typeof pg>(import.meta.url, 'pg');
 
 export function encodeChange(change: SessionChange): string {
   if (change === 'all') return '*';
@@ -45,7 +47,7 @@ export function createChangeListener(deps: {
   onChange(change: SessionChange): void;
   onListening(isListening: boolean): void;
 }): BackgroundJob {
-  const { Client } = createRequire(import.meta.url)('pg') as typeof pg;
+  const { Client } = loadPg();
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   let isStopped = false;

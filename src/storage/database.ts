@@ -6,10 +6,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, sql, type CompiledQuery, type DatabaseConnection, type Dialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
-import { createRequire } from 'node:module';
 import type pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { UnavailableError } from '../errors.ts';
+import { onFirstUse } from '../lib/on-first-use.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite, openSqliteReader } from './sqlite.ts';
 
@@ -148,7 +148,7 @@ const PG_INT8_OID = 20;
  * The PostgreSQL driver, loaded by an instance that uses PostgreSQL (on SQLite it would be some
  * 10 MB of resident memory for nothing). It is CommonJS, so it loads synchronously.
  */
-const loadPg = (): typeof pg => createRequire(import.meta.url)('pg') as typeof pg;
+const loadPg = onFirstUse<typeof pg>(import.meta.url, 'pg');
 
 export function openStorage(config: DatabaseConfig, options: { poolSize?: number } = {}): Storage {
   if (config.kind === 'sqlite') {
