@@ -4,7 +4,7 @@ import { compactDecrypt, createLocalJWKSet, jwtVerify } from 'jose';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 import { openStorage, type Storage } from '../storage/database.ts';
 import { migrateToLatest } from '../modules.ts';
-import { deriveKeyEncryptionKey, KEY_ACTIVATION_DELAY_MS, loadSigningKeys, rotateSigningKey } from './signing-keys.ts';
+import { addSigningKey, deriveKeyEncryptionKey, KEY_ACTIVATION_DELAY_MS, loadSigningKeys, rotateSigningKey } from './signing-keys.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { signAccessToken } from './access-token.ts';
 
@@ -74,6 +74,22 @@ for (const backend of await backends()) {
       assert.equal(payload.exp! * 1000, expiresAt);
       const tampered = `${token.slice(0, -4)}AAAA`;
       await assert.rejects(jwtVerify(tampered, createLocalJWKSet({ keys: [...keys.publicJwks()] })));
+    });
+
+    it('reloads for an unknown kid at once after a periodic reload, and at most once per cooldown', async () => {
+      const keys = await loadSigningKeys({ db: storage.db, authSecret: SECRET, clock, retentionMs: 60_000, reloadIntervalMs: 0, minReloadIntervalMs: 60_000 });
+      await keys.reload(); // the periodic reload, just before another instance adds a key
+      const added = await addSigningKey({ db: storage.db, authSecret: SECRET, clock });
+      assert.equal(keys.verificationKey(added), undefined);
+      await keys.reloadForUnknownKid();
+      assert.ok(keys.verificationKey(added), 'the key of the unknown kid was loaded at once');
+      const another = await addSigningKey({ db: storage.db, authSecret: SECRET, clock });
+      await keys.reloadForUnknownKid();
+      assert.equal(keys.verificationKey(another), undefined, 'the next unknown kid within the cooldown reads nothing');
+      await keys.reload();
+      assert.ok(keys.verificationKey(another), 'the next periodic reload finds it');
+      // The other tests count the keys in storage.
+      await storage.db.deleteFrom('signing_keys').where('kid', 'in', [added, another]).execute();
     });
 
     it('rotates in stages: the new key is published at once, signs after the activation delay, and the old one stays published while its tokens live', async () => {

@@ -164,7 +164,6 @@ export async function loadSigningKeys(deps: {
   }
 
   async function reload(): Promise<void> {
-    lastReloadAt = performance.now();
     state = (await readKeys()) ?? state;
   }
 
@@ -182,7 +181,10 @@ export async function loadSigningKeys(deps: {
     reload,
     reloadForUnknownKid() {
       if (reloading !== undefined) return reloading;
+      // Only the reloads an unknown kid caused count here: a periodic one just before a key was
+      // added (another instance's rotation, or a clock ahead of ours) must not make its tokens wait.
       if (performance.now() - lastReloadAt < minReloadIntervalMs) return Promise.resolve();
+      lastReloadAt = performance.now();
       const pending = reload().finally(() => {
         reloading = undefined;
       });
