@@ -15,6 +15,7 @@ import { createSignedInUser, useTestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { CookieJar } from '../../test/helpers/cookie-jar.ts';
 import { SoftAuthenticator } from '../../test/helpers/webauthn.ts';
+import { MAX_PASSKEYS_PER_USER } from './passkeys.service.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const AUTH_URL = 'http://localhost:3000';
@@ -137,6 +138,52 @@ for (const backend of await backends()) {
         const stolen = await post('/api/auth/passkeys/register/verify', { response: authenticator.register(othersOptions) }, user.token);
         assert.equal(errorOf(stolen), 'PASSKEY_REGISTRATION_FAILED', "another user's challenge");
         assert.equal((await t.services.passkeys.listPasskeys(user.id)).length, 1);
+      });
+
+      it('holds the cap of passkeys per user when two registrations finish at once', async () => {
+        for (let round = 0; round < 3; round++) {
+          // A user with a passkey, stepped up with it (adding another needs a recent second factor).
+          const user = await userWithPasskey();
+          const stepUp = await post('/api/auth/passkeys/step-up/options', {}, user.token);
+          const stepped = await post('/api/auth/passkeys/step-up/verify', { response: user.authenticator.assert(stepUp.json()) }, user.token);
+          assert.equal(stepped.statusCode, 200, stepped.body);
+          const token = stepped.json().token as string;
+          const now = clock();
+          const filler = Array.from({ length: MAX_PASSKEYS_PER_USER - 2 }, (_, i) => ({
+            id: `filler-${user.id}-${i}`,
+            user_id: user.id,
+            credential_id: `filler-${user.id}-${i}`,
+            public_key: 'AAAA',
+            counter: 0,
+            transports: null,
+            device_type: 'singleDevice' as const,
+            backed_up: 0,
+            aaguid: null,
+            name: `Filler ${i}`,
+            created_at: now,
+            last_used_at: null,
+          }));
+          await t.services.storage.db.insertInto('passkeys').values(filler).execute();
+          // Both asked while there is room for one more. A user has one registration challenge at a
+          // time, so this is the race as it happens: A's challenge spent (its verify under way) when
+          // B asks; here A's is put back after B's options replaced it, and both verify at once.
+          const [a, b] = [new SoftAuthenticator({ origin: ORIGIN }), new SoftAuthenticator({ origin: ORIGIN })];
+          const optionsA = await post('/api/auth/passkeys/register/options', {}, token);
+          const challenges = t.services.storage.db.selectFrom('passkey_challenges').selectAll().where('user_id', '=', user.id).where('purpose', '=', 'register');
+          const challengeA = await challenges.executeTakeFirstOrThrow();
+          const optionsB = await post('/api/auth/passkeys/register/options', {}, token);
+          assert.equal(optionsB.statusCode, 200, optionsB.body);
+          await t.services.storage.db.insertInto('passkey_challenges').values(challengeA).execute();
+          assert.equal((await challenges.execute()).length, 2);
+          const answers = await Promise.all([
+            post('/api/auth/passkeys/register/verify', { response: a.register(optionsA.json()) }, token),
+            post('/api/auth/passkeys/register/verify', { response: b.register(optionsB.json()) }, token),
+          ]);
+          assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 409], answers.map((answer) => answer.body).join('\n'));
+          assert.equal(errorOf(answers.find((answer) => answer.statusCode !== 200)!), 'PASSKEY_LIMIT_REACHED');
+          const stored = await t.services.storage.db.selectFrom('passkeys').select('id').where('user_id', '=', user.id).execute();
+          assert.equal(stored.length, MAX_PASSKEYS_PER_USER, `round ${round}`);
+        }
       });
 
       it('signs in with a passkey alone: the body of POST /api/auth, the session cookies, amr hwk+user+mfa', async () => {

@@ -50,10 +50,10 @@ export const passkeysModule = defineModule({
   publicEvents: PASSKEYS_PUBLIC_EVENTS,
   countedEvents: PASSKEYS_COUNTED_EVENTS,
   provide({ db, clock, logger, config, services }) {
-    const { audit, mail } = services;
+    const { audit, mail, users } = services;
     const authUrl = new URL(config.authUrl);
     return {
-      passkeys: createPasskeyService({ db, clock, logger, audit, mail, config: { rpId: authUrl.hostname, origin: authUrl.origin, rpName: config.mfa.issuer } }),
+      passkeys: createPasskeyService({ db, clock, logger, audit, mail, users, config: { rpId: authUrl.hostname, origin: authUrl.origin, rpName: config.mfa.issuer } }),
     };
   },
   // Challenges nobody answered are deleted once expired.

@@ -23,7 +23,7 @@ import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { randomId, sha256Base64url } from '../lib/random.ts';
-import type { User } from '../users/user.service.ts';
+import type { User, UserService } from '../users/user.service.ts';
 import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import * as store from './passkeys.store.ts';
@@ -109,8 +109,8 @@ function challengeOf({ decodeClientDataJSON }: WebAuthn, response: { response: {
   }
 }
 
-export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logger; audit: AuditService; mail: MailService; config: PasskeysConfig }) {
-  const { db, clock, logger, audit, mail, config } = deps;
+export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logger; audit: AuditService; mail: MailService; users: Pick<UserService, 'lockUser'>; config: PasskeysConfig }) {
+  const { db, clock, logger, audit, mail, users, config } = deps;
 
   async function saveChallenge(challenge: string, purpose: store.ChallengePurpose, userId: string | null, boundTo: string | null): Promise<void> {
     const now = clock();
@@ -202,6 +202,9 @@ export function createPasskeyService(deps: { db: Db; clock: Clock; logger: Logge
       if (info.credential.id.length > MAX_CREDENTIAL_ID_LENGTH) return { ok: false, reason: 'PASSKEY_REGISTRATION_FAILED' };
 
       const result = await db.transaction().execute(async (trx) => {
+        // First, the user's row lock: two registrations at once count one after the other, so the
+        // cap holds on PostgreSQL too (each counted 24 and both added one before). Gone meanwhile: nothing to add to.
+        if ((await users.lockUser(trx, user.id)) === null) return { ok: false as const, reason: 'PASSKEY_REGISTRATION_FAILED' as const };
         const count = await store.countPasskeys(trx, user.id);
         if (count >= MAX_PASSKEYS_PER_USER) return { ok: false as const, reason: 'PASSKEY_LIMIT_REACHED' as const };
         const now = clock();
