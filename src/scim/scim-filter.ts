@@ -6,7 +6,11 @@
  * compare lower-cased. Anything else is an `invalidFilter`, never a 500.
  */
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
-import { parse, type Filter } from 'scim2-parse-filter';
+import type { Filter } from 'scim2-parse-filter';
+import { onFirstUse } from '../lib/on-first-use.ts';
+
+/** The filter parser, loaded by the first SCIM request with a filter, not at start. */
+const filterLibrary = onFirstUse<typeof import('scim2-parse-filter')>(import.meta.url, 'scim2-parse-filter');
 import type { Where } from './scim.store.ts';
 import { CORE_USER_SCHEMA, GROUP_SCHEMA } from './scim-schemas.ts';
 
@@ -49,7 +53,7 @@ export function filterToWhere(text: string, resource: 'User' | 'Group'): Where {
   if (text.length > MAX_FILTER_LENGTH) throw new FilterError(`a filter is at most ${MAX_FILTER_LENGTH} characters`);
   let ast: Filter;
   try {
-    ast = parse(text);
+    ast = filterLibrary().parse(text);
   } catch {
     throw new FilterError('the filter is not valid SCIM filter syntax');
   }

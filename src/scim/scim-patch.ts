@@ -11,7 +11,11 @@
  *   value array (`{"op": "Remove", "path": "members", "value": [{"value": "id"}]}`).
  * Returns the patched copy or why it is refused (a SCIM `scimType` and a detail).
  */
-import { filter as compileFilter, parse as parseFilter, type Filter } from 'scim2-parse-filter';
+import type { Filter } from 'scim2-parse-filter';
+import { onFirstUse } from '../lib/on-first-use.ts';
+
+/** The filter library, loaded by the first PATCH with a value filter, not at start. */
+const filterLibrary = onFirstUse<typeof import('scim2-parse-filter')>(import.meta.url, 'scim2-parse-filter');
 import { CORE_USER_SCHEMA, ENTERPRISE_USER_SCHEMA, GROUP_SCHEMA, PATCH_OP_SCHEMA } from './scim-schemas.ts';
 
 export type Doc = Record<string, unknown>;
@@ -97,7 +101,7 @@ export function parsePath(path: string): Path {
   let valueFilter: Filter | null = null;
   if (filterText !== undefined) {
     try {
-      valueFilter = parseFilter(filterText);
+      valueFilter = filterLibrary().parse(filterText);
     } catch {
       throw new PatchError('invalidFilter', `cannot read the value filter of ${JSON.stringify(path)}`);
     }
@@ -174,7 +178,7 @@ function applyFiltered(container: Doc, key: string, op: 'add' | 'remove' | 'repl
   const list: unknown[] = Array.isArray(current) ? current : [];
   let matches: (item: unknown) => boolean;
   try {
-    const test = compileFilter(valueFilter);
+    const test = filterLibrary().filter(valueFilter);
     matches = (item) => isObject(item) && test(item);
   } catch {
     throw new PatchError('invalidFilter', 'cannot evaluate the value filter');

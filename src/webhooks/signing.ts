@@ -7,7 +7,11 @@
  * database dump alone yields no secret and a box copied to another endpoint does not open.
  */
 import { randomBytes } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
+import type { Webhook } from 'standardwebhooks';
+import { onFirstUse } from '../lib/on-first-use.ts';
+
+/** The signing library, loaded by the first delivery (or signature check), not at start. */
+const standardWebhooks = onFirstUse<{ Webhook: typeof Webhook }>(import.meta.url, 'standardwebhooks');
 import { deriveKey } from '../lib/derive-key.ts';
 import { openSecret, sealSecret } from '../mfa/secret-box.ts';
 
@@ -28,7 +32,7 @@ export function webhookTimestamp(epochMs: number): string {
 export function signatureHeader(secrets: readonly string[], messageId: string, epochMs: number, body: string): string {
   // The library signs the whole seconds of the time it is given, as webhookTimestamp writes them.
   const at = new Date(Math.floor(epochMs / 1000) * 1000);
-  return secrets.map((secret) => new Webhook(secret).sign(messageId, at, body)).join(' ');
+  return secrets.map((secret) => new (standardWebhooks().Webhook)(secret).sign(messageId, at, body)).join(' ');
 }
 
 export interface SecretSeal {
