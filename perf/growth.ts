@@ -12,6 +12,7 @@
  */
 import { once } from 'node:events';
 import { join } from 'node:path';
+import pg from 'pg';
 import type { HashBound } from './hash-bound.ts';
 import {
   BENCH_DIR,
@@ -109,6 +110,17 @@ function subjectsOf(ctx: Context, server: Gatehouse, database: string, phase: Ph
   });
 }
 
+/** Removes the signing keys of a database a server of another AUTH_SECRET may have used. */
+async function forgetSigningKeys(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('DELETE FROM signing_keys');
+  } finally {
+    await client.end();
+  }
+}
+
 /** Fills `store` with `count` users and what goes with them (perf/seed.ts, in a child); `env` adds SEED_* settings. */
 export async function runSeed(store: GatehouseStore, count: number, cpus: string | null, env: Readonly<Record<string, string>> = {}): Promise<SeedReport> {
   const child = spawnNode(join(BENCH_DIR, 'seed.ts'), [], {
@@ -143,14 +155,26 @@ export async function growthScenario(ctx: Context): Promise<ScenarioResult> {
   const seeds: SeedReport[] = [];
   const hashBound: HashBound[] = [];
 
+  // A PostgreSQL database perf/seed.ts already filled in the growth shape with GROWTH_USERS users
+  // (SEED_SHAPE=growth): the large store is that one, not seeded again (a 10 M seed takes 15 to
+  // 35 minutes), and kept afterwards. Its signing keys are removed first: the run's AUTH_SECRET
+  // makes its own.
+  const reused = process.env.GROWTH_SEEDED_DATABASE_URL;
+  if (reused !== undefined && (databases.length !== 1 || databases[0] !== 'postgres')) throw new Error('GROWTH_SEEDED_DATABASE_URL needs GROWTH_DATABASES=postgres');
+
   for (const database of databases) {
     const baselineStore = await createStore(`growth-${database}-baseline`, database);
-    const seededStore = await createStore(`growth-${database}-seeded`, database);
+    const seededStore = reused === undefined ? await createStore(`growth-${database}-seeded`, database) : { ...(await createStore(`growth-${database}-seeded-dir`, 'sqlite')), databaseUrl: reused };
     const stores = [
       [baselineStore, baselineCount],
       [seededStore, count],
     ] as const;
     for (const [store, users] of stores) {
+      if (store === seededStore && reused !== undefined) {
+        await forgetSigningKeys(reused);
+        process.stdout.write(`  the ${sized(users)} store is GROWTH_SEEDED_DATABASE_URL's, seeded before this run\n`);
+        continue;
+      }
       process.stdout.write(`  seeding ${database} with ${sized(users)}...\n`);
       const report = await runSeed(store, users, ctx.pinning?.all ?? null, { SEED_SHAPE: 'growth' });
       seeds.push(report);
@@ -178,8 +202,11 @@ export async function growthScenario(ctx: Context): Promise<ScenarioResult> {
         ...subjectsOf(ctx, seeded, database, 'seeded', count, `gatehouse (${database}, database, 1 worker), ${sized(count)}`),
       ];
       // Round-robin over every path of both stores, again and again, so a change in the machine's
-      // load lands on both alike.
-      const measured = await measureInterleaved(subjects, ctx.settings);
+      // load lands on both alike. A failure says what the servers said (one that died, say).
+      const measured = await measureInterleaved(subjects, ctx.settings).catch((error: unknown) => {
+        const tail = (server: Gatehouse | undefined) => (server === undefined ? '' : `\n--- ${server.name} ---\n${server.output().slice(-4_000)}`);
+        throw new Error(`${(error as Error).message}${(error as Error).cause === undefined ? '' : ` (${String((error as Error).cause)})`}${tail(baseline)}${tail(seeded)}`);
+      });
       const records: RunRecord[] = measured.map((m, i) => ({ ...m, name: subjects[i]!.name, label: subjects[i]!.label, server: subjects[i]!.server, isService: true }));
       const base = records.slice(0, PATHS.length);
       const full = records.slice(PATHS.length);
@@ -217,7 +244,7 @@ export async function growthScenario(ctx: Context): Promise<ScenarioResult> {
     targets,
     notes: [
       `Two servers run side by side on the same core, one on a store of ${sized(baselineCount)} and one on ${sized(count)}, both seeded alike, and are measured in interleaved rounds; the large store's figures carry the small one's as their baseline. "Within 20 %" is checked on mean latency (≤ ${GROWTH_LIMIT} × baseline) and p99 (≤ ${GROWTH_LIMIT} × baseline, or baseline + 1 ms: autocannon records whole milliseconds). Sign-in at ${SIGNIN_CONNECTIONS} connections; the session check uses the database strategy, which reads the session row and the user on every request; the users search asks the API for one address of the middle of the store (\`GET /api/admin/users?query=\`, the default search: the start of the address or of a word of the name, newest first, a keyset page), and the same address anywhere (\`query=*address\`, a substring: measured, not a target); the audit log is the admin page (\`GET /admin/events\`) filtered by that address over the last year, and by the type signin.failure over the last year. Hash bound on the server core before the rounds: ${signInBound} verifies/s. That every query of these paths uses an index is checked by test/growth-paths-index.test.ts (EXPLAIN on a small table set).`,
-      `Seeded with perf/seed.ts in its growth shape (PostgreSQL: COPY FROM STDIN with the keys and indexes made again after; SQLite: multi-row INSERTs; one shared argon2id hash; then VACUUM (ANALYZE) / ANALYZE): ${seeds.map(seedText).join('; ')}.`,
+      `Seeded with perf/seed.ts in its growth shape (PostgreSQL: COPY FROM STDIN with the keys and indexes made again after; SQLite: multi-row INSERTs; one shared argon2id hash; then VACUUM (ANALYZE) / ANALYZE): ${seeds.map(seedText).join('; ')}${reused === undefined ? '' : `; the ${sized(count)} store was seeded the same way before the run (GROWTH_SEEDED_DATABASE_URL)`}.`,
     ],
     seeds,
   };

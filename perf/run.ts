@@ -39,6 +39,8 @@
  *                                per 10, 5 audit events each: perf/seed.ts, shape growth)
  *   GROWTH_BASELINE_USERS=10000  users of the store it is compared with
  *   GROWTH_DATABASES=postgres    the databases it runs on (sqlite,postgres for both)
+ *   GROWTH_SEEDED_DATABASE_URL   a PostgreSQL database perf/seed.ts already filled with GROWTH_USERS
+ *                                users (SEED_SHAPE=growth): used as the large store, not seeded again
  *   IMPORT_USERS=1000000         users the import scenario's file holds
  *   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test
  *                                where the PostgreSQL scenarios (session, growth) make scratch
