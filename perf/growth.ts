@@ -110,12 +110,16 @@ function subjectsOf(ctx: Context, server: Gatehouse, database: string, phase: Ph
   });
 }
 
-/** Removes the signing keys of a database a server of another AUTH_SECRET may have used. */
-async function forgetSigningKeys(url: string): Promise<void> {
+/**
+ * Readies a store an earlier run may have used: its signing keys (made under another AUTH_SECRET)
+ * and the bench's admin (another random password) are removed; the admin bootstrap makes it again.
+ */
+async function forgetEarlierRun(url: string, adminEmail: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query('DELETE FROM signing_keys');
+    await client.query('DELETE FROM users WHERE email = $1', [adminEmail]);
   } finally {
     await client.end();
   }
@@ -157,8 +161,8 @@ export async function growthScenario(ctx: Context): Promise<ScenarioResult> {
 
   // A PostgreSQL database perf/seed.ts already filled in the growth shape with GROWTH_USERS users
   // (SEED_SHAPE=growth): the large store is that one, not seeded again (a 10 M seed takes 15 to
-  // 35 minutes), and kept afterwards. Its signing keys are removed first: the run's AUTH_SECRET
-  // makes its own.
+  // 35 minutes), and kept afterwards. What an earlier run left that this one cannot use (signing
+  // keys, the bench's admin) is removed first.
   const reused = process.env.GROWTH_SEEDED_DATABASE_URL;
   if (reused !== undefined && (databases.length !== 1 || databases[0] !== 'postgres')) throw new Error('GROWTH_SEEDED_DATABASE_URL needs GROWTH_DATABASES=postgres');
 
@@ -171,7 +175,7 @@ export async function growthScenario(ctx: Context): Promise<ScenarioResult> {
     ] as const;
     for (const [store, users] of stores) {
       if (store === seededStore && reused !== undefined) {
-        await forgetSigningKeys(reused);
+        await forgetEarlierRun(reused, store.admin.email);
         process.stdout.write(`  the ${sized(users)} store is GROWTH_SEEDED_DATABASE_URL's, seeded before this run\n`);
         continue;
       }

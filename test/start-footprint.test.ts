@@ -55,6 +55,8 @@ describe('a default start', () => {
     });
     const health = await fetch(`${server.base}/api/health`);
     assert.equal(health.status, 200);
+    // The banner of a store without accounts says how to make the first.
+    assert.match(server.child.stderr(), /No users yet\. Create one/);
     const exit = await server.child.stop(30_000);
     assert.equal(exit.code, 0, server.child.stderr());
     const loaded = JSON.parse(readFileSync(record, 'utf8')) as string[];

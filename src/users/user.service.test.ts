@@ -27,6 +27,12 @@ for (const backend of await backends()) {
       assert.deepEqual(again.results, []);
     });
 
+    it('knows whether any account exists, reading one row', async () => {
+      assert.equal(await users.hasAnyUser(), false, 'before the first account');
+      assert.ok((await users.createUser({ email: 'first@example.com', name: 'First', passwordHash: null })).ok);
+      assert.equal(await users.hasAnyUser(), true);
+    });
+
     it('stores a normalised e-mail, random ids, roles and times', async () => {
       const result = await users.createUser({ email: '  Carol@EXAMPLE.com ', name: ' Carol ', passwordHash: null, roles: ['ADMIN', 'EDITOR', 'ADMIN'] });
       assert.ok(result.ok);

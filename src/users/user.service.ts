@@ -236,6 +236,11 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return store.countPasswordHashParameters(db);
     },
 
+    /** Whether any account exists (the start's banner): O(1), where `countUsers` reads every row. */
+    async hasAnyUser(): Promise<boolean> {
+      return store.hasAnyUser(db);
+    },
+
     /** How many accounts; with a filter, how many of them are (not) disabled and meet other modules' conditions. */
     async countUsers(filter: Pick<store.UserListFilter, 'disabled' | 'conditions'> = {}): Promise<number> {
       return store.countUsers(db, filter);

@@ -88,6 +88,11 @@ export async function touchUser(db: Db, id: string, now: number): Promise<boolea
   return result.numUpdatedRows > 0n;
 }
 
+/** Whether any account exists: one row read, at any size (a count of ten million rows takes seconds). */
+export async function hasAnyUser(db: Db): Promise<boolean> {
+  return (await db.selectFrom('users').select('id').limit(1).executeTakeFirst()) !== undefined;
+}
+
 export async function countUsers(db: Db, filter: Pick<UserListFilter, 'disabled' | 'conditions'> = {}): Promise<number> {
   let query = db.selectFrom('users').select((eb) => eb.fn.countAll<number | string>().as('count'));
   if (filter.disabled !== undefined) query = query.where('disabled_at', filter.disabled ? 'is not' : 'is', null);
