@@ -5,7 +5,8 @@
  * - `ann` or `ann*`: the address, or a word of the name, **starts with** `ann` (the default);
  * - `*ann` or `*ann*`: the address or the name **contains** `ann` anywhere;
  * - `"ann@example.com"`: the address or the whole name **is** the text.
- * Matching is case-insensitive; any other `*`, `%` or `_` is a character like the rest.
+ * Matching is case-insensitive; any other `*`, `%` or `_` is a character like the rest. Text with an
+ * `@` is an address: without a leading star only the address is asked (`users/user.store.ts`).
  *
  * Why the default is a prefix: a start is found by walking a B-tree (O(log n)) at any size, where a
  * substring needs trigram indexes whose common trigrams (a shared domain, a frequent first name)

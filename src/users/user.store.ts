@@ -215,7 +215,11 @@ export function selectUsers(db: Db, filter: UserListQuery) {
   let query = db.selectFrom('users').selectAll();
   const { search, before } = filter;
   if (search !== undefined) {
-    query = query.where((eb) => eb.or([nameMatches(search), emailMatches(db, search)]));
+    // Text holding an `@` is an address: by default (a start, or exactly) only the address is asked,
+    // by its B-tree; the name's trigram lists would cost more at 10,000,000 users than the whole
+    // lookup (perf/analysis.md, growth) to find names nobody has. Anywhere (`*text`) asks both.
+    const isAddress = search.match !== 'contains' && search.email.includes('@');
+    query = query.where((eb) => (isAddress ? emailMatches(db, search) : eb.or([nameMatches(search), emailMatches(db, search)])));
   }
   const role = filter.role;
   if (role !== undefined) {
