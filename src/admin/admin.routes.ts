@@ -173,7 +173,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
             .max(200)
             .optional()
             .describe(
-              'Case-insensitive. `ann` (or `ann*`): the e-mail, or a word of the name, starts with ann (a B-tree walk at any size); `*ann` (or `*ann*`): contains ann anywhere (trigram indexes on PostgreSQL: slower on large stores); `"ann@example.com"`: the e-mail or the whole name is the text. Any other `*`, `%` or `_` is a character. Empty, `*` or `""`: everyone.',
+              'Case-insensitive. `ann` (or `ann*`): the e-mail, or a word of the name, starts with ann (a B-tree walk at any size); `*ann` (or `*ann*`): contains ann anywhere (trigram indexes on PostgreSQL: slower on large stores); `"ann@example.com"`: the e-mail or the whole name is the text. Text holding an `@` asks only the e-mail (unless it starts with `*`). Any other `*`, `%` or `_` is a character. Empty, `*` or `""`: everyone.',
             ),
           cursor: cursorField,
           limit: limitField,
