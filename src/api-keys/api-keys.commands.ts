@@ -6,7 +6,7 @@
 import type { CliIo } from '../cli/args.ts';
 import { CliError, formatTable, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
 import type { BuiltServices, CliCommandContext } from '../module.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { CLI_SOURCE } from '../audit/audit-source.ts';
 import { API_KEYS_USAGE } from './api-keys.cli.ts';
 import type { ApiKeyOwner, ApiKeyView } from './api-keys.model.ts';
 import { toKeyBody } from './api-keys.schemas.ts';

@@ -19,10 +19,10 @@ import type { Db } from '../storage/database.ts';
 import type { AuditEventRow } from '../storage/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { Locale } from '../i18n/locales.ts';
 import { randomId } from '../lib/random.ts';
 import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import * as store from './audit.store.ts';
+import type { AuditSource } from './audit-source.ts';
 
 /**
  * Every event type, by name: stable, lower-case dotted, never renamed. Each module declares the
@@ -38,32 +38,7 @@ export interface AuditEventTypes {}
 
 export type AuditEventType = keyof AuditEventTypes & string;
 
-/** Where an action came from: who did it (null: nobody signed in, or the CLI) and their client. */
-export interface AuditSource {
-  actorUserId: string | null;
-  ip: string | null;
-  userAgent: string | null;
-  /** Set for actions not made by a user over our HTTP routes (`registration`: a client registered itself, RFC 7591); recorded in `details.via`. */
-  via?: 'cli' | 'bootstrap' | 'registration';
-  /**
-   * The language of the request (`?lang=` on a page, the language cookie, Accept-Language), when it
-   * gave one: mails the action causes use it for a recipient with no stored language, and a sign-up
-   * or first sign-in stores it (users/locale.ts). Never recorded in the audit log.
-   */
-  locale?: Locale;
-  /**
-   * Reads a cookie of the request (a trusted browser's, for a second-factor waiver:
-   * signin/second-factor-waiver.ts). A function, so that the source's JSON (a log line) never holds
-   * one; never recorded in the audit log.
-   */
-  cookie?: (name: string) => string | undefined;
-}
-
-/** Gatehouse itself: no actor, no client (housekeeping, tests). */
-export const SYSTEM_SOURCE: AuditSource = Object.freeze({ actorUserId: null, ip: null, userAgent: null });
-
-/** An operator at the `gatehouse` command line. */
-export const CLI_SOURCE: AuditSource = Object.freeze({ actorUserId: null, ip: null, userAgent: null, via: 'cli' as const });
+export { CLI_SOURCE, SYSTEM_SOURCE, type AuditSource } from './audit-source.ts';
 
 export interface AuditEventInput {
   type: AuditEventType;

@@ -17,7 +17,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { asksForHelp, CliError, didYouMean, parseCommandLine, type CliIo } from './args.ts';
 import { BACKUP_USAGE, DOCTOR_USAGE, HELP_USAGE, MIGRATE_USAGE, SERVE_USAGE } from './usage.ts';
-import type { CliCommandContext, CliCommandGroup } from '../module.ts';
+import type { CliCommandGroup } from '../module.ts';
+import { withServices } from './on-demand.ts';
 
 /** A group of commands: a module's, or one of the core's (which have no `order`: their place is fixed). */
 type Group = Omit<CliCommandGroup, 'order'>;
@@ -71,8 +72,6 @@ Reads the same environment as the server (DATABASE_URL, DATA_DIR, AUTH_SECRET, .
 Exit codes: 0 done, 1 the operation failed, 2 the command line is wrong.`;
 }
 
-/** context.ts's `withServices`, imported (with the configuration, storage and services) on first use. */
-const withServices: CliCommandContext['withServices'] = async (io, fn) => (await import('./context.ts')).withServices(io, fn);
 
 /** `gatehouse <version>`, from package.json. */
 export function versionLine(): string {

@@ -5,15 +5,17 @@
  * safe unit to undo. Going back is restoring the backup taken before the upgrade.
  */
 import { existsSync } from 'node:fs';
-import { sql } from 'kysely';
-import { Migrator } from 'kysely/migration';
-import { collectMigrations } from '../module.ts';
-import { MODULES, migrateToLatest } from '../modules.ts';
 import { isoTime } from '../lib/clock.ts';
 import type { Db } from '../storage/database.ts';
 import { CliError, formatTable, parseCommandLine, writeJson, type CliIo } from './args.ts';
-import { readConfig, withStorage } from './context.ts';
+import { withStorage } from './on-demand.ts';
 import { MIGRATE_USAGE } from './usage.ts';
+
+/** The module list and what reads it (every module's code), once the command line is read. */
+async function migrations(): Promise<{ migrateToLatest: typeof import('../modules.ts').migrateToLatest; all: () => ReturnType<typeof import('../module.ts').collectMigrations> }> {
+  const [{ MODULES, migrateToLatest }, { collectMigrations }] = await Promise.all([import('../modules.ts'), import('../module.ts')]);
+  return { migrateToLatest, all: () => collectMigrations(MODULES) };
+}
 
 const DOWN_WORDS = new Set(['down', 'rollback', 'undo', 'revert', 'redo', 'reset']);
 
@@ -30,6 +32,7 @@ export async function migrate(args: string[], io: CliIo): Promise<void> {
   }
   if (args.includes('--status')) throw new CliError('migrate: unknown option --status; the status is `gatehouse migrate status`', 2);
   parseCommandLine(args, {}, { command: 'migrate', usage: MIGRATE_USAGE });
+  const { migrateToLatest } = await migrations();
   await withStorage(io, { migrate: false }, async (storage) => {
     const { results = [] } = await migrateToLatest(storage.db);
     io.stdout.write(results.length === 0 ? 'Database is up to date.\n' : results.map((r) => `applied ${r.migrationName}\n`).join(''));
@@ -45,8 +48,9 @@ export interface MigrationState {
 
 /** Every migration this version knows, in the order they apply, with when each was applied; then any applied one it does not know. */
 export async function migrationStates(db: Db): Promise<MigrationState[]> {
-  const migrations = collectMigrations(MODULES);
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ ...migrations }) }, allowUnorderedMigrations: true });
+  const [ours, { Migrator }, { sql }] = await Promise.all([migrations(), import('kysely/migration'), import('kysely')]);
+  const all = ours.all();
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ ...all }) }, allowUnorderedMigrations: true });
   const known = (await migrator.getMigrations()).map(
     (info): MigrationState => ({ name: info.name, status: info.executedAt === undefined ? 'pending' : 'applied', appliedAt: info.executedAt === undefined ? null : isoTime(info.executedAt.getTime()) }),
   );
@@ -55,18 +59,18 @@ export async function migrationStates(db: Db): Promise<MigrationState[]> {
     applied = (await sql<{ name: string; timestamp: string }>`select name, timestamp from kysely_migration order by name`.execute(db)).rows;
   }
   const unknown = applied
-    .filter((row) => !Object.hasOwn(migrations, row.name))
+    .filter((row) => !Object.hasOwn(all, row.name))
     .map((row): MigrationState => ({ name: row.name, status: 'unknown', appliedAt: Number.isNaN(Date.parse(row.timestamp)) ? null : new Date(row.timestamp).toISOString() }));
   return [...known, ...unknown];
 }
 
 async function status(args: string[], io: CliIo): Promise<void> {
   const { values } = parseCommandLine(args, { json: { type: 'boolean' } }, { command: 'migrate status', usage: MIGRATE_USAGE });
-  const config = readConfig(io.stderr);
+  const config = (await import('./context.ts')).readConfig(io.stderr);
   let states: MigrationState[];
   if (config.database.kind === 'sqlite' && config.database.path !== ':memory:' && !existsSync(config.database.path)) {
     // No database yet: everything is pending, and looking must not create the file.
-    states = Object.keys(collectMigrations(MODULES))
+    states = Object.keys((await migrations()).all())
       .sort()
       .map((name) => ({ name, status: 'pending', appliedAt: null }));
   } else {

@@ -5,9 +5,9 @@
  * Audited as account.exported, made at the command line.
  */
 import { writeFile } from 'node:fs/promises';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { CLI_SOURCE } from '../audit/audit-source.ts';
 import { CliError, parseCommandLine, type CliIo } from '../cli/args.ts';
-import { withServices } from '../cli/context.ts';
+import { withServices } from '../cli/on-demand.ts';
 import { emailField } from '../users/email.ts';
 import { USERS_USAGE } from '../users/users.cli.ts';
 

@@ -5,7 +5,7 @@
 import type { CliIo } from '../cli/args.ts';
 import { CliError, formatTable, parseCommandLine, type OptionSpecs } from '../cli/args.ts';
 import type { BuiltServices, CliCommandContext } from '../module.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { CLI_SOURCE } from '../audit/audit-source.ts';
 import { OPERATOR } from '../organizations/organizations.service.ts';
 import { DOMAINS_USAGE } from './org-domains.cli.ts';
 import { METHODS, type VerificationMethod } from './domain-checks.ts';

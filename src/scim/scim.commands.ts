@@ -1,6 +1,6 @@
 /** `gatehouse scim tokens list|create|rotate|revoke` (declared in scim.cli.ts, which loads this file when one runs). */
 import type { CliCommandRunner } from '../module.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { CLI_SOURCE } from '../audit/audit-source.ts';
 import { isoTime } from '../lib/clock.ts';
 import { CliError, formatTable, parseCommandLine, writeJson } from '../cli/args.ts';
 import { SCIM_USAGE } from './scim.cli.ts';

@@ -3,7 +3,7 @@ import { describeSigningKeys, rotateSigningKey } from './signing-keys.ts';
 import { isoTime, systemClock } from '../lib/clock.ts';
 import type { CliCommandRunner } from '../module.ts';
 import { parseCommandLine, runSubcommand, writeJson, type Subcommands } from '../cli/args.ts';
-import { withStorage } from '../cli/context.ts';
+import { withStorage } from '../cli/on-demand.ts';
 import { KEYS_USAGE } from './keys.cli.ts';
 
 /** `gatehouse keys <command> …`. */

@@ -4,7 +4,7 @@
  * field, never its value: a report must not carry a hash or an address.
  */
 import { emailField } from '../users/email.ts';
-import { isValidRole } from '../users/user.service.ts';
+import { isValidRole } from '../users/roles.ts';
 import { toValidName } from '../users/name.ts';
 import { checkImportedHash } from './hash-schemes.ts';
 import { toTotpSecret, type ForeignIdentity, type LinkedIdentity } from './identities.ts';

@@ -8,14 +8,14 @@ import { createReadStream, createWriteStream, statSync, type WriteStream } from 
 import { once } from 'node:events';
 import { CliError, formatTable, parseCommandLine, writeJson, type CliIo } from '../cli/args.ts';
 import type { CliCommandRunner } from '../module.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { CLI_SOURCE } from '../audit/audit-source.ts';
 import { EXPORT_USAGE, IMPORT_USAGE } from './user-import.cli.ts';
 import { FORMATS, type FormatOptions } from './formats.ts';
 import { parseRoleRules } from './import-record.ts';
 import { exitCodeOf, importDeps, runImport, type ImportCounts, type OnConflict } from './importer.ts';
 import { countHashKinds } from './import.store.ts';
 import { exportDeps, exportUsers } from './exporter.ts';
-import { withServices } from '../cli/context.ts';
+import { withServices } from '../cli/on-demand.ts';
 
 const IMPORT_OPTIONS = {
   from: { type: 'string' },

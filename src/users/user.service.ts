@@ -13,9 +13,8 @@ import { parseUserSearch } from './user-search.ts';
 import * as store from './user.store.ts';
 
 // The same role the prefix rules (GATEHOUSE_RULES) and gatehouse-protect require under /admin.
-export { ADMIN_ROLE } from '../../packages/protect/src/contract.ts';
-import { ADMIN_ROLE } from '../../packages/protect/src/contract.ts';
-const ROLE_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
+import { ADMIN_ROLE, isValidRole } from './roles.ts';
+export { ADMIN_ROLE, isValidRole } from './roles.ts';
 
 export interface User {
   id: string;
@@ -92,10 +91,6 @@ export type DeleteUserResult =
   | { ok: false; reason: 'REFUSED'; refusal: string };
 
 export type UserService = ReturnType<typeof createUserService>;
-
-export function isValidRole(role: string): boolean {
-  return ROLE_PATTERN.test(role);
-}
 
 export function createUserService(deps: { db: Db; clock: Clock }) {
   const { db, clock } = deps;

@@ -5,14 +5,15 @@
  */
 import { emailField } from './email.ts';
 import { nameProblem } from './name.ts';
-import { isValidRole, type User } from './user.service.ts';
-import { CLI_SOURCE } from '../audit/audit.service.ts';
+import { isValidRole } from './roles.ts';
+import type { User } from './user.service.ts';
+import { CLI_SOURCE } from '../audit/audit-source.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import { isoTime } from '../lib/clock.ts';
 import type { Services } from '../services.ts';
 import type { CliCommandRunner } from '../module.ts';
 import { CliError, formatTable, parseCommandLine, runSubcommand, writeJson, type CliIo, type OptionSpecs, type Subcommands } from '../cli/args.ts';
-import { withServices } from '../cli/context.ts';
+import { withServices } from '../cli/on-demand.ts';
 import { USERS_USAGE } from './users.cli.ts';
 import { toUserJson } from './user-json.ts';
 

@@ -1,7 +1,9 @@
 /**
  * A test reporter that closes the run with its slowest tests, its slowest files and the time of the
  * whole run, so a test creeping towards the per-test timeout (120 s, package.json) is seen long
- * before it fails on a busy machine, and the files that hold the run's length are named. Used next
+ * before it fails on a busy machine, and the files that hold the run's length are named: the
+ * slowest, and the last to end (when each was first and last heard from), with how many files ran
+ * at once on average; a long file that starts late holds the end of the run alone. Used next
  * to the spec reporter by `npm test`; it prints nothing else.
  */
 import { relative } from 'node:path';
@@ -17,6 +19,7 @@ type TestEvent = { type: 'test:pass' | 'test:fail'; data: TestEventData } | { ty
 
 const SHOWN = 15;
 const FILES_SHOWN = 12;
+const LAST_SHOWN = 8;
 /** The per-test timeout `npm test` sets: a test above half of it is named as a warning. */
 const TIMEOUT_MS = 120_000;
 
@@ -29,7 +32,16 @@ export default async function* slowestTests(source: AsyncIterable<TestEvent>): A
   const tests: Array<{ name: string; file: string; ms: number }> = [];
   // A file's time: its top-level tests and suites, which run one after another in its process.
   const files = new Map<string, number>();
+  const heard = new Map<string, { first: number; last: number }>();
   for await (const event of source) {
+    const named = (event.data as { file?: unknown } | undefined)?.file;
+    if (typeof named === 'string' && event.type !== 'test:enqueue') {
+      const file = relative(process.cwd(), named);
+      const now = performance.now() - started;
+      const span = heard.get(file);
+      if (span === undefined) heard.set(file, { first: now, last: now });
+      else span.last = now;
+    }
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     const data = event.data as TestEventData;
     if (data.nesting === 0 && data.file !== undefined) {
@@ -48,6 +60,13 @@ export default async function* slowestTests(source: AsyncIterable<TestEvent>): A
   }
   lines.push(`slowest files (their top-level tests and suites):`);
   for (const [file, ms] of [...files].sort((a, b) => b[1] - a[1]).slice(0, FILES_SHOWN)) lines.push(`  ${seconds(ms).padStart(8)}  ${file}`);
-  lines.push(`whole run: ${seconds(performance.now() - started)}\n`);
+  const wholeMs = performance.now() - started;
+  const sum = [...files.values()].reduce((total, ms) => total + ms, 0);
+  lines.push(`the last files to end (first heard → last heard; their time):`);
+  for (const [file, span] of [...heard].sort((a, b) => b[1].last - a[1].last).slice(0, LAST_SHOWN)) {
+    lines.push(`  ${seconds(span.first).padStart(8)} → ${seconds(span.last).padStart(8)}  ${file} (${seconds(files.get(file) ?? 0)})`);
+  }
+  lines.push(`${files.size} files, ${seconds(sum)} in all: ${(sum / wholeMs).toFixed(1)} at once on average`);
+  lines.push(`whole run: ${seconds(wholeMs)}\n`);
   yield `${lines.join('\n')}\n`;
 }
