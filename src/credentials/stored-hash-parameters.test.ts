@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { hash } from '@node-rs/argon2';
 import { backends } from '../../test/helpers/databases.ts';
 import { createUser, useTestApp } from '../../test/helpers/app.ts';
+import { countPasswordHashParameters } from '../users/user.store.ts';
 
 const OLD = { algorithm: 2, memoryCost: 8192, timeCost: 5, parallelism: 1 } as const;
 
@@ -31,12 +32,52 @@ for (const backend of await backends()) {
       assert.equal(signIn.statusCode, 200, signIn.body);
       const after = await t.services.storedHashParameters.runOnce();
       assert.deepEqual(
-        after.toSorted((a, b) => a.encoded.localeCompare(b.encoded)),
+        after?.toSorted((a, b) => a.encoded.localeCompare(b.encoded)),
         [
           { encoded: '$argon2id$v=19$m=19456,t=2,p=1', count: 1 },
           { encoded: '$argon2id$v=19$m=8192,t=5,p=1', count: 2 },
         ],
       );
+    });
+
+    it('reads the accounts in slices, one short statement each, and counts every one once; a stop ends it with nothing', async () => {
+      // Sets of parameters spread over ids that sort differently by byte and by a language's collation.
+      const sets = [
+        { algorithm: 2, memoryCost: 4096, timeCost: 3, parallelism: 1 },
+        { algorithm: 2, memoryCost: 6144, timeCost: 2, parallelism: 1 },
+      ] as const;
+      const base = (await countPasswordHashParameters(t.services.storage.db))!;
+      const ids = ['a-1', 'A_2', 'b3', 'B-4', 'c_5', 'Z6', 'z-7'];
+      for (const [i, id] of ids.entries()) {
+        await t.services.storage.db
+          .insertInto('users')
+          .values({ ...(await t.services.storage.db.selectFrom('users').selectAll().limit(1).executeTakeFirstOrThrow()), id, email: `slice${i}@example.com`, password_hash: await hash('correct horse battery staple', sets[i % 2]) })
+          .execute();
+      }
+      await t.services.storage.db.insertInto('users').values({ ...(await t.services.storage.db.selectFrom('users').selectAll().limit(1).executeTakeFirstOrThrow()), id: 'b-no-password', email: 'nopassword@example.com', password_hash: null }).execute();
+
+      let statements = 0;
+      const counted = t.services.storage.db.withPlugin({
+        transformQuery: (args) => args.node,
+        // Once per statement run (transformQuery is asked again for each builder a query nests).
+        transformResult: async (args) => {
+          statements++;
+          return args.result;
+        },
+      });
+      let pauses = 0;
+      const sliced = await countPasswordHashParameters(counted, { slice: 2, between: async () => void pauses++ });
+      const sorted = (mix: ReadonlyArray<{ encoded: string; count: number }> | null) => mix?.toSorted((a, b) => a.encoded.localeCompare(b.encoded));
+      const expected = new Map(base.map((entry) => [entry.encoded, entry.count]));
+      expected.set('$argon2id$v=19$m=4096,t=3,p=1', 4);
+      expected.set('$argon2id$v=19$m=6144,t=2,p=1', 3);
+      assert.deepEqual(sorted(sliced), sorted([...expected].map(([encoded, count]) => ({ encoded, count }))));
+      const accounts = [...expected.values()].reduce((sum, count) => sum + count, 0);
+      assert.equal(statements, Math.floor(accounts / 2) + 1, `one statement per slice of 2 (${accounts} accounts with a password)`);
+      assert.equal(pauses, statements - 1, 'a pause between slices');
+
+      let asked = 0;
+      assert.equal(await countPasswordHashParameters(t.services.storage.db, { slice: 2, shouldStop: () => ++asked > 2 }), null, 'stopped: no partial mix');
     });
   });
 }

@@ -93,7 +93,7 @@ for (const backend of await backends()) {
       ];
       const text = lines([...users, ...hostile]);
       const dry = options({ dryRun: true });
-      const mixBefore = await t.services.users.countPasswordHashParameters();
+      const mixBefore = (await t.services.users.countPasswordHashParameters())!;
       const dryCounts = await run(text, dry);
       assert.equal(dryCounts.created, users.length + 1);
       assert.equal((await countHashKinds(t.services.storage.db)).find((row) => row.kind === 'bcrypt'), undefined, 'a dry run writes nothing');
@@ -117,7 +117,7 @@ for (const backend of await backends()) {
       assert.ok(!JSON.stringify(real.refused).includes('$'), 'no hash in the report');
       // The dummy-hash job's scan (stored-hash-parameters.ts) counts argon2 hashes only: a bcrypt
       // hash, shorter than an argon2 suffix, once made it fail on PostgreSQL.
-      const mix = await t.services.users.countPasswordHashParameters();
+      const mix = (await t.services.users.countPasswordHashParameters())!;
       assert.ok(mix.every(({ encoded }) => encoded.startsWith('$argon2')), JSON.stringify(mix.map((entry) => entry.encoded.slice(0, 12))));
       assert.ok(mix.length <= mixBefore.length + 3);
 

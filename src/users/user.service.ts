@@ -226,9 +226,12 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
       return store.updateLocale(options.db ?? db, userId, locale, { onlyIfUnset: options.onlyIfUnset ?? false });
     },
 
-    /** How many password hashes use each argon2 parameter set (a scan: for background work). */
-    countPasswordHashParameters(): Promise<Array<{ encoded: string; count: number }>> {
-      return store.countPasswordHashParameters(db);
+    /**
+     * How many password hashes use each argon2 parameter set: a scan in short slices, for background
+     * work (user.store.ts); null when `shouldStop` ended it early.
+     */
+    countPasswordHashParameters(options: { between?: () => Promise<void>; shouldStop?: () => boolean } = {}): Promise<Array<{ encoded: string; count: number }> | null> {
+      return store.countPasswordHashParameters(db, options);
     },
 
     /** Whether any account exists (the start's banner): O(1), where `countUsers` reads every row. */

@@ -318,18 +318,51 @@ export async function replaceRoles(db: Db, userId: string, roles: readonly strin
 /** The length of what follows the parameters in our argon2 hashes: `$` + 16-byte salt + `$` + 32-byte hash, in unpadded base64. */
 const HASH_SUFFIX_LENGTH = 1 + 22 + 1 + 43;
 
+/** How many accounts one statement of `countPasswordHashParameters` reads. */
+export const HASH_PARAMETERS_SLICE = 20_000;
+
 /**
  * How many password hashes were made with each argon2 parameter set (the PHC prefix
- * `$argon2id$v=19$m=…,t=…,p=…`). One scan of the table: for a background job, not a request.
+ * `$argon2id$v=19$m=…,t=…,p=…`), for a background job. It reads the table in slices of `slice`
+ * accounts in primary-key order, one short statement each: one statement over every account passed
+ * the statement timeout at 10,000,000 of them, every time. `between` runs after each slice (a pause
+ * for the event loop); when `shouldStop` says so the count ends early and gives null, not a part.
  */
-export async function countPasswordHashParameters(db: Db): Promise<Array<{ encoded: string; count: number }>> {
-  const rows = await db
-    .selectFrom('users')
-    .select([sql<string>`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`.as('encoded'), sql<string | number>`count(*)`.as('count')])
-    // Only argon2 hashes: a foreign one (imported, until its owner's next sign-in) may be shorter
-    // than the suffix (PostgreSQL refuses a negative length) or carry its salt in the prefix.
-    .where('password_hash', 'like', '$argon2%')
-    .groupBy(sql`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`)
-    .execute();
-  return rows.map((row) => ({ encoded: row.encoded, count: Number(row.count) }));
+export async function countPasswordHashParameters(
+  db: Db,
+  options: { slice?: number; between?: () => Promise<void>; shouldStop?: () => boolean } = {},
+): Promise<Array<{ encoded: string; count: number }> | null> {
+  const slice = options.slice ?? HASH_PARAMETERS_SLICE;
+  const encoded = sql<string>`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`;
+  const counts = new Map<string, number>();
+  let after: string | undefined;
+  for (;;) {
+    if (options.shouldStop?.() === true) return null;
+    let accounts = db
+      .selectFrom('users')
+      .select(['id', 'password_hash'])
+      // Only argon2 hashes: a foreign one (imported, until its owner's next sign-in) may be shorter
+      // than the suffix (PostgreSQL refuses a negative length) or carry its salt in the prefix.
+      .where('password_hash', 'like', '$argon2%')
+      .orderBy('id')
+      .limit(slice);
+    if (after !== undefined) accounts = accounts.where('id', '>', after);
+    // The slice's last id, as the database orders ids (its collation, not JavaScript's order).
+    const rows = await db
+      .with('slice', () => accounts)
+      .selectFrom('slice')
+      .select([encoded.as('encoded'), sql<string | number>`count(*)`.as('count'), sql<string>`(select max(id) from slice)`.as('last')])
+      .groupBy(encoded)
+      .execute();
+    let read = 0;
+    for (const row of rows) {
+      const count = Number(row.count);
+      read += count;
+      counts.set(row.encoded, (counts.get(row.encoded) ?? 0) + count);
+      after = row.last;
+    }
+    if (read < slice) break;
+    await options.between?.();
+  }
+  return [...counts].map(([parameters, count]) => ({ encoded: parameters, count }));
 }
