@@ -13,7 +13,6 @@ import type { UserService } from '../users/user.service.ts';
 import type { UserCondition } from '../users/user.store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { isValidRole } from '../users/user.service.ts';
-import { parseUserSearch } from '../users/user-search.ts';
 import { queryText } from '../web/page-query.ts';
 import type { PageLanguage, PageRenderer } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
@@ -124,7 +123,7 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
       alerts,
       query: filters.query ?? '',
       // What the search asks for, said back in words (its syntax's quotes and stars left out).
-      search: parseUserSearch(filters.query ?? ''),
+      search: result.search,
       filter: { role: role ?? '', status: filters.status ?? '', verified: filters.verified ?? '', factor: factor ?? '', org: org?.slug ?? '', signin: filters.signin ?? '', sort: filters.sort ?? 'newest' },
       canFilterFactor: secondFactor !== null,
       organizations: memberOf === null ? [] : orgs.map((candidate) => ({ slug: candidate.slug, name: candidate.name })),

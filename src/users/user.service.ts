@@ -9,7 +9,7 @@ import { randomId } from '../lib/random.ts';
 import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import { toLocale, type Locale } from '../i18n/locales.ts';
 import { normaliseEmail } from './email.ts';
-import { parseUserSearch } from './user-search.ts';
+import { parseUserSearch, type UserSearch } from './user-search.ts';
 import * as store from './user.store.ts';
 
 // The same role the prefix rules (GATEHOUSE_RULES) and gatehouse-protect require under /admin.
@@ -248,21 +248,22 @@ export function createUserService(deps: { db: Db; clock: Clock }) {
      * Users newest first (`oldestFirst`: oldest first), `limit` at a time; `query` is a search in the
      * syntax of `parseUserSearch` (the start of the address or of a word of the name by default,
      * `*text` anywhere, `"text"` exactly; case-insensitive); the filters narrow further. Pass the
-     * previous page's `next` as `before` to continue.
+     * previous page's `next` as `before` to continue. `search` is what the query asked for, as read
+     * (null: nothing), for a page to say back.
      */
     async listUsers(
       filter: store.UserListFilter & { query?: string; before?: KeysetPosition; oldestFirst?: boolean; limit: number },
-    ): Promise<{ users: User[]; next: KeysetPosition | null }> {
+    ): Promise<{ users: User[]; next: KeysetPosition | null; search: UserSearch | null }> {
       const { query, limit, ...rest } = filter;
       const search = query === undefined ? null : parseUserSearch(query);
       const rows = await store.findUsers(db, {
         ...rest,
-        ...(search !== null && { search: { match: search.match, name: search.text.toLowerCase(), email: normaliseEmail(search.text) } }),
+        ...(search !== null && { search: { match: search.match, scope: search.scope, name: search.text.toLowerCase(), email: normaliseEmail(search.text) } }),
         limit: limit + 1,
       });
       const { items, next } = toPage(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }));
       const roles = await store.findRolesByUserIds(db, items.map((row) => row.id));
-      return { users: items.map((row) => toUserWithRoles(row, roles.get(row.id) ?? [])), next };
+      return { users: items.map((row) => toUserWithRoles(row, roles.get(row.id) ?? [])), next, search };
     },
 
     /** Users by id in one query (two for their roles); unknown ids are left out. */

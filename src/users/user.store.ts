@@ -4,7 +4,7 @@ import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
 import type { Database, NewUserRow, UserRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
-import type { UserSearchMatch } from './user-search.ts';
+import type { UserSearch, UserSearchMatch } from './user-search.ts';
 
 /** Inserts the user and their roles; pass a transaction, so that both are written or neither. */
 export async function insertUserWithRoles(db: Db, user: NewUserRow, roles: readonly string[]): Promise<void> {
@@ -178,6 +178,7 @@ function nameMatches(search: StoredUserSearch): Expression<SqlBool> {
 /** A search as the store runs it: how it matches, the text lower-cased for names and normalised for addresses. */
 export interface StoredUserSearch {
   match: UserSearchMatch;
+  scope: UserSearch['scope'];
   name: string;
   email: string;
 }
@@ -215,11 +216,7 @@ export function selectUsers(db: Db, filter: UserListQuery) {
   let query = db.selectFrom('users').selectAll();
   const { search, before } = filter;
   if (search !== undefined) {
-    // Text holding an `@` is an address: by default (a start, or exactly) only the address is asked,
-    // by its B-tree; the name's trigram lists would cost more at 10,000,000 users than the whole
-    // lookup (perf/analysis.md, growth) to find names nobody has. Anywhere (`*text`) asks both.
-    const isAddress = search.match !== 'contains' && search.email.includes('@');
-    query = query.where((eb) => (isAddress ? emailMatches(db, search) : eb.or([nameMatches(search), emailMatches(db, search)])));
+    query = query.where((eb) => (search.scope === 'address' ? emailMatches(db, search) : eb.or([nameMatches(search), emailMatches(db, search)])));
   }
   const role = filter.role;
   if (role !== undefined) {
