@@ -8,8 +8,7 @@
  */
 import { sql } from 'kysely';
 import type pg from 'pg';
-import type { Db } from '../storage/database.ts';
-import { onFirstUse } from '../lib/on-first-use.ts';
+import { loadPg, type Db } from '../storage/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { BackgroundJob } from '../module.ts';
 import type { AuditEventType, EventSubscription } from '../audit/audit.service.ts';
@@ -17,8 +16,6 @@ import { createSessionCheckCache, type SessionChange, type SessionCheckCache } f
 
 export const SESSION_CHANGES_CHANNEL = 'gatehouse_session_changes';
 const RETRY_MS = 1_000;
-/** The driver, loaded by the listener (only instances on PostgreSQL start one). */
-const loadPg = onFirstUse<typeof pg>(import.meta.url, 'pg');
 
 export function encodeChange(change: SessionChange): string {
   if (change === 'all') return '*';

@@ -146,9 +146,10 @@ const PG_INT8_OID = 20;
 
 /**
  * The PostgreSQL driver, loaded by an instance that uses PostgreSQL (on SQLite it would be some
- * 10 MB of resident memory for nothing). It is CommonJS, so it loads synchronously.
+ * 10 MB of resident memory for nothing). It is CommonJS, so it loads synchronously. The session
+ * change listener's own connection loads it from here too.
  */
-const loadPg = onFirstUse<typeof pg>(import.meta.url, 'pg');
+export const loadPg = onFirstUse<typeof pg>(import.meta.url, 'pg');
 
 export function openStorage(config: DatabaseConfig, options: { poolSize?: number } = {}): Storage {
   if (config.kind === 'sqlite') {
