@@ -2,7 +2,7 @@
  * A test reporter that closes the run with its slowest tests, its slowest files and the time of the
  * whole run, so a test creeping towards the per-test timeout (120 s, package.json) is seen long
  * before it fails on a busy machine, and the files that hold the run's length are named: the
- * slowest, and the last to end (when each was first and last heard from), with how many files ran
+ * slowest, and the last to end (when each started and ended), with how many files ran
  * at once on average; a long file that starts late holds the end of the run alone. Used next
  * to the spec reporter by `npm test`; it prints nothing else.
  */
@@ -34,13 +34,16 @@ export default async function* slowestTests(source: AsyncIterable<TestEvent>): A
   const files = new Map<string, number>();
   const heard = new Map<string, { first: number; last: number }>();
   for await (const event of source) {
+    // When each file started and ended, from the run's start: its process starts when it leaves
+    // the queue (test:dequeue), and test:complete comes as each test ends. (test:pass and
+    // test:fail are held back until the files before them are reported, so they come late.)
     const named = (event.data as { file?: unknown } | undefined)?.file;
-    if (typeof named === 'string' && event.type !== 'test:enqueue') {
+    if (typeof named === 'string' && (event.type === 'test:dequeue' || event.type === 'test:complete')) {
       const file = relative(process.cwd(), named);
       const now = performance.now() - started;
       const span = heard.get(file);
       if (span === undefined) heard.set(file, { first: now, last: now });
-      else span.last = now;
+      else span.last = Math.max(span.last, now);
     }
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     const data = event.data as TestEventData;
@@ -62,7 +65,7 @@ export default async function* slowestTests(source: AsyncIterable<TestEvent>): A
   for (const [file, ms] of [...files].sort((a, b) => b[1] - a[1]).slice(0, FILES_SHOWN)) lines.push(`  ${seconds(ms).padStart(8)}  ${file}`);
   const wholeMs = performance.now() - started;
   const sum = [...files.values()].reduce((total, ms) => total + ms, 0);
-  lines.push(`the last files to end (first heard → last heard; their time):`);
+  lines.push(`the last files to end (started → ended; their time):`);
   for (const [file, span] of [...heard].sort((a, b) => b[1].last - a[1].last).slice(0, LAST_SHOWN)) {
     lines.push(`  ${seconds(span.first).padStart(8)} → ${seconds(span.last).padStart(8)}  ${file} (${seconds(files.get(file) ?? 0)})`);
   }
