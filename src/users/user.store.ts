@@ -330,19 +330,17 @@ export async function countPasswordHashParameters(
   options: { slice?: number; between?: () => Promise<void>; shouldStop?: () => boolean } = {},
 ): Promise<Array<{ encoded: string; count: number }> | null> {
   const slice = options.slice ?? HASH_PARAMETERS_SLICE;
-  const encoded = sql<string>`substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)})`;
+  // Only argon2 hashes have a set: a foreign one (imported, until its owner's next sign-in) may be
+  // shorter than the suffix (PostgreSQL refuses a negative length) or carry its salt in the prefix;
+  // the others (and accounts without a password) fall in the group of null.
+  const encoded = sql<string | null>`case when password_hash like '$argon2%' then substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)}) end`;
   const counts = new Map<string, number>();
   let after: string | undefined;
   for (;;) {
     if (options.shouldStop?.() === true) return null;
-    let accounts = db
-      .selectFrom('users')
-      .select(['id', 'password_hash'])
-      // Only argon2 hashes: a foreign one (imported, until its owner's next sign-in) may be shorter
-      // than the suffix (PostgreSQL refuses a negative length) or carry its salt in the prefix.
-      .where('password_hash', 'like', '$argon2%')
-      .orderBy('id')
-      .limit(slice);
+    // A slice is `slice` accounts, whatever their sign-in: filtered on the hash instead, a store of
+    // accounts with few passwords (single sign-on, passkeys) would be read whole to fill one.
+    let accounts = db.selectFrom('users').select(['id', 'password_hash']).orderBy('id').limit(slice);
     if (after !== undefined) accounts = accounts.where('id', '>', after);
     // The slice's last id, as the database orders ids (its collation, not JavaScript's order).
     const rows = await db
@@ -355,7 +353,7 @@ export async function countPasswordHashParameters(
     for (const row of rows) {
       const count = Number(row.count);
       read += count;
-      counts.set(row.encoded, (counts.get(row.encoded) ?? 0) + count);
+      if (row.encoded !== null) counts.set(row.encoded, (counts.get(row.encoded) ?? 0) + count);
       after = row.last;
     }
     if (read < slice) break;
