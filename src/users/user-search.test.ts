@@ -22,6 +22,7 @@ describe('the users search syntax', () => {
 
   it('asks the address alone for text with an @, unless it is asked for anywhere', () => {
     assert.equal(parseUserSearch('ann@ex')?.scope, 'address');
+    assert.equal(parseUserSearch('ann＠example.com')?.scope, 'address', 'a full-width at sign, an @ once normalised as addresses are');
     assert.equal(parseUserSearch('"ann@example.com"')?.scope, 'address');
     assert.equal(parseUserSearch('*@example.com')?.scope, 'address-or-name', 'anywhere asks the name too');
     assert.equal(parseUserSearch('ann lee')?.scope, 'address-or-name');

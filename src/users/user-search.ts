@@ -41,5 +41,6 @@ export function parseUserSearch(input: string): UserSearch | null {
 }
 
 function scopeOf(text: string): UserSearch['scope'] {
-  return text.includes('@') ? 'address' : 'address-or-name';
+  // As the address is stored (NFKC): a full-width ＠ is an @ there too.
+  return text.normalize('NFKC').includes('@') ? 'address' : 'address-or-name';
 }

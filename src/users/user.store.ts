@@ -330,10 +330,11 @@ export async function countPasswordHashParameters(
   options: { slice?: number; between?: () => Promise<void>; shouldStop?: () => boolean } = {},
 ): Promise<Array<{ encoded: string; count: number }> | null> {
   const slice = options.slice ?? HASH_PARAMETERS_SLICE;
-  // Only argon2 hashes have a set: a foreign one (imported, until its owner's next sign-in) may be
-  // shorter than the suffix (PostgreSQL refuses a negative length) or carry its salt in the prefix;
-  // the others (and accounts without a password) fall in the group of null.
-  const encoded = sql<string | null>`case when password_hash like '$argon2%' then substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)}) end`;
+  // Only argon2 hashes longer than our suffix have a set: a foreign one (imported, until its owner's
+  // next sign-in) may be shorter than the suffix (PostgreSQL refuses a negative length; an imported
+  // argon2 hash with a short salt is one too) or carry its salt in the prefix (the hasher ignores a
+  // set it cannot parse); the others, and accounts without a password, fall in the group of null.
+  const encoded = sql<string | null>`case when password_hash like '$argon2%' and length(password_hash) > ${sql.lit(HASH_SUFFIX_LENGTH)} then substr(password_hash, 1, length(password_hash) - ${sql.lit(HASH_SUFFIX_LENGTH)}) end`;
   const counts = new Map<string, number>();
   let after: string | undefined;
   for (;;) {

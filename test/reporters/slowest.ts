@@ -1,6 +1,6 @@
 /**
  * A test reporter that closes the run with its slowest tests, its slowest files and the time of the
- * whole run, so a test creeping towards the per-test timeout (120 s, package.json) is seen long
+ * whole run, so a test creeping towards the per-test timeout (120 s, test/run.ts) is seen long
  * before it fails on a busy machine, and the files that hold the run's length are named: the
  * slowest, and the last to end (when each started and ended), with how many files ran
  * at once on average; a long file that starts late holds the end of the run alone. Used next
@@ -20,7 +20,7 @@ type TestEvent = { type: 'test:pass' | 'test:fail'; data: TestEventData } | { ty
 const SHOWN = 15;
 const FILES_SHOWN = 12;
 const LAST_SHOWN = 8;
-/** The per-test timeout `npm test` sets: a test above half of it is named as a warning. */
+/** The per-test timeout test/run.ts sets: a test above half of it is named as a warning. */
 const TIMEOUT_MS = 120_000;
 
 function seconds(ms: number): string {
