@@ -48,17 +48,16 @@ for (const backend of await backends()) {
       ] as const;
       const base = (await countPasswordHashParameters(t.services.storage.db))!;
       const ids = ['a-1', 'A_2', 'b3', 'B-4', 'c_5', 'Z6', 'z-7'];
-      for (const [i, id] of ids.entries()) {
-        await t.services.storage.db
-          .insertInto('users')
-          .values({ ...(await t.services.storage.db.selectFrom('users').selectAll().limit(1).executeTakeFirstOrThrow()), id, email: `slice${i}@example.com`, password_hash: await hash('correct horse battery staple', sets[i % 2]) })
-          .execute();
-      }
-      await t.services.storage.db.insertInto('users').values({ ...(await t.services.storage.db.selectFrom('users').selectAll().limit(1).executeTakeFirstOrThrow()), id: 'b-no-password', email: 'nopassword@example.com', password_hash: null }).execute();
+      // Accounts copied from an existing row, with their own id, address and hash.
+      const template = await t.services.storage.db.selectFrom('users').selectAll().limit(1).executeTakeFirstOrThrow();
+      const insertAccount = (id: string, email: string, passwordHash: string | null) =>
+        t.services.storage.db.insertInto('users').values({ ...template, id, email, password_hash: passwordHash }).execute();
+      for (const [i, id] of ids.entries()) await insertAccount(id, `slice${i}@example.com`, await hash('correct horse battery staple', sets[i % 2]));
+      await insertAccount('b-no-password', 'nopassword@example.com', null);
       // An imported argon2 hash with an 8-byte salt and a 16-byte hash: shorter than our suffix.
       const short = '$argon2id$v=19$m=4096,t=3,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA';
       assert.ok(short.length < 1 + 22 + 1 + 43);
-      await t.services.storage.db.insertInto('users').values({ ...(await t.services.storage.db.selectFrom('users').selectAll().limit(1).executeTakeFirstOrThrow()), id: 'b-short-argon2', email: 'short@example.com', password_hash: short }).execute();
+      await insertAccount('b-short-argon2', 'short@example.com', short);
 
       let statements = 0;
       const counted = t.services.storage.db.withPlugin({

@@ -13,6 +13,8 @@
  * are read whole: at 10,000,000 users a whole address took 3 × its time at 10,000 that way
  * (perf/analysis.md, growth). Keycloak made the same change for the same reason.
  */
+import { normaliseEmail } from './email.ts';
+
 export type UserSearchMatch = 'prefix' | 'contains' | 'exact';
 
 export interface UserSearch {
@@ -41,6 +43,6 @@ export function parseUserSearch(input: string): UserSearch | null {
 }
 
 function scopeOf(text: string): UserSearch['scope'] {
-  // As the address is stored (NFKC): a full-width ＠ is an @ there too.
-  return text.normalize('NFKC').includes('@') ? 'address' : 'address-or-name';
+  // As the address is stored: a full-width ＠ is an @ there too.
+  return normaliseEmail(text).includes('@') ? 'address' : 'address-or-name';
 }
