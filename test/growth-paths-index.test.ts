@@ -1,7 +1,7 @@
 /**
  * Every query of the growth paths uses an index (issue 38): sign-in, the session check (database
- * strategy), the admin users search by address (API and page, keyset pages) and the admin audit
- * log filtered by address, type, outcome and dates. The statements are not copies of the SQL: they
+ * strategy), the admin users search by address (API and page, keyset pages), the admin
+ * organizations search and the admin audit log filtered by address, type, outcome and dates. The statements are not copies of the SQL: they
  * are recorded at the driver (pg's `Client#query`, node:sqlite's statements) while the real routes
  * answer, so a changed query is checked as it is. Each is then EXPLAINed on a small table set:
  * PostgreSQL with `enable_seqscan = off` (if any index can serve it, the planner takes it, so a
@@ -39,6 +39,19 @@ const SELECTIVE: ReadonlyArray<{ path: string; reads: RegExp; postgres: RegExp; 
     reads: /from "users" where \(lower\("name"\) like/,
     // Anywhere: a whole address is looked up by its local part's own trigram index (the domain's trigrams are in every row).
     postgres: /Bitmap Index Scan on users_email_local_trgm_idx[^\n]*\n\s+Index Cond: \(split_part\(\(email\)::text, '@'::text, 1\) ~~ '%seed1234'/,
+    sqlite: null,
+  },
+  {
+    path: 'organizations search (API)',
+    reads: /from "organizations" where \("slug" like/,
+    // A slug's start by the B-tree in byte order, a word's start by the name's trigram index.
+    postgres: /Bitmap Index Scan on organizations_slug_prefix_idx[\s\S]*Bitmap Index Scan on organizations_name_trgm_idx/,
+    sqlite: null,
+  },
+  {
+    path: 'organizations search (API, anywhere)',
+    reads: /from "organizations" where \("slug" like/,
+    postgres: /Bitmap Index Scan on organizations_slug_trgm_idx[\s\S]*Bitmap Index Scan on organizations_name_trgm_idx/,
     sqlite: null,
   },
   {
@@ -136,7 +149,7 @@ for (const backend of await backends()) {
       await database?.drop();
     });
 
-    it('sign-in, the session check, the users search and the audit filter: every statement is served by indexes', async () => {
+    it('sign-in, the session check, the users and organizations searches and the audit filter: every statement is served by indexes', async () => {
       const admin = await createSignedInUser(t, { email: 'ada@example.com', password: PASSWORD, roles: ['ADMIN'] });
       const grace = await createUser(t.services, { email: 'grace.hopper@example.com', password: PASSWORD, name: 'Grace Hopper' });
       const signedIn = await t.app.inject({ method: 'POST', url: '/api/auth/signin', headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.0.0' }, payload: { email: admin.email, password: PASSWORD } });
@@ -194,6 +207,13 @@ for (const backend of await backends()) {
       await inject('users search (API, anywhere, a page of many)', api('/api/admin/users?query=*example.com&limit=20'));
       await inject('users search (page)', page(`/admin/users?query=${encodeURIComponent('seed1234@example.com')}`));
       await inject('users search (page, by name)', page('/admin/users?query=Seed%2012'));
+      // The organizations search (a million organizations at ten million users): a slug's or a word's start, anywhere, exactly.
+      const orgs = await inject('organizations search (API)', api('/api/admin/organizations?query=seed-org-1230'));
+      assert.deepEqual((orgs.json() as { organizations: Array<{ slug: string }> }).organizations.map((o) => o.slug), ['seed-org-1230']);
+      await inject('organizations search (API, anywhere)', api(`/api/admin/organizations?query=${encodeURIComponent('*org-123')}`));
+      await inject('organizations search (API, exactly)', api(`/api/admin/organizations?query=${encodeURIComponent('"Seed Org 1230"')}`));
+      await inject('organizations search (page)', page('/admin/organizations?query=seed'));
+      await inject('organizations list (page)', page('/admin/organizations'));
       // The audit log by address, type, outcome and dates, alone and together.
       const day = new Date().toISOString().slice(0, 10);
       const week = new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10);

@@ -32,7 +32,8 @@ export const adminOrganizationRoutes: FastifyPluginAsyncZod<{ organizations: Org
       schema: {
         tags,
         summary: 'List organizations',
-        description: 'Newest first, at most `limit` (default 100); `query` matches part of the name or slug.',
+        description:
+          'Newest first, at most `limit` (default 100). `query`, case-insensitive: `acme` (or `acme*`) finds organizations whose slug or a word of whose name starts with acme, `*acme` finds acme anywhere in either, `"Acme Inc"` the slug or whole name exactly; any other `*`, `%` or `_` is a character.',
         security,
         querystring: z.object({ query: queryText(200), limit: z.coerce.number().int().min(1).max(500).optional() }),
         response: { 200: z.object({ organizations: z.array(organizationView.extend({ memberCount: z.number() })) }), ...adminErrors },

@@ -121,6 +121,8 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.equal(list.statusCode, 200);
     assert.match(list.body, /Admin Visible/);
     assert.match(list.body, /aria-current="page">Organizations/);
+    assert.match(list.body, /aria-describedby="organization-query-hint"/);
+    assert.match(list.body, /<p class="hint" id="organization-query-hint">Matches the start of the slug or of a word of the name\. <code>\*text<\/code> finds it anywhere/);
     const one = await admin.browser.get(`/admin/organizations/${created.organization.id}`);
     assert.equal(one.statusCode, 200);
     const removed = await admin.browser.post(`/admin/organizations/${created.organization.id}/delete`, {}, hiddenValue(one.body, 'csrfToken'));
@@ -214,6 +216,7 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(list.body, /<h1>Organisationen<\/h1>/);
     assert.match(list.body, /<label for="organization-query">Organisationen nach Name oder Slug suchen<\/label>/);
     assert.match(list.body, /<th scope="col">Mitglieder<\/th>/);
+    assert.match(list.body, /Findet den Anfang des Slugs oder eines Wortes im Namen\. <code>\*text<\/code>/);
     assert.doesNotMatch(list.body, /NOT_OUR_CODE_42/);
     const gone = await admin.browser.get('/admin/organizations?lang=ja&error=ORGANIZATION_NOT_FOUND');
     assert.match(gone.body, /その組織は存在しません/);

@@ -196,5 +196,35 @@ for (const backend of await backends()) {
       assert.equal((await admin.delete(`/api/admin/organizations/${organization.id}`)).statusCode, 200);
       assertError(await admin.get(`/api/admin/organizations/${organization.id}`), 404, 'ORGANIZATION_NOT_FOUND');
     });
+
+    it('the admin search: a word of the name or the slug starts with the text by default, *text anywhere, "text" exactly', async () => {
+      const owner = await person('search-owner');
+      const operator = await createSignedInUser(t, { email: uniqueEmail('search-operator'), password: PASSWORD, roles: ['ADMIN'] });
+      const admin = api(t, operator.token);
+      const tag = `q${Date.now().toString(36)}`;
+      const northwind = await organizationWith(owner, `Northwind ${tag} Traders`);
+      const acme = await organizationWith(owner, `Acme ${tag}`);
+      const renamed = await owner.api.patch(`/api/organizations/${acme.id}`, { slug: `zz-${tag}-hq` });
+      assert.equal(renamed.statusCode, 200, renamed.body);
+      const found = async (query: string) => {
+        const response = await admin.get(`/api/admin/organizations?query=${encodeURIComponent(query)}&limit=500`);
+        assert.equal(response.statusCode, 200, response.body);
+        return (response.json().organizations as Array<{ id: string }>).map((o) => o.id).filter((id) => id === northwind.id || id === acme.id).sort();
+      };
+      const both = [northwind.id, acme.id].sort();
+      assert.deepEqual(await found(`${tag}`), both, 'a word of the name starts with it (after a space)');
+      assert.deepEqual(await found(`TRADERS ${tag}`.split(' ')[0]!), [northwind.id], 'the last word, in any case');
+      assert.deepEqual(await found(`${tag}*`), both, 'a trailing star is the default said out loud');
+      assert.deepEqual(await found(`zz-${tag}`), [acme.id], 'the slug starts with it');
+      assert.deepEqual(await found(tag.slice(2)), [], 'the middle of a word is no start');
+      assert.deepEqual(await found(`*${tag.slice(2)}`), both, 'a leading star finds it anywhere');
+      assert.deepEqual(await found(`*${tag}-h`), [acme.id], 'anywhere in the slug');
+      assert.deepEqual(await found(`"acme ${tag}"`), [acme.id], 'quotes: the whole name, in any case');
+      assert.deepEqual(await found(`"acme"`), [], 'quotes: not a part of it');
+      assert.deepEqual(await found(`"zz-${tag}-hq"`), [acme.id], 'quotes: the whole slug');
+      assert.deepEqual(await found(`_${tag}`), [], "LIKE's _ is a character, not any one");
+      const all = await admin.get('/api/admin/organizations?query=*&limit=500');
+      assert.ok((all.json().organizations as Array<{ id: string }>).some((o) => o.id === northwind.id), 'a star alone asks for nothing: every organization');
+    });
   });
 }

@@ -14,6 +14,7 @@ import { createPeriodicJob } from '../lib/periodic-job.ts';
 import { ORGANIZATIONS_ERRORS } from './organizations.errors.ts';
 import { organizationsConfigSection } from './organizations.config.ts';
 import * as tables from './migrations/20261127-organizations-tables.ts';
+import * as search from './migrations/20261204-organizations-search.ts';
 import { createOrganizationsService, type OrganizationsService } from './organizations.service.ts';
 import { organizationRoutes } from './organizations.routes.ts';
 import { adminOrganizationRoutes } from './organizations-admin.routes.ts';
@@ -62,7 +63,7 @@ export const organizationsModule = defineModule({
   messages: readMessages(join(import.meta.dirname, 'messages')),
   mailTemplates: () => organizationsMail,
   config: organizationsConfigSection,
-  migrations: { '20261127-organizations-tables': tables },
+  migrations: { '20261127-organizations-tables': tables, '20261204-organizations-search': search },
   errors: ORGANIZATIONS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   publicEvents: ORGANIZATIONS_PUBLIC_EVENTS,

@@ -34,6 +34,7 @@ import type { OrganizationsConfig } from './organizations.config.ts';
 import * as store from './organizations.store.ts';
 import { createOrganizationInvitationsService, type InvitationLimiters } from './organizations-invitations.service.ts';
 import { createOrganizationMembersService } from './organizations-members.service.ts';
+import { parseSearchText } from '../lib/search-text.ts';
 import {
   ADMIN,
   OWNER,
@@ -226,12 +227,16 @@ export function createOrganizationsService(deps: {
       return row === undefined ? null : toOrganization(row);
     },
 
-    /** Organizations, newest first, with their member counts (the admin list); `query` matches name or slug. */
     /** The condition "is a member of `organizationId`" on a users query (the administrators' list filter). */
     memberCondition: (organizationId: string) => store.isMemberOf(organizationId),
 
+    /**
+     * Organizations, newest first, with their member counts (the admin list). `query` is in the admin
+     * lists' syntax (lib/search-text.ts): by default the slug or a word of the name starts with it.
+     */
     async list(filter: { query?: string | undefined; limit?: number } = {}): Promise<Array<Organization & { memberCount: number }>> {
-      const rows = await store.listOrganizations(db, { ...(filter.query !== undefined && { query: filter.query }), limit: filter.limit ?? 100 });
+      const search = filter.query === undefined ? null : parseSearchText(filter.query);
+      const rows = await store.listOrganizations(db, { ...(search !== null && { search }), limit: filter.limit ?? 100 });
       return rows.map((row) => ({ ...toOrganization(row), memberCount: row.member_count }));
     },
 

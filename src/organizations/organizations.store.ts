@@ -2,9 +2,10 @@
  * Queries on organizations, their members, invitations and each session's active organization.
  * Functions take `db` so callers can pass a transaction. Only this module's service uses them.
  */
-import { sql, type Selectable, type SqlBool } from 'kysely';
+import { sql, type Expression, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
+import { containsPattern, escapeLike, type SearchText } from '../lib/search-text.ts';
 import type { UserCondition } from '../users/user.store.ts';
 import { defineTokenClaims } from '../sessions/session-claims.ts';
 import type { OrganizationClaim } from './organizations.model.ts';
@@ -105,19 +106,43 @@ export async function deleteOrganization(db: Db, id: string): Promise<boolean> {
   return result.numDeletedRows > 0n;
 }
 
-/** Organizations, newest first; `query` matches part of the name or slug (case-insensitively). */
-export async function listOrganizations(db: Db, filter: { query?: string; limit: number }): Promise<Array<OrganizationRow & { member_count: number }>> {
+/**
+ * Organizations newest first (the `(created_at)` index), with their member counts; with a search
+ * (the admin lists' syntax, lib/search-text.ts, the text lower-cased), those whose slug or
+ * lower-cased name matches it:
+ * - `prefix` (the default): the slug, or a word of the name, starts with the text. On PostgreSQL the
+ *   slug's start is a B-tree walk (`organizations_slug_prefix_idx`, or the unique index under a `C`
+ *   collation), a word's start the name's trigram index (migration 20261204-organizations-search);
+ * - `contains`: the slug or the name holds the text anywhere (the trigram indexes);
+ * - `exact`: the slug, or the whole name, is the text.
+ * Without pg_trgm the name's conditions read the table in order; SQLite does so at the sizes it serves.
+ */
+export async function listOrganizations(db: Db, filter: { search?: SearchText; limit: number }): Promise<Array<OrganizationRow & { member_count: number }>> {
   let query = db
     .selectFrom('organizations')
     .selectAll('organizations')
     .select((eb) => eb.selectFrom('organization_members').select(eb.fn.countAll<number>().as('n')).whereRef('organization_members.organization_id', '=', 'organizations.id').as('member_count'));
-  if (filter.query !== undefined && filter.query !== '') {
-    const pattern = `%${filter.query.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    // `escape`: SQLite has no default escape character, so the backslashes above must be named one.
-    query = query.where((eb) => eb.or([sql<SqlBool>`lower(${sql.ref('name')}) like ${pattern} escape '\\'`, sql<SqlBool>`${sql.ref('slug')} like ${pattern} escape '\\'`]));
-  }
+  const search = filter.search;
+  if (search !== undefined) query = query.where(organizationMatches({ ...search, text: search.text.toLowerCase() }));
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
   return rows.map((row) => ({ ...row, member_count: Number(row.member_count) }));
+}
+
+function organizationMatches(search: SearchText): Expression<SqlBool> {
+  const slug = sql.ref('slug');
+  const name = sql`lower(${sql.ref('name')})`;
+  // `escape`: SQLite has no default escape character, so escapeLike's backslashes must be named one.
+  const like = (column: Expression<unknown>, pattern: string) => sql<SqlBool>`${column} like ${pattern} escape '\\'`;
+  switch (search.match) {
+    case 'prefix': {
+      const start = `${escapeLike(search.text)}%`;
+      return sql<SqlBool>`(${like(slug, start)} or ${like(name, start)} or ${like(name, `% ${start}`)})`;
+    }
+    case 'contains':
+      return sql<SqlBool>`(${like(slug, containsPattern(search.text))} or ${like(name, containsPattern(search.text))})`;
+    case 'exact':
+      return sql<SqlBool>`(${slug} = ${search.text} or ${name} = ${search.text})`;
+  }
 }
 
 /** The condition "the user is a member of `organizationId`" on a users query (the administrators' filter): a lookup on the primary key. */

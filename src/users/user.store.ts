@@ -5,6 +5,7 @@ import { preparedQuery } from '../storage/prepared.ts';
 import type { Database, NewUserRow, UserRow } from '../storage/schema.ts';
 import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { UserSearch, UserSearchMatch } from './user-search.ts';
+import { containsPattern, escapeLike } from '../lib/search-text.ts';
 
 /** Inserts the user and their roles; pass a transaction, so that both are written or neither. */
 export async function insertUserWithRoles(db: Db, user: NewUserRow, roles: readonly string[]): Promise<void> {
@@ -110,15 +111,6 @@ export async function findRolesByUserIds(db: Db, userIds: readonly string[]): Pr
   return roles;
 }
 
-/** `text` for LIKE, its own wildcards taken literally (escape character `\`). */
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
-/** `%text%` for LIKE, with LIKE's own wildcards in `text` taken literally. */
-function containsPattern(text: string): string {
-  return `%${escapeLike(text)}%`;
-}
 
 /** Local parts shorter than this hold no trigram: their index could not narrow anything. */
 const MIN_LOCAL_PART = 3;
