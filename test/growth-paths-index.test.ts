@@ -55,6 +55,12 @@ const SELECTIVE: ReadonlyArray<{ path: string; reads: RegExp; postgres: RegExp; 
     sqlite: null,
   },
   {
+    path: 'organizations search (API, exactly)',
+    reads: /from "organizations" where \("slug" = /,
+    postgres: /Index Cond: \(\(slug\)::text = 'seed org 1230'::text\)[\s\S]*Bitmap Index Scan on organizations_name_trgm_idx/,
+    sqlite: null,
+  },
+  {
     path: 'audit filter (email=seed1234%40example.com)',
     reads: /from "audit_events" where \("user_id" = \S+ or "email" = /,
     postgres: /Index Cond: \(\(user_id\)::text = [\s\S]*Index Cond: \(\(email\)::text = /,

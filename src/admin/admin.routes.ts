@@ -10,7 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { access, RECENT_SECOND_FACTOR, signedIn } from '../authorization/access.ts';
 import { AppError } from '../errors.ts';
-import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
+import { bodyErrorResponses, errorResponse, keysetCursorField } from '../http/schemas.ts';
 import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import { ADMIN_ROLE, isValidRole, type User } from '../users/user.service.ts';
@@ -78,12 +78,7 @@ const auditEvent = z
   })
   .meta({ id: 'AuditEvent' });
 
-const cursorField = z
-  .string()
-  .max(200)
-  .refine((value) => decodeCursor(value) !== null, 'is not a cursor from a previous page')
-  .optional()
-  .describe('`nextCursor` of the previous page');
+const cursorField = keysetCursorField;
 
 const limitField = z.coerce
   .number({ error: 'must be a number' })

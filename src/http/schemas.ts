@@ -1,5 +1,6 @@
 /** Response schemas shared by every feature's routes (and so by the OpenAPI document). */
 import { z } from 'zod';
+import { decodeCursor } from '../lib/keyset-cursor.ts';
 
 export const errorResponse = z
   .object({
@@ -19,6 +20,14 @@ export const errorResponse = z
       .describe('Present on VALIDATION_ERROR: one entry per offending field'),
   })
   .meta({ id: 'ErrorResponse' });
+
+/** A keyset list's `cursor` query field: the `nextCursor` its previous page gave (lib/keyset-cursor.ts). */
+export const keysetCursorField = z
+  .string()
+  .max(200)
+  .refine((value) => decodeCursor(value) !== null, 'is not a cursor from a previous page')
+  .optional()
+  .describe('`nextCursor` of the previous page');
 
 /** Error responses every JSON endpoint with a body can give. */
 export const bodyErrorResponses = {

@@ -15,6 +15,7 @@ import { templatesIn } from '../web/render.ts';
 import { createAdminPageRenderer } from '../admin/admin-area.ts';
 import { renderPageSections, type AdminNavEntry, type PageSection } from '../module.ts';
 import { queryText, shownCode } from '../web/page-query.ts';
+import { decodeCursor, encodeCursor } from '../lib/keyset-cursor.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { OPERATOR, type OrganizationsService } from './organizations.service.ts';
@@ -32,6 +33,9 @@ interface AdminOrganizationPages {
   'admin-organizations': AdminFrame & {
     query: string;
     organizations: Array<{ href: string; name: string; slug: string; memberCount: number; createdAt: TimeText }>;
+    /** The next page of the same search, when there is one; the first, when this is not it. */
+    nextHref: string | null;
+    firstHref: string | null;
   };
   'admin-organization': AdminFrame & {
     csrfToken: string;
@@ -52,9 +56,15 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
   const forAdmins = { access: access.role(ADMIN_ROLE) };
   const hidden = { hide: true } as const;
   const toList = (query: Record<string, string>) => `${ADMIN_ORGANIZATIONS_PAGE}?${new URLSearchParams(query)}`;
+  /** Organizations a page of the list shows. */
+  const PAGE_SIZE = 100;
 
-  app.get(ADMIN_ORGANIZATIONS_PAGE, { config: forAdmins, schema: { ...hidden, querystring: z.object({ query: queryText(200), notice: shownCode, error: shownCode }) } }, async (request, reply) => {
-    const list = await organizations.list({ query: request.query.query, limit: 200 });
+  app.get(ADMIN_ORGANIZATIONS_PAGE, { config: forAdmins, schema: { ...hidden, querystring: z.object({ query: queryText(200), cursor: queryText(200), notice: shownCode, error: shownCode }) } }, async (request, reply) => {
+    const { query, cursor } = request.query;
+    // A cursor that is not one of ours (edited, truncated) shows the first page.
+    const before = cursor === undefined ? null : decodeCursor(cursor);
+    const page = await organizations.listPage({ query, ...(before !== null && { before }), limit: PAGE_SIZE });
+    const kept: Record<string, string> = query === undefined || query === '' ? {} : { query };
     const { i18n } = reply.page;
     return pages.send(reply, 'admin-organizations', {
       title: i18n.t('organizations.admin.title'),
@@ -62,7 +72,9 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
       section: 'organizations',
       alerts: organizationAlerts(request.query, i18n, 'admin'),
       query: request.query.query ?? '',
-      organizations: list.map((organization) => ({ href: adminOrganizationPage(organization.id), name: organization.name, slug: organization.slug, memberCount: organization.memberCount, createdAt: formatTime(organization.createdAt, i18n.locale) })),
+      nextHref: page.next === null ? null : toList({ ...kept, cursor: encodeCursor(page.next) }),
+      firstHref: before === null ? null : toList(kept),
+      organizations: page.organizations.map((organization) => ({ href: adminOrganizationPage(organization.id), name: organization.name, slug: organization.slug, memberCount: organization.memberCount, createdAt: formatTime(organization.createdAt, i18n.locale) })),
     });
   });
 

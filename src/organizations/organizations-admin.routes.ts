@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
-import { errorResponse } from '../http/schemas.ts';
+import { errorResponse, keysetCursorField } from '../http/schemas.ts';
+import { decodeCursor, encodeCursor } from '../lib/keyset-cursor.ts';
 import { access, signedIn } from '../authorization/access.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
@@ -33,15 +34,19 @@ export const adminOrganizationRoutes: FastifyPluginAsyncZod<{ organizations: Org
         tags,
         summary: 'List organizations',
         description:
-          'Newest first, at most `limit` (default 100). `query`, case-insensitive: `acme` (or `acme*`) finds organizations whose slug or a word of whose name starts with acme, `*acme` finds acme anywhere in either, `"Acme Inc"` the slug or whole name exactly; any other `*`, `%` or `_` is a character.',
+          'Newest first, at most `limit` (default 100) a page; `nextCursor`, when not null, asks for the next (as `cursor`). `query`, case-insensitive: `acme` (or `acme*`) finds organizations where a word of the slug (after a hyphen) or of the name (after a space) starts with acme, `*acme` finds acme anywhere in either, `"Acme Inc"` the slug or whole name exactly; any other `*`, `%` or `_` is a character.',
         security,
-        querystring: z.object({ query: queryText(200), limit: z.coerce.number().int().min(1).max(500).optional() }),
-        response: { 200: z.object({ organizations: z.array(organizationView.extend({ memberCount: z.number() })) }), ...adminErrors },
+        querystring: z.object({ query: queryText(200), cursor: keysetCursorField, limit: z.coerce.number().int().min(1).max(500).optional() }),
+        response: { 200: z.object({ organizations: z.array(organizationView.extend({ memberCount: z.number() })), nextCursor: z.string().nullable() }), ...adminErrors },
       },
     },
     async (request) => {
-      const list = await organizations.list({ query: request.query.query, limit: request.query.limit ?? 100 });
-      return { organizations: list.map((organization) => ({ ...toOrganizationJson(organization), memberCount: organization.memberCount })) };
+      const { query, cursor, limit } = request.query;
+      const page = await organizations.listPage({ query, before: cursor === undefined ? undefined : decodeCursor(cursor)!, limit: limit ?? 100 });
+      return {
+        organizations: page.organizations.map((organization) => ({ ...toOrganizationJson(organization), memberCount: organization.memberCount })),
+        nextCursor: page.next === null ? null : encodeCursor(page.next),
+      };
     },
   );
 

@@ -122,7 +122,7 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(list.body, /Admin Visible/);
     assert.match(list.body, /aria-current="page">Organizations/);
     assert.match(list.body, /aria-describedby="organization-query-hint"/);
-    assert.match(list.body, /<p class="hint" id="organization-query-hint">Matches the start of the slug or of a word of the name\. <code>\*text<\/code> finds it anywhere/);
+    assert.match(list.body, /<p class="hint" id="organization-query-hint">Matches the start of a word of the name or of the slug\. <code>\*text<\/code> finds it anywhere/);
     const one = await admin.browser.get(`/admin/organizations/${created.organization.id}`);
     assert.equal(one.statusCode, 200);
     const removed = await admin.browser.post(`/admin/organizations/${created.organization.id}/delete`, {}, hiddenValue(one.body, 'csrfToken'));
@@ -206,6 +206,28 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(hidden.body, /<code>ORGANIZATION_NOT_FOUND<\/code>/);
   });
 
+  it('pages the admin list a hundred at a time, keeping the search', async () => {
+    const admin = await person('pager-admin', ['ADMIN']);
+    const tag = `pager${Date.now().toString(36)}`;
+    for (let i = 0; i < 101; i++) {
+      const created = await t.services.organizations.create({ name: `${tag} ${String(i).padStart(3, '0')}` }, admin.id, CLI_SOURCE);
+      assert.ok(created.ok);
+    }
+    const first = await admin.browser.get(`/admin/organizations?query=${tag}`);
+    assert.equal(first.statusCode, 200);
+    assert.equal([...first.body.matchAll(new RegExp(`>${tag} \\d{3}</a>`, 'g'))].length, 100);
+    assert.doesNotMatch(first.body, />First page</, 'the first page links no first page');
+    const next = /<a class="button button-secondary" href="([^"]+)" rel="next">Next page<\/a>/.exec(first.body)?.[1]?.replaceAll('&amp;', '&');
+    assert.ok(next?.includes(`query=${tag}`), `the next page keeps the search: ${next}`);
+    const second = await admin.browser.get(next!);
+    assert.equal([...second.body.matchAll(new RegExp(`>${tag} \\d{3}</a>`, 'g'))].length, 1, 'the one left');
+    assert.doesNotMatch(second.body, /rel="next"/);
+    assert.match(second.body, /<a class="button button-secondary" href="\/admin\/organizations\?query=[^"]+">First page<\/a>/);
+    const edited = await admin.browser.get(`/admin/organizations?query=${tag}&cursor=not-ours`);
+    assert.equal(edited.statusCode, 200, 'a cursor that is not ours shows the first page');
+    assert.equal([...edited.body.matchAll(new RegExp(`>${tag} \\d{3}</a>`, 'g'))].length, 100);
+  });
+
   it('speaks the reader’s language on the admin pages', async () => {
     const admin = await person('lang-admin', ['ADMIN']);
     const created = await t.services.organizations.create({ name: 'Admin Sprache' }, admin.id, CLI_SOURCE);
@@ -216,7 +238,7 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(list.body, /<h1>Organisationen<\/h1>/);
     assert.match(list.body, /<label for="organization-query">Organisationen nach Name oder Slug suchen<\/label>/);
     assert.match(list.body, /<th scope="col">Mitglieder<\/th>/);
-    assert.match(list.body, /Findet den Anfang des Slugs oder eines Wortes im Namen\. <code>\*text<\/code>/);
+    assert.match(list.body, /Findet den Anfang eines Wortes im Namen oder im Slug\. <code>\*text<\/code>/);
     assert.doesNotMatch(list.body, /NOT_OUR_CODE_42/);
     const gone = await admin.browser.get('/admin/organizations?lang=ja&error=ORGANIZATION_NOT_FOUND');
     assert.match(gone.body, /その組織は存在しません/);

@@ -197,7 +197,7 @@ for (const backend of await backends()) {
       assertError(await admin.get(`/api/admin/organizations/${organization.id}`), 404, 'ORGANIZATION_NOT_FOUND');
     });
 
-    it('the admin search: a word of the name or the slug starts with the text by default, *text anywhere, "text" exactly', async () => {
+    it('the admin search: a word of the name or the slug starts with the text by default, *text anywhere, "text" exactly; keyset pages', async () => {
       const owner = await person('search-owner');
       const operator = await createSignedInUser(t, { email: uniqueEmail('search-operator'), password: PASSWORD, roles: ['ADMIN'] });
       const admin = api(t, operator.token);
@@ -216,15 +216,33 @@ for (const backend of await backends()) {
       assert.deepEqual(await found(`TRADERS ${tag}`.split(' ')[0]!), [northwind.id], 'the last word, in any case');
       assert.deepEqual(await found(`${tag}*`), both, 'a trailing star is the default said out loud');
       assert.deepEqual(await found(`zz-${tag}`), [acme.id], 'the slug starts with it');
+      assert.deepEqual(await found('hq'), [acme.id], 'a word of the slug (after a hyphen) starts with it');
       assert.deepEqual(await found(tag.slice(2)), [], 'the middle of a word is no start');
       assert.deepEqual(await found(`*${tag.slice(2)}`), both, 'a leading star finds it anywhere');
       assert.deepEqual(await found(`*${tag}-h`), [acme.id], 'anywhere in the slug');
       assert.deepEqual(await found(`"acme ${tag}"`), [acme.id], 'quotes: the whole name, in any case');
       assert.deepEqual(await found(`"acme"`), [], 'quotes: not a part of it');
       assert.deepEqual(await found(`"zz-${tag}-hq"`), [acme.id], 'quotes: the whole slug');
-      assert.deepEqual(await found(`_${tag}`), [], "LIKE's _ is a character, not any one");
+      assert.deepEqual(await found(`z_-${tag}`), [], "LIKE's _ is a character, not any one");
+      assert.deepEqual(await found(`*e_${tag}`), [], "LIKE's _ is a character anywhere too");
+      assert.deepEqual(await found(`*e%${tag}`), [], "and so is LIKE's %");
       const all = await admin.get('/api/admin/organizations?query=*&limit=500');
       assert.ok((all.json().organizations as Array<{ id: string }>).some((o) => o.id === northwind.id), 'a star alone asks for nothing: every organization');
+
+      // Pages: newest first, `limit` at a time, each continuing strictly after the last.
+      const third = await organizationWith(owner, `Third ${tag}`);
+      const first = await admin.get(`/api/admin/organizations?query=${tag}&limit=2`);
+      assert.equal(first.statusCode, 200, first.body);
+      const firstIds = first.json().organizations.map((o: { id: string }) => o.id) as string[];
+      assert.equal(firstIds.length, 2);
+      assert.equal(firstIds[0], third.id, 'newest first');
+      const cursor = first.json().nextCursor as string;
+      assert.equal(typeof cursor, 'string');
+      const second = await admin.get(`/api/admin/organizations?query=${tag}&limit=2&cursor=${encodeURIComponent(cursor)}`);
+      assert.equal(second.json().nextCursor, null, 'the last page says so');
+      const secondIds = second.json().organizations.map((o: { id: string }) => o.id) as string[];
+      assert.deepEqual([...firstIds, ...secondIds].sort(), [northwind.id, acme.id, third.id].sort(), 'every match once, across the pages');
+      assertError(await admin.get(`/api/admin/organizations?cursor=not-a-cursor`), 422, 'VALIDATION_ERROR');
     });
   });
 }

@@ -7,6 +7,7 @@
  */
 import type { CliCommandGroup, ServiceRegistry } from '../module.ts';
 import { isoTime } from '../lib/clock.ts';
+import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import { CliError, parseCommandLine, unknownSubcommand, type OptionSpecs } from '../cli/args.ts';
 import type { Member, Organization } from './organizations.service.ts';
 
@@ -119,7 +120,13 @@ async function listOrganizations(args: string[], io: CliIo, withServices: WithSe
   const { values } = parse('list', args, { json: { type: 'boolean' } }, 0);
   const { toOrganizationJson } = await runtime();
   await withServices(io, async ({ organizations }) => {
-    const list = await organizations.list({ limit: 10_000 });
+    // Every organization, a keyset page at a time (there was a cap of 10,000 before).
+    const list: Awaited<ReturnType<typeof organizations.listPage>>['organizations'] = [];
+    for (let before: KeysetPosition | null | undefined; before !== null; ) {
+      const page = await organizations.listPage({ ...(before !== undefined && { before }), limit: 1_000 });
+      list.push(...page.organizations);
+      before = page.next;
+    }
     if (values.json) {
       io.stdout.write(`${JSON.stringify({ organizations: list.map((organization) => ({ ...toOrganizationJson(organization), memberCount: organization.memberCount })) })}\n`);
       return;

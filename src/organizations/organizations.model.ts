@@ -169,6 +169,11 @@ export function toOrganization(row: store.OrganizationRow): Organization {
   return { id: row.id, slug: row.slug, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
+/** A row of the admin list: the organization and how many members it has. */
+export function toListedOrganization(row: store.OrganizationRow & { member_count: number }): Organization & { memberCount: number } {
+  return { ...toOrganization(row), memberCount: row.member_count };
+}
+
 export function toMember(row: store.MemberWithUserRow): Member {
   return { userId: row.user_id, email: row.email, name: row.name, role: row.role, joinedAt: row.created_at };
 }

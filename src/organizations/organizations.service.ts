@@ -35,6 +35,7 @@ import * as store from './organizations.store.ts';
 import { createOrganizationInvitationsService, type InvitationLimiters } from './organizations-invitations.service.ts';
 import { createOrganizationMembersService } from './organizations-members.service.ts';
 import { parseSearchText } from '../lib/search-text.ts';
+import { toPage, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import {
   ADMIN,
   OWNER,
@@ -47,6 +48,7 @@ import {
   suffix,
   toMember,
   toOrganization,
+  toListedOrganization,
   type Actor,
   type CreateResult,
   type Member,
@@ -232,12 +234,20 @@ export function createOrganizationsService(deps: {
 
     /**
      * Organizations, newest first, with their member counts (the admin list). `query` is in the admin
-     * lists' syntax (lib/search-text.ts): by default the slug or a word of the name starts with it.
+     * lists' syntax (lib/search-text.ts): by default a word of the slug or of the name starts with it.
      */
     async list(filter: { query?: string | undefined; limit?: number } = {}): Promise<Array<Organization & { memberCount: number }>> {
       const search = filter.query === undefined ? null : parseSearchText(filter.query);
       const rows = await store.listOrganizations(db, { ...(search !== null && { search }), limit: filter.limit ?? 100 });
-      return rows.map((row) => ({ ...toOrganization(row), memberCount: row.member_count }));
+      return rows.map(toListedOrganization);
+    },
+
+    /** The same, a keyset page at a time: at most `limit` after `before`, and where the next page starts (null: this was the last). */
+    async listPage(filter: { query?: string | undefined; before?: KeysetPosition | undefined; limit: number }): Promise<{ organizations: Array<Organization & { memberCount: number }>; next: KeysetPosition | null }> {
+      const search = filter.query === undefined ? null : parseSearchText(filter.query);
+      const rows = await store.listOrganizations(db, { ...(search !== null && { search }), ...(filter.before !== undefined && { before: filter.before }), limit: filter.limit + 1 });
+      const page = toPage(rows, filter.limit, (row) => ({ createdAt: row.created_at, id: row.id }));
+      return { organizations: page.items.map(toListedOrganization), next: page.next };
     },
 
     /** Renames it (OWNER or ADMIN), and changes the slug when one is given. */

@@ -6,6 +6,7 @@ import { sql, type Expression, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../storage/database.ts';
 import { preparedQuery } from '../storage/prepared.ts';
 import { containsPattern, escapeLike, type SearchText } from '../lib/search-text.ts';
+import type { KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { UserCondition } from '../users/user.store.ts';
 import { defineTokenClaims } from '../sessions/session-claims.ts';
 import type { OrganizationClaim } from './organizations.model.ts';
@@ -110,20 +111,25 @@ export async function deleteOrganization(db: Db, id: string): Promise<boolean> {
  * Organizations newest first (the `(created_at)` index), with their member counts; with a search
  * (the admin lists' syntax, lib/search-text.ts, the text lower-cased), those whose slug or
  * lower-cased name matches it:
- * - `prefix` (the default): the slug, or a word of the name, starts with the text. On PostgreSQL the
- *   slug's start is a B-tree walk (`organizations_slug_prefix_idx`, or the unique index under a `C`
- *   collation), a word's start the name's trigram index (migration 20261204-organizations-search);
+ * - `prefix` (the default): a word of the slug or of the name starts with the text. On PostgreSQL the
+ *   slug's start is a B-tree walk (`organizations_slug_prefix_idx`), a later word's start the
+ *   trigram indexes (migration 20261204-organizations-search);
  * - `contains`: the slug or the name holds the text anywhere (the trigram indexes);
  * - `exact`: the slug, or the whole name, is the text.
  * Without pg_trgm the name's conditions read the table in order; SQLite does so at the sizes it serves.
+ * With `before`, strictly after that position in the order (keyset pages: lib/keyset-cursor.ts).
  */
-export async function listOrganizations(db: Db, filter: { search?: SearchText; limit: number }): Promise<Array<OrganizationRow & { member_count: number }>> {
+export async function listOrganizations(db: Db, filter: { search?: SearchText; before?: KeysetPosition; limit: number }): Promise<Array<OrganizationRow & { member_count: number }>> {
   let query = db
     .selectFrom('organizations')
     .selectAll('organizations')
     .select((eb) => eb.selectFrom('organization_members').select(eb.fn.countAll<number>().as('n')).whereRef('organization_members.organization_id', '=', 'organizations.id').as('member_count'));
   const search = filter.search;
   if (search !== undefined) query = query.where(organizationMatches({ ...search, text: search.text.toLowerCase() }));
+  const before = filter.before;
+  if (before !== undefined) {
+    query = query.where((eb) => eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]));
+  }
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
   return rows.map((row) => ({ ...row, member_count: Number(row.member_count) }));
 }
@@ -135,13 +141,16 @@ function organizationMatches(search: SearchText): Expression<SqlBool> {
   const like = (column: Expression<unknown>, pattern: string) => sql<SqlBool>`${column} like ${pattern} escape '\\'`;
   switch (search.match) {
     case 'prefix': {
+      // A word's start: after a space in the name, after a hyphen in the slug (which splits the
+      // name's words at any punctuation: "Hewlett-Packard" is `hewlett-packard`).
       const start = `${escapeLike(search.text)}%`;
-      return sql<SqlBool>`(${like(slug, start)} or ${like(name, start)} or ${like(name, `% ${start}`)})`;
+      return sql<SqlBool>`(${like(slug, start)} or ${like(slug, `%-${start}`)} or ${like(name, start)} or ${like(name, `% ${start}`)})`;
     }
     case 'contains':
       return sql<SqlBool>`(${like(slug, containsPattern(search.text))} or ${like(name, containsPattern(search.text))})`;
     case 'exact':
-      return sql<SqlBool>`(${slug} = ${search.text} or ${name} = ${search.text})`;
+      // The name as a LIKE without wildcards: every pg_trgm version serves that (`=` only from 1.6).
+      return sql<SqlBool>`(${slug} = ${search.text} or ${like(name, escapeLike(search.text))})`;
   }
 }
 

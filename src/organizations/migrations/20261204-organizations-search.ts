@@ -2,25 +2,23 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely';
 
 /**
  * The admin organizations search (organizations.store.ts `listOrganizations`) finds, by default, a
- * slug or a word of the name that starts with the text, and with a leading star either anywhere.
+ * word of the slug or of the name that starts with the text, and with a leading star either anywhere.
  * Before, it was a substring of both, which no index served: at a million organizations every
  * search read the table. On PostgreSQL:
  * - the slug's start is a B-tree walk in byte order: the unique index on `slug` follows the
- *   database's collation, so unless that is `C` (or `POSIX`) it gets an index of its own in
- *   `text_pattern_ops`;
- * - a word's start in the name, and a substring of either, are served by trigram GIN indexes, made
+ *   database's collation, which serves a LIKE prefix only when it is `C`, and `datcollate` does not
+ *   say so when the collation comes from ICU; so the slug gets an index of its own in
+ *   `text_pattern_ops` (small: slugs are short);
+ * - a later word's start, and a substring of either, are served by trigram GIN indexes, made
  *   where the users search's migration could install pg_trgm (20261130-users-search-trigram, which
  *   runs before this one); without it those conditions read the table, as before.
  * SQLite walks the `(created_at)` index at the sizes it serves.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
-  const { rows } = await sql<{ collation: string; trigrams: boolean }>`
-    select datcollate as collation, exists (select 1 from pg_extension where extname = 'pg_trgm') as trigrams
-      from pg_database where datname = current_database()`.execute(db);
-  const { collation, trigrams } = rows[0]!;
-  if (collation !== 'C' && collation !== 'POSIX') await sql`create index organizations_slug_prefix_idx on organizations (slug text_pattern_ops)`.execute(db);
-  if (!trigrams) return;
+  await sql`create index organizations_slug_prefix_idx on organizations (slug text_pattern_ops)`.execute(db);
+  const { rows } = await sql<{ installed: boolean }>`select exists (select 1 from pg_extension where extname = 'pg_trgm') as installed`.execute(db);
+  if (rows[0]?.installed !== true) return;
   await sql`create index organizations_name_trgm_idx on organizations using gin (lower(name) gin_trgm_ops)`.execute(db);
   await sql`create index organizations_slug_trgm_idx on organizations using gin (slug gin_trgm_ops)`.execute(db);
 }
