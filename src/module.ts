@@ -279,7 +279,9 @@ export interface GatehouseModule {
    * The module's schema changes, by name. Names are recorded once applied: never rename or edit
    * one that has shipped. A new one is named `YYYYMMDD-<module>-<what>` (those shipped before
    * modules are `0001-…` to `0009-…`), so two modules never pick the same name. Pending ones run
-   * in name order; one that sorts before an applied one (another module's, say) still runs.
+   * in name order; one that sorts before an applied one (another module's, say) still runs. One
+   * whose file exports `transaction = false` runs alone, outside a transaction: an index built with
+   * `createIndexConcurrently` on a table that may be large (storage/database.ts `applyMigrations`).
    */
   readonly migrations?: Readonly<Record<string, Migration>>;
   /** Its part of the configuration, read and validated with the rest (one error lists every problem). */

@@ -4,7 +4,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kysely, PostgresDialect, sql, type CompiledQuery, type DatabaseConnection, type Dialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
+import { Kysely, PostgresAdapter, PostgresDialect, sql, type DialectAdapter, type CompiledQuery, type RawBuilder, type DatabaseConnection, type Dialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import type pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
@@ -184,8 +184,43 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
     client.on('error', () => {});
   });
   const bounded = config.queryTimeoutMs === undefined ? pool : boundQueries(pool, config.queryTimeoutMs);
-  const postgres = observable(new PostgresDialect({ pool: bounded }));
+  const postgres = observable(new MigratingPostgresDialect({ pool: bounded }));
   return wrap(new Kysely<Database>({ dialect: postgres.dialect }), 'postgres', postgres.observeQueries);
+}
+
+/**
+ * Kysely's migration lock on PostgreSQL, asked for rather than waited on. Kysely's own adapter waits
+ * in `pg_advisory_lock`, a statement that holds a snapshot while it waits; `CREATE INDEX
+ * CONCURRENTLY` (a migration run outside a transaction: `applyMigrations`) waits for every older
+ * snapshot to end, so an instance waiting for the lock and the one building the index under it
+ * deadlocked (PostgreSQL detects it and fails one). Here a waiter asks with `pg_try_advisory_lock`,
+ * a statement that ends at once, and sleeps between asks. The lock's key is Kysely's, so an older
+ * Gatehouse, which waits Kysely's way, still excludes this one and is excluded by it.
+ */
+const MIGRATION_LOCK_ID = 3853314791062309107n;
+/** As long as Kysely's own lock waits before it gives up. */
+const MIGRATION_LOCK_TIMEOUT_MS = 60 * 60_000;
+
+class PollingLockPostgresAdapter extends PostgresAdapter {
+  override async acquireMigrationLock(db: Kysely<unknown>): Promise<void> {
+    const deadline = Date.now() + MIGRATION_LOCK_TIMEOUT_MS;
+    for (let waitMs = 25; ; waitMs = Math.min(waitMs * 2, 1_000)) {
+      const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${sql.lit(MIGRATION_LOCK_ID)}) as locked`.execute(db);
+      if (rows[0]?.locked === true) return;
+      if (Date.now() > deadline) throw new Error('another instance has held the migration lock for an hour');
+      await sleep(waitMs);
+    }
+  }
+
+  override async releaseMigrationLock(db: Kysely<unknown>): Promise<void> {
+    await sql`select pg_advisory_unlock(${sql.lit(MIGRATION_LOCK_ID)})`.execute(db);
+  }
+}
+
+class MigratingPostgresDialect extends PostgresDialect {
+  override createAdapter(): DialectAdapter {
+    return new PollingLockPostgresAdapter();
+  }
 }
 
 /** Queries run inside it have no time bound: migrations, which may rightly take long. */
@@ -347,22 +382,82 @@ export async function pendingMigrations(db: Db, migrations: Readonly<Record<stri
 }
 
 /**
+ * A migration that must run outside a transaction says so (`export const transaction = false` in
+ * its file): on PostgreSQL, one that builds an index on a table that may be large with
+ * `createIndexConcurrently`, which `CREATE INDEX CONCURRENTLY` cannot do inside a transaction block.
+ */
+export function runsInTransaction(migration: Migration): boolean {
+  return (migration as Migration & { readonly transaction?: unknown }).transaction !== false;
+}
+
+/**
  * Applies every pending migration of `migrations` (the modules' own, gathered by `modules.ts`'s
  * `migrateToLatest`), in the lexical order of their names; throws with the failing one's name.
+ *
+ * The pending ones run in one transaction, as one change, up to the first that runs outside a
+ * transaction (`runsInTransaction`); that one runs alone, on PostgreSQL without a transaction (its
+ * index built while the table takes writes), then the rest go on the same way. Each run holds
+ * Kysely's migration lock and decides what it runs only under it, from what is applied then, so
+ * two instances starting at once never run a migration twice. A migration run outside a transaction
+ * that is cut off half-way is run again whole by the next start: it must be safe to repeat
+ * (`createIndexConcurrently` is). SQLite has no transactional DDL in Kysely: there every pending
+ * one runs in one go, as before.
  */
 export async function applyMigrations(db: Db, migrations: Readonly<Record<string, Migration>>): Promise<MigrationResultSet> {
+  const isPostgres = db.getExecutor().adapter.supportsTransactionalDdl;
+  const names = Object.keys(migrations).sort();
+  const alone = new Set(names.filter((name) => !runsInTransaction(migrations[name]!)));
+  let mode: 'together' | 'alone' = 'together';
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ ...migrations }) },
+    // Read under the lock, at each run: what is applied then, and what this run may take.
+    provider: {
+      getMigrations: async () => {
+        if (!isPostgres || alone.size === 0) return { ...migrations };
+        const applied = new Set((await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((row) => row.name));
+        const pending = names.filter((name) => !applied.has(name));
+        const stop = pending.findIndex((name) => alone.has(name));
+        const runs = mode === 'alone' ? (stop === 0 ? pending.slice(0, 1) : []) : stop === -1 ? pending : pending.slice(0, stop);
+        return Object.fromEntries([...names.filter((name) => applied.has(name)), ...runs].map((name) => [name, migrations[name]!]));
+      },
+    },
     // Each module has its own: one added later may sort before another module's applied one
     // (both named by date). Pending ones still run in name order; applied ones never run again.
     allowUnorderedMigrations: true,
   });
-  // Unbounded: a migration building an index on a large table may rightly take minutes.
-  const result = await unboundedQueries.run(true, () => migrator.migrateToLatest());
-  if (result.error !== undefined) {
-    const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new Error(`Migration ${failed} failed`, { cause: result.error });
+  const results: NonNullable<MigrationResultSet['results']>[number][] = [];
+  for (;;) {
+    // Unbounded: a migration building an index on a large table may rightly take minutes.
+    const result = await unboundedQueries.run(true, () => migrator.migrateToLatest({ disableTransactions: mode === 'alone' }));
+    results.push(...(result.results ?? []));
+    if (result.error !== undefined) {
+      const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+      throw new Error(`Migration ${failed} failed`, { cause: result.error });
+    }
+    if (!isPostgres || alone.size === 0) break;
+    const pending = await pendingMigrations(db, migrations);
+    if (pending.length === 0) break;
+    mode = alone.has(pending[0]!) ? 'alone' : 'together';
   }
-  return result;
+  return { results };
+}
+
+/**
+ * Builds an index without blocking writes to its table: on PostgreSQL `CREATE INDEX CONCURRENTLY`
+ * (so the migration that calls it must run outside a transaction: `export const transaction =
+ * false`), first dropping what a build cut off half-way leaves (an index marked invalid, which
+ * `if not exists` would otherwise keep); so it can be run again at any point. `definition` is what
+ * follows the index's name: `on users (email text_pattern_ops)`. SQLite: a plain `create index if
+ * not exists` (its tables are the sizes it serves, and it builds them in its one write lock anyway).
+ */
+export async function createIndexConcurrently(db: Kysely<unknown>, name: string, definition: RawBuilder<unknown>): Promise<void> {
+  if (!db.getExecutor().adapter.supportsTransactionalDdl) {
+    await sql`create index if not exists ${sql.id(name)} ${definition}`.execute(db);
+    return;
+  }
+  const { rows } = await sql<{ valid: boolean }>`
+    select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+     where c.relname = ${name} and c.relnamespace = current_schema()::regnamespace`.execute(db);
+  if (rows[0]?.valid === false) await sql`drop index concurrently if exists ${sql.id(name)}`.execute(db);
+  await sql`create index concurrently if not exists ${sql.id(name)} ${definition}`.execute(db);
 }

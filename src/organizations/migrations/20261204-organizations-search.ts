@@ -1,4 +1,5 @@
 import { SqliteAdapter, sql, type Kysely } from 'kysely';
+import { createIndexConcurrently } from '../../storage/database.ts';
 
 /**
  * The admin organizations search (organizations.store.ts `listOrganizations`) finds, by default, a
@@ -13,16 +14,22 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely';
  *   where the users search's migration could install pg_trgm (20261130-users-search-trigram, which
  *   runs before this one); without it those conditions read the table, as before.
  * SQLite walks the `(created_at)` index at the sizes it serves.
+ *
+ * Built concurrently, outside a transaction (storage/database.ts `applyMigrations`): at a million
+ * organizations a trigram index takes a while, and the organizations keep taking writes meanwhile.
  */
+export const transaction = false;
+
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
-  await sql`create index organizations_slug_prefix_idx on organizations (slug text_pattern_ops)`.execute(db);
+  await createIndexConcurrently(db, 'organizations_slug_prefix_idx', sql`on organizations (slug text_pattern_ops)`);
   const { rows } = await sql<{ installed: boolean }>`select exists (select 1 from pg_extension where extname = 'pg_trgm') as installed`.execute(db);
   if (rows[0]?.installed !== true) return;
-  await sql`create index organizations_name_trgm_idx on organizations using gin (lower(name) gin_trgm_ops)`.execute(db);
-  await sql`create index organizations_slug_trgm_idx on organizations using gin (slug gin_trgm_ops)`.execute(db);
+  await createIndexConcurrently(db, 'organizations_name_trgm_idx', sql`on organizations using gin (lower(name) gin_trgm_ops)`);
+  await createIndexConcurrently(db, 'organizations_slug_trgm_idx', sql`on organizations using gin (slug gin_trgm_ops)`);
 }
 
+/** Plain drops: a rollback runs in a transaction, and dropping an index is quick. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
   await sql`drop index if exists organizations_slug_trgm_idx`.execute(db);

@@ -1,0 +1,127 @@
+/**
+ * Migrations that run outside a transaction (`export const transaction = false`): on PostgreSQL an
+ * index built with `createIndexConcurrently`, which `CREATE INDEX CONCURRENTLY` refuses inside a
+ * transaction block; every other pending migration still runs in a transaction, in name order, and
+ * two instances migrating at once run each migration once. SQLite runs them all as before.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql, type Kysely } from 'kysely';
+import type { Migration } from 'kysely/migration';
+import { applyMigrations, createIndexConcurrently, openStorage, pendingMigrations, type Storage } from './database.ts';
+import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
+
+/** What each migration saw, in the order they ran: its name and whether it ran in a transaction. */
+type Trace = Array<{ name: string; inTransaction: boolean }>;
+
+function migrations(trace: Trace, options: { failAlone?: () => boolean } = {}): Record<string, Migration> {
+  const seen = async (name: string, db: Kysely<unknown>) => {
+    trace.push({ name, inTransaction: db.isTransaction });
+    await sql`insert into alone_trace (name) values (${name})`.execute(db);
+  };
+  return {
+    '0001-table': {
+      async up(db) {
+        await db.schema.createTable('alone_trace').addColumn('name', 'text', (c) => c.notNull()).execute();
+        await db.schema.createTable('alone_items').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('label', 'text', (c) => c.notNull()).execute();
+        await seen('0001-table', db);
+      },
+    },
+    '0002-before': { up: (db) => seen('0002-before', db) },
+    '0003-index': {
+      transaction: false,
+      async up(db: Kysely<unknown>) {
+        await seen('0003-index', db);
+        await createIndexConcurrently(db, 'alone_items_label_idx', sql`on alone_items (label)`);
+        if (options.failAlone?.() === true) throw new Error('cut off after the index');
+      },
+    } as Migration,
+    '0004-after': { up: (db) => seen('0004-after', db) },
+    '0005-after': { up: (db) => seen('0005-after', db) },
+  };
+}
+
+for (const backend of await backends()) {
+  describe(`migrations outside a transaction (${backend.name})`, { skip: backend.skip, timeout: 120_000 }, () => {
+    let database: TestDatabase;
+    let storage: Storage;
+    before(async () => {
+      database = await backend.create();
+      storage = openStorage(database.config);
+    });
+    after(async () => {
+      await storage?.close();
+      await database?.drop();
+    });
+
+    it('runs them in name order, each alone one outside a transaction and the rest inside, once', async () => {
+      const trace: Trace = [];
+      const result = await applyMigrations(storage.db, migrations(trace));
+      assert.deepEqual(
+        result.results?.map((r) => [r.migrationName, r.status]),
+        ['0001-table', '0002-before', '0003-index', '0004-after', '0005-after'].map((name) => [name, 'Success']),
+      );
+      assert.deepEqual(
+        trace.map((t) => t.name),
+        ['0001-table', '0002-before', '0003-index', '0004-after', '0005-after'],
+      );
+      if (backend.name === 'postgres') {
+        // CONCURRENTLY inside a transaction block is refused by PostgreSQL itself: it ran, so it was outside one.
+        assert.deepEqual(
+          trace.map((t) => t.inTransaction),
+          [true, true, false, true, true],
+        );
+        const { rows } = await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'alone_items_label_idx'`.execute(storage.db);
+        assert.deepEqual(rows, [{ valid: true }]);
+      }
+      assert.deepEqual((await applyMigrations(storage.db, migrations(trace))).results, [], 'nothing runs twice');
+    });
+
+    // SQLite: one process's storage migrates at start; two connections to one new file racing is not a case it serves.
+    it('two instances migrating at once run every migration once', { skip: backend.name === 'sqlite' && 'PostgreSQL only' }, async () => {
+      const other = await backend.create();
+      const [first, second] = [openStorage(other.config), openStorage(other.config)];
+      try {
+        const traces: [Trace, Trace] = [[], []];
+        await Promise.all([applyMigrations(first.db, migrations(traces[0])), applyMigrations(second.db, migrations(traces[1]))]);
+        const ran = (await sql<{ name: string }>`select name from alone_trace order by name`.execute(first.db)).rows.map((row) => row.name);
+        assert.deepEqual(ran, ['0001-table', '0002-before', '0003-index', '0004-after', '0005-after']);
+        assert.deepEqual([...traces[0], ...traces[1]].map((t) => t.name).sort(), ran);
+        assert.deepEqual(await pendingMigrations(first.db, migrations([])), []);
+      } finally {
+        await first.close();
+        await second.close();
+        await other.drop();
+      }
+    });
+
+    it('one cut off half-way is not recorded, and the next start runs it again whole', async () => {
+      const other = await backend.create();
+      const db = openStorage(other.config);
+      try {
+        let cut = true;
+        const failing = migrations([], { failAlone: () => cut });
+        await assert.rejects(applyMigrations(db.db, failing), /Migration 0003-index failed/);
+        assert.deepEqual(await pendingMigrations(db.db, failing), ['0003-index', '0004-after', '0005-after'], 'what ran before it stays applied; it and the rest do not');
+        if (backend.name === 'postgres') {
+          // What a build cut off by a crash leaves: the index, invalid (a unique one over duplicates).
+          await sql`drop index alone_items_label_idx`.execute(db.db);
+          await sql`insert into alone_items (id, label) values (1, 'same'), (2, 'same')`.execute(db.db);
+          await assert.rejects(sql`create unique index concurrently alone_items_label_idx on alone_items (label)`.execute(db.db));
+          const { rows } = await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'alone_items_label_idx'`.execute(db.db);
+          assert.deepEqual(rows, [{ valid: false }], 'the failed build left an invalid index');
+        }
+        cut = false;
+        await applyMigrations(db.db, failing);
+        assert.deepEqual(await pendingMigrations(db.db, failing), []);
+        if (backend.name === 'postgres') {
+          const { rows } = await sql<{ valid: boolean; unique: boolean }>`select i.indisvalid as valid, i.indisunique as unique from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'alone_items_label_idx'`.execute(db.db);
+          assert.deepEqual(rows, [{ valid: true, unique: false }], 'the invalid leftover was dropped and the index built again');
+        }
+      } finally {
+        await db.close();
+        await other.drop();
+      }
+    });
+  });
+}
