@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { isoTime } from '../lib/clock.ts';
-import type { Db } from '../storage/database.ts';
+import type { Db, MigrationFailedError } from '../storage/database.ts';
 import { CliError, formatTable, parseCommandLine, writeJson, type CliIo } from './args.ts';
 import { withStorage } from './on-demand.ts';
 import { MIGRATE_USAGE } from './usage.ts';
@@ -34,7 +34,12 @@ export async function migrate(args: string[], io: CliIo): Promise<void> {
   parseCommandLine(args, {}, { command: 'migrate', usage: MIGRATE_USAGE });
   const { migrateToLatest } = await migrations();
   await withStorage(io, { migrate: false }, async (storage) => {
-    const { results = [] } = await migrateToLatest(storage.db);
+    const { results = [] } = await migrateToLatest(storage.db).catch((error: unknown) => {
+      // What ran before the failing one stays applied: say so before the error.
+      const applied = (error as Partial<MigrationFailedError>).applied ?? [];
+      io.stdout.write(applied.map((name) => `applied ${name}\n`).join(''));
+      throw error;
+    });
     io.stdout.write(results.length === 0 ? 'Database is up to date.\n' : results.map((r) => `applied ${r.migrationName}\n`).join(''));
   });
 }

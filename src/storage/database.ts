@@ -165,7 +165,8 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
   const pg = loadPg();
   const pool = new pg.Pool({
     connectionString: config.url,
-    max: options.poolSize ?? 10,
+    // Two at least: a migration run holds the lock on one connection and reads what is applied on another (`applyMigrations`).
+    max: Math.max(2, options.poolSize ?? 10),
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     // Epoch-millisecond BIGINTs fit a double exactly; read them as numbers like SQLite does.
@@ -195,7 +196,9 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
  * snapshot to end, so an instance waiting for the lock and the one building the index under it
  * deadlocked (PostgreSQL detects it and fails one). Here a waiter asks with `pg_try_advisory_lock`,
  * a statement that ends at once, and sleeps between asks. The lock's key is Kysely's, so an older
- * Gatehouse, which waits Kysely's way, still excludes this one and is excluded by it.
+ * Gatehouse, which waits Kysely's way, still excludes this one and is excluded by it; but an older
+ * instance that starts while a newer one builds an index concurrently still waits Kysely's way and
+ * deadlocks with the build (one of the two fails: docs/operations/production.md, Upgrades).
  */
 const MIGRATION_LOCK_ID = 3853314791062309107n;
 /** As long as Kysely's own lock waits before it gives up. */
@@ -390,6 +393,17 @@ export function runsInTransaction(migration: Migration): boolean {
   return (migration as Migration & { readonly transaction?: unknown }).transaction !== false;
 }
 
+/** A migration failed; those before it that this run applied stay applied (`applied`, in order). */
+export class MigrationFailedError extends Error {
+  readonly migration: string;
+  readonly applied: readonly string[];
+  constructor(migration: string, applied: readonly string[], cause: unknown) {
+    super(`Migration ${migration} failed`, { cause });
+    this.migration = migration;
+    this.applied = applied;
+  }
+}
+
 /**
  * Applies every pending migration of `migrations` (the modules' own, gathered by `modules.ts`'s
  * `migrateToLatest`), in the lexical order of their names; throws with the failing one's name.
@@ -432,7 +446,7 @@ export async function applyMigrations(db: Db, migrations: Readonly<Record<string
     results.push(...(result.results ?? []));
     if (result.error !== undefined) {
       const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-      throw new Error(`Migration ${failed} failed`, { cause: result.error });
+      throw new MigrationFailedError(failed, results.filter((r) => r.status === 'Success').map((r) => r.migrationName), result.error);
     }
     if (!isPostgres || alone.size === 0) break;
     const pending = await pendingMigrations(db, migrations);
@@ -443,21 +457,26 @@ export async function applyMigrations(db: Db, migrations: Readonly<Record<string
 }
 
 /**
- * Builds an index without blocking writes to its table: on PostgreSQL `CREATE INDEX CONCURRENTLY`
- * (so the migration that calls it must run outside a transaction: `export const transaction =
- * false`), first dropping what a build cut off half-way leaves (an index marked invalid, which
- * `if not exists` would otherwise keep); so it can be run again at any point. `definition` is what
- * follows the index's name: `on users (email text_pattern_ops)`. SQLite: a plain `create index if
- * not exists` (its tables are the sizes it serves, and it builds them in its one write lock anyway).
+ * Builds the index `name` on `table` without blocking writes to the table: on PostgreSQL `CREATE
+ * INDEX CONCURRENTLY` (so the migration that calls it must run outside a transaction: `export
+ * const transaction = false`), first dropping what a build cut off half-way leaves (the index,
+ * marked invalid, which `if not exists` would otherwise keep); so it can be run again at any
+ * point. `definition` is what follows `on <table>`: `(email text_pattern_ops)`, `using gin (…)`.
+ * Both names are found as the statements find them (the search path); an index of that name on
+ * another table stops the migration. SQLite: a plain `create index if not exists` (its tables are
+ * the sizes it serves, and it builds them in its one write lock anyway).
  */
-export async function createIndexConcurrently(db: Kysely<unknown>, name: string, definition: RawBuilder<unknown>): Promise<void> {
+export async function createIndexConcurrently(db: Kysely<unknown>, name: string, table: string, definition: RawBuilder<unknown>): Promise<void> {
+  const create = (concurrently: boolean) => sql`create index ${sql.raw(concurrently ? 'concurrently ' : '')}if not exists ${sql.id(name)} on ${sql.id(table)} ${definition}`;
   if (!db.getExecutor().adapter.supportsTransactionalDdl) {
-    await sql`create index if not exists ${sql.id(name)} ${definition}`.execute(db);
+    await create(false).execute(db);
     return;
   }
-  const { rows } = await sql<{ valid: boolean }>`
-    select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
-     where c.relname = ${name} and c.relnamespace = current_schema()::regnamespace`.execute(db);
-  if (rows[0]?.valid === false) await sql`drop index concurrently if exists ${sql.id(name)}`.execute(db);
-  await sql`create index concurrently if not exists ${sql.id(name)} ${definition}`.execute(db);
+  const { rows } = await sql<{ valid: boolean; isOnTable: boolean }>`
+    select i.indisvalid as valid, i.indrelid = to_regclass(quote_ident(${table})) as "isOnTable"
+      from pg_index i where i.indexrelid = to_regclass(quote_ident(${name}))`.execute(db);
+  const found = rows[0];
+  if (found !== undefined && !found.isOnTable) throw new Error(`an index named ${name} exists on another table than ${table}`);
+  if (found?.valid === false) await sql`drop index concurrently if exists ${sql.id(name)}`.execute(db);
+  await create(true).execute(db);
 }

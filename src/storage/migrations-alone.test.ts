@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import { applyMigrations, createIndexConcurrently, openStorage, pendingMigrations, type Storage } from './database.ts';
+import { applyMigrations, createIndexConcurrently, MigrationFailedError, openStorage, pendingMigrations, type Storage } from './database.ts';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 
 /** What each migration saw, in the order they ran: its name and whether it ran in a transaction. */
@@ -32,7 +32,7 @@ function migrations(trace: Trace, options: { failAlone?: () => boolean } = {}): 
       transaction: false,
       async up(db: Kysely<unknown>) {
         await seen('0003-index', db);
-        await createIndexConcurrently(db, 'alone_items_label_idx', sql`on alone_items (label)`);
+        await createIndexConcurrently(db, 'alone_items_label_idx', 'alone_items', sql`(label)`);
         if (options.failAlone?.() === true) throw new Error('cut off after the index');
       },
     } as Migration,
@@ -101,7 +101,12 @@ for (const backend of await backends()) {
       try {
         let cut = true;
         const failing = migrations([], { failAlone: () => cut });
-        await assert.rejects(applyMigrations(db.db, failing), /Migration 0003-index failed/);
+        await assert.rejects(applyMigrations(db.db, failing), (error: unknown) => {
+          assert.ok(error instanceof MigrationFailedError);
+          assert.equal(error.message, 'Migration 0003-index failed');
+          assert.deepEqual(error.applied, ['0001-table', '0002-before'], 'what this run applied before it, for the command to report');
+          return true;
+        });
         assert.deepEqual(await pendingMigrations(db.db, failing), ['0003-index', '0004-after', '0005-after'], 'what ran before it stays applied; it and the rest do not');
         if (backend.name === 'postgres') {
           // What a build cut off by a crash leaves: the index, invalid (a unique one over duplicates).
@@ -122,6 +127,26 @@ for (const backend of await backends()) {
         await db.close();
         await other.drop();
       }
+    });
+
+    it('finds a leftover index as the statements do (a quoted, mixed-case schema on the search path) and refuses a name another table holds', { skip: backend.name === 'sqlite' && 'PostgreSQL only' }, async () => {
+      await storage.db.connection().execute(async (connection) => {
+        const db = connection as unknown as Kysely<unknown>;
+        await sql`create schema "Auth Space"`.execute(db);
+        try {
+          await sql`set search_path to "Auth Space"`.execute(db);
+          await sql`create table notes (id integer primary key, body text not null)`.execute(db);
+          await sql`create table other (id integer primary key, body text not null)`.execute(db);
+          await createIndexConcurrently(db, 'notes_body_idx', 'notes', sql`(body)`);
+          await createIndexConcurrently(db, 'notes_body_idx', 'notes', sql`(body)`);
+          const { rows } = await sql<{ schema: string; valid: boolean }>`select n.nspname as schema, i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid join pg_namespace n on n.oid = c.relnamespace where c.relname = 'notes_body_idx'`.execute(db);
+          assert.deepEqual(rows, [{ schema: 'Auth Space', valid: true }], 'built once, in the schema the statements use, run twice');
+          await assert.rejects(createIndexConcurrently(db, 'notes_body_idx', 'other', sql`(body)`), /an index named notes_body_idx exists on another table than other/);
+        } finally {
+          await sql`reset search_path`.execute(db);
+          await sql`drop schema "Auth Space" cascade`.execute(db);
+        }
+      });
     });
   });
 }

@@ -22,11 +22,11 @@ export const transaction = false;
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
-  await createIndexConcurrently(db, 'organizations_slug_prefix_idx', sql`on organizations (slug text_pattern_ops)`);
+  await createIndexConcurrently(db, 'organizations_slug_prefix_idx', 'organizations', sql`(slug text_pattern_ops)`);
   const { rows } = await sql<{ installed: boolean }>`select exists (select 1 from pg_extension where extname = 'pg_trgm') as installed`.execute(db);
   if (rows[0]?.installed !== true) return;
-  await createIndexConcurrently(db, 'organizations_name_trgm_idx', sql`on organizations using gin (lower(name) gin_trgm_ops)`);
-  await createIndexConcurrently(db, 'organizations_slug_trgm_idx', sql`on organizations using gin (slug gin_trgm_ops)`);
+  await createIndexConcurrently(db, 'organizations_name_trgm_idx', 'organizations', sql`using gin (lower(name) gin_trgm_ops)`);
+  await createIndexConcurrently(db, 'organizations_slug_trgm_idx', 'organizations', sql`using gin (slug gin_trgm_ops)`);
 }
 
 /** Plain drops: a rollback runs in a transaction, and dropping an index is quick. */
