@@ -56,22 +56,17 @@ describe('the password strength worker', () => {
   });
 
   it('tells a slow start from a stuck worker: an estimate\'s bound runs from the worker\'s "ready", the start has its own', async () => {
-    // How long a start and one quick estimate take here.
-    const probe = createStrengthEstimator({ idleMs: 200 });
-    let startedAt = performance.now();
-    await probe.estimate('password1', []);
-    const startMs = performance.now() - startedAt;
-    startedAt = performance.now();
-    await probe.estimate('password2', []);
-    const quickMs = performance.now() - startedAt;
-    assert.ok(startMs > 4 * quickMs, `a start (${startMs.toFixed(1)} ms) costs more than a quick estimate (${quickMs.toFixed(1)} ms)`);
-    // A bound between the two: the first estimate, which waits for the start, is still answered.
-    const bound = Math.ceil(Math.sqrt(startMs * quickMs) + 2 * quickMs);
-    const patient = createStrengthEstimator({ idleMs: 200, timeoutMs: Math.min(bound, Math.floor(startMs / 2)) });
-    assert.ok((await patient.estimate('password1', [])).score <= 1);
-    assert.equal(patient.isRunning(), true);
+    // A worker whose start takes longer than an estimate's bound, for certain (not by timing this machine).
+    const START_DELAY_MS = 2_500; // the fixture's
+    const slowStart = new URL('../../test/fixtures/slow-start-strength-worker.mjs', import.meta.url);
+    const timeoutMs = START_DELAY_MS / 2;
+    const patient = createStrengthEstimator({ idleMs: 200, timeoutMs, workerUrl: slowStart });
+    const startedAt = performance.now();
+    assert.ok((await patient.estimate('password1', [])).score <= 1, 'the estimate sent during the start is answered');
+    assert.ok(performance.now() - startedAt >= START_DELAY_MS, 'it waited for the whole start, longer than its own bound');
+    assert.equal(patient.isRunning(), true, 'and the worker was not taken for stuck');
     // A start past its own bound is refused (503) and the worker ended; the next estimate starts another.
-    const impatient = createStrengthEstimator({ idleMs: 200, startTimeoutMs: 1 });
+    const impatient = createStrengthEstimator({ idleMs: 200, startTimeoutMs: timeoutMs, workerUrl: slowStart });
     await assert.rejects(impatient.estimate('password1', []), UnavailableError);
     assert.equal(impatient.isRunning(), false);
   });

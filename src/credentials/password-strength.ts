@@ -111,7 +111,15 @@ interface Running {
   idleTimer: NodeJS.Timeout | null;
 }
 
-export function createStrengthEstimator(options: { idleMs: number; maxPending?: number; maxPendingPerCaller?: number; timeoutMs?: number; startTimeoutMs?: number }): StrengthEstimator {
+export function createStrengthEstimator(options: {
+  idleMs: number;
+  maxPending?: number;
+  maxPendingPerCaller?: number;
+  timeoutMs?: number;
+  startTimeoutMs?: number;
+  /** The worker's module; tests give one whose start is slow for certain. */
+  workerUrl?: URL;
+}): StrengthEstimator {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
   const turns = new BoundedConcurrency({
@@ -124,7 +132,7 @@ export function createStrengthEstimator(options: { idleMs: number; maxPending?: 
   let nextId = 1;
 
   function start(): Running {
-    const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+    const worker = new Worker(options.workerUrl ?? WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
     const state: Running = { worker, ready: false, asked: null, idleTimer: null };
     worker.on('message', (reply: Reply) => {
       if ('ready' in reply) {
