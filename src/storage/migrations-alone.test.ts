@@ -135,13 +135,13 @@ for (const backend of await backends()) {
         await sql`create schema "Auth Space"`.execute(db);
         try {
           await sql`set search_path to "Auth Space"`.execute(db);
-          await sql`create table notes (id integer primary key, body text not null)`.execute(db);
+          await sql`create table entries (id integer primary key, body text not null)`.execute(db);
           await sql`create table other (id integer primary key, body text not null)`.execute(db);
-          await createIndexConcurrently(db, 'notes_body_idx', 'notes', sql`(body)`);
-          await createIndexConcurrently(db, 'notes_body_idx', 'notes', sql`(body)`);
-          const { rows } = await sql<{ schema: string; valid: boolean }>`select n.nspname as schema, i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid join pg_namespace n on n.oid = c.relnamespace where c.relname = 'notes_body_idx'`.execute(db);
+          await createIndexConcurrently(db, 'entries_body_idx', 'entries', sql`(body)`);
+          await createIndexConcurrently(db, 'entries_body_idx', 'entries', sql`(body)`);
+          const { rows } = await sql<{ schema: string; valid: boolean }>`select n.nspname as schema, i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid join pg_namespace n on n.oid = c.relnamespace where c.relname = 'entries_body_idx'`.execute(db);
           assert.deepEqual(rows, [{ schema: 'Auth Space', valid: true }], 'built once, in the schema the statements use, run twice');
-          await assert.rejects(createIndexConcurrently(db, 'notes_body_idx', 'other', sql`(body)`), /an index named notes_body_idx exists on another table than other/);
+          await assert.rejects(createIndexConcurrently(db, 'entries_body_idx', 'other', sql`(body)`), /an index named entries_body_idx exists on another table than other/);
         } finally {
           await sql`reset search_path`.execute(db);
           await sql`drop schema "Auth Space" cascade`.execute(db);
