@@ -281,7 +281,7 @@ export interface GatehouseModule {
    * modules are `0001-…` to `0009-…`), so two modules never pick the same name. Pending ones run
    * in name order; one that sorts before an applied one (another module's, say) still runs. One
    * whose file exports `transaction = false` runs alone, outside a transaction: an index built with
-   * `createIndexConcurrently` on a table that may be large (storage/database.ts `applyMigrations`).
+   * `createIndexConcurrently` on a table that may be large (storage/migrations.ts `applyMigrations`).
    */
   readonly migrations?: Readonly<Record<string, Migration>>;
   /** Its part of the configuration, read and validated with the rest (one error lists every problem). */

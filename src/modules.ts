@@ -5,7 +5,8 @@
 import type { MigrationResultSet } from 'kysely/migration';
 import { readConfig, type Config, type Env, type LoadConfigOptions } from './config.ts';
 import { collectConfigSections, collectErrorCatalogue, collectMigrations, type CatalogueEntry, type GatehouseModule } from './module.ts';
-import { applyMigrations, type Db } from './storage/database.ts';
+import type { Db } from './storage/database.ts';
+import { applyMigrations } from './storage/migrations.ts';
 import { i18nModule } from './i18n/i18n.module.ts';
 import { brandingModule } from './branding/branding.module.ts';
 import { auditModule } from './audit/audit.module.ts';

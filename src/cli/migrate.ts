@@ -6,7 +6,8 @@
  */
 import { existsSync } from 'node:fs';
 import { isoTime } from '../lib/clock.ts';
-import type { Db, MigrationFailedError } from '../storage/database.ts';
+import type { Db } from '../storage/database.ts';
+import type { MigrationFailedError } from '../storage/migrations.ts';
 import { CliError, formatTable, parseCommandLine, writeJson, type CliIo } from './args.ts';
 import { withStorage } from './on-demand.ts';
 import { MIGRATE_USAGE } from './usage.ts';

@@ -4,7 +4,8 @@
  * shutting down. Each check answers `ok` or why not, so an operator reads the cause in the 503.
  */
 import type { Migration } from 'kysely/migration';
-import { pendingMigrations, type Storage } from '../storage/database.ts';
+import type { Storage } from '../storage/database.ts';
+import { pendingMigrations } from '../storage/migrations.ts';
 import type { SigningKeys } from '../sessions/signing-keys.ts';
 
 const CHECK_TIMEOUT_MS = 2_000;

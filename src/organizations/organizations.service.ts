@@ -237,16 +237,12 @@ export function createOrganizationsService(deps: {
      * lists' syntax (lib/search-text.ts): by default a word of the slug or of the name starts with it.
      */
     async list(filter: { query?: string | undefined; limit?: number } = {}): Promise<Array<Organization & { memberCount: number }>> {
-      const search = filter.query === undefined ? null : parseSearchText(filter.query);
-      const rows = await store.listOrganizations(db, { ...(search !== null && { search }), limit: filter.limit ?? 100 });
-      return rows.map(toListedOrganization);
+      return (await listedRows(db, filter, filter.limit ?? 100)).map(toListedOrganization);
     },
 
     /** The same, a keyset page at a time: at most `limit` after `before`, and where the next page starts (null: this was the last). */
     async listPage(filter: { query?: string | undefined; before?: KeysetPosition | undefined; limit: number }): Promise<{ organizations: Array<Organization & { memberCount: number }>; next: KeysetPosition | null }> {
-      const search = filter.query === undefined ? null : parseSearchText(filter.query);
-      const rows = await store.listOrganizations(db, { ...(search !== null && { search }), ...(filter.before !== undefined && { before: filter.before }), limit: filter.limit + 1 });
-      const page = toPage(rows, filter.limit, (row) => ({ createdAt: row.created_at, id: row.id }));
+      const page = toPage(await listedRows(db, filter, filter.limit + 1), filter.limit, (row) => ({ createdAt: row.created_at, id: row.id }));
       return { organizations: page.items.map(toListedOrganization), next: page.next };
     },
 
@@ -396,3 +392,8 @@ export function createOrganizationsService(deps: {
   return service;
 }
 
+/** The admin list's rows: `query` read in the admin lists' syntax, strictly after `before`, at most `limit`. */
+async function listedRows(db: Db, filter: { query?: string | undefined; before?: KeysetPosition | undefined }, limit: number) {
+  const search = filter.query === undefined ? null : parseSearchText(filter.query);
+  return store.listOrganizations(db, { ...(search !== null && { search }), ...(filter.before !== undefined && { before: filter.before }), limit });
+}

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Backend } from './databases.ts';
 import { testEnv } from './app.ts';
-import { applyMigrations, openStorage, type Db } from '../../src/storage/database.ts';
+import { openStorage, type Db } from '../../src/storage/database.ts';
+import { applyMigrations } from '../../src/storage/migrations.ts';
 import { collectMigrations } from '../../src/module.ts';
 import { loadConfig, MODULES } from '../../src/modules.ts';
 

@@ -1,5 +1,5 @@
 import { SqliteAdapter, sql, type Kysely } from 'kysely';
-import { createIndexConcurrently } from '../../storage/database.ts';
+import { createIndexConcurrently } from '../../storage/migrations.ts';
 
 /**
  * The admin organizations search (organizations.store.ts `listOrganizations`) finds, by default, a
@@ -15,7 +15,7 @@ import { createIndexConcurrently } from '../../storage/database.ts';
  *   runs before this one); without it those conditions read the table, as before.
  * SQLite walks the `(created_at)` index at the sizes it serves.
  *
- * Built concurrently, outside a transaction (storage/database.ts `applyMigrations`): at a million
+ * Built concurrently, outside a transaction (storage/migrations.ts `applyMigrations`): at a million
  * organizations a trigram index takes a while, and the organizations keep taking writes meanwhile.
  */
 export const transaction = false;

@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
-import { applyMigrations, createIndexConcurrently, MigrationFailedError, openStorage, pendingMigrations, type Storage } from './database.ts';
+import { openStorage, type Storage } from './database.ts';
+import { applyMigrations, createIndexConcurrently, MigrationFailedError, pendingMigrations } from './migrations.ts';
 import { backends, type TestDatabase } from '../../test/helpers/databases.ts';
 
 /** What each migration saw, in the order they ran: its name and whether it ran in a transaction. */
