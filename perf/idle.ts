@@ -40,6 +40,7 @@ import {
 } from './harness.ts';
 import { record, result, startBare, startBetterAuth, type Context, type RunRecord, type ScenarioResult, type Target } from './scenarios.ts';
 import { freePort, startScriptNodeArgs } from '../test/helpers/process.ts';
+import { serverEntry } from '../src/start.js';
 
 /** Issue 38: a default instance idles at most at this, and stays under SIGNIN_RSS_LIMIT_MB signing in. */
 const IDLE_RSS_LIMIT_MB = 100;
@@ -118,7 +119,8 @@ export async function idleScenario(ctx: Context): Promise<ScenarioResult> {
     bareRounds.push(await idleRound(() => startBareTimed(ctx)));
     peerRounds.push(await idleRound(() => startBetterAuthTimed(ctx, peerFirst.database)));
   }
-  const server = 'gatehouse (sqlite, database, 1 worker), node src/start.js';
+  // `npm run bench` bundles the server first; a source file edited since makes src/start.js run the source.
+  const server = `gatehouse (sqlite, database, 1 worker), node src/start.js (${serverEntry().endsWith('.ts') ? 'from source: the bundle is stale' : 'its bundle'})`;
   const idle = record(aggregate({ url: 'http://start/api/health', connections: 1 }, gatehouseRounds), { name: 'idle-gatehouse', label: 'start to ready (ms) and idle RSS, after a restart', server, isService: false, counts: 'runs' });
   const bare = record(aggregate({ url: 'http://start/__ready', connections: 1 }, bareRounds), { name: 'idle-bare', label: 'bare Fastify: start to ready (ms) and idle RSS', server: 'bare fastify', isService: false, counts: 'runs' });
   const peer = record(aggregate({ url: 'http://start/__ready', connections: 1 }, peerRounds), { name: 'idle-better-auth', label: "Better Auth's minimal server: start to ready (ms) and idle RSS", server: 'better-auth (node:http, SQLite)', isService: false, counts: 'runs' });

@@ -4,19 +4,25 @@
  * as the later ones: without it, that first run strips the types of every TypeScript file it loads
  * and compiles them (about twice the time: issue 38 asks for a first run within 2 s).
  *
- * It loads (never runs) what the server and the `gatehouse` command load: the entries, every
+ * It loads (never runs) what the server and the `gatehouse` command load: the server's bundle
+ * (scripts/build-server.js; the source when there is none), the entries, every
  * module, and the code of every command group, with the same cache `src/start.js` and
  * `src/cli/gatehouse.js` turn on (NODE_COMPILE_CACHE moves it; NODE_DISABLE_COMPILE_CACHE=1 turns
  * it off, and this script then does nothing). Plain JavaScript, like those entries. A failure here
  * never fails the install: the cache is only a speed-up, and the first run fills it anyway.
  */
-import { enableCompileCache, unsupportedNodeMessage } from '../src/start.js';
+import { enableCompileCache, serverModule, unsupportedNodeMessage } from '../src/start.js';
+
+/** What the server imports before its first request (src/main.ts imports the server when the config is read). */
+const SERVER_ENTRIES = ['src/main.ts', 'src/server.ts'];
 
 /** What the server and the command import before their first request or command runs. */
 const ENTRIES = ['../src/main.ts', '../src/server.ts', '../src/app.ts', '../src/cli/main.ts', '../src/cli/context.ts'];
 
 async function warm() {
   enableCompileCache();
+  // The server as `npm start` runs it: its bundle (scripts/build-server.js runs first) where it has one.
+  for (const entry of SERVER_ENTRIES) await import(serverModule(entry));
   for (const entry of ENTRIES) await import(new URL(entry, import.meta.url).href);
   // Each command group's code, as running one of its commands loads it (the core's and the modules').
   const { findModuleCliGroups } = await import('../src/cli/main.ts');

@@ -12,6 +12,7 @@ import { buildApp } from './app.ts';
 import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
 import { workerIndex } from './cluster.ts';
 import { lowerThreadPoolPriority } from './lib/thread-pool-priority.ts';
+import { RUNS_FROM } from './lib/runs-from.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -33,7 +34,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       app.log.info({ nice: config.passwords.hashThreadNice, threads }, threads === null ? 'hash threads keep their priority: this system does not let them be lowered' : 'hash threads run below the event loop');
     }
     const address = await app.listen({ port: config.port, host: config.host });
-    app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy }, 'Gatehouse listening');
+    app.log.info({ address, database: config.database.kind, sessionStrategy: config.sessionStrategy, runsFrom: RUNS_FROM }, 'Gatehouse listening');
     // With WORKERS > 1, every worker listens; the first one tells the operator.
     if (workerIndex() === 0) {
       // Whether to say how to create the first account. Read as one row: a count of every user took

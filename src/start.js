@@ -10,8 +10,11 @@
  * when the installation is read-only) and NODE_DISABLE_COMPILE_CACHE=1 turns it off. If the
  * directory cannot be written, Node runs without the cache.
  */
+import { readFileSync, statSync } from 'node:fs';
+import cluster from 'node:cluster';
 import module from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The oldest Node.js Gatehouse runs on: native TypeScript, `node:sqlite` and the compile cache. */
 export const MINIMUM_NODE_MAJOR = 24;
@@ -45,11 +48,66 @@ export function enableCompileCache() {
   module.enableCompileCache(process.env.NODE_COMPILE_CACHE || DEFAULT_CACHE_DIRECTORY);
 }
 
+/** Where scripts/build-server.js writes the bundled server, under the project. */
+export const BUNDLE_DIRECTORY = 'dist/server';
+/** The bundle's list of the source files it was built from (written last: no manifest, no bundle). */
+export const BUNDLE_MANIFEST = 'manifest.json';
+export const BUNDLE_MANIFEST_VERSION = 1;
+
+const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * The module to run the server from: the bundle scripts/build-server.js made (lighter and quicker
+ * to start: perf/analysis.md) while every source file it was built from has the size and the
+ * modification time it had then, else `src/main.ts` itself (a file edited since the last
+ * `npm install` or `npm run build`, a checkout, no bundle or a broken one). GATEHOUSE_FROM_SOURCE=1
+ * always runs the source. About 500 `stat` calls: a few milliseconds.
+ */
+export function serverEntry(root = PROJECT_ROOT, env = process.env) {
+  const source = pathToFileURL(join(root, 'src', 'main.ts')).href;
+  if (env.GATEHOUSE_FROM_SOURCE === '1') return source;
+  try {
+    const directory = join(root, BUNDLE_DIRECTORY);
+    const manifest = JSON.parse(readFileSync(join(directory, BUNDLE_MANIFEST), 'utf8'));
+    if (manifest?.version !== BUNDLE_MANIFEST_VERSION || typeof manifest.entry !== 'string' || manifest.inputs === null || typeof manifest.inputs !== 'object') return source;
+    for (const [file, built] of Object.entries(manifest.inputs)) {
+      const now = statSync(join(root, file), { throwIfNoEntry: false });
+      if (now === undefined || now.size !== built?.size || now.mtimeMs !== built?.mtimeMs) return source;
+    }
+    const entry = join(directory, manifest.entry);
+    return statSync(entry, { throwIfNoEntry: false })?.isFile() ? pathToFileURL(entry).href : source;
+  } catch {
+    // No manifest, or one that cannot be read: the source.
+    return source;
+  }
+}
+
+/**
+ * `serverEntry()`, chosen once for a `WORKERS` cluster: the primary hands its choice to the workers
+ * it forks (they inherit its environment), so a worker started or replaced after a rebuild runs
+ * what the primary runs.
+ */
+export function processServerEntry() {
+  const inherited = process.env.GATEHOUSE_SERVER_ENTRY;
+  if (cluster.isWorker && inherited) return inherited;
+  const entry = serverEntry();
+  process.env.GATEHOUSE_SERVER_ENTRY = entry;
+  return entry;
+}
+
+/** The bundle's chunk that `source` (`src/server.ts`) starts, when the server runs its bundle; else the source file itself. */
+export function serverModule(source, root = PROJECT_ROOT, env = process.env) {
+  const entry = serverEntry(root, env);
+  if (entry.endsWith('.ts')) return pathToFileURL(join(root, source)).href;
+  const chunk = JSON.parse(readFileSync(join(root, BUNDLE_DIRECTORY, BUNDLE_MANIFEST), 'utf8')).chunks?.[source];
+  return chunk === undefined ? pathToFileURL(join(root, source)).href : pathToFileURL(join(root, BUNDLE_DIRECTORY, chunk)).href;
+}
+
 // `import.meta.main` is Node 24's; on an older Node.js it is undefined, so the entry is also
 // recognised by its path there, to say which Node.js is needed instead of doing nothing.
 if (import.meta.main ?? process.argv[1] === fileURLToPath(import.meta.url)) {
   requireSupportedNode('npm start');
   enableCompileCache();
-  const { runServer } = await import('./main.ts');
+  const { runServer } = await import(processServerEntry());
   await runServer();
 }

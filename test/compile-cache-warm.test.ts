@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { serverEntry } from '../src/start.js';
 import { randomSecret, REPO_ROOT, runNode, SERVER_ENTRY, startNode, startScriptNodeArgs, freePort, LISTENING_MESSAGE, type ChildEnv } from './helpers/process.ts';
 
 const WARM_SCRIPT = resolve(REPO_ROOT, 'scripts/warm-compile-cache.js');
@@ -19,6 +20,13 @@ const TIMEOUT_MS = 60_000;
 /** The TypeScript files a run wrote to the cache: those it found missing there. */
 function typeScriptWritten(stderr: string): string[] {
   return [...stderr.matchAll(/\[compile cache\] writing cache for \w+ (file:\/\/\S+\.ts)\b/g)].map((match) => match[1]!);
+}
+
+/** The server's bundled files (dist/server/, scripts/build-server.js) whose compiled code a run found in the cache, and those it did not. */
+function bundleFromCache(stderr: string): { found: number; missing: string[] } {
+  const found = [...stderr.matchAll(/\[compile cache\] V8 code cache for ESM file:\/\/\S+\/dist\/server\/\S+\.js was accepted/g)].length;
+  const missing = [...stderr.matchAll(/\[compile cache\] V8 code cache for ESM (file:\/\/\S+\/dist\/server\/\S+\.js) was (?:not initialized|rejected)/g)].map((match) => match[1]!);
+  return { found, missing };
 }
 
 /** How many TypeScript files a run took, stripped, from the cache. */
@@ -57,8 +65,9 @@ describe('the install step fills the compile cache', () => {
     assert.ok(typeScriptRead(run.stderr) > 100, `the modules came from the cache (${typeScriptRead(run.stderr)} files)`);
   });
 
-  it('after it, the server starts without stripping any TypeScript', async (t) => {
+  it('after it, the server starts without stripping any TypeScript, its compiled code from the cache', async (t) => {
     const cache = freshCache();
+    const runsFrom = serverEntry().endsWith('.ts') ? 'source' : 'bundle';
     const warm = await runNode([WARM_SCRIPT], { env: env(cache), timeoutMs: TIMEOUT_MS, cwd: scratch });
     assert.equal(warm.code, 0, warm.stderr);
     const port = await freePort();
@@ -68,11 +77,21 @@ describe('the install step fills the compile cache', () => {
       deadlineMs: TIMEOUT_MS,
       cleanup: (fn) => t.after(fn),
     });
-    await server.waitForLog((entry) => entry.msg === LISTENING_MESSAGE, TIMEOUT_MS);
+    const listening = await server.waitForLog((entry) => entry.msg === LISTENING_MESSAGE, TIMEOUT_MS);
     const exit = await server.stop(TIMEOUT_MS);
     assert.equal(exit.code, 0, server.stderr().slice(-2000));
     assert.deepEqual(typeScriptWritten(server.stderr()), [], 'nothing left to strip');
-    assert.ok(typeScriptRead(server.stderr()) > 100, `the modules came from the cache (${typeScriptRead(server.stderr())} files)`);
+    assert.equal(listening.runsFrom, runsFrom, 'the server ran what src/start.js chose when the cache was filled');
+    if (runsFrom === 'bundle') {
+      // What `npm test` and `npm install` give: the bundle, built before the tests, compiled by the install step.
+      assert.equal(typeScriptRead(server.stderr()), 0, 'no TypeScript loaded: the server ran its bundle');
+      const bundle = bundleFromCache(server.stderr());
+      assert.deepEqual(bundle.missing, [], 'every bundled file the start loads was compiled by the install step');
+      assert.ok(bundle.found > 10, `the bundle came from the cache (${bundle.found} files)`);
+    } else {
+      // A source file edited since the last build: the server runs the source, stripped by the install step.
+      assert.ok(typeScriptRead(server.stderr()) > 100, `the modules came from the cache (${typeScriptRead(server.stderr())} files)`);
+    }
   });
 
   it('turned off (NODE_DISABLE_COMPILE_CACHE=1), it writes nothing and does not fail', async () => {

@@ -7,10 +7,17 @@
  * directly and take about 115 ms this way (Node alone starts in about 75 ms). The command itself
  * is src/cli/main.ts, which still runs on its own (`node src/cli/main.ts …`).
  */
-import { enableCompileCache, requireSupportedNode } from '../start.js';
+import { enableCompileCache, processServerEntry, requireSupportedNode } from '../start.js';
 
 // Run with an older Node.js (the machine's own, say) it says which one it needs, not a TypeError.
 requireSupportedNode('npx gatehouse');
 enableCompileCache();
-const { runCli } = await import('./main.ts');
-process.exitCode = await runCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+const args = process.argv.slice(2);
+if (args.length === 0 || (args.length === 1 && args[0] === 'serve')) {
+  // `gatehouse serve` is the server as `npm start` runs it (its bundle while current), without the command's own code.
+  const { runServer } = await import(processServerEntry());
+  await runServer();
+} else {
+  const { runCli } = await import('./main.ts');
+  process.exitCode = await runCli(args, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+}
