@@ -193,7 +193,18 @@ for (const backend of await backends()) {
       const combined = await get('/admin/users?role=OTHERS&factor=without&signin=not90&org=filter-org');
       assert.deepEqual(listed(combined.body), [member.email]);
       assert.match(combined.body, /<option value="not90" selected>/, 'the form shows the filters back');
-      assert.deepEqual(listed((await get('/admin/users?role=OTHERS&org=no-such-org')).body).length, 3, 'an unknown organization filters nothing');
+      const unknown = await get('/admin/users?role=OTHERS&org=no-such-org');
+      assert.deepEqual(listed(unknown.body).length, 3, 'an unknown organization filters nothing');
+      assert.match(unknown.body, /There is no organization with that slug or ID/, 'and the page says so');
+      // An organization older than the newest 200 (those the box suggests) is still filtered by, by slug or ID.
+      for (let i = 0; i < 200; i += 1) assert.ok((await t.services.organizations.create({ name: `Later ${i}`, slug: `later-${i}` }, withApp.id, SYSTEM_SOURCE)).ok);
+      const older = await get('/admin/users?role=OTHERS&org=filter-org');
+      assert.deepEqual(listed(older.body), [member.email]);
+      assert.match(older.body, /<input id="org" name="org" list="org-choices" value="filter-org"/, 'the box shows it back');
+      assert.match(older.body, /<option value="filter-org">Filter Org<\/option>/, 'and suggests it with the newest');
+      assert.doesNotMatch(older.body, /There is no organization/);
+      assert.deepEqual(listed((await get(`/admin/users?role=OTHERS&org=${organization.organization.id}`)).body), [member.email], 'by ID');
+      assert.doesNotMatch((await get('/admin/users?role=OTHERS')).body, /<option value="filter-org">/, 'not among the suggestions otherwise');
       // A passkey is a second factor too.
       const passkeyStorage = openStorage(t.config.database);
       try {

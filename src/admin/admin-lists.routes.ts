@@ -38,6 +38,12 @@ import {
 import { adminError } from './admin-pages.messages.ts';
 import type { AdminPages } from './admin-pages.types.ts';
 
+interface OrganizationChoice {
+  readonly id: string;
+  readonly name: string;
+  readonly slug: string;
+}
+
 export interface AdminListOptions {
   admin: AdminService;
   users: UserService;
@@ -47,8 +53,11 @@ export interface AdminListOptions {
   secondFactor: ((isPresent: boolean) => UserCondition) | null;
   /** The condition "is a member of the organization" (the organizations module's); null: not offered. */
   memberOf: ((organizationId: string) => UserCondition) | null;
-  /** The organizations the filter offers. */
-  organizations: ((query?: string) => Promise<ReadonlyArray<{ id: string; name: string; slug: string }>>) | null;
+  /** The organizations the filter suggests (the newest), and any one by id or slug, however old. */
+  organizations: {
+    suggested(): Promise<ReadonlyArray<OrganizationChoice>>;
+    find(idOrSlug: string): Promise<OrganizationChoice | null>;
+  } | null;
 }
 
 /** The last-sign-in filter's choices: signed in within N days, or not. */
@@ -96,8 +105,11 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
     // A cursor we did not make (edited, or from another build): the list starts again from the top.
     if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
     const role = filters.role !== undefined && isValidRole(filters.role.toUpperCase()) ? filters.role.toUpperCase() : undefined;
-    const orgs = organizations === null ? [] : await organizations();
-    const org = memberOf !== null && filters.org !== undefined ? orgs.find((candidate) => candidate.id === filters.org || candidate.slug === filters.org) : undefined;
+    // The one asked for is looked up alone: the suggestions are the newest few, and any organization may be filtered by.
+    const org = memberOf !== null && organizations !== null && filters.org !== undefined ? ((await organizations.find(filters.org)) ?? undefined) : undefined;
+    if (filters.org !== undefined && memberOf !== null && org === undefined) alerts.push(adminError('UNKNOWN_ORGANIZATION', i18n));
+    const suggested = organizations === null ? [] : await organizations.suggested();
+    const orgs = org !== undefined && !suggested.some((candidate) => candidate.id === org.id) ? [org, ...suggested] : suggested;
     const factor = secondFactor === null ? undefined : filters.factor;
     const conditions: UserCondition[] = [
       ...(factor !== undefined ? [secondFactor!(factor === 'with')] : []),

@@ -35,7 +35,7 @@ import type { AdminPages } from './admin-pages.types.ts';
 import { ADMIN_EVENTS_PAGE, ADMIN_PAGE, adminUserPage, alertsOf, csrfField, forAdmins, forAdminsRecentlyVerified, hidden, pageQuery, pageUrl, userParams } from './admin-page-kit.ts';
 import { parseRoles } from './admin-roles.ts';
 import { addressesOf, toReadableEvent } from './admin-events.ts';
-import { adminListRoutes } from './admin-lists.routes.ts';
+import { adminListRoutes, type AdminListOptions } from './admin-lists.routes.ts';
 import { adminConsoleRoutes } from './admin-console.routes.ts';
 import { adminOverviewRoutes } from './admin-overview.routes.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -56,7 +56,7 @@ export interface AdminPageOptions {
   /** The condition "is a member of the organization" (the organizations module's); null without it. */
   memberOf?: ((organizationId: string) => UserCondition) | null;
   /** The organizations, for the list's filter; null without that module. */
-  organizations?: ((query?: string) => Promise<ReadonlyArray<{ id: string; name: string; slug: string }>>) | null;
+  organizations?: AdminListOptions['organizations'];
   /** Rate-limit refusals by limiter since start; null when metrics are off. */
   refusals?: (() => Promise<Array<{ limiter: string; count: number }>>) | null;
   /** The configured OAuth providers' names, by id. */

@@ -37,7 +37,7 @@ export interface AdminPages {
     isFiltered: boolean;
     /** The second-factor filter is offered (the mfa module is in the list). */
     canFilterFactor: boolean;
-    /** The organizations the filter offers (by slug); empty: not offered. */
+    /** The organizations the filter suggests (by slug: the newest, and the one filtered by); empty: not offered. */
     organizations: Array<{ slug: string; name: string }>;
     /** The last-sign-in filter's choices. */
     signInChoices: Array<{ value: string; label: string }>;

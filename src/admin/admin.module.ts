@@ -60,7 +60,7 @@ export const adminModule = defineModule({
           clock,
           secondFactor: 'mfa' in services ? (isPresent: boolean) => services.mfa.secondFactorCondition(isPresent).condition : null,
           memberOf: 'organizations' in services ? (organizationId: string) => services.organizations.memberCondition(organizationId) : null,
-          organizations: 'organizations' in services ? (query?: string) => services.organizations.list({ ...(query !== undefined && { query }), limit: 200 }) : null,
+          organizations: 'organizations' in services ? { suggested: () => services.organizations.list({ limit: 200 }), find: (idOrSlug: string) => services.organizations.find(idOrSlug) } : null,
           refusals: 'metrics' in services && services.metrics !== null ? () => services.metrics!.refusalsByLimiter() : null,
           providerNames: new Map((config.oauth?.providers ?? []).map((provider) => [provider.id, provider.name])),
           passwordReset: 'passwordReset' in services ? services.passwordReset : null,
