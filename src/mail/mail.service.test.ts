@@ -226,6 +226,27 @@ for (const backend of await backends()) {
       await assert.rejects(unlinked.securityNotice(storage.db, { user: owner, change: 'passkeyAdded', source: { ...request, actorUserId: owner.id } }), /no module declares an account recovery page/);
     });
 
+    it('hands MAIL_CONCURRENCY messages to a slow relay at once, never more, each exactly once', async () => {
+      const { mail } = mailService({ env: { MAIL_CONCURRENCY: '3' } });
+      const tokens: string[] = [];
+      for (let i = 0; i < 7; i += 1) {
+        const { message, token } = resetMessage(`person-${i}@example.test`);
+        tokens.push(token);
+        await mail.enqueue(storage.db, message);
+      }
+      smtp.hold();
+      const run = mail.runOnce();
+      await smtp.waitForHeld(3);
+      // Each held message keeps its connection waiting: a worker past its three would have sent the others by now.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      assert.equal(smtp.held, 3, 'three messages in flight');
+      smtp.release();
+      assert.deepEqual(await run, { sent: 7, retried: 0, failed: 0 });
+      assert.equal(smtp.mostHeld, 3, 'never more than three at once');
+      assert.deepEqual(smtp.messages.map((received) => received.to).sort(), tokens.map((_, i) => `person-${i}@example.test`).sort(), 'each once');
+      assert.ok(tokens.every((token) => smtp.messages.filter((received) => received.text.includes(token)).length === 1));
+    });
+
     it('stores the payload sealed: the link is not in the table in clear', async () => {
       const { mail } = mailService();
       const { message, token } = resetMessage();

@@ -141,6 +141,7 @@ export function createMailService(deps: {
     maxAttempts: config.mail.maxAttempts,
     pollIntervalMs: config.mail.pollIntervalMs,
     retentionMs: config.mail.retentionSeconds * 1000,
+    concurrency: config.mail.concurrency,
     ...(deps.random !== undefined && { random: deps.random }),
   });
 

@@ -7,10 +7,11 @@
  * template (never its content). All state is in the table, so a restart loses nothing and any
  * instance can carry on where another stopped.
  *
- * Mail goes out on one lane: every message goes to the one relay (EMAIL_SERVER_HOST), so lanes per
- * recipient domain would only open more connections to the same server; one send at a time per
- * instance, as before. A claim is held for `LOCK_MS`; a send is cut off well before that, so two
- * instances never send the same message in normal operation. If an instance dies mid-send, the
+ * Every message goes to the one relay (EMAIL_SERVER_HOST), so there are no lanes per recipient
+ * domain: each instance hands up to MAIL_CONCURRENCY messages (4 by default) to the relay at once,
+ * each on a connection of its own, so that a burst of sign-in links or codes is not sent one
+ * connection after another. A claim is held for `LOCK_MS`; a send is cut off well before that, so
+ * two instances never send the same message in normal operation. If an instance dies mid-send, the
  * claim runs out and another instance sends the message again: at least once, never dropped.
  */
 import type { Db } from '../storage/database.ts';
@@ -56,6 +57,8 @@ export function createMailOutboxWorker(deps: {
   maxAttempts: number;
   pollIntervalMs: number;
   retentionMs: number;
+  /** Messages sent at once (MAIL_CONCURRENCY); default 1. */
+  concurrency?: number;
   random?: () => number;
 }): MailOutboxWorker {
   const { transport, seal, logger, maxAttempts } = deps;
@@ -74,6 +77,7 @@ export function createMailOutboxWorker(deps: {
     pollIntervalMs: deps.pollIntervalMs,
     retentionMs: deps.retentionMs,
     leaseMs: LOCK_MS,
+    parallel: deps.concurrency ?? 1,
     messages: { purged: 'purged old outbox messages', storageFailed: 'mail outbox run failed; will retry', stopping: 'mail worker stopping' },
     ...(deps.random !== undefined && { random: deps.random }),
     handler: {

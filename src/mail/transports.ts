@@ -83,8 +83,9 @@ export function smtpTransportOptions(smtp: SmtpConfig): SMTPTransportOptions {
 }
 
 /**
- * One connection per message, no pool: auth mail is a trickle, a fresh connection has no stale
- * state after a relay restarts, and nothing stays open between sends. nodemailer is loaded on the
+ * One connection per message, no pool: a fresh connection has no stale state after a relay
+ * restarts, and nothing stays open between sends; the outbox sends up to MAIL_CONCURRENCY at once
+ * (nodemailer's transport opens a connection per `sendMail`, concurrent calls included). nodemailer is loaded on the
  * first send (about 4 MB a process that never sends mail would carry).
  */
 export function createSmtpTransport(smtp: SmtpConfig, from: MailAddress): MailTransport {

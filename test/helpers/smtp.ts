@@ -4,7 +4,8 @@
  * (`{ startTls: true }`, like a stock Debian Postfix and its "snakeoil" certificate); AUTH offered
  * but optional. It records every message it accepts, parsed, and every AUTH attempt; it can be
  * stopped and started again on the same port to play an outage, and told to refuse with any reply
- * code at RCPT TO or after DATA.
+ * code at RCPT TO or after DATA, or to hold messages unanswered (a slow relay) to count how many a
+ * client sends at once.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -48,8 +49,17 @@ export interface TestSmtpServer {
   /** Stops listening and drops open connections (an outage); `start()` comes back on the same port. */
   stop(): Promise<void>;
   start(): Promise<void>;
-  /** Clears the recorded messages and auth attempts and accepts again. */
+  /** Clears the recorded messages and auth attempts and accepts again (and stops holding). */
   reset(): void;
+  /** From now on, hold each message's DATA unanswered (the client waits) until `release()`. */
+  hold(): void;
+  /** Answers every held message and stops holding. */
+  release(): void;
+  /** Resolves when at least `count` messages are held at once; rejects after `timeoutMs`. */
+  waitForHeld(count: number, timeoutMs?: number): Promise<void>;
+  /** Messages held unanswered now, and the most held at once since the last reset. */
+  readonly held: number;
+  readonly mostHeld: number;
 }
 
 export interface SmtpServerOptions {
@@ -72,6 +82,10 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
   const arrivals = new Set<() => void>();
   let refusal: Refusal | null = null;
   let server: SMTPServer | null = null;
+  let holding: { promise: Promise<void>; release: () => void } | null = null;
+  let held = 0;
+  let mostHeld = 0;
+  const heldChanges = new Set<() => void>();
   let port = 0;
 
   const refusalError = (current: Refusal) => Object.assign(new Error(current.message ?? `refused with ${current.code}`), { responseCode: current.code });
@@ -96,7 +110,14 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
       onData(stream, session, callback) {
         const chunks: Buffer[] = [];
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-        stream.on('end', () => {
+        stream.on('end', async () => {
+          if (holding !== null) {
+            held += 1;
+            mostHeld = Math.max(mostHeld, held);
+            for (const notify of heldChanges) notify();
+            await holding.promise;
+            held -= 1;
+          }
           const current = refusal;
           if (current?.stage === 'data') return callback(refusalError(current));
           const raw = Buffer.concat(chunks);
@@ -182,6 +203,41 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
       messages.length = 0;
       authAttempts.length = 0;
       refusal = null;
+      holding?.release();
+      holding = null;
+      mostHeld = 0;
+    },
+    hold() {
+      if (holding !== null) return;
+      let release!: () => void;
+      const promise = new Promise<void>((resolve) => (release = resolve));
+      holding = { promise, release };
+    },
+    release() {
+      holding?.release();
+      holding = null;
+    },
+    waitForHeld(count, timeoutMs = 5_000) {
+      if (held >= count) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          heldChanges.delete(check);
+          reject(new Error(`expected ${count} messages held at once within ${timeoutMs} ms, got ${held}`));
+        }, timeoutMs);
+        const check = () => {
+          if (held < count) return;
+          clearTimeout(timer);
+          heldChanges.delete(check);
+          resolve();
+        };
+        heldChanges.add(check);
+      });
+    },
+    get held() {
+      return held;
+    },
+    get mostHeld() {
+      return mostHeld;
     },
   };
 }

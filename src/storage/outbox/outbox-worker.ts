@@ -4,7 +4,7 @@
  * this worker claims, leases, retries, purges and stops.
  *
  * Items go out on fair lanes (fair-lanes.ts): one lane per destination with something due (a
- * queue without destinations is one lane), never two attempts to one destination at once, and
+ * queue without destinations is one lane, or `parallel`), never two attempts to one destination at once, and
  * every other destination's due item started at once, whatever one destination's attempt is doing.
  * New items (`wake()`) and due retries (the poll) are claimed even while attempts are in flight.
  *
@@ -95,6 +95,12 @@ export interface OutboxWorkerOptions<Item extends OutboxItem, Note> {
   retentionMs: number;
   /** How long a claim holds an item (and its lane): well beyond the longest possible attempt. */
   leaseMs: number;
+  /**
+   * A queue without lanes: how many items this worker attempts at once (default 1). Each still
+   * under its own lease; several instances attempt up to this many each. A queue with lanes keeps
+   * one attempt per destination, as many destinations at once as have work.
+   */
+  parallel?: number;
   /** The worker's log lines, in the queue's words. */
   messages: { readonly purged: string; readonly storageFailed: string; readonly stopping: string };
   /** Names this worker's leases (tests: two workers on one database). */
@@ -132,15 +138,18 @@ export function createOutboxWorker<Item extends OutboxItem, Note>(options: Outbo
   let purging: Promise<void> | undefined;
   let nextPurgeAt = 0;
 
+  // Without lanes, `parallel` items at once: each in a lane of its own (its id), claimed while fewer are in flight.
+  const parallel = queue.lanes === undefined ? Math.max(1, Math.floor(options.parallel ?? 1)) : 1;
   const lanes = createFairLanes<Item>({
     // Each claim under a lease token of its own (the owner, then a random part): a lane whose lease
     // ran out, and whose item another lane or instance took over, changes nothing with its writes.
     claim(busyKeys) {
+      if (parallel > 1 && busyKeys.length >= parallel) return Promise.resolve(null);
       const now = clock();
       const token = `${owner.slice(0, 9)}:${randomId()}`;
-      return claimNext(db, queue, { now, owner: token, lockedUntil: now + leaseMs, isPostgres, busyKeys });
+      return claimNext(db, queue, { now, owner: token, lockedUntil: now + leaseMs, isPostgres, busyKeys: parallel > 1 ? [] : busyKeys });
     },
-    keyOf: (item) => laneKeyOf(queue, item),
+    keyOf: (item) => (parallel > 1 ? `${queue.table}:${item.id}` : laneKeyOf(queue, item)),
     async work(item) {
       try {
         const verdict = await attempt(item);

@@ -165,7 +165,7 @@ for (const backend of await backends()) {
     function workerOf(
       queue: OutboxQueue<TestItem>,
       behave: (item: TestItem, signal: AbortSignal) => Promise<'done' | 'retry' | 'fail'>,
-      options: { owner?: string; on?: Storage; random?: () => number; retry?: RetryPolicy<TestItem> } = {},
+      options: { owner?: string; on?: Storage; random?: () => number; retry?: RetryPolicy<TestItem>; parallel?: number } = {},
     ) {
       const recorded: Array<{ id: string; verdict: OutboxVerdict; isRecorded: boolean }> = [];
       const worker = createOutboxWorker<TestItem, null>({
@@ -181,6 +181,7 @@ for (const backend of await backends()) {
         messages: { purged: 'purged', storageFailed: 'storage failed', stopping: 'stopping' },
         ...(options.owner !== undefined && { owner: options.owner }),
         ...(options.random !== undefined && { random: options.random }),
+        ...(options.parallel !== undefined && { parallel: options.parallel }),
         handler: {
           async attempt(item, { signal }) {
             const outcome = await behave(item, signal);
@@ -357,6 +358,36 @@ for (const backend of await backends()) {
       await seen.reach(2);
       await worker.runOnce(); // the attempt has ended; its outcome is being written
       assert.deepEqual((await rows()).map((row) => row.status), ['done', 'done']);
+    });
+
+    it('a queue without lanes attempts `parallel` items at once on each worker, never more, each once', async (test) => {
+      const ids = await addItems(['a'], 8);
+      let inFlight = 0;
+      let most = 0;
+      const attempts = new Map<string, number>();
+      const held = gate();
+      const three = gate();
+      const worker = workerOf(SINGLE, async (item) => {
+        attempts.set(item.id, (attempts.get(item.id) ?? 0) + 1);
+        most = Math.max(most, ++inFlight);
+        if (inFlight === 3) three.open();
+        await held.promise;
+        inFlight -= 1;
+        return 'done';
+      }, { parallel: 3 });
+      worker.start();
+      test.after(() => worker.stop());
+      await three.promise;
+      // Every attempt is held: a worker that claimed past its three would have claimed the other five by now.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const claimed = (await rows()).filter((row) => row.locked_by !== null);
+      assert.equal(claimed.length, 3, 'three claimed while three are in flight');
+      assert.equal(most, 3);
+      held.open();
+      await worker.runOnce();
+      assert.equal(most, 3, 'never more than three at once');
+      assert.deepEqual([...attempts.values()], ids.map(() => 1), 'each attempted once');
+      for (const row of await rows()) assert.deepEqual([row.status, row.attempts, row.locked_by], ['done', 1, null]);
     });
 
     it('stop() waits for the attempt in flight and claims nothing more', async () => {
