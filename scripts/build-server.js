@@ -84,6 +84,35 @@ function sourceFiles(esbuild, seen) {
   };
 }
 
+/**
+ * A cycle of static imports among the bundled files, or null. Node evaluates such a cycle in an
+ * order esbuild's chunks need not reproduce (evanw/esbuild#399), so the server would run
+ * differently bundled; the source has none, and a new one fails the build instead.
+ */
+function importCycle(inputs) {
+  const state = new Map();
+  const path = [];
+  const visit = (file) => {
+    if (state.get(file) === 'done') return null;
+    if (state.get(file) === 'open') return [...path.slice(path.indexOf(file)), file];
+    state.set(file, 'open');
+    path.push(file);
+    for (const { path: next, kind, external } of inputs[file]?.imports ?? []) {
+      if (external || kind !== 'import-statement' || !(next in inputs)) continue;
+      const found = visit(next);
+      if (found !== null) return found;
+    }
+    path.pop();
+    state.set(file, 'done');
+    return null;
+  };
+  for (const file of Object.keys(inputs)) {
+    const found = visit(file);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
 /** A hash of every file a build wrote (paths and contents): the build's folder name. */
 function contentHash(directory) {
   const hash = createHash('sha256');
@@ -138,6 +167,8 @@ async function build() {
     });
     const warnings = result.warnings.map((warning) => `${warning.location?.file ?? ''}: ${warning.text}`);
     if (warnings.length > 0) throw new Error(`esbuild warned:\n${warnings.join('\n')}`);
+    const cycle = importCycle(result.metafile.inputs);
+    if (cycle !== null) throw new Error(`an import cycle, whose evaluation order a bundle need not keep: ${cycle.join(' → ')}`);
     const inputs = {};
     for (const file of [...Object.keys(result.metafile.inputs), ...BUILD_INPUTS].sort()) {
       if (file.includes('node_modules')) throw new Error(`a package was bundled: ${file}`);
