@@ -27,7 +27,7 @@
  * except under CI, where it must not pass unnoticed: the server then runs from source.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,10 +35,12 @@ import { BUNDLE_DIRECTORY, BUNDLE_MANIFEST, BUNDLE_MANIFEST_VERSION, unsupported
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, BUNDLE_DIRECTORY);
-/** A build folder other than the current and the previous one is removed once it is this old. */
-const KEEP_RECENT_MS = 24 * 60 * 60 * 1000;
-/** Files the bundle depends on that esbuild does not read as modules. */
-const BUILD_INPUTS = ['scripts/build-server.js', 'package.json', 'tsconfig.json'];
+/** A build folder other than the current and the previous one is removed once it has been retired this long. */
+export const KEEP_RETIRED_MS = 24 * 60 * 60 * 1000;
+/** Files the bundle depends on that esbuild does not read as modules (package.json's `sideEffects` among them). */
+const BUILD_INPUTS = ['scripts/build-server.js', 'package.json', 'tsconfig.json', 'packages/protect/package.json'];
+/** The parts of `import.meta` the bundle gives each file (importMetaOf); any other would be undefined there. */
+const IMPORT_META_PARTS = /__gatehouseImportMeta(?!\.(?:url|dirname|filename|main)\b)/;
 
 /** Each chunk finds the project from its own place (dist/server/<build>/ → ../../..). */
 const BANNER = [
@@ -78,7 +80,11 @@ function sourceFiles(esbuild, seen) {
           // As Node runs the source: every import kept as written (a type-only one says `import type`), class fields as defined.
           tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, useDefineForClassFields: true } },
         });
-        return { contents: code.includes('__gatehouseImportMeta') ? importMetaOf(args.path) + code : code, loader: 'js' };
+        if (!code.includes('__gatehouseImportMeta')) return { contents: code, loader: 'js' };
+        if (IMPORT_META_PARTS.test(code)) throw new Error(`${posix(args.path)} uses a part of import.meta the bundle does not give (only url, dirname, filename and main)`);
+        // After a hashbang line, which must stay the first.
+        const hashbang = /^#!.*\n/.exec(code)?.[0] ?? '';
+        return { contents: hashbang + importMetaOf(args.path) + code.slice(hashbang.length), loader: 'js' };
       });
     },
   };
@@ -87,7 +93,10 @@ function sourceFiles(esbuild, seen) {
 /**
  * A cycle of static imports among the bundled files, or null. Node evaluates such a cycle in an
  * order esbuild's chunks need not reproduce (evanw/esbuild#399), so the server would run
- * differently bundled; the source has none, and a new one fails the build instead.
+ * differently bundled; the source has none, and a new one fails the build instead. Outside cycles
+ * esbuild may still run a chunk's imported chunks before modules Node would have run first; that
+ * is accepted because no module of the server changes shared state when it is loaded (its
+ * top-level code declares; the start's work is in functions main.ts calls).
  */
 function importCycle(inputs) {
   const state = new Map();
@@ -120,18 +129,46 @@ function contentHash(directory) {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** The folder the current manifest names, if any (never removed by the next build). */
-function currentBuild() {
+/** The current manifest's build folder, and the one before it, if any: neither is removed by the next build. */
+function manifestBuilds() {
   try {
-    return JSON.parse(readFileSync(join(OUT, BUNDLE_MANIFEST), 'utf8')).entry.split('/')[0];
+    const manifest = JSON.parse(readFileSync(join(OUT, BUNDLE_MANIFEST), 'utf8'));
+    return { current: manifest.entry.split('/')[0], previous: typeof manifest.previous === 'string' ? manifest.previous : undefined };
   } catch {
-    return undefined;
+    return { current: undefined, previous: undefined };
+  }
+}
+
+/**
+ * Which build the new manifest names as the one before `folder`: the build that was current until
+ * now, or, when the same source built the same folder again, the one that was before it (so a
+ * second `npm ci` or `npm test` before a restart keeps what a running instance loads from).
+ */
+export function previousBuild(builds, folder) {
+  return builds.current !== undefined && builds.current !== folder ? builds.current : builds.previous;
+}
+
+/**
+ * Removes from `directory` the build folders (and build leftovers) that are neither in `kept` nor
+ * retired less than KEEP_RETIRED_MS ago. A folder's modification time says when it stopped being
+ * current (the build that retires one touches it). Never fails a build: a folder another build
+ * removed meanwhile is simply gone.
+ */
+export function removeOldBuilds(directory, kept, now = Date.now()) {
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    if (kept.includes(entry.name) || entry.name === BUNDLE_MANIFEST) continue;
+    const path = join(directory, entry.name);
+    try {
+      if (now - statSync(path).mtimeMs > KEEP_RETIRED_MS) rmSync(path, { recursive: true, force: true });
+    } catch {
+      // Removed by another build meanwhile, or not ours to remove: left for the next build.
+    }
   }
 }
 
 async function build() {
   const esbuild = await import('esbuild');
-  const previous = currentBuild();
+  const builds = manifestBuilds();
   const seen = new Map();
   for (const file of BUILD_INPUTS) {
     const { size, mtimeMs } = statSync(join(ROOT, file));
@@ -180,35 +217,45 @@ async function build() {
     }
     const folder = contentHash(scratch);
     if (existsSync(join(OUT, folder))) rmSync(scratch, { recursive: true, force: true });
-    else renameSync(scratch, join(OUT, folder));
+    else {
+      try {
+        renameSync(scratch, join(OUT, folder));
+      } catch (error) {
+        // Another build of the same source got there first: the same files.
+        if (!['ENOTEMPTY', 'EEXIST'].includes(error?.code)) throw error;
+      }
+    }
     // Each source file that starts a chunk (the entry, and every one imported with `import()`): the chunk, for the install step to compile.
     const chunks = {};
     for (const [output, { entryPoint }] of Object.entries(result.metafile.outputs)) {
       if (entryPoint !== undefined) chunks[entryPoint] = `${folder}/${relative(scratch, join(ROOT, output)).split(sep).join('/')}`;
     }
     if (chunks['src/main.ts'] === undefined) throw new Error('no chunk for src/main.ts');
-    const manifest = { version: BUNDLE_MANIFEST_VERSION, entry: chunks['src/main.ts'], chunks, inputs };
+    const previous = previousBuild(builds, folder);
+    const manifest = { version: BUNDLE_MANIFEST_VERSION, entry: chunks['src/main.ts'], ...(previous !== undefined && { previous }), chunks, inputs };
     const temporary = join(OUT, `${BUNDLE_MANIFEST}.${process.pid}.tmp`);
     writeFileSync(temporary, `${JSON.stringify(manifest)}\n`);
     renameSync(temporary, join(OUT, BUNDLE_MANIFEST));
-    removeOldBuilds([folder, previous]);
+    // The folder that stops being current now is retired now: touched, it stays at least KEEP_RETIRED_MS.
+    const touch = (name) => {
+      try {
+        const now = new Date();
+        utimesSync(join(OUT, name), now, now);
+      } catch {
+        // Gone already: nothing to keep.
+      }
+    };
+    touch(folder);
+    if (builds.current !== undefined && builds.current !== folder) touch(builds.current);
+    removeOldBuilds(OUT, [folder, ...(previous !== undefined ? [previous] : [])]);
     return { files: Object.keys(inputs).length, chunks: readdirSync(join(OUT, folder)).filter((name) => name.endsWith('.js')).length };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
 }
 
-/** Removes the build folders that are neither kept nor recent (another build's scratch folder included, once old). */
-function removeOldBuilds(kept) {
-  for (const entry of readdirSync(OUT, { withFileTypes: true })) {
-    if (!entry.isDirectory() || kept.includes(entry.name)) continue;
-    const path = join(OUT, entry.name);
-    if (Date.now() - statSync(path).mtimeMs > KEEP_RECENT_MS) rmSync(path, { recursive: true, force: true });
-  }
-}
-
 // Another Node.js (an `npm install` run outside npm's PATH, say) cannot run the server anyway.
-if (unsupportedNodeMessage(process.version, '') === null) {
+if (import.meta.main && unsupportedNodeMessage(process.version, '') === null) {
   const started = performance.now();
   try {
     const { files, chunks } = await build();

@@ -89,10 +89,19 @@ export function serverEntry(root = PROJECT_ROOT, env = process.env) {
  */
 export function processServerEntry() {
   const inherited = process.env.GATEHOUSE_SERVER_ENTRY;
-  if (cluster.isWorker && inherited) return inherited;
+  // A build folder removed since the primary started (long retired) leaves the worker the current choice, not a crash loop.
+  if (cluster.isWorker && inherited && existsAt(inherited)) return inherited;
   const entry = serverEntry();
   process.env.GATEHOUSE_SERVER_ENTRY = entry;
   return entry;
+}
+
+function existsAt(url) {
+  try {
+    return statSync(fileURLToPath(url), { throwIfNoEntry: false })?.isFile() === true;
+  } catch {
+    return false;
+  }
 }
 
 /** The bundle's chunk that `source` (`src/server.ts`) starts, when the server runs its bundle; else the source file itself. */

@@ -8,16 +8,18 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUNDLE_DIRECTORY, BUNDLE_MANIFEST, BUNDLE_MANIFEST_VERSION, serverEntry } from '../src/start.js';
+import { KEEP_RETIRED_MS, previousBuild, removeOldBuilds } from '../scripts/build-server.js';
 import { freePort, LISTENING_MESSAGE, randomSecret, REPO_ROOT, runNode, startGatehouse, startNode, startScriptNodeArgs } from './helpers/process.ts';
 
 interface Manifest {
   version: number;
   entry: string;
+  previous?: string;
   chunks: Record<string, string>;
   inputs: Record<string, { size: number; mtimeMs: number }>;
 }
@@ -72,33 +74,67 @@ describe('which server src/start.js runs', () => {
   });
 });
 
+describe('the build folders kept', () => {
+  it('are the current one, the one before it (also when the same source is built again) and any retired within a day', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bundle-builds-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const now = Date.now();
+    const at = (name: string, retiredMsAgo: number, isFolder = true) => {
+      if (isFolder) mkdirSync(join(dir, name));
+      else writeFileSync(join(dir, name), '');
+      const time = new Date(now - retiredMsAgo);
+      utimesSync(join(dir, name), time, time);
+    };
+    const day = KEEP_RETIRED_MS;
+    at('oldest', 3 * day);
+    at('before', 2 * day); // the previous build: a running instance may still load from it
+    at('current', 0);
+    at('recent', day / 24);
+    at('.building-123', 2 * day); // a build cut off
+    at(`${BUNDLE_MANIFEST}.123.tmp`, 2 * day, false);
+    at(BUNDLE_MANIFEST, 2 * day, false);
+    assert.equal(previousBuild({ current: 'before', previous: 'oldest' }, 'current'), 'before', 'a new build: the one current until now');
+    assert.equal(previousBuild({ current: 'current', previous: 'before' }, 'current'), 'before', 'the same source built again: the one before stays');
+    assert.equal(previousBuild({ current: undefined, previous: undefined }, 'current'), undefined);
+    removeOldBuilds(dir, ['current', 'before'], now);
+    assert.deepEqual(readdirSync(dir).sort(), [BUNDLE_MANIFEST, 'before', 'current', 'recent'].sort());
+  });
+});
+
 describe('a WORKERS cluster', () => {
-  it('runs, in every worker it forks, what its primary chose', async (t) => {
+  it('runs, in every worker it forks, what its primary chose (the current choice when that is gone)', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bundle-cluster-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const script = join(dir, 'cluster.mjs');
-    // The primary chooses, then (as if a build had finished since) its choice differs from what a fresh check gives.
+    const chosen = pathToFileURL(join(dir, 'chosen-by-the-primary.js')).href;
+    writeFileSync(join(dir, 'chosen-by-the-primary.js'), '');
+    // The primary chooses; then (as if a build had finished since) its choice differs from what a
+    // fresh check gives; then (as if its build folder had been removed) it is gone.
     writeFileSync(script, `
       import cluster from 'node:cluster';
       import { processServerEntry } from ${JSON.stringify(pathToFileURL(resolve(REPO_ROOT, 'src/start.js')).href)};
+      const ask = (env) => new Promise((resolve) => cluster.fork(env).on('message', resolve));
       if (cluster.isPrimary) {
-        const chosen = processServerEntry();
-        process.env.GATEHOUSE_SERVER_ENTRY = 'file:///chosen-by-the-primary.js';
-        cluster.fork().on('message', (entry) => { console.log(JSON.stringify({ chosen, worker: entry })); process.exit(0); });
+        const primary = processServerEntry();
+        const kept = await ask({ GATEHOUSE_SERVER_ENTRY: ${JSON.stringify(chosen)} });
+        const gone = await ask({ GATEHOUSE_SERVER_ENTRY: ${JSON.stringify(`${chosen}.gone`)} });
+        console.log(JSON.stringify({ primary, kept, gone }));
+        process.exit(0);
       } else {
         process.send(processServerEntry(), () => process.exit(0));
       }
     `);
     const run = await runNode([script], { env: {}, timeoutMs: 30_000, cwd: dir });
     assert.equal(run.code, 0, run.stderr);
-    const { chosen, worker } = JSON.parse(run.stdout) as { chosen: string; worker: string };
-    assert.equal(chosen, serverEntry(REPO_ROOT, process.env));
-    assert.equal(worker, 'file:///chosen-by-the-primary.js');
+    const { primary, kept, gone } = JSON.parse(run.stdout) as { primary: string; kept: string; gone: string };
+    assert.equal(primary, serverEntry(REPO_ROOT, process.env));
+    assert.equal(kept, chosen, 'a worker runs what the primary chose');
+    assert.equal(gone, serverEntry(REPO_ROOT, process.env), 'a choice whose file is gone: the current one');
   });
 });
 
 describe('the server bundle', () => {
-  it('is built from our source alone, keeps the build a running server uses, and is what the server runs', async (t) => {
+  it('is built from our source alone, the same folder for the same source, and is what the server runs', async (t) => {
     const build = async () => {
       const run = await runNode([resolve(REPO_ROOT, 'scripts/build-server.js')], { env: {}, timeoutMs: 60_000, cwd: REPO_ROOT });
       assert.equal(run.code, 0, run.stderr);
@@ -115,6 +151,7 @@ describe('the server bundle', () => {
     // The same source builds the same folder (its name is its content's hash): nothing changes under a running server.
     const again = await build();
     assert.equal(again.entry, manifest.entry);
+    assert.equal(again.previous, manifest.previous, 'and the build before it stays the one before it');
     // Every chunk names its source files from the project's place, never from dist/: no import.meta is left in the bundle.
     const folder = join(REPO_ROOT, BUNDLE_DIRECTORY, manifest.entry.split('/')[0]!);
     for (const chunk of Object.values(manifest.chunks)) {

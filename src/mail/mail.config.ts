@@ -35,7 +35,7 @@ export interface MailSettings {
   readonly maxAttempts: number;
   /** How often the outbox worker looks for due messages (it is also woken by each enqueue). */
   readonly pollIntervalMs: number;
-  /** Messages each instance hands to the relay at once, each on a connection of its own (MAIL_CONCURRENCY). */
+  /** Messages each process (each WORKERS worker) hands to the relay at once, each on a connection of its own (MAIL_CONCURRENCY). */
   readonly concurrency: number;
   /** Sent and failed messages older than this are deleted. */
   readonly retentionSeconds: number;
@@ -83,7 +83,8 @@ export function parseMailConfig(read: EnvReader, isProduction: boolean, problems
   const settings = {
     maxAttempts: read.integer('MAIL_MAX_ATTEMPTS', 8, { min: 1, max: 100 }),
     pollIntervalMs: read.integer('MAIL_POLL_INTERVAL_MS', 5_000, { min: 100, max: 600_000 }),
-    concurrency: read.integer('MAIL_CONCURRENCY', 4, { min: 1, max: 32 }),
+    // 3: what Microsoft 365's SMTP submission accepts per mailbox; most relays take more.
+    concurrency: read.integer('MAIL_CONCURRENCY', 3, { min: 1, max: 32 }),
     retentionSeconds: read.duration('MAIL_RETENTION', 7 * 86_400),
   };
   let from: MailAddress | undefined = DEV_OUTBOX_FROM;

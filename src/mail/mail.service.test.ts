@@ -226,8 +226,13 @@ for (const backend of await backends()) {
       await assert.rejects(unlinked.securityNotice(storage.db, { user: owner, change: 'passkeyAdded', source: { ...request, actorUserId: owner.id } }), /no module declares an account recovery page/);
     });
 
-    it('hands MAIL_CONCURRENCY messages to a slow relay at once, never more, each exactly once', async () => {
+    it('hands MAIL_CONCURRENCY messages to a slow relay at once, never more, each exactly once', async (t) => {
       const { mail } = mailService({ env: { MAIL_CONCURRENCY: '3' } });
+      // A failure while messages are held must not leave them to land in the next test.
+      t.after(async () => {
+        smtp.release();
+        await mail.stop();
+      });
       const tokens: string[] = [];
       for (let i = 0; i < 7; i += 1) {
         const { message, token } = resetMessage(`person-${i}@example.test`);

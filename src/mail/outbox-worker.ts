@@ -8,9 +8,9 @@
  * instance can carry on where another stopped.
  *
  * Every message goes to the one relay (EMAIL_SERVER_HOST), so there are no lanes per recipient
- * domain: each instance hands up to MAIL_CONCURRENCY messages (4 by default) to the relay at once,
- * each on a connection of its own, so that a burst of sign-in links or codes is not sent one
- * connection after another. A claim is held for `LOCK_MS`; a send is cut off well before that, so
+ * domain: each process (each WORKERS worker) hands up to MAIL_CONCURRENCY messages (3 by default)
+ * to the relay at once, each on a connection of its own, so that a burst of sign-in links or codes
+ * is not sent one connection after another. A claim is held for `LOCK_MS`; a send is cut off well before that, so
  * two instances never send the same message in normal operation. If an instance dies mid-send, the
  * claim runs out and another instance sends the message again: at least once, never dropped.
  */

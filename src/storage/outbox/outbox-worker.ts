@@ -138,7 +138,7 @@ export function createOutboxWorker<Item extends OutboxItem, Note>(options: Outbo
   let purging: Promise<void> | undefined;
   let nextPurgeAt = 0;
 
-  // Without lanes, `parallel` items at once: each in a lane of its own (its id), claimed while fewer are in flight.
+  // Without lanes, `parallel` items at once: each claim a lane of its own, claimed while fewer are in flight.
   const parallel = queue.lanes === undefined ? Math.max(1, Math.floor(options.parallel ?? 1)) : 1;
   const lanes = createFairLanes<Item>({
     // Each claim under a lease token of its own (the owner, then a random part): a lane whose lease
@@ -149,7 +149,8 @@ export function createOutboxWorker<Item extends OutboxItem, Note>(options: Outbo
       const token = `${owner.slice(0, 9)}:${randomId()}`;
       return claimNext(db, queue, { now, owner: token, lockedUntil: now + leaseMs, isPostgres, busyKeys: parallel > 1 ? [] : busyKeys });
     },
-    keyOf: (item) => (parallel > 1 ? `${queue.table}:${item.id}` : laneKeyOf(queue, item)),
+    // Keyed by the claim's lease token, unique per claim: an item claimed again after its lease ran out is a lane of its own.
+    keyOf: (item) => (parallel > 1 ? `${queue.table}:${item.locked_by}` : laneKeyOf(queue, item)),
     async work(item) {
       try {
         const verdict = await attempt(item);
