@@ -53,8 +53,9 @@ const posix = (path) => relative(ROOT, path).split(sep).join('/');
 
 /** The `import.meta` of `path`, as it is when the source runs: every part named from the project's place at run time. */
 function importMetaOf(path) {
-  const file = `__gatehouseJoin(__gatehouseRoot, ${posix(path).split('/').map((part) => JSON.stringify(part)).join(', ')})`;
-  const directory = `__gatehouseJoin(__gatehouseRoot, ${posix(dirname(path)).split('/').map((part) => JSON.stringify(part)).join(', ')})`;
+  const fromRoot = (target) => `__gatehouseJoin(__gatehouseRoot, ${posix(target).split('/').map((part) => JSON.stringify(part)).join(', ')})`;
+  const file = fromRoot(path);
+  const directory = fromRoot(dirname(path));
   // On the file's first line (no line break), so the source map's lines stay the file's.
   return `const __gatehouseImportMeta = { dirname: ${directory}, filename: ${file}, url: __gatehouseToUrl(${file}).href, main: false }; `;
 }

@@ -64,21 +64,26 @@ const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
  * always runs the source. About 500 `stat` calls: a few milliseconds.
  */
 export function serverEntry(root = PROJECT_ROOT, env = process.env) {
-  const source = pathToFileURL(join(root, 'src', 'main.ts')).href;
-  if (env.GATEHOUSE_FROM_SOURCE === '1') return source;
+  const bundle = currentBundle(root, env);
+  return bundle === null ? pathToFileURL(join(root, 'src', 'main.ts')).href : bundle.url(bundle.manifest.entry);
+}
+
+/** The bundle's manifest while the bundle is current (see `serverEntry`), with a URL maker for its files; else null. */
+function currentBundle(root, env) {
+  if (env.GATEHOUSE_FROM_SOURCE === '1') return null;
+  const directory = join(root, BUNDLE_DIRECTORY);
   try {
-    const directory = join(root, BUNDLE_DIRECTORY);
     const manifest = JSON.parse(readFileSync(join(directory, BUNDLE_MANIFEST), 'utf8'));
-    if (manifest?.version !== BUNDLE_MANIFEST_VERSION || typeof manifest.entry !== 'string' || manifest.inputs === null || typeof manifest.inputs !== 'object') return source;
+    if (manifest?.version !== BUNDLE_MANIFEST_VERSION || typeof manifest.entry !== 'string' || manifest.inputs === null || typeof manifest.inputs !== 'object') return null;
     for (const [file, built] of Object.entries(manifest.inputs)) {
       const now = statSync(join(root, file), { throwIfNoEntry: false });
-      if (now === undefined || now.size !== built?.size || now.mtimeMs !== built?.mtimeMs) return source;
+      if (now === undefined || now.size !== built?.size || now.mtimeMs !== built?.mtimeMs) return null;
     }
-    const entry = join(directory, manifest.entry);
-    return statSync(entry, { throwIfNoEntry: false })?.isFile() ? pathToFileURL(entry).href : source;
+    const url = (file) => pathToFileURL(join(directory, file)).href;
+    return isFileAt(url(manifest.entry)) ? { manifest, url } : null;
   } catch {
     // No manifest, or one that cannot be read: the source.
-    return source;
+    return null;
   }
 }
 
@@ -90,13 +95,13 @@ export function serverEntry(root = PROJECT_ROOT, env = process.env) {
 export function processServerEntry() {
   const inherited = process.env.GATEHOUSE_SERVER_ENTRY;
   // A build folder removed since the primary started (long retired) leaves the worker the current choice, not a crash loop.
-  if (cluster.isWorker && inherited && existsAt(inherited)) return inherited;
+  if (cluster.isWorker && inherited && isFileAt(inherited)) return inherited;
   const entry = serverEntry();
   process.env.GATEHOUSE_SERVER_ENTRY = entry;
   return entry;
 }
 
-function existsAt(url) {
+function isFileAt(url) {
   try {
     return statSync(fileURLToPath(url), { throwIfNoEntry: false })?.isFile() === true;
   } catch {
@@ -106,10 +111,9 @@ function existsAt(url) {
 
 /** The bundle's chunk that `source` (`src/server.ts`) starts, when the server runs its bundle; else the source file itself. */
 export function serverModule(source, root = PROJECT_ROOT, env = process.env) {
-  const entry = serverEntry(root, env);
-  if (entry.endsWith('.ts')) return pathToFileURL(join(root, source)).href;
-  const chunk = JSON.parse(readFileSync(join(root, BUNDLE_DIRECTORY, BUNDLE_MANIFEST), 'utf8')).chunks?.[source];
-  return chunk === undefined ? pathToFileURL(join(root, source)).href : pathToFileURL(join(root, BUNDLE_DIRECTORY, chunk)).href;
+  const bundle = currentBundle(root, env);
+  const chunk = bundle?.manifest.chunks?.[source];
+  return typeof chunk === 'string' ? bundle.url(chunk) : pathToFileURL(join(root, source)).href;
 }
 
 // `import.meta.main` is Node 24's; on an older Node.js it is undefined, so the entry is also

@@ -106,9 +106,12 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
     if (before === null) alerts.push(adminError('INVALID_CURSOR', i18n));
     const role = filters.role !== undefined && isValidRole(filters.role.toUpperCase()) ? filters.role.toUpperCase() : undefined;
     // The one asked for is looked up alone: the suggestions are the newest few, and any organization may be filtered by.
-    const org = memberOf !== null && organizations !== null && filters.org !== undefined ? ((await organizations.find(filters.org)) ?? undefined) : undefined;
+    const [found, suggested] = await Promise.all([
+      memberOf !== null && organizations !== null && filters.org !== undefined ? organizations.find(filters.org) : null,
+      organizations === null ? [] : organizations.suggested(),
+    ]);
+    const org = found ?? undefined;
     if (filters.org !== undefined && memberOf !== null && org === undefined) alerts.push(adminError('UNKNOWN_ORGANIZATION', i18n));
-    const suggested = organizations === null ? [] : await organizations.suggested();
     const orgs = org !== undefined && !suggested.some((candidate) => candidate.id === org.id) ? [org, ...suggested] : suggested;
     const factor = secondFactor === null ? undefined : filters.factor;
     const conditions: UserCondition[] = [

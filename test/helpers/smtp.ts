@@ -174,20 +174,7 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
       refusal = next;
     },
     waitForMessages(count, timeoutMs = 5_000) {
-      if (messages.length >= count) return Promise.resolve(messages);
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          arrivals.delete(check);
-          reject(new Error(`expected ${count} messages within ${timeoutMs} ms, got ${messages.length}`));
-        }, timeoutMs);
-        const check = () => {
-          if (messages.length < count) return;
-          clearTimeout(timer);
-          arrivals.delete(check);
-          resolve(messages);
-        };
-        arrivals.add(check);
-      });
+      return waitUntil(() => messages.length >= count, arrivals, timeoutMs, () => `expected ${count} messages within ${timeoutMs} ms, got ${messages.length}`).then(() => messages);
     },
     async stop() {
       const current = server;
@@ -218,20 +205,7 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
       holding = null;
     },
     waitForHeld(count, timeoutMs = 5_000) {
-      if (held >= count) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          heldChanges.delete(check);
-          reject(new Error(`expected ${count} messages held at once within ${timeoutMs} ms, got ${held}`));
-        }, timeoutMs);
-        const check = () => {
-          if (held < count) return;
-          clearTimeout(timer);
-          heldChanges.delete(check);
-          resolve();
-        };
-        heldChanges.add(check);
-      });
+      return waitUntil(() => held >= count, heldChanges, timeoutMs, () => `expected ${count} messages held at once within ${timeoutMs} ms, got ${held}`);
     },
     get held() {
       return held;
@@ -240,6 +214,24 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
       return mostHeld;
     },
   };
+}
+
+/** Resolves once `isMet()` holds, checked now and at each call of the listener it adds to `listeners`; rejects with `message()` after `timeoutMs`. */
+function waitUntil(isMet: () => boolean, listeners: Set<() => void>, timeoutMs: number, message: () => string): Promise<void> {
+  if (isMet()) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      listeners.delete(check);
+      reject(new Error(message()));
+    }, timeoutMs);
+    const check = () => {
+      if (!isMet()) return;
+      clearTimeout(timer);
+      listeners.delete(check);
+      resolve();
+    };
+    listeners.add(check);
+  });
 }
 
 /** The environment that sends Gatehouse's mail to `smtp`, with a short poll so tests do not wait. */

@@ -1,5 +1,5 @@
 /**
- * Fair lanes for an outbox: one lane per key (for webhooks, the endpoint; mail has one key), as
+ * Fair lanes for an outbox: one lane per key (for webhooks, the endpoint; for mail, each claim), as
  * many lanes as there are keys with claimable work, and never two items of one key at once.
  *
  * A lane is one item in flight. Claiming goes on, one claim at a time (the set of busy keys is then

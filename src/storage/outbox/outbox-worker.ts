@@ -138,19 +138,16 @@ export function createOutboxWorker<Item extends OutboxItem, Note>(options: Outbo
   let purging: Promise<void> | undefined;
   let nextPurgeAt = 0;
 
-  // Without lanes, `parallel` items at once: each claim a lane of its own, claimed while fewer are in flight.
-  const parallel = queue.lanes === undefined ? Math.max(1, Math.floor(options.parallel ?? 1)) : 1;
+  const slots = Math.max(1, Math.floor(options.parallel ?? 1));
   const lanes = createFairLanes<Item>({
     // Each claim under a lease token of its own (the owner, then a random part): a lane whose lease
     // ran out, and whose item another lane or instance took over, changes nothing with its writes.
     claim(busyKeys) {
-      if (parallel > 1 && busyKeys.length >= parallel) return Promise.resolve(null);
       const now = clock();
       const token = `${owner.slice(0, 9)}:${randomId()}`;
-      return claimNext(db, queue, { now, owner: token, lockedUntil: now + leaseMs, isPostgres, busyKeys: parallel > 1 ? [] : busyKeys });
+      return claimNext(db, queue, { now, owner: token, lockedUntil: now + leaseMs, isPostgres, busyKeys, slots });
     },
-    // Keyed by the claim's lease token, unique per claim: an item claimed again after its lease ran out is a lane of its own.
-    keyOf: (item) => (parallel > 1 ? `${queue.table}:${item.locked_by}` : laneKeyOf(queue, item)),
+    keyOf: (item) => laneKeyOf(queue, item),
     async work(item) {
       try {
         const verdict = await attempt(item);

@@ -49,7 +49,7 @@ export interface OutboxQueue<Item extends OutboxItem> {
   readonly doneStatus: string;
   /** Set to the time it was handed over (`sent_at`, `delivered_at`). */
   readonly doneAtColumn: keyof Item & string;
-  /** Without lanes the whole queue is one lane: one item at a time per worker. */
+  /** Without lanes every item is a lane of its own, and a worker claims up to its `slots` (default one at a time). */
   readonly lanes?: OutboxLanes<Item>;
 }
 
@@ -61,15 +61,20 @@ export interface ClaimOptions {
   isPostgres: boolean;
   /** The lanes this worker has an item in flight on: left out. */
   busyKeys?: readonly string[];
+  /** Without lanes: how many items the worker may have in flight at once (default 1); none is claimed past that. */
+  slots?: number;
 }
 
 // The queue's table is a value, not a type: the queries are written once for any of them.
 type AnyDb = Kysely<any>;
 type Where = (eb: ExpressionBuilder<any, any>) => ReturnType<ExpressionBuilder<any, any>['and']>;
 
-/** The lane an item goes out on: its destination, or the queue's table when it has one lane. */
+/**
+ * The lane an item goes out on: its destination; without lanes, its claim (the lease token, unique
+ * per claim), so that a worker's items in flight are counted against its `slots`.
+ */
 export function laneKeyOf<Item extends OutboxItem>(queue: OutboxQueue<Item>, item: Item): string {
-  return queue.lanes === undefined ? queue.table : String(item[queue.lanes.keyColumn]);
+  return queue.lanes === undefined ? `${queue.table}:${item.locked_by}` : String(item[queue.lanes.keyColumn]);
 }
 
 /** An item that can be attempted now: pending, due, and not leased to a live attempt. */
@@ -101,7 +106,7 @@ const isLaneFreeAt =
  */
 export async function claimNext<Item extends OutboxItem>(db: AnyDb, queue: OutboxQueue<Item>, options: ClaimOptions): Promise<Item | null> {
   const busy = options.busyKeys ?? [];
-  if (queue.lanes === undefined) return busy.includes(queue.table) ? null : claimItem(db, queue, options);
+  if (queue.lanes === undefined) return busy.length >= (options.slots ?? 1) ? null : claimItem(db, queue, options);
   const excluded = [...busy];
   // Bounded: each turn either claims, or leaves out one more destination whose lane it gave back.
   for (;;) {
