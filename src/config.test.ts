@@ -128,6 +128,17 @@ describe('loadConfig', () => {
     assert.equal(config.sessions.maxAgeSeconds, 7 * 86_400);
   });
 
+  it('gives idle memory back after 5 s idle by default; IDLE_MEMORY_RELEASE is a duration or off', () => {
+    assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir() }).idleMemoryReleaseSeconds, 5);
+    assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), IDLE_MEMORY_RELEASE: '2m' }).idleMemoryReleaseSeconds, 120);
+    assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), IDLE_MEMORY_RELEASE: 'off' }).idleMemoryReleaseSeconds, null);
+    for (const value of ['0', 'never', '-1']) {
+      const problems = problemsOf({ AUTH_SECRET: SECRET, IDLE_MEMORY_RELEASE: value });
+      assert.equal(problems.length, 1, value);
+      assert.ok(problems[0]!.startsWith('IDLE_MEMORY_RELEASE'), problems[0]);
+    }
+  });
+
   it('keeps audit events 90 days by default; AUDIT_RETENTION is a duration', () => {
     assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir() }).audit.retentionSeconds, 90 * 86_400);
     assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), AUDIT_RETENTION: '30d' }).audit.retentionSeconds, 30 * 86_400);

@@ -51,6 +51,8 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `json` (one JSON object a line, for collectors) or `pretty` (for a person at a terminal). */
   readonly logFormat: 'json' | 'pretty';
+  /** How long a process must be idle before it gives memory a busy spell left behind back (lib/idle-memory-release.ts); null: never. */
+  readonly idleMemoryReleaseSeconds: number | null;
 }
 
 export interface LoadConfigOptions {
@@ -138,6 +140,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
 
   const logLevel = read.oneOf('LOG_LEVEL', LOG_LEVELS, nodeEnv === 'test' ? 'silent' : 'info');
   const logFormat = read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, 'json');
+  const idleMemoryReleaseSeconds = read.string('IDLE_MEMORY_RELEASE') === 'off' ? null : read.duration('IDLE_MEMORY_RELEASE', 5);
 
   let authSecret = read.string('AUTH_SECRET');
   if (authSecret !== undefined && authSecret.length < MIN_SECRET_LENGTH) {
@@ -176,6 +179,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
     trustedOrigins,
     logLevel,
     logFormat,
+    idleMemoryReleaseSeconds,
   });
 }
 

@@ -13,6 +13,7 @@ import { bootstrapAdmin } from './credentials/bootstrap-admin.ts';
 import { workerIndex } from './cluster.ts';
 import { lowerThreadPoolPriority } from './lib/thread-pool-priority.ts';
 import { RUNS_FROM } from './lib/runs-from.ts';
+import { createIdleMemoryRelease } from './lib/idle-memory-release.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -43,9 +44,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
       printBanner(config, address, await services.users.hasAnyUser().catch(() => true));
     }
 
+    const memoryRelease =
+      config.idleMemoryReleaseSeconds === null
+        ? null
+        : createIdleMemoryRelease({
+            quietMs: config.idleMemoryReleaseSeconds * 1000,
+            onRelease: ({ rssBeforeBytes, rssAfterBytes, pauseMs }) =>
+              app.log.info({ rssBeforeMb: toMb(rssBeforeBytes), rssAfterMb: toMb(rssAfterBytes), pauseMs: Math.round(pauseMs) }, 'idle memory released'),
+          });
+    memoryRelease?.start();
+
     return {
       app,
       async close() {
+        memoryRelease?.stop();
         await app.close();
         await storage.close();
       },
@@ -55,6 +67,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     throw error;
   }
 }
+
+const toMb = (bytes: number) => Math.round(bytes / 104_857.6) / 10;
 
 function printBanner(config: Config, listeningOn: string, hasUsers: boolean): void {
   if (config.env === 'test') return;
