@@ -51,6 +51,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
             quietMs: config.idleMemoryReleaseSeconds * 1000,
             onRelease: ({ rssBeforeBytes, rssAfterBytes, pauseMs }) =>
               app.log.info({ rssBeforeMb: toMb(rssBeforeBytes), rssAfterMb: toMb(rssAfterBytes), pauseMs: Math.round(pauseMs) }, 'idle memory released'),
+            onFailure: (error) => app.log.warn({ err: error }, 'idle memory release is off: this Node.js refused the collection'),
           });
     memoryRelease?.start();
 

@@ -87,6 +87,22 @@ describe('idle memory release', () => {
     assert.equal(h.collections, 3);
   });
 
+  it('stops trying, without throwing from its timer, when the collection is refused', () => {
+    const failures: unknown[] = [];
+    const release = createIdleMemoryRelease({
+      quietMs: 0,
+      utilization: () => 0,
+      collect: () => {
+        throw new TypeError('gc options not understood');
+      },
+      onFailure: (error) => failures.push(error),
+    });
+    assert.equal(release.sample(), null);
+    assert.equal(release.sample(), null);
+    assert.equal(failures.length, 1);
+    assert.match(String(failures[0]), /not understood/);
+  });
+
   it('collects for real: V8 gives back the young generation a burst grew, and no global gc is left', () => {
     const youngGeneration = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')!.space_size;
     let released = 0;

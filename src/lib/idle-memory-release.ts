@@ -25,6 +25,8 @@ export interface IdleMemoryReleaseOptions {
   readonly quietMs: number;
   /** Told each release's figures (the server logs them). */
   readonly onRelease?: (release: MemoryRelease) => void;
+  /** Told when a collection could not run (a Node.js whose V8 refuses the call); no release is tried again. */
+  readonly onFailure?: (error: unknown) => void;
   /** How often the loop's utilization is sampled. */
   readonly sampleMs?: number;
   /** A sample at or above this share of the loop's time is busy. */
@@ -71,8 +73,10 @@ export function createIdleMemoryRelease(options: IdleMemoryReleaseOptions): Idle
   let settledBytes: number | null = null;
   let lastReleaseAt = Number.NEGATIVE_INFINITY;
   let timer: NodeJS.Timeout | undefined;
+  let failed = false;
 
   function sample(): MemoryRelease | null {
+    if (failed) return null;
     const at = now();
     if (utilization() >= busyUtilization) {
       quietSince = null;
@@ -82,9 +86,17 @@ export function createIdleMemoryRelease(options: IdleMemoryReleaseOptions): Idle
     if (at - quietSince < options.quietMs || at - lastReleaseAt < minIntervalMs) return null;
     const rssBeforeBytes = residentBytes();
     if (settledBytes !== null && rssBeforeBytes < settledBytes + growthBytes) return null;
-    collect ??= memoryReducingCollection();
     const started = now();
-    collect();
+    try {
+      collect ??= memoryReducingCollection();
+      collect();
+    } catch (error) {
+      // From a timer: an exception would end the process. Memory is then left to V8 alone.
+      failed = true;
+      stop();
+      options.onFailure?.(error);
+      return null;
+    }
     const finished = now();
     const release = { rssBeforeBytes, rssAfterBytes: residentBytes(), pauseMs: finished - started };
     settledBytes = release.rssAfterBytes;
@@ -96,17 +108,19 @@ export function createIdleMemoryRelease(options: IdleMemoryReleaseOptions): Idle
     return release;
   }
 
+  function stop(): void {
+    clearInterval(timer);
+    timer = undefined;
+  }
+
   return {
     sample,
     start() {
-      if (timer !== undefined) return;
+      if (timer !== undefined || failed) return;
       timer = setInterval(sample, sampleMs);
       timer.unref();
     },
-    stop() {
-      clearInterval(timer);
-      timer = undefined;
-    },
+    stop,
   };
 }
 
