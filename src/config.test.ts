@@ -132,10 +132,11 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir() }).idleMemoryReleaseSeconds, 5);
     assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), IDLE_MEMORY_RELEASE: '2m' }).idleMemoryReleaseSeconds, 120);
     assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), IDLE_MEMORY_RELEASE: 'off' }).idleMemoryReleaseSeconds, null);
+    assert.equal(loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), IDLE_MEMORY_RELEASE: 'OFF' }).idleMemoryReleaseSeconds, null);
     for (const value of ['0', 'never', '-1']) {
       const problems = problemsOf({ AUTH_SECRET: SECRET, IDLE_MEMORY_RELEASE: value });
       assert.equal(problems.length, 1, value);
-      assert.ok(problems[0]!.startsWith('IDLE_MEMORY_RELEASE'), problems[0]);
+      assert.match(problems[0]!, /^IDLE_MEMORY_RELEASE must be a duration .*, or off \(got/, problems[0]);
     }
   });
 

@@ -140,7 +140,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
 
   const logLevel = read.oneOf('LOG_LEVEL', LOG_LEVELS, nodeEnv === 'test' ? 'silent' : 'info');
   const logFormat = read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, 'json');
-  const idleMemoryReleaseSeconds = read.string('IDLE_MEMORY_RELEASE') === 'off' ? null : read.duration('IDLE_MEMORY_RELEASE', 5);
+  const idleMemoryReleaseSeconds = /^off$/i.test(read.string('IDLE_MEMORY_RELEASE') ?? '') ? null : read.duration('IDLE_MEMORY_RELEASE', 5, 'or off');
 
   let authSecret = read.string('AUTH_SECRET');
   if (authSecret !== undefined && authSecret.length < MIN_SECRET_LENGTH) {

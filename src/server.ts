@@ -14,6 +14,7 @@ import { workerIndex } from './cluster.ts';
 import { lowerThreadPoolPriority } from './lib/thread-pool-priority.ts';
 import { RUNS_FROM } from './lib/runs-from.ts';
 import { createIdleMemoryRelease } from './lib/idle-memory-release.ts';
+import { requestsBegunInProcess } from './http/logging.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -51,7 +52,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
             quietMs: config.idleMemoryReleaseSeconds * 1000,
             onRelease: ({ rssBeforeBytes, rssAfterBytes, pauseMs }) =>
               app.log.info({ rssBeforeMb: toMb(rssBeforeBytes), rssAfterMb: toMb(rssAfterBytes), pauseMs: Math.round(pauseMs) }, 'idle memory released'),
-            onFailure: (error) => app.log.warn({ err: error }, 'idle memory release is off: this Node.js refused the collection'),
+            onFailure: (error) => app.log.warn({ err: error }, 'idle memory release is off: it failed once'),
+            activity: requestsBegunInProcess,
           });
     memoryRelease?.start();
 

@@ -94,6 +94,5 @@ describe('an idle instance', () => {
     assert.equal((await fetch(`${server.base}/api/health`)).status, 200);
     const exit = await server.child.stop(30_000);
     assert.equal(exit.code, 0, server.child.stderr());
-    assert.equal(server.child.logs().filter((entry) => entry.msg === 'idle memory released').length, 1, 'once: nothing grew after it');
   });
 });

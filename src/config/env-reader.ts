@@ -96,15 +96,15 @@ export class EnvReader {
     return { points, durationSeconds };
   }
 
-  /** Seconds, or a number with a unit: `900`, `90s`, `15m`, `12h`, `30d`. */
-  duration(name: string, fallbackSeconds: number): number {
+  /** Seconds, or a number with a unit: `900`, `90s`, `15m`, `12h`, `30d`; `alternative` names what else the setting takes, for the problem's text. */
+  duration(name: string, fallbackSeconds: number, alternative?: string): number {
     const value = this.string(name);
     if (value === undefined) return fallbackSeconds;
     const match = /^(\d+)\s*([smhd]?)$/.exec(value);
     const unitSeconds = { '': 1, s: 1, m: 60, h: 3_600, d: 86_400 } as const;
     const seconds = match ? Number(match[1]) * unitSeconds[match[2] as keyof typeof unitSeconds] : Number.NaN;
     if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds > 366 * 86_400) {
-      this.#problems.push(`${name} must be a duration from 1s to 366d such as 900, 15m, 12h or 30d (got "${value}")`);
+      this.#problems.push(`${name} must be a duration from 1s to 366d such as 900, 15m, 12h or 30d${alternative === undefined ? '' : `, ${alternative}`} (got "${value}")`);
       return fallbackSeconds;
     }
     return seconds;

@@ -217,6 +217,15 @@ export function createLogger(config: Pick<Config, 'logLevel'> & Partial<Pick<Con
   return pino(baseLoggerOptions(config), stream);
 }
 
+let requestsBegun = 0;
+
+/**
+ * How many requests this process's servers have begun (Fastify calls the controller below for
+ * every one, found or not): with the event loop's utilization, what tells an idle process from a
+ * quiet one (lib/idle-memory-release.ts). Per process, like that utilization.
+ */
+export const requestsBegunInProcess = (): number => requestsBegun;
+
 /**
  * The request lines, written by Fastify's own log controller (no hook of ours runs per request):
  * at info, one line per request when it is answered (`request completed`: method, path with
@@ -226,6 +235,7 @@ export function createLogger(config: Pick<Config, 'logLevel'> & Partial<Pick<Con
  */
 export class RequestLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {
+    requestsBegun++;
     request.log.debug({ req: request }, 'incoming request');
   }
 
