@@ -9,3 +9,6 @@ export declare const BUNDLE_MANIFEST_VERSION: number;
 export declare function serverEntry(root?: string, env?: Record<string, string | undefined>): string;
 export declare function processServerEntry(): string;
 export declare function serverModule(source: string, root?: string, env?: Record<string, string | undefined>): string;
+export declare const START_NODE_FLAGS: readonly string[];
+export declare function restartArguments(argv?: readonly string[], execArgv?: readonly string[], env?: Record<string, string | undefined>): string[] | null;
+export declare function restartWithStartFlags(): void;

@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { backends, type TestDatabase } from './helpers/databases.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, randomSecret, REPO_ROOT, runCli, type ChildEnv, type RegisterCleanup, type RunResult } from './helpers/process.ts';
+import { freePort, randomSecret, REPO_ROOT, runCli, startScriptNodeArgs, type ChildEnv, type RegisterCleanup, type RunResult } from './helpers/process.ts';
 import { findOnPath } from '../src/storage/backup.ts';
 import { CLI_SOURCE } from '../src/audit/audit.service.ts';
-import { unsupportedNodeMessage } from '../src/start.js';
+import { restartArguments, START_NODE_FLAGS, unsupportedNodeMessage } from '../src/start.js';
 
 const CLI_TIMEOUT_MS = 30_000;
 const PASSWORD = 'quiet-meadow-copper-kettle-7';
@@ -85,6 +85,33 @@ describe('gatehouse (no database)', () => {
     const wrong = run('frobnicate');
     assert.equal(wrong.status, 2);
     assert.match(wrong.stderr, /frobnicate/);
+    // A command the bin runs again with `npm start`'s flags (in place) still reads its standard
+    // input and passes its exit code on.
+    const store = { ...process.env, ...env() };
+    const created = spawnSync(process.execPath, [join(REPO_ROOT, bin.gatehouse), 'users', 'create', '--email', 'stdin@example.com', '--name', 'Stdin', '--password-stdin'], {
+      env: store,
+      input: 'a-password-from-standard-input',
+      encoding: 'utf8',
+      timeout: CLI_TIMEOUT_MS,
+    });
+    assert.equal(created.status, 0, created.stderr);
+    const again = spawnSync(process.execPath, [join(REPO_ROOT, bin.gatehouse), 'users', 'create', '--email', 'stdin@example.com', '--name', 'Stdin', '--password-stdin'], {
+      env: store,
+      input: 'a-password-from-standard-input',
+      encoding: 'utf8',
+      timeout: CLI_TIMEOUT_MS,
+    });
+    assert.equal(again.status, 1, 'the same address again fails, and the code says so');
+    assert.match(again.stderr, /a user with the e-mail stdin@example\.com already exists/);
+  });
+
+  it("runs with npm start's Node.js flags: added when missing, an operator's own value kept", () => {
+    assert.deepEqual(startScriptNodeArgs(), [...START_NODE_FLAGS], "package.json's start script and the bin's restart use the same flags");
+    const argv = ['/usr/bin/node', '/srv/gatehouse/src/cli/gatehouse.js', 'import', '--from', 'json', 'users.ndjson'];
+    assert.deepEqual(restartArguments(argv, ['--enable-source-maps'], {}), ['/usr/bin/node', ...START_NODE_FLAGS, '--enable-source-maps', ...argv.slice(1)]);
+    assert.equal(restartArguments(argv, ['--max-semi-space-size=32'], {}), null);
+    assert.equal(restartArguments(argv, ['--max_semi_space_size=4'], {}), null);
+    assert.equal(restartArguments(argv, [], { NODE_OPTIONS: '--enable-source-maps  --max-semi-space-size=16' }), null);
   });
 
   it('regression (issue 30.9): on an older Node.js, the bin and npm start say which Node.js they need', async (t) => {

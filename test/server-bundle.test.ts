@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BUNDLE_DIRECTORY, BUNDLE_MANIFEST, BUNDLE_MANIFEST_VERSION, serverEntry } from '../src/start.js';
+import { BUNDLE_DIRECTORY, BUNDLE_MANIFEST, BUNDLE_MANIFEST_VERSION, serverEntry, START_NODE_FLAGS } from '../src/start.js';
 import { KEEP_RETIRED_MS, previousBuild, removeOldBuilds } from '../scripts/build-server.js';
 import { freePort, LISTENING_MESSAGE, randomSecret, REPO_ROOT, runNode, startGatehouse, startNode, startScriptNodeArgs } from './helpers/process.ts';
 
@@ -184,11 +184,21 @@ describe('the server bundle', () => {
     assert.equal((await fromSource.child.waitForLog((entry) => entry.msg === LISTENING_MESSAGE, 1_000)).runsFrom, 'source');
     assert.equal((await fromSource.child.stop(30_000)).code, 0);
 
-    // `gatehouse serve` (the package's bin) runs the same bundle.
+    // `gatehouse serve` (the package's bin) runs the same bundle, started without `npm start`'s
+    // flags: the process runs itself again, in place (the same pid), with them.
     const port = await freePort();
     const served = startNode([resolve(REPO_ROOT, 'src/cli/gatehouse.js'), 'serve'], { env: { ...env, PORT: String(port), HOST: '127.0.0.1', AUTH_URL: `http://127.0.0.1:${port}` }, deadlineMs: 60_000, cleanup: (fn) => t.after(fn) });
     assert.equal((await served.waitForLog((entry) => entry.msg === LISTENING_MESSAGE, 30_000)).runsFrom, 'bundle');
     assert.equal((await fetch(`http://127.0.0.1:${port}/api/health`)).status, 200);
+    const commandLine = readFileSync(`/proc/${served.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    assert.deepEqual(commandLine.slice(1), [...START_NODE_FLAGS, resolve(REPO_ROOT, 'src/cli/gatehouse.js'), 'serve']);
     assert.equal((await served.stop(30_000)).code, 0);
+
+    // An operator's own value of the flag (here through NODE_OPTIONS) is kept: no restart.
+    const ownPort = await freePort();
+    const own = startNode([resolve(REPO_ROOT, 'src/cli/gatehouse.js'), 'serve'], { env: { ...env, NODE_OPTIONS: '--max-semi-space-size=16', PORT: String(ownPort), HOST: '127.0.0.1', AUTH_URL: `http://127.0.0.1:${ownPort}` }, deadlineMs: 60_000, cleanup: (fn) => t.after(fn) });
+    await own.waitForLog((entry) => entry.msg === LISTENING_MESSAGE, 30_000);
+    assert.deepEqual(readFileSync(`/proc/${own.pid}/cmdline`, 'utf8').split('\0').filter(Boolean).slice(1), [resolve(REPO_ROOT, 'src/cli/gatehouse.js'), 'serve']);
+    assert.equal((await own.stop(30_000)).code, 0);
   });
 });
