@@ -67,12 +67,14 @@ export function restartArguments(argv = process.argv, execArgv = process.execArg
  * Runs this process again, in place, with the START_NODE_FLAGS it lacks: `process.execve` (Node
  * 24, Unix) replaces the program before anything is loaded or written, so the process keeps its
  * pid, its standard streams (a password on standard input included), its signals and its exit code.
- * Where there is no `execve` (Windows), or it fails, the process goes on without the flags, as
- * before.
+ * Where there is no `execve` (Windows), it fails, or the process has an IPC channel, it goes on
+ * without the flags, as before.
  */
 export function restartWithStartFlags() {
   const args = restartArguments();
-  if (args === null || typeof process.execve !== 'function') return;
+  // A process with an IPC channel (a cluster worker, a process manager's fork) runs as started:
+  // the channel's descriptor is not one of the standard three execve keeps.
+  if (args === null || typeof process.execve !== 'function' || process.channel !== undefined) return;
   try {
     process.execve(process.execPath, args, process.env);
   } catch {

@@ -7,6 +7,8 @@
  * sign-up (the password-strength worker) and its API, and says in its start line what it runs.
  */
 import { describe, it } from 'node:test';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -200,5 +202,27 @@ describe('the server bundle', () => {
     await own.waitForLog((entry) => entry.msg === LISTENING_MESSAGE, 30_000);
     assert.deepEqual(readFileSync(`/proc/${own.pid}/cmdline`, 'utf8').split('\0').filter(Boolean).slice(1), [resolve(REPO_ROOT, 'src/cli/gatehouse.js'), 'serve']);
     assert.equal((await own.stop(30_000)).code, 0);
+
+    // Nor does a process with an IPC channel (a process manager's fork), whose channel execve would not keep.
+    const forkPort = await freePort();
+    const forked = spawn(process.execPath, [resolve(REPO_ROOT, 'src/cli/gatehouse.js'), 'serve'], {
+      env: { PATH: process.env.PATH, ...env, PORT: String(forkPort), HOST: '127.0.0.1', AUTH_URL: `http://127.0.0.1:${forkPort}` },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    t.after(() => forked.kill('SIGKILL'));
+    let forkedOutput = '';
+    forked.stdout!.setEncoding('utf8');
+    await new Promise<void>((resolveListening, reject) => {
+      forked.stdout!.on('data', (chunk: string) => {
+        forkedOutput += chunk;
+        if (forkedOutput.includes(LISTENING_MESSAGE)) resolveListening();
+      });
+      forked.once('exit', (code) => reject(new Error(`exited ${code} before listening`)));
+    });
+    assert.equal((await fetch(`http://127.0.0.1:${forkPort}/api/health`)).status, 200);
+    assert.deepEqual(readFileSync(`/proc/${forked.pid}/cmdline`, 'utf8').split('\0').filter(Boolean).slice(1), [resolve(REPO_ROOT, 'src/cli/gatehouse.js'), 'serve']);
+    forked.kill('SIGTERM');
+    const [forkedCode] = (await once(forked, 'exit')) as [number | null];
+    assert.equal(forkedCode, 0);
   });
 });
