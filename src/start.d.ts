@@ -12,3 +12,8 @@ export declare function serverModule(source: string, root?: string, env?: Record
 export declare const START_NODE_FLAGS: readonly string[];
 export declare function restartArguments(argv?: readonly string[], execArgv?: readonly string[], env?: Record<string, string | undefined>): string[] | null;
 export declare function restartWithStartFlags(): void;
+export declare const COMMANDS_WITH_START_FLAGS: readonly string[];
+export declare function reasonToRunAsStarted(
+  proc?: Pick<NodeJS.Process, 'execve' | 'channel' | 'execArgv' | 'env' | 'execPath'> & { permission?: unknown },
+  listDescriptors?: () => Map<number, string> | null,
+): string | null;

@@ -10,7 +10,7 @@
  * when the installation is read-only) and NODE_DISABLE_COMPILE_CACHE=1 turns it off. If the
  * directory cannot be written, Node runs without the cache.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import cluster from 'node:cluster';
 import module from 'node:module';
 import { join } from 'node:path';
@@ -45,40 +45,92 @@ export function requireSupportedNode(command) {
  * The Node.js flags `npm start` runs the server with (package.json's start script; a test keeps the
  * two the same): V8's young generation capped at 8 MB a semi-space. Without the cap V8 sizes it
  * from the machine's memory (64 MB a semi-space on 24 GiB), and a busy process keeps what it grew
- * to: an import of 400,000 users peaked at 364 MB without it, 182 MB with it (perf/analysis.md).
+ * to: an import of 400,000 users peaked at 226–310 MB without it, 184 MB with it, in no more time
+ * (perf/analysis.md).
  */
 export const START_NODE_FLAGS = Object.freeze(['--max-semi-space-size=8']);
 
-const flagName = (flag) => flag.split('=')[0].replaceAll('_', '-');
+/** The `gatehouse` commands that run long or over large inputs, which the bin runs with START_NODE_FLAGS (`serve` is also the bare `gatehouse`). */
+export const COMMANDS_WITH_START_FLAGS = Object.freeze(['serve', 'import', 'export']);
+
+/** A flag's name as Node reads it: `--max_semi_space_size=4` and `"--max-semi-space-size=4"` (quoted in NODE_OPTIONS) are `--max-semi-space-size`. */
+const flagName = (flag) => flag.replace(/^["']|["']$/g, '').split('=')[0].replaceAll('_', '-');
+
+/** Every flag the process was given: its command line's and NODE_OPTIONS'. */
+const givenFlags = (execArgv, env) => [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)].map(flagName);
 
 /**
  * The command line to run this process again with the START_NODE_FLAGS it was started without
- * (`npx gatehouse …`, a process manager's `node src/cli/gatehouse.js serve`), or null when it has
- * them all. A flag the operator gave, on the command line or in NODE_OPTIONS, with any value, is
+ * (`npx gatehouse import …`, a process manager's `node src/cli/gatehouse.js serve`), or null when it
+ * has them all. A flag the operator gave, on the command line or in NODE_OPTIONS, with any value, is
  * theirs: it is not added again.
  */
 export function restartArguments(argv = process.argv, execArgv = process.execArgv, env = process.env) {
-  const given = new Set([...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map(flagName));
+  const given = new Set(givenFlags(execArgv, env));
   const missing = START_NODE_FLAGS.filter((flag) => !given.has(flagName(flag)));
   return missing.length === 0 ? null : [argv[0], ...missing, ...execArgv, ...argv.slice(1)];
 }
 
 /**
- * Runs this process again, in place, with the START_NODE_FLAGS it lacks: `process.execve` (Node
- * 24, Unix) replaces the program before anything is loaded or written, so the process keeps its
- * pid, its standard streams (a password on standard input included), its signals and its exit code.
- * Where there is no `execve` (Windows), it fails, or the process has an IPC channel, it goes on
- * without the flags, as before.
+ * Why this process must run as it was started rather than replaced (`restartWithStartFlags`), or
+ * null when it may be. `process.execve` keeps the pid, the environment, the signal dispositions and
+ * descriptors 0–2; Node marks 3–16 close-on-exec at its start, so a descriptor a parent handed over
+ * there (`3< users.ndjson`, a supervisor's pipe, systemd's sockets) would be lost. Node's own
+ * descriptors in that range are its event loop's (anonymous inodes) and its self-pipes (both ends
+ * open here); anything else was inherited. Where that cannot be read (no /proc: not Linux), the
+ * process is not replaced.
+ */
+export function reasonToRunAsStarted(proc = process, listDescriptors = descriptorTargets) {
+  if (typeof proc.execve !== 'function') return 'no execve (Windows)';
+  if (proc.channel !== undefined) return 'an IPC channel (a process manager\'s fork, node --watch)';
+  if (proc.permission !== undefined) return 'the permission model';
+  if (givenFlags(proc.execArgv, proc.env).some((flag) => /^--(inspect|debug)/.test(flag))) return 'a debugger';
+  try {
+    accessSync(proc.execPath, constants.X_OK);
+  } catch {
+    return 'the Node.js binary is gone'; // execve would abort the process, not throw
+  }
+  const targets = listDescriptors();
+  if (targets === null) return 'its descriptors cannot be read';
+  const pipes = new Map();
+  for (const target of targets.values()) if (target.startsWith('pipe:')) pipes.set(target, (pipes.get(target) ?? 0) + 1);
+  for (const [descriptor, target] of targets) {
+    if (descriptor < 3 || descriptor > 16 || target.startsWith('anon_inode:') || (pipes.get(target) ?? 0) >= 2) continue;
+    return `descriptor ${descriptor} was inherited`;
+  }
+  return null;
+}
+
+/** This process's open descriptors and what each is (`/proc/self/fd`), or null where there is no such list. */
+function descriptorTargets() {
+  try {
+    const targets = new Map();
+    for (const name of readdirSync('/proc/self/fd')) {
+      try {
+        targets.set(Number(name), readlinkSync(`/proc/self/fd/${name}`));
+      } catch {
+        // Closed since it was listed (the listing's own descriptor).
+      }
+    }
+    return targets;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs this process again, in place, with the START_NODE_FLAGS it lacks, before anything else is
+ * loaded or written: the same pid, standard streams, signals and exit code (`process.execve`,
+ * Node 24). Where it must run as started (`reasonToRunAsStarted`), it goes on without the flags, as
+ * before.
  */
 export function restartWithStartFlags() {
   const args = restartArguments();
-  // A process with an IPC channel (a cluster worker, a process manager's fork) runs as started:
-  // the channel's descriptor is not one of the standard three execve keeps.
-  if (args === null || typeof process.execve !== 'function' || process.channel !== undefined) return;
+  if (args === null || reasonToRunAsStarted() !== null) return;
   try {
     process.execve(process.execPath, args, process.env);
   } catch {
-    // Not replaced: run as started.
+    // Refused before the exec (say, an argument too long): run as started.
   }
 }
 

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { setImmediate } from 'node:timers/promises';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
@@ -15,7 +15,8 @@ import { createTestApp, type TestApp } from './helpers/app.ts';
 import { freePort, randomSecret, REPO_ROOT, runCli, startScriptNodeArgs, type ChildEnv, type RegisterCleanup, type RunResult } from './helpers/process.ts';
 import { findOnPath } from '../src/storage/backup.ts';
 import { CLI_SOURCE } from '../src/audit/audit.service.ts';
-import { restartArguments, START_NODE_FLAGS, unsupportedNodeMessage } from '../src/start.js';
+import { COMMANDS_WITH_START_FLAGS, reasonToRunAsStarted, restartArguments, START_NODE_FLAGS, unsupportedNodeMessage } from '../src/start.js';
+import { findModuleCliGroups } from '../src/cli/main.ts';
 
 const CLI_TIMEOUT_MS = 30_000;
 const PASSWORD = 'quiet-meadow-copper-kettle-7';
@@ -85,24 +86,56 @@ describe('gatehouse (no database)', () => {
     const wrong = run('frobnicate');
     assert.equal(wrong.status, 2);
     assert.match(wrong.stderr, /frobnicate/);
-    // A command the bin runs again with `npm start`'s flags (in place) still reads its standard
-    // input and passes its exit code on.
-    const store = { ...process.env, ...env() };
-    const created = spawnSync(process.execPath, [join(REPO_ROOT, bin.gatehouse), 'users', 'create', '--email', 'stdin@example.com', '--name', 'Stdin', '--password-stdin'], {
-      env: store,
-      input: 'a-password-from-standard-input',
-      encoding: 'utf8',
-      timeout: CLI_TIMEOUT_MS,
-    });
-    assert.equal(created.status, 0, created.stderr);
-    const again = spawnSync(process.execPath, [join(REPO_ROOT, bin.gatehouse), 'users', 'create', '--email', 'stdin@example.com', '--name', 'Stdin', '--password-stdin'], {
-      env: store,
-      input: 'a-password-from-standard-input',
-      encoding: 'utf8',
-      timeout: CLI_TIMEOUT_MS,
-    });
-    assert.equal(again.status, 1, 'the same address again fails, and the code says so');
-    assert.match(again.stderr, /a user with the e-mail stdin@example\.com already exists/);
+  });
+
+  it("runs an import with npm start's Node.js flag, in place; one given a descriptor of its parent's as it was started", (t) => {
+    if (process.platform !== 'linux') {
+      t.skip('the restart reads /proc/self/fd: Linux only');
+      return;
+    }
+    const { bin } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { bin: { gatehouse: string } };
+    const scratch = mkdtempSync(join(tmpdir(), 'gatehouse-restart-'));
+    try {
+      const file = join(scratch, 'users.ndjson');
+      writeFileSync(file, `${JSON.stringify({ email: 'restarted@example.com', name: 'Restarted' })}\n`);
+      // A preload that records each start of the program: the pid and its flags.
+      const record = join(scratch, 'starts.jsonl');
+      const preload = join(scratch, 'record-start.mjs');
+      writeFileSync(preload, `import { appendFileSync } from 'node:fs'; appendFileSync(${JSON.stringify(record)}, JSON.stringify({ pid: process.pid, flags: process.execArgv.filter((flag) => flag.startsWith('--max')) }) + '\\n');`);
+      const starts = () => readFileSync(record, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { pid: number; flags: string[] });
+      const store = { ...process.env, ...env(), DATA_DIR: scratch };
+
+      const imported = spawnSync(process.execPath, ['--import', preload, join(REPO_ROOT, bin.gatehouse), 'import', '--from', 'json', file], { env: store, encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+      assert.equal(imported.status, 0, imported.stderr);
+      assert.match(imported.stdout + imported.stderr, /imported 1 new/);
+      const [first, second, ...more] = starts();
+      assert.deepEqual(more, []);
+      assert.deepEqual(first?.flags, []);
+      assert.deepEqual(second, { pid: first?.pid, flags: [...START_NODE_FLAGS] }, 'started again, as the same process, with the flag');
+
+      // The same file as descriptor 3 (`3< users.ndjson`): Node closes 3-16 on exec, so no restart.
+      rmSync(record);
+      const descriptor = openSync(file, 'r');
+      try {
+        const fromDescriptor = spawnSync(process.execPath, ['--import', preload, join(REPO_ROOT, bin.gatehouse), 'import', '--from', 'json', '/dev/fd/3', '--on-conflict', 'update'], {
+          env: store,
+          stdio: ['ignore', 'pipe', 'pipe', descriptor],
+          encoding: 'utf8',
+          timeout: CLI_TIMEOUT_MS,
+        });
+        assert.equal(fromDescriptor.status, 0, fromDescriptor.stderr);
+        assert.match(fromDescriptor.stdout + fromDescriptor.stderr, /1 updated/);
+      } finally {
+        closeSync(descriptor);
+      }
+      assert.equal(starts().length, 1, 'run as started');
+
+      // A failed import passes its exit code on through the restart.
+      const missing = spawnSync(process.execPath, [join(REPO_ROOT, bin.gatehouse), 'import', '--from', 'json', join(scratch, 'none.ndjson')], { env: store, encoding: 'utf8', timeout: CLI_TIMEOUT_MS });
+      assert.equal(missing.status, 1, missing.stderr);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 
   it("runs with npm start's Node.js flags: added when missing, an operator's own value kept", () => {
@@ -112,6 +145,36 @@ describe('gatehouse (no database)', () => {
     assert.equal(restartArguments(argv, ['--max-semi-space-size=32'], {}), null);
     assert.equal(restartArguments(argv, ['--max_semi_space_size=4'], {}), null);
     assert.equal(restartArguments(argv, [], { NODE_OPTIONS: '--enable-source-maps  --max-semi-space-size=16' }), null);
+    assert.equal(restartArguments(argv, [], { NODE_OPTIONS: '"--max-semi-space-size=16"' }), null, 'quoted, as NODE_OPTIONS allows');
+  });
+
+  it('replaces the process only where nothing it holds would be lost', () => {
+    const own = new Map([
+      [0, '/dev/null'],
+      [1, 'pipe:[10]'],
+      [2, 'pipe:[11]'],
+      [3, 'anon_inode:[eventpoll]'],
+      [4, 'anon_inode:[io_uring]'],
+      [5, 'pipe:[20]'],
+      [6, 'pipe:[20]'],
+      [7, 'anon_inode:[eventfd]'],
+      [63, '/tmp/from-a-shell (a descriptor past 16 survives the exec)'],
+    ]);
+    const proc = { execve: () => undefined as never, channel: undefined, permission: undefined, execArgv: [], env: {}, execPath: process.execPath };
+    assert.equal(reasonToRunAsStarted(proc, () => own), null);
+    assert.match(reasonToRunAsStarted(proc, () => new Map([...own, [8, '/srv/users.ndjson']])) ?? '', /descriptor 8 was inherited/);
+    assert.match(reasonToRunAsStarted(proc, () => new Map([...own, [9, 'pipe:[30]']])) ?? '', /descriptor 9/, "one end of a parent's pipe");
+    assert.match(reasonToRunAsStarted(proc, () => new Map([...own, [3, 'socket:[40]']])) ?? '', /descriptor 3/, "systemd's socket");
+    assert.match(reasonToRunAsStarted(proc, () => null) ?? '', /cannot be read/);
+    assert.match(reasonToRunAsStarted({ ...proc, execve: undefined }, () => own) ?? '', /Windows/);
+    assert.match(reasonToRunAsStarted({ ...proc, channel: {} as NodeJS.Process['channel'] }, () => own) ?? '', /IPC/);
+    assert.match(reasonToRunAsStarted({ ...proc, env: { NODE_OPTIONS: '--inspect=9229' } }, () => own) ?? '', /debugger/);
+    assert.match(reasonToRunAsStarted({ ...proc, execPath: '/nonexistent/node' }, () => own) ?? '', /binary is gone/);
+  });
+
+  it('runs the server and the commands over large inputs with the flag, and they are commands', async () => {
+    const names = new Set(['serve', ...(await findModuleCliGroups()).map((group) => group.name)]);
+    assert.deepEqual(COMMANDS_WITH_START_FLAGS.filter((name) => !names.has(name)), []);
   });
 
   it('regression (issue 30.9): on an older Node.js, the bin and npm start say which Node.js they need', async (t) => {

@@ -7,16 +7,14 @@
  * directly and take about 115 ms this way (Node alone starts in about 75 ms). The command itself
  * is src/cli/main.ts, which still runs on its own (`node src/cli/main.ts …`).
  */
-import { enableCompileCache, processServerEntry, requireSupportedNode, restartWithStartFlags } from '../start.js';
-
-const QUICK = new Set(['help', '--help', '-h', 'version', '--version', '-v']);
+import { COMMANDS_WITH_START_FLAGS, enableCompileCache, processServerEntry, requireSupportedNode, restartWithStartFlags } from '../start.js';
 
 // Run with an older Node.js (the machine's own, say) it says which one it needs, not a TypeError.
 requireSupportedNode('npx gatehouse');
 const args = process.argv.slice(2);
-// Every command but help and the version runs with `npm start`'s Node.js flags (a server, an
-// import of millions of rows): the process is replaced by itself with them, before it loads anything.
-if (!QUICK.has(args[0])) restartWithStartFlags();
+// The server and the commands over large inputs run with `npm start`'s Node.js flags: the process
+// is replaced by itself with them, before it loads anything (src/start.js).
+if (COMMANDS_WITH_START_FLAGS.includes(args[0] ?? 'serve')) restartWithStartFlags();
 enableCompileCache();
 if (args.length === 0 || (args.length === 1 && args[0] === 'serve')) {
   // `gatehouse serve` is the server as `npm start` runs it (its bundle while current), without the command's own code.
