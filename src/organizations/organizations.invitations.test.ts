@@ -187,9 +187,12 @@ for (const backend of await backends()) {
       }
       assert.deepEqual(shape(knownBody!), shape(unknownBody!));
       assert.equal(knownBody!.invitation.role, unknownBody!.invitation.role);
-      const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
-      const [k, u] = [median(timings.known), median(timings.unknown)];
-      assert.ok(Math.abs(k - u) < Math.max(30, 2 * Math.min(k, u)), `same timing class: known ${k.toFixed(1)} ms, unknown ${u.toFixed(1)} ms`);
+      // Each path's fastest round: what the work itself costs. A loaded machine only adds delay, and
+      // the median of six moved by 40 ms under CI's parallel files (19.9 against 61.2 ms) where
+      // the paths cost the same (4-6 ms each, quiet); work one path does and the other skips (a hash,
+      // a lookup) is in every round, its fastest included.
+      const [k, u] = [Math.min(...timings.known), Math.min(...timings.unknown)];
+      assert.ok(Math.abs(k - u) < Math.max(30, 2 * Math.min(k, u)), `same timing class: known ${k.toFixed(1)} ms, unknown ${u.toFixed(1)} ms (fastest of 6 each)`);
       // Both got a mail.
       assert.ok((await t.services.mail.listRecent(500)).some((m) => m.to === known.email && m.template === 'organization-invitation'));
       // A member's address: who may invite sees the members anyway.
