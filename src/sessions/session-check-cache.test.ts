@@ -74,10 +74,19 @@ async function signInOn(app: TestApp, email: string, roles: string[]): Promise<{
   return { id: user.id, token: (response.json() as { token: string }).token };
 }
 
-/** Checked on `app` twice: the second from its cache, without a query (SQLite's change counter aside). */
+/**
+ * Checked on `app` twice: the second from its cache, without a query (SQLite's change counter
+ * aside). A notice of a change made just before (the sign-in that made the session, on the other
+ * instance) may still be on its way and empty the cache between the two: a loaded CI machine showed
+ * it. So the pair is tried up to three times; an instance that never keeps a check fails all three.
+ */
 async function keptOn(app: TestApp, token: string): Promise<void> {
-  assert.equal((await check(app, token)).status, 200);
-  assert.equal(await statementCount(app, async () => assert.equal((await check(app, token)).status, 200)), 0, 'served from the cache');
+  let statements = -1;
+  for (let attempt = 0; attempt < 3 && statements !== 0; attempt++) {
+    assert.equal((await check(app, token)).status, 200);
+    statements = await statementCount(app, async () => assert.equal((await check(app, token)).status, 200));
+  }
+  assert.equal(statements, 0, 'served from the cache');
 }
 
 describe('SESSION_CHECK_CACHE across two instances on one SQLite file (the default)', { timeout: 120_000 }, () => {
