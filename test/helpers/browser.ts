@@ -51,8 +51,7 @@ const CLOSE_TIMEOUT_MS = 10_000;
  * action limit cut short (a clean-clone CI run at load average 8 timed out two refused-password
  * submissions at 10 s while their pages had arrived). Generous, since no test here measures speed.
  */
-const NAVIGATION_TIMEOUT_MS = 30_000;
-const ACTION_TIMEOUT_MS = NAVIGATION_TIMEOUT_MS;
+const PAGE_TIMEOUT_MS = 30_000;
 const SCREENSHOT_TIMEOUT_MS = 10_000;
 
 export type ChromiumAvailability = { ok: true } | { ok: false; reason: string };
@@ -187,8 +186,8 @@ export async function newPage(browser: Browser, options: PageOptions = {}): Prom
     viewport: { width: 1280, height: 800 },
     ...options,
   });
-  context.setDefaultTimeout(ACTION_TIMEOUT_MS);
-  context.setDefaultNavigationTimeout(NAVIGATION_TIMEOUT_MS);
+  context.setDefaultTimeout(PAGE_TIMEOUT_MS);
+  context.setDefaultNavigationTimeout(PAGE_TIMEOUT_MS);
   try {
     return await context.newPage();
   } catch (error) {
