@@ -38,19 +38,31 @@ export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
     }) as unknown as preHandlerHookHandler,
   );
 
-  async function guardKeyRequest(request: FastifyRequest, keyId: string): Promise<void> {
-    const auth = request.gatehouseAuth;
-    const wait = await use.consume({ id: keyId, userId: auth!.userId });
-    if (wait !== null) throw new AppError('RATE_LIMITED', { retryAfterSeconds: wait });
-    const key = { id: keyId, user_id: auth!.userId, kind: 'personal', organization_id: null };
-    if (!isApiRequestPath(readRequestPath(request.url)) || asksForStepUp(request)) {
-      await use.failed(key, 'NOT_ALLOWED', request.ip);
-      throw new AppError('API_KEY_NOT_ALLOWED');
-    }
-    if (!READING.has(request.method) && !(await use.scopesOf(keyId)).includes(WRITE_SCOPE)) {
-      await use.failed(key, 'SCOPE_REQUIRED', request.ip);
-      throw new AppError('API_KEY_SCOPE_REQUIRED');
-    }
-    await use.accept(keyId, request.ip, 'api');
+  /**
+   * The guard for a request made with a key: undefined when it passes at once (the key's lease has
+   * points, its scopes are known and no last use is due to be written: most uses), else the promise
+   * of the rest, rejected with the refusal.
+   */
+  function guardKeyRequest(request: FastifyRequest, keyId: string): Promise<void> | undefined {
+    const wait = use.consume({ id: keyId, userId: request.gatehouseAuth!.userId });
+    return wait instanceof Promise ? wait.then((settled) => afterCount(request, keyId, settled)) : afterCount(request, keyId, wait);
+  }
+
+  function afterCount(request: FastifyRequest, keyId: string, wait: number | null): Promise<void> | undefined {
+    if (wait !== null) return Promise.reject(new AppError('RATE_LIMITED', { retryAfterSeconds: wait }));
+    if (!isApiRequestPath(readRequestPath(request.url)) || asksForStepUp(request)) return refuse(request, keyId, 'NOT_ALLOWED', 'API_KEY_NOT_ALLOWED');
+    if (READING.has(request.method)) return use.accept(keyId, request.ip, 'api');
+    const scopes = use.scopesOf(keyId);
+    return scopes instanceof Promise ? scopes.then((settled) => afterScopes(request, keyId, settled)) : afterScopes(request, keyId, scopes);
+  }
+
+  function afterScopes(request: FastifyRequest, keyId: string, scopes: string[]): Promise<void> | undefined {
+    if (!scopes.includes(WRITE_SCOPE)) return refuse(request, keyId, 'SCOPE_REQUIRED', 'API_KEY_SCOPE_REQUIRED');
+    return use.accept(keyId, request.ip, 'api');
+  }
+
+  async function refuse(request: FastifyRequest, keyId: string, reason: 'NOT_ALLOWED' | 'SCOPE_REQUIRED', code: 'API_KEY_NOT_ALLOWED' | 'API_KEY_SCOPE_REQUIRED'): Promise<never> {
+    await use.failed({ id: keyId, user_id: request.gatehouseAuth!.userId, kind: 'personal', organization_id: null }, reason, request.ip);
+    throw new AppError(code);
   }
 }

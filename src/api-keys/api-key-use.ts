@@ -21,13 +21,13 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { changeCounterOf, watchChanges, type Db } from '../storage/database.ts';
 import type { User } from '../users/user.service.ts';
-import type { RateLimiters } from '../http/rate-limit.ts';
+import type { RateLimiters, Wait } from '../http/rate-limit.ts';
 import { leasedLimiter, type LeasedLimiter } from './key-rate-lease.ts';
 import type { AuthContext } from '../sessions/session.service.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
 import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
 import type { ApiKeysConfig } from './api-keys.config.ts';
-import { apiKeyMatches, parseApiKey } from './key-format.ts';
+import { apiKeyMatchesDigest, parseApiKey, storedDigestOf } from './key-format.ts';
 import * as store from './api-keys.store.ts';
 import { ADMIN_SCOPE, API_KEY_AMR, KEY_SESSION_PREFIX, parseList, parseRateLimit } from './api-keys.model.ts';
 import { outcomeOfFailure, type ApiKeyVia, type CountKeyUse } from './api-keys.metrics.ts';
@@ -68,6 +68,23 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.set(key, value);
 }
 
+/** `then` for a value that may already be there: no promise, and no turn of the queue, when it is. */
+function then<T, U>(value: T | Promise<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+/**
+ * A key's row as read, with what its uses derive from it (its owner once read, the stored hash's
+ * bytes, its scopes and roles), kept while nothing is committed: a kept use computes none of them again.
+ */
+interface KeyRead {
+  readonly row: store.ApiKeyRow;
+  owner?: User | null;
+  digest?: Buffer | null;
+  scopes?: string[];
+  roles?: string[];
+}
+
 export type ApiKeyUse = ReturnType<typeof createApiKeyUse>;
 
 export function createApiKeyUse(deps: {
@@ -94,29 +111,31 @@ export function createApiKeyUse(deps: {
   /** SQLite: keys' rows and owners as read, while the change counter stays where it was. */
   const counter = changeCounterOf(db);
   const hasChanged = counter === undefined ? undefined : watchChanges(counter);
-  const keptReads = new Map<string, { row: store.ApiKeyRow; owner?: User | null }>();
+  const keptReads = new Map<string, KeyRead>();
   /** Moves each time the kept reads are dropped: a read begun before a drop is not kept. */
   let epoch = 0;
 
-  /** The key's row (and owner, once read) kept since no commit, or a fresh entry to fill. */
-  async function readKey(id: string): Promise<{ row: store.ApiKeyRow; owner?: User | null } | undefined> {
+  /** The key's row (and owner, once read) kept since no commit; undefined when it must be read. */
+  function keptRead(id: string): KeyRead | undefined {
     if (hasChanged?.() === true) {
       epoch++;
       keptReads.clear();
     }
-    const kept = keptReads.get(id);
-    if (kept !== undefined) return kept;
+    return keptReads.get(id);
+  }
+
+  /** The key's row read now (kept on SQLite, unless the kept reads were dropped while it was read). */
+  async function readKey(id: string): Promise<KeyRead | undefined> {
     const startedIn = epoch;
     const row = await store.findKey(db, id);
     if (row === undefined) return undefined;
-    const read = { row };
+    const read: KeyRead = { row };
     // Kept only on SQLite, and only if nothing was dropped while it was read (the next use reads the counter again anyway).
     if (hasChanged !== undefined && startedIn === epoch) remember(keptReads, id, read);
     return read;
   }
 
-  async function ownerOf(read: { row: store.ApiKeyRow; owner?: User | null }): Promise<User | null> {
-    if (read.owner !== undefined) return read.owner;
+  async function ownerOf(read: KeyRead): Promise<User | null> {
     const startedIn = epoch;
     const owner = read.row.user_id === null ? null : await users.findUserById(read.row.user_id);
     if (startedIn === epoch) read.owner = owner;
@@ -150,42 +169,57 @@ export function createApiKeyUse(deps: {
     }
   }
 
+  /** Counts and records a failed use (`failed`), then grants nothing. */
+  const refuse = (row: store.ApiKeyRow, reason: UseFailure, via: ApiKeyVia): Promise<null> => failed(row, reason, null, via).then(() => null);
+
   /**
    * The key a token presented `via` is, with what it may do now; null when it grants nothing
    * (counted; audited when the key is known). With API keys off nothing is a key, and nothing counts.
+   * A key kept since the last commit (its row and owner) is judged at once, without a promise.
    */
-  async function find(token: string, via: ApiKeyVia): Promise<ResolvedKey | null> {
+  function find(token: string, via: ApiKeyVia): ResolvedKey | null | Promise<ResolvedKey | null> {
     if (!config.enabled) return null;
     const parsed = parseApiKey(token);
-    const read = parsed === null ? undefined : await readKey(parsed.id);
-    const row = read?.row;
-    if (row === undefined || row.kind !== parsed!.kind) return count(via, 'unknown'), null;
-    remember(ownLimits, row.id, row.rate_limit);
-    if (!apiKeyMatches(token, row.secret_hash)) return void (await failed(row, 'UNKNOWN_SECRET', null, via)), null;
-    if (row.revoked_at !== null) return void (await failed(row, 'REVOKED', null, via)), null;
-    if (Number(row.expires_at) <= clock()) return void (await failed(row, 'EXPIRED', null, via)), null;
-    const scopes = parseList(row.scopes);
-    remember(ownScopes, row.id, scopes);
-    const chosen = parseList(row.roles);
-    if (row.kind === 'organization') return { row, roles: chosen.slice(0, 1), scopes };
-    const owner = await ownerOf(read!);
-    if (owner === null || owner.disabledAt !== null) return void (await failed(row, 'OWNER_DISABLED', null, via)), null;
-    // What the owner holds now, of what the key was given; ADMIN only through the admin scope.
-    const roles = chosen.filter((role) => role !== ADMIN_ROLE && owner.roles.includes(role));
-    if (scopes.includes(ADMIN_SCOPE) && owner.roles.includes(ADMIN_ROLE)) roles.push(ADMIN_ROLE);
-    return { row, roles, scopes };
+    if (parsed === null) return count(via, 'unknown'), null;
+    const kept = keptRead(parsed.id);
+    if (kept !== undefined) return judge(token, parsed.kind, kept, via);
+    return readKey(parsed.id).then((read) => (read === undefined ? (count(via, 'unknown'), null) : judge(token, parsed.kind, read, via)));
   }
 
-  /** Writes the key's last use (and address, when known) at most once a minute per key on this instance. */
-  async function recordUse(keyId: string, ip: string | null): Promise<void> {
+  function judge(token: string, kind: store.ApiKeyRow['kind'], read: KeyRead, via: ApiKeyVia): ResolvedKey | null | Promise<ResolvedKey | null> {
+    const { row } = read;
+    if (row.kind !== kind) return count(via, 'unknown'), null;
+    remember(ownLimits, row.id, row.rate_limit);
+    if (!apiKeyMatchesDigest(token, (read.digest ??= storedDigestOf(row.secret_hash)))) return refuse(row, 'UNKNOWN_SECRET', via);
+    if (row.revoked_at !== null) return refuse(row, 'REVOKED', via);
+    if (Number(row.expires_at) <= clock()) return refuse(row, 'EXPIRED', via);
+    const scopes = (read.scopes ??= parseList(row.scopes));
+    remember(ownScopes, row.id, scopes);
+    const chosen = (read.roles ??= parseList(row.roles));
+    if (row.kind === 'organization') return { row, roles: chosen.slice(0, 1), scopes };
+    return then(read.owner !== undefined ? read.owner : ownerOf(read), (owner) => {
+      if (owner === null || owner.disabledAt !== null) return refuse(row, 'OWNER_DISABLED', via);
+      // What the owner holds now, of what the key was given; ADMIN only through the admin scope.
+      const roles = chosen.filter((role) => role !== ADMIN_ROLE && owner.roles.includes(role));
+      if (scopes.includes(ADMIN_SCOPE) && owner.roles.includes(ADMIN_ROLE)) roles.push(ADMIN_ROLE);
+      return { row, roles, scopes };
+    });
+  }
+
+  /** Writes the key's last use (and address, when known) at most once a minute per key on this instance; nothing to wait for otherwise. */
+  function recordUse(keyId: string, ip: string | null): Promise<void> | undefined {
     const now = clock();
-    if (now - (lastWritten.get(keyId) ?? Number.NEGATIVE_INFINITY) < RECORD_USE_EVERY_MS) return;
+    if (now - (lastWritten.get(keyId) ?? Number.NEGATIVE_INFINITY) < RECORD_USE_EVERY_MS) return undefined;
     remember(lastWritten, keyId, now);
-    try {
-      await store.recordUse(db, keyId, now, ip);
-    } catch (error) {
+    return store.recordUse(db, keyId, now, ip).catch((error: unknown) => {
       logger.warn({ err: error, keyId }, 'api keys: could not record a use');
-    }
+    });
+  }
+
+  /** A wait from the key's limiter; a refusal is recorded as a failed use first. */
+  function afterCount(key: { id: string; userId: string }, wait: Wait): Wait | Promise<Wait> {
+    if (wait === null) return null;
+    return failed({ id: key.id, user_id: key.userId, kind: 'personal', organization_id: null }, 'RATE_LIMITED').then(() => wait);
   }
 
   return {
@@ -198,10 +232,11 @@ export function createApiKeyUse(deps: {
      * organization key speaks for no person: Gatehouse's own API, which acts for people, refuses it.
      */
     async resolve(token: string): Promise<AuthContext | null> {
-      const found = await find(token, 'api');
-      if (found === null) return null;
-      if (found.row.kind !== 'personal' || found.row.user_id === null) return void (await failed(found.row, 'ORGANIZATION_KEY')), null;
-      return { userId: found.row.user_id, sessionId: `${KEY_SESSION_PREFIX}${found.row.id}`, roles: found.roles, amr: [API_KEY_AMR], authTime: 0, accessTokenExpiresAt: Number(found.row.expires_at) };
+      return then(find(token, 'api'), (found) => {
+        if (found === null) return null;
+        if (found.row.kind !== 'personal' || found.row.user_id === null) return failed(found.row, 'ORGANIZATION_KEY').then(() => null);
+        return { userId: found.row.user_id, sessionId: `${KEY_SESSION_PREFIX}${found.row.id}`, roles: found.roles, amr: [API_KEY_AMR], authTime: 0, accessTokenExpiresAt: Number(found.row.expires_at) };
+      });
     },
 
     /** The RFC 7662 answer for a presented key (anything else: `active: false`). */
@@ -218,23 +253,22 @@ export function createApiKeyUse(deps: {
       return { ...base, kind: 'organization', org: { id: organization.id, slug: organization.slug, roles } };
     },
 
-    /** Counts one request against the key's limit: the seconds to wait when over it, else null. */
-    async consume(key: { id: string; userId: string }): Promise<number | null> {
-      const rateLimit = ownLimits.has(key.id) ? ownLimits.get(key.id)! : ((await store.findKey(db, key.id))?.rate_limit ?? null);
-      const wait = await limiterFor(rateLimit).consume(key.id);
-      if (wait !== null) await failed({ id: key.id, user_id: key.userId, kind: 'personal', organization_id: null }, 'RATE_LIMITED');
-      return wait;
+    /** Counts one request against the key's limit: the seconds to wait when over it, else null (at once while a lease lasts). */
+    consume(key: { id: string; userId: string }): Wait | Promise<Wait> {
+      const count = (rateLimit: string | null) => then(limiterFor(rateLimit).consume(key.id), (wait) => afterCount(key, wait));
+      if (ownLimits.has(key.id)) return count(ownLimits.get(key.id)!);
+      return store.findKey(db, key.id).then((row) => count(row?.rate_limit ?? null));
     },
 
     /** The scopes of a key resolved earlier in this request (read again if this instance forgot them). */
-    async scopesOf(keyId: string): Promise<string[]> {
-      return ownScopes.get(keyId) ?? parseList((await store.findKey(db, keyId))?.scopes ?? '[]');
+    scopesOf(keyId: string): string[] | Promise<string[]> {
+      return ownScopes.get(keyId) ?? store.findKey(db, keyId).then((row) => parseList(row?.scopes ?? '[]'));
     },
 
     /** A use that passed every check: counted as accepted, and written as the key's last use (see `recordUse`). */
-    async accept(keyId: string, ip: string | null, via: ApiKeyVia): Promise<void> {
+    accept(keyId: string, ip: string | null, via: ApiKeyVia): Promise<void> | undefined {
       count(via, 'accepted');
-      await recordUse(keyId, ip);
+      return recordUse(keyId, ip);
     },
   };
 }

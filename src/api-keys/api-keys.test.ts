@@ -18,7 +18,7 @@ import { backends } from '../../test/helpers/databases.ts';
 import { createSignedInUser, modulesWithoutJobs, statementsOf, useTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
-import { API_KEY_SCANNER_REGEX, parseApiKey } from './key-format.ts';
+import { API_KEY_SCANNER_REGEX, checksumOf, parseApiKey } from './key-format.ts';
 import { parseExposition, valueOf } from '../metrics/exposition.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -308,6 +308,18 @@ for (const backend of await backends()) {
       for (let i = 0; i < 10; i++) await use();
       const kept = await statements(use);
       assert.equal(await statements(use), kept, 'nothing committed: the same again');
+      if (backend.name === 'sqlite') {
+        // Kept: judged at once, without a promise (no turn of the queue on the common path)...
+        const judged = t.services.apiKeyUse.find(key.secret, 'api');
+        assert.ok(!(judged instanceof Promise), 'a kept key is judged without a promise');
+        assert.deepEqual(judged?.row.id, key.key.id);
+        // ...and its secret still checked at every use: another secret under this key's id, with a valid checksum, grants nothing.
+        const body = `gatehouse_pk_${key.key.id}${'x'.repeat(30)}`;
+        const forged = `${body}${checksumOf(body)}`;
+        assert.deepEqual(parseApiKey(forged), { kind: 'personal', id: key.key.id });
+        assert.equal(await t.services.apiKeyUse.find(forged, 'api'), null);
+        assert.equal((await get('/api/organizations', forged)).statusCode, 401);
+      }
       await outsideWrite(`update users set name = 'Renamed' where id = '${user.id}'`);
       const afterCommit = await statements(use);
       assert.equal(afterCommit, backend.name === 'sqlite' ? kept + 3 : kept, 'on SQLite the key, its owner and their roles were kept (three reads), and are read again after a commit');

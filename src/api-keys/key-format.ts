@@ -10,7 +10,7 @@
  * of the same shape. Regex: `\bgatehouse_(?:pk|ok)_[0-9A-Za-z]{48}\b`. Gatehouse keeps only the
  * SHA-256 of the whole key; access tokens (JWTs) begin `eyJ`, so neither is taken for the other.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 export const API_KEY_KINDS = ['personal', 'organization'] as const;
@@ -45,7 +45,7 @@ function base62Fixed(value: number, length: number): string {
   return out;
 }
 
-function checksumOf(text: string): string {
+export function checksumOf(text: string): string {
   return base62Fixed(crc32(text) >>> 0, CHECKSUM_LENGTH);
 }
 
@@ -73,13 +73,22 @@ export function parseApiKey(token: string): { kind: ApiKeyKind; id: string } | n
 
 /** What is stored of a key: SHA-256 of the whole key, hex. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
-/** Whether `key` is the one `hash` was made from; constant time. */
-export function apiKeyMatches(key: string, hash: string): boolean {
-  if (!/^[0-9a-f]{64}$/.test(hash)) return false;
-  return timingSafeEqual(Buffer.from(hashApiKey(key), 'hex'), Buffer.from(hash, 'hex'));
+/** A stored hash as the bytes `apiKeyMatchesDigest` compares (null when it is not one: nothing matches it). */
+export function storedDigestOf(storedHash: string): Buffer | null {
+  return /^[0-9a-f]{64}$/.test(storedHash) ? Buffer.from(storedHash, 'hex') : null;
+}
+
+/** Whether `key` is the one a stored hash was made from, given that hash's bytes (`storedDigestOf`); constant time. */
+export function apiKeyMatchesDigest(key: string, digest: Buffer | null): boolean {
+  return digest !== null && timingSafeEqual(hash('sha256', key, 'buffer'), digest);
+}
+
+/** Whether `key` is the one `storedHash` was made from; constant time. */
+export function apiKeyMatches(key: string, storedHash: string): boolean {
+  return apiKeyMatchesDigest(key, storedDigestOf(storedHash));
 }
 
 /** What lists show of a key: its prefix and id, never its secret (`gatehouse_pk_AbC123xyz789…`). */

@@ -34,8 +34,12 @@ interface Lease {
 }
 
 export interface LeasedLimiter {
-  /** Counts one request of `key`: the wait when over the limit, else null. */
-  consume(key: string): Promise<Wait>;
+  /**
+   * Counts one request of `key`: the wait when over the limit, else null. Answered at once (no
+   * promise) when a held lease has a point left or the key is refused here; a promise when the
+   * shared counter is asked.
+   */
+  consume(key: string): Wait | Promise<Wait>;
 }
 
 /** `now`: the app's clock (epoch ms), the one its shared counters' windows run on. */
@@ -70,22 +74,27 @@ export function leasedLimiter(shared: Pick<Limiter, 'consume' | 'count'>, points
     return null;
   }
 
+  /** No point held: waits for the lease being counted for `key`, if any, else counts one. */
+  async function countOrWait(key: string): Promise<Wait> {
+    const inFlight = counting.get(key);
+    if (inFlight !== undefined) {
+      await inFlight.catch(() => null);
+      if (takePoint(key, now())) return null;
+    }
+    const pending = countLease(key, now()).finally(() => {
+      if (counting.get(key) === pending) counting.delete(key);
+    });
+    counting.set(key, pending);
+    return pending;
+  }
+
   return {
-    async consume(key) {
+    consume(key) {
       const at = now();
       const refusedUntil = held.get(key)?.refusedUntil;
       if (refusedUntil !== undefined && refusedUntil > at) return Math.max(1, Math.ceil((refusedUntil - at) / 1000));
       if (takePoint(key, at)) return null;
-      const inFlight = counting.get(key);
-      if (inFlight !== undefined) {
-        await inFlight.catch(() => null);
-        if (takePoint(key, now())) return null;
-      }
-      const pending = countLease(key, now()).finally(() => {
-        if (counting.get(key) === pending) counting.delete(key);
-      });
-      counting.set(key, pending);
-      return pending;
+      return countOrWait(key);
     },
   };
 }
