@@ -168,8 +168,11 @@ export function renderBenchmarks(results: ScenarioResult[]): string {
     'BENCH_ONLY=mfa,oidc npm run bench      # some of them (names: the top of perf/run.ts)',
     '```',
     '',
-    'The default run takes about 17 minutes and needs PostgreSQL at 127.0.0.1:5432 (or `BENCH_POSTGRES_URL`)',
+    'The default run takes about 22 minutes and needs PostgreSQL at 127.0.0.1:5432 (or `BENCH_POSTGRES_URL`)',
     'for its PostgreSQL figures. The server runs pinned to one CPU (`taskset`), the load generator on the other, on loopback.',
+    'Servers measured under load run with `IDLE_MEMORY_RELEASE=off` (steady traffic never lets it run; in the turns',
+    'the rounds take it would, and the next round would measure V8 compiling the server again: perf/scenarios.ts',
+    '`STEADY_TRAFFIC_ENV`); the `idle` scenario runs `npm start`\'s settings as they are.',
     '',
     renderMarkdown(results),
   ].join('\n');
