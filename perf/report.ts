@@ -171,7 +171,7 @@ export function renderBenchmarks(results: ScenarioResult[]): string {
     'The default run takes about 22 minutes and needs PostgreSQL at 127.0.0.1:5432 (or `BENCH_POSTGRES_URL`)',
     'for its PostgreSQL figures. The server runs pinned to one CPU (`taskset`), the load generator on the other, on loopback.',
     'Servers measured under load run with `IDLE_MEMORY_RELEASE=off` (steady traffic never lets it run; in the turns',
-    'the rounds take it would, and the next round would measure V8 compiling the server again: perf/scenarios.ts',
+    'the rounds take it would, and the next round would measure V8 regrowing its young generation: perf/scenarios.ts',
     '`STEADY_TRAFFIC_ENV`); the `idle` scenario runs `npm start`\'s settings as they are.',
     '',
     renderMarkdown(results),

@@ -113,13 +113,14 @@ export function profileDir(ctx: Context, name: string): string | null {
 /**
  * What the throughput scenarios' servers run with beyond `npm start`'s settings: no idle memory
  * release. Rounds take turns, so a server sits out the other subjects' turns for seconds: long
- * enough (5 s) for the release to run V8's last-resort collection, which also drops the code V8
- * compiled and the feedback it optimized by, and the subject measured first after those turns
- * then ran on a server compiling itself again, for longer than its round (measured on the API-key
- * check: its round after the baselines' turns at 0.57–0.67 × its access-token pair, 0.82 with the
- * release off; a second of load before the round did not bring it back). Steady traffic never lets
- * the release run (a server that is never idle never releases): these figures are of that. The idle
- * scenario keeps it, since what it measures is the memory the release gives back.
+ * enough (5 s) for the release to run V8's memory-reducing collection, which shrinks the young
+ * generation, and the subject measured first after those turns then ran on a server regrowing it
+ * (more scavenges for the same work, then a full collection: about 4 s, longer than a round;
+ * measured on the API-key check: its round after the baselines' turns at 0.57–0.67 × its
+ * access-token pair, 0.82 with the release off; a second of load before the round did not bring it
+ * back). Steady traffic never lets the release run (a server that is never idle never releases):
+ * these figures are of that. The idle scenario keeps it, since what it measures is the memory the
+ * release gives back. perf/analysis.md, "the idle release in the rounds".
  */
 export const STEADY_TRAFFIC_ENV = { IDLE_MEMORY_RELEASE: 'off' };
 
