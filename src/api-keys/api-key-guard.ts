@@ -56,7 +56,7 @@ export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
     return scopes instanceof Promise ? scopes.then((settled) => afterScopes(request, keyId, settled)) : afterScopes(request, keyId, scopes);
   }
 
-  function afterScopes(request: FastifyRequest, keyId: string, scopes: string[]): Promise<void> | undefined {
+  function afterScopes(request: FastifyRequest, keyId: string, scopes: readonly string[]): Promise<void> | undefined {
     if (!scopes.includes(WRITE_SCOPE)) return refuse(request, keyId, 'SCOPE_REQUIRED', 'API_KEY_SCOPE_REQUIRED');
     return use.accept(keyId, request.ip, 'api');
   }

@@ -43,7 +43,7 @@ export interface ResolvedKey {
   row: store.ApiKeyRow;
   /** Personal: the owner's roles the key keeps now (ADMIN through the admin scope). Organization: its role. */
   roles: string[];
-  scopes: string[];
+  scopes: readonly string[];
 }
 
 /** The RFC 7662 answer for a key (`active: false` and nothing else for any key that grants nothing). */
@@ -80,9 +80,10 @@ function then<T, U>(value: T | Promise<T>, next: (value: T) => U | Promise<U>): 
 interface KeyRead {
   readonly row: store.ApiKeyRow;
   owner?: User | null;
-  digest?: Buffer | null;
-  scopes?: string[];
-  roles?: string[];
+  /** The stored hash's bytes; null when the stored hash is malformed (nothing matches it). */
+  digest?: Uint8Array | null;
+  scopes?: readonly string[];
+  roles?: readonly string[];
 }
 
 export type ApiKeyUse = ReturnType<typeof createApiKeyUse>;
@@ -107,7 +108,7 @@ export function createApiKeyUse(deps: {
   /** Each key's own limit as last read (`find` reads the row anyway), so counting costs no read. */
   const ownLimits = new Map<string, string | null>();
   /** Each key's scopes as last read (by `find`, earlier in the same request), for the guard. */
-  const ownScopes = new Map<string, string[]>();
+  const ownScopes = new Map<string, readonly string[]>();
   /** SQLite: keys' rows and owners as read, while the change counter stays where it was. */
   const counter = changeCounterOf(db);
   const hasChanged = counter === undefined ? undefined : watchChanges(counter);
@@ -190,12 +191,13 @@ export function createApiKeyUse(deps: {
     const { row } = read;
     if (row.kind !== kind) return count(via, 'unknown'), null;
     remember(ownLimits, row.id, row.rate_limit);
-    if (!apiKeyMatchesDigest(token, (read.digest ??= storedDigestOf(row.secret_hash)))) return refuse(row, 'UNKNOWN_SECRET', via);
+    if (read.digest === undefined) read.digest = storedDigestOf(row.secret_hash);
+    if (!apiKeyMatchesDigest(token, read.digest)) return refuse(row, 'UNKNOWN_SECRET', via);
     if (row.revoked_at !== null) return refuse(row, 'REVOKED', via);
     if (Number(row.expires_at) <= clock()) return refuse(row, 'EXPIRED', via);
-    const scopes = (read.scopes ??= parseList(row.scopes));
+    const scopes = (read.scopes ??= Object.freeze(parseList(row.scopes)));
     remember(ownScopes, row.id, scopes);
-    const chosen = (read.roles ??= parseList(row.roles));
+    const chosen = (read.roles ??= Object.freeze(parseList(row.roles)));
     if (row.kind === 'organization') return { row, roles: chosen.slice(0, 1), scopes };
     return then(read.owner !== undefined ? read.owner : ownerOf(read), (owner) => {
       if (owner === null || owner.disabledAt !== null) return refuse(row, 'OWNER_DISABLED', via);
@@ -255,13 +257,13 @@ export function createApiKeyUse(deps: {
 
     /** Counts one request against the key's limit: the seconds to wait when over it, else null (at once while a lease lasts). */
     consume(key: { id: string; userId: string }): Wait | Promise<Wait> {
-      const count = (rateLimit: string | null) => then(limiterFor(rateLimit).consume(key.id), (wait) => afterCount(key, wait));
-      if (ownLimits.has(key.id)) return count(ownLimits.get(key.id)!);
-      return store.findKey(db, key.id).then((row) => count(row?.rate_limit ?? null));
+      const countUnder = (rateLimit: string | null) => then(limiterFor(rateLimit).consume(key.id), (wait) => afterCount(key, wait));
+      if (ownLimits.has(key.id)) return countUnder(ownLimits.get(key.id)!);
+      return store.findKey(db, key.id).then((row) => countUnder(row?.rate_limit ?? null));
     },
 
     /** The scopes of a key resolved earlier in this request (read again if this instance forgot them). */
-    scopesOf(keyId: string): string[] | Promise<string[]> {
+    scopesOf(keyId: string): readonly string[] | Promise<readonly string[]> {
       return ownScopes.get(keyId) ?? store.findKey(db, keyId).then((row) => parseList(row?.scopes ?? '[]'));
     },
 

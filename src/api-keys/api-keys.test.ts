@@ -313,11 +313,19 @@ for (const backend of await backends()) {
         const judged = t.services.apiKeyUse.find(key.secret, 'api');
         assert.ok(!(judged instanceof Promise), 'a kept key is judged without a promise');
         assert.deepEqual(judged?.row.id, key.key.id);
-        // ...and its secret still checked at every use: another secret under this key's id, with a valid checksum, grants nothing.
+        // Expiry comes without any commit, so the kept path checks it at every use too.
+        const untilExpiry = key.key.expiresAt - clock() + 1;
+        clock.advance(untilExpiry);
+        const expired = t.services.apiKeyUse.find(key.secret, 'api');
+        clock.advance(-untilExpiry);
+        assert.equal(await expired, null, 'expired while kept: refused');
+        await use(); // the refusal's audit event was a commit: the key is read and kept again
+        // ...and the secret is checked at every use: another secret under this key's id, with a valid checksum, grants nothing on the kept path...
         const body = `gatehouse_pk_${key.key.id}${'x'.repeat(30)}`;
         const forged = `${body}${checksumOf(body)}`;
         assert.deepEqual(parseApiKey(forged), { kind: 'personal', id: key.key.id });
         assert.equal(await t.services.apiKeyUse.find(forged, 'api'), null);
+        // ...nor over HTTP (judged on a fresh read: the refusal's audit event above was a commit).
         assert.equal((await get('/api/organizations', forged)).statusCode, 401);
       }
       await outsideWrite(`update users set name = 'Renamed' where id = '${user.id}'`);

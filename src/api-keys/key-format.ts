@@ -76,19 +76,18 @@ export function hashApiKey(key: string): string {
   return hash('sha256', key, 'hex');
 }
 
-/** A stored hash as the bytes `apiKeyMatchesDigest` compares (null when it is not one: nothing matches it). */
-export function storedDigestOf(storedHash: string): Buffer | null {
-  return /^[0-9a-f]{64}$/.test(storedHash) ? Buffer.from(storedHash, 'hex') : null;
+/**
+ * A stored hash as the bytes `apiKeyMatchesDigest` compares (null when it is not one: nothing
+ * matches it). Its own 32 bytes: a `Buffer.from` of a short string is a slice of Node's shared
+ * buffer pool (64 KiB on Node 24), which a kept digest would hold on to whole.
+ */
+export function storedDigestOf(storedHash: string): Uint8Array | null {
+  return /^[0-9a-f]{64}$/.test(storedHash) ? new Uint8Array(Buffer.from(storedHash, 'hex')) : null;
 }
 
 /** Whether `key` is the one a stored hash was made from, given that hash's bytes (`storedDigestOf`); constant time. */
-export function apiKeyMatchesDigest(key: string, digest: Buffer | null): boolean {
+export function apiKeyMatchesDigest(key: string, digest: Uint8Array | null): boolean {
   return digest !== null && timingSafeEqual(hash('sha256', key, 'buffer'), digest);
-}
-
-/** Whether `key` is the one `storedHash` was made from; constant time. */
-export function apiKeyMatches(key: string, storedHash: string): boolean {
-  return apiKeyMatchesDigest(key, storedDigestOf(storedHash));
 }
 
 /** What lists show of a key: its prefix and id, never its secret (`gatehouse_pk_AbC123xyz789…`). */
