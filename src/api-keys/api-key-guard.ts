@@ -10,6 +10,8 @@
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import { syncFirstHook } from '../http/sync-first-hook.ts';
+import { thenNow } from '../lib/then-now.ts';
+import type { Wait } from '../http/rate-limit.ts';
 import { AppError } from '../errors.ts';
 import { RECENT_SECOND_FACTOR, RECENT_SIGN_IN } from '../authorization/access.ts';
 import type { RequestAuth } from '../sessions/request-authentication.ts';
@@ -43,17 +45,15 @@ export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
    * points, its scopes are known and no last use is due to be written: most uses), else the promise
    * of the rest, rejected with the refusal.
    */
-  function guardKeyRequest(request: FastifyRequest, keyId: string): Promise<void> | undefined {
-    const wait = use.consume({ id: keyId, userId: request.gatehouseAuth!.userId });
-    return wait instanceof Promise ? wait.then((settled) => afterCount(request, keyId, settled)) : afterCount(request, keyId, wait);
+  function guardKeyRequest(request: FastifyRequest, keyId: string): Promise<unknown> | undefined {
+    return thenNow(use.consume({ id: keyId, userId: request.gatehouseAuth!.userId }), (wait) => afterCount(request, keyId, wait));
   }
 
-  function afterCount(request: FastifyRequest, keyId: string, wait: number | null): Promise<void> | undefined {
+  function afterCount(request: FastifyRequest, keyId: string, wait: Wait): Promise<unknown> | undefined {
     if (wait !== null) return Promise.reject(new AppError('RATE_LIMITED', { retryAfterSeconds: wait }));
     if (!isApiRequestPath(readRequestPath(request.url)) || asksForStepUp(request)) return refuse(request, keyId, 'NOT_ALLOWED', 'API_KEY_NOT_ALLOWED');
     if (READING.has(request.method)) return use.accept(keyId, request.ip, 'api');
-    const scopes = use.scopesOf(keyId);
-    return scopes instanceof Promise ? scopes.then((settled) => afterScopes(request, keyId, settled)) : afterScopes(request, keyId, scopes);
+    return thenNow(use.scopesOf(keyId), (scopes) => afterScopes(request, keyId, scopes));
   }
 
   function afterScopes(request: FastifyRequest, keyId: string, scopes: readonly string[]): Promise<void> | undefined {

@@ -19,6 +19,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
+import { thenNow } from '../lib/then-now.ts';
 import { changeCounterOf, watchChanges, type Db } from '../storage/database.ts';
 import type { User } from '../users/user.service.ts';
 import type { RateLimiters, Wait } from '../http/rate-limit.ts';
@@ -66,11 +67,6 @@ export type Introspection =
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
   if (map.size >= MAX_REMEMBERED && !map.has(key)) map.delete(map.keys().next().value!);
   map.set(key, value);
-}
-
-/** `then` for a value that may already be there: no promise, and no turn of the queue, when it is. */
-function then<T, U>(value: T | Promise<T>, next: (value: T) => U | Promise<U>): U | Promise<U> {
-  return value instanceof Promise ? value.then(next) : next(value);
 }
 
 /**
@@ -199,7 +195,7 @@ export function createApiKeyUse(deps: {
     remember(ownScopes, row.id, scopes);
     const chosen = (read.roles ??= Object.freeze(parseList(row.roles)));
     if (row.kind === 'organization') return { row, roles: chosen.slice(0, 1), scopes };
-    return then(read.owner !== undefined ? read.owner : ownerOf(read), (owner) => {
+    return thenNow(read.owner !== undefined ? read.owner : ownerOf(read), (owner) => {
       if (owner === null || owner.disabledAt !== null) return refuse(row, 'OWNER_DISABLED', via);
       // What the owner holds now, of what the key was given; ADMIN only through the admin scope.
       const roles = chosen.filter((role) => role !== ADMIN_ROLE && owner.roles.includes(role));
@@ -218,10 +214,12 @@ export function createApiKeyUse(deps: {
     });
   }
 
-  /** A wait from the key's limiter; a refusal is recorded as a failed use first. */
-  function afterCount(key: { id: string; userId: string }, wait: Wait): Wait | Promise<Wait> {
-    if (wait === null) return null;
-    return failed({ id: key.id, user_id: key.userId, kind: 'personal', organization_id: null }, 'RATE_LIMITED').then(() => wait);
+  /** Counts one request of `key` under `rateLimit` (its own, or null for the default); a refusal is recorded as a failed use first. */
+  function countAgainst(key: { id: string; userId: string }, rateLimit: string | null): Wait | Promise<Wait> {
+    return thenNow(limiterFor(rateLimit).consume(key.id), (wait) => {
+      if (wait === null) return null;
+      return failed({ id: key.id, user_id: key.userId, kind: 'personal', organization_id: null }, 'RATE_LIMITED').then(() => wait);
+    });
   }
 
   return {
@@ -234,7 +232,7 @@ export function createApiKeyUse(deps: {
      * organization key speaks for no person: Gatehouse's own API, which acts for people, refuses it.
      */
     async resolve(token: string): Promise<AuthContext | null> {
-      return then(find(token, 'api'), (found) => {
+      return thenNow(find(token, 'api'), (found) => {
         if (found === null) return null;
         if (found.row.kind !== 'personal' || found.row.user_id === null) return failed(found.row, 'ORGANIZATION_KEY').then(() => null);
         return { userId: found.row.user_id, sessionId: `${KEY_SESSION_PREFIX}${found.row.id}`, roles: found.roles, amr: [API_KEY_AMR], authTime: 0, accessTokenExpiresAt: Number(found.row.expires_at) };
@@ -257,9 +255,8 @@ export function createApiKeyUse(deps: {
 
     /** Counts one request against the key's limit: the seconds to wait when over it, else null (at once while a lease lasts). */
     consume(key: { id: string; userId: string }): Wait | Promise<Wait> {
-      const countUnder = (rateLimit: string | null) => then(limiterFor(rateLimit).consume(key.id), (wait) => afterCount(key, wait));
-      if (ownLimits.has(key.id)) return countUnder(ownLimits.get(key.id)!);
-      return store.findKey(db, key.id).then((row) => countUnder(row?.rate_limit ?? null));
+      if (ownLimits.has(key.id)) return countAgainst(key, ownLimits.get(key.id)!);
+      return store.findKey(db, key.id).then((row) => countAgainst(key, row?.rate_limit ?? null));
     },
 
     /** The scopes of a key resolved earlier in this request (read again if this instance forgot them). */
