@@ -66,15 +66,20 @@ describe('loadConfig', () => {
     assert.equal(config.authUrl, 'https://auth.example.com');
     assert.equal(config.isSecureOrigin, true);
     assert.equal(config.host, '0.0.0.0');
-    assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://u:p@db:5432/gatehouse', queryTimeoutMs: 5_000 });
+    assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://u:p@db:5432/gatehouse', queryTimeoutMs: 5_000, poolSize: 10 });
   });
 
   it('bounds PostgreSQL queries by DATABASE_QUERY_TIMEOUT_MS; SQLite has no such bound', () => {
     const postgres = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), DATABASE_URL: 'postgres://db/gatehouse', DATABASE_QUERY_TIMEOUT_MS: '2500' });
-    assert.deepEqual(postgres.database, { kind: 'postgres', url: 'postgres://db/gatehouse', queryTimeoutMs: 2_500 });
+    assert.deepEqual(postgres.database, { kind: 'postgres', url: 'postgres://db/gatehouse', queryTimeoutMs: 2_500, poolSize: 10 });
     const sqlite = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), DATABASE_QUERY_TIMEOUT_MS: '2500' });
     assert.equal(sqlite.database.kind, 'sqlite');
     assert.ok(!('queryTimeoutMs' in sqlite.database));
+  });
+
+  it('sizes the PostgreSQL pool by DATABASE_POOL_SIZE (2 to 1000 connections per process)', () => {
+    const sized = loadConfig({ AUTH_SECRET: SECRET, DATA_DIR: tmpdir(), DATABASE_URL: 'postgres://db/gatehouse', DATABASE_POOL_SIZE: '25' });
+    assert.equal(sized.database.kind === 'postgres' && sized.database.poolSize, 25);
   });
 
   it('request bodies are timed out: bounds on headers, whole requests, idle keep-alive and open connections, by default and by env', () => {
@@ -111,6 +116,8 @@ describe('loadConfig', () => {
       [{ SESSION_IDLE_TIMEOUT: '5m' }, 'SESSION_TOUCH_INTERVAL'],
       [{ DATABASE_QUERY_TIMEOUT_MS: '0' }, 'DATABASE_QUERY_TIMEOUT_MS'],
       [{ DATABASE_QUERY_TIMEOUT_MS: '5s' }, 'DATABASE_QUERY_TIMEOUT_MS'],
+      [{ DATABASE_POOL_SIZE: '1' }, 'DATABASE_POOL_SIZE'],
+      [{ DATABASE_POOL_SIZE: '1001' }, 'DATABASE_POOL_SIZE'],
       [{ HASH_THREAD_NICE: '20' }, 'HASH_THREAD_NICE'],
       [{ SQLITE_CACHE_MB: '0' }, 'SQLITE_CACHE_MB'],
       [{ HASH_THREAD_NICE: '-5' }, 'HASH_THREAD_NICE'],

@@ -120,6 +120,9 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
   // A PostgreSQL that accepts connections but never answers (a partition, a frozen host) would
   // otherwise hold every request that touches it, and the pool with it, until the path returns.
   const queryTimeoutMs = read.integer('DATABASE_QUERY_TIMEOUT_MS', 5_000, { min: 100, max: 600_000 });
+  // Per process: a cluster of WORKERS opens WORKERS times as many, and PostgreSQL's own limit
+  // (max_connections, 100 by default) is shared by every instance.
+  const databasePoolSize = read.integer('DATABASE_POOL_SIZE', 10, { min: 2, max: 1_000 });
   // At start: how long an unreachable PostgreSQL is waited for (it may be starting beside us).
   const databaseConnectTimeoutSeconds = read.duration('DATABASE_CONNECT_TIMEOUT', 30);
   // SQLite's default page cache (2 MB) stops holding a varied set of sessions once the tables are
@@ -127,7 +130,7 @@ export function readConfig(env: Env, options: LoadConfigOptions & { sections?: r
   // 32 MB (perf/analysis.md, growth). Pages are cached as they are read, so a small store uses less.
   const database =
     parsedDatabase?.kind === 'postgres'
-      ? { ...parsedDatabase, queryTimeoutMs }
+      ? { ...parsedDatabase, queryTimeoutMs, poolSize: databasePoolSize }
       : parsedDatabase && { ...parsedDatabase, cacheMib: read.integer('SQLITE_CACHE_MB', 32, { min: 1, max: 4_096 }) };
 
   if (workers > 1 && database?.kind === 'sqlite' && database.path === ':memory:') {

@@ -91,3 +91,20 @@ describe('PostgreSQL queries against a database that hangs', { skip: postgres!.s
     assert.deepEqual(rows, [], 'the insert was never committed');
   });
 });
+
+describe('the PostgreSQL pool', { skip: postgres!.skip }, () => {
+  it('opens at most DATABASE_POOL_SIZE connections; more queries at once wait for one', async () => {
+    const database = await postgres!.create();
+    const storage = openStorage({ ...(database.config as { kind: 'postgres'; url: string }), poolSize: 3 });
+    try {
+      // Eight queries at once, each holding its connection a moment: with a pool of 3 they share 3 backends.
+      const pids = await Promise.all(
+        Array.from({ length: 8 }, async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid, pg_sleep(0.05)`.execute(storage.db)).rows[0]!.pid),
+      );
+      assert.equal(new Set(pids).size, 3, `backends used: ${[...new Set(pids)].join(', ')}`);
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+});

@@ -166,7 +166,7 @@ export function openStorage(config: DatabaseConfig, options: { poolSize?: number
   const pool = new pg.Pool({
     connectionString: config.url,
     // Two at least: a migration run holds the lock on one connection and reads what is applied on another (`applyMigrations`).
-    max: Math.max(2, options.poolSize ?? 10),
+    max: Math.max(2, options.poolSize ?? config.poolSize ?? 10),
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     // Epoch-millisecond BIGINTs fit a double exactly; read them as numbers like SQLite does.

@@ -16,6 +16,8 @@ export type DatabaseConfig =
        * connection is dropped (DATABASE_QUERY_TIMEOUT_MS). Absent: no bound (scripts, bulk loads).
        */
       readonly queryTimeoutMs?: number;
+      /** Most connections this process opens to PostgreSQL (DATABASE_POOL_SIZE). Absent: 10. */
+      readonly poolSize?: number;
     };
 
 export function parseDatabaseUrl(value: string, problems: string[]): DatabaseConfig | undefined {

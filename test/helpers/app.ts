@@ -11,7 +11,7 @@ import { buildApp } from '../../src/app.ts';
 import type { Clock } from '../../src/lib/clock.ts';
 import type { GatehouseModule } from '../../src/module.ts';
 import { after, before } from 'node:test';
-import { createSqliteDatabase, type Backend, type TestDatabase } from './databases.ts';
+import { createSqliteDatabase, TEST_POOL_SIZE, type Backend, type TestDatabase } from './databases.ts';
 import { freePort } from './process.ts';
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-0123456789abcdef';
@@ -47,6 +47,7 @@ export function testEnv(database: TestDatabase, overrides: Env = {}): Env {
     NODE_ENV: 'test',
     AUTH_SECRET: TEST_SECRET,
     DATABASE_URL: database.url,
+    ...(database.config.kind === 'postgres' && { DATABASE_POOL_SIZE: String(TEST_POOL_SIZE) }),
     ...GENEROUS_LIMITS,
     ...overrides,
   };

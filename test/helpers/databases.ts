@@ -11,6 +11,8 @@ import pg from 'pg';
 import type { DatabaseConfig } from '../../src/config.ts';
 
 const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+/** Connections per PostgreSQL pool a test opens (DATABASE_POOL_SIZE; the service's default is 10). */
+export const TEST_POOL_SIZE = 4;
 
 export interface TestDatabase {
   readonly config: DatabaseConfig;
@@ -87,7 +89,9 @@ async function createPostgresDatabase(adminUrl: string): Promise<TestDatabase> {
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
-    config: { kind: 'postgres', url: url.toString() },
+    // Four test files run at once, some with two instances and a child server each, against one
+    // PostgreSQL (max_connections 100): ten connections per pool ran it out ('too many clients').
+    config: { kind: 'postgres', url: url.toString(), poolSize: TEST_POOL_SIZE },
     url: url.toString(),
     async drop() {
       const client = new pg.Client({ connectionString: adminUrl });
