@@ -7,7 +7,7 @@ import { readMessages } from '../i18n/catalog.ts';
 import { defineModule, type RouteContext } from '../module.ts';
 import { CREDENTIALS_ERRORS } from './credentials.errors.ts';
 import { credentialsConfigSection } from './credentials.config.ts';
-import { deriveKey } from '../lib/derive-key.ts';
+import { deriveSecretKey } from '../lib/derive-key.ts';
 import { createPasswordHasher, type PasswordHasher } from './password-hasher.ts';
 import { createStoredHashParametersJob } from './stored-hash-parameters.ts';
 import { createSignInThrottle, type SignInThrottle } from './signin-throttle.ts';
@@ -55,7 +55,7 @@ export const credentialsModule = defineModule({
   async provide({ db, config, clock, logger, services, modules }) {
     const { users, sessions, audit, mail, actionTokens, rateLimiters, signInPipeline, verification } = services;
     const signInThrottle = createSignInThrottle({ limiters: rateLimiters, rateLimits: config.rateLimits, throttle: config.signinThrottle, clock, hashQueueTimeoutMs: config.passwords.queueTimeoutMs, db });
-    const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveKey(config.authSecret, 'dummy-hash-selection'), schemes: modules.flatMap((module) => module.passwordHashSchemes ?? []) });
+    const hasher = await createPasswordHasher({ ...config.passwords, dummySelectionKey: deriveSecretKey(config.authSecret, 'dummy-hash-selection'), schemes: modules.flatMap((module) => module.passwordHashSchemes ?? []) });
     const credentials = createCredentialsService({
       users,
       sessions,

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createSecretKey } from 'node:crypto';
 import { parseOptions } from '@node-rs/argon2';
 import { createPasswordHasher } from './password-hasher.ts';
 import { UnavailableError } from '../errors.ts';
@@ -9,7 +10,7 @@ const options = {
   maxConcurrentHashes: 2,
   maxQueuedHashes: 16,
   queueTimeoutMs: 5_000,
-  dummySelectionKey: Buffer.alloc(32, 7),
+  dummySelectionKey: createSecretKey(Buffer.alloc(32, 7)),
 };
 
 describe('password hasher', () => {

@@ -5,7 +5,7 @@
  * keyboard or OS still verifies.
  */
 import { hash, verify, parseOptions, type Algorithm } from '@node-rs/argon2';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, type KeyObject } from 'node:crypto';
 import type { Argon2Config } from './credentials.config.ts';
 import { UnavailableError } from '../errors.ts';
 import { BoundedConcurrency, CapacityExceededError } from '../lib/bounded-concurrency.ts';
@@ -85,7 +85,7 @@ export interface HashQueueStats {
 export interface PasswordHasherOptions {
   argon2: Argon2Config;
   /** Keys the choice of a dummy per address (see `verifyDummy`); from AUTH_SECRET, so every instance chooses alike. */
-  dummySelectionKey: Buffer;
+  dummySelectionKey: KeyObject;
   maxConcurrentHashes: number;
   maxQueuedHashes: number;
   queueTimeoutMs: number;

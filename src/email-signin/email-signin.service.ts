@@ -26,7 +26,7 @@ import type { SessionDelivery, SignInOutcome, SignInPipeline } from '../signin/s
 import type { Limiter } from '../http/rate-limit.ts';
 import { accountKey } from '../http/rate-limit.ts';
 import { randomId, randomSecret, sha256Base64url } from '../lib/random.ts';
-import { deriveKey } from '../lib/derive-key.ts';
+import { deriveSecretKey } from '../lib/derive-key.ts';
 import { normaliseEmail } from '../users/email.ts';
 import { greetingName } from '../users/name.ts';
 import { mailLocale } from '../users/locale.ts';
@@ -83,7 +83,7 @@ export function createEmailSignInService(deps: {
 }) {
   const { db, clock, users, sessions, audit, mail, pipeline, config, wrongCodes } = deps;
   const answerNoSooner = deps.startFloor ?? createResponseFloor(ACCOUNT_NEUTRAL_MIN_RESPONSE_MS);
-  const codeKey = deriveKey(deps.authSecret, 'email-signin-code');
+  const codeKey = deriveSecretKey(deps.authSecret, 'email-signin-code');
   const expiresInMinutes = Math.max(1, Math.floor(config.ttlSeconds / 60));
 
   const codeHash = (requestId: string, code: string) => createHmac('sha256', codeKey).update(`${requestId}:${code}`).digest('base64url');

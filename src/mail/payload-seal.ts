@@ -4,7 +4,7 @@
  * AUTH_SECRET, bound to its row id), never in clear. A database dump alone reveals no link.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { deriveKey } from '../lib/derive-key.ts';
+import { deriveSecretKey } from '../lib/derive-key.ts';
 import type { RenderedMail } from './templates.ts';
 
 const VERSION = 'v1';
@@ -18,7 +18,7 @@ export interface PayloadSeal {
 }
 
 export function createPayloadSeal(authSecret: string): PayloadSeal {
-  const key = deriveKey(authSecret, 'gatehouse mail outbox v1');
+  const key = deriveSecretKey(authSecret, 'gatehouse mail outbox v1');
   return {
     seal(id, mail) {
       const iv = randomBytes(IV_BYTES);

@@ -20,7 +20,7 @@ import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { MailService } from '../mail/mail.service.ts';
 import type { SignInThrottle } from '../credentials/signin-throttle.ts';
 import { accountKey, type Limiter } from '../http/rate-limit.ts';
-import { deriveKey } from '../lib/derive-key.ts';
+import { deriveKey, deriveSecretKey } from '../lib/derive-key.ts';
 import type { MfaConfig } from './mfa.config.ts';
 import { acceptCode, createTotpSecret, totpUrl } from './totp.ts';
 import { generateRecoveryCodes, hashRecoveryCode, normalise } from './recovery-codes.ts';
@@ -89,7 +89,7 @@ export function createMfaService(deps: {
   async function listFactors(userId: string, on: Db = db): Promise<FactorsOfKind[]> {
     return Promise.all(kinds().map(async (kind) => ({ kind, items: await kind.list(userId, on) })));
   }
-  const secretKey = deriveKey(deps.authSecret, 'gatehouse mfa totp-secret v1');
+  const secretKey = deriveSecretKey(deps.authSecret, 'gatehouse mfa totp-secret v1');
   const recoveryKey = deriveKey(deps.authSecret, 'gatehouse mfa recovery-codes v1');
 
   /** The enabled TOTP factor of `userId`, opened; null when there is none. */

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from 'node:crypto';
 import { SecretBoxError, openSecret, sealSecret } from './secret-box.ts';
 
 const KEY = randomBytes(32);
@@ -48,6 +48,14 @@ describe('sealSecret', () => {
     assert.throws(() => sealSecret(SECRET, randomBytes(16), USER), RangeError);
     assert.throws(() => sealSecret(SECRET, randomBytes(33), USER), RangeError);
     assert.throws(() => sealSecret(SECRET, KEY, ''), RangeError);
+    assert.throws(() => sealSecret(SECRET, createSecretKey(randomBytes(16)), USER), RangeError);
+  });
+
+  it('takes the key as a KeyObject too: the same key opens what the other form sealed', () => {
+    const keyObject = createSecretKey(KEY);
+    assert.equal(openSecret(sealSecret(SECRET, KEY, USER), keyObject, USER), SECRET);
+    assert.equal(openSecret(sealSecret(SECRET, keyObject, USER), KEY, USER), SECRET);
+    assert.throws(() => openSecret(sealSecret(SECRET, keyObject, USER), createSecretKey(randomBytes(32)), USER), SecretBoxError);
   });
 });
 

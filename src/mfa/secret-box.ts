@@ -12,7 +12,7 @@
  * means a changed AUTH_SECRET or a tampered row, never a user's mistake, and a null could too
  * easily be read by a caller as "no TOTP enrolled" and let a sign-in through without its factor.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 const CIPHER = 'aes-256-gcm';
 const VERSION = 'v1';
@@ -29,21 +29,20 @@ export class SecretBoxError extends Error {
 }
 
 /** Encrypts `plaintext` for the user `userId` under a 32-byte key. */
-export function sealSecret(plaintext: string, key: Buffer, userId: string): string {
-  checkKey(key);
+export function sealSecret(plaintext: string, key: Buffer | KeyObject, userId: string): string {
   const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv(CIPHER, key, iv, { authTagLength: TAG_BYTES });
+  const cipher = createCipheriv(CIPHER, keyObjectOf(key), iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(associatedData(userId));
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return [VERSION, iv, ciphertext, cipher.getAuthTag()].map(encodePart).join('.');
 }
 
 /** The plaintext sealed for `userId` under `key`; throws `SecretBoxError` when it cannot be had. */
-export function openSecret(box: string, key: Buffer, userId: string): string {
-  checkKey(key);
+export function openSecret(box: string, key: Buffer | KeyObject, userId: string): string {
+  const secretKey = keyObjectOf(key);
   const { iv, ciphertext, tag } = parseBox(box);
   // authTagLength pins the tag to 16 bytes: GCM would otherwise verify a truncated tag.
-  const decipher = createDecipheriv(CIPHER, key, iv, { authTagLength: TAG_BYTES });
+  const decipher = createDecipheriv(CIPHER, secretKey, iv, { authTagLength: TAG_BYTES });
   decipher.setAAD(associatedData(userId));
   decipher.setAuthTag(tag);
   try {
@@ -53,8 +52,15 @@ export function openSecret(box: string, key: Buffer, userId: string): string {
   }
 }
 
-function checkKey(key: Buffer): void {
-  if (key.length !== KEY_BYTES) throw new RangeError(`A secret box key must be ${KEY_BYTES} bytes`);
+/**
+ * The key as a KeyObject. Callers on a request's path hold one (`deriveSecretKey`): given a Buffer,
+ * Node 24's ciphers first check whether it is a CryptoKey, which costs about 25 µs a box (28 µs
+ * against 3–5 µs, measured).
+ */
+function keyObjectOf(key: Buffer | KeyObject): KeyObject {
+  const secretKey = Buffer.isBuffer(key) ? createSecretKey(key) : key;
+  if (secretKey.type !== 'secret' || secretKey.symmetricKeySize !== KEY_BYTES) throw new RangeError(`A secret box key must be ${KEY_BYTES} bytes`);
+  return secretKey;
 }
 
 /** The context and the user id, separated by a NUL that neither contains, so no two pairs collide. */

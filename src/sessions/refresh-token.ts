@@ -9,8 +9,8 @@
  * someone else's hands, however many rotations ago it was spent; a token with a wrong MAC proves
  * nothing and changes nothing. Two tabs refreshing with the same token get the same successor.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { deriveKey } from '../lib/derive-key.ts';
+import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { deriveSecretKey } from '../lib/derive-key.ts';
 
 const REFRESH_TOKEN_PATTERN = /^([A-Za-z0-9_-]{22})\.(0|[1-9]\d{0,8})\.([A-Za-z0-9_-]{43})$/;
 const MAC_KEY_INFO = 'gatehouse refresh-token mac v1';
@@ -21,11 +21,11 @@ export interface ParsedRefreshToken {
   mac: string;
 }
 
-export function deriveRefreshTokenKey(authSecret: string): Buffer {
-  return deriveKey(authSecret, MAC_KEY_INFO);
+export function deriveRefreshTokenKey(authSecret: string): KeyObject {
+  return deriveSecretKey(authSecret, MAC_KEY_INFO);
 }
 
-export function makeRefreshToken(key: Buffer, sessionId: string, seed: string, generation: number): string {
+export function makeRefreshToken(key: KeyObject, sessionId: string, seed: string, generation: number): string {
   return `${sessionId}.${generation}.${mac(key, sessionId, seed, generation)}`;
 }
 
@@ -36,12 +36,12 @@ export function parseRefreshToken(token: unknown): ParsedRefreshToken | null {
 }
 
 /** True when the token was issued by us for this session and seed (compared in constant time). */
-export function isGenuineRefreshToken(key: Buffer, token: ParsedRefreshToken, seed: string): boolean {
+export function isGenuineRefreshToken(key: KeyObject, token: ParsedRefreshToken, seed: string): boolean {
   const expected = Buffer.from(mac(key, token.sessionId, seed, token.generation));
   const presented = Buffer.from(token.mac);
   return expected.length === presented.length && timingSafeEqual(expected, presented);
 }
 
-function mac(key: Buffer, sessionId: string, seed: string, generation: number): string {
+function mac(key: KeyObject, sessionId: string, seed: string, generation: number): string {
   return createHmac('sha256', key).update(`${sessionId}.${seed}.${generation}`).digest('base64url');
 }

@@ -7,10 +7,11 @@
  * unlike a hash, a secret in the file is usable as it is. Read by keyset pages: constant memory
  * whatever the number of users. The file is as sensitive as a backup.
  */
+import type { KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import type { Db } from '../storage/database.ts';
 import type { Services } from '../services.ts';
-import { deriveKey } from '../lib/derive-key.ts';
+import { deriveSecretKey } from '../lib/derive-key.ts';
 import { openSecret } from '../mfa/secret-box.ts';
 import { findFactorsOf, findMembershipsOf, findUsersAfter } from './import.store.ts';
 import { TOTP_KEY_PURPOSE } from './importer.ts';
@@ -20,11 +21,11 @@ const PAGE = 1000;
 export interface ExportDeps {
   db: Db;
   /** The mfa module's sealing key, when TOTP secrets are to be exported. */
-  totpKey: Buffer | null;
+  totpKey: KeyObject | null;
 }
 
 export function exportDeps(services: Services, options: { totpSecrets: boolean }): ExportDeps {
-  return { db: services.storage.db, totpKey: options.totpSecrets ? deriveKey(services.config.authSecret, TOTP_KEY_PURPOSE) : null };
+  return { db: services.storage.db, totpKey: options.totpSecrets ? deriveSecretKey(services.config.authSecret, TOTP_KEY_PURPOSE) : null };
 }
 
 /** Writes every user; the number written, and how many had a TOTP secret left out. */

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { checkImportedHash, FOREIGN_HASH_SCHEMES } from './hash-schemes.ts';
 import { everyKind, FIREBASE_SAMPLE, firebasePhc } from './test-fixtures.ts';
@@ -67,7 +67,7 @@ describe('foreign password hashes', async () => {
   it('through the password hasher: verified in a hashing slot, and flagged for an argon2id rehash', async () => {
     const hasher = await createPasswordHasher({
       argon2: { memoryKib: 4096, iterations: 1, parallelism: 1 },
-      dummySelectionKey: randomBytes(32),
+      dummySelectionKey: createSecretKey(randomBytes(32)),
       maxConcurrentHashes: 2,
       maxQueuedHashes: 10,
       queueTimeoutMs: 5_000,

@@ -5,6 +5,7 @@
  * resume: an address already present is skipped (or updated, or refused: `onConflict`).
  * Nothing here sees a password; a hash is never in a message, a refusal or the report.
  */
+import type { KeyObject } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -14,7 +15,7 @@ import { findIdsByEmail, writeBatch } from './import.store.ts';
 import { identityMatcher } from './identities.ts';
 import { sealSecret } from '../mfa/secret-box.ts';
 import type { OAuthProviderConfig } from '../oauth/oauth.config.ts';
-import { deriveKey } from '../lib/derive-key.ts';
+import { deriveSecretKey } from '../lib/derive-key.ts';
 import type { Services } from '../services.ts';
 
 /** What an import writes with: the storage, its clock, the configured providers (linked identities) and the mfa module's TOTP sealing key. */
@@ -22,7 +23,7 @@ export interface ImportDeps {
   db: Db;
   clock: Clock;
   providers: readonly OAuthProviderConfig[];
-  totpKey: Buffer;
+  totpKey: KeyObject;
 }
 
 export const BATCH_SIZE = 500;
@@ -69,7 +70,7 @@ export function exitCodeOf(counts: ImportCounts): 0 | 1 | 3 {
 
 /** The storage, the configured providers, and the key the mfa module seals TOTP secrets with (mfa.service.ts derives the same). */
 export function importDeps(services: Services): ImportDeps {
-  return { db: services.storage.db, clock: services.clock, providers: services.config.oauth.providers, totpKey: deriveKey(services.config.authSecret, TOTP_KEY_PURPOSE) };
+  return { db: services.storage.db, clock: services.clock, providers: services.config.oauth.providers, totpKey: deriveSecretKey(services.config.authSecret, TOTP_KEY_PURPOSE) };
 }
 
 /** `input`: the file's bytes, or the location of the database a database format reads. */
