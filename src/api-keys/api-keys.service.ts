@@ -151,12 +151,18 @@ export function createApiKeysService(deps: { db: Db; clock: Clock; audit: AuditS
      * nested under a person or an organization). Revoking a revoked key is a success that records nothing.
      */
     async revoke(id: string, actor: KeyActor, source: AuditSource, owner?: ApiKeyOwner): Promise<{ ok: true; key: ApiKeyView } | { ok: false; reason: 'API_KEY_NOT_FOUND' }> {
+      // Who may revoke it is judged before the transaction: the membership read goes through the
+      // organizations service's own connection, and a transaction waiting on a second connection
+      // of the pool would starve it under a burst of revocations. A key's owner never changes.
+      const found = await store.findKey(db, id);
+      if (found === undefined) return { ok: false, reason: 'API_KEY_NOT_FOUND' };
+      const keyOwner: ApiKeyOwner = found.user_id !== null ? { userId: found.user_id } : { organizationId: found.organization_id ?? '' };
+      const matchesOwner = owner === undefined || ('userId' in owner ? found.user_id === owner.userId : found.organization_id === owner.organizationId);
+      if (!matchesOwner || !(await mayManage(actor, keyOwner))) return { ok: false, reason: 'API_KEY_NOT_FOUND' };
       return db.transaction().execute(async (trx) => {
+        // Read again in the transaction: revoked (or purged) in between is seen here.
         const row = await store.findKey(trx, id);
         if (row === undefined) return { ok: false, reason: 'API_KEY_NOT_FOUND' } as const;
-        const keyOwner: ApiKeyOwner = row.user_id !== null ? { userId: row.user_id } : { organizationId: row.organization_id ?? '' };
-        const matchesOwner = owner === undefined || ('userId' in owner ? row.user_id === owner.userId : row.organization_id === owner.organizationId);
-        if (!matchesOwner || !(await mayManage(actor, keyOwner))) return { ok: false, reason: 'API_KEY_NOT_FOUND' } as const;
         const now = clock();
         if (await store.markRevoked(trx, id, now, actorId(actor))) {
           const view = toView({ ...row, revoked_at: now }, now);

@@ -14,7 +14,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
-import { backends } from '../../test/helpers/databases.ts';
+import { backends, TEST_POOL_SIZE } from '../../test/helpers/databases.ts';
 import { createSignedInUser, modulesWithoutJobs, statementsOf, useTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { fakeClock } from '../../test/helpers/clock.ts';
 import { SYSTEM_SOURCE } from '../audit/audit.service.ts';
@@ -248,6 +248,23 @@ for (const backend of await backends()) {
       const revokedByAdmin = await t.app.inject({ method: 'DELETE', url: `/api/admin/keys/${personal.key.id}`, headers: bearer(admin.token) });
       assert.equal(revokedByAdmin.statusCode, 200, revokedByAdmin.body);
       assert.deepEqual((await introspect(personal.secret)).json(), { active: false });
+    });
+
+    it('an OWNER revokes more of the organization’s keys at once than the pool has connections: each is revoked', async () => {
+      const boss = await createSignedInUser(t, { email: email('bulk-owner'), password: PASSWORD });
+      const created = await t.services.organizations.create({ name: 'Bulk' }, boss.id, SYSTEM_SOURCE);
+      assert.ok(created.ok);
+      const actor = { userId: boss.id };
+      const keys = [];
+      for (let i = 0; i < TEST_POOL_SIZE * 2; i++) {
+        const made = await t.services.apiKeys.createForOrganization(created.organization.id, actor, { name: `bulk ${i}` }, SYSTEM_SOURCE);
+        assert.ok(made.ok);
+        keys.push(made.key.id);
+      }
+      // Each revocation checks the OWNER's membership; inside its transaction that read needed a
+      // second connection, and eight at once on a pool of four waited out the pool's timeout (503).
+      const results = await Promise.all(keys.map((id) => t.services.apiKeys.revoke(id, actor, SYSTEM_SOURCE)));
+      assert.deepEqual(results.map((result) => result.ok && result.key.revokedAt !== null), keys.map(() => true));
     });
 
     it('administrators: list every key, create one for a person (never more than they hold), revoke', async () => {

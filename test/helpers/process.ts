@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { TEST_POOL_SIZE } from './databases.ts';
 
 /** The repository root: the working directory of every child, as for `npm start`. */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -356,7 +357,7 @@ export async function startGatehouse(options: {
     const port = await freePort();
     const authUrl = options.env.AUTH_URL ?? `http://127.0.0.1:${port}`;
     const child = startNode([...(options.nodeArgs ?? []), SERVER_ENTRY], {
-      env: { ...options.env, HOST: '127.0.0.1', PORT: String(port), AUTH_URL: authUrl },
+      env: { ...poolOf(options.env), ...options.env, HOST: '127.0.0.1', PORT: String(port), AUTH_URL: authUrl },
       deadlineMs: options.deadlineMs ?? 120_000,
       cleanup: options.cleanup,
     });
@@ -372,6 +373,11 @@ export async function startGatehouse(options: {
       throw error;
     }
   }
+}
+
+/** A server on PostgreSQL opens the tests' pool size (databases.ts) unless its env names one. */
+function poolOf(env: ChildEnv): ChildEnv {
+  return env.DATABASE_URL?.startsWith('postgres') === true ? { DATABASE_POOL_SIZE: String(TEST_POOL_SIZE) } : {};
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
