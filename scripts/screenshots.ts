@@ -6,8 +6,12 @@
  *
  *   npm run screenshots
  *
- * Old images are removed first, so what the folder holds is exactly what this run made.
+ * Old images are removed first, so what the folder holds is exactly what this run made. Every
+ * page's footer names the six languages in their own scripts (日本語 among them), so the run
+ * refuses to start without a font that has Japanese glyphs: without one Chromium draws empty boxes
+ * (`apt-get install fonts-noto-cjk` on Debian).
  */
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { serveTestApp } from '../test/helpers/app.ts';
@@ -34,9 +38,19 @@ function indexMarkdown(): string {
   ].join('\n');
 }
 
+/** Why the pages would not render every language's name, or null when a font covers Japanese (fontconfig, which Chromium uses). */
+function missingFont(): string | null {
+  const found = spawnSync('fc-list', [':lang=ja', 'family'], { encoding: 'utf8' });
+  if (found.error !== undefined) return `fontconfig's fc-list could not run (${found.error.message}): install fontconfig and fonts-noto-cjk`;
+  if (found.stdout.trim() === '') return 'no font with Japanese glyphs is installed, so the footer\'s 日本語 would be drawn as empty boxes: apt-get install fonts-noto-cjk';
+  return null;
+}
+
 async function main(): Promise<void> {
   const chromium = chromiumAvailability();
   if (!chromium.ok) throw new Error(chromium.reason);
+  const font = missingFont();
+  if (font !== null) throw new Error(font);
   mkdirSync(OUT_DIR, { recursive: true });
   for (const file of readdirSync(OUT_DIR)) if (file.endsWith('.png')) rmSync(join(OUT_DIR, file));
 

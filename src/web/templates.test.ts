@@ -29,6 +29,26 @@ describe('page templates', () => {
     assert.deepEqual(broken, []);
   });
 
+  it('every input names its type, and every text-like type is one the stylesheet styles', () => {
+    // An input without a type is a text box to the browser but matches none of gatehouse.css's
+    // `input[type=…]` rules, so it is drawn unstyled beside its neighbours (the admin users list's
+    // organization box was, until this check).
+    const css = readFileSync(join(SRC, 'web', 'gatehouse.css'), 'utf8');
+    const styled = new Set([...css.matchAll(/input\[type="([a-z-]+)"\]/g)].map((match) => match[1]));
+    assert.ok(styled.has('text') && styled.has('email'), 'the stylesheet\'s input rules are found');
+    const own = new Set(['checkbox', 'radio', 'hidden', 'submit', 'file']);
+    const files = (readdirSync(SRC, { recursive: true }) as string[]).filter((file) => file.endsWith('.eta'));
+    const problems = files.flatMap((file) =>
+      [...readFileSync(join(SRC, file), 'utf8').matchAll(/<input\b(?:<%[\s\S]*?%>|[^>])*>/g)].flatMap(([tag]) => {
+        const type = /\stype="([^"<]+)"/.exec(tag)?.[1];
+        if (type === undefined) return [`${file}: ${tag.slice(0, 60)}… has no type`];
+        if (type.includes('<%') || own.has(type) || styled.has(type)) return [];
+        return [`${file}: type="${type}" has no rule in gatehouse.css`];
+      }),
+    );
+    assert.deepEqual(problems, []);
+  });
+
   it('are read when first rendered: a broken one fails its own page only, a missing file or a duplicate name the start', (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-templates-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
