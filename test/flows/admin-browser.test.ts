@@ -160,17 +160,25 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
       it('reflows the admin tables on a 375 px screen: label and value per line, nothing wider than the screen', async (t) => {
         assert.ok(browser);
         await withPage(t, browser, { baseURL, viewport: { width: 375, height: 740 } }, async (page) => {
+          // A failed sign-in first: its audit row's "what happened" is a text, a badge and a code in one cell.
+          await page.goto('/auth/signin');
+          await page.getByLabel('Email').fill(ADMIN.email);
+          await page.getByLabel('Password').fill(`${ADMIN.password}-wrong`);
+          await page.getByRole('button', { name: 'Login', exact: true }).click();
+          await page.getByRole('alert').waitFor();
           await signIn(page, ADMIN.email, ADMIN.password);
           await page.goto('/admin');
           await page.getByRole('heading', { name: 'Users' }).waitFor();
           // Runs in the page (this project's TypeScript has no DOM types).
-          type Box = { getBoundingClientRect(): { width: number; height: number } };
+          type Box = { getBoundingClientRect(): { width: number; height: number; left: number }; closest(selector: string): Box };
           type Dom = {
-            document: { documentElement: { scrollWidth: number }; querySelector(selector: string): Box | null };
+            document: { documentElement: { scrollWidth: number }; querySelector(selector: string): Box | null; querySelectorAll(selector: string): Iterable<Box> };
             getComputedStyle(element: Box, pseudo?: string): { content: string; display: string };
           };
           const layout = await page.evaluate(() => {
             const dom = globalThis as unknown as Dom;
+            const offsetsOfParts = (selector: string) =>
+              [...dom.document.querySelectorAll(selector)].map((part) => Math.round(part.getBoundingClientRect().left - part.closest('td').getBoundingClientRect().left));
             const cell = dom.document.querySelector('table.table-reflow tbody td[data-label="Email"]')!;
             return {
               pageWidth: dom.document.documentElement.scrollWidth,
@@ -178,11 +186,16 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
               cellDisplay: dom.getComputedStyle(cell).display,
               headerHeight: dom.document.querySelector('table.table-reflow thead')!.getBoundingClientRect().height,
               emailWidth: cell.getBoundingClientRect().width,
+              // How far right of its cell's start each part of every cell's value begins (a link, a badge,
+              // a checkbox): all of them beside the label's column, none under it.
+              valueOffsets: offsetsOfParts('table.table-reflow tbody td[data-label] *'),
             };
           });
           assert.ok(layout.pageWidth <= 375, `the page is ${layout.pageWidth} px wide`);
           assert.equal(layout.label, '"Email"');
-          assert.equal(layout.cellDisplay, 'grid');
+          assert.equal(layout.cellDisplay, 'flow-root');
+          assert.ok(layout.valueOffsets.length >= 5, 'the parts of the cells are found');
+          assert.ok(Math.min(...layout.valueOffsets) >= 100, `every part of a value starts beside its label (offsets ${layout.valueOffsets.join(', ')} px)`);
           assert.ok(layout.headerHeight <= 1, 'the header row is out of sight');
           assert.ok(layout.emailWidth > 300, `a cell takes the row's width (${layout.emailWidth} px)`);
           // Shown as blocks, the table is still a table to assistive technology. Chromium keeps the
@@ -195,6 +208,15 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
           // (A cell's name also holds its ::before label, "Email": filter on its text instead.)
           assert.equal(await table.getByRole('cell').filter({ hasText: ADMIN.email }).count(), 1);
           await screenshot(t, page, `admin-users-375-${strategy}`);
+          // The audit log: the failed sign-in's cell of several parts keeps every part beside its label.
+          await page.goto('/admin/events');
+          await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+          const failure = await page.evaluate(() => {
+            const dom = globalThis as unknown as { document: { querySelectorAll(selector: string): Iterable<{ getBoundingClientRect(): { left: number }; closest(selector: string): { getBoundingClientRect(): { left: number } } }> } };
+            return [...dom.document.querySelectorAll('tr.event-failure td[data-label] *')].map((part) => Math.round(part.getBoundingClientRect().left - part.closest('td').getBoundingClientRect().left));
+          });
+          assert.ok(failure.length >= 2, 'the row of the failed sign-in and its badge are found');
+          assert.ok(Math.min(...failure) >= 100, `every part of the failed event's cells starts beside its label (offsets ${failure.join(', ')} px)`);
         });
       });
 
