@@ -82,8 +82,16 @@ export function collectErrorCatalogue(modules: readonly GatehouseModule[]): Reco
 
 /** Every audit event type (domain event), in list order. */
 export function collectAuditEventTypes(modules: readonly GatehouseModule[]): readonly AuditEventType[] {
+  return [...collectAuditEventOwners(modules).keys()];
+}
+
+/**
+ * Every audit event type with the name of the module that declares it, in list order: where the
+ * admin log finds a type's words (`<module>.eventType.<type>` in that module's catalogs).
+ */
+export function collectAuditEventOwners(modules: readonly GatehouseModule[]): ReadonlyMap<AuditEventType, string> {
   const all = claimed('audit event type', modules.map((module) => [module.name, (module.auditEvents ?? []).map((type) => [type, type] as const)] as const));
-  return [...all.keys()] as AuditEventType[];
+  return new Map([...all].map(([type, { module }]) => [type as AuditEventType, module]));
 }
 
 /** What several modules declare with an `order`, by it (list order among equals). */

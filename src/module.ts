@@ -391,5 +391,5 @@ export { renderPageSections, renderPageLinks, findAskingApp, PAGE_LINK_PLACES, D
 export type { SectionedPage, PageSection, PageSectionContext, PageLink, PageHrefLink, PageRenderedLink, PageLinkPlace, PageLinkContext, AskingApp, AskingAppFinder, DashboardGroup } from './module-pages.ts';
 
 // What the modules declare, collected (module-collect.ts).
-export { collectPageLinks, collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices, collectAccountRecoveryPage } from './module-collect.ts';
+export { collectPageLinks, collectFirstFactorKinds, collectSecondFactorKinds, collectConfigSections, collectMigrations, collectErrorCatalogue, collectAuditEventTypes, collectAuditEventOwners, collectCliGroups, collectAdminNav, collectOpenApiTags, collectPublicEvents, collectCounters, collectCountedEvents, collectMailTemplates, collectSecurityNotices, collectAccountRecoveryPage } from './module-collect.ts';
 export type { CatalogueEntry } from './module-collect.ts';

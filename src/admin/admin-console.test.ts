@@ -115,9 +115,9 @@ for (const backend of await backends()) {
       const signIns = tableOf(seeded.body, 'Sign-ins and failed sign-ins per day, last 14 days');
       assert.equal(signIns.length, 14);
       assert.equal(signIns.reduce((sum, row) => sum + Number(row[1]) + Number(row[2]), 0), 3001);
-      // By method: a column per method (the provider by its id: GitHub is not configured here), summing to every sign-in.
+      // By method: a column per method (the provider by its display name, as the sign-in page has it, though GitHub is not configured here), summing to every sign-in.
       const byMethod = /<caption class="visually-hidden">Sign-ins per day by method, last 14 days<\/caption>\s*<thead><tr>(.*?)<\/tr><\/thead>/.exec(seeded.body)![1]!;
-      assert.deepEqual([...byMethod.matchAll(/<th scope="col">([^<]+)<\/th>/g)].map((match) => match[1]), ['Day', 'Password', 'Passkey', 'github', 'E-mail link or code', 'Single sign-on (SSO)']);
+      assert.deepEqual([...byMethod.matchAll(/<th scope="col">([^<]+)<\/th>/g)].map((match) => match[1]), ['Day', 'Password', 'Passkey', 'GitHub', 'E-mail link or code', 'Single sign-on (SSO)']);
       const methodRows = tableOf(seeded.body, 'Sign-ins per day by method, last 14 days');
       assert.equal(methodRows.flatMap((row) => row.slice(1)).reduce((sum, cell) => sum + Number(cell), 0), 2001);
       const activeRows = tableOf(seeded.body, 'Active users per day (distinct people signing in), last 14 days');

@@ -1,7 +1,7 @@
 /**
  * The audit log as people read it: who by address (ids resolved in one query), the device in
  * words ("Chrome on Linux", as the sessions list says it), what happened in words (the admin
- * catalogs name the common types; a type another module adds is named generically), details as
+ * catalogs name the core types, each module's catalogs the types it declares), details as
  * label/value pairs folded under the row. And the log's filters as the page and the exports read
  * them from the query: address, type, outcome, a UTC date range.
  */
@@ -14,7 +14,7 @@ import { formatTime, type TimeText } from '../web/time-text.ts';
 
 const DAY_MS = 86_400_000;
 /** Types that record something refused or gone wrong: the "failures" of the outcome filter. */
-const FAILURE_TYPE = /failure|reuse_detected|password_locked|auto_disabled/;
+const FAILURE_TYPE = /failure|_failed$|reuse_detected|password_locked|auto_disabled/;
 
 export const isFailureType = (type: string): boolean => FAILURE_TYPE.test(type);
 
@@ -82,11 +82,18 @@ export interface ReadableEvent {
 /** "webhook.endpoint_created" -> "webhook endpoint created". */
 const typeInWords = (type: string) => type.replace(/[._]+/g, ' ');
 
-/** What happened, in the page's language: the catalogs' text for the type, or a generic one naming it. */
-export function eventWords(type: string, i18n: Pick<Translator, 't'>): string {
-  const key = `admin.eventType.${type}`;
-  const text = i18n.t(key);
-  return text === key ? i18n.t('admin.eventType.other', { type: typeInWords(type) }) : text;
+/**
+ * What happened, in the page's language: the admin catalogs' text for the type
+ * (`admin.eventType.<type>`, the core's), else the declaring module's (`<module>.eventType.<type>`,
+ * `owners` naming the module of each type), else a generic one naming it.
+ */
+export function eventWords(type: string, i18n: Pick<Translator, 't'>, owners: ReadonlyMap<string, string>): string {
+  const owner = owners.get(type);
+  for (const key of [`admin.eventType.${type}`, ...(owner === undefined ? [] : [`${owner}.eventType.${type}`])]) {
+    const text = i18n.t(key);
+    if (text !== key) return text;
+  }
+  return i18n.t('admin.eventType.other', { type: typeInWords(type) });
 }
 
 function detailValue(value: unknown): string {
@@ -111,13 +118,14 @@ export function toReadableEvent(
   addresses: ReadonlyMap<string, string>,
   i18n: Pick<Translator, 't' | 'locale'>,
   userHref: (id: string) => string,
+  owners: ReadonlyMap<string, string>,
 ): ReadableEvent {
   const person = (id: string) => ({ label: addresses.get(id) ?? id, href: userHref(id) });
   return {
     id: event.id,
     createdAt: formatTime(event.createdAt, i18n.locale),
     type: event.type,
-    what: eventWords(event.type, i18n),
+    what: eventWords(event.type, i18n, owners),
     isFailure: isFailureType(event.type),
     user: event.userId !== null ? person(event.userId) : event.email !== null ? { label: event.email, href: null } : null,
     actor: event.actorUserId === null ? null : person(event.actorUserId),

@@ -205,9 +205,9 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
         section: 'events',
         alerts,
         filter: kept,
-        types: admin.eventTypes.map((type) => ({ value: type, label: eventWords(type, i18n) })),
+        types: admin.eventTypes.map((type) => ({ value: type, label: eventWords(type, i18n, admin.eventOwners) })),
         isFiltered,
-        events: page.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage)),
+        events: page.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage, admin.eventOwners)),
         exportCsvHref: pageUrl(ADMIN_EVENTS_EXPORT, { ...kept, format: 'csv' }),
         exportJsonHref: pageUrl(ADMIN_EVENTS_EXPORT, { ...kept, format: 'json' }),
         nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { ...kept, cursor: encodeCursor(page.next) }),
@@ -246,7 +246,7 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
           const addresses = await addressesOf(batch, users.findUsersByIds);
           let chunk = '';
           for (const event of batch) {
-            const record = exportRecord(event, toReadableEvent(event, addresses, i18n, adminUserPage));
+            const record = exportRecord(event, toReadableEvent(event, addresses, i18n, adminUserPage, admin.eventOwners));
             if (format === 'csv') chunk += `${EXPORT_COLUMNS.map((column) => csvField(record[column])).join(',')}\r\n`;
             else chunk += `${isFirst ? '' : ','}${JSON.stringify({ ...record, details: event.details })}`;
             isFirst = false;

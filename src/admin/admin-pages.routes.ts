@@ -125,7 +125,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
         isSelf,
         sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null, { i18n, locate: await options.places.locator(i18n.locale) }),
         eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { email: user.email }),
-        events: trail.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage)),
+        events: trail.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage, admin.eventOwners)),
         actions: {
           roles: `${base}/roles`,
           disable: `${base}/disable`,

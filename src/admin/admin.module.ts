@@ -1,13 +1,14 @@
 /** The operators' area: the admin API and the /admin pages. */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { defineModule } from '../module.ts';
+import { collectAuditEventOwners, defineModule } from '../module.ts';
 import { ADMIN_ERRORS } from './admin.errors.ts';
 import { createAdminService, type AdminService } from './admin.service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { ADMIN_PAGE, adminPageRoutes } from './admin-pages.routes.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { ADMIN_OVERVIEW_PAGE } from './admin-overview.routes.ts';
+import { PROVIDER_NAMES } from '../oauth/oauth.config.ts';
 
 declare module '../module.ts' {
   interface ServiceRegistry {
@@ -42,6 +43,7 @@ export const adminModule = defineModule({
         db,
         // The outboxes whose module is in the list (as the metrics module measures them).
         outboxes: [...(has('mail') ? [{ queue: 'mail' as const, table: 'mail_outbox' }] : []), ...(has('webhooks') ? [{ queue: 'webhooks' as const, table: 'webhook_deliveries' }] : [])],
+        eventOwners: collectAuditEventOwners(modules),
       }),
     };
   },
@@ -62,7 +64,8 @@ export const adminModule = defineModule({
           memberOf: 'organizations' in services ? (organizationId: string) => services.organizations.memberCondition(organizationId) : null,
           organizations: 'organizations' in services ? { suggested: () => services.organizations.list({ limit: 200 }), find: (idOrSlug: string) => services.organizations.find(idOrSlug) } : null,
           refusals: 'metrics' in services && services.metrics !== null ? () => services.metrics!.refusalsByLimiter() : null,
-          providerNames: new Map((config.oauth?.providers ?? []).map((provider) => [provider.id, provider.name])),
+          // As the sign-in page names them; a provider since switched off by its usual name.
+          providerNames: new Map([...Object.entries(PROVIDER_NAMES), ...(config.oauth?.providers ?? []).map((provider) => [provider.id, provider.name] as const)]),
           passwordReset: 'passwordReset' in services ? services.passwordReset : null,
           accountDeletion: 'accountDeletion' in services ? services.accountDeletion : null,
         }),

@@ -254,7 +254,7 @@ describe('mail templates', () => {
     assert.ok(rendered[3]!.text.includes('/auth/signin') && rendered[3]!.text.includes('/auth/forgot-password'));
     assert.equal(rendered[4]!.subject, 'An authenticator app was added to your Gatehouse account', 'a notice’s subject is its change’s');
     assert.ok(rendered[4]!.text.includes('as a second factor on November 24, 2026 at 9:30 AM UTC.'), rendered[4]!.text);
-    assert.ok(rendered[5]!.text.startsWith('Hello,') && rendered[5]!.text.includes('join Acme <Labs> on Gatehouse as ADMIN') && rendered[5]!.text.includes('within 7 days'), rendered[5]!.text);
+    assert.ok(rendered[5]!.text.startsWith('Hello,') && rendered[5]!.text.includes('join Acme <Labs> on Gatehouse as an admin.') && rendered[5]!.text.includes('within 7 days'), rendered[5]!.text);
     assert.ok(rendered[5]!.html.includes('Acme &lt;Labs&gt;'), 'the organization’s name is escaped in HTML');
     assert.ok(rendered[6]!.text.includes('(hooks.example.com) has failed every delivery since November 20, 2026 at 8:00 AM UTC'), rendered[6]!.text);
     assert.ok(rendered[6]!.text.endsWith('Sent by Gatehouse (https://auth.example.test). This is an automated message; replies are not read.\n'), rendered[6]!.text);
@@ -284,7 +284,7 @@ describe('mail templates', () => {
   it('falls back to a neutral greeting and "an organization" for names the name rule refuses, in the language', () => {
     const mail = renderer.render('organization-invitation', { name: null, organizationName: 'Evil\u202Eorg', role: 'MEMBER', acceptUrl: url('/organizations/invitations/accept'), expiresInMinutes: 60 }, 'de');
     assert.ok(mail.text.startsWith('Hallo,\n'), mail.text);
-    assert.ok(mail.text.includes('einer Organisation bei Gatehouse als MEMBER beizutreten'), mail.text);
+    assert.ok(mail.text.includes('einer Organisation bei Gatehouse als Mitglied beizutreten'), mail.text);
     assert.ok(!mail.text.includes('Evil'));
   });
 });

@@ -44,6 +44,13 @@ export type OAuthProviderConfig =
     };
 
 /**
+ * The providers' display names, by id: what the sign-in page's buttons say (the generic provider's
+ * unless OIDC_NAME names it). Also how a page names a provider no longer configured that past
+ * sign-ins went through (the admin overview's sign-ins by method).
+ */
+export const PROVIDER_NAMES: Readonly<Record<OAuthProviderConfig['id'], string>> = { github: 'GitHub', google: 'Google', oidc: 'OpenID Connect' };
+
+/**
  * GitHub (provider A), Google (provider B) and one generic OpenID Connect provider. Each is on
  * when its client id and secret are both set; the seed's PROVIDER_A_* / PROVIDER_B_* names are
  * accepted for the first two. Provider endpoints must be https, except on a loopback host (a
@@ -69,18 +76,18 @@ export function parseOAuthProviders(read: EnvReader, problems: string[]): OAuthP
   const githubUrl = endpoint('GITHUB_URL', 'https://github.com');
   const githubApiUrl = endpoint('GITHUB_API_URL', 'https://api.github.com');
   if (github !== null && githubUrl !== undefined && githubApiUrl !== undefined) {
-    providers.push({ id: 'github', kind: 'github', name: 'GitHub', ...github, url: githubUrl, apiUrl: githubApiUrl });
+    providers.push({ id: 'github', kind: 'github', name: PROVIDER_NAMES.github, ...github, url: githubUrl, apiUrl: githubApiUrl });
   }
 
   const google = credentials('GOOGLE', 'PROVIDER_B');
   const googleIssuer = endpoint('GOOGLE_ISSUER', 'https://accounts.google.com');
   if (google !== null && googleIssuer !== undefined) {
-    providers.push({ id: 'google', kind: 'oidc', name: 'Google', ...google, issuer: googleIssuer });
+    providers.push({ id: 'google', kind: 'oidc', name: PROVIDER_NAMES.google, ...google, issuer: googleIssuer });
   }
 
   const oidc = credentials('OIDC');
   const oidcIssuerValue = read.string('OIDC_ISSUER');
-  const oidcName = read.string('OIDC_NAME') ?? 'OpenID Connect';
+  const oidcName = read.string('OIDC_NAME') ?? PROVIDER_NAMES.oidc;
   if (oidcName.length > 64 || /[\u0000-\u001f\u007f]/.test(oidcName)) problems.push('OIDC_NAME must be at most 64 characters, without control characters');
   if (oidc !== null && oidcIssuerValue === undefined) problems.push('OIDC_ISSUER is required when OIDC_CLIENT_ID is set');
   if (oidc === null && oidcIssuerValue !== undefined) problems.push('OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are required when OIDC_ISSUER is set');

@@ -19,7 +19,7 @@ import { decodeCursor, encodeCursor } from '../lib/keyset-cursor.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { OPERATOR, type OrganizationsService } from './organizations.service.ts';
-import { organizationAlerts, type PageAlert } from './organizations-pages.messages.ts';
+import { organizationAlerts, roleLabel, type PageAlert } from './organizations-pages.messages.ts';
 
 export const ADMIN_ORGANIZATIONS_PAGE = '/admin/organizations';
 const adminOrganizationPage = (id: string) => `${ADMIN_ORGANIZATIONS_PAGE}/${encodeURIComponent(id)}`;
@@ -40,7 +40,7 @@ interface AdminOrganizationPages {
   'admin-organization': AdminFrame & {
     csrfToken: string;
     organization: { id: string; name: string; slug: string; createdAt: TimeText };
-    members: Array<{ href: string; name: string; email: string; role: string; joinedAt: TimeText }>;
+    members: Array<{ href: string; name: string; email: string; roleLabel: string; joinedAt: TimeText }>;
     /** The sections other modules add (their own HTML), before the delete form. */
     sections: string[];
     scripts: string[];
@@ -90,7 +90,7 @@ export const adminOrganizationPageRoutes: FastifyPluginAsyncZod<{ organizations:
       section: 'organizations',
       alerts: organizationAlerts(request.query, i18n, 'admin'),
       organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
-      members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, role: member.role, joinedAt: formatTime(member.joinedAt, i18n.locale) })),
+      members: members.map((member) => ({ href: `/admin/users/${encodeURIComponent(member.userId)}`, name: member.name, email: member.email, roleLabel: roleLabel(member.role, i18n), joinedAt: formatTime(member.joinedAt, i18n.locale) })),
       sections: added.html,
       scripts: added.scripts,
       deleteAction: `${adminOrganizationPage(organization.id)}/delete`,

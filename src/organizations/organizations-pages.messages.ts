@@ -1,9 +1,11 @@
 /**
  * What the organization pages say about the codes in their URL (`?error=`, `?notice=`), in the
  * page's language (texts: `messages/*.json`, `organizations.error.<CODE>` and
- * `organizations.notice.<CODE>`). The same codes head the user's pages and the admin's.
+ * `organizations.notice.<CODE>`). The same codes head the user's pages and the admin's. And a
+ * member's role in words (`organizations.role.<ROLE>`).
  */
 import type { Translator } from '../i18n/translator.ts';
+import { BUILT_IN_ROLES } from './organizations.model.ts';
 
 /** Codes on `?error=`: why a form did nothing, or what an invitation link got wrong. */
 export const ORGANIZATION_ERROR_CODES: ReadonlySet<string> = new Set([
@@ -74,4 +76,12 @@ export function organizationAlerts(query: { notice?: string | undefined; error?:
   if (notice !== null) alerts.push(notice);
   if (query.error !== undefined) alerts.push(organizationError(query.error, i18n, audience));
   return alerts;
+}
+
+/**
+ * A role as the pages show it: a built-in one in the page's language (`organizations.role.<ROLE>`),
+ * a custom one (`BILLING`) as the organization named it. Forms still post the role itself.
+ */
+export function roleLabel(role: string, i18n: Pick<Translator, 't'>): string {
+  return BUILT_IN_ROLES.includes(role) ? i18n.t(`organizations.role.${role}`) : role;
 }

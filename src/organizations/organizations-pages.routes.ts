@@ -1,5 +1,6 @@
 /**
- * The organizations' hosted pages, in the page's language (texts: `messages/*.json`; roles, slugs
+ * The organizations' hosted pages, in the page's language (texts: `messages/*.json`; the built-in
+ * roles in words, `organizations.role.<ROLE>`, while forms post the role itself; custom roles, slugs
  * and codes stay as they are). No script; forms with CSRF tokens, checked by the plumbing:
  * - the dashboard's **Organizations** section: yours with your role and the active one marked,
  *   a switcher, the invitations to your verified address (Accept / Decline), and a create form;
@@ -35,7 +36,7 @@ import { formatTime, type TimeText } from '../web/time-text.ts';
 import { BUILT_IN_ROLES, OWNER, ADMIN, MEMBER, slugProblem, type OrganizationsService } from './organizations.service.ts';
 import { activateAndReissue } from './organizations.routes.ts';
 import { roleField } from './organizations.schemas.ts';
-import { organizationAlerts, organizationError, type PageAlert } from './organizations-pages.messages.ts';
+import { organizationAlerts, organizationError, roleLabel, type PageAlert } from './organizations-pages.messages.ts';
 import { HUB_PAGES } from '../http/hub-pages.ts';
 
 export const ORGANIZATIONS_PAGE = '/organizations';
@@ -48,10 +49,16 @@ interface Alerts {
   alerts: PageAlert[];
 }
 
+/** A role a form offers: the role it posts, and its words. */
+interface RoleChoice {
+  value: string;
+  label: string;
+}
+
 interface OrganizationPages {
   'organizations-dashboard-section': {
     csrfToken: string;
-    organizations: Array<{ id: string; name: string; slug: string; role: string; isActive: boolean; href: string }>;
+    organizations: Array<{ id: string; name: string; slug: string; roleLabel: string; isActive: boolean; href: string }>;
     activeId: string | null;
     invitations: Array<{ id: string; organizationName: string; role: string; expiresAt: TimeText }>;
     mayCreate: boolean;
@@ -62,13 +69,14 @@ interface OrganizationPages {
     csrfToken: string;
     href: string;
     organization: { id: string; name: string; slug: string; createdAt: TimeText };
-    myRole: string;
+    /** Your role, in words. */
+    myRoleLabel: string;
     isActive: boolean;
     isManager: boolean;
     isOwner: boolean;
-    members: Array<{ userId: string; name: string; email: string; role: string; isSelf: boolean; canChangeRole: boolean; canRemove: boolean; roleChoices: string[] }>;
+    members: Array<{ userId: string; name: string; email: string; role: string; roleLabel: string; isSelf: boolean; canChangeRole: boolean; canRemove: boolean; roleChoices: RoleChoice[] }>;
     invitations: Array<{ id: string; email: string; role: string; expiresAt: TimeText }>;
-    inviteRoles: string[];
+    inviteRoles: RoleChoice[];
     transferChoices: Array<{ userId: string; label: string }>;
     actions: Record<'role' | 'remove' | 'invite' | 'revoke' | 'rename' | 'transfer' | 'leave' | 'delete', string>;
     /** Other modules' sections of this page (`organization`), rendered after the invitations. */
@@ -101,7 +109,7 @@ export function organizationPageSections(deps: { organizations: OrganizationsSer
         const [memberships, invitations] = await Promise.all([deps.organizations.listFor(userId, page.viewer?.sessionId), deps.organizations.invitationsFor(user)]);
         return pages.html(page, 'organizations-dashboard-section', {
           title: '',
-          organizations: memberships.map((membership) => ({ id: membership.id, name: membership.name, slug: membership.slug, role: membership.role, isActive: membership.isActive, href: organizationPage(membership.id) })),
+          organizations: memberships.map((membership) => ({ id: membership.id, name: membership.name, slug: membership.slug, roleLabel: roleLabel(membership.role, i18n), isActive: membership.isActive, href: organizationPage(membership.id) })),
           activeId: memberships.find((membership) => membership.isActive)?.id ?? null,
           invitations: invitations.map((invitation) => ({ id: invitation.id, organizationName: invitation.organization.name, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })),
           mayCreate: deps.organizations.mayCreate(user),
@@ -266,16 +274,17 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
       organizations.listFor(auth.userId, auth.sessionId),
       renderPageSections(options.sections ?? [], { userId: auth.userId, organizationId: organization.id, page: reply.page }),
     ]);
-    const choicesFor = (current: string) => [...new Set([...(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]), current])];
-    const base = href;
     const { i18n } = reply.page;
+    const choices = (roles: readonly string[]): RoleChoice[] => roles.map((role) => ({ value: role, label: roleLabel(role, i18n) }));
+    const choicesFor = (current: string) => choices([...new Set([...(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]), current])]);
+    const base = href;
     return pages.send(reply, 'organization', {
       title: organization.name,
       isWide: true,
       alerts: organizationAlerts(request.query, i18n),
       href,
       organization: { id: organization.id, name: organization.name, slug: organization.slug, createdAt: formatTime(organization.createdAt, i18n.locale) },
-      myRole,
+      myRoleLabel: roleLabel(myRole, i18n),
       isActive: memberships.some((membership) => membership.id === organization.id && membership.isActive),
       isManager,
       isOwner,
@@ -283,10 +292,10 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
       members: (members ?? []).map((member) => {
         const isSelf = member.userId === auth.userId;
         const mayTouch = isManager && (isOwner || member.role !== OWNER);
-        return { userId: member.userId, name: member.name, email: member.email, role: member.role, isSelf, canChangeRole: mayTouch, canRemove: mayTouch && !isSelf, roleChoices: choicesFor(member.role) };
+        return { userId: member.userId, name: member.name, email: member.email, role: member.role, roleLabel: roleLabel(member.role, i18n), isSelf, canChangeRole: mayTouch, canRemove: mayTouch && !isSelf, roleChoices: choicesFor(member.role) };
       }),
       invitations: Array.isArray(invitations) ? invitations.map((invitation) => ({ id: invitation.id, email: invitation.email, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })) : [],
-      inviteRoles: isOwner ? [...BUILT_IN_ROLES] : [ADMIN, MEMBER],
+      inviteRoles: choices(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]),
       transferChoices: (members ?? []).filter((member) => member.userId !== auth.userId).map((member) => ({ userId: member.userId, label: i18n.t('organizations.page.transferChoice', { name: member.name, email: member.email }) })),
       actions: {
         role: `${base}/members/role`,

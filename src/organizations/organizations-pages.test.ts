@@ -166,7 +166,7 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(german.body, /<html lang="de"/);
     assert.match(german.body, /<h2 id="members-heading">Mitglieder<\/h2>/);
     assert.match(german.body, /Einladung senden/);
-    assert.match(german.body, /Als ADMIN, bis <time datetime="[^"]+">/, 'the pending invitation, its role untranslated');
+    assert.match(german.body, /Als Administrator, bis <time datetime="[^"]+">/, 'the pending invitation, its role in words');
     assert.match(german.body, new RegExp(`Geben Sie zur Bestätigung <code>${slug}</code> ein`));
     assert.match(german.body, /Eine andere Organisation hat schon diesen Slug/);
     assert.match(german.body, /<code>SLUG_TAKEN<\/code>/);
@@ -184,13 +184,13 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(dashboard.body, /<html lang="ja"/);
     assert.match(dashboard.body, /<h2 id="organizations-heading">組織<\/h2>/);
     assert.match(dashboard.body, /<h3 id="organization-invitations-heading">あなたへの招待<\/h3>/);
-    assert.match(dashboard.body, /ADMIN として、<time datetime="[^"]+">[^<]*UTC<\/time> まで/);
+    assert.match(dashboard.body, /管理者として、<time datetime="[^"]+">[^<]*UTC<\/time> まで/);
 
     // The invitation link's page, in Spanish: the organization and role, the date in Spanish; a dead link explains itself.
     const invitation = await t.app.inject({ method: 'GET', url: `/organizations/invitations/accept?${new URLSearchParams({ token, lang: 'es' })}` });
     assert.equal(invitation.statusCode, 200);
     assert.match(invitation.body, /<h1>Invitación<\/h1>/);
-    assert.match(invitation.body, /Te han invitado a unirte a <strong>Sprachschule<\/strong> como ADMIN\./);
+    assert.match(invitation.body, /Te han invitado a unirte a <strong>Sprachschule<\/strong> como administrador\./);
     assert.match(invitation.body, /Iniciar sesión para aceptar/);
     const dead = await t.app.inject({ method: 'GET', url: '/organizations/invitations/accept?token=not-a-token&lang=pt-BR' });
     assert.match(dead.body, /Este link de convite não é válido/);
@@ -204,6 +204,53 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(hidden.body, /<html lang="de"/);
     assert.match(hidden.body, /<h1>Organisation nicht gefunden<\/h1>/);
     assert.match(hidden.body, /<code>ORGANIZATION_NOT_FOUND<\/code>/);
+  });
+
+  it('shows the roles in the page’s language, while its forms post the roles themselves', async () => {
+    const owner = await person('role-owner');
+    const admin = await person('role-admin', ['ADMIN']);
+    const member = await person('role-member');
+    const billing = await person('role-billing');
+    const created = await t.services.organizations.create({ name: 'Rollen GmbH' }, owner.id, CLI_SOURCE);
+    assert.ok(created.ok);
+    const { id } = created.organization;
+    await t.services.organizations.addMember(id, admin.id, 'ADMIN', CLI_SOURCE);
+    await t.services.organizations.addMember(id, member.id, 'MEMBER', CLI_SOURCE);
+    await t.services.organizations.addMember(id, billing.id, 'BILLING', CLI_SOURCE);
+    const invitee = uniqueEmail('role-invitee');
+    const token = await pendingInvitation(id, invitee, 'MEMBER');
+    /** The words a reader sees: no markup, no attribute (a form's values stay the roles themselves). */
+    const visibleText = (html: string) => html.replace(/<(script|style)\b[\s\S]*?<\/\1>/g, ' ').replace(/<[^>]*>/g, ' ');
+    const RAW_ROLE = /\b(?:OWNER|ADMIN|MEMBER)\b/;
+
+    const page = await owner.browser.get(`/organizations/${id}?lang=de&notice=OWNERSHIP_TRANSFERRED`);
+    assert.equal(page.statusCode, 200);
+    assert.match(page.body, /<dt>Ihre Rolle<\/dt><dd>Inhaber<\/dd>/);
+    for (const role of ['Inhaber', 'Administrator', 'Mitglied', 'BILLING']) assert.match(page.body, new RegExp(`<td data-label="Rolle">${role}</td>`), `the members table says ${role}`);
+    assert.match(page.body, /<option value="ADMIN" selected>Administrator<\/option>/, 'the role form posts the role, shown in words');
+    assert.match(page.body, /<option value="OWNER">Inhaber<\/option>/);
+    assert.match(page.body, /<option value="BILLING" selected>BILLING<\/option>/, 'a custom role as the organization named it');
+    assert.match(page.body, /<option value="MEMBER" selected>Mitglied<\/option>/, 'the invitation form');
+    assert.match(page.body, /Als Mitglied, bis <time/);
+    assert.match(page.body, /Ihre Rolle ist jetzt Administrator\./);
+    assert.match(page.body, /Das gewählte Mitglied erhält die Rolle Inhaber, Sie erhalten die Rolle Administrator\./);
+    // (The organization API keys' section is the api-keys module's: its role choices are its own.)
+    const ours = page.body.replace(/<section id="api-keys"[\s\S]*?<\/section>/, '');
+    assert.doesNotMatch(visibleText(ours), RAW_ROLE);
+
+    const dashboard = await admin.browser.get('/dashboard?lang=de');
+    assert.match(dashboard.body, /<dt>Ihre Rolle<\/dt><dd>Administrator<\/dd>/);
+    const adminPage = await admin.browser.get(`/admin/organizations/${id}?lang=de`);
+    assert.equal(adminPage.statusCode, 200);
+    for (const role of ['Inhaber', 'Administrator', 'Mitglied', 'BILLING']) assert.match(adminPage.body, new RegExp(`<td data-label="Rolle">${role}</td>`), `the admin's members table says ${role}`);
+    const invitation = await t.app.inject({ method: 'GET', url: `/organizations/invitations/accept?${new URLSearchParams({ token, lang: 'de' })}` });
+    assert.match(invitation.body, /Sie sind eingeladen, <strong>Rollen GmbH<\/strong> als Mitglied beizutreten\./);
+    assert.doesNotMatch(visibleText(invitation.body), RAW_ROLE);
+
+    // The form still posts the role itself.
+    const changed = await owner.browser.post(`/organizations/${id}/members/role`, { userId: member.id, role: 'ADMIN' }, hiddenValue(page.body, 'csrfToken'));
+    assert.equal(changed.headers.location, `/organizations/${id}?notice=ROLE_CHANGED`);
+    assert.equal((await t.services.organizations.get(id, { userId: member.id }))?.role, 'ADMIN');
   });
 
   it('pages the admin list a hundred at a time, keeping the search', async () => {

@@ -70,7 +70,7 @@ for (const backend of await backends()) {
       const page = await t.app.inject({ method: 'GET', url: `/organizations/invitations/accept?token=${token}` });
       assert.equal(page.statusCode, 200);
       assert.match(page.body, /Invites Ltd/);
-      assert.match(page.body, /as ADMIN/);
+      assert.match(page.body, /as an admin\./);
       assert.match(page.body, /Log in to accept/);
 
       // Another account, and an unverified one, are refused with their own codes.

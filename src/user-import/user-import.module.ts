@@ -5,6 +5,8 @@
  * through the `passwordHashSchemes` slot), and lazy migration from a live old system
  * (LEGACY_VERIFY_URL, the `passwordAccountSources` slot). See docs/guides/moving-to-gatehouse.md.
  */
+import { join } from 'node:path';
+import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { cli } from './user-import.cli.ts';
 import { FOREIGN_HASH_SCHEMES } from './hash-schemes.ts';
@@ -19,6 +21,8 @@ declare module '../audit/audit.service.ts' {
 export const userImportModule = defineModule({
   name: 'user-import',
   config: legacyVerifyConfigSection,
+  // The words of its audit event in the admin log.
+  messages: readMessages(join(import.meta.dirname, 'messages')),
   auditEvents: AUDIT_EVENTS,
   passwordHashSchemes: FOREIGN_HASH_SCHEMES,
   passwordAccountSources: (config) => legacyAccountSources(config.legacyVerify),
