@@ -90,7 +90,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Every page's language, CSRF token, nonce and viewer, set once per request (reply.page). A
   // page answered before the browser routes' language hook ran (the access hook's refusals)
   // negotiates its language from the request alone.
-  const languageOf = requestPageLanguage(services.translations, services.brand.page);
+  const languageOf = requestPageLanguage(services.translations, services.brand.page, { isSecureOrigin: config.isSecureOrigin });
   registerPageContext(app, { issueCsrfToken: (request, reply) => csrf.issueToken(request, reply), languageOf });
   // After CSRF: a forged cross-site request is refused before any session work. Every route
   // declares who may call it; one hook decides (authorization/route-access.ts).

@@ -141,7 +141,7 @@ export const adminOverviewRoutes: FastifyPluginAsyncZod<AdminOverviewOptions> = 
       { label: i18n.t('admin.overview.figure.locked', { days: OVERVIEW_DAYS }), value: format(total(locked)) },
       ...(adoption === null || withFactor === null
         ? []
-        : [{ label: i18n.t('admin.overview.figure.adoption'), value: i18n.t('admin.overview.adoption', { percent: adoption, count: withFactor, total: enabled }) }]),
+        : [{ label: i18n.t('admin.overview.figure.adoption'), value: i18n.t('admin.overview.adoption', { percent: adoption, count: withFactor, total: enabled }), isText: true }]),
       ...backlogs.map((backlog) => ({ label: i18n.t(`admin.overview.figure.backlog.${backlog.queue}`), value: format(backlog.pending) })),
     ];
     return pages.send(reply, 'admin-overview', {

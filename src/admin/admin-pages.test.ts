@@ -202,6 +202,10 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.equal(german.headers['content-language'], 'de');
         const japanese = await t.app.inject({ method: 'GET', url: '/admin?lang=ja', headers: { cookie: plainBrowser.jar.header() } });
         assert.match(japanese.body, /<html lang="ja"/);
+        // The footer's language switcher, as on every page; a language chosen there is remembered.
+        assert.match(japanese.body, /<a href="\/admin\?lang=de" hreflang="de" lang="de">Deutsch<\/a>/);
+        assert.match(japanese.body, /<span aria-current="true" lang="ja">日本語<\/span>/);
+        assert.equal(japanese.cookies.find((cookie) => cookie.name === 'gatehouse.lang')?.value, 'ja');
         const after = await t.services.admin.getUser(target.id);
         assert.deepEqual(after?.user.roles, []);
         assert.equal(after?.user.disabledAt, null);
@@ -588,6 +592,11 @@ for (const strategy of ['database', 'jwt'] as const) {
         assert.ok(tableRows(all.body).length > 3);
         assert.match(all.body, /<select id="type" name="type">/);
         assert.match(all.body, /<option value="user\.disabled">Account disabled<\/option>/);
+        // A type another module declares, in that module's words.
+        assert.match(all.body, /<option value="webhook\.endpoint_created">Webhook endpoint created<\/option>/);
+        // In German (the header, so this browser keeps reading English).
+        const german = await t.app.inject({ method: 'GET', url: '/admin/events', headers: { cookie: adminBrowser.jar.header(), 'user-agent': adminBrowser.userAgent, 'accept-language': 'de' } });
+        assert.match(german.body, /<option value="mfa\.totp_enabled">Authenticator-App eingeschaltet<\/option>/);
 
         const mine = await get(`/admin/events?userId=${user.id}`, adminBrowser);
         assertHtmlPage(mine, 'by user');

@@ -98,7 +98,8 @@ export interface AdminPages {
   };
   'admin-overview': AdminFrame & {
     /** Each value as it is shown (a number in the page's language, a share). */
-    figures: Array<{ label: string; value: string }>;
+    /** `isText`: the value is a phrase (a share and its counts), shown smaller than a single number. */
+    figures: Array<{ label: string; value: string; isText?: boolean }>;
     /** `labelHeading` heads the table's first column (a day, a limiter, a queue); with `emptyText` the chart has nothing to draw and says so instead. */
     charts: Array<{ id: string; title: string; labels: readonly string[]; labelHeading: string; emptyText?: string; series: ReadonlyArray<{ name: string; className: string; values: readonly number[] }>; svg: string }>;
   };

@@ -26,9 +26,18 @@ export const SERIES_CLASSES = ['chart-a', 'chart-c', 'chart-d', 'chart-e', 'char
 
 const WIDTH = 640;
 const HEIGHT = 200;
-const LEFT = 36;
-const BOTTOM = 24;
-const TOP = 8;
+/** Room for the value axis's labels: at least this, more for long numbers (below). */
+const MIN_LEFT = 36;
+/**
+ * The width of one digit of an axis label, in the viewBox's units, at its largest: the SVG scales
+ * with its column, and the stylesheet sets the labels' size so that they stay legible on a phone,
+ * where one unit is about half a pixel (`.chart-axis`, about 23 units there).
+ */
+const DIGIT_WIDTH = 14;
+const BOTTOM = 32;
+const TOP = 12;
+/** How many labels the label axis shows at most on a narrow screen, where they are drawn largest. */
+const NARROW_LABELS = 4;
 
 /** A round step for the value axis: 1, 2, 5 × 10^n, about four lines. */
 function niceMax(max: number): { top: number; step: number } {
@@ -44,18 +53,23 @@ export function barChartSvg(chart: Chart): string {
   const stackedTotals = chart.labels.map((_, index) => chart.series.reduce((sum, series) => sum + (series.values[index] ?? 0), 0));
   const max = Math.max(0, ...(chart.isStacked === true ? stackedTotals : chart.series.flatMap((series) => series.values)));
   const { top, step } = niceMax(max);
-  const plotWidth = WIDTH - LEFT;
+  const left = Math.max(MIN_LEFT, 8 + DIGIT_WIDTH * String(top).length);
+  const plotWidth = WIDTH - left;
   const plotHeight = HEIGHT - BOTTOM - TOP;
   const slot = plotWidth / Math.max(1, chart.labels.length);
   const barWidth = chart.isStacked === true ? slot * 0.8 : Math.max(1, (slot * 0.8) / Math.max(1, chart.series.length));
   const y = (value: number) => TOP + plotHeight - (value / top) * plotHeight;
   const parts: string[] = [];
   for (let value = 0; value <= top; value += step) {
-    parts.push(`<line class="chart-grid" x1="${LEFT}" x2="${WIDTH}" y1="${y(value)}" y2="${y(value)}"/>`);
-    parts.push(`<text class="chart-axis" x="${LEFT - 4}" y="${y(value) + 4}" text-anchor="end">${value}</text>`);
+    parts.push(`<line class="chart-grid" x1="${left}" x2="${WIDTH}" y1="${y(value)}" y2="${y(value)}"/>`);
+    parts.push(`<text class="chart-axis" x="${left - 4}" y="${y(value)}" text-anchor="end" dominant-baseline="middle">${value}</text>`);
   }
+  // Every other day's label when there are many, so that they do not overlap; on a narrow screen,
+  // where they are drawn larger, a few only: the others are marked minor, and the stylesheet hides them there.
+  const wideStep = chart.labels.length <= 10 ? 1 : 2;
+  const narrowStep = Math.max(wideStep, Math.ceil(chart.labels.length / NARROW_LABELS));
   chart.labels.forEach((label, index) => {
-    const x0 = LEFT + index * slot + slot * 0.1;
+    const x0 = left + index * slot + slot * 0.1;
     let below = 0;
     chart.series.forEach((series, seriesIndex) => {
       const value = series.values[index] ?? 0;
@@ -65,9 +79,9 @@ export function barChartSvg(chart: Chart): string {
       below += value;
       parts.push(`<rect class="${escapeHtml(series.className)}" x="${x.toFixed(1)}" y="${top.toFixed(1)}" width="${barWidth.toFixed(1)}" height="${height.toFixed(1)}"/>`);
     });
-    // Every other day's label when there are many: they must not overlap.
-    if (chart.labels.length <= 10 || index % 2 === 0) {
-      parts.push(`<text class="chart-axis" x="${(LEFT + index * slot + slot / 2).toFixed(1)}" y="${HEIGHT - 6}" text-anchor="middle">${escapeHtml(label)}</text>`);
+    if (index % wideStep === 0) {
+      const className = index % narrowStep === 0 ? 'chart-axis' : 'chart-axis chart-axis-minor';
+      parts.push(`<text class="${className}" x="${(left + index * slot + slot / 2).toFixed(1)}" y="${HEIGHT - BOTTOM + 7}" text-anchor="middle" dominant-baseline="hanging">${escapeHtml(label)}</text>`);
     }
   });
   const titleId = `${chart.id}-title`;

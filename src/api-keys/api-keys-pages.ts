@@ -24,6 +24,7 @@ import type { PageContext } from '../web/page-context.ts';
 import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
 import { OWNER } from '../organizations/organizations.model.ts';
+import { roleLabel } from '../organizations/organizations-pages.messages.ts';
 import type { ApiKeysService, NewKeyInput } from './api-keys.service.ts';
 import { ADMIN_SCOPE, MAX_NAME_LENGTH, WRITE_SCOPE, type ApiKeyView } from './api-keys.model.ts';
 import { API_KEY_SCANNER_REGEX } from './key-format.ts';
@@ -51,7 +52,8 @@ interface FormModel {
   action: string;
   lifetimes: number[];
   defaultDays: number;
-  roleChoices: string[];
+  /** The roles a key may carry: the value posted and its words (an organization's roles in the page's language). */
+  roleChoices: Array<{ value: string; label: string }>;
   mayChooseAdmin: boolean;
   isOrganization: boolean;
   maxNameLength: number;
@@ -64,7 +66,8 @@ interface ApiKeyPages {
 
 const renderer = () => createPageRenderer<ApiKeyPages>(templatesIn(join(import.meta.dirname, 'templates')));
 
-function rowsOf(keys: readonly ApiKeyView[], page: PageContext): KeyRow[] {
+/** The active keys as rows; `labelRole` puts a role in words (an organization key's: its role in the page's language). */
+function rowsOf(keys: readonly ApiKeyView[], page: PageContext, labelRole: (role: string) => string = (role) => role): KeyRow[] {
   const { i18n } = page;
   return keys
     .filter((key) => key.status === 'active')
@@ -73,14 +76,17 @@ function rowsOf(keys: readonly ApiKeyView[], page: PageContext): KeyRow[] {
       name: key.name,
       hint: key.hint,
       status: key.status,
-      grants: [...key.roles, ...key.scopes.map((scope) => `scope:${scope}`)].join(', ') || i18n.t('api-keys.section.noRoles'),
+      grants: [...key.roles.map(labelRole), ...key.scopes.map((scope) => `scope:${scope}`)].join(', ') || i18n.t('api-keys.section.noRoles'),
       expiresAt: formatTime(key.expiresAt, i18n.locale),
       lastUsedAt: key.lastUsedAt === null ? null : formatTime(key.lastUsedAt, i18n.locale),
       lastUsedIp: key.lastUsedIp,
     }));
 }
 
-function formModel(apiKeys: ApiKeysService, action: string, roleChoices: string[], options: { mayChooseAdmin: boolean; isOrganization: boolean }): FormModel {
+/** An account's roles as choices: they are the deployment's own names, shown as they are. */
+const asChoices = (roles: readonly string[]): FormModel['roleChoices'] => roles.map((role) => ({ value: role, label: role }));
+
+function formModel(apiKeys: ApiKeysService, action: string, roleChoices: FormModel['roleChoices'], options: { mayChooseAdmin: boolean; isOrganization: boolean }): FormModel {
   const maxDays = Math.floor(apiKeys.config.maxTtlSeconds / 86_400);
   const defaultDays = Math.max(1, Math.round(apiKeys.config.defaultTtlSeconds / 86_400));
   const lifetimes = [...new Set([...LIFETIMES.filter((days) => days <= maxDays), defaultDays])].sort((a, b) => a - b);
@@ -107,7 +113,7 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
           intro: i18n.t('api-keys.section.intro'),
           keys: rowsOf(keys, page),
           revokeAction: '/dashboard/api-keys/revoke',
-          form: formModel(apiKeys, '/dashboard/api-keys', roles, { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }),
+          form: formModel(apiKeys, '/dashboard/api-keys', asChoices(roles), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }),
         });
       },
     },
@@ -120,7 +126,7 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
         const keys = (await apiKeys.list({ userId }, 'operator')) ?? [];
         const { i18n } = page;
         const base = `${adminUserPage(userId)}/api-keys`;
-        const form = apiKeys.config.enabled && user.disabledAt === null ? formModel(apiKeys, base, user.roles.filter((role) => role !== ADMIN_ROLE), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }) : null;
+        const form = apiKeys.config.enabled && user.disabledAt === null ? formModel(apiKeys, base, asChoices(user.roles.filter((role) => role !== ADMIN_ROLE)), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }) : null;
         return section(page, { heading: i18n.t('api-keys.admin.heading'), intro: i18n.t('api-keys.admin.intro'), keys: rowsOf(keys, page), revokeAction: `${base}/revoke`, form });
       },
     },
@@ -136,9 +142,9 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
         return section(page, {
           heading: i18n.t('api-keys.organization.heading'),
           intro: i18n.t('api-keys.organization.intro'),
-          keys: rowsOf(keys, page),
+          keys: rowsOf(keys, page, (role) => roleLabel(role, i18n)),
           revokeAction: `${base}/api-keys/revoke`,
-          form: formModel(apiKeys, `${base}/api-keys`, ['MEMBER', 'ADMIN'], { mayChooseAdmin: false, isOrganization: true }),
+          form: formModel(apiKeys, `${base}/api-keys`, ['MEMBER', 'ADMIN'].map((role) => ({ value: role, label: roleLabel(role, i18n) })), { mayChooseAdmin: false, isOrganization: true }),
         });
       },
     },

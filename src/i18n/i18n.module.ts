@@ -6,7 +6,7 @@
  * request gets its language (`request.language`: `?lang=`, remembered in a cookie, else the
  * browser's Accept-Language, else English) and pages render with it.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { defineModule } from '../module.ts';
 import { WEB_MESSAGES, type PageLanguage } from '../web/render.ts';
 import { DEFAULT_BRAND, type Brand } from '../web/brand.ts';
@@ -53,13 +53,13 @@ export function withLanguage(url: string, locale: Locale): string {
   return `${path}?${query.toString()}`;
 }
 
-function pageLanguage(translations: Translations, locale: Locale, request: FastifyRequest): PageLanguage {
+function pageLanguage(translations: Translations, locale: Locale, request: FastifyRequest, brand: Brand = DEFAULT_BRAND): PageLanguage {
   const translator = translations.translator(locale);
   let links: PageLanguage['links'] | undefined;
   return {
     ...translator,
-    // The branding module's hook, after this one, puts the deployment's brand here.
-    brand: DEFAULT_BRAND,
+    // On the browser routes the branding module's hook, after this one, puts the deployment's brand here.
+    brand,
     // Made when a page shows them, not for every request.
     get links() {
       return (links ??= LOCALES.map((other) => ({ locale: other, name: LOCALE_INFO[other].name, href: withLanguage(request.url, other), isCurrent: other === locale })));
@@ -69,14 +69,27 @@ function pageLanguage(translations: Translations, locale: Locale, request: Fasti
 
 /**
  * The language of a browser request answered before the browser routes' hooks run (the route
- * guard's 403 page): negotiated as theirs is, from the request alone. The switcher is left out
- * (no page to link back to) and nothing is remembered.
+ * guard's 403 page, a 404 page): negotiated as theirs is, from the request alone, with the same
+ * switcher in the footer for a page load (its links load the same address in another language; a
+ * refused form post has no page there to show again), and a choice made with it remembered as the
+ * language hook remembers one.
  */
-export function requestPageLanguage(translations: Translations, brand: Brand): (request: FastifyRequest) => PageLanguage {
-  return (request) => {
-    const { locale } = negotiateLocale({ query: langParameter(request.url), cookie: request.cookies?.[LOCALE_COOKIE], acceptLanguage: request.headers['accept-language'] });
-    return { ...translations.translator(locale), links: [], brand };
+export function requestPageLanguage(
+  translations: Translations,
+  brand: Brand,
+  options: { isSecureOrigin: boolean },
+): (request: FastifyRequest, reply: FastifyReply) => PageLanguage {
+  return (request, reply) => {
+    const { locale, isChosen } = negotiateLocale({ query: langParameter(request.url), cookie: request.cookies?.[LOCALE_COOKIE], acceptLanguage: request.headers['accept-language'] });
+    if (isChosen && isOwnNavigation(request.headers)) rememberLocale(reply, locale, options.isSecureOrigin);
+    if (request.method !== 'GET' && request.method !== 'HEAD') return { ...translations.translator(locale), links: [], brand };
+    return pageLanguage(translations, locale, request, brand);
   };
+}
+
+/** The language chosen with `?lang=`, in a cookie for a year. */
+function rememberLocale(reply: FastifyReply, locale: Locale, isSecureOrigin: boolean): void {
+  void reply.setCookie(LOCALE_COOKIE, locale, { path: '/', maxAge: COOKIE_MAX_AGE_SECONDS, sameSite: 'lax', secure: isSecureOrigin, httpOnly: true });
 }
 
 export const i18nModule = defineModule({
@@ -96,9 +109,7 @@ export const i18nModule = defineModule({
           const { lang } = (request.query ?? {}) as { lang?: unknown };
           const { locale, isChosen } = negotiateLocale({ query: lang, cookie: request.cookies[LOCALE_COOKIE], acceptLanguage: request.headers['accept-language'] });
           // A ?lang= from another site answers in that language but is not remembered.
-          if (isChosen && isOwnNavigation(request.headers)) {
-            void reply.setCookie(LOCALE_COOKIE, locale, { path: '/', maxAge: COOKIE_MAX_AGE_SECONDS, sameSite: 'lax', secure: config.isSecureOrigin, httpOnly: true });
-          }
+          if (isChosen && isOwnNavigation(request.headers)) rememberLocale(reply, locale, config.isSecureOrigin);
           void reply.header('content-language', locale);
           request.language = pageLanguage(services.translations, locale, request);
           done();

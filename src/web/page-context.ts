@@ -48,8 +48,11 @@ declare module 'fastify' {
 export interface PageContextSources {
   /** Issues this browser's CSRF token (http/csrf.ts), setting its secret cookie when it has none. */
   issueCsrfToken(request: FastifyRequest, reply: FastifyReply): string;
-  /** The language of a request the browser routes' language hook has not seen (negotiated from the request alone). */
-  languageOf(request: FastifyRequest): PageLanguage;
+  /**
+   * The language of a request the browser routes' language hook has not seen (negotiated from the
+   * request alone; a `?lang=` choice is remembered on `reply`, as that hook does).
+   */
+  languageOf(request: FastifyRequest, reply: FastifyReply): PageLanguage;
 }
 
 /** Gives every reply its page context (`reply.page`), made on first use. */
@@ -80,7 +83,7 @@ function requestPageContext(reply: FastifyReply, sources: PageContextSources): P
         const own = request.language as PageLanguage | null | undefined;
         if (own !== null && own !== undefined) i18n = own;
         else {
-          i18n = sources.languageOf(request);
+          i18n = sources.languageOf(request, reply);
           void reply.header('content-language', i18n.locale);
         }
       }

@@ -33,16 +33,64 @@ async function partOffsets(page: Page, selector: string): Promise<number[]> {
   }, selector);
 }
 
+/**
+ * The words of the visible text in the page's table cells that the browser broke across lines
+ * (each word of each text node measured as a range: more than one line box means it was split),
+ * by how many px each table's scroller is narrower than its table, and the columns' widths (to say why).
+ */
+async function tableWordBreaks(page: Page): Promise<{ broken: string[]; overflow: number[]; columns: string[] }> {
+  // Runs in the page (this project's TypeScript has no DOM types).
+  type Rect = { width: number; top: number };
+  type Text = { data: string; parentElement: { checkVisibility(): boolean } };
+  type Dom = {
+    document: {
+      querySelectorAll(selector: string): Iterable<{ scrollWidth: number; clientWidth: number; textContent: string; getBoundingClientRect(): Rect }>;
+      createTreeWalker(root: unknown, show: number): { nextNode(): Text | null };
+      createRange(): { setStart(node: Text, offset: number): void; setEnd(node: Text, offset: number): void; getClientRects(): Iterable<Rect> };
+    };
+  };
+  return page.evaluate(() => {
+    const { document } = globalThis as unknown as Dom;
+    const broken: string[] = [];
+    for (const cell of document.querySelectorAll('table.table tbody td')) {
+      const texts = document.createTreeWalker(cell, 4 /* NodeFilter.SHOW_TEXT */);
+      for (let text = texts.nextNode(); text !== null; text = texts.nextNode()) {
+        if (!text.parentElement.checkVisibility()) continue;
+        for (const word of text.data.matchAll(/\S+/g)) {
+          const range = document.createRange();
+          range.setStart(text, word.index);
+          range.setEnd(text, word.index + word[0].length);
+          const lines = new Set([...range.getClientRects()].filter((rect) => rect.width > 0).map((rect) => Math.round(rect.top)));
+          if (lines.size > 1) broken.push(word[0]);
+        }
+      }
+    }
+    const overflow = [...document.querySelectorAll('.table-scroll')].map((scroller) => scroller.scrollWidth - scroller.clientWidth);
+    const columns = [...document.querySelectorAll('table.table thead th')].map((th) => `${th.textContent.trim()} ${Math.round(th.getBoundingClientRect().width)}`);
+    return { broken, overflow, columns };
+  });
+}
+
 async function screenshot(t: TestContext, page: Page, name: string): Promise<void> {
   t.diagnostic(`screenshot: ${await saveScreenshot(page, name)}`);
 }
 
 async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await submitSignIn(page, email, password);
+  await page.waitForURL((url) => url.pathname === '/dashboard');
+}
+
+/** A sign-in with a wrong password: the page says so, and the audit log has a failed row. */
+async function failSignIn(page: Page, email: string, password: string): Promise<void> {
+  await submitSignIn(page, email, `${password}-wrong`);
+  await page.getByRole('alert').waitFor();
+}
+
+async function submitSignIn(page: Page, email: string, password: string): Promise<void> {
   await page.goto('/auth/signin');
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Login', exact: true }).click();
-  await page.waitForURL((url) => url.pathname === '/dashboard');
 }
 
 /** Submits a form that redirects back with `?notice=` or `?error=`; returns the code it came back with. */
@@ -174,11 +222,7 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
         assert.ok(browser);
         await withPage(t, browser, { baseURL, viewport: { width: 375, height: 740 } }, async (page) => {
           // A failed sign-in first: its audit row's "what happened" is a text, a badge and a code in one cell.
-          await page.goto('/auth/signin');
-          await page.getByLabel('Email').fill(ADMIN.email);
-          await page.getByLabel('Password').fill(`${ADMIN.password}-wrong`);
-          await page.getByRole('button', { name: 'Login', exact: true }).click();
-          await page.getByRole('alert').waitFor();
+          await failSignIn(page, ADMIN.email, ADMIN.password);
           await signIn(page, ADMIN.email, ADMIN.password);
           await page.goto('/admin');
           await page.getByRole('heading', { name: 'Users' }).waitFor();
@@ -226,6 +270,25 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
         });
       });
 
+      it('keeps a table cell\'s words whole at desktop width (a role, a reason code, an address), and the tables inside their column', async (t) => {
+        assert.ok(browser);
+        await withPage(t, browser, { baseURL, viewport: { width: 1280, height: 800 } }, async (page) => {
+          // A failed sign-in: its row in the log carries the reason code INVALID_CREDENTIALS.
+          await failSignIn(page, TARGET.email, TARGET.password);
+          await signIn(page, ADMIN.email, ADMIN.password);
+          // The users' roles; the log; a user's trail on its page, the narrowest column of the three.
+          for (const [path, word] of [['/admin', 'SUPPORT'], ['/admin/events', 'INVALID_CREDENTIALS'], [`/admin/users/${targetId}`, 'INVALID_CREDENTIALS']] as const) {
+            await page.goto(path);
+            await page.locator('table.table tbody td').first().waitFor();
+            assert.ok((await page.locator('table.table tbody').innerText()).includes(word), `${path} shows ${word}`);
+            const { broken, overflow, columns } = await tableWordBreaks(page);
+            assert.deepEqual(broken, [], `${path}: no word of a table cell is split across lines`);
+            assert.ok(Math.max(...overflow) <= 0, `${path}: every table fits its column (overflow ${overflow.join(', ')} px; columns ${columns.join(', ')})`);
+          }
+          await screenshot(t, page, `admin-user-trail-${strategy}`);
+        });
+      });
+
       it('shows a non-admin the 403 page at /admin', async (t) => {
         assert.ok(browser);
         await withPage(t, browser, { baseURL }, async (page) => {
@@ -237,6 +300,11 @@ describe('admin pages in Chromium', { skip: chromium.ok ? false : chromium.reaso
           await page.getByRole('heading', { name: 'Access denied' }).waitFor();
           assert.match(await page.getByRole('alert').innerText(), /FORBIDDEN/);
           await screenshot(t, page, `admin-forbidden-${strategy}`);
+          // The footer's language switcher, as on every other page: it loads the page again in German.
+          const languages = page.getByRole('navigation', { name: 'Language' });
+          await languages.getByRole('link', { name: 'Deutsch', exact: true }).click();
+          await page.getByRole('heading', { name: 'Zugriff verweigert' }).waitFor();
+          assert.equal(new URL(page.url()).pathname, '/admin');
           // The 403 itself is the expected failure; nothing else may go wrong.
           assert.deepEqual(problems.filter((p) => !p.includes('403')), []);
         });
