@@ -40,14 +40,9 @@ describe('audit event words', () => {
     assert.equal(eventWords('no.such_type', en, owners), 'Other event: no such type');
   });
 
-  it('counts every refused or failed type as a failure (the outcome filter and the row\'s mark), and no other', () => {
+  it('counts the refused or failed types as failures (the outcome filter and the row\'s mark), and no other', () => {
     const failures: string[] = [...owners.keys()].filter(isFailureType).sort();
-    for (const type of ['signin.failure', 'sso.signin_failed', 'api_key.use_failed', 'org_domain.verification_failed', 'refresh.reuse_detected', 'user.password_locked', 'webhook.endpoint_auto_disabled']) {
-      assert.ok(failures.includes(type), `${type} is a failure`);
-    }
-    for (const type of ['signin.success', 'sso.signin_succeeded', 'email_signin.voided', 'webhook.endpoint_disabled', 'user.disabled']) {
-      assert.ok(!failures.includes(type), `${type} is not a failure`);
-    }
-    assert.deepEqual(failures.filter((type) => !/fail|reuse_detected|password_locked|auto_disabled/.test(type)), []);
+    // Every declared type read by hand: these seven record a refusal or something gone wrong.
+    assert.deepEqual(failures, ['api_key.use_failed', 'org_domain.verification_failed', 'refresh.reuse_detected', 'signin.failure', 'sso.signin_failed', 'user.password_locked', 'webhook.endpoint_auto_disabled']);
   });
 });

@@ -18,6 +18,16 @@ describe('bar charts', () => {
     assert.ok(labels.filter((label) => label.className !== 'chart-axis').every((label) => label.className === 'chart-axis chart-axis-minor'));
   });
 
+  it('keeps a few labels on a narrow column whatever the count (every one it keeps is drawn at desktop width too)', () => {
+    for (let count = 1; count <= 40; count++) {
+      const labels = Array.from({ length: count }, (_, index) => `L${index}`);
+      const drawn = labelsOf(barChartSvg({ id: 'c', title: 'T', labels, series: [{ name: 'A', className: 'chart-a', values: labels.map(() => 1) }] }));
+      const kept = drawn.filter((label) => label.className === 'chart-axis').length;
+      assert.ok(kept >= Math.min(count, 3) && kept <= 5, `${count} labels: ${kept} kept on a narrow column`);
+      assert.ok(drawn.length >= kept, `${count} labels: ${drawn.length} drawn`);
+    }
+  });
+
   it('shows every label of a short chart, none minor', () => {
     const svg = barChartSvg({ id: 'c', title: 'T', labels: ['Mail', 'Webhooks'], series: [{ name: 'A', className: 'chart-a', values: [1, 2] }] });
     assert.deepEqual(labelsOf(svg), [{ className: 'chart-axis', text: 'Mail' }, { className: 'chart-axis', text: 'Webhooks' }]);

@@ -67,7 +67,8 @@ export function barChartSvg(chart: Chart): string {
   // Every other day's label when there are many, so that they do not overlap; on a narrow screen,
   // where they are drawn larger, a few only: the others are marked minor, and the stylesheet hides them there.
   const wideStep = chart.labels.length <= 10 ? 1 : 2;
-  const narrowStep = Math.max(wideStep, Math.ceil(chart.labels.length / NARROW_LABELS));
+  // (A multiple of wideStep: a label it skips is drawn in neither width.)
+  const narrowStep = wideStep * Math.ceil(chart.labels.length / NARROW_LABELS / wideStep);
   chart.labels.forEach((label, index) => {
     const x0 = left + index * slot + slot * 0.1;
     let below = 0;

@@ -226,7 +226,7 @@ describe('organization pages', { timeout: 120_000 }, () => {
     const page = await owner.browser.get(`/organizations/${id}?lang=de&notice=OWNERSHIP_TRANSFERRED`);
     assert.equal(page.statusCode, 200);
     assert.match(page.body, /<dt>Ihre Rolle<\/dt><dd>Inhaber<\/dd>/);
-    for (const role of ['Inhaber', 'Administrator', 'Mitglied', 'BILLING']) assert.match(page.body, new RegExp(`<td data-label="Rolle">${role}</td>`), `the members table says ${role}`);
+    for (const role of ['Inhaber', 'Administrator', 'Mitglied', 'BILLING']) assert.match(page.body, new RegExp(`<td role="cell" data-label="Rolle">${role}</td>`), `the members table says ${role}`);
     assert.match(page.body, /<option value="ADMIN" selected>Administrator<\/option>/, 'the role form posts the role, shown in words');
     assert.match(page.body, /<option value="OWNER">Inhaber<\/option>/);
     assert.match(page.body, /<option value="BILLING" selected>BILLING<\/option>/, 'a custom role as the organization named it');
@@ -242,7 +242,7 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(dashboard.body, /<dt>Ihre Rolle<\/dt><dd>Administrator<\/dd>/);
     const adminPage = await admin.browser.get(`/admin/organizations/${id}?lang=de`);
     assert.equal(adminPage.statusCode, 200);
-    for (const role of ['Inhaber', 'Administrator', 'Mitglied', 'BILLING']) assert.match(adminPage.body, new RegExp(`<td data-label="Rolle">${role}</td>`), `the admin's members table says ${role}`);
+    for (const role of ['Inhaber', 'Administrator', 'Mitglied', 'BILLING']) assert.match(adminPage.body, new RegExp(`<td role="cell" data-label="Rolle">${role}</td>`), `the admin's members table says ${role}`);
     const invitation = await t.app.inject({ method: 'GET', url: `/organizations/invitations/accept?${new URLSearchParams({ token, lang: 'de' })}` });
     assert.match(invitation.body, /Sie sind eingeladen, <strong>Rollen GmbH<\/strong> als Mitglied beizutreten\./);
     assert.doesNotMatch(visibleText(invitation.body), RAW_ROLE);
@@ -284,7 +284,7 @@ describe('organization pages', { timeout: 120_000 }, () => {
     assert.match(list.body, /<html lang="de"/);
     assert.match(list.body, /<h1>Organisationen<\/h1>/);
     assert.match(list.body, /<label for="organization-query">Organisationen nach Name oder Slug suchen<\/label>/);
-    assert.match(list.body, /<th scope="col">Mitglieder<\/th>/);
+    assert.match(list.body, /<th scope="col" role="columnheader">Mitglieder<\/th>/);
     assert.match(list.body, /Findet den Anfang eines Wortes im Namen oder im Slug\. <code>\*text<\/code>/);
     assert.doesNotMatch(list.body, /NOT_OUR_CODE_42/);
     const gone = await admin.browser.get('/admin/organizations?lang=ja&error=ORGANIZATION_NOT_FOUND');

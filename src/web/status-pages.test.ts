@@ -36,6 +36,22 @@ describe('status pages for browsers', () => {
     assert.match(german.body, /<html lang="de"/);
     const japanese = await t.app.inject({ method: 'GET', url: '/nowhere?lang=ja', headers: { accept: BROWSER_ACCEPT } });
     assert.match(japanese.body, /ページが見つかりません/);
+    // The footer's language switcher, as on every page; the choice is remembered, unless another site linked here.
+    assert.match(japanese.body, /<a href="\/nowhere\?lang=de" hreflang="de" lang="de">Deutsch<\/a>/);
+    assert.equal(japanese.cookies.find((cookie) => cookie.name === 'gatehouse.lang')?.value, 'ja');
+    const linked = await t.app.inject({ method: 'GET', url: '/nowhere?lang=ja', headers: { accept: BROWSER_ACCEPT, 'sec-fetch-site': 'cross-site' } });
+    assert.match(linked.body, /ページが見つかりません/, 'a link from another site still answers in its language');
+    assert.equal(linked.cookies.find((cookie) => cookie.name === 'gatehouse.lang'), undefined, 'but sets no cookie');
+  });
+
+  it('links the switcher of a 404 page only to a path of this origin, whatever address was asked for', async () => {
+    for (const url of ['//evil.example/x', '/\\evil.example/x', '//evil.example/x?lang=de&next=1']) {
+      const page = await t.app.inject({ method: 'GET', url, headers: { accept: BROWSER_ACCEPT } });
+      assert.equal(page.statusCode, 404, url);
+      const links = [...page.body.matchAll(/<a href="([^"]*)" hreflang=/g)].map((match) => match[1]!);
+      assert.equal(links.length, 5, `${url}: the other five languages`);
+      for (const link of links) assert.match(link, /^\/(?![/\\])/, `${url}: ${link} is a path of this origin`);
+    }
   });
 
   it('keeps the JSON error for the API, for JSON callers, for other methods and without an Accept header', async () => {

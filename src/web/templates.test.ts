@@ -49,6 +49,25 @@ describe('page templates', () => {
     assert.deepEqual(problems, []);
   });
 
+  it('every table the reflow stylesheet shows as blocks says it is a table (explicit ARIA roles)', () => {
+    // Displayed as blocks on a phone or a tablet (gatehouse.css .table-reflow), a table loses its
+    // semantics in some screen readers (WebKit's among them) unless its parts carry their roles.
+    const files = (readdirSync(SRC, { recursive: true }) as string[]).filter((file) => file.endsWith('.eta'));
+    const tables = files.flatMap((file) => [...readFileSync(join(SRC, file), 'utf8').matchAll(/<table class="[^"]*\btable-reflow\b[^"]*"[^>]*>[\s\S]*?<\/table>/g)].map(([table]) => ({ file, table })));
+    assert.ok(tables.length >= 8, 'the reflowed tables are found');
+    const problems = tables.flatMap(({ file, table }) => {
+      const missing = [
+        ['table', /<table\b(?![^>]*role="table")/g],
+        ['rowgroup', /<t(?:head|body)\b(?![^>]*role="rowgroup")/g],
+        ['row', /<tr\b(?![^>]*role="row")/g],
+        ['columnheader', /<th\b(?![^>]*role="(?:columnheader|rowheader)")/g],
+        ['cell', /<td\b(?![^>]*role="cell")/g],
+      ].filter(([, pattern]) => (pattern as RegExp).test(table)).map(([role]) => role as string);
+      return missing.length === 0 ? [] : [`${file}: without role ${missing.join(', ')}`];
+    });
+    assert.deepEqual(problems, []);
+  });
+
   it('are read when first rendered: a broken one fails its own page only, a missing file or a duplicate name the start', (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-templates-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
