@@ -1,7 +1,7 @@
 /** The operators' area: the admin API and the /admin pages. */
 import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
-import { collectAuditEventOwners, defineModule } from '../module.ts';
+import { defineModule } from '../module.ts';
 import { ADMIN_ERRORS } from './admin.errors.ts';
 import { createAdminService, type AdminService } from './admin.service.ts';
 import { adminRoutes } from './admin.routes.ts';
@@ -43,7 +43,6 @@ export const adminModule = defineModule({
         db,
         // The outboxes whose module is in the list (as the metrics module measures them).
         outboxes: [...(has('mail') ? [{ queue: 'mail' as const, table: 'mail_outbox' }] : []), ...(has('webhooks') ? [{ queue: 'webhooks' as const, table: 'webhook_deliveries' }] : [])],
-        eventOwners: collectAuditEventOwners(modules),
       }),
     };
   },

@@ -50,8 +50,6 @@ export function createAdminService(deps: {
   db?: Db;
   /** The outboxes of the modules in the list (mail, webhooks): their queue and table. */
   outboxes?: ReadonlyArray<{ queue: 'mail' | 'webhooks'; table: string }>;
-  /** Each audit event type with the module that declares it (`collectAuditEventOwners`): where the log finds its words. */
-  eventOwners?: ReadonlyMap<string, string>;
 }) {
   const { users, sessions, credentials, audit } = deps;
 
@@ -155,6 +153,6 @@ export function createAdminService(deps: {
     /** The audit event types the modules declare, for the log's filter. */
     eventTypes: audit.eventTypes,
     /** Each of those types with the name of the module that declares it, for its words (admin-events.ts `eventWords`). */
-    eventOwners: deps.eventOwners ?? new Map<string, string>(),
+    eventOwners: audit.eventOwners as ReadonlyMap<string, string>,
   };
 }

@@ -23,8 +23,8 @@ import { HUB_PAGES } from '../http/hub-pages.ts';
 import type { PageContext } from '../web/page-context.ts';
 import { ADMIN_ROLE, type UserService } from '../users/user.service.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
-import { OWNER } from '../organizations/organizations.model.ts';
-import { roleLabel } from '../organizations/organizations-pages.messages.ts';
+import { ADMIN, MEMBER, OWNER } from '../organizations/organizations.model.ts';
+import { roleChoices, roleLabel, type RoleChoice } from '../organizations/organizations-pages.messages.ts';
 import type { ApiKeysService, NewKeyInput } from './api-keys.service.ts';
 import { ADMIN_SCOPE, MAX_NAME_LENGTH, WRITE_SCOPE, type ApiKeyView } from './api-keys.model.ts';
 import { API_KEY_SCANNER_REGEX } from './key-format.ts';
@@ -53,7 +53,7 @@ interface FormModel {
   lifetimes: number[];
   defaultDays: number;
   /** The roles a key may carry: the value posted and its words (an organization's roles in the page's language). */
-  roleChoices: Array<{ value: string; label: string }>;
+  roleChoices: RoleChoice[];
   mayChooseAdmin: boolean;
   isOrganization: boolean;
   maxNameLength: number;
@@ -135,7 +135,7 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
       async render({ userId, organizationId, page }) {
         if (userId === null || organizationId === undefined || !apiKeys.config.enabled) return null;
         const found = await organizations.get(organizationId, { userId });
-        if (found === null || (found.role !== OWNER && found.role !== 'ADMIN')) return null;
+        if (found === null || (found.role !== OWNER && found.role !== ADMIN)) return null;
         const keys = (await apiKeys.list({ organizationId }, { userId })) ?? [];
         const { i18n } = page;
         const base = organizationPage(organizationId);
@@ -144,7 +144,7 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
           intro: i18n.t('api-keys.organization.intro'),
           keys: rowsOf(keys, page, (role) => roleLabel(role, i18n)),
           revokeAction: `${base}/api-keys/revoke`,
-          form: formModel(apiKeys, `${base}/api-keys`, ['MEMBER', 'ADMIN'].map((role) => ({ value: role, label: roleLabel(role, i18n) })), { mayChooseAdmin: false, isOrganization: true }),
+          form: formModel(apiKeys, `${base}/api-keys`, roleChoices([MEMBER, ADMIN], i18n), { mayChooseAdmin: false, isOrganization: true }),
         });
       },
     },

@@ -1,5 +1,5 @@
 /** The audit log: every security-relevant event (the domain events modules subscribe to), and its retention. */
-import { collectAuditEventTypes, defineModule } from '../module.ts';
+import { collectAuditEventOwners, defineModule } from '../module.ts';
 import * as auditEvents from './migrations/0002-audit-events.ts';
 import * as auditEventsEmail from './migrations/20261130-audit-events-email.ts';
 import { createAuditService, type AuditService } from './audit.service.ts';
@@ -27,7 +27,7 @@ export const auditModule = defineModule({
   migrations: { '0002-audit-events': auditEvents, '20261130-audit-events-email': auditEventsEmail },
   config: (read) => ({ audit: { retentionSeconds: read.duration('AUDIT_RETENTION', 90 * 86_400) } }),
   provide({ db, clock, logger, config, eventSubscriptions, modules }) {
-    const audit = createAuditService({ db, clock, logger, subscriptions: eventSubscriptions, eventTypes: collectAuditEventTypes(modules) });
+    const audit = createAuditService({ db, clock, logger, subscriptions: eventSubscriptions, eventOwners: collectAuditEventOwners(modules) });
     return { audit, auditRetention: createAuditRetentionJob({ audit, clock, logger, retentionMs: config.audit.retentionSeconds * 1000 }) };
   },
   jobs: (services) => [services.auditRetention],

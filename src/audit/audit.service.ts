@@ -90,8 +90,11 @@ export function createAuditService(deps: {
   logger: Logger;
   /** Every module's subscriptions, read at each event (the modules declaring them are built later). */
   subscriptions?: () => readonly EventSubscription[];
-  /** Every type the modules declare, in list order (the admin filters offer them). */
-  eventTypes?: readonly AuditEventType[];
+  /**
+   * Every type the modules declare, in list order (the admin filters offer them), with the module
+   * that declares it (where the admin log finds its words: `<module>.eventType.<type>`).
+   */
+  eventOwners?: ReadonlyMap<AuditEventType, string>;
 }) {
   const { db, clock, logger } = deps;
 
@@ -126,7 +129,8 @@ export function createAuditService(deps: {
   }
 
   return {
-    eventTypes: deps.eventTypes ?? [],
+    eventTypes: [...(deps.eventOwners?.keys() ?? [])] as readonly AuditEventType[],
+    eventOwners: deps.eventOwners ?? new Map<AuditEventType, string>(),
     /**
      * Writes one event. With `options.db` (a transaction) a failure propagates, so the change it
      * describes is rolled back with it; without, a failure is logged and the caller carries on.

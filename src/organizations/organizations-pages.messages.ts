@@ -85,3 +85,14 @@ export function organizationAlerts(query: { notice?: string | undefined; error?:
 export function roleLabel(role: string, i18n: Pick<Translator, 't'>): string {
   return BUILT_IN_ROLES.includes(role) ? i18n.t(`organizations.role.${role}`) : role;
 }
+
+/** A role a form offers: the role it posts, and its words. */
+export interface RoleChoice {
+  value: string;
+  label: string;
+}
+
+/** The roles a form offers, each with its words (`roleLabel`). */
+export function roleChoices(roles: readonly string[], i18n: Pick<Translator, 't'>): RoleChoice[] {
+  return roles.map((role) => ({ value: role, label: roleLabel(role, i18n) }));
+}

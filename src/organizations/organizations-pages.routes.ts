@@ -36,7 +36,7 @@ import { formatTime, type TimeText } from '../web/time-text.ts';
 import { BUILT_IN_ROLES, OWNER, ADMIN, MEMBER, slugProblem, type OrganizationsService } from './organizations.service.ts';
 import { activateAndReissue } from './organizations.routes.ts';
 import { roleField } from './organizations.schemas.ts';
-import { organizationAlerts, organizationError, roleLabel, type PageAlert } from './organizations-pages.messages.ts';
+import { organizationAlerts, organizationError, roleChoices, roleLabel, type PageAlert, type RoleChoice } from './organizations-pages.messages.ts';
 import { HUB_PAGES } from '../http/hub-pages.ts';
 
 export const ORGANIZATIONS_PAGE = '/organizations';
@@ -47,12 +47,6 @@ const DASHBOARD = HUB_PAGES.dashboard;
 
 interface Alerts {
   alerts: PageAlert[];
-}
-
-/** A role a form offers: the role it posts, and its words. */
-interface RoleChoice {
-  value: string;
-  label: string;
 }
 
 interface OrganizationPages {
@@ -275,8 +269,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
       renderPageSections(options.sections ?? [], { userId: auth.userId, organizationId: organization.id, page: reply.page }),
     ]);
     const { i18n } = reply.page;
-    const choices = (roles: readonly string[]): RoleChoice[] => roles.map((role) => ({ value: role, label: roleLabel(role, i18n) }));
-    const choicesFor = (current: string) => choices([...new Set([...(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]), current])]);
+    const choicesFor = (current: string) => roleChoices([...new Set([...(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]), current])], i18n);
     const base = href;
     return pages.send(reply, 'organization', {
       title: organization.name,
@@ -295,7 +288,7 @@ export const organizationPageRoutes: FastifyPluginAsyncZod<OrganizationPageOptio
         return { userId: member.userId, name: member.name, email: member.email, role: member.role, roleLabel: roleLabel(member.role, i18n), isSelf, canChangeRole: mayTouch, canRemove: mayTouch && !isSelf, roleChoices: choicesFor(member.role) };
       }),
       invitations: Array.isArray(invitations) ? invitations.map((invitation) => ({ id: invitation.id, email: invitation.email, role: invitation.role, expiresAt: formatTime(invitation.expiresAt, i18n.locale) })) : [],
-      inviteRoles: choices(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER]),
+      inviteRoles: roleChoices(isOwner ? BUILT_IN_ROLES : [ADMIN, MEMBER], i18n),
       transferChoices: (members ?? []).filter((member) => member.userId !== auth.userId).map((member) => ({ userId: member.userId, label: i18n.t('organizations.page.transferChoice', { name: member.name, email: member.email }) })),
       actions: {
         role: `${base}/members/role`,
