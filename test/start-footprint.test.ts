@@ -7,12 +7,62 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomSecret, REPO_ROOT, startGatehouse, startScriptNodeArgs } from './helpers/process.ts';
 
 const RECORDER = resolve(REPO_ROOT, 'test/fixtures/record-loaded-packages.mjs');
+
+/**
+ * Module code a default start does not load (lib/deferred-service.ts): the services and stores of
+ * the modules only some requests reach, imported at their first call. A file here imported by the
+ * start again (a constant taken from a service file by a route file, say) fails the test.
+ */
+const LOADED_ON_FIRST_USE = [
+  // The OpenID clients' registry: the admin API and pages, the provider's client lookups.
+  'src/oidc-clients/clients.service.ts',
+  'src/oidc-clients/clients.store.ts',
+  'src/oidc-clients/exchange-policy.ts',
+  // SCIM: a directory's first request, an organization page's SCIM section.
+  'src/scim/scim-tokens.service.ts',
+  'src/scim/scim-users.service.ts',
+  'src/scim/scim-groups.service.ts',
+  'src/scim/scim-membership.ts',
+  'src/scim/scim-resources.ts',
+  'src/scim/scim-filter.ts',
+  'src/scim/scim-patch.ts',
+  'src/scim/scim.store.ts',
+  // Enterprise SSO: the sign-in page's SSO section, the first sign-in (its enforcement step).
+  'src/sso/sso.service.ts',
+  'src/sso/sso.store.ts',
+  'src/sso/sso-connections.ts',
+  'src/sso/sso-secrets.ts',
+  'src/sso/sso-signin.ts',
+  'src/sso/sso-setup.service.ts',
+  'src/sso/sso-setup.store.ts',
+  'src/sso/saml-sp.ts',
+  'src/sso/saml-libraries.ts',
+  'src/sso/sp-keys.ts',
+  'src/sso/idp-metadata.ts',
+  'src/sso/oidc-rp.ts',
+  // An organization's verified domains: its page's section, the domain API.
+  'src/org-domains/org-domains.service.ts',
+  'src/org-domains/org-domains.store.ts',
+  'src/org-domains/org-domains.model.ts',
+  'src/org-domains/domain-checks.ts',
+  // The admin area's service, account deletion and the data export: their first request.
+  'src/admin/admin.service.ts',
+  'src/account-deletion/account-deletion.service.ts',
+  'src/data-export/data-export.service.ts',
+  // API keys: a key's first use (its shape is told without them), the keys' page.
+  'src/api-keys/api-keys.service.ts',
+  'src/api-keys/api-key-use.ts',
+  'src/api-keys/api-keys.store.ts',
+  'src/api-keys/key-rate-lease.ts',
+  // Imported accounts: the first foreign password hash verified (the schemes' names and patterns load at start).
+  'src/user-import/hash-schemes.ts',
+];
 
 /**
  * The direct dependencies a default start may load, and why it needs each: its budget. Every other
@@ -48,8 +98,9 @@ describe('a default start', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-footprint-'));
     t.after(() => rmSync(dataDir, { recursive: true, force: true }));
     const record = join(dataDir, 'loaded.json');
+    const sourcesRecord = join(dataDir, 'sources.json');
     const server = await startGatehouse({
-      env: { NODE_ENV: 'development', LOG_LEVEL: 'info', AUTH_SECRET: randomSecret(), DATA_DIR: dataDir, RECORD_LOADED_PACKAGES: record },
+      env: { NODE_ENV: 'development', LOG_LEVEL: 'info', AUTH_SECRET: randomSecret(), DATA_DIR: dataDir, RECORD_LOADED_PACKAGES: record, RECORD_LOADED_SOURCES: sourcesRecord },
       nodeArgs: [...startScriptNodeArgs(), '--import', RECORDER],
       cleanup: (fn) => t.after(fn),
     });
@@ -74,6 +125,12 @@ describe('a default start', () => {
       assert.ok(dependencies.includes(library) && !loaded.includes(library), library);
     }
     assert.ok(!loaded.includes('koa'), 'koa (oidc-provider\'s server) is not loaded either');
+    // The project's own files: the start loads its modules' declarations (the recorder works: the
+    // module files are there) and not the code their services are made of.
+    const sources = JSON.parse(readFileSync(sourcesRecord, 'utf8')) as string[];
+    for (const declared of ['src/oidc-clients/oidc-clients.module.ts', 'src/oidc-clients/clients.routes.ts']) assert.ok(sources.includes(declared), declared);
+    assert.deepEqual(LOADED_ON_FIRST_USE.filter((file) => existsSync(resolve(REPO_ROOT, file)) && sources.includes(file)), [], 'loaded at start, though imported at first use');
+    assert.deepEqual(LOADED_ON_FIRST_USE.filter((file) => !existsSync(resolve(REPO_ROOT, file))), [], 'listed, but no such file');
   });
 });
 

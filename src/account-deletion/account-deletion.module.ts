@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { ACCOUNT_DELETION_ERRORS } from './account-deletion.errors.ts';
-import { collectUserData, createAccountDeletionService, type AccountDeletionService, type ModuleUserData } from './account-deletion.service.ts';
+import type { AccountDeletionService, ModuleUserData } from './account-deletion.service.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { accountDeletionRoutes } from './account-deletion.routes.ts';
 import { accountDeletionPageRoutes, accountDeletionPageSections } from './account-deletion-pages.ts';
 
@@ -26,12 +27,18 @@ export const accountDeletionModule = defineModule({
   ],
   messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: ACCOUNT_DELETION_ERRORS,
+  // The service's code is imported at its first call (lib/deferred-service.ts): a deletion, an export or the deletion page's blockers.
   provide(context) {
     const { users, audit } = context.services;
-    // Read at the first deletion or export: by then every module's services (those listed after this one too) are built.
-    let handlers: readonly ModuleUserData[] | undefined;
-    const userData = () => (handlers ??= collectUserData(context));
-    return { accountDeletion: createAccountDeletionService({ users, audit, userData }) };
+    return {
+      accountDeletion: deferredService(async () => {
+        const { collectUserData, createAccountDeletionService } = await import('./account-deletion.service.ts');
+        // Read at the first deletion or export: by then every module's services (those listed after this one too) are built.
+        let handlers: readonly ModuleUserData[] | undefined;
+        const userData = () => (handlers ??= collectUserData(context));
+        return createAccountDeletionService({ users, audit, userData });
+      }),
+    };
   },
   pageSections: ({ users }) => accountDeletionPageSections(users),
   routes: [

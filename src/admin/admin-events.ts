@@ -5,12 +5,21 @@
  * label/value pairs folded under the row. And the log's filters as the page and the exports read
  * them from the query: address, type, outcome, a UTC date range.
  */
-import type { AuditEvent } from '../audit/audit.service.ts';
+import type { AuditEvent, AuditService } from '../audit/audit.service.ts';
 import type { EventFilter } from '../audit/audit.store.ts';
 import type { Translator } from '../i18n/translator.ts';
 import { deviceLabel } from '../sessions/device-label.ts';
 import type { User } from '../users/user.service.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
+
+/**
+ * What the admin area reads of the audit log without waiting: the event types the modules declare
+ * (the log's filter, the API's query schema, built as its routes are registered), the module that
+ * declares each (for its words) and the condition "signed in / not since" on a users query. The
+ * audit service's own members, given to the routes beside the admin service, whose members all
+ * wait for its code (admin.module.ts).
+ */
+export type AdminAuditView = Pick<AuditService, 'eventTypes' | 'eventOwners' | 'hasEventSince'>;
 
 const DAY_MS = 86_400_000;
 /** Types that record something refused or gone wrong: the "failures" of the outcome filter. */

@@ -17,7 +17,7 @@ import { queryText } from '../web/page-query.ts';
 import type { PageLanguage, PageRenderer } from '../web/render.ts';
 import { formatTime } from '../web/time-text.ts';
 import type { AdminService } from './admin.service.ts';
-import { addressesOf, csvField, eventWords, EXPORT_COLUMNS, exportRecord, toEventFilter, toReadableEvent, type EventFilterText } from './admin-events.ts';
+import { addressesOf, csvField, eventWords, EXPORT_COLUMNS, exportRecord, toEventFilter, toReadableEvent, type AdminAuditView, type EventFilterText } from './admin-events.ts';
 import {
   ADMIN_BULK,
   ADMIN_EVENTS_EXPORT,
@@ -46,6 +46,8 @@ interface OrganizationChoice {
 
 export interface AdminListOptions {
   admin: AdminService;
+  /** The log's event types and their owners, and the last-sign-in condition. */
+  audit: AdminAuditView;
   users: UserService;
   pages: PageRenderer<AdminPages>;
   clock: Clock;
@@ -92,7 +94,7 @@ const eventQuery = {
   to: queryText(10),
 };
 
-export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (app, { admin, users, pages, clock, secondFactor, memberOf, organizations }) => {
+export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (app, { admin, audit, users, pages, clock, secondFactor, memberOf, organizations }) => {
   // The users' list has its own address too (the overview may take /admin one day); one page either way.
   app.get(ADMIN_USERS_PAGE, { config: forAdmins, schema: { ...hidden, querystring: userListQuery } }, async (request, reply) => listUsers(request.query, reply.page, ADMIN_USERS_PAGE).then((model) => pages.send(reply, 'admin-users', model)));
   app.get(ADMIN_PAGE, { config: forAdmins, schema: { ...hidden, querystring: userListQuery } }, async (request, reply) => listUsers(request.query, reply.page, ADMIN_PAGE).then((model) => pages.send(reply, 'admin-users', model)));
@@ -165,19 +167,19 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
   /** "Signed in within N days" or not, from the audit log's sign-ins (kept for AUDIT_RETENTION). */
   function lastSignInCondition(choice: SignInChoice): UserCondition {
     const days = Number(choice.replace(/\D/g, ''));
-    return admin.hasEventSince('signin.success', clock() - days * DAY_MS, choice.startsWith('within'));
+    return audit.hasEventSince('signin.success', clock() - days * DAY_MS, choice.startsWith('within'));
   }
 
   /** The filter of the log's query, the texts to show back, and whether a date was refused. */
   async function eventFilterOf(query: Partial<Record<keyof typeof eventQuery, string | undefined>>) {
     const text: EventFilterText = {
       email: query.email ?? '',
-      type: query.type !== undefined && (admin.eventTypes as readonly string[]).includes(query.type) ? query.type : '',
+      type: query.type !== undefined && (audit.eventTypes as readonly string[]).includes(query.type) ? query.type : '',
       outcome: (query.outcome as EventFilterText['outcome'] | undefined) ?? '',
       from: query.from ?? '',
       to: query.to ?? '',
     };
-    const filter = await toEventFilter(text, admin.eventTypes, users.findUserByEmail);
+    const filter = await toEventFilter(text, audit.eventTypes, users.findUserByEmail);
     return { text, filter, isBadType: query.type !== undefined && text.type === '' };
   }
 
@@ -205,9 +207,9 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
         section: 'events',
         alerts,
         filter: kept,
-        types: admin.eventTypes.map((type) => ({ value: type, label: eventWords(type, i18n, admin.eventOwners) })),
+        types: audit.eventTypes.map((type) => ({ value: type, label: eventWords(type, i18n, audit.eventOwners) })),
         isFiltered,
-        events: page.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage, admin.eventOwners)),
+        events: page.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage, audit.eventOwners)),
         exportCsvHref: pageUrl(ADMIN_EVENTS_EXPORT, { ...kept, format: 'csv' }),
         exportJsonHref: pageUrl(ADMIN_EVENTS_EXPORT, { ...kept, format: 'json' }),
         nextHref: page.next === null ? null : pageUrl(ADMIN_EVENTS_PAGE, { ...kept, cursor: encodeCursor(page.next) }),
@@ -246,7 +248,7 @@ export const adminListRoutes: FastifyPluginAsyncZod<AdminListOptions> = async (a
           const addresses = await addressesOf(batch, users.findUsersByIds);
           let chunk = '';
           for (const event of batch) {
-            const record = exportRecord(event, toReadableEvent(event, addresses, i18n, adminUserPage, admin.eventOwners));
+            const record = exportRecord(event, toReadableEvent(event, addresses, i18n, adminUserPage, audit.eventOwners));
             if (format === 'csv') chunk += `${EXPORT_COLUMNS.map((column) => csvField(record[column])).join(',')}\r\n`;
             else chunk += `${isFirst ? '' : ','}${JSON.stringify({ ...record, details: event.details })}`;
             isFirst = false;

@@ -34,7 +34,7 @@ import { formatTime } from '../web/time-text.ts';
 import type { AdminPages } from './admin-pages.types.ts';
 import { ADMIN_EVENTS_PAGE, ADMIN_PAGE, adminUserPage, alertsOf, csrfField, forAdmins, forAdminsRecentlyVerified, hidden, pageQuery, pageUrl, userParams } from './admin-page-kit.ts';
 import { parseRoles } from './admin-roles.ts';
-import { addressesOf, toReadableEvent } from './admin-events.ts';
+import { addressesOf, toReadableEvent, type AdminAuditView } from './admin-events.ts';
 import { adminListRoutes, type AdminListOptions } from './admin-lists.routes.ts';
 import { adminConsoleRoutes } from './admin-console.routes.ts';
 import { adminOverviewRoutes } from './admin-overview.routes.ts';
@@ -42,6 +42,8 @@ import type { Clock } from '../lib/clock.ts';
 
 export interface AdminPageOptions {
   admin: AdminService;
+  /** The log's event types and their owners, and the last-sign-in condition (the audit service's: the admin service's code loads at its first call). */
+  audit: AdminAuditView;
   config: Config;
   /** What other modules add to the page of one user. */
   sections: readonly PageSection[];
@@ -78,7 +80,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
   const { admin, config } = options;
   const pages = createAdminPageRenderer<AdminPages>(templatesIn(join(import.meta.dirname, 'templates')), options.adminNav);
   const sendForbiddenPage = createForbiddenPage();
-  await app.register(adminListRoutes, { admin, users: options.users, pages, clock: options.clock, secondFactor: options.secondFactor ?? null, memberOf: options.memberOf ?? null, organizations: options.organizations ?? null });
+  await app.register(adminListRoutes, { admin, audit: options.audit, users: options.users, pages, clock: options.clock, secondFactor: options.secondFactor ?? null, memberOf: options.memberOf ?? null, organizations: options.organizations ?? null });
   await app.register(adminOverviewRoutes, { admin, users: options.users, pages, clock: options.clock, secondFactor: options.secondFactor ?? null, refusals: options.refusals ?? null, providerNames: options.providerNames ?? new Map() });
   await app.register(adminConsoleRoutes, {
     admin,
@@ -125,7 +127,7 @@ export const adminPageRoutes: FastifyPluginAsyncZod<AdminPageOptions> = async (a
         isSelf,
         sessions: toSessionItems(found.sessions, isSelf ? auth.sessionId : null, { i18n, locate: await options.places.locator(i18n.locale) }),
         eventsHref: pageUrl(ADMIN_EVENTS_PAGE, { email: user.email }),
-        events: trail.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage, admin.eventOwners)),
+        events: trail.events.map((event) => toReadableEvent(event, addresses, i18n, adminUserPage, options.audit.eventOwners)),
         actions: {
           roles: `${base}/roles`,
           disable: `${base}/disable`,

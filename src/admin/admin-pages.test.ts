@@ -255,6 +255,7 @@ for (const strategy of ['database', 'jwt'] as const) {
           });
           await app.register(adminPageRoutes, {
             admin: untouchable,
+            audit: untouchable as never,
             config: {} as Config,
             sections: [],
             places: { isConfigured: false, locator: async () => null },

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { ADMIN_ERRORS } from './admin.errors.ts';
-import { createAdminService, type AdminService } from './admin.service.ts';
+import type { AdminService } from './admin.service.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { ADMIN_PAGE, adminPageRoutes } from './admin-pages.routes.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
@@ -32,27 +33,25 @@ export const adminModule = defineModule({
   // The /admin pages' texts, and the admin area's header shared with the clients' and webhooks' pages.
   messages: readMessages(join(import.meta.dirname, 'messages')),
   errors: ADMIN_ERRORS,
+  // The service's code is imported at its first call (lib/deferred-service.ts): only administrators' requests and the command line reach it.
   provide: ({ services, db, modules }) => {
     const has = (name: string) => modules.some((module) => module.name === name);
+    const { users, sessions, credentials, audit } = services;
+    // The outboxes whose module is in the list (as the metrics module measures them).
+    const outboxes = [...(has('mail') ? [{ queue: 'mail' as const, table: 'mail_outbox' }] : []), ...(has('webhooks') ? [{ queue: 'webhooks' as const, table: 'webhook_deliveries' }] : [])];
     return {
-      admin: createAdminService({
-        users: services.users,
-        sessions: services.sessions,
-        credentials: services.credentials,
-        audit: services.audit,
-        db,
-        // The outboxes whose module is in the list (as the metrics module measures them).
-        outboxes: [...(has('mail') ? [{ queue: 'mail' as const, table: 'mail_outbox' }] : []), ...(has('webhooks') ? [{ queue: 'webhooks' as const, table: 'webhook_deliveries' }] : [])],
-      }),
+      admin: deferredService(async () => (await import('./admin.service.ts')).createAdminService({ users, sessions, credentials, audit, db, outboxes })),
     };
   },
   routes: [
-    { scope: 'api', register: (app, { services }) => app.register(adminRoutes, { admin: services.admin }) },
+    // What the routes read of the audit log as they are registered or draw a page (its event types, say) comes from the audit service itself.
+    { scope: 'api', register: (app, { services }) => app.register(adminRoutes, { admin: services.admin, audit: services.audit }) },
     {
       scope: 'browser',
       register: (app, { services, config, pageSections, adminNav, clock }) =>
         app.register(adminPageRoutes, {
           admin: services.admin,
+          audit: services.audit,
           config,
           sections: pageSections('admin-user'),
           places: services.places,

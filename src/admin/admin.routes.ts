@@ -15,7 +15,7 @@ import { emailField } from '../users/email.ts';
 import { nameField } from '../users/name.ts';
 import { ADMIN_ROLE, isValidRole, type User } from '../users/user.service.ts';
 import type { SessionSummary } from '../sessions/session.service.ts';
-import type { AuditEvent, AuditEventType } from '../audit/audit.service.ts';
+import type { AuditEvent, AuditEventType, AuditService } from '../audit/audit.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { decodeCursor, encodeCursor, type KeysetPosition } from '../lib/keyset-cursor.ts';
 import type { AdminService } from './admin.service.ts';
@@ -25,6 +25,8 @@ import { LOCALES } from '../i18n/locales.ts';
 
 export interface AdminRouteOptions {
   admin: AdminService;
+  /** The event types the log's `type` filter accepts (the audit service's: the admin service's code loads at its first call). */
+  audit: Pick<AuditService, 'eventTypes'>;
 }
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -154,7 +156,7 @@ function toAuditEvent(event: AuditEvent) {
 const nextCursor = (next: KeysetPosition | null) => (next === null ? null : encodeCursor(next));
 const positionOf = (cursor: string | undefined) => (cursor === undefined ? {} : { before: decodeCursor(cursor)! });
 
-export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { admin }) => {
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app, { admin, audit }) => {
   app.get(
     '/api/admin/users',
     {
@@ -314,7 +316,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteOptions> = async (app,
         summary: 'The audit log, newest first',
         querystring: z.object({
           userId: z.string().min(1).max(64).optional(),
-          type: z.enum(admin.eventTypes as [AuditEventType, ...AuditEventType[]], { error: 'is not a known event type' }).optional(),
+          type: z.enum(audit.eventTypes as [AuditEventType, ...AuditEventType[]], { error: 'is not a known event type' }).optional(),
           cursor: cursorField,
           limit: limitField,
         }),

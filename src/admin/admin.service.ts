@@ -39,6 +39,11 @@ export interface AdminUserChanges {
   disabled?: boolean;
 }
 
+/**
+ * Every member is an asynchronous method: the module builds the service at its first call
+ * (admin.module.ts). What the pages read synchronously of the audit log (its event types, their
+ * owners, the condition "signed in since") they take from the audit service itself.
+ */
 export type AdminService = ReturnType<typeof createAdminService>;
 
 export function createAdminService(deps: {
@@ -141,8 +146,6 @@ export function createAdminService(deps: {
     countEventsPerDayBy: audit.countEventsPerDayBy,
     /** Distinct accounts with an event of a type, per UTC day and in all (active users). */
     countDistinctUsersPerDay: audit.countDistinctUsersPerDay,
-    /** The condition "signed in / not since" on a users query (the list's filter by last sign-in). */
-    hasEventSince: audit.hasEventSince,
 
     /** Deliveries waiting and failed in each outbox, counted up to `BACKLOG_COUNT_CAP`. */
     async outboxBacklogs(): Promise<Array<{ queue: 'mail' | 'webhooks'; pending: number; failed: number }>> {
@@ -150,9 +153,5 @@ export function createAdminService(deps: {
       if (db === undefined) return [];
       return Promise.all((deps.outboxes ?? []).map(async ({ queue, table }) => ({ queue, ...(await countOutboxItems(db, table, BACKLOG_COUNT_CAP)) })));
     },
-    /** The audit event types the modules declare, for the log's filter. */
-    eventTypes: audit.eventTypes,
-    /** Each of those types with the name of the module that declares it, for its words (admin-events.ts `eventWords`). */
-    eventOwners: audit.eventOwners as ReadonlyMap<string, string>,
   };
 }

@@ -17,7 +17,7 @@ import { RECENT_SECOND_FACTOR, RECENT_SIGN_IN } from '../authorization/access.ts
 import type { RequestAuth } from '../sessions/request-authentication.ts';
 import { isApiRequestPath, readRequestPath } from '../../packages/protect/src/rules.ts';
 import { API_KEY_AMR, KEY_SESSION_PREFIX, WRITE_SCOPE } from './api-keys.model.ts';
-import type { ApiKeyUse } from './api-key-use.ts';
+import type { ApiKeyUse, SyncFirstKeyUse } from './api-key-use.ts';
 
 const STEP_UP = new Set([RECENT_SECOND_FACTOR, RECENT_SIGN_IN]);
 const READING = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -31,12 +31,22 @@ export function keyIdOf(auth: RequestAuth | null | undefined): string | null {
 const asksForStepUp = (request: FastifyRequest) => request.routeOptions.config?.access?.requires.some((name) => STEP_UP.has(name)) ?? false;
 
 export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
+  /**
+   * The key uses that answer at once (`SyncFirstKeyUse`), once asked for: `use` is the registry's
+   * stand-in, whose methods always answer with a promise (lib/deferred-service.ts), and most
+   * requests made with a key need none. Resolving the request's key has loaded them by then, so
+   * asking costs a turn of the queue at the first such request only.
+   */
+  let kept: SyncFirstKeyUse | undefined;
+
   // Most requests carry no key: decided without a promise (http/sync-first-hook.ts).
   app.addHook(
     'preHandler',
     syncFirstHook((request) => {
       const keyId = keyIdOf(request.gatehouseAuth);
-      return keyId === null ? undefined : guardKeyRequest(request, keyId);
+      if (keyId === null) return undefined;
+      if (kept !== undefined) return guardKeyRequest(kept, request, keyId);
+      return use.syncFirst().then((asked) => guardKeyRequest((kept = asked), request, keyId));
     }) as unknown as preHandlerHookHandler,
   );
 
@@ -45,20 +55,20 @@ export function guardKeyRequests(app: FastifyInstance, use: ApiKeyUse): void {
    * points, its scopes are known and no last use is due to be written: most uses), else the promise
    * of the rest, rejected with the refusal.
    */
-  function guardKeyRequest(request: FastifyRequest, keyId: string): Promise<unknown> | undefined {
-    return thenNow(use.consume({ id: keyId, userId: request.gatehouseAuth!.userId }), (wait) => afterCount(request, keyId, wait));
+  function guardKeyRequest(uses: SyncFirstKeyUse, request: FastifyRequest, keyId: string): Promise<unknown> | undefined {
+    return thenNow(uses.consume({ id: keyId, userId: request.gatehouseAuth!.userId }), (wait) => afterCount(uses, request, keyId, wait));
   }
 
-  function afterCount(request: FastifyRequest, keyId: string, wait: Wait): Promise<unknown> | undefined {
+  function afterCount(uses: SyncFirstKeyUse, request: FastifyRequest, keyId: string, wait: Wait): Promise<unknown> | undefined {
     if (wait !== null) return Promise.reject(new AppError('RATE_LIMITED', { retryAfterSeconds: wait }));
     if (!isApiRequestPath(readRequestPath(request.url)) || asksForStepUp(request)) return refuse(request, keyId, 'NOT_ALLOWED', 'API_KEY_NOT_ALLOWED');
-    if (READING.has(request.method)) return use.accept(keyId, request.ip, 'api');
-    return thenNow(use.scopesOf(keyId), (scopes) => afterScopes(request, keyId, scopes));
+    if (READING.has(request.method)) return uses.accept(keyId, request.ip, 'api');
+    return thenNow(uses.scopesOf(keyId), (scopes) => afterScopes(uses, request, keyId, scopes));
   }
 
-  function afterScopes(request: FastifyRequest, keyId: string, scopes: readonly string[]): Promise<void> | undefined {
+  function afterScopes(uses: SyncFirstKeyUse, request: FastifyRequest, keyId: string, scopes: readonly string[]): Promise<void> | undefined {
     if (!scopes.includes(WRITE_SCOPE)) return refuse(request, keyId, 'SCOPE_REQUIRED', 'API_KEY_SCOPE_REQUIRED');
-    return use.accept(keyId, request.ip, 'api');
+    return uses.accept(keyId, request.ip, 'api');
   }
 
   async function refuse(request: FastifyRequest, keyId: string, reason: 'NOT_ALLOWED' | 'SCOPE_REQUIRED', code: 'API_KEY_NOT_ALLOWED' | 'API_KEY_SCOPE_REQUIRED'): Promise<never> {

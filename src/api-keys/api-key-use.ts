@@ -82,7 +82,31 @@ interface KeyRead {
   roles?: readonly string[];
 }
 
+/**
+ * A key's uses as Gatehouse's resolver, the introspection endpoint and a refusal make them: every
+ * member asynchronous, so the registry holds a stand-in that imports this file at the first use
+ * (lib/deferred-service.ts; api-keys.module.ts).
+ */
 export type ApiKeyUse = ReturnType<typeof createApiKeyUse>;
+
+/**
+ * The uses that answer at once, without a promise, when they need no I/O (a kept key, a rate-limit
+ * lease with points left, scopes read earlier in the request): the hot path of every request made
+ * with a key (api-key-guard.ts), reached through `ApiKeyUse.syncFirst`.
+ */
+export interface SyncFirstKeyUse {
+  /**
+   * The key a token presented `via` is, with what it may do now; null when it grants nothing
+   * (counted; audited when the key is known). A key kept since the last commit is judged at once.
+   */
+  find(token: string, via: ApiKeyVia): ResolvedKey | null | Promise<ResolvedKey | null>;
+  /** Counts one request against the key's limit: the seconds to wait when over it, else null (at once while a lease lasts). */
+  consume(key: { id: string; userId: string }): Wait | Promise<Wait>;
+  /** The scopes of a key resolved earlier in this request (read again if this instance forgot them). */
+  scopesOf(keyId: string): readonly string[] | Promise<readonly string[]>;
+  /** A use that passed every check: counted as accepted, and written as the key's last use at most once a minute per key and instance. */
+  accept(keyId: string, ip: string | null, via: ApiKeyVia): Promise<void> | undefined;
+}
 
 export function createApiKeyUse(deps: {
   db: Db;
@@ -222,8 +246,26 @@ export function createApiKeyUse(deps: {
     });
   }
 
+  /** Counts one request against the key's limit: the seconds to wait when over it, else null (at once while a lease lasts). */
+  function consume(key: { id: string; userId: string }): Wait | Promise<Wait> {
+    if (ownLimits.has(key.id)) return countAgainst(key, ownLimits.get(key.id)!);
+    return store.findKey(db, key.id).then((row) => countAgainst(key, row?.rate_limit ?? null));
+  }
+
+  /** The scopes of a key resolved earlier in this request (read again if this instance forgot them). */
+  function scopesOf(keyId: string): readonly string[] | Promise<readonly string[]> {
+    return ownScopes.get(keyId) ?? store.findKey(db, keyId).then((row) => parseList(row?.scopes ?? '[]'));
+  }
+
+  /** A use that passed every check: counted as accepted, and written as the key's last use (see `recordUse`). */
+  function accept(keyId: string, ip: string | null, via: ApiKeyVia): Promise<void> | undefined {
+    count(via, 'accepted');
+    return recordUse(keyId, ip);
+  }
+
+  const syncFirst: SyncFirstKeyUse = { find, consume, scopesOf, accept };
+
   return {
-    find,
     failed,
 
     /**
@@ -248,26 +290,18 @@ export function createApiKeyUse(deps: {
       const organization = row.kind === 'personal' ? null : await organizations.find(row.organization_id ?? '');
       // An organization key outliving its organization (being deleted) grants nothing: no such key.
       if (row.kind === 'organization' && organization === null) return count('introspection', 'unknown'), { active: false };
-      await this.accept(row.id, null, 'introspection');
+      await accept(row.id, null, 'introspection');
       if (organization === null) return { ...base, kind: 'personal', sub: row.user_id! };
       return { ...base, kind: 'organization', org: { id: organization.id, slug: organization.slug, roles } };
     },
 
-    /** Counts one request against the key's limit: the seconds to wait when over it, else null (at once while a lease lasts). */
-    consume(key: { id: string; userId: string }): Wait | Promise<Wait> {
-      if (ownLimits.has(key.id)) return countAgainst(key, ownLimits.get(key.id)!);
-      return store.findKey(db, key.id).then((row) => countAgainst(key, row?.rate_limit ?? null));
-    },
-
-    /** The scopes of a key resolved earlier in this request (read again if this instance forgot them). */
-    scopesOf(keyId: string): readonly string[] | Promise<readonly string[]> {
-      return ownScopes.get(keyId) ?? store.findKey(db, keyId).then((row) => parseList(row?.scopes ?? '[]'));
-    },
-
-    /** A use that passed every check: counted as accepted, and written as the key's last use (see `recordUse`). */
-    accept(keyId: string, ip: string | null, via: ApiKeyVia): Promise<void> | undefined {
-      count(via, 'accepted');
-      return recordUse(keyId, ip);
+    /**
+     * The uses that answer at once when they need no I/O (`SyncFirstKeyUse`), for the guard of every
+     * request made with a key: asked once, then kept by the caller, so its calls go through no
+     * deferred stand-in (whose methods always answer with a promise).
+     */
+    async syncFirst(): Promise<SyncFirstKeyUse> {
+      return syncFirst;
     },
   };
 }

@@ -26,6 +26,7 @@ import type { OrganizationsService } from '../organizations/organizations.servic
 import { ADMIN, MEMBER, OWNER } from '../organizations/organizations.model.ts';
 import { roleChoices, roleLabel, type RoleChoice } from '../organizations/organizations-pages.messages.ts';
 import type { ApiKeysService, NewKeyInput } from './api-keys.service.ts';
+import type { ApiKeysConfig } from './api-keys.config.ts';
 import { ADMIN_SCOPE, MAX_NAME_LENGTH, WRITE_SCOPE, type ApiKeyView } from './api-keys.model.ts';
 import { API_KEY_SCANNER_REGEX } from './key-format.ts';
 import { keyIdOf } from './api-key-guard.ts';
@@ -86,14 +87,14 @@ function rowsOf(keys: readonly ApiKeyView[], page: PageContext, labelRole: (role
 /** An account's roles as choices: they are the deployment's own names, shown as they are. */
 const asChoices = (roles: readonly string[]): FormModel['roleChoices'] => roles.map((role) => ({ value: role, label: role }));
 
-function formModel(apiKeys: ApiKeysService, action: string, roleChoices: FormModel['roleChoices'], options: { mayChooseAdmin: boolean; isOrganization: boolean }): FormModel {
-  const maxDays = Math.floor(apiKeys.config.maxTtlSeconds / 86_400);
-  const defaultDays = Math.max(1, Math.round(apiKeys.config.defaultTtlSeconds / 86_400));
+function formModel(config: ApiKeysConfig, action: string, roleChoices: FormModel['roleChoices'], options: { mayChooseAdmin: boolean; isOrganization: boolean }): FormModel {
+  const maxDays = Math.floor(config.maxTtlSeconds / 86_400);
+  const defaultDays = Math.max(1, Math.round(config.defaultTtlSeconds / 86_400));
   const lifetimes = [...new Set([...LIFETIMES.filter((days) => days <= maxDays), defaultDays])].sort((a, b) => a - b);
   return { action, lifetimes, defaultDays, roleChoices, maxNameLength: MAX_NAME_LENGTH, ...options };
 }
 
-export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<BuiltServices, 'apiKeys' | 'users' | 'organizations'>): PageSection[] {
+export function apiKeyPageSections({ apiKeys, users, organizations, config: { apiKeys: config } }: Pick<BuiltServices, 'apiKeys' | 'users' | 'organizations' | 'config'>): PageSection[] {
   const pages = renderer();
   const section = (page: PageContext, model: Omit<ApiKeyPages['api-keys-section'], 'csrfToken' | 'prefix'>) => pages.html(page, 'api-keys-section', { title: '', prefix: 'api-key', ...model });
   return [
@@ -102,7 +103,7 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
       // Beside the apps a person let act for them: keys are how their own scripts and integrations do.
       group: 'apps',
       async render({ userId, page }) {
-        if (userId === null || !apiKeys.config.enabled) return null;
+        if (userId === null || !config.enabled) return null;
         const user = await users.findUserById(userId);
         if (user === null) return null;
         const keys = (await apiKeys.list({ userId }, { userId })) ?? [];
@@ -113,7 +114,7 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
           intro: i18n.t('api-keys.section.intro'),
           keys: rowsOf(keys, page),
           revokeAction: '/dashboard/api-keys/revoke',
-          form: formModel(apiKeys, '/dashboard/api-keys', asChoices(roles), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }),
+          form: formModel(config, '/dashboard/api-keys', asChoices(roles), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }),
         });
       },
     },
@@ -126,14 +127,14 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
         const keys = (await apiKeys.list({ userId }, 'operator')) ?? [];
         const { i18n } = page;
         const base = `${adminUserPage(userId)}/api-keys`;
-        const form = apiKeys.config.enabled && user.disabledAt === null ? formModel(apiKeys, base, asChoices(user.roles.filter((role) => role !== ADMIN_ROLE)), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }) : null;
+        const form = config.enabled && user.disabledAt === null ? formModel(config, base, asChoices(user.roles.filter((role) => role !== ADMIN_ROLE)), { mayChooseAdmin: user.roles.includes(ADMIN_ROLE), isOrganization: false }) : null;
         return section(page, { heading: i18n.t('api-keys.admin.heading'), intro: i18n.t('api-keys.admin.intro'), keys: rowsOf(keys, page), revokeAction: `${base}/revoke`, form });
       },
     },
     {
       page: 'organization',
       async render({ userId, organizationId, page }) {
-        if (userId === null || organizationId === undefined || !apiKeys.config.enabled) return null;
+        if (userId === null || organizationId === undefined || !config.enabled) return null;
         const found = await organizations.get(organizationId, { userId });
         if (found === null || (found.role !== OWNER && found.role !== ADMIN)) return null;
         const keys = (await apiKeys.list({ organizationId }, { userId })) ?? [];
@@ -144,7 +145,7 @@ export function apiKeyPageSections({ apiKeys, users, organizations }: Pick<Built
           intro: i18n.t('api-keys.organization.intro'),
           keys: rowsOf(keys, page, (role) => roleLabel(role, i18n)),
           revokeAction: `${base}/api-keys/revoke`,
-          form: formModel(apiKeys, `${base}/api-keys`, roleChoices([MEMBER, ADMIN], i18n), { mayChooseAdmin: false, isOrganization: true }),
+          form: formModel(config, `${base}/api-keys`, roleChoices([MEMBER, ADMIN], i18n), { mayChooseAdmin: false, isOrganization: true }),
         });
       },
     },

@@ -18,8 +18,9 @@ import { createPeriodicJob } from '../lib/periodic-job.ts';
 import * as table from './migrations/20261201-api-keys-table.ts';
 import { apiKeysConfigSection } from './api-keys.config.ts';
 import { API_KEYS_ERRORS } from './api-keys.errors.ts';
-import { createApiKeysService, type ApiKeysService } from './api-keys.service.ts';
-import { createApiKeyUse, type ApiKeyUse } from './api-key-use.ts';
+import type { ApiKeysService } from './api-keys.service.ts';
+import type { ApiKeyUse } from './api-key-use.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { looksLikeApiKey } from './key-format.ts';
 import { guardKeyRequests } from './api-key-guard.ts';
 import { apiKeyRoutes } from './api-keys.routes.ts';
@@ -55,12 +56,15 @@ export const apiKeysModule = defineModule({
   counters: API_KEYS_COUNTERS,
   countedEvents: API_KEYS_COUNTED_EVENTS,
   openApiTags: [{ name: 'api-keys', description: 'API keys: personal and organization keys, and their introspection for downstream apps.' }],
+  // The keys' code (service, uses, store, rate leases) is imported at its first call (lib/deferred-service.ts):
+  // a key's first use, page or command. Telling a key's shape (`looksLikeApiKey`) needs none of it.
   provide({ db, clock, logger, config, services }) {
     const { audit, users, organizations, rateLimiters } = services;
+    // The metrics module is listed before this one (null when metrics are off, absent from a list without it).
+    const count = keyUseCounter((services as Partial<typeof services>).metrics);
     return {
-      apiKeys: createApiKeysService({ db, clock, audit, users, organizations, config: config.apiKeys }),
-      // The metrics module is listed before this one (null when metrics are off, absent from a list without it).
-      apiKeyUse: createApiKeyUse({ db, clock, logger, audit, users, organizations, rateLimiters, config: config.apiKeys, count: keyUseCounter((services as Partial<typeof services>).metrics) }),
+      apiKeys: deferredService(async () => (await import('./api-keys.service.ts')).createApiKeysService({ db, clock, audit, users, organizations, config: config.apiKeys })),
+      apiKeyUse: deferredService(async () => (await import('./api-key-use.ts')).createApiKeyUse({ db, clock, logger, audit, users, organizations, rateLimiters, config: config.apiKeys, count })),
     };
   },
   // Keys revoked or expired a month ago are deleted (their history stays in the audit log).

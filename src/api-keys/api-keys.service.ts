@@ -91,9 +91,9 @@ export function createApiKeysService(deps: { db: Db; clock: Clock; audit: AuditS
     return { ok: true, key: view, secret: key };
   }
 
+  // Every member is asynchronous (no `config` here: the pages read it from the config itself), so
+  // the registry holds a stand-in that imports this file at the first call (api-keys.module.ts).
   return {
-    config,
-
     /** A personal key for `userId`, made by them (or by an administrator or operator). */
     async createPersonal(userId: string, actor: KeyActor, input: NewKeyInput, source: AuditSource): Promise<CreateKeyResult> {
       const common = checkCommon(input);

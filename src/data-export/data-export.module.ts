@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { readMessages } from '../i18n/catalog.ts';
 import { defineModule } from '../module.ts';
 import { createPageRenderer, templatesIn } from '../web/render.ts';
-import { createDataExportService, type DataExportService } from './data-export.service.ts';
+import type { DataExportService } from './data-export.service.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { dataExportRoutes, EXPORT_PAGE } from './data-export.routes.ts';
 
 declare module '../module.ts' {
@@ -34,9 +35,10 @@ export const dataExportModule = defineModule({
   name: 'data-export',
   messages: readMessages(join(import.meta.dirname, 'messages')),
   auditEvents: AUDIT_EVENTS,
+  // The service's code is imported at its first export (lib/deferred-service.ts).
   provide({ services, clock }) {
     const accountDeletion = { exportUserData: (userId: string) => services.accountDeletion.exportUserData(userId) };
-    return { dataExport: createDataExportService({ accountDeletion, audit: services.audit, clock }) };
+    return { dataExport: deferredService(async () => (await import('./data-export.service.ts')).createDataExportService({ accountDeletion, audit: services.audit, clock })) };
   },
   pageSections: () => [
     {

@@ -20,7 +20,8 @@ import { access, IN_PERSON, RECENT_SECOND_FACTOR, RECENT_SIGN_IN, signedIn } fro
 import { rateLimitHook, type RateLimiters } from '../http/rate-limit.ts';
 import { signInRedirect } from '../http/sign-in-redirect.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
-import { exportFileName, EXPORT_FORMAT, type AccountExport, type DataExportService } from './data-export.service.ts';
+import type { AccountExport, DataExportService } from './data-export.service.ts';
+import { exportFileName, EXPORT_FORMAT } from './data-export.format.ts';
 
 /** How many exports one user may take an hour (the export walks every module: it is not free). */
 export const EXPORTS_PER_HOUR = 10;

@@ -13,8 +13,10 @@ import type { AuditService, AuditSource } from '../audit/audit.service.ts';
 import type { AccountDeletionService } from '../account-deletion/account-deletion.service.ts';
 import type { Clock } from '../lib/clock.ts';
 import { isoTime } from '../lib/clock.ts';
+import { EXPORT_FORMAT } from './data-export.format.ts';
 
-export const EXPORT_FORMAT = 'gatehouse.account-export.v1';
+// Declared apart, for the routes to use without loading this file.
+export { EXPORT_FORMAT, exportFileName } from './data-export.format.ts';
 
 export interface AccountExport {
   readonly format: typeof EXPORT_FORMAT;
@@ -26,11 +28,6 @@ export interface AccountExport {
 }
 
 export type DataExportService = ReturnType<typeof createDataExportService>;
-
-/** The file name a download is offered under: `gatehouse-export-2026-11-29.json`. */
-export function exportFileName(exportedAt: string): string {
-  return `gatehouse-export-${exportedAt.slice(0, 10)}.json`;
-}
 
 export function createDataExportService(deps: { accountDeletion: Pick<AccountDeletionService, 'exportUserData'>; audit: Pick<AuditService, 'record'>; clock: Clock }) {
   return {

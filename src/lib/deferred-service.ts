@@ -72,7 +72,10 @@ export function deferredService<T extends Deferrable<T>>(load: () => Promise<T>)
   return new Proxy({} as T, {
     get: (_target, name) => {
       if (typeof name !== 'string' || name === 'then') return undefined;
-      return built !== undefined ? real(built, [name]) : standIn([name]);
+      if (built === undefined) return standIn([name]);
+      // The path every call takes once built (an API key's check, say): one map read, nothing made.
+      const member = reals.get(name);
+      return member !== undefined ? member : real(built, [name]);
     },
   });
 }

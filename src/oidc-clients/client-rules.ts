@@ -16,6 +16,16 @@ export const ID_TOKEN_ALGS = ['EdDSA', 'RS256'] as const;
 export type IdTokenAlg = (typeof ID_TOKEN_ALGS)[number];
 export const DEFAULT_ID_TOKEN_ALG: IdTokenAlg = 'EdDSA';
 
+// In this file rather than the service's: the admin API's schema names them, and the service's code is imported at its first call.
+/**
+ * How a client came: registered by an administrator (`admin`: the admin API or pages), at the
+ * command line (`cli`), or by itself through dynamic registration (RFC 7591): with the initial
+ * access token (`registration`) or by anyone in open mode (`open_registration`: counted against
+ * the cap, and deleted when never used).
+ */
+export const CLIENT_ORIGINS = ['admin', 'cli', 'registration', 'open_registration'] as const;
+export type ClientOrigin = (typeof CLIENT_ORIGINS)[number];
+
 export const MAX_NAME_LENGTH = 100;
 /** Per list (redirect URIs, post-logout redirect URIs). */
 export const MAX_URIS = 20;

@@ -15,8 +15,8 @@ import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { requestSource } from '../audit/request-source.ts';
 import { isoTime } from '../lib/clock.ts';
-import { GRANT_TYPES, ID_TOKEN_ALGS, MAX_EXCHANGE_RESOURCES, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem } from './client-rules.ts';
-import { CLIENT_ORIGINS, type OidcClient, type OidcClientsService } from './clients.service.ts';
+import { CLIENT_ORIGINS, GRANT_TYPES, ID_TOKEN_ALGS, MAX_EXCHANGE_RESOURCES, MAX_NAME_LENGTH, MAX_URI_LENGTH, MAX_URIS, type ClientProblem } from './client-rules.ts';
+import type { OidcClient, OidcClientsService } from './clients.service.ts';
 
 export interface ClientRouteOptions {
   oidcClients: OidcClientsService;

@@ -17,7 +17,7 @@
 import type { Db } from '../storage/database.ts';
 import type { Clock } from '../lib/clock.ts';
 import { SYSTEM_SOURCE, type AuditService, type AuditSource } from '../audit/audit.service.ts';
-import { checkBackchannelLogoutUri, checkClientInput, TOKEN_EXCHANGE_GRANT, checkOpenRegistration, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
+import { CLIENT_ORIGINS, checkBackchannelLogoutUri, checkClientInput, TOKEN_EXCHANGE_GRANT, checkOpenRegistration, checkName, checkRedirectUris, isNativeApp, type ClientInput, type ClientOrigin, type ClientProblem, type GrantType, type IdTokenAlg } from './client-rules.ts';
 import * as store from './clients.store.ts';
 import { hashClientSecret, newClientId, newClientSecret } from './client-credentials.ts';
 import { checkExchangeChange, exchangePolicyOf, recordTokenExchange, type TokenExchanged } from './exchange-policy.ts';
@@ -54,19 +54,12 @@ export interface OidcClient {
   jwksUri: string | null;
 }
 
-/**
- * How a client came: registered by an administrator (`admin`: the admin API or pages), at the
- * command line (`cli`), or by itself through dynamic registration (RFC 7591): with the initial
- * access token (`registration`) or by anyone in open mode (`open_registration`: counted against
- * the cap, and deleted when never used).
- */
-export const CLIENT_ORIGINS = ['admin', 'cli', 'registration', 'open_registration'] as const;
-export type ClientOrigin = (typeof CLIENT_ORIGINS)[number];
 
 /** A client's last use is written at most this often (a busy client does not write on every token). */
 export const RECORD_USE_EVERY_MS = 60 * 60_000;
 
 export type { ClientInput, ClientProblem, GrantType, IdTokenAlg } from './client-rules.ts';
+export { CLIENT_ORIGINS, type ClientOrigin } from './client-rules.ts';
 
 /** Registering a client: the client and, for a confidential one, its secret (this once). */
 export type CreateClientResult =

@@ -15,7 +15,8 @@ import * as originLastUse from './migrations/20261130-oidc-clients-origin-last-u
 import * as tokenExchange from './migrations/20261130-oidc-clients-token-exchange.ts';
 import * as dpopBoundTokens from './migrations/20261130-oidc-clients-dpop-bound-tokens.ts';
 import * as jwksUri from './migrations/20261201-oidc-clients-jwks-uri.ts';
-import { createOidcClientsService, type OidcClientsService } from './clients.service.ts';
+import type { OidcClientsService } from './clients.service.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { clientRoutes } from './clients.routes.ts';
 import { CLIENTS_PAGE, clientPageRoutes } from './clients-pages.routes.ts';
 
@@ -41,7 +42,10 @@ export const oidcClientsModule = defineModule({
   migrations: { '20261124-oidc-clients-registry': registry, '20261129-oidc-clients-backchannel-logout': backchannelLogout, '20261130-oidc-clients-origin-last-use': originLastUse, '20261130-oidc-clients-token-exchange': tokenExchange, '20261130-oidc-clients-dpop-bound-tokens': dpopBoundTokens, '20261201-oidc-clients-jwks-uri': jwksUri },
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,
-  provide: ({ db, clock, services, storage }) => ({ oidcClients: createOidcClientsService({ db, clock, audit: services.audit, isPostgres: storage.dialect === 'postgres' }) }),
+  // The registry's code is imported at its first call (lib/deferred-service.ts).
+  provide: ({ db, clock, services, storage }) => ({
+    oidcClients: deferredService(async () => (await import('./clients.service.ts')).createOidcClientsService({ db, clock, audit: services.audit, isPostgres: storage.dialect === 'postgres' })),
+  }),
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(clientRoutes, { oidcClients: services.oidcClients }) },
     { scope: 'browser', register: (app, { services, adminNav }) => app.register(clientPageRoutes, { oidcClients: services.oidcClients, adminNav }) },

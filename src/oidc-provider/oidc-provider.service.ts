@@ -16,7 +16,7 @@ import type { RequestAuth } from '../sessions/request-authentication.ts';
 import type { SessionService } from '../sessions/session.service.ts';
 import type { UserService } from '../users/user.service.ts';
 import type { OidcClientsService } from '../oidc-clients/clients.service.ts';
-import { clientSecretMatches } from '../oidc-clients/clients.service.ts';
+import { clientSecretMatches } from '../oidc-clients/client-credentials.ts';
 import { SYSTEM_SOURCE, type AuditService, type AuditSource } from '../audit/audit.service.ts';
 import { createAdapterFactory } from './oidc.adapter.ts';
 import { CLOCK_TOLERANCE_SECONDS, type OidcProviderConfig } from './oidc-provider.config.ts';

@@ -28,7 +28,7 @@ import type { UserService } from '../users/user.service.ts';
 import { deriveKey } from '../lib/derive-key.ts';
 import { formActionSource } from '../web/render.ts';
 import { toErrorBody } from '../errors.ts';
-import { newClientId, newClientSecret } from '../oidc-clients/clients.service.ts';
+import { newClientId, newClientSecret } from '../oidc-clients/client-credentials.ts';
 import type { AdapterFactory } from 'oidc-provider';
 import type { ProviderPages } from './provider-pages.ts';
 

@@ -14,32 +14,13 @@ import { Resolver } from 'node:dns/promises';
 import { createDocumentFetch } from '../http/outbound/fetcher.ts';
 import { systemResolver, type Resolver as AddressResolver } from '../http/outbound/sender.ts';
 import type { OrgDomainsConfig } from './org-domains.config.ts';
+import { CHALLENGE_LABEL, CHALLENGE_PREFIX, WELL_KNOWN_PATH, type VerificationMethod } from './domain-challenge.ts';
 
-export const CHALLENGE_LABEL = '_gatehouse-challenge';
-export const CHALLENGE_PREFIX = 'gatehouse-domain-verification=';
-export const WELL_KNOWN_PATH = '/.well-known/gatehouse-domain-verification';
-export const METHODS = ['dns', 'http'] as const;
-export type VerificationMethod = (typeof METHODS)[number];
+// The record and file to publish, and the methods, are declared apart (read at start by the routes).
+export { CHALLENGE_LABEL, CHALLENGE_PREFIX, WELL_KNOWN_PATH, METHODS, challengeOf, type VerificationMethod, type Challenge } from './domain-challenge.ts';
 
 export type CheckFailure = 'DOMAIN_RECORD_NOT_FOUND' | 'DOMAIN_RECORD_MISMATCH' | 'DOMAIN_CHECK_FAILED';
 export type CheckOutcome = { ok: true } | { ok: false; reason: CheckFailure };
-
-/** What the organization publishes to prove `domain` with `token`. */
-export interface Challenge {
-  /** The TXT record's name (`_gatehouse-challenge.example.com`). */
-  readonly recordName: string;
-  readonly recordType: 'TXT';
-  /** Its value, exactly (`gatehouse-domain-verification=…`). */
-  readonly recordValue: string;
-  /** The well-known file's URL and body, when that method is offered; null otherwise. */
-  readonly fileUrl: string | null;
-  readonly fileContent: string;
-}
-
-export function challengeOf(domain: string, token: string, config: Pick<OrgDomainsConfig, 'httpCheck'>): Challenge {
-  const recordValue = `${CHALLENGE_PREFIX}${token}`;
-  return { recordName: `${CHALLENGE_LABEL}.${domain}`, recordType: 'TXT', recordValue, fileUrl: config.httpCheck ? `https://${domain}${WELL_KNOWN_PATH}` : null, fileContent: recordValue };
-}
 
 export interface DomainChecker {
   check(method: VerificationMethod, domain: string, token: string): Promise<CheckOutcome>;

@@ -19,7 +19,7 @@ import { organizationPagePath as organizationPage, organizationSectionForms } fr
 import { createPageRenderer, templatesIn } from '../web/render.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import type { OrgDomainsService } from './org-domains.service.ts';
-import type { Challenge } from './domain-checks.ts';
+import type { Challenge } from './domain-challenge.ts';
 import { MAX_DOMAIN_LENGTH } from './domain-name.ts';
 
 const SECTION_ANCHOR = '#domains-heading';

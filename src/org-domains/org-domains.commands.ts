@@ -8,7 +8,7 @@ import type { BuiltServices, CliCommandContext } from '../module.ts';
 import { CLI_SOURCE } from '../audit/audit-source.ts';
 import { OPERATOR } from '../organizations/organizations.service.ts';
 import { DOMAINS_USAGE } from './org-domains.cli.ts';
-import { METHODS, type VerificationMethod } from './domain-checks.ts';
+import { METHODS, type VerificationMethod } from './domain-challenge.ts';
 import type { DomainView } from './org-domains.model.ts';
 
 type Command = (args: string[], io: CliIo, context: CliCommandContext) => Promise<void>;

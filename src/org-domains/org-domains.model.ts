@@ -1,7 +1,7 @@
 /** What the org-domains module deals in: its views, outcomes and the mapping from its rows. No I/O. */
 import { domainToUnicode } from 'node:url';
 import type { DomainRow } from './org-domains.store.ts';
-import { challengeOf, type Challenge, type VerificationMethod } from './domain-checks.ts';
+import { challengeOf, type Challenge, type VerificationMethod } from './domain-challenge.ts';
 import type { OrgDomainsConfig } from './org-domains.config.ts';
 
 /** An organization may claim this many domains. */

@@ -15,8 +15,8 @@ import { defineModule } from '../module.ts';
 import * as table from './migrations/20261202-org-domains-table.ts';
 import { orgDomainsConfigSection } from './org-domains.config.ts';
 import { ORG_DOMAINS_ERRORS } from './org-domains.errors.ts';
-import { createOrgDomainsService, type OrgDomainsService } from './org-domains.service.ts';
-import { createDomainChecker } from './domain-checks.ts';
+import type { OrgDomainsService } from './org-domains.service.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { orgDomainRoutes } from './org-domains.routes.ts';
 import { orgDomainPageRoutes, orgDomainPageSections } from './org-domains-pages.ts';
 import { ORG_DOMAINS_PUBLIC_EVENTS } from './org-domains.public-events.ts';
@@ -43,9 +43,16 @@ export const orgDomainsModule = defineModule({
   errors: ORG_DOMAINS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   publicEvents: ORG_DOMAINS_PUBLIC_EVENTS,
+  // The service, its store and the domain checks are imported at its first call (lib/deferred-service.ts):
+  // discovery for enterprise sign-in and the domain pages are what reach it.
   provide({ db, clock, config, services }) {
     const { audit, organizations, rateLimiters } = services;
-    return { orgDomains: createOrgDomainsService({ db, clock, audit, organizations, rateLimiters, checker: createDomainChecker(config.orgDomains), config: config.orgDomains }) };
+    return {
+      orgDomains: deferredService(async () => {
+        const [{ createOrgDomainsService }, { createDomainChecker }] = await Promise.all([import('./org-domains.service.ts'), import('./domain-checks.ts')]);
+        return createOrgDomainsService({ db, clock, audit, organizations, rateLimiters, checker: createDomainChecker(config.orgDomains), config: config.orgDomains });
+      }),
+    };
   },
   pageSections: (services) => orgDomainPageSections(services),
   routes: [

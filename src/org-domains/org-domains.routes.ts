@@ -15,7 +15,7 @@ import { bodyErrorResponses, errorResponse } from '../http/schemas.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { OPERATOR, type Actor } from '../organizations/organizations.service.ts';
 import type { OrgDomainsService } from './org-domains.service.ts';
-import { METHODS } from './domain-checks.ts';
+import { METHODS } from './domain-challenge.ts';
 import { MAX_DOMAIN_LENGTH } from './domain-name.ts';
 import type { DomainView, VerifyResult } from './org-domains.model.ts';
 

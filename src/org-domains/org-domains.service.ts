@@ -53,8 +53,6 @@ export function createOrgDomainsService(deps: { db: Db; clock: Clock; audit: Aud
   }
 
   return {
-    config,
-
     /** The organization that verified `domain` (any case, Unicode or punycode), or null. One indexed read. */
     async findVerified(domain: string): Promise<VerifiedDomain | null> {
       const name = normaliseDomain(domain);

@@ -204,5 +204,10 @@ export function createScimUsersService(deps: {
       } else await db.transaction().execute(remove);
       return { ok: true };
     },
+
+    /** What the directories sent about an account, in each organization (its data export): no token, nothing secret. */
+    async ofAccount(userId: string): Promise<Array<{ organizationId: string; id: string; userName: string; externalId: string | null; active: boolean }>> {
+      return (await store.listUsersOfAccount(db, userId)).map((row) => ({ organizationId: row.organization_id, id: row.id, userName: row.user_name, externalId: row.external_id, active: row.active === 1 }));
+    },
   };
 }

@@ -15,14 +15,13 @@ import { cli } from './scim.cli.ts';
 import { SCIM_ERRORS } from './scim.errors.ts';
 import { scimConfigSection } from './scim.config.ts';
 import * as tables from './migrations/20261129-scim-tables.ts';
-import { createScimTokensService, type ScimTokensService } from './scim-tokens.service.ts';
-import { createScimUsersService } from './scim-users.service.ts';
-import { createScimGroupsService } from './scim-groups.service.ts';
-import { createMembershipSync } from './scim-membership.ts';
+import type { ScimTokensService } from './scim-tokens.service.ts';
+import type { createScimUsersService } from './scim-users.service.ts';
+import type { createScimGroupsService } from './scim-groups.service.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { scimRoutes } from './scim.routes.ts';
 import { scimManagementRoutes } from './scim-tokens.routes.ts';
 import { SCIM_PUBLIC_EVENTS } from './scim.public-events.ts';
-import { listUsersOfAccount } from './scim.store.ts';
 import { scimTokenPageRoutes, scimTokenSections } from './scim-tokens-pages.ts';
 
 export interface ScimService {
@@ -64,22 +63,27 @@ export const scimModule = defineModule({
   auditEvents: AUDIT_EVENTS,
   publicEvents: SCIM_PUBLIC_EVENTS,
   openApiTags: [{ name: 'scim', description: "SCIM provisioning: an organization's SCIM tokens and its group → role mappings (the protocol itself is at /scim/v2)." }],
+  // The services, the store and the protocol's parsing are imported at their first call
+  // (lib/deferred-service.ts): a directory's request, a token's management, a data export.
   provide({ db, clock, services }) {
     const { audit, users, sessions, organizations } = services;
-    const membership = createMembershipSync({ db, audit, users, sessions, organizations });
     return {
-      scimTokens: createScimTokensService({ db, clock, audit }),
-      scim: {
-        users: createScimUsersService({ db, clock, audit, users, organizations, membership }),
-        groups: createScimGroupsService({ db, clock, audit, membership }),
-      },
+      scimTokens: deferredService(async () => (await import('./scim-tokens.service.ts')).createScimTokensService({ db, clock, audit })),
+      scim: deferredService(async () => {
+        const [{ createMembershipSync }, { createScimUsersService }, { createScimGroupsService }] = await Promise.all([import('./scim-membership.ts'), import('./scim-users.service.ts'), import('./scim-groups.service.ts')]);
+        const membership = createMembershipSync({ db, audit, users, sessions, organizations });
+        return {
+          users: createScimUsersService({ db, clock, audit, users, organizations, membership }),
+          groups: createScimGroupsService({ db, clock, audit, membership }),
+        };
+      }),
     };
   },
   // What the directory sent about the person, in each organization (no token, nothing secret).
-  userData: (_services, { db }) => ({
+  userData: ({ scim }) => ({
     export: async (userId) => {
-      const rows = await listUsersOfAccount(db, userId);
-      return rows.length === 0 ? null : { scimUsers: rows.map((row) => ({ organizationId: row.organization_id, id: row.id, userName: row.user_name, externalId: row.external_id, active: row.active === 1 })) };
+      const scimUsers = await scim.users.ofAccount(userId);
+      return scimUsers.length === 0 ? null : { scimUsers };
     },
   }),
   pageSections: (services) => scimTokenSections(services),

@@ -14,6 +14,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { DocumentFetch } from '../http/outbound/fetcher.ts';
 import { DeliveryError } from '../http/outbound/sender.ts';
 import type { AttributeMapping } from './sso.model.ts';
+import { oidcRedirectUri } from './sso-endpoints.ts';
 
 const TIMEOUT_SECONDS = 10;
 
@@ -46,9 +47,8 @@ function failureOf(error: unknown): 'IDP_ADDRESS_REFUSED' | 'IDP_UNREACHABLE' | 
   return error instanceof TypeError ? 'IDP_UNREACHABLE' : null;
 }
 
-export function oidcRedirectUri(authUrl: string, connectionId: string): string {
-  return `${authUrl}/sso/oidc/${connectionId}/callback`;
-}
+// The redirect URI is declared apart, for the routes that show it (sso-endpoints.ts).
+export { oidcRedirectUri } from './sso-endpoints.ts';
 
 export function createOidcRelyingParty(deps: { authUrl: string; clock: Clock; allowHttp: boolean; fetch: DocumentFetch }) {
   const discovered = new Map<string, Promise<OpenIdClient.Configuration>>();

@@ -17,6 +17,7 @@ import type { Db } from '../storage/database.ts';
 import * as store from './sso.store.ts';
 import { hasDocumentType } from './idp-metadata.ts';
 import { toPem } from './sp-keys.ts';
+import { samlEndpoints } from './sso-endpoints.ts';
 import type { SamlSettings, SpSecrets } from './sso.model.ts';
 
 /** How far the IdP's clock may be from ours. */
@@ -29,16 +30,8 @@ const REPLAY_MARGIN_MS = CLOCK_SKEW_MS + 60_000;
 const MAX_ASSERTION_LIFETIME_MS = 24 * 3_600_000;
 const MAX_RESPONSE_BYTES = 512 * 1024;
 
-export interface SamlEndpoints {
-  entityId: string;
-  acsUrl: string;
-  metadataUrl: string;
-}
-
-export function samlEndpoints(authUrl: string, connectionId: string): SamlEndpoints {
-  const base = `${authUrl}/sso/saml/${connectionId}`;
-  return { entityId: `${base}/metadata`, acsUrl: `${base}/acs`, metadataUrl: `${base}/metadata` };
-}
+// A connection's addresses are declared apart, for the routes that show them (sso-endpoints.ts).
+export { samlEndpoints, type SamlEndpoints } from './sso-endpoints.ts';
 
 /** What a checked assertion says of the person. */
 export interface SamlAssertion {

@@ -16,7 +16,7 @@ import { requestSource } from '../audit/request-source.ts';
 import { isoTime } from '../lib/clock.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
-import { samlEndpoints } from './saml-sp.ts';
+import { oidcRedirectUri, samlEndpoints } from './sso-endpoints.ts';
 import { connectionChanges, connectionInput, type Connection } from './sso.model.ts';
 import type { SsoService } from './sso.service.ts';
 import type { ConnectionResult } from './sso-connections.ts';
@@ -106,7 +106,7 @@ function unwrap(result: ConnectionResult): Connection {
 
 export const ssoAdminRoutes: FastifyPluginAsyncZod<SsoAdminRouteOptions> = async (app, options) => {
   const { sso, organizations, authUrl } = options;
-  const view = (connection: Connection) => toView(connection, authUrl, sso.oidcRedirectUri(connection.id));
+  const view = (connection: Connection) => toView(connection, authUrl, oidcRedirectUri(authUrl, connection.id));
   const source = (request: FastifyRequest) => requestSource(request, signedIn(request).userId);
   const forMembers = { access: access.user() };
   const forMembersRecentlyVerified = { access: access.user({ requires: [RECENT_SECOND_FACTOR] }) };

@@ -25,7 +25,8 @@ import { ADMIN_ROLE } from '../users/user.service.ts';
 import { OPERATOR } from '../organizations/organizations.model.ts';
 import { formatTime, type TimeText } from '../web/time-text.ts';
 import type { SsoService } from './sso.service.ts';
-import { SETUP_LINK_DEFAULT_DAYS, SETUP_LINK_MAX_DAYS, type SetupLink } from './sso-setup.service.ts';
+import type { SetupLink } from './sso-setup.service.ts';
+import { SETUP_LINK_DEFAULT_DAYS, SETUP_LINK_MAX_DAYS } from './sso-setup.rules.ts';
 
 const SECTION_ANCHOR = '#sso-setup-links-heading';
 /** The administrators' page of an organization (organizations-admin-pages.routes.ts), and its forms' refusals' page. */

@@ -32,7 +32,7 @@ import { OPERATOR } from '../organizations/organizations.model.ts';
 import type { OrganizationsService } from '../organizations/organizations.service.ts';
 import type { OrgDomainsService } from '../org-domains/org-domains.service.ts';
 import type { ScimTokensService } from '../scim/scim-tokens.service.ts';
-import { samlEndpoints } from './saml-sp.ts';
+import { oidcRedirectUri, samlEndpoints } from './sso-endpoints.ts';
 import { ssoFlowCookie } from './sso.routes.ts';
 import type { SetupTestOutcome, SsoService } from './sso.service.ts';
 import type { SetupLink } from './sso-setup.service.ts';
@@ -142,7 +142,7 @@ export const ssoSetupPageRoutes: FastifyPluginAsyncZod<SsoSetupPageOptions> = as
       title: i18n.t('sso.setup.title'),
       organization: found?.organization.name ?? '',
       expiresAt: formatTime(link.expiresAt, i18n.locale),
-      sp: { ...endpoints, redirectUri: sso.oidcRedirectUri(link.connectionId), signingCert: saml?.spSigningCert ?? null, encryptionCert: saml?.spEncryptionCert ?? null },
+      sp: { ...endpoints, redirectUri: oidcRedirectUri(config.authUrl, link.connectionId), signingCert: saml?.spSigningCert ?? null, encryptionCert: saml?.spEncryptionCert ?? null },
       connection: own === null ? null : { protocol: own.protocol, name: own.name, idp: own.settings.saml?.idpEntityId ?? own.settings.oidc?.issuer ?? '' },
       domains: listed.ok
         ? listed.domains.map((domain) => ({ id: domain.id, name: domain.displayName, isVerified: domain.status === 'verified', recordName: domain.challenge.recordName, recordType: domain.challenge.recordType, recordValue: domain.challenge.recordValue }))

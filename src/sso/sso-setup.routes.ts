@@ -17,7 +17,8 @@ import { isoTime } from '../lib/clock.ts';
 import { ADMIN_ROLE } from '../users/user.service.ts';
 import { OPERATOR, type Actor } from '../organizations/organizations.model.ts';
 import type { SsoService } from './sso.service.ts';
-import { SETUP_LINK_DEFAULT_DAYS, SETUP_LINK_MAX_DAYS, type SetupLink } from './sso-setup.service.ts';
+import type { SetupLink } from './sso-setup.service.ts';
+import { SETUP_LINK_DEFAULT_DAYS, SETUP_LINK_MAX_DAYS } from './sso-setup.rules.ts';
 
 const params = z.object({ id: z.string().min(1).max(64) });
 const linkParams = params.extend({ linkId: z.string().min(1).max(64) });

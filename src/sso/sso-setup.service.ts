@@ -19,9 +19,10 @@ import type { SetupTestOutcome } from './sso.service.ts';
 import { REQUEST_TTL_MS } from './saml-sp.ts';
 import { SETUP_PAGE } from './sso-setup.paths.ts';
 import * as store from './sso-setup.store.ts';
+import { SETUP_LINK_DEFAULT_DAYS, SETUP_LINK_MAX_DAYS } from './sso-setup.rules.ts';
 
-export const SETUP_LINK_DEFAULT_DAYS = 7;
-export const SETUP_LINK_MAX_DAYS = 30;
+// Declared apart, for the routes and pages that offer the choice (sso-setup.rules.ts).
+export { SETUP_LINK_DEFAULT_DAYS, SETUP_LINK_MAX_DAYS } from './sso-setup.rules.ts';
 const DAY_MS = 86_400_000;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** A link's last use is written at most this often. */
@@ -71,8 +72,6 @@ export function createSsoSetup(deps: { db: Db; clock: Clock; audit: AuditService
   const details = (row: store.SetupLinkRow) => ({ linkId: row.id, organizationId: row.organization_id, connectionId: row.connection_id });
 
   return {
-    linkUrl,
-
     /** A new link (its URL is in this answer only). `connectionId`: one of the organization's connections to change; else a new one. */
     async create(
       organizationId: string,

@@ -26,8 +26,8 @@ export const SSO_USAGE = `  gatehouse sso list [--org ORG] [--json]
 export const cli: readonly CliCommandGroup[] = [{ name: 'sso', usage: SSO_USAGE, order: 55, load: async () => runSsoCommand }];
 
 const runtime = async () => {
-  const [{ CLI_SOURCE }, { toView }] = await Promise.all([import('../audit/audit.service.ts'), import('./sso-admin.routes.ts')]);
-  return { CLI_SOURCE, toView };
+  const [{ CLI_SOURCE }, { toView }, { oidcRedirectUri }] = await Promise.all([import('../audit/audit.service.ts'), import('./sso-admin.routes.ts'), import('./sso-endpoints.ts')]);
+  return { CLI_SOURCE, toView, oidcRedirectUri };
 };
 
 function parse<const T extends OptionSpecs>(command: string, args: string[], options: T, positionals: number) {
@@ -43,11 +43,11 @@ async function readAll(stdin: NodeJS.ReadableStream): Promise<string> {
 export const runSsoCommand: CliCommandRunner = async (args, io, context) => {
   const withServices = context.withServices.bind(context);
   const show = async (id: string, json: boolean | undefined) => {
-    const { toView } = await runtime();
+    const { toView, oidcRedirectUri } = await runtime();
     await withServices(io, async ({ sso, config }) => {
       const connection = await sso.connections.get(id);
       if (connection === null) throw new CliError('no such SSO connection');
-      const view = toView(connection, config.authUrl, sso.oidcRedirectUri(connection.id));
+      const view = toView(connection, config.authUrl, oidcRedirectUri(config.authUrl, connection.id));
       if (json === true) return writeJson(io, view);
       const lines = [
         ['id', view.id],
@@ -66,7 +66,7 @@ export const runSsoCommand: CliCommandRunner = async (args, io, context) => {
   await runSubcommand('sso', SSO_USAGE, {
     async list(rest) {
       const { values } = parse('list', rest, { org: { type: 'string' }, json: { type: 'boolean' } }, 0);
-      const { toView } = await runtime();
+      const { toView, oidcRedirectUri } = await runtime();
       await withServices(io, async ({ sso, organizations, config }) => {
         let organizationId: string | undefined;
         if (values.org !== undefined) {
@@ -75,7 +75,7 @@ export const runSsoCommand: CliCommandRunner = async (args, io, context) => {
           organizationId = organization.id;
         }
         const connections = await sso.connections.list(organizationId);
-        if (values.json === true) return writeJson(io, { connections: connections.map((connection) => toView(connection, config.authUrl, sso.oidcRedirectUri(connection.id))) });
+        if (values.json === true) return writeJson(io, { connections: connections.map((connection) => toView(connection, config.authUrl, oidcRedirectUri(config.authUrl, connection.id))) });
         if (connections.length === 0) return void io.stdout.write('No SSO connections.\n');
         io.stdout.write(formatTable(['ID', 'ORGANIZATION', 'PROTOCOL', 'ENFORCE', 'NAME'], connections.map((c) => [c.id, c.organizationId, c.protocol, c.enforce ? 'yes' : 'no', c.name])));
       });

@@ -9,7 +9,8 @@ import * as tables from './migrations/20261129-sso-tables.ts';
 import * as setupLinks from './migrations/20261130-sso-setup-links.ts';
 import { SSO_ERRORS } from './sso.errors.ts';
 import { ssoConfigSection } from './sso.config.ts';
-import { createSsoService, type SsoService } from './sso.service.ts';
+import type { SsoService } from './sso.service.ts';
+import { deferredService } from '../lib/deferred-service.ts';
 import { ssoRoutes } from './sso.routes.ts';
 import { ssoAdminRoutes } from './sso-admin.routes.ts';
 import { ssoSetupRoutes } from './sso-setup.routes.ts';
@@ -21,7 +22,6 @@ import { readMessages } from '../i18n/catalog.ts';
 import { ssoFactorKind } from './sso-factor.ts';
 import { ssoEnforcementStep } from './sso-enforcement.ts';
 import { SSO_COUNTED_EVENTS, SSO_COUNTERS } from './sso.metrics.ts';
-import * as store from './sso.store.ts';
 import { cli } from './sso.cli.ts';
 import { SCIM_BASE_PATH } from '../scim/scim.routes.ts';
 
@@ -59,8 +59,12 @@ export const ssoModule = defineModule({
   auditEvents: AUDIT_EVENTS,
   counters: SSO_COUNTERS,
   countedEvents: SSO_COUNTED_EVENTS,
+  // The service (connections, the SAML and OIDC libraries' code, sign-in, setup links) is imported
+  // at its first call (lib/deferred-service.ts). The sign-in page's section asks it whether any
+  // connection exists, and the enforcement step asks it at every sign-in but an ADMIN's or SSO's
+  // own: an instance loads it when the first sign-in page is shown, not at start.
   provide: ({ db, config, clock, services }) => ({
-    sso: createSsoService({
+    sso: deferredService(async () => (await import('./sso.service.ts')).createSsoService({
       db,
       clock,
       authUrl: config.authUrl,
@@ -73,14 +77,14 @@ export const ssoModule = defineModule({
       allowHttp: config.sso.allowHttp,
       // The verified-domains module's discovery (org-domains, above this one in the list).
       domains: () => services.orgDomains,
-    }),
+    })),
   }),
   firstFactors: ({ sso }) => [ssoFactorKind((id) => sso.connections.get(id))],
   signInSteps: ({ sso }) => [ssoEnforcementStep((email) => sso.isEnforcedFor(email))],
-  userData: ({ sso: _sso }, { db }) => ({
+  userData: ({ sso }) => ({
     export: async (userId) => {
-      const identities = await store.listIdentitiesOf(db, userId);
-      return identities.length === 0 ? null : { ssoIdentities: identities.map((row) => ({ connectionId: row.connection_id, subject: row.subject, createdAt: new Date(Number(row.created_at)).toISOString() })) };
+      const ssoIdentities = await sso.identitiesOf(userId);
+      return ssoIdentities.length === 0 ? null : { ssoIdentities };
     },
   }),
   pageSections: ({ sso }) => [...ssoPageSections(sso), ...ssoSetupLinkSections(sso)],

@@ -122,8 +122,6 @@ export function createSsoService(deps: {
       return full === null ? null : saml.metadata(full);
     },
 
-    oidcRedirectUri: (connectionId: string) => oidcRedirectUri(authUrl, connectionId),
-
     /**
      * Sends a sign-in to the connection's IdP; `callbackUrl` is already a safe path of ours. With
      * `testId` (a setup link's test, sso-setup.service.ts) the answer is shown, not signed in.
@@ -194,6 +192,11 @@ export function createSsoService(deps: {
     async isEnforcedFor(email: string): Promise<boolean> {
       const connection = await connectionForEmail(email);
       return connection !== null && connection.enforce;
+    },
+
+    /** The identities an account is linked to at the IdPs (its data export): the connection and the IdP's subject. */
+    async identitiesOf(userId: string): Promise<Array<{ connectionId: string; subject: string; createdAt: string }>> {
+      return (await store.listIdentitiesOf(db, userId)).map((row) => ({ connectionId: row.connection_id, subject: row.subject, createdAt: new Date(Number(row.created_at)).toISOString() }));
     },
   };
 }

@@ -19,7 +19,10 @@
 import { createCipheriv, createHash, pbkdf2, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { verify as argon2Verify } from '@node-rs/argon2';
-import type { PasswordHashScheme } from '../credentials/password-hasher.ts';
+import { SCHEME_PATTERNS, type SchemeName } from './foreign-hash-schemes.ts';
+
+// What the password check registers (the names and patterns, without this file's code), from here too.
+export { FOREIGN_HASH_SCHEMES } from './foreign-hash-schemes.ts';
 
 const pbkdf2Async = promisify(pbkdf2);
 const scryptAsync = promisify(scrypt) as (password: Buffer | string, salt: Buffer, keylen: number, options: { N: number; r: number; p: number; maxmem: number }) => Promise<Buffer>;
@@ -37,7 +40,6 @@ export const BOUNDS = {
   maxBytes: 256,
 } as const;
 
-const B64 = '[A-Za-z0-9+/_-]+={0,2}';
 const decode = (text: string): Buffer => Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
 const sizeOk = (...buffers: Buffer[]) => buffers.every((buffer) => buffer.length > 0 && buffer.length <= BOUNDS.maxBytes);
 
@@ -46,7 +48,7 @@ function equal(a: Buffer, b: Buffer): boolean {
 }
 
 interface ParsedScheme<P> {
-  name: string;
+  name: SchemeName;
   pattern: RegExp;
   /** The parameters of a hash this scheme recognises, or a reason it is refused. */
   parse(match: RegExpExecArray): P | { refused: string };
@@ -55,7 +57,7 @@ interface ParsedScheme<P> {
 
 const bcryptScheme: ParsedScheme<{ hash: string }> = {
   name: 'bcrypt',
-  pattern: /^\$2[aby]\$(\d{2})\$[./A-Za-z0-9]{53}$/,
+  pattern: SCHEME_PATTERNS.bcrypt,
   parse: (match) => {
     const cost = Number(match[1]);
     return cost < BOUNDS.bcryptCost.min || cost > BOUNDS.bcryptCost.max ? { refused: 'HASH_COST_TOO_HIGH' } : { hash: match[0] };
@@ -67,7 +69,7 @@ const bcryptScheme: ParsedScheme<{ hash: string }> = {
 
 const argon2Scheme: ParsedScheme<{ hash: string }> = {
   name: 'argon2',
-  pattern: new RegExp(`^\\$(argon2i|argon2d|argon2id)\\$v=19\\$m=(\\d{1,10}),t=(\\d{1,10}),p=(\\d{1,4})\\$${B64}\\$${B64}$`),
+  pattern: SCHEME_PATTERNS.argon2,
   parse: (match) => {
     const [m, t, p] = [Number(match[2]), Number(match[3]), Number(match[4])];
     if (m > BOUNDS.argon2MemoryKib || t > BOUNDS.argon2Iterations || p > BOUNDS.argon2Parallelism) return { refused: 'HASH_COST_TOO_HIGH' };
@@ -79,7 +81,7 @@ const argon2Scheme: ParsedScheme<{ hash: string }> = {
 
 const scryptScheme: ParsedScheme<{ N: number; r: number; p: number; salt: Buffer; hash: Buffer }> = {
   name: 'scrypt',
-  pattern: new RegExp(`^\\$scrypt\\$ln=(\\d{1,2}),r=(\\d{1,3}),p=(\\d{1,2})\\$(${B64})\\$(${B64})$`),
+  pattern: SCHEME_PATTERNS.scrypt,
   parse: (match) => {
     const [ln, r, p] = [Number(match[1]), Number(match[2]), Number(match[3])];
     const [salt, hash] = [decode(match[4]!), decode(match[5]!)];
@@ -92,7 +94,7 @@ const scryptScheme: ParsedScheme<{ N: number; r: number; p: number; salt: Buffer
 
 const pbkdf2Scheme: ParsedScheme<{ digest: string; iterations: number; salt: Buffer; hash: Buffer }> = {
   name: 'pbkdf2',
-  pattern: new RegExp(`^\\$pbkdf2-(sha1|sha256|sha512)\\$i=(\\d{1,10})\\$(${B64})\\$(${B64})$`),
+  pattern: SCHEME_PATTERNS.pbkdf2,
   parse: (match) => {
     const iterations = Number(match[2]);
     const [salt, hash] = [decode(match[3]!), decode(match[4]!)];
@@ -105,7 +107,7 @@ const pbkdf2Scheme: ParsedScheme<{ digest: string; iterations: number; salt: Buf
 
 const saltedShaScheme: ParsedScheme<{ digest: string; before: boolean; salt: Buffer; hash: Buffer }> = {
   name: 'salted-sha',
-  pattern: new RegExp(`^\\$(sha256|sha512)\\$s=(before|after)\\$(${B64})\\$(${B64})$`),
+  pattern: SCHEME_PATTERNS['salted-sha'],
   parse: (match) => {
     const [salt, hash] = [decode(match[3]!), decode(match[4]!)];
     const length = match[1] === 'sha256' ? 32 : 64;
@@ -125,7 +127,7 @@ const saltedShaScheme: ParsedScheme<{ digest: string; before: boolean; salt: Buf
  */
 const firebaseScheme: ParsedScheme<{ N: number; r: number; separator: Buffer; signerKey: Buffer; salt: Buffer; hash: Buffer }> = {
   name: 'firebase-scrypt',
-  pattern: new RegExp(`^\\$firebase-scrypt\\$ln=(\\d{1,2}),r=(\\d{1,2})\\$(${B64})\\$(${B64})\\$(${B64})\\$(${B64})$`),
+  pattern: SCHEME_PATTERNS['firebase-scrypt'],
   parse: (match) => {
     const [ln, r] = [Number(match[1]), Number(match[2])];
     const [separator, signerKey, salt, hash] = [decode(match[3]!), decode(match[4]!), decode(match[5]!), decode(match[6]!)];
@@ -168,22 +170,19 @@ export function kindOf(passwordHash: string): string {
 }
 
 /**
- * The schemes this module registers with the password check (module.ts `passwordHashSchemes`):
- * every foreign kind above, and argon2i/argon2d (argon2id stays the core's). Out-of-bounds or
- * malformed hashes verify as false, without work.
+ * Whether `password` is the one `passwordHash` was made from, by the scheme `name` (the password
+ * check's `verify` of foreign-hash-schemes.ts): false for a hash of another scheme, out of bounds
+ * or malformed, without work, and for any failure of the scheme's code.
  */
-export const FOREIGN_HASH_SCHEMES: readonly PasswordHashScheme[] = SCHEMES.map((scheme) => ({
-  name: scheme.name,
-  recognises: (passwordHash: string) => scheme.pattern.test(passwordHash),
-  async verify(passwordHash: string, password: string): Promise<boolean> {
-    const match = scheme.pattern.exec(passwordHash);
-    if (match === null) return false;
-    const parsed = scheme.parse(match) as object;
-    if ('refused' in parsed) return false;
-    try {
-      return await scheme.verify(parsed as never, password);
-    } catch {
-      return false;
-    }
-  },
-}));
+export async function verifyForeignHash(name: SchemeName, passwordHash: string, password: string): Promise<boolean> {
+  const scheme = SCHEMES.find((candidate) => candidate.name === name);
+  const match = scheme?.pattern.exec(passwordHash) ?? null;
+  if (scheme === undefined || match === null) return false;
+  const parsed = scheme.parse(match) as object;
+  if ('refused' in parsed) return false;
+  try {
+    return await scheme.verify(parsed as never, password);
+  } catch {
+    return false;
+  }
+}
