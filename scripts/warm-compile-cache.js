@@ -6,12 +6,13 @@
  *
  * It loads (never runs) what the server and the `gatehouse` command load: the server's bundle
  * (scripts/build-server.js; the source when there is none), the entries, every
- * module, and the code of every command group, with the same cache `src/start.js` and
+ * module, the code of every command group and what services load at their first call, with the same cache `src/start.js` and
  * `src/cli/gatehouse.js` turn on (NODE_COMPILE_CACHE moves it; NODE_DISABLE_COMPILE_CACHE=1 turns
  * it off, and this script then does nothing). Plain JavaScript, like those entries. A failure here
  * never fails the install: the cache is only a speed-up, and the first run fills it anyway.
  */
-import { enableCompileCache, serverModule, unsupportedNodeMessage } from '../src/start.js';
+import { readFileSync } from 'node:fs';
+import { BUNDLE_DIRECTORY, BUNDLE_MANIFEST, enableCompileCache, serverModule, unsupportedNodeMessage } from '../src/start.js';
 
 /** What the server imports before its first request (src/main.ts imports the server when the config is read). */
 const SERVER_ENTRIES = ['src/main.ts', 'src/server.ts'];
@@ -28,6 +29,19 @@ async function warm() {
   const { findModuleCliGroups } = await import('../src/cli/main.ts');
   for (const core of ['../src/cli/migrate.ts', '../src/cli/backup.ts', '../src/cli/doctor.ts']) await import(new URL(core, import.meta.url).href);
   for (const group of await findModuleCliGroups()) await group.load();
+  // The code a service loads at its first call (src/lib/deferred-service.ts), which a command that
+  // calls it imports from source: every source file the server's bundle was built from.
+  for (const source of bundledSources()) await import(new URL(`../${source}`, import.meta.url).href);
+}
+
+/** The TypeScript files the server's bundle lists as its inputs (its manifest, scripts/build-server.js); none without one. */
+function bundledSources() {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL(`../${BUNDLE_DIRECTORY}/${BUNDLE_MANIFEST}`, import.meta.url), 'utf8'));
+    return Object.keys(manifest.inputs ?? {}).filter((file) => file.endsWith('.ts'));
+  } catch {
+    return [];
+  }
 }
 
 // Another Node.js (an `npm install` run outside npm's PATH, say) has no compile cache to fill.

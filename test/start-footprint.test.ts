@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomSecret, REPO_ROOT, startGatehouse, startScriptNodeArgs } from './helpers/process.ts';
+import { SIGN_IN_PAGE } from '../src/http/sign-in-redirect.ts';
 
 const RECORDER = resolve(REPO_ROOT, 'test/fixtures/record-loaded-packages.mjs');
 
@@ -106,6 +107,11 @@ describe('a default start', () => {
     });
     const health = await fetch(`${server.base}/api/health`);
     assert.equal(health.status, 200);
+    // Ready: what is loaded from here on was loaded by a request. The sign-in page asks the SSO
+    // service whether any connection exists: its code is loaded now, from its own chunk.
+    const ready = Date.now();
+    const signInPage = await fetch(`${server.base}${SIGN_IN_PAGE}`);
+    assert.equal(signInPage.status, 200);
     // The banner of a store without accounts says how to make the first.
     assert.match(server.child.stderr(), /No users yet\. Create one/);
     const exit = await server.child.stop(30_000);
@@ -127,7 +133,10 @@ describe('a default start', () => {
     assert.ok(!loaded.includes('koa'), 'koa (oidc-provider\'s server) is not loaded either');
     // The project's own files: the start loads its modules' declarations (the recorder works: the
     // module files are there) and not the code their services are made of.
-    const sources = JSON.parse(readFileSync(sourcesRecord, 'utf8')) as string[];
+    const records = JSON.parse(readFileSync(sourcesRecord, 'utf8')) as Array<{ file: string; at: number }>;
+    const sources = records.filter((record) => record.at <= ready).map((record) => record.file);
+    const firstUsed = records.filter((record) => record.at > ready).map((record) => record.file);
+    assert.ok(firstUsed.includes('src/sso/sso.service.ts') && firstUsed.includes('src/sso/sso.store.ts'), `loaded by the sign-in page: ${firstUsed.join(', ')}`);
     for (const declared of ['src/oidc-clients/oidc-clients.module.ts', 'src/oidc-clients/clients.routes.ts']) assert.ok(sources.includes(declared), declared);
     assert.deepEqual(LOADED_ON_FIRST_USE.filter((file) => existsSync(resolve(REPO_ROOT, file)) && sources.includes(file)), [], 'loaded at start, though imported at first use');
     assert.deepEqual(LOADED_ON_FIRST_USE.filter((file) => !existsSync(resolve(REPO_ROOT, file))), [], 'listed, but no such file');

@@ -22,6 +22,7 @@ import type { ApiKeysService } from './api-keys.service.ts';
 import type { ApiKeyUse } from './api-key-use.ts';
 import { deferredService } from '../lib/deferred-service.ts';
 import { looksLikeApiKey } from './key-format.ts';
+import { PURGE_AFTER_MS, purgeEndedBefore } from './api-keys.purge.ts';
 import { guardKeyRequests } from './api-key-guard.ts';
 import { apiKeyRoutes } from './api-keys.routes.ts';
 import { introspectionRoutes } from './introspection.routes.ts';
@@ -68,7 +69,8 @@ export const apiKeysModule = defineModule({
     };
   },
   // Keys revoked or expired a month ago are deleted (their history stays in the audit log).
-  jobs: ({ apiKeys }, { logger }) => [createPeriodicJob({ name: 'api-key-purge', intervalMs: 3_600_000, firstDelayMs: 120_000, logger, run: () => apiKeys.purge() })],
+  // Its statement is the module's, not the service's (api-keys.purge.ts): the job loads none of the keys' code.
+  jobs: (_services, { db, clock, logger }) => [createPeriodicJob({ name: 'api-key-purge', intervalMs: 3_600_000, firstDelayMs: 120_000, logger, run: () => purgeEndedBefore(db, clock() - PURGE_AFTER_MS) })],
   credentialResolvers: ({ apiKeyUse }) => [{ name: 'api-key', recognises: looksLikeApiKey, resolve: (token) => apiKeyUse.resolve(token) }],
   pageSections: (services) => apiKeyPageSections(services),
   // A person's keys go with their account (on cascade); the export lists them, never a secret or hash.

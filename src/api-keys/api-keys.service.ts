@@ -18,6 +18,7 @@ import { OPERATOR, OWNER } from '../organizations/organizations.model.ts';
 import type { ApiKeysConfig } from './api-keys.config.ts';
 import { hashApiKey, newApiKey } from './key-format.ts';
 import * as store from './api-keys.store.ts';
+import { PURGE_AFTER_MS } from './api-keys.purge.ts';
 import { ADMIN_SCOPE, MAX_ACTIVE_KEYS, MAX_NAME_LENGTH, MAX_SCOPES, ROLE_PATTERN, SCOPE_PATTERN, toView, type ApiKeyOwner, type ApiKeyView, type CreateRefusal } from './api-keys.model.ts';
 
 export interface NewKeyInput {
@@ -175,7 +176,7 @@ export function createApiKeysService(deps: { db: Db; clock: Clock; audit: AuditS
 
     /** Keys revoked or expired more than 30 days ago go (the audit log keeps their history). */
     async purge(): Promise<void> {
-      await store.purgeEndedBefore(db, clock() - 30 * 86_400_000);
+      await store.purgeEndedBefore(db, clock() - PURGE_AFTER_MS);
     },
   };
 }

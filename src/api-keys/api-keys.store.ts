@@ -64,7 +64,4 @@ export async function recordUse(db: Db, id: string, at: number, ip: string | nul
   await db.updateTable('api_keys').set(ip === null ? { last_used_at: at } : { last_used_at: at, last_used_ip: ip }).where('id', '=', id).execute();
 }
 
-/** Deletes keys revoked or expired before `before` (the audit log keeps their history). */
-export async function purgeEndedBefore(db: Db, before: number): Promise<void> {
-  await db.deleteFrom('api_keys').where((eb) => eb.or([eb('revoked_at', '<', before), eb('expires_at', '<', before)])).execute();
-}
+export { purgeEndedBefore } from './api-keys.purge.ts';

@@ -298,6 +298,27 @@ for (const backend of await backends()) {
     });
   });
 
+  // The key guard takes the key uses it needs at the first request made with a key (their code is
+  // loaded then: lib/deferred-service.ts); that request is guarded as every later one is.
+  describe(`API keys: the first request made with a key (${backend.name})`, { skip: backend.skip }, () => {
+    const forScope = useTestApp(backend);
+    const forPath = useTestApp(backend);
+
+    it('is refused without the write scope, and where keys may not go, each the first of its instance', async () => {
+      const cases = [
+        { t: forScope, request: { method: 'DELETE', url: '/api/auth/sessions' }, code: 'API_KEY_SCOPE_REQUIRED' },
+        { t: forPath, request: { method: 'POST', url: '/api/keys', payload: { name: 'made by a key' } }, code: 'API_KEY_NOT_ALLOWED' },
+      ] as const;
+      for (const { t, request, code } of cases) {
+        const user = await createSignedInUser(t, { email: `first-${code}-${backend.name}@example.com`, password: PASSWORD });
+        const key = (await keysOver(t).createKey(user.token, { name: 'first' })).secret;
+        const refused = await t.app.inject({ ...request, headers: bearer(key) });
+        assert.equal(refused.statusCode, 403, refused.body);
+        assert.equal(refused.json().error, code);
+      }
+    });
+  });
+
   // It counts statements: no module's background jobs (their polls would land in the windows).
   describe(`API keys kept between uses (${backend.name})`, { skip: backend.skip }, () => {
     const clock = fakeClock();

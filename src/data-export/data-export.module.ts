@@ -37,8 +37,10 @@ export const dataExportModule = defineModule({
   auditEvents: AUDIT_EVENTS,
   // The service's code is imported at its first export (lib/deferred-service.ts).
   provide({ services, clock }) {
+    const { audit } = services;
+    // Account deletion is listed after this module: its service is asked for at the export, not now.
     const accountDeletion = { exportUserData: (userId: string) => services.accountDeletion.exportUserData(userId) };
-    return { dataExport: deferredService(async () => (await import('./data-export.service.ts')).createDataExportService({ accountDeletion, audit: services.audit, clock })) };
+    return { dataExport: deferredService(async () => (await import('./data-export.service.ts')).createDataExportService({ accountDeletion, audit, clock })) };
   },
   pageSections: () => [
     {

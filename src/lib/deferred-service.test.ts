@@ -78,11 +78,26 @@ describe('deferredService', () => {
     assert.equal((service as unknown as { then?: unknown }).then, undefined);
   });
 
+  it('answers none of the names every object has: serialising it starts no import', async () => {
+    const { state, service } = counted();
+    assert.equal(JSON.stringify({ service }), '{"service":{}}');
+    assert.equal((service as unknown as { toString?: unknown }).toString, undefined);
+    assert.equal((service.group as unknown as { toJSON?: unknown }).toJSON, undefined);
+    assert.equal(state.builds, 0);
+  });
+
+  it('a member the built service lacks fails its call, with its name', async () => {
+    const { service } = counted();
+    await assert.rejects((service as unknown as { missing: () => Promise<void> }).missing(), { name: 'TypeError', message: 'missing is not a method of the service' });
+  });
+
   it('refuses at compile time a member that could not wait for the code', () => {
     // @ts-expect-error: a synchronous method cannot be called before the import has finished.
     deferredService(async () => ({ now: () => 1 }));
     // @ts-expect-error: nor can a property be read.
     deferredService(async () => ({ size: 3 }));
+    // @ts-expect-error: nor a method that answers at once when it can (a promise only sometimes).
+    deferredService(async () => ({ maybe: (): number | Promise<number> => 1 }));
     deferredService(async () => ({ later: async () => 1, nested: { later: async () => 2 } }));
   });
 });

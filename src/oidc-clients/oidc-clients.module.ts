@@ -43,8 +43,8 @@ export const oidcClientsModule = defineModule({
   errors: OIDC_CLIENTS_ERRORS,
   auditEvents: AUDIT_EVENTS,
   // The registry's code is imported at its first call (lib/deferred-service.ts).
-  provide: ({ db, clock, services, storage }) => ({
-    oidcClients: deferredService(async () => (await import('./clients.service.ts')).createOidcClientsService({ db, clock, audit: services.audit, isPostgres: storage.dialect === 'postgres' })),
+  provide: ({ db, clock, services: { audit }, storage }) => ({
+    oidcClients: deferredService(async () => (await import('./clients.service.ts')).createOidcClientsService({ db, clock, audit, isPostgres: storage.dialect === 'postgres' })),
   }),
   routes: [
     { scope: 'api', register: (app, { services }) => app.register(clientRoutes, { oidcClients: services.oidcClients }) },

@@ -44,7 +44,8 @@ export const orgDomainsModule = defineModule({
   auditEvents: AUDIT_EVENTS,
   publicEvents: ORG_DOMAINS_PUBLIC_EVENTS,
   // The service, its store and the domain checks are imported at its first call (lib/deferred-service.ts):
-  // discovery for enterprise sign-in and the domain pages are what reach it.
+  // enterprise sign-in's discovery (the SSO module's enforcement step asks it at every sign-in but
+  // an ADMIN's or SSO's own) and the domain pages are what reach it.
   provide({ db, clock, config, services }) {
     const { audit, organizations, rateLimiters } = services;
     return {

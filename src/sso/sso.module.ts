@@ -62,23 +62,28 @@ export const ssoModule = defineModule({
   // The service (connections, the SAML and OIDC libraries' code, sign-in, setup links) is imported
   // at its first call (lib/deferred-service.ts). The sign-in page's section asks it whether any
   // connection exists, and the enforcement step asks it at every sign-in but an ADMIN's or SSO's
-  // own: an instance loads it when the first sign-in page is shown, not at start.
-  provide: ({ db, config, clock, services }) => ({
-    sso: deferredService(async () => (await import('./sso.service.ts')).createSsoService({
-      db,
-      clock,
-      authUrl: config.authUrl,
-      authSecret: config.authSecret,
-      audit: services.audit,
-      users: services.users,
-      organizations: services.organizations,
-      pipeline: services.signInPipeline,
-      policy: { allowHttp: config.sso.allowHttp, allowPrivate: config.sso.allowPrivateTargets, allowPrivateSetting: 'SSO_ALLOW_PRIVATE_TARGETS' },
-      allowHttp: config.sso.allowHttp,
-      // The verified-domains module's discovery (org-domains, above this one in the list).
-      domains: () => services.orgDomains,
-    })),
-  }),
+  // own (and through it the verified domains' service): an instance loads them when the first
+  // sign-in page is shown, not at start.
+  provide: ({ db, config, clock, services }) => {
+    // Taken now, not in the loader: a service no module above provides stops the start (services.ts).
+    // The verified-domains module's discovery: org-domains, above this one in the list.
+    const { audit, users, organizations, signInPipeline: pipeline, orgDomains } = services;
+    return {
+      sso: deferredService(async () => (await import('./sso.service.ts')).createSsoService({
+        db,
+        clock,
+        authUrl: config.authUrl,
+        authSecret: config.authSecret,
+        audit,
+        users,
+        organizations,
+        pipeline,
+        policy: { allowHttp: config.sso.allowHttp, allowPrivate: config.sso.allowPrivateTargets, allowPrivateSetting: 'SSO_ALLOW_PRIVATE_TARGETS' },
+        allowHttp: config.sso.allowHttp,
+        domains: () => orgDomains,
+      })),
+    };
+  },
   firstFactors: ({ sso }) => [ssoFactorKind((id) => sso.connections.get(id))],
   signInSteps: ({ sso }) => [ssoEnforcementStep((email) => sso.isEnforcedFor(email))],
   userData: ({ sso }) => ({

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import type { ConfigSection } from '../config.ts';
 import type { PasswordAccountSource } from '../credentials/password-hasher.ts';
-import type { Sender } from '../http/outbound/sender.ts';
+import { createSender, type Sender } from '../http/outbound/sender.ts';
 import { checkWebhookUrl } from '../http/outbound/target-rules.ts';
 
 export interface LegacyVerifyConfig {
@@ -117,23 +117,12 @@ export function legacyAccountSources(config: LegacyVerifyConfig, options: { send
   if (url === null) return [];
   const tls = config.tls === null ? null : { ...(config.tls.ca !== null && { ca: config.tls.ca }), ...(config.tls.cert !== null && config.tls.key !== null && { cert: config.tls.cert, key: config.tls.key }) };
   // The URL is the operator's, not a user's: a legacy system on the private network is the usual case.
-  // The sender's code is imported at the first address asked about, not at start (most sign-ins
-  // are of accounts that exist); concurrent first asks share the import, a failed one is tried again.
-  let sender: Promise<Sender> | undefined = options.sender === undefined ? undefined : Promise.resolve(options.sender);
-  const senderNow = (): Promise<Sender> =>
-    (sender ??= import('../http/outbound/sender.ts').then(
-      ({ createSender }) => createSender({ policy: { allowHttp: config.allowHttp, allowPrivate: true }, timeoutMs: config.timeoutMs, userAgent: 'Gatehouse-Legacy-Verify/1.0', ...(tls !== null && { tls }) }),
-      (error: unknown) => {
-        sender = undefined;
-        throw error;
-      },
-    ));
+  const send = options.sender ?? createSender({ policy: { allowHttp: config.allowHttp, allowPrivate: true }, timeoutMs: config.timeoutMs, userAgent: 'Gatehouse-Legacy-Verify/1.0', ...(tls !== null && { tls }) });
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(config.secret !== '' && { authorization: `Bearer ${config.secret}` }) };
   return [
     {
       name: 'legacy',
       async verify(email, password) {
-        const send = await senderNow();
         const outcome = await send({ url, headers, body: JSON.stringify({ email, password }) });
         return outcome.delivered && outcome.responseCode === 200 ? { emailVerified: config.emailVerified } : null;
       },
