@@ -48,8 +48,8 @@ function equal(a: Buffer, b: Buffer): boolean {
 }
 
 interface ParsedScheme<P> {
+  /** Its hashes are those its pattern (foreign-hash-schemes.ts `SCHEME_PATTERNS`) recognises. */
   name: SchemeName;
-  pattern: RegExp;
   /** The parameters of a hash this scheme recognises, or a reason it is refused. */
   parse(match: RegExpExecArray): P | { refused: string };
   verify(parameters: P, password: string): Promise<boolean>;
@@ -57,7 +57,6 @@ interface ParsedScheme<P> {
 
 const bcryptScheme: ParsedScheme<{ hash: string }> = {
   name: 'bcrypt',
-  pattern: SCHEME_PATTERNS.bcrypt,
   parse: (match) => {
     const cost = Number(match[1]);
     return cost < BOUNDS.bcryptCost.min || cost > BOUNDS.bcryptCost.max ? { refused: 'HASH_COST_TOO_HIGH' } : { hash: match[0] };
@@ -69,7 +68,6 @@ const bcryptScheme: ParsedScheme<{ hash: string }> = {
 
 const argon2Scheme: ParsedScheme<{ hash: string }> = {
   name: 'argon2',
-  pattern: SCHEME_PATTERNS.argon2,
   parse: (match) => {
     const [m, t, p] = [Number(match[2]), Number(match[3]), Number(match[4])];
     if (m > BOUNDS.argon2MemoryKib || t > BOUNDS.argon2Iterations || p > BOUNDS.argon2Parallelism) return { refused: 'HASH_COST_TOO_HIGH' };
@@ -81,7 +79,6 @@ const argon2Scheme: ParsedScheme<{ hash: string }> = {
 
 const scryptScheme: ParsedScheme<{ N: number; r: number; p: number; salt: Buffer; hash: Buffer }> = {
   name: 'scrypt',
-  pattern: SCHEME_PATTERNS.scrypt,
   parse: (match) => {
     const [ln, r, p] = [Number(match[1]), Number(match[2]), Number(match[3])];
     const [salt, hash] = [decode(match[4]!), decode(match[5]!)];
@@ -94,7 +91,6 @@ const scryptScheme: ParsedScheme<{ N: number; r: number; p: number; salt: Buffer
 
 const pbkdf2Scheme: ParsedScheme<{ digest: string; iterations: number; salt: Buffer; hash: Buffer }> = {
   name: 'pbkdf2',
-  pattern: SCHEME_PATTERNS.pbkdf2,
   parse: (match) => {
     const iterations = Number(match[2]);
     const [salt, hash] = [decode(match[3]!), decode(match[4]!)];
@@ -107,7 +103,6 @@ const pbkdf2Scheme: ParsedScheme<{ digest: string; iterations: number; salt: Buf
 
 const saltedShaScheme: ParsedScheme<{ digest: string; before: boolean; salt: Buffer; hash: Buffer }> = {
   name: 'salted-sha',
-  pattern: SCHEME_PATTERNS['salted-sha'],
   parse: (match) => {
     const [salt, hash] = [decode(match[3]!), decode(match[4]!)];
     const length = match[1] === 'sha256' ? 32 : 64;
@@ -127,7 +122,6 @@ const saltedShaScheme: ParsedScheme<{ digest: string; before: boolean; salt: Buf
  */
 const firebaseScheme: ParsedScheme<{ N: number; r: number; separator: Buffer; signerKey: Buffer; salt: Buffer; hash: Buffer }> = {
   name: 'firebase-scrypt',
-  pattern: SCHEME_PATTERNS['firebase-scrypt'],
   parse: (match) => {
     const [ln, r] = [Number(match[1]), Number(match[2])];
     const [separator, signerKey, salt, hash] = [decode(match[3]!), decode(match[4]!), decode(match[5]!), decode(match[6]!)];
@@ -152,7 +146,7 @@ export type HashCheck = { ok: true; kind: string } | { ok: false; reason: 'MALFO
 export function checkImportedHash(passwordHash: string): HashCheck {
   if (passwordHash.length > 2_000) return { ok: false, reason: 'MALFORMED_HASH' };
   for (const scheme of SCHEMES) {
-    const match = scheme.pattern.exec(passwordHash);
+    const match = SCHEME_PATTERNS[scheme.name].exec(passwordHash);
     if (match === null) continue;
     const parsed = scheme.parse(match) as object;
     if ('refused' in parsed) return { ok: false, reason: parsed.refused as 'MALFORMED_HASH' | 'HASH_COST_TOO_HIGH' };
@@ -176,7 +170,7 @@ export function kindOf(passwordHash: string): string {
  */
 export async function verifyForeignHash(name: SchemeName, passwordHash: string, password: string): Promise<boolean> {
   const scheme = SCHEMES.find((candidate) => candidate.name === name);
-  const match = scheme?.pattern.exec(passwordHash) ?? null;
+  const match = scheme === undefined ? null : SCHEME_PATTERNS[scheme.name].exec(passwordHash);
   if (scheme === undefined || match === null) return false;
   const parsed = scheme.parse(match) as object;
   if ('refused' in parsed) return false;
